@@ -1,0 +1,105 @@
+// The one factory of the REST app. The functions-framework target `api`, the local stack and
+// the tests all build the app through `createApp(deps)`.
+import { randomUUID } from 'node:crypto';
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import { ApiError, PROBLEM_CONTENT_TYPE, toProblem } from '@mi/lib/errors';
+import type { AppDeps, AppEnv } from './env';
+import { registerDocs } from './docs';
+import { registerRoutes } from './routes';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const JSON_TYPE = /^application\/([\w.-]+\+)?json/i;
+
+export function problemResponse(c: Context, err: unknown): Response {
+  const { problem, headers } = toProblem(err);
+  return new Response(JSON.stringify(problem), {
+    status: problem.status,
+    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, ...headers },
+  });
+}
+
+/** Maps what Hono and its validators throw onto our closed set of API errors. */
+function asApiError(err: unknown): unknown {
+  if (err instanceof ApiError) return err;
+  if (err instanceof HTTPException) {
+    if (err.status === 400) return new ApiError('bad_request', err.message || 'malformed request');
+    if (err.status === 413) return new ApiError('payload_too_large', 'request body too large');
+    if (err.status === 401) return new ApiError('unauthorized', err.message || 'unauthorized');
+  }
+  return err;
+}
+
+export function createApp(deps: AppDeps) {
+  const app = new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (result.success) return;
+      const errors = result.error.issues.map((i) => ({ path: i.path.join('.') || '(body)', message: i.message }));
+      throw new ApiError('unprocessable', `validation failed: ${errors.map((e) => e.path).join(', ')}`, errors);
+    },
+  });
+
+  app.use('*', async (c, next) => {
+    c.set('deps', deps);
+    const trace: Record<string, string> = {};
+    const tp = c.req.header('traceparent');
+    const ts = c.req.header('tracestate');
+    if (tp && /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/.test(tp)) trace.traceparent = tp;
+    if (ts && ts.length <= 512) trace.tracestate = ts;
+    c.set('trace', trace);
+    const clientId = c.req.header('x-client-id');
+    c.set('clientId', clientId && UUID.test(clientId) ? clientId : null);
+    const traceId = trace.traceparent?.split('-')[1];
+    c.set('log', deps.log.child({ request_id: randomUUID(), ...(traceId ? { trace_id: traceId } : {}) }));
+    const started = performance.now();
+    await next();
+    // The path only: query strings can hold signatures.
+    c.var.log.info({ method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) }, 'request');
+  });
+
+  // JSON bodies are bounded before being read whole; raw audio routes stream with their own limits.
+  const limitJson = bodyLimit({
+    maxSize: deps.config.API_MAX_JSON_BYTES,
+    onError: () => {
+      throw new ApiError('payload_too_large', `request body exceeds ${deps.config.API_MAX_JSON_BYTES} bytes`);
+    },
+  });
+  app.use('*', async (c, next) => {
+    if (JSON_TYPE.test(c.req.header('content-type') ?? '')) return limitJson(c, next);
+    await next();
+  });
+
+  app.onError((err, c) => {
+    const mapped = asApiError(err);
+    if (!(mapped instanceof ApiError)) (c.var.log ?? deps.log).error({ err }, 'unhandled error');
+    return problemResponse(c, mapped);
+  });
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  registerRoutes(app);
+  registerDocs(app, deps);
+
+  app.notFound((c) => {
+    const allowed = allowedMethods(app, c.req.path);
+    if (allowed.length) {
+      return problemResponse(c, new ApiError('method_not_allowed', `${c.req.method} is not allowed here`, undefined, { Allow: allowed.join(', ') }));
+    }
+    return problemResponse(c, new ApiError('not_found', `no route for ${c.req.method} ${c.req.path}`));
+  });
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;
+
+/** Methods registered for a path, for 405 answers. */
+function allowedMethods(app: OpenAPIHono<AppEnv>, path: string): string[] {
+  const methods = new Set<string>();
+  for (const r of app.routes) {
+    if (r.method === 'ALL' || r.path === '*' || r.path.endsWith('/*')) continue;
+    const re = new RegExp('^' + r.path.replace(/:[^/]+/g, '[^/]+') + '/?$');
+    if (re.test(path)) methods.add(r.method);
+  }
+  return [...methods].sort();
+}

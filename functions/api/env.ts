@@ -1,0 +1,40 @@
+// The Hono environment of the REST API: what every handler can read from the context.
+import type { Authenticator } from '@mi/lib/auth';
+import type { Config } from '@mi/lib/config';
+import type { Database } from '@mi/lib/db/pool';
+import type { User } from '@mi/lib/domain/users';
+import type { EventPublisher } from '@mi/lib/events';
+import type { FeatureFlags } from '@mi/lib/flags';
+import type { Logger } from '@mi/lib/log';
+import type { ObjectStore } from '@mi/lib/storage';
+
+/** The adapters the API runs on, built once per process (see functions/api/deps.ts). */
+export interface AppDeps {
+  config: Config;
+  log: Logger;
+  db: Database;
+  auth: Authenticator;
+  events: EventPublisher;
+  store: ObjectStore;
+  flags: FeatureFlags;
+}
+
+/** Who is calling. Service calls act on any user's records (userId null). */
+export type Principal = { kind: 'user'; userId: string; user: User } | { kind: 'service'; userId: null };
+
+export interface IdempotencyClaim {
+  principal: string;
+  key: string;
+  completed: boolean;
+}
+
+export type AppEnv = {
+  Variables: {
+    deps: AppDeps;
+    principal: Principal;
+    clientId: string | null;
+    trace: Record<string, string>;
+    log: Logger;
+    idempotency?: IdempotencyClaim;
+  };
+};

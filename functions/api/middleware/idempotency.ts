@@ -1,0 +1,86 @@
+// Idempotency-Key as decisions.md section 3 (IETF draft semantics). A short transaction claims
+// the key (an in-flight marker, so a concurrent duplicate answers 409 instead of running twice);
+// the final response is written by `commit` in the same transaction as the effect. A failed
+// request releases the marker so the client may retry with the same key.
+import { createHash } from 'node:crypto';
+import type { MiddlewareHandler } from 'hono';
+import { ApiError } from '@mi/lib/errors';
+import type { Queryable } from '@mi/lib/db/pool';
+import type { AppEnv, IdempotencyClaim } from '../env';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const TTL = '24 hours';
+/** An in-flight marker older than this belongs to a request that died; it may be taken over. */
+const ABANDONED_AFTER = '2 minutes';
+
+interface StoredRecord {
+  request_hash: string;
+  state: 'in_flight' | 'done';
+  abandoned: boolean;
+  response_status: number | null;
+  response_body: unknown;
+  response_headers: Record<string, string> | null;
+}
+
+export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const key = c.req.header('idempotency-key');
+  if (!key) throw new ApiError('bad_request', 'Idempotency-Key header is required for this operation');
+  if (!UUID.test(key)) throw new ApiError('bad_request', 'Idempotency-Key must be a uuid');
+  const { db } = c.var.deps;
+  const principal = c.var.principal.userId ?? 'service';
+  const body = await c.req.text(); // Hono caches it for the validator
+  const hash = createHash('sha256').update(`${c.req.method} ${c.req.path}\n${body}`).digest('hex');
+
+  const existing = await db.withTransaction(async (tx) => {
+    await tx.query('idempotency.expire', 'DELETE FROM idempotency_record WHERE principal = $1 AND key = $2 AND expires_at < now()', [principal, key]);
+    const claimed = await tx.query(
+      'idempotency.claim',
+      `INSERT INTO idempotency_record (principal, key, method, path, request_hash, state, expires_at)
+       VALUES ($1, $2, $3, $4, $5, 'in_flight', now() + interval '${TTL}') ON CONFLICT DO NOTHING`,
+      [principal, key, c.req.method, c.req.path, hash],
+    );
+    if (claimed.rowCount === 1) return null;
+    const { rows } = await tx.query<StoredRecord>(
+      'idempotency.get',
+      `SELECT request_hash, state, response_status, response_body, response_headers,
+              created_at < now() - interval '${ABANDONED_AFTER}' AS abandoned
+       FROM idempotency_record WHERE principal = $1 AND key = $2 FOR UPDATE`,
+      [principal, key],
+    );
+    const rec = rows[0];
+    if (rec.request_hash === hash && rec.state === 'in_flight' && rec.abandoned) {
+      await tx.query('idempotency.take_over', 'UPDATE idempotency_record SET created_at = now() WHERE principal = $1 AND key = $2', [principal, key]);
+      return null;
+    }
+    return rec;
+  });
+
+  if (existing) {
+    if (existing.request_hash !== hash) throw new ApiError('unprocessable', 'Idempotency-Key was already used with a different request');
+    if (existing.state === 'in_flight') throw new ApiError('conflict', 'a request with this Idempotency-Key is still in progress');
+    const headers = { ...(existing.response_headers ?? {}), 'Idempotent-Replayed': 'true' };
+    if (existing.response_status === 204 || existing.response_body === null) return c.body(null, existing.response_status as 204, headers);
+    return c.json(existing.response_body as object, existing.response_status as 200, headers);
+  }
+
+  const claim: IdempotencyClaim = { principal, key, completed: false };
+  c.set('idempotency', claim);
+  try {
+    await next();
+  } finally {
+    if (!claim.completed) await release(db, claim);
+  }
+};
+
+async function release(db: Queryable, claim: IdempotencyClaim) {
+  await db.query('idempotency.release', `DELETE FROM idempotency_record WHERE principal = $1 AND key = $2 AND state = 'in_flight'`, [claim.principal, claim.key]);
+}
+
+/** Stores the response inside the effect's transaction (called by `commit`). */
+export async function completeIdempotency(tx: Queryable, claim: IdempotencyClaim, status: number, body: unknown) {
+  await tx.query(
+    'idempotency.complete',
+    `UPDATE idempotency_record SET state = 'done', response_status = $3, response_body = $4 WHERE principal = $1 AND key = $2`,
+    [claim.principal, claim.key, status, body === null || body === undefined ? null : JSON.stringify(body)],
+  );
+}

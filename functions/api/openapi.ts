@@ -1,0 +1,88 @@
+// Shared OpenAPI pieces and `op()`, the one way an operation is declared: it adds the security
+// requirement, the documented headers, the shared problem responses and the matching
+// middleware (auth, idempotency), so documentation and behaviour cannot drift apart.
+import { createRoute, z, type RouteConfig } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
+import type { Scheme } from '@mi/lib/auth';
+import type { AppEnv } from './env';
+import { requireAuth } from './middleware/auth';
+import { idempotent } from './middleware/idempotency';
+
+export { z };
+
+export const ProblemSchema = z
+  .object({
+    type: z.string().openapi({ example: 'https://meeting-intelligence.dev/problems/not_found' }),
+    title: z.string().openapi({ example: 'Not Found' }),
+    status: z.number().int().openapi({ example: 404 }),
+    detail: z.string().openapi({ example: 'meeting not found' }),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .openapi('Problem');
+
+const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: ProblemSchema } } });
+
+export const Uuid = z.string().uuid().openapi({ example: '7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e' });
+export const IdParam = z.object({ id: Uuid.openapi({ param: { name: 'id', in: 'path' } }) });
+export const Timestamp = z.string().datetime({ offset: true }).openapi({ example: '2026-11-22T09:00:00.000Z' });
+export const Vector192 = z
+  .array(z.number().finite())
+  .length(192, 'must have exactly 192 dimensions')
+  .openapi({ description: 'Embedding of exactly 192 finite numbers' });
+/** JSON value (jsonb columns). */
+export const Json = z.any().openapi({ description: 'any JSON value' });
+
+export const PageQuery = {
+  limit: z.coerce.number().int().min(1).max(200).default(50).openapi({ description: 'page size (1-200, default 50)' }),
+  cursor: z.string().max(512).optional().openapi({ description: 'opaque cursor from next_cursor' }),
+};
+
+export const page = <T extends z.ZodTypeAny>(item: T, name: string) =>
+  z.object({ items: z.array(item), next_cursor: z.string().nullable() }).openapi(name);
+
+type OpConfig = Omit<RouteConfig, 'security' | 'middleware'> & {
+  operationId: string;
+  auth: readonly Scheme[];
+  /** Requires Idempotency-Key (creating, retryable POSTs). */
+  idempotent?: boolean;
+};
+
+const securityNames: Record<Scheme, string> = { bearer: 'bearerAuth', service: 'serviceAuth' };
+
+export function op<const C extends OpConfig>(cfg: C) {
+  const middleware: MiddlewareHandler<AppEnv>[] = [requireAuth(cfg.auth)];
+  if (cfg.idempotent) middleware.push(idempotent);
+  const headers = z.object({
+    ...(cfg.idempotent ? { 'idempotency-key': Uuid.openapi({ description: 'required; a uuid per logical request' }) } : {}),
+    'x-client-id': Uuid.optional().openapi({ description: 'originating client; its WebSocket connection gets no echo of the resulting events' }),
+  });
+  const { auth, idempotent: _i, ...route } = cfg;
+  return createRoute({
+    ...route,
+    security: auth.map((s) => ({ [securityNames[s]]: [] })),
+    middleware: middleware as never,
+    request: { headers, ...(route.request ?? {}) },
+    responses: {
+      ...route.responses,
+      400: problem('malformed request (bad JSON, missing or invalid Idempotency-Key)'),
+      401: problem('missing or invalid credentials'),
+      403: problem('valid credentials of a scheme this operation does not accept'),
+      413: problem('body too large'),
+      422: problem('validation failed; `errors` lists the fields'),
+      500: problem('unexpected error (no internals disclosed)'),
+      ...(cfg.idempotent ? { 409: problem('a request with this Idempotency-Key is still in progress, or a conflict') } : {}),
+    },
+  } as RouteConfig) as unknown as C;
+}
+
+export const jsonBody = <T extends z.ZodTypeAny>(schema: T, description?: string) => ({
+  body: { required: true, description, content: { 'application/json': { schema } } },
+});
+
+export const jsonResponse = <T extends z.ZodTypeAny>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+
+export const notFoundResponse = (what: string) => problem(`${what} not found`);
+export const problemResponse = problem;

@@ -1,0 +1,33 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { notFound } from '@mi/lib/errors';
+import { updateMeeting } from '@mi/lib/domain/meetings';
+import { actorOf } from '../../actor';
+import { commit } from '../../commit';
+import type { AppEnv } from '../../env';
+import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { MeetingSchema, PatchMeetingBody } from './schema';
+
+const route = op({
+  method: 'patch',
+  path: '/meetings/{id}',
+  operationId: 'updateMeeting',
+  tags: ['meetings'],
+  summary: 'Partially update meeting metadata (the ML service sets headline)',
+  description: 'Broadcasts EntityChanged { entity: meeting, action: updated }.',
+  auth: ['bearer', 'service'],
+  request: { params: IdParam, ...jsonBody(PatchMeetingBody) },
+  responses: { 200: jsonResponse(MeetingSchema, 'the full meeting'), 404: notFoundResponse('meeting') },
+});
+
+export function registerUpdateMeeting(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, (c) => {
+    const { id } = c.req.valid('param');
+    const patch = c.req.valid('json');
+    return commit(c, 200, async (tx, emit) => {
+      const meeting = await updateMeeting(tx, actorOf(c), id, patch);
+      if (!meeting) throw notFound('meeting');
+      await emit(meeting.user_id, { type: 'EntityChanged', entity: 'meeting', action: 'updated', id: meeting.id, meeting_id: meeting.id });
+      return meeting;
+    }) as never;
+  });
+}

@@ -1,0 +1,149 @@
+// The one place environment variables are read. Every variable of the spec's Limits tables and
+// the credential variables, with the spec's defaults; parsed once at start. A bad value fails
+// start-up with every problem listed, each naming its variable.
+import { createHmac } from 'node:crypto';
+import { z } from 'zod';
+
+const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+const num = (def: number, min = 0) => z.coerce.number().min(min).default(def);
+const optionalText = z.string().min(1).optional();
+const bool = (def: boolean) =>
+  z.enum(['true', 'false', '1', '0']).default(def ? 'true' : 'false').transform((v) => v === 'true' || v === '1');
+
+const schema = z.object({
+  // Common
+  APP_ENV: z.enum(['development', 'test', 'staging', 'production']).default('development'),
+  DATABASE_URL: optionalText,
+  PUBSUB_EMULATOR_HOST: optionalText,
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().default('http://localhost:4318'),
+  OTEL_ENABLED: bool(false),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  // Core service
+  CORE_PORT: int(4002, 0).pipe(z.number().max(65535)),
+  STORAGE_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/, 'must be a valid bucket name').default('local-audio'),
+  DATA_DIR: z.string().min(1).default('.data'),
+  PUBLIC_BASE_URL: z.string().url().optional(),
+  GOOGLE_CLOUD_PROJECT: z.string().min(1).default('local-project'),
+  FIRESTORE_EMULATOR_HOST: optionalText,
+  STORAGE_EMULATOR_HOST: optionalText,
+  STORAGE_SIGNER_KEY_FILE: optionalText,
+  PUBSUB_TOPIC_EVENTS: z.string().min(1).default('events'),
+  PUBSUB_TOPIC_RECORDING_FINALIZED: z.string().min(1).default('recording.finalized'),
+  ML_SERVICE_URL: z.string().url().default('http://localhost:4003'),
+  API_MAX_JSON_BYTES: int(33_554_432, 1024),
+  FEATURE_FLAGS_CACHE_SECONDS: num(30),
+  // Live service
+  LIVE_CONNECTION_LIFETIME_SECONDS: int(3300, 1),
+  LIVE_MAX_CONNECTIONS_PER_USER: int(20, 1),
+  LIVE_MAX_FRAME_BYTES: int(65_536, 16),
+  LIVE_SEND_QUEUE_BYTES: int(4_194_304, 1024),
+  LIVE_HELLO_TIMEOUT_SECONDS: num(10, 0.1),
+  // Recording (core)
+  RECORDING_SEGMENT_TARGET_MS: int(2000, 100),
+  RECORDING_PROGRESS_EVERY_FRAMES: int(100, 1),
+  RECORDING_PROGRESS_INTERVAL_SECONDS: num(10, 0.1),
+  RECORDING_GAP_UPLOAD_DEADLINE_SECONDS: int(1800),
+  RECORDING_GAP_SWEEP_INTERVAL_SECONDS: num(30, 0.1),
+  RECORDING_STOP_SETTLE_MS: int(500),
+  RECORDING_ML_DRAIN_TIMEOUT_SECONDS: num(5),
+  RECORDING_DISCONNECT_GRACE_SECONDS: num(120),
+  RECORDING_MAX_CHUNK_BYTES: int(1_048_576, 1),
+  RECORDING_MAX_DURATION_SECONDS: int(14_400, 1),
+  RECORDING_AUDIO_URL_TTL_SECONDS: int(900, 1),
+  RECORDING_MAX_UPLOAD_BYTES: int(536_870_912, 1),
+  // ML service (read by the fake ML service of the local stack)
+  ML_PORT: int(4003, 0).pipe(z.number().max(65535)),
+  MODEL_PROVIDER: z.enum(['provider_a', 'provider_b']).default('provider_a'),
+  ML_CACHE_TTL_SECONDS: int(3600),
+  ML_TALKING_POINT_CADENCE_SEGMENTS: int(4, 1),
+  ML_TALKING_POINT_CADENCE_SECONDS: num(30),
+  ML_TASK_CADENCE_SEGMENTS: int(12, 1),
+  ML_SEGMENT_FEATURE_MAX_PER_SPEAKER: int(8),
+  ML_SEGMENT_FEATURE_DIMENSIONS: z.coerce.number().int().default(192).pipe(z.literal(192, { message: 'must be 192: the core columns are vector(192)' })),
+  ML_BACKPRESSURE_QUEUE_DEPTH: int(64, 1),
+  ML_AUDIO_QUEUE_CAPACITY: int(512, 1),
+  ML_INSIGHT_WARNING_GAP_FRAMES: int(300, 1),
+  ML_DRAIN_TIMEOUT_SECONDS: num(0.5),
+  ML_INSIGHT_CONTEXT_SEGMENTS: int(60),
+  ML_NO_AUDIO_WINDOW_SECONDS: num(10, 0.1),
+  ML_NO_AUDIO_RMS_THRESHOLD: num(50),
+  ML_NO_AUDIO_BATCH_FRAMES: int(10, 1),
+  // App
+  NEXT_PUBLIC_CORE_URL: z.string().url().default('http://localhost:4002'),
+  APP_PORT: int(4001, 0).pipe(z.number().max(65535)),
+  // Credentials (values are secrets; never logged)
+  IDENTITY_SECRET_KEY: optionalText,
+  IDENTITY_PUBLISHABLE_KEY: optionalText,
+  NEXT_PUBLIC_IDENTITY_PUBLISHABLE_KEY: optionalText,
+  IDENTITY_JWKS_URL: z.string().url().optional(),
+  IDENTITY_ISSUER: optionalText,
+  IDENTITY_AUDIENCE: optionalText,
+  SERVICE_AUTH_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  AUDIO_URL_SIGNING_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+  PROVIDER_A_API_KEY: optionalText,
+  PROVIDER_B_API_KEY: optionalText,
+});
+
+type Parsed = z.infer<typeof schema>;
+export type Config = Omit<Parsed, 'SERVICE_AUTH_TOKEN' | 'AUDIO_URL_SIGNING_KEY' | 'PUBLIC_BASE_URL'> & {
+  PUBLIC_BASE_URL: string;
+  SERVICE_AUTH_TOKEN: string;
+  AUDIO_URL_SIGNING_KEY: string;
+  /** Things start-up should log as warnings (never containing secret values). */
+  warnings: string[];
+};
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+}
+
+/** The derivation the spec allows in APP_ENV=test only: HMAC of the service token, never the token. */
+export function deriveTestSigningKey(serviceToken: string): string {
+  return createHmac('sha256', serviceToken).update('audio-url-signing-key').digest('base64url');
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings count as unset, as in most deployment tools.
+  const input = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const result = schema.safeParse(input);
+  if (!result.success) {
+    throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  const c = result.data;
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const local = c.APP_ENV === 'development' || c.APP_ENV === 'test';
+
+  if (!c.SERVICE_AUTH_TOKEN) problems.push('SERVICE_AUTH_TOKEN: required');
+  if (local && !c.IDENTITY_SECRET_KEY) problems.push(`IDENTITY_SECRET_KEY: required when APP_ENV=${c.APP_ENV} (HS256 user tokens)`);
+  if (!local && !c.IDENTITY_JWKS_URL) problems.push(`IDENTITY_JWKS_URL: required when APP_ENV=${c.APP_ENV}`);
+  if (!local && !c.IDENTITY_ISSUER) problems.push(`IDENTITY_ISSUER: required when APP_ENV=${c.APP_ENV}`);
+
+  let signingKey = c.AUDIO_URL_SIGNING_KEY;
+  if (!signingKey) {
+    if (c.APP_ENV === 'test' && c.SERVICE_AUTH_TOKEN) {
+      signingKey = deriveTestSigningKey(c.SERVICE_AUTH_TOKEN);
+      warnings.push('AUDIO_URL_SIGNING_KEY is unset: derived from SERVICE_AUTH_TOKEN through HMAC (APP_ENV=test only)');
+    } else if (c.APP_ENV !== 'test') {
+      problems.push(`AUDIO_URL_SIGNING_KEY: required when APP_ENV=${c.APP_ENV}`);
+    }
+  } else if (signingKey === c.SERVICE_AUTH_TOKEN) {
+    problems.push('AUDIO_URL_SIGNING_KEY: must not be the service token (SERVICE_AUTH_TOKEN)');
+  }
+  if (c.IDENTITY_SECRET_KEY && c.IDENTITY_SECRET_KEY === c.SERVICE_AUTH_TOKEN) {
+    problems.push('IDENTITY_SECRET_KEY: must differ from SERVICE_AUTH_TOKEN');
+  }
+  if (problems.length) throw new ConfigError(problems);
+
+  return Object.freeze({
+    ...c,
+    // The spec's default applies to the local stack only; production talks to real Pub/Sub.
+    PUBSUB_EMULATOR_HOST: c.PUBSUB_EMULATOR_HOST ?? (local ? 'localhost:8085' : undefined),
+    PUBLIC_BASE_URL: c.PUBLIC_BASE_URL ?? `http://localhost:${c.CORE_PORT}`,
+    SERVICE_AUTH_TOKEN: c.SERVICE_AUTH_TOKEN!,
+    AUDIO_URL_SIGNING_KEY: signingKey!,
+    warnings,
+  });
+}

@@ -1,0 +1,31 @@
+// The database a process runs on: DATABASE_URL when set (Cloud SQL, any Postgres with
+// pgvector), otherwise the embedded PGlite: file-backed under DATA_DIR, in memory for tests.
+import path from 'node:path';
+import type { Config } from '../config';
+import { startEmbeddedPostgres } from './embedded';
+import { createDatabase, type Database } from './pool';
+
+export interface OpenedDatabase {
+  db: Database;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'APP_ENV'>): Promise<OpenedDatabase> {
+  if (config.DATABASE_URL) {
+    const db = createDatabase(config.DATABASE_URL);
+    return { db, url: config.DATABASE_URL, close: () => db.close() };
+  }
+  const embedded = await startEmbeddedPostgres({
+    dataDir: config.APP_ENV === 'test' ? undefined : path.join(config.DATA_DIR, 'pg'),
+  });
+  const db = createDatabase(embedded.url);
+  return {
+    db,
+    url: embedded.url,
+    async close() {
+      await db.close();
+      await embedded.stop();
+    },
+  };
+}

@@ -1,0 +1,30 @@
+// Keyset pagination with an opaque cursor: base64url of the last row's sort key.
+import { ApiError } from '../errors';
+
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+export function encodeCursor(key: unknown[]): string {
+  return Buffer.from(JSON.stringify(key)).toString('base64url');
+}
+
+/** Decodes a cursor made by `encodeCursor` with `arity` parts; anything else is a 400. */
+export function decodeCursor(cursor: string | undefined, arity: number): unknown[] | null {
+  if (cursor === undefined) return null;
+  try {
+    const key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(key) && key.length === arity && key.every((k) => typeof k === 'string' || typeof k === 'number')) return key;
+  } catch {
+    // fall through
+  }
+  throw new ApiError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
+}
+
+/** Fetch limit + 1 rows, then call this: it trims and builds next_cursor from the last item. */
+export function toPage<T>(rows: T[], limit: number, keyOf: (row: T) => unknown[]): Page<T> {
+  const more = rows.length > limit;
+  const items = more ? rows.slice(0, limit) : rows;
+  return { items, next_cursor: more ? encodeCursor(keyOf(items[items.length - 1])) : null };
+}

@@ -1,0 +1,130 @@
+// The one event path. A mutation writes its events to event_outbox inside its own transaction
+// (with a per-user increasing seq); after commit they are published to Pub/Sub with the origin
+// client id and trace context as attributes. Rows left unpublished (bus down, crash) are
+// republished by the sweep, oldest first, so every event reaches the live instances.
+import { randomUUID } from 'node:crypto';
+import type { Bus } from './bus';
+import type { Queryable } from './db/pool';
+import type { Logger } from './log';
+
+export type EntityAction = 'created' | 'updated' | 'deleted';
+
+/** Events as sent to WebSocket clients (decisions.md section 5), minus the envelope. */
+export type EventBody =
+  | { type: 'EntityChanged'; entity: string; action: EntityAction; id: string; meeting_id: string | null }
+  | { type: 'TranscriptSegmentEvent'; meeting_id: string; transcription_id: string; segment: Record<string, unknown> }
+  | { type: 'TalkingPointEvent'; meeting_id: string; talking_point: Record<string, unknown> }
+  | { type: 'AudioStoredProgressEvent'; meeting_id: string; audio_version: number; highest_contiguous_sequence: number; frames_stored: number; bytes_stored: number }
+  | { type: string; [k: string]: unknown };
+
+/** The envelope every delivered event carries. */
+export interface EventEnvelope {
+  event_id: string;
+  seq: number;
+  occurred_at: string;
+  user_id: string;
+}
+
+export type StoredEvent = EventEnvelope & { body: EventBody; origin_client_id: string | null; trace_context: Record<string, string> | null };
+
+export interface EventContext {
+  originClientId?: string | null;
+  trace?: Record<string, string> | null;
+}
+
+interface OutboxRow {
+  id: string;
+  user_id: string;
+  seq: number;
+  event_type: string;
+  payload: EventBody;
+  origin_client_id: string | null;
+  trace_context: Record<string, string> | null;
+  created_at: Date;
+}
+
+const toStored = (r: OutboxRow): StoredEvent => ({
+  event_id: r.id,
+  seq: r.seq,
+  occurred_at: r.created_at.toISOString(),
+  user_id: r.user_id,
+  body: r.payload,
+  origin_client_id: r.origin_client_id,
+  trace_context: r.trace_context,
+});
+
+/** Writes one event in the caller's transaction. */
+export async function appendEvent(tx: Queryable, userId: string, body: EventBody, ctx: EventContext = {}): Promise<StoredEvent> {
+  const { rows: seqRows } = await tx.query<{ last_seq: number }>(
+    'events.next_seq',
+    `INSERT INTO event_sequence (user_id, last_seq) VALUES ($1, 1)
+     ON CONFLICT (user_id) DO UPDATE SET last_seq = event_sequence.last_seq + 1 RETURNING last_seq`,
+    [userId],
+  );
+  const { rows } = await tx.query<OutboxRow>(
+    'events.append',
+    `INSERT INTO event_outbox (id, user_id, seq, event_type, payload, origin_client_id, trace_context)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+    [randomUUID(), userId, seqRows[0].last_seq, body.type, JSON.stringify(body), ctx.originClientId ?? null, ctx.trace ? JSON.stringify(ctx.trace) : null],
+  );
+  return toStored(rows[0]);
+}
+
+/** Stored events of a user after `afterSeq`, in order (WebSocket `last_seq` replay). */
+export async function eventsAfter(q: Queryable, userId: string, afterSeq: number, limit = 1000): Promise<StoredEvent[]> {
+  const { rows } = await q.query<OutboxRow>(
+    'events.after',
+    `SELECT * FROM event_outbox WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+    [userId, afterSeq, limit],
+  );
+  return rows.map(toStored);
+}
+
+/** The Pub/Sub message of one event; attributes carry what receivers filter on. */
+export function toMessage(e: StoredEvent): { data: unknown; attributes: Record<string, string> } {
+  const attributes: Record<string, string> = { user_id: e.user_id, seq: String(e.seq), event_type: e.body.type };
+  if (e.origin_client_id) attributes.origin_client_id = e.origin_client_id;
+  for (const [k, v] of Object.entries(e.trace_context ?? {})) attributes[k] = v;
+  return { data: e, attributes };
+}
+
+export interface EventPublisher {
+  /** Publishes these (just committed) events; failures are left for the sweep. */
+  publish(events: StoredEvent[]): Promise<void>;
+  /** Republishes every unpublished row older than `minAgeMs`; returns how many went out. */
+  republishPending(minAgeMs?: number): Promise<number>;
+}
+
+export function createEventPublisher(deps: { db: Queryable; bus: Bus; topic: string; log: Logger }): EventPublisher {
+  const { db, bus, topic, log } = deps;
+
+  async function publishOne(e: StoredEvent): Promise<boolean> {
+    try {
+      const { data, attributes } = toMessage(e);
+      await bus.publish(topic, data, attributes, { orderingKey: e.user_id });
+      await db.query('events.mark_published', 'UPDATE event_outbox SET published_at = now() WHERE id = $1', [e.event_id]);
+      return true;
+    } catch (err) {
+      log.warn({ err: (err as Error).message, event_id: e.event_id }, 'event publish failed; the sweep will retry');
+      return false;
+    }
+  }
+
+  return {
+    async publish(events) {
+      // In order: receivers rely on per-user seq order.
+      for (const e of events) if (!(await publishOne(e))) return;
+    },
+    async republishPending(minAgeMs = 5000) {
+      const { rows } = await db.query<OutboxRow>(
+        'events.pending',
+        `SELECT * FROM event_outbox WHERE published_at IS NULL AND created_at < clock_timestamp() - ($1 || ' milliseconds')::interval
+         ORDER BY user_id, seq LIMIT 1000`,
+        [String(minAgeMs)],
+      );
+      let sent = 0;
+      for (const r of rows) if (await publishOne(toStored(r))) sent++;
+      return sent;
+    },
+  };
+}

@@ -1,0 +1,51 @@
+// Builds the adapters both deployables run on from the parsed config, once per process.
+import { createAuthenticator, type Authenticator } from './auth';
+import { createBus, type Bus } from './bus';
+import type { Config } from './config';
+import type { Database } from './db/pool';
+import { createEventPublisher, type EventPublisher } from './events';
+import { createFeatureFlags, type FeatureFlags } from './flags';
+import { createLogger, type Logger } from './log';
+import { createObjectStore, type ObjectStore } from './storage';
+
+export interface Runtime {
+  config: Config;
+  log: Logger;
+  db: Database;
+  auth: Authenticator;
+  bus: Bus;
+  events: EventPublisher;
+  store: ObjectStore;
+  flags: FeatureFlags;
+  close(): Promise<void>;
+}
+
+export function createRuntime(config: Config, db: Database, opts: { log?: Logger; name?: string } = {}): Runtime {
+  const log = opts.log ?? createLogger({ level: config.LOG_LEVEL, name: opts.name ?? 'core' });
+  for (const w of config.warnings) log.warn(w);
+  const bus = createBus({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.PUBSUB_EMULATOR_HOST });
+  const store = createObjectStore({
+    bucket: config.STORAGE_BUCKET,
+    emulatorHost: config.STORAGE_EMULATOR_HOST,
+    signerKeyFile: config.STORAGE_SIGNER_KEY_FILE,
+    projectId: config.GOOGLE_CLOUD_PROJECT,
+  });
+  const flags = createFeatureFlags({
+    projectId: config.GOOGLE_CLOUD_PROJECT,
+    emulatorHost: config.FIRESTORE_EMULATOR_HOST,
+    cacheTtlMs: config.FEATURE_FLAGS_CACHE_SECONDS * 1000,
+  });
+  return {
+    config,
+    log,
+    db,
+    auth: createAuthenticator(config),
+    bus,
+    events: createEventPublisher({ db, bus, topic: config.PUBSUB_TOPIC_EVENTS, log }),
+    store,
+    flags,
+    async close() {
+      await bus.close();
+    },
+  };
+}

@@ -1,0 +1,103 @@
+// Test harness: one real API per test file, on a fresh in-memory PGlite (schema applied),
+// the shared emulators from the global setup, served over real HTTP on a free port.
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { inject } from 'vitest';
+import { mintDevToken } from '@mi/lib/auth';
+import { loadConfig, type Config } from '@mi/lib/config';
+import { openDatabase } from '@mi/lib/db/open';
+import { createLogger } from '@mi/lib/log';
+import { createRuntime, type Runtime } from '@mi/lib/runtime';
+import { createApp } from '../functions/api/app';
+import { applySchema } from '../schema/apply';
+
+export const TEST_SECRETS = {
+  IDENTITY_SECRET_KEY: 'test-identity-secret-key-0123456789',
+  SERVICE_AUTH_TOKEN: 'test-service-token-0123456789abcdef',
+};
+
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({
+    APP_ENV: 'test',
+    LOG_LEVEL: 'warn',
+    ...TEST_SECRETS,
+    ...inject('emulatorEnv'),
+    // Per-file bucket and topic keep test files from seeing each other's objects and events.
+    STORAGE_BUCKET: `test-${randomUUID().slice(0, 8)}`,
+    PUBSUB_TOPIC_EVENTS: `events-${randomUUID().slice(0, 8)}`,
+    ...env,
+  });
+}
+
+export interface ApiHarness {
+  url: string;
+  config: Config;
+  rt: Runtime;
+  /** A user token (the user row is created on first request). */
+  token(name: string, opts?: Parameters<typeof mintDevToken>[2]): Promise<string>;
+  serviceToken: string;
+  request(method: string, path: string, opts?: RequestOptions): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+export interface RequestOptions {
+  token?: string;
+  body?: unknown;
+  raw?: BodyInit;
+  headers?: Record<string, string>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+export async function startApi(env: Record<string, string> = {}): Promise<ApiHarness> {
+  const config = testConfig(env);
+  const database = await openDatabase(config);
+  await applySchema(database.url);
+  const rt = createRuntime(config, database.db, { log: createLogger({ level: config.LOG_LEVEL, name: 'test' }) });
+  await rt.store.ensureBucket();
+  await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
+  const app = createApp(rt);
+  const server: ServerType = await new Promise((resolve) => {
+    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  async function request(method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    let body = opts.raw;
+    if (opts.body !== undefined) {
+      body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(url + path, { method, headers, body, duplex: 'half' } as RequestInit);
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  }
+
+  return {
+    url,
+    config,
+    rt,
+    token: (name, opts) => mintDevToken(config.IDENTITY_SECRET_KEY!, name, opts),
+    serviceToken: config.SERVICE_AUTH_TOKEN,
+    request,
+    async close() {
+      await new Promise((r) => server.close(r));
+      await rt.close();
+      await database.close();
+    },
+  };
+}
