@@ -5,6 +5,7 @@ import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { ProtocolAwareQueue } from './embedded-queue';
 
 export interface EmbeddedPostgres {
   url: string;
@@ -18,6 +19,7 @@ export async function startEmbeddedPostgres(opts: { dataDir?: string; port?: num
   const db = await PGlite.create({ dataDir: opts.dataDir, extensions: { vector } });
   await db.exec('CREATE EXTENSION IF NOT EXISTS vector');
   const server = new PGLiteSocketServer({ db, port: opts.port ?? 0, host: '127.0.0.1', maxConnections: 200 });
+  (server as unknown as { queryQueue: ProtocolAwareQueue }).queryQueue = new ProtocolAwareQueue(db);
   await server.start();
   const address = (server as unknown as { server: { address(): { port: number } } }).server.address();
   return {

@@ -13,7 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-const create = (token: string, body: unknown, key = randomUUID()) =>
+const create = (token: string, body: unknown, key: string = randomUUID()) =>
   api.request('POST', '/meetings', { token, body, headers: { 'idempotency-key': key } });
 
 describe('meetings', () => {
