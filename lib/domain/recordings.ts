@@ -1,0 +1,115 @@
+// Live recording takes (table `recording`, one row per meeting and audio_version).
+// States: recording (capture open) → stopping (settle + ML drain) → stopped (gap uploads until
+// the deadline) → finalizing → finalized. "In processing" (decisions.md 4) = recording|stopping.
+import type { Queryable } from '../db/pool';
+import { ApiError } from '../errors';
+import { recordEvent } from './recording-events';
+
+export type RecordingState = 'recording' | 'stopping' | 'stopped' | 'finalizing' | 'finalized';
+export type StopReason = 'user' | 'max_duration' | 'connection_closed';
+export type Encoding = 'pcm_s16le' | 'webm_opus';
+
+export interface Recording {
+  meeting_id: string;
+  audio_version: number;
+  transcription_id: string | null;
+  state: RecordingState;
+  encoding: Encoding;
+  sample_rate: number;
+  max_duration_seconds: number;
+  started_at: Date;
+  stopped_at: Date | null;
+  stop_reason: StopReason | null;
+  gap_upload_deadline: Date | null;
+  finalized_at: Date | null;
+  owner_instance: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const CAPTURE_OPEN: RecordingState[] = ['recording', 'stopping'];
+
+export interface StartInput {
+  meetingId: string;
+  transcriptionId: string;
+  encoding: Encoding;
+  sampleRate: number;
+  maxDurationSeconds: number;
+  ownerInstance: string;
+}
+
+/**
+ * Starts a new take: the next audio_version of the meeting. Call with the meeting row locked
+ * (FOR UPDATE) so two starts cannot pick the same version. A take whose capture is still open
+ * must be stopped or resumed first (409).
+ */
+export async function startRecording(tx: Queryable, input: StartInput): Promise<Recording> {
+  const { rows: open } = await tx.query<{ audio_version: number }>(
+    'recording.open_take',
+    `SELECT audio_version FROM recording WHERE meeting_id = $1 AND state = ANY($2) LIMIT 1`,
+    [input.meetingId, CAPTURE_OPEN],
+  );
+  if (open.length) {
+    throw new ApiError('conflict', `audio_version ${open[0].audio_version} of this meeting is still recording; resume or stop it first`);
+  }
+  const { rows } = await tx.query<Recording>(
+    'recording.start',
+    `INSERT INTO recording (meeting_id, audio_version, transcription_id, state, encoding, sample_rate, max_duration_seconds, owner_instance)
+     SELECT $1, COALESCE(MAX(audio_version), 0) + 1, $2, 'recording', $3, $4, $5, $6 FROM recording WHERE meeting_id = $1
+     RETURNING *`,
+    [input.meetingId, input.transcriptionId, input.encoding, input.sampleRate, input.maxDurationSeconds, input.ownerInstance],
+  );
+  const rec = rows[0];
+  await recordEvent(tx, input.meetingId, 'recording_started', {
+    audio_version: rec.audio_version,
+    transcription_id: rec.transcription_id,
+    encoding: rec.encoding,
+    max_duration_seconds: rec.max_duration_seconds,
+    instance: input.ownerInstance,
+  });
+  return rec;
+}
+
+/** A take, or the latest take of the meeting when audioVersion is omitted. */
+export async function getRecording(q: Queryable, meetingId: string, audioVersion?: number, opts: { forUpdate?: boolean } = {}): Promise<Recording | null> {
+  const { rows } = await q.query<Recording>(
+    'recording.get',
+    `SELECT * FROM recording WHERE meeting_id = $1 AND ($2::int IS NULL OR audio_version = $2)
+     ORDER BY audio_version DESC LIMIT 1${opts.forUpdate ? ' FOR UPDATE' : ''}`,
+    [meetingId, audioVersion ?? null],
+  );
+  return rows[0] ?? null;
+}
+
+export async function setOwner(q: Queryable, meetingId: string, audioVersion: number, owner: string | null): Promise<void> {
+  await q.query('recording.set_owner', 'UPDATE recording SET owner_instance = $3, updated_at = now() WHERE meeting_id = $1 AND audio_version = $2', [meetingId, audioVersion, owner]);
+}
+
+/** recording → stopping; false when the take was not recording (someone else stopped it). */
+export async function markStopping(q: Queryable, meetingId: string, audioVersion: number, reason: StopReason): Promise<boolean> {
+  const { rowCount } = await q.query(
+    'recording.stopping',
+    `UPDATE recording SET state = 'stopping', stop_reason = $3, updated_at = now()
+     WHERE meeting_id = $1 AND audio_version = $2 AND state = 'recording'`,
+    [meetingId, audioVersion, reason],
+  );
+  return rowCount === 1;
+}
+
+/** stopping → stopped, opening the gap-upload window. */
+export async function markStopped(q: Queryable, meetingId: string, audioVersion: number, gapDeadlineSeconds: number): Promise<Recording | null> {
+  const { rows } = await q.query<Recording>(
+    'recording.stopped',
+    `UPDATE recording SET state = 'stopped', stopped_at = now(),
+       gap_upload_deadline = now() + make_interval(secs => $3), updated_at = now(), owner_instance = NULL
+     WHERE meeting_id = $1 AND audio_version = $2 AND state = 'stopping' RETURNING *`,
+    [meetingId, audioVersion, gapDeadlineSeconds],
+  );
+  return rows[0] ?? null;
+}
+
+/** Takes whose capture is open and whose owner is `instance` (for shutdown and lease checks). */
+export async function openTakesOwnedBy(q: Queryable, instance: string): Promise<Recording[]> {
+  const { rows } = await q.query<Recording>('recording.owned_by', `SELECT * FROM recording WHERE owner_instance = $1 AND state = ANY($2)`, [instance, CAPTURE_OPEN]);
+  return rows;
+}
