@@ -1,0 +1,119 @@
+variable "project_id" {
+  description = "Google Cloud project; one project per environment (topic and Firestore names are fixed)."
+  type        = string
+}
+
+variable "region" {
+  type    = string
+  default = "europe-west1"
+}
+
+variable "name" {
+  description = "Environment name; prefixes accounts, network, database, buckets and load balancer."
+  type        = string
+  default     = "dev"
+}
+
+variable "firestore_location" {
+  description = "Firestore location; the region when null."
+  type        = string
+  default     = null
+}
+
+variable "domain" {
+  description = "Domain served by the load balancer (managed certificate); also PUBLIC_BASE_URL."
+  type        = string
+}
+
+variable "app_origins" {
+  description = "Origins of the app, allowed to play audio from the bucket (CORS)."
+  type        = list(string)
+}
+
+variable "app_env" {
+  type    = string
+  default = "staging"
+}
+
+variable "identity_jwks_url" {
+  description = "IDENTITY_JWKS_URL of the identity provider."
+  type        = string
+}
+
+variable "identity_issuer" {
+  description = "IDENTITY_ISSUER of the identity provider."
+  type        = string
+}
+
+variable "identity_audience" {
+  type    = string
+  default = ""
+}
+
+variable "ml_service_url" {
+  description = "ML_SERVICE_URL."
+  type        = string
+}
+
+variable "ml_service_account_email" {
+  description = "Runtime account of the ML service (deployed elsewhere): reads the provider keys and the service token, consumes recording.finalized. Empty: no grants."
+  type        = string
+  default     = ""
+}
+
+variable "log_level" {
+  type    = string
+  default = "info"
+}
+
+variable "otel_enabled" {
+  type    = bool
+  default = false
+}
+
+variable "otel_endpoint" {
+  type    = string
+  default = "http://localhost:4318"
+}
+
+variable "recording_settings" {
+  description = "Overrides of RECORDING_* variables, e.g. { RECORDING_GAP_SWEEP_INTERVAL_SECONDS = \"30\" }."
+  type        = map(string)
+  default     = {}
+}
+
+variable "db_tier" {
+  type    = string
+  default = "db-custom-1-3840"
+}
+
+variable "db_availability_type" {
+  type    = string
+  default = "ZONAL"
+}
+
+variable "api_max_instances" {
+  type    = number
+  default = 10
+}
+
+variable "live_min_instances" {
+  type    = number
+  default = 1
+}
+
+variable "live_max_instances" {
+  type    = number
+  default = 5
+}
+
+variable "sweep_timeout_seconds" {
+  type    = number
+  default = 300
+}
+
+variable "deletion_protection" {
+  description = "Guards the database, Firestore and the live service against destroy."
+  type        = bool
+  default     = true
+}

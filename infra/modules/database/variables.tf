@@ -1,0 +1,85 @@
+variable "project_id" {
+  type = string
+}
+
+variable "region" {
+  type = string
+}
+
+variable "instance_name" {
+  type = string
+}
+
+variable "database_version" {
+  type    = string
+  default = "POSTGRES_16"
+}
+
+variable "tier" {
+  description = "Machine tier, e.g. db-custom-1-3840 (dev) or db-custom-4-16384."
+  type        = string
+  default     = "db-custom-1-3840"
+}
+
+variable "availability_type" {
+  description = "ZONAL for dev; REGIONAL (high availability) for production."
+  type        = string
+  default     = "ZONAL"
+}
+
+variable "disk_size_gb" {
+  type    = number
+  default = 20
+}
+
+variable "max_connections" {
+  type    = number
+  default = 200
+}
+
+variable "network_id" {
+  description = "VPC with private services access (network module output)."
+  type        = string
+}
+
+variable "public_ip_for_proxy" {
+  description = "Give the instance a public IP without authorized networks so the Cloud SQL Auth Proxy in Cloud Build's default pool can reach it. Set false when builds run in a private pool on the VPC."
+  type        = bool
+  default     = true
+}
+
+variable "backup_start_time" {
+  type    = string
+  default = "02:00"
+}
+
+variable "retained_backups" {
+  type    = number
+  default = 14
+}
+
+variable "transaction_log_retention_days" {
+  description = "Point-in-time recovery window in days."
+  type        = number
+  default     = 7
+}
+
+variable "database_name" {
+  type    = string
+  default = "meetings"
+}
+
+variable "user_name" {
+  type    = string
+  default = "app"
+}
+
+variable "database_url_secret_id" {
+  description = "Full id of the DATABASE_URL secret (secrets module), which receives the connection string."
+  type        = string
+}
+
+variable "deletion_protection" {
+  type    = bool
+  default = true
+}

@@ -1,0 +1,27 @@
+# Firestore (native mode) holds the live service's cross-instance coordination
+# (lib/coordination.ts): recording leases with heartbeats and per-user connection presence.
+# Both expire; the TTL policy deletes expired documents (lazily, usually within a day), so
+# readers still compare expires_at with the clock and treat an expired document as absent.
+
+resource "google_firestore_database" "this" {
+  project                 = var.project_id
+  name                    = "(default)"
+  location_id             = var.location_id
+  type                    = "FIRESTORE_NATIVE"
+  concurrency_mode        = "PESSIMISTIC" # lease takeover uses transactions
+  delete_protection_state = var.delete_protection ? "DELETE_PROTECTION_ENABLED" : "DELETE_PROTECTION_DISABLED"
+  deletion_policy         = var.delete_protection ? "ABANDON" : "DELETE"
+}
+
+resource "google_firestore_field" "ttl" {
+  for_each = toset(var.ttl_collections)
+
+  project    = var.project_id
+  database   = google_firestore_database.this.name
+  collection = each.value
+  field      = var.ttl_field
+
+  ttl_config {}
+  # index_config is left out on purpose: the field keeps its inherited single-field
+  # indexes, which the count of unexpired connections uses.
+}

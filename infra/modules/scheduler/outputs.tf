@@ -1,0 +1,3 @@
+output "schedule" {
+  value = google_cloud_scheduler_job.sweep.schedule
+}

@@ -1,0 +1,44 @@
+# Environment of all three units: they run the same lib/config.ts. Every variable of the
+# spec's Limits tables that applies in the cloud is set here, with the spec's defaults, so a
+# deployment states its configuration instead of inheriting code defaults. PUBSUB_EMULATOR_HOST
+# stays unset (real Pub/Sub); PORT comes from the platform. Credentials come from Secret
+# Manager (var.secret_ids), never from plain variables.
+
+locals {
+  recording_defaults = {
+    RECORDING_SEGMENT_TARGET_MS           = "2000"
+    RECORDING_PROGRESS_EVERY_FRAMES       = "100"
+    RECORDING_PROGRESS_INTERVAL_SECONDS   = "10"
+    RECORDING_GAP_UPLOAD_DEADLINE_SECONDS = "1800"
+    RECORDING_GAP_SWEEP_INTERVAL_SECONDS  = "30"
+    RECORDING_STOP_SETTLE_MS              = "500"
+    RECORDING_ML_DRAIN_TIMEOUT_SECONDS    = "5"
+    RECORDING_DISCONNECT_GRACE_SECONDS    = "120"
+    RECORDING_MAX_CHUNK_BYTES             = "1048576"
+    RECORDING_MAX_DURATION_SECONDS        = "14400"
+    RECORDING_AUDIO_URL_TTL_SECONDS       = "900"
+    RECORDING_MAX_UPLOAD_BYTES            = "536870912" # read by lib/config.ts beyond the spec table
+  }
+
+  recording = merge(local.recording_defaults, var.recording_settings)
+
+  all_env = merge(local.recording, {
+    APP_ENV                          = var.app_env
+    LOG_LEVEL                        = var.log_level
+    OTEL_ENABLED                     = tostring(var.otel_enabled)
+    OTEL_EXPORTER_OTLP_ENDPOINT      = var.otel_endpoint
+    GOOGLE_CLOUD_PROJECT             = var.project_id
+    STORAGE_BUCKET                   = var.storage_bucket
+    PUBSUB_TOPIC_EVENTS              = var.events_topic
+    PUBSUB_TOPIC_RECORDING_FINALIZED = var.recording_finalized_topic
+    ML_SERVICE_URL                   = var.ml_service_url
+    PUBLIC_BASE_URL                  = var.public_base_url
+    IDENTITY_JWKS_URL                = var.identity_jwks_url
+    IDENTITY_ISSUER                  = var.identity_issuer
+    IDENTITY_AUDIENCE                = var.identity_audience
+    LIVE_CONNECTION_LIFETIME_SECONDS = tostring(var.live_connection_lifetime_seconds)
+  })
+
+  # Optional values left empty are not set at all.
+  env = { for name, value in local.all_env : name => value if value != "" }
+}

@@ -1,0 +1,105 @@
+# The live WebSocket service. A WebSocket is one request for its whole life, so: the longest
+# request timeout Cloud Run allows (the server advises reconnecting at
+# LIVE_CONNECTION_LIFETIME_SECONDS, before the platform cuts), concurrency sized for many
+# mostly idle connections, session affinity so a reconnect tends to find its instance, and
+# instance-based billing (cpu_idle = false) because the Pub/Sub subscriber, lease heartbeats
+# and segment flush timers run outside requests. At least one instance stays up so broadcasts
+# always have a subscriber.
+
+resource "google_cloud_run_v2_service" "live" {
+  project             = var.project_id
+  name                = var.live_service_name
+  location            = var.region
+  ingress             = "INGRESS_TRAFFIC_INTERNAL_LOAD_BALANCER"
+  deletion_protection = var.deletion_protection
+
+  template {
+    service_account                  = var.service_accounts.live
+    timeout                          = "3600s"
+    session_affinity                 = true
+    max_instance_request_concurrency = var.live_concurrency
+    execution_environment            = "EXECUTION_ENVIRONMENT_GEN2"
+
+    scaling {
+      min_instance_count = var.live_min_instances
+      max_instance_count = var.live_max_instances
+    }
+
+    vpc_access {
+      connector = var.vpc_connector_id
+      egress    = "PRIVATE_RANGES_ONLY"
+    }
+
+    containers {
+      image = var.live_image
+
+      ports {
+        container_port = 8080
+      }
+
+      resources {
+        limits = {
+          cpu    = var.live_cpu
+          memory = var.live_memory
+        }
+        cpu_idle          = false
+        startup_cpu_boost = true
+      }
+
+      dynamic "env" {
+        for_each = local.env
+        content {
+          name  = env.key
+          value = env.value
+        }
+      }
+
+      dynamic "env" {
+        for_each = var.secret_ids
+        content {
+          name = env.key
+          value_source {
+            secret_key_ref {
+              secret  = env.value
+              version = "latest"
+            }
+          }
+        }
+      }
+
+      # /healthz answers 200 once the service accepts connections, 503 before.
+      startup_probe {
+        http_get {
+          path = "/healthz"
+        }
+        period_seconds    = 2
+        timeout_seconds   = 2
+        failure_threshold = 30
+      }
+
+      liveness_probe {
+        http_get {
+          path = "/healthz"
+        }
+        period_seconds    = 30
+        timeout_seconds   = 5
+        failure_threshold = 3
+      }
+    }
+  }
+
+  lifecycle {
+    # Cloud Build deploys new images (gcloud run deploy), which also sets client fields.
+    ignore_changes = [client, client_version, template[0].containers[0].image]
+  }
+}
+
+# Ingress admits the load balancer only, which carries no identity; users authenticate
+# in the WebSocket handshake.
+resource "google_cloud_run_v2_service_iam_member" "live_invoker" {
+  project  = var.project_id
+  location = var.region
+  name     = google_cloud_run_v2_service.live.name
+  role     = "roles/run.invoker"
+  member   = "allUsers"
+}

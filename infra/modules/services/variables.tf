@@ -1,0 +1,227 @@
+variable "project_id" {
+  type = string
+}
+
+variable "region" {
+  type = string
+}
+
+variable "api_function_name" {
+  type    = string
+  default = "api"
+}
+
+variable "sweep_function_name" {
+  type    = string
+  default = "sweep"
+}
+
+variable "live_service_name" {
+  type    = string
+  default = "live"
+}
+
+variable "service_accounts" {
+  description = "Runtime service account emails."
+  type = object({
+    api   = string
+    sweep = string
+    live  = string
+  })
+}
+
+variable "builder_service_account_id" {
+  description = "Full id (projects/P/serviceAccounts/EMAIL) of the account that builds function sources."
+  type        = string
+}
+
+variable "scheduler_member" {
+  description = "IAM member of the Cloud Scheduler job's account, the only caller of the sweep."
+  type        = string
+}
+
+variable "vpc_connector_id" {
+  type = string
+}
+
+variable "docker_repository_id" {
+  description = "Artifact Registry repository for the images Cloud Functions builds."
+  type        = string
+}
+
+variable "source_bucket" {
+  description = "Bucket of function source bundles (holds the placeholder bundle too)."
+  type        = string
+}
+
+variable "live_image" {
+  description = "Image of the live service's first revision; later ones come from Cloud Build."
+  type        = string
+  default     = "us-docker.pkg.dev/cloudrun/container/hello"
+}
+
+variable "secret_ids" {
+  description = "Secret Manager secret id per credential variable; mounted into every unit."
+  type = object({
+    DATABASE_URL          = string
+    IDENTITY_SECRET_KEY   = string
+    SERVICE_AUTH_TOKEN    = string
+    AUDIO_URL_SIGNING_KEY = string
+  })
+}
+
+variable "app_env" {
+  description = "APP_ENV. development and test are local modes (HS256 tokens, emulator defaults)."
+  type        = string
+  default     = "production"
+
+  validation {
+    condition     = contains(["staging", "production"], var.app_env)
+    error_message = "app_env: staging or production in the cloud."
+  }
+}
+
+variable "log_level" {
+  type    = string
+  default = "info"
+}
+
+variable "otel_enabled" {
+  type    = bool
+  default = false
+}
+
+variable "otel_endpoint" {
+  description = "OTEL_EXPORTER_OTLP_ENDPOINT."
+  type        = string
+  default     = "http://localhost:4318"
+}
+
+variable "storage_bucket" {
+  type = string
+}
+
+variable "events_topic" {
+  type = string
+}
+
+variable "recording_finalized_topic" {
+  type = string
+}
+
+variable "ml_service_url" {
+  type = string
+}
+
+variable "public_base_url" {
+  description = "PUBLIC_BASE_URL: the load balancer's https origin."
+  type        = string
+}
+
+variable "identity_jwks_url" {
+  type = string
+}
+
+variable "identity_issuer" {
+  type = string
+}
+
+variable "identity_audience" {
+  type    = string
+  default = ""
+}
+
+variable "live_connection_lifetime_seconds" {
+  type    = number
+  default = 3300
+
+  validation {
+    condition     = var.live_connection_lifetime_seconds < 3600
+    error_message = "live_connection_lifetime_seconds must end before Cloud Run's 3600 s request timeout."
+  }
+}
+
+variable "recording_settings" {
+  description = "Overrides of the RECORDING_* variables (values as strings)."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for name in keys(var.recording_settings) : startswith(name, "RECORDING_")])
+    error_message = "recording_settings: only RECORDING_* variables."
+  }
+}
+
+variable "function_memory" {
+  type    = string
+  default = "512Mi"
+}
+
+variable "api_timeout_seconds" {
+  description = "Covers audio playback through GET /meetings/{id}/audio."
+  type        = number
+  default     = 300
+}
+
+variable "api_min_instances" {
+  type    = number
+  default = 0
+}
+
+variable "api_max_instances" {
+  description = "Times the pool size per instance, must stay below the database's max_connections."
+  type        = number
+  default     = 10
+}
+
+variable "api_concurrency" {
+  type    = number
+  default = 40
+
+  validation {
+    condition     = var.api_concurrency > 1
+    error_message = "api_concurrency must be above 1."
+  }
+}
+
+variable "sweep_timeout_seconds" {
+  description = "One sweep invocation runs passes for a minute (see the scheduler module), then finishes."
+  type        = number
+  default     = 300
+}
+
+variable "live_min_instances" {
+  type    = number
+  default = 1
+
+  validation {
+    condition     = var.live_min_instances >= 1
+    error_message = "live_min_instances must be at least 1."
+  }
+}
+
+variable "live_max_instances" {
+  type    = number
+  default = 10
+}
+
+variable "live_concurrency" {
+  description = "WebSocket connections per instance (each is one long request)."
+  type        = number
+  default     = 250
+}
+
+variable "live_cpu" {
+  type    = string
+  default = "1"
+}
+
+variable "live_memory" {
+  type    = string
+  default = "1Gi"
+}
+
+variable "deletion_protection" {
+  type    = bool
+  default = true
+}

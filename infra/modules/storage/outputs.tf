@@ -1,0 +1,3 @@
+output "bucket_name" {
+  value = google_storage_bucket.audio.name
+}

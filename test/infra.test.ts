@@ -1,0 +1,340 @@
+// Offline checks of the deployment: providers cannot be downloaded here, so instead of
+// `terraform validate` the Terraform is parsed (@cdktf/hcl2json) and its wiring asserted, and
+// cloudbuild.yaml and the live Dockerfile are checked for the structure deploys rely on.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseHcl } from '@cdktf/hcl2json';
+import { parse as parseYaml } from 'yaml';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../lib/config';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const infra = join(root, 'infra');
+
+type Obj = Record<string, any>;
+/** Module directory (relative to infra/) → all its .tf files merged. */
+const mods: Record<string, Obj> = {};
+/** Raw text of every .tf file, by path relative to infra/. */
+const texts: Record<string, string> = {};
+
+function tfFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (name === '.terraform') return [];
+    if (statSync(path).isDirectory()) return tfFiles(path);
+    return name.endsWith('.tf') ? [path] : [];
+  });
+}
+
+// hcl2json gives blocks as arrays and maps as objects: concatenate arrays, merge objects.
+function merge(a: Obj, b: Obj): Obj {
+  for (const [k, v] of Object.entries(b)) {
+    if (Array.isArray(v)) a[k] = [...(a[k] ?? []), ...v];
+    else if (v && typeof v === 'object') a[k] = merge(a[k] ?? {}, v);
+    else a[k] = v;
+  }
+  return a;
+}
+
+const mod = (name: string) => mods[name] ?? expect.fail(`no Terraform in infra/${name}`);
+const res = (m: string, type: string, name: string): Obj =>
+  mod(m).resource?.[type]?.[name]?.[0] ?? expect.fail(`${m}: no ${type}.${name}`);
+const locals = (m: string): Obj => Object.assign({}, ...(mod(m).locals ?? []));
+const varDefault = (m: string, name: string) => mod(m).variable?.[name]?.[0]?.default;
+const block = (b: Obj, ...path: string[]): Obj =>
+  path.reduce((o, k) => o?.[k]?.[0] ?? expect.fail(`missing block ${path.join('.')}`), b);
+/** A literal, or the default of the module variable it names (`${var.x}`). */
+const value = (m: string, v: unknown) => {
+  const ref = typeof v === 'string' && /^\$\{var\.(\w+)\}$/.exec(v);
+  return ref ? varDefault(m, ref[1]) : v;
+};
+const allResources = () =>
+  Object.entries(mods).flatMap(([m, j]) =>
+    Object.entries(j.resource ?? {}).flatMap(([type, byName]) =>
+      Object.entries(byName as Obj).map(([name, bodies]) => ({ m, type, name, body: (bodies as Obj[])[0] })),
+    ),
+  );
+
+beforeAll(async () => {
+  for (const file of tfFiles(infra)) {
+    const rel = relative(infra, file);
+    texts[rel] = readFileSync(file, 'utf8');
+    const dir = dirname(rel);
+    mods[dir] = merge(mods[dir] ?? {}, await parseHcl(rel, texts[rel]));
+  }
+});
+
+describe('terraform', () => {
+  const hasTerraform = spawnSync('terraform', ['version'], { stdio: 'ignore' }).status === 0;
+
+  it.skipIf(!hasTerraform)('is formatted (terraform fmt -check)', () => {
+    const r = spawnSync('terraform', ['fmt', '-check', '-recursive', 'infra'], { cwd: root, encoding: 'utf8' });
+    expect(r.stdout, 'files needing terraform fmt').toBe('');
+    expect(r.status).toBe(0);
+  });
+
+  it('wires every module from envs/dev, and every module exists', () => {
+    const used = Object.values(mod('envs/dev').module as Obj).map((m) => relative(infra, resolve(infra, 'envs/dev', m[0].source)));
+    const present = Object.keys(mods).filter((d) => d.startsWith('modules/'));
+    expect(used.sort()).toEqual(present.sort());
+  });
+
+  it('tfvars example sets only declared variables, and every required one', async () => {
+    const example = await parseHcl('terraform.tfvars.example', readFileSync(join(infra, 'envs/dev/terraform.tfvars.example'), 'utf8'));
+    const declared = mod('envs/dev').variable as Obj;
+    for (const name of Object.keys(example)) expect(Object.keys(declared)).toContain(name);
+    const required = Object.keys(declared).filter((name) => !('default' in declared[name][0]));
+    expect(Object.keys(example)).toEqual(expect.arrayContaining(required));
+  });
+
+  it('declares every kind of resource the deployment needs', () => {
+    const types = new Set(allResources().map((r) => r.type));
+    for (const t of [
+      'google_project_service', 'google_compute_network', 'google_service_networking_connection',
+      'google_vpc_access_connector', 'google_sql_database_instance', 'google_sql_database', 'google_sql_user',
+      'google_storage_bucket', 'google_secret_manager_secret', 'google_secret_manager_secret_iam_member',
+      'google_cloud_run_v2_service', 'google_cloudfunctions2_function', 'google_pubsub_topic',
+      'google_pubsub_subscription', 'google_cloud_scheduler_job', 'google_firestore_database', 'google_firestore_field',
+      'google_compute_region_network_endpoint_group', 'google_compute_backend_service', 'google_compute_url_map',
+      'google_compute_managed_ssl_certificate', 'google_compute_global_forwarding_rule', 'google_service_account',
+      'google_artifact_registry_repository',
+    ]) expect(types, t).toContain(t);
+  });
+
+  it('Cloud SQL: Postgres on a private network, backups with point-in-time recovery, TLS only', () => {
+    const db = res('modules/database', 'google_sql_database_instance', 'this');
+    expect(value('modules/database', db.database_version)).toMatch(/^POSTGRES_1[5-9]$/);
+    const ip = block(db, 'settings', 'ip_configuration');
+    expect(ip.private_network).toBe('${var.network_id}');
+    expect(ip.ssl_mode).toBe('ENCRYPTED_ONLY');
+    expect(ip.authorized_networks).toBeUndefined();
+    const backup = block(db, 'settings', 'backup_configuration');
+    expect(backup).toMatchObject({ enabled: true, point_in_time_recovery_enabled: true });
+    res('modules/database', 'google_sql_database', 'app');
+    res('modules/database', 'google_sql_user', 'app');
+  });
+
+  it('audio bucket: uniform access, public access prevention, no versioning, lifecycle, CORS', () => {
+    const b = res('modules/storage', 'google_storage_bucket', 'audio');
+    expect(b).toMatchObject({ uniform_bucket_level_access: true, public_access_prevention: 'enforced' });
+    expect(block(b, 'versioning').enabled).toBe(false);
+    expect(b.lifecycle_rule?.length).toBeGreaterThan(0);
+    expect(block(b, 'cors')).toMatchObject({ origin: '${var.app_origins}', method: ['GET', 'HEAD'] });
+  });
+
+  it('grants nothing to allUsers but Cloud Run invocation behind the load balancer', () => {
+    const open = allResources().filter((r) => /allUsers|allAuthenticatedUsers/.test(JSON.stringify(r.body)));
+    expect(open.length).toBeGreaterThan(0);
+    for (const r of open) {
+      expect(`${r.type}.${r.name}`).toMatch(/^google_cloud_run_v2_service_iam_member\./);
+      expect(r.body.role).toBe('roles/run.invoker');
+    }
+    const live = res('modules/services', 'google_cloud_run_v2_service', 'live');
+    expect(live.ingress).toBe('INGRESS_TRAFFIC_INTERNAL_LOAD_BALANCER');
+    expect(locals('modules/services').functions.api.ingress).toBe('ALLOW_INTERNAL_AND_GCLB');
+  });
+
+  it('secrets: distinct, values outside Terraform, mounted into every unit', () => {
+    const names: string[] = locals('modules/secrets').names;
+    expect(new Set(names).size).toBe(names.length);
+    const core = ['DATABASE_URL', 'IDENTITY_SECRET_KEY', 'SERVICE_AUTH_TOKEN', 'AUDIO_URL_SIGNING_KEY'];
+    expect(names).toEqual(expect.arrayContaining([...core, 'PROVIDER_A_API_KEY', 'PROVIDER_B_API_KEY']));
+    // Each credential variable is bound to its own secret.
+    const mounted = mod('envs/dev').module.services[0].secret_ids;
+    expect(Object.keys(mounted).sort()).toEqual([...core].sort());
+    for (const [k, v] of Object.entries(mounted)) expect(v).toBe(`\${module.secrets.ids["${k}"]}`);
+    expect(locals('envs/dev').core_secrets.sort()).toEqual([...core].sort());
+    const accessors: string = mod('envs/dev').module.secrets[0].accessors;
+    for (const unit of ['api', 'sweep', 'live'])
+      expect(accessors).toMatch(new RegExp(`\\b${unit}\\s*=\\s*\\{ member = module\\.iam\\.members\\.${unit}, secrets = local\\.core_secrets \\}`));
+    // The services mount var.secret_ids as secrets, in both functions and the live service.
+    const fn = res('modules/services', 'google_cloudfunctions2_function', 'this');
+    const fnSecrets = block(fn, 'service_config').dynamic.secret_environment_variables[0];
+    expect(fnSecrets.for_each).toBe('${var.secret_ids}');
+    expect(fnSecrets.content[0]).toMatchObject({ key: '${secret_environment_variables.key}', secret: '${secret_environment_variables.value}' });
+    const container = block(res('modules/services', 'google_cloud_run_v2_service', 'live'), 'template', 'containers');
+    const secretEnv = container.dynamic.env.find((e: Obj) => e.for_each === '${var.secret_ids}');
+    expect(block(secretEnv.content[0], 'value_source', 'secret_key_ref').secret).toBe('${env.value}');
+    // The only value Terraform writes is the generated DATABASE_URL.
+    const versions = allResources().filter((r) => r.type === 'google_secret_manager_secret_version');
+    expect(versions.map((r) => [r.m, r.body.secret])).toEqual([['modules/database', '${var.database_url_secret_id}']]);
+    expect(mod('envs/dev').module.database[0].database_url_secret_id).toBe('${module.secrets.resource_ids["DATABASE_URL"]}');
+  });
+
+  it('Cloud Run live: 3600 s timeout, affinity, warm instance, CPU always on, probes', () => {
+    const live = res('modules/services', 'google_cloud_run_v2_service', 'live');
+    const t = block(live, 'template');
+    expect(t.timeout).toBe('3600s');
+    expect(t.session_affinity).toBe(true);
+    expect(value('modules/services', t.max_instance_request_concurrency)).toBeGreaterThan(1);
+    expect(value('modules/services', block(t, 'scaling').min_instance_count)).toBeGreaterThanOrEqual(1);
+    expect(varDefault('envs/dev', 'live_min_instances')).toBeGreaterThanOrEqual(1);
+    const c = block(t, 'containers');
+    expect(block(c, 'resources').cpu_idle).toBe(false);
+    expect(block(c, 'startup_probe', 'http_get').path).toBe('/healthz');
+    expect(block(c, 'liveness_probe', 'http_get').path).toBe('/healthz');
+    expect(block(live, 'lifecycle').ignore_changes).toContain('${template[0].containers[0].image}');
+    // The server's reconnect advice comes before the platform's cut.
+    expect(varDefault('modules/services', 'live_connection_lifetime_seconds')).toBeLessThan(3600);
+  });
+
+  it('functions: targets api and sweep, concurrency above 1, VPC access', () => {
+    const fns = locals('modules/services').functions;
+    expect(Object.fromEntries(Object.entries(fns).map(([k, f]: [string, any]) => [k, f.entry_point]))).toEqual({ api: 'api', sweep: 'sweep' });
+    for (const f of Object.values(fns) as Obj[]) expect(value('modules/services', f.concurrency)).toBeGreaterThan(1);
+    const fn = res('modules/services', 'google_cloudfunctions2_function', 'this');
+    expect(fn.for_each).toBe('${local.functions}');
+    expect(block(fn, 'build_config')).toMatchObject({ runtime: 'nodejs20', entry_point: '${each.value.entry_point}' });
+    const sc = block(fn, 'service_config');
+    expect(sc).toMatchObject({ vpc_connector: '${var.vpc_connector_id}', max_instance_request_concurrency: '${each.value.concurrency}' });
+    expect(sc.environment_variables).toBe('${local.env}');
+  });
+
+  it('environment: every Limits variable that applies in the cloud, with the code defaults', () => {
+    const l = locals('modules/services');
+    const recording: Obj = l.recording_defaults;
+    const defaults = loadConfig({ APP_ENV: 'test', SERVICE_AUTH_TOKEN: 'x'.repeat(32), IDENTITY_SECRET_KEY: 'y'.repeat(32) }) as unknown as Obj;
+    const readByCode = Object.keys(defaults).filter((k) => k.startsWith('RECORDING_'));
+    expect(Object.keys(recording).sort()).toEqual(readByCode.sort());
+    for (const [k, v] of Object.entries(recording)) expect(Number(v), k).toBe(defaults[k]);
+    const env = l.all_env as string;
+    for (const name of [
+      'APP_ENV', 'LOG_LEVEL', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'STORAGE_BUCKET', 'GOOGLE_CLOUD_PROJECT',
+      'PUBSUB_TOPIC_EVENTS', 'PUBSUB_TOPIC_RECORDING_FINALIZED', 'ML_SERVICE_URL', 'PUBLIC_BASE_URL',
+      'IDENTITY_JWKS_URL', 'IDENTITY_ISSUER', 'LIVE_CONNECTION_LIFETIME_SECONDS',
+    ]) expect(env).toMatch(new RegExp(`\\b${name}\\s+=`));
+    expect(JSON.stringify(mods)).not.toContain('PUBSUB_EMULATOR_HOST');
+    expect(varDefault('modules/services', 'live_connection_lifetime_seconds')).toBe(defaults.LIVE_CONNECTION_LIFETIME_SECONDS);
+  });
+
+  it('Pub/Sub: both topics with retention, a dead-letter topic for the ML subscription', () => {
+    const m = 'modules/pubsub';
+    expect(varDefault(m, 'events_topic')).toBe('events');
+    expect(varDefault(m, 'recording_finalized_topic')).toBe('recording.finalized');
+    const topics = mod(m).resource.google_pubsub_topic as Obj;
+    for (const [name, [t]] of Object.entries(topics)) expect(t.message_retention_duration, name).toMatch(/^\d+s$/);
+    const dl = block(res(m, 'google_pubsub_subscription', 'ml_batch'), 'dead_letter_policy');
+    expect(dl.dead_letter_topic).toBe('${google_pubsub_topic.recording_finalized_dead_letter.id}');
+    expect(res(m, 'google_pubsub_topic_iam_member', 'dead_letter_publisher').member).toBe('${local.pubsub_agent}');
+    expect(res(m, 'google_pubsub_subscription_iam_member', 'dead_letter_subscriber').member).toBe('${local.pubsub_agent}');
+  });
+
+  it('Scheduler: calls the sweep target with an OIDC token of its own account', () => {
+    const job = res('modules/scheduler', 'google_cloud_scheduler_job', 'sweep');
+    const target = block(job, 'http_target');
+    expect(target.uri).toBe('${var.sweep_url}');
+    expect(block(target, 'oidc_token')).toEqual({ service_account_email: '${var.invoker_email}', audience: '${var.sweep_url}' });
+    const wiring = mod('envs/dev').module.scheduler[0];
+    expect(wiring).toMatchObject({ sweep_url: '${module.services.sweep_url}', invoker_email: '${module.iam.emails.scheduler}' });
+    expect(mod('modules/services').output.sweep_url[0].value).toBe('${google_cloudfunctions2_function.this["sweep"].url}');
+    expect(locals('modules/services').functions.sweep.entry_point).toBe('sweep');
+    expect(res('modules/services', 'google_cloud_run_v2_service_iam_member', 'sweep_invoker').member).toBe('${var.scheduler_member}');
+    expect(mod('envs/dev').module.services[0].scheduler_member).toBe('${module.iam.members.scheduler}');
+  });
+
+  it('Firestore: native mode, TTL on expires_at of leases and presence connections', () => {
+    const m = 'modules/firestore';
+    expect(res(m, 'google_firestore_database', 'this').type).toBe('FIRESTORE_NATIVE');
+    const ttl = res(m, 'google_firestore_field', 'ttl');
+    expect(ttl.ttl_config).toHaveLength(1);
+    expect(ttl.for_each).toBe('${toset(var.ttl_collections)}');
+    expect(varDefault(m, 'ttl_collections')).toEqual(['live_leases', 'presence_connections']);
+    expect(varDefault(m, 'ttl_field')).toBe('expires_at');
+  });
+
+  it('load balancer: /ws to Cloud Run, everything else to the api function', () => {
+    const m = 'modules/gateway';
+    const map = res(m, 'google_compute_url_map', 'https');
+    expect(map.default_service).toBe('${google_compute_backend_service.api.id}');
+    const matcher = block(map, 'path_matcher');
+    expect(matcher.default_service).toBe('${google_compute_backend_service.api.id}');
+    expect(matcher.path_rule).toEqual([{ paths: ['/ws', '/ws/*'], service: '${google_compute_backend_service.live.id}' }]);
+    expect(block(res(m, 'google_compute_backend_service', 'live'), 'backend').group).toBe('${google_compute_region_network_endpoint_group.live.id}');
+    expect(block(res(m, 'google_compute_backend_service', 'api'), 'backend').group).toBe('${google_compute_region_network_endpoint_group.api.id}');
+    expect(block(res(m, 'google_compute_region_network_endpoint_group', 'live'), 'cloud_run').service).toBe('${var.live_service_name}');
+    expect(block(res(m, 'google_compute_region_network_endpoint_group', 'api'), 'cloud_function').function).toBe('${var.api_function_name}');
+    expect(mod('envs/dev').module.gateway[0]).toMatchObject({
+      api_function_name: '${module.services.api_function_name}',
+      live_service_name: '${module.services.live_service_name}',
+    });
+  });
+
+  it('IAM: no primitive roles, no authoritative bindings, one account per unit, signBlob on itself', () => {
+    for (const [file, text] of Object.entries(texts)) expect(text, file).not.toMatch(/roles\/(owner|editor|viewer)(?![\w.])/);
+    const iam = allResources().filter((r) => /_iam_(member|binding|policy)$/.test(r.type));
+    expect(iam.filter((r) => /_iam_(binding|policy)$/.test(r.type))).toEqual([]);
+    const role = /: (roles\/[a-zA-Z.]+|\$\{each\.value\.role\}|\$\{google_project_iam_custom_role\.\w+\.id\})$/;
+    for (const r of iam) expect(`${r.type}.${r.name}: ${r.body.role}`).toMatch(role);
+    const projectRoles = JSON.stringify(locals('modules/iam').project_roles);
+    expect(projectRoles).not.toMatch(/roles\/(owner|editor|viewer)\b/);
+    expect(mod('envs/dev').module.services[0].service_accounts).toEqual({
+      api: '${module.iam.emails.api}', sweep: '${module.iam.emails.sweep}', live: '${module.iam.emails.live}',
+    });
+    const signer = res('modules/iam', 'google_service_account_iam_member', 'self_signer');
+    expect(signer).toMatchObject({
+      role: 'roles/iam.serviceAccountTokenCreator',
+      service_account_id: '${google_service_account.this[each.key].name}',
+      member: '${google_service_account.this[each.key].member}',
+    });
+    expect(locals('modules/iam').signers).toEqual(expect.arrayContaining(['api', 'live']));
+  });
+});
+
+describe('cloudbuild.yaml', () => {
+  const build = parseYaml(readFileSync(join(root, 'cloudbuild.yaml'), 'utf8'));
+  const steps: Obj[] = build.steps;
+  const ids = steps.map((s) => s.id);
+
+  /** Steps a step waits for, directly or not (no waitFor: every earlier step; ['-']: none). */
+  function before(id: string, seen = new Set<string>()): Set<string> {
+    const i = ids.indexOf(id);
+    const direct: string[] = steps[i].waitFor ?? ids.slice(0, i);
+    for (const d of direct) if (d !== '-' && !seen.has(d)) { seen.add(d); before(d, seen); }
+    return seen;
+  }
+
+  it('names every step and waits only for steps that exist', () => {
+    for (const s of steps) {
+      expect(s.id, JSON.stringify(s)).toMatch(/^[a-z][a-z0-9-]*$/);
+      expect(typeof s.name).toBe('string');
+      for (const w of s.waitFor ?? []) if (w !== '-') expect(ids.slice(0, ids.indexOf(s.id))).toContain(w);
+    }
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ['install', 'typecheck', 'test', 'build', 'image-build', 'image-push', 'schema-apply', 'smoke-test'])
+      expect(ids).toContain(id);
+  });
+
+  it('touches the database and deploys only after typecheck and tests, smoke-tests last', () => {
+    const deploys = ids.filter((id) => id.startsWith('deploy-'));
+    expect(deploys.sort()).toEqual(['deploy-api', 'deploy-live', 'deploy-sweep']);
+    for (const id of ['schema-apply', ...deploys]) expect([...before(id)], id).toEqual(expect.arrayContaining(['install', 'typecheck', 'test']));
+    for (const id of deploys) expect([...before(id)], id).toContain('schema-apply');
+    expect([...before('smoke-test')]).toEqual(expect.arrayContaining(deploys));
+    expect(steps[ids.indexOf('test')].name).toMatch(/google-cloud-cli:emulators$/);
+  });
+
+  it('uses exactly the substitutions it defines or Terraform provides', () => {
+    const text = readFileSync(join(root, 'cloudbuild.yaml'), 'utf8').replace(/^\s*#.*$/gm, '');
+    const used = new Set([...text.matchAll(/\$\{(_[A-Z0-9_]+)\}/g)].map((m) => m[1]));
+    const fromTerraform = [...String(mod('envs/dev').output.cloudbuild_substitutions[0].value).matchAll(/(_[A-Z0-9_]+)\s*=/g)].map((m) => m[1]);
+    const provided = new Set([...Object.keys(build.substitutions ?? {}), ...fromTerraform]);
+    // Cloud Build rejects a build given a substitution it does not use, and one it uses but lacks.
+    expect([...used].sort()).toEqual([...provided].sort());
+  });
+});
+
+describe('live service Dockerfile', () => {
+  const path = join(root, 'run-services/live/Dockerfile');
+  const lines = existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((l) => l && !l.startsWith('#')) : [];
+
+  it('runs the bundle as a non-root user from node:20-slim with production deps only', () => {
+    expect(lines.filter((l) => l.startsWith('FROM ')).every((l) => /^FROM node:20-slim\b/.test(l))).toBe(true);
+    expect(lines.some((l) => /^RUN .*npm ci --omit=dev/.test(l))).toBe(true);
+    const user = [...lines].reverse().find((l) => l.startsWith('USER '));
+    expect(user).toMatch(/^USER (?!root|0\b)\S+/);
+    expect(lines.indexOf(user!)).toBeLessThan(lines.findIndex((l) => l.startsWith('CMD ')));
+    expect(lines.at(-1)).toBe('CMD ["node", "dist/server.js"]');
+  });
+});
