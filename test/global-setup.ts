@@ -1,24 +1,34 @@
 // Boots the expensive shared parts once for the whole run: the gcloud Pub/Sub and
 // Firestore emulators and our GCS emulator. Each test file gets its own database.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { loadOrCreateSignerKey } from '../emulators/gcs/signer-key';
 import { startPubsubEmulator, startFirestoreEmulator } from '../emulators/gcloud';
 import { startGcsEmulator } from '../emulators/gcs/server';
 
 export default async function setup(project: TestProject) {
+  // The storage client signs URLs with this key; the GCS emulator verifies against it.
+  const keyDir = mkdtempSync(join(tmpdir(), 'mi-gcs-key-'));
+  const signerKeyFile = join(keyDir, 'gcs-signer.json');
+  const signer = loadOrCreateSignerKey(signerKeyFile);
   const [pubsub, firestore, gcs] = await Promise.all([
     startPubsubEmulator({}),
     startFirestoreEmulator({}),
-    startGcsEmulator({}),
+    startGcsEmulator({ trustedKeys: [signer] }),
   ]);
   const env = {
     PUBSUB_EMULATOR_HOST: pubsub.host,
     FIRESTORE_EMULATOR_HOST: firestore.host,
     STORAGE_EMULATOR_HOST: gcs.url,
+    STORAGE_SIGNER_KEY_FILE: signerKeyFile,
   };
   Object.assign(process.env, env);
   project.provide('emulatorEnv', env);
   return async () => {
     await Promise.allSettled([pubsub.stop(), firestore.stop(), gcs.stop()]);
+    rmSync(keyDir, { recursive: true, force: true });
   };
 }
 
