@@ -7,8 +7,6 @@ import { z } from 'zod';
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
 const num = (def: number, min = 0) => z.coerce.number().min(min).default(def);
 const optionalText = z.string().min(1).optional();
-const bool = (def: boolean) =>
-  z.enum(['true', 'false', '1', '0']).default(def ? 'true' : 'false').transform((v) => v === 'true' || v === '1');
 
 const schema = z.object({
   // Common
@@ -16,7 +14,7 @@ const schema = z.object({
   DATABASE_URL: optionalText,
   PUBSUB_EMULATOR_HOST: optionalText,
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().default('http://localhost:4318'),
-  OTEL_ENABLED: bool(false),
+  OTEL_ENABLED: z.enum(['true', 'false', '1', '0']).optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   // Core service
   CORE_PORT: int(4002, 0).pipe(z.number().max(65535)),
@@ -85,8 +83,9 @@ const schema = z.object({
 });
 
 type Parsed = z.infer<typeof schema>;
-export type Config = Omit<Parsed, 'SERVICE_AUTH_TOKEN' | 'AUDIO_URL_SIGNING_KEY' | 'PUBLIC_BASE_URL'> & {
+export type Config = Omit<Parsed, 'SERVICE_AUTH_TOKEN' | 'AUDIO_URL_SIGNING_KEY' | 'PUBLIC_BASE_URL' | 'OTEL_ENABLED'> & {
   PUBLIC_BASE_URL: string;
+  OTEL_ENABLED: boolean;
   SERVICE_AUTH_TOKEN: string;
   AUDIO_URL_SIGNING_KEY: string;
   /** Things start-up should log as warnings (never containing secret values). */
@@ -142,6 +141,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // The spec's default applies to the local stack only; production talks to real Pub/Sub.
     PUBSUB_EMULATOR_HOST: c.PUBSUB_EMULATOR_HOST ?? (local ? 'localhost:8085' : undefined),
     PUBLIC_BASE_URL: c.PUBLIC_BASE_URL ?? `http://localhost:${c.CORE_PORT}`,
+    // Spans are exported everywhere but in tests unless said otherwise.
+    OTEL_ENABLED: c.OTEL_ENABLED === undefined ? c.APP_ENV !== 'test' : c.OTEL_ENABLED === 'true' || c.OTEL_ENABLED === '1',
     SERVICE_AUTH_TOKEN: c.SERVICE_AUTH_TOKEN!,
     AUDIO_URL_SIGNING_KEY: signingKey!,
     warnings,

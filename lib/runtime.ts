@@ -7,6 +7,7 @@ import { createEventPublisher, type EventPublisher } from './events';
 import { createFeatureFlags, type FeatureFlags } from './flags';
 import { createLogger, type Logger } from './log';
 import { createObjectStore, type ObjectStore } from './storage';
+import { flushTelemetry, initTelemetry } from './telemetry';
 
 export interface Runtime {
   config: Config;
@@ -23,7 +24,8 @@ export interface Runtime {
 export function createRuntime(config: Config, db: Database, opts: { log?: Logger; name?: string } = {}): Runtime {
   const log = opts.log ?? createLogger({ level: config.LOG_LEVEL, name: opts.name ?? 'core' });
   for (const w of config.warnings) log.warn(w);
-  const bus = createBus({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.PUBSUB_EMULATOR_HOST });
+  initTelemetry(config, opts.name ?? 'core');
+  const bus = createBus({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.PUBSUB_EMULATOR_HOST, log });
   const store = createObjectStore({
     bucket: config.STORAGE_BUCKET,
     emulatorHost: config.STORAGE_EMULATOR_HOST,
@@ -45,7 +47,9 @@ export function createRuntime(config: Config, db: Database, opts: { log?: Logger
     store,
     flags,
     async close() {
+      await flushTelemetry();
       await bus.close();
+      await flags.close();
     },
   };
 }

@@ -6,6 +6,7 @@ import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { ApiError, PROBLEM_CONTENT_TYPE, toProblem } from '@mi/lib/errors';
+import { currentTraceHeaders, currentTraceId, withIncomingSpan } from '@mi/lib/telemetry';
 import type { AppDeps, AppEnv } from './env';
 import { registerDocs } from './docs';
 import { registerRoutes } from './routes';
@@ -43,20 +44,20 @@ export function createApp(deps: AppDeps) {
 
   app.use('*', async (c, next) => {
     c.set('deps', deps);
-    const trace: Record<string, string> = {};
-    const tp = c.req.header('traceparent');
-    const ts = c.req.header('tracestate');
-    if (tp && /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/.test(tp)) trace.traceparent = tp;
-    if (ts && ts.length <= 512) trace.tracestate = ts;
-    c.set('trace', trace);
     const clientId = c.req.header('x-client-id');
     c.set('clientId', clientId && UUID.test(clientId) ? clientId : null);
-    const traceId = trace.traceparent?.split('-')[1];
-    c.set('log', deps.log.child({ request_id: randomUUID(), ...(traceId ? { trace_id: traceId } : {}) }));
-    const started = performance.now();
-    await next();
-    // The path only: query strings can hold signatures.
-    c.var.log.info({ method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) }, 'request');
+    const incoming = { traceparent: c.req.header('traceparent'), tracestate: c.req.header('tracestate') };
+    await withIncomingSpan(`${c.req.method} ${c.req.path}`, incoming, async (span) => {
+      // Our span's context goes on to Pub/Sub attributes and outgoing calls (same trace id).
+      c.set('trace', currentTraceHeaders());
+      const traceId = currentTraceId();
+      c.set('log', deps.log.child({ request_id: randomUUID(), ...(traceId ? { trace_id: traceId } : {}) }));
+      const started = performance.now();
+      await next();
+      span.setAttribute('http.response.status_code', c.res.status);
+      // The path only: query strings can hold signatures.
+      c.var.log.info({ method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) }, 'request');
+    });
   });
 
   // JSON bodies are bounded before being read whole; raw audio routes stream with their own limits.

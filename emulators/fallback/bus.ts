@@ -1,0 +1,57 @@
+// In-process stand-in for the Pub/Sub bus, used by the local stack only when gcloud is missing.
+// One process means one "instance" in practice, but every subscription still gets every message,
+// in publish order; a handler that throws gets the message again after a short pause.
+import { randomUUID } from 'node:crypto';
+import type { Bus, BusHandler } from '../../lib/bus';
+
+const REDELIVERY_DELAY_MS = 200;
+
+interface Queue {
+  handler: BusHandler;
+  tail: Promise<void>;
+  closed: boolean;
+}
+
+export function createMemoryBus(): Bus {
+  const topics = new Map<string, Set<Queue>>();
+  const topic = (name: string) => {
+    if (!topics.has(name)) topics.set(name, new Set());
+    return topics.get(name)!;
+  };
+
+  const deliver = async (queue: Queue, message: Parameters<BusHandler>[0]) => {
+    while (!queue.closed) {
+      try {
+        await queue.handler(structuredClone(message));
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, REDELIVERY_DELAY_MS));
+      }
+    }
+  };
+
+  return {
+    async ensureTopic(name) {
+      topic(name);
+    },
+    async publish(name, data, attributes = {}, opts = {}) {
+      const message = { id: randomUUID(), data: JSON.parse(JSON.stringify(data ?? null)), attributes: { ...attributes }, orderingKey: opts.orderingKey };
+      for (const queue of topic(name)) queue.tail = queue.tail.then(() => deliver(queue, message));
+      return message.id;
+    },
+    async subscribeInstance(name, _instanceId, handler) {
+      const queue: Queue = { handler, tail: Promise.resolve(), closed: false };
+      topic(name).add(queue);
+      return {
+        async close() {
+          queue.closed = true;
+          topic(name).delete(queue);
+        },
+      };
+    },
+    async close() {
+      for (const queues of topics.values()) for (const q of queues) q.closed = true;
+      topics.clear();
+    },
+  };
+}

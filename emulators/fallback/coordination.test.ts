@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { createMemoryCoordination } from './coordination';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('in-process coordination', () => {
+  it('should follow the lease rules: one winner, expiry, takeover, release', async () => {
+    const c = createMemoryCoordination();
+    const results = await Promise.all(['a', 'b', 'c'].map((o) => c.acquire('k', o, 100)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const winner = results.find(Boolean)!.owner;
+
+    await sleep(150);
+    expect(await c.get('k')).toBeNull();
+    expect(await c.acquire('k', 'z', 10_000)).toMatchObject({ owner: 'z', epoch: 2 });
+    expect(await c.takeOver('k', winner, 10_000)).toMatchObject({ owner: winner, epoch: 3 });
+    expect(await c.renew('k', 'z', 10_000)).toBeNull();
+    await c.release('k', winner);
+    expect(await c.get('k')).toBeNull();
+  });
+
+  it('should count unexpired presence per user', async () => {
+    const c = createMemoryCoordination();
+    await c.addPresence('u', 'c1', 'i1', 10_000);
+    await c.addPresence('u', 'c2', 'i2', 50);
+    expect(await c.countPresence('u')).toBe(2);
+    await sleep(80);
+    expect(await c.countPresence('u')).toBe(1);
+    expect(await c.removePresence('u', 'c1')).toBe(0);
+  });
+});

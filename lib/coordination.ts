@@ -1,0 +1,155 @@
+// Live-session coordination across Cloud Run instances, in Firestore: exclusive leases with a
+// heartbeat (who owns a live recording) and presence (which connections a user has open).
+// Exclusivity comes from Firestore transactions. Expiry is judged by the caller's clock, so
+// TTLs should be far above the clock skew between instances (seconds, not milliseconds).
+// Every lease and presence document carries an `expires_at` Timestamp for the TTL policy.
+import { Firestore, Timestamp, type DocumentData, type DocumentReference } from '@google-cloud/firestore';
+
+export interface Lease {
+  key: string;
+  owner: string;
+  expiresAt: Date;
+  /** Grows by one whenever ownership changes hands; a fencing token. */
+  epoch: number;
+}
+
+export interface Coordination {
+  /** Succeeds when the lease is free, expired, or already held by `owner`. */
+  acquire(key: string, owner: string, ttlMs: number): Promise<Lease | null>;
+  /** Forced takeover (a resume on another instance): always succeeds and bumps the epoch. */
+  takeOver(key: string, owner: string, ttlMs: number): Promise<Lease>;
+  /** null: the lease now belongs to someone else (or was released). */
+  renew(key: string, owner: string, ttlMs: number): Promise<Lease | null>;
+  /** Only if still ours. */
+  release(key: string, owner: string): Promise<void>;
+  /** The current, unexpired lease. */
+  get(key: string): Promise<Lease | null>;
+  addPresence(userId: string, connectionId: string, instanceId: string, ttlMs: number): Promise<void>;
+  /** Returns how many unexpired connections remain. */
+  removePresence(userId: string, connectionId: string): Promise<number>;
+  countPresence(userId: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** A lease document's content; `owner` is empty after a release (the epoch is kept for fencing). */
+export interface LeaseState {
+  owner: string;
+  expiresAt: number;
+  epoch: number;
+}
+
+// The lease rules, shared with the in-process substitute (emulators/fallback).
+
+export function acquiredLease(current: LeaseState | undefined, owner: string, ttlMs: number, now: number): LeaseState | null {
+  if (current && current.owner && current.owner !== owner && current.expiresAt > now) return null;
+  const sameOwner = current?.owner === owner;
+  return { owner, expiresAt: now + ttlMs, epoch: sameOwner ? current!.epoch : (current?.epoch ?? 0) + 1 };
+}
+
+export function takenOverLease(current: LeaseState | undefined, owner: string, ttlMs: number, now: number): LeaseState {
+  return { owner, expiresAt: now + ttlMs, epoch: (current?.epoch ?? 0) + 1 };
+}
+
+/**
+ * A holder whose heartbeat came late may still renew while nobody else took the lease: the
+ * owner field only changes hands through acquire/takeOver, so an unchanged owner proves it.
+ */
+export function renewedLease(current: LeaseState | undefined, owner: string, ttlMs: number, now: number): LeaseState | null {
+  if (!current || current.owner !== owner) return null;
+  return { owner, expiresAt: now + ttlMs, epoch: current.epoch };
+}
+
+export function releasedLease(current: LeaseState | undefined, owner: string, now: number): LeaseState | null {
+  if (!current || current.owner !== owner) return null;
+  return { owner: '', expiresAt: now, epoch: current.epoch };
+}
+
+export function toLease(key: string, state: LeaseState | null | undefined, now: number): Lease | null {
+  if (!state || !state.owner || state.expiresAt <= now) return null;
+  return { key, owner: state.owner, expiresAt: new Date(state.expiresAt), epoch: state.epoch };
+}
+
+/**
+ * A Firestore client, pointed at the emulator when a host is given or FIRESTORE_EMULATOR_HOST is
+ * set (the client lets that variable win over the host option).
+ */
+export function createFirestore(opts: { projectId: string; emulatorHost?: string }): Firestore {
+  const emulatorHost = opts.emulatorHost ?? process.env.FIRESTORE_EMULATOR_HOST;
+  return new Firestore({
+    projectId: opts.projectId,
+    ...(emulatorHost && {
+      host: emulatorHost,
+      ssl: false,
+      // Placeholder credentials keep the client from probing for GCE metadata; the emulator ignores them.
+      credentials: { client_email: 'emulator@localhost', private_key: 'unused' },
+    }),
+  });
+}
+
+// Firestore document ids may not contain '/' nor be '.' or '..'.
+const docId = (s: string) => encodeURIComponent(s).replace(/\./g, '%2E');
+
+export function createCoordination(opts: { projectId: string; emulatorHost?: string; collectionPrefix?: string }): Coordination {
+  const db = createFirestore(opts);
+  const prefix = opts.collectionPrefix ?? '';
+  const leases = db.collection(`${prefix}leases`);
+  const connections = (userId: string) => db.collection(`${prefix}presence`).doc(docId(userId)).collection('presence_connections');
+
+  const readState = (data: DocumentData | undefined): LeaseState | undefined =>
+    data && { owner: data.owner as string, expiresAt: (data.expires_at as Timestamp).toMillis(), epoch: data.epoch as number };
+
+  /** Reads, decides and writes one lease document in a transaction. */
+  const change = <T extends LeaseState | null>(key: string, decide: (current: LeaseState | undefined, now: number) => T) =>
+    db.runTransaction(
+      async (tx) => {
+        const ref: DocumentReference = leases.doc(docId(key));
+        const current = readState((await tx.get(ref)).data());
+        const now = Date.now();
+        const next = decide(current, now);
+        if (next) tx.set(ref, { key, owner: next.owner, epoch: next.epoch, expires_at: Timestamp.fromMillis(next.expiresAt) });
+        return { next, now };
+      },
+      // Racing instances contend on one document; the emulator aborts the losers, which retry.
+      { maxAttempts: 20 },
+    );
+
+  const countAlive = async (userId: string) => {
+    const snap = await connections(userId).where('expires_at', '>', Timestamp.now()).count().get();
+    return snap.data().count;
+  };
+
+  return {
+    async acquire(key, owner, ttlMs) {
+      const { next, now } = await change(key, (cur, now) => acquiredLease(cur, owner, ttlMs, now));
+      return toLease(key, next, now);
+    },
+    async takeOver(key, owner, ttlMs) {
+      const { next, now } = await change(key, (cur, now) => takenOverLease(cur, owner, ttlMs, now));
+      return toLease(key, next, now)!;
+    },
+    async renew(key, owner, ttlMs) {
+      const { next, now } = await change(key, (cur, now) => renewedLease(cur, owner, ttlMs, now));
+      return toLease(key, next, now);
+    },
+    async release(key, owner) {
+      await change(key, (cur, now) => releasedLease(cur, owner, now));
+    },
+    async get(key) {
+      const snap = await leases.doc(docId(key)).get();
+      return toLease(key, readState(snap.data()), Date.now());
+    },
+    async addPresence(userId, connectionId, instanceId, ttlMs) {
+      await connections(userId)
+        .doc(docId(connectionId))
+        .set({ user_id: userId, connection_id: connectionId, instance_id: instanceId, expires_at: Timestamp.fromMillis(Date.now() + ttlMs) });
+    },
+    async removePresence(userId, connectionId) {
+      await connections(userId).doc(docId(connectionId)).delete();
+      return countAlive(userId);
+    },
+    countPresence: countAlive,
+    async close() {
+      await db.terminate();
+    },
+  };
+}

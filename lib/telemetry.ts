@@ -1,0 +1,55 @@
+// OpenTelemetry tracing: W3C trace context in (traceparent/tracestate) and out (Pub/Sub
+// attributes, outgoing HTTP), spans exported over OTLP/HTTP. Export runs in the background
+// and failures are dropped, so start-up and requests are unaffected when no collector listens.
+import { context, propagation, trace, type Span, type Tracer } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { Config } from './config';
+
+let provider: BasicTracerProvider | null = null;
+
+/** Once per process. Without export (tests), spans still carry context for propagation. */
+export function initTelemetry(config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_EXPORTER_OTLP_ENDPOINT'>, serviceName: string) {
+  if (provider) return;
+  const exporter = config.OTEL_ENABLED ? new OTLPTraceExporter({ url: `${config.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/$/, '')}/v1/traces`, timeoutMillis: 2000 }) : null;
+  provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': serviceName }),
+    spanProcessors: exporter ? [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000 })] : [],
+  });
+  trace.setGlobalTracerProvider(provider);
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+}
+
+export async function flushTelemetry() {
+  await provider?.forceFlush().catch(() => {});
+}
+
+export const tracer = (): Tracer => trace.getTracer('meeting-intelligence');
+
+/** Runs fn in a span that continues the trace of the incoming headers. */
+export function withIncomingSpan<T>(name: string, headers: Record<string, string | undefined>, fn: (span: Span) => Promise<T>): Promise<T> {
+  const parent = propagation.extract(context.active(), headers);
+  return tracer().startActiveSpan(name, {}, parent, async (span) => {
+    try {
+      return await fn(span);
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** traceparent/tracestate of the current span, for Pub/Sub attributes and outgoing HTTP. */
+export function currentTraceHeaders(): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier;
+}
+
+export function currentTraceId(): string | undefined {
+  const id = trace.getActiveSpan()?.spanContext().traceId;
+  return id && !/^0+$/.test(id) ? id : undefined;
+}

@@ -1,0 +1,73 @@
+// Trace context: accepted from traceparent, exported as OTLP spans, and carried on to the
+// Pub/Sub attributes of the events a request causes, with the origin client id.
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BusMessage } from '@mi/lib/bus';
+import { flushTelemetry } from '@mi/lib/telemetry';
+import { startApi, type ApiHarness } from '../harness';
+
+let api: ApiHarness;
+let collector: Server;
+const exported: string[] = [];
+const messages: BusMessage[] = [];
+let subscription: { close(): Promise<void> };
+
+beforeAll(async () => {
+  collector = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      exported.push(body);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+  const port = (collector.address() as AddressInfo).port;
+  api = await startApi({ OTEL_ENABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
+  subscription = await api.rt.bus.subscribeInstance(api.config.PUBSUB_TOPIC_EVENTS, `trace-${randomUUID().slice(0, 8)}`, (m) => {
+    messages.push(m);
+  });
+});
+afterAll(async () => {
+  await subscription?.close();
+  await api?.close();
+  collector?.close();
+});
+
+async function waitFor<T>(fn: () => T | undefined, ms = 15_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = fn();
+    if (v !== undefined) return v;
+    if (Date.now() > until) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('tracing', () => {
+  it('should continue the incoming trace in exported spans and Pub/Sub attributes', async () => {
+    const traceId = randomUUID().replace(/-/g, '');
+    const clientId = randomUUID();
+    const res = await api.request('POST', '/meetings', {
+      token: await api.token('tracy'),
+      body: { title: 'traced', source_type: 'text' },
+      headers: { 'idempotency-key': randomUUID(), traceparent: `00-${traceId}-00f067aa0ba902b7-01`, tracestate: 'vendor=1', 'x-client-id': clientId },
+    });
+    expect(res.status).toBe(201);
+    const msg = await waitFor(() => messages.find((m) => (m.data as { body: { id: string } }).body.id === res.body.id));
+    expect(msg.attributes.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    expect(msg.attributes.tracestate).toBe('vendor=1');
+    expect(msg.attributes.origin_client_id).toBe(clientId);
+    await flushTelemetry();
+    await waitFor(() => (exported.some((b) => b.includes(traceId)) ? true : undefined));
+  });
+
+  it('should serve requests normally when no collector listens', async () => {
+    await new Promise((r) => collector.close(r));
+    const res = await api.request('GET', '/me', { token: await api.token('tracy') });
+    expect(res.status).toBe(200);
+    await flushTelemetry();
+  });
+});
