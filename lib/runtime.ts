@@ -2,6 +2,7 @@
 import { createAuthenticator, type Authenticator } from './auth';
 import { createBus, type Bus } from './bus';
 import type { Config } from './config';
+import { createCoordination, type Coordination } from './coordination';
 import type { Database } from './db/pool';
 import { createEventPublisher, type EventPublisher } from './events';
 import { createFeatureFlags, type FeatureFlags } from './flags';
@@ -18,6 +19,8 @@ export interface Runtime {
   events: EventPublisher;
   store: ObjectStore;
   flags: FeatureFlags;
+  /** Live-session coordination (Firestore): recording leases, connection presence. */
+  coordination: Coordination;
   close(): Promise<void>;
 }
 
@@ -37,6 +40,8 @@ export function createRuntime(config: Config, db: Database, opts: { log?: Logger
     emulatorHost: config.FIRESTORE_EMULATOR_HOST,
     cacheTtlMs: config.FEATURE_FLAGS_CACHE_SECONDS * 1000,
   });
+  // Collection names match the Terraform TTL policies (infra/modules/firestore).
+  const coordination = createCoordination({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.FIRESTORE_EMULATOR_HOST, collectionPrefix: 'live_' });
   return {
     config,
     log,
@@ -46,10 +51,12 @@ export function createRuntime(config: Config, db: Database, opts: { log?: Logger
     events: createEventPublisher({ db, bus, topic: config.PUBSUB_TOPIC_EVENTS, log }),
     store,
     flags,
+    coordination,
     async close() {
       await flushTelemetry();
       await bus.close();
       await flags.close();
+      await coordination.close();
     },
   };
 }
