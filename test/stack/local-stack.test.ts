@@ -1,0 +1,72 @@
+// `npm start` as a user runs it: a child process on a clean DATA_DIR reaches /healthz, answers
+// /me with a minted token and /openapi.json; a second start keeps the data.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { mintDevToken } from '@mi/lib/auth';
+import { freePort } from '../../emulators/gcloud';
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-stack-'));
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) c.kill('SIGKILL');
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function startStack(): Promise<{ url: string; stop(): Promise<number | null> }> {
+  const [port, mlPort] = [await freePort(), await freePort()];
+  const child = spawn('npm', ['start'], {
+    env: { ...process.env, ...inject('emulatorEnv'), APP_ENV: 'development', DATA_DIR: dataDir, CORE_PORT: String(port), ML_PORT: String(mlPort), LOG_LEVEL: 'warn', STORAGE_BUCKET: 'stack-test' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  children.push(child);
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const url = `http://127.0.0.1:${port}`;
+  const until = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`npm start exited ${child.exitCode}:\n${output}`);
+    const ok = await fetch(`${url}/healthz`).then((r) => r.status === 200, () => false);
+    if (ok) break;
+    if (Date.now() > until) throw new Error(`no /healthz within 90 s:\n${output}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return {
+    url,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', (code) => resolve(code));
+        process.kill(-child.pid!, 'SIGINT'); // Ctrl-C reaches the whole process group
+      }),
+  };
+}
+
+describe('npm start', () => {
+  it('should serve the stack from a clean DATA_DIR and keep data across restarts', async () => {
+    const first = await startStack();
+    const secrets = JSON.parse(readFileSync(path.join(dataDir, 'dev-secrets.json'), 'utf8'));
+    expect(new Set([secrets.IDENTITY_SECRET_KEY, secrets.SERVICE_AUTH_TOKEN, secrets.AUDIO_URL_SIGNING_KEY]).size).toBe(3);
+    const auth = { authorization: `Bearer ${await mintDevToken(secrets.IDENTITY_SECRET_KEY, 'stacy')}` };
+    expect((await fetch(`${first.url}/me`, { headers: auth })).status).toBe(200);
+    expect((await (await fetch(`${first.url}/openapi.json`)).json()).openapi).toBe('3.1.0');
+    const created = await fetch(`${first.url}/meetings`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ title: 'kept', source_type: 'text' }),
+    });
+    expect(created.status).toBe(201);
+    const { id } = await created.json();
+    expect(await first.stop()).toBe(0);
+
+    const second = await startStack();
+    const got = await fetch(`${second.url}/meetings/${id}`, { headers: auth });
+    expect(got.status).toBe(200);
+    expect((await got.json()).title).toBe('kept');
+    expect(await second.stop()).toBe(0);
+  }, 240_000);
+});
