@@ -9,7 +9,7 @@ import { getRequestListener } from '@hono/node-server';
 import { loadConfig, type Config } from '@mi/lib/config';
 import { openDatabase } from '@mi/lib/db/open';
 import { createLogger } from '@mi/lib/log';
-import { createRuntime, type RuntimeOverrides } from '@mi/lib/runtime';
+import { createRuntime, type Runtime, type RuntimeOverrides } from '@mi/lib/runtime';
 import { createApp } from '../functions/api/app';
 import { runSweep } from '../functions/sweep';
 import { createLiveService } from '../run-services/live/service';
@@ -25,6 +25,7 @@ import { startFakeMl } from './ml/server';
 
 export interface LocalStack {
   config: Config;
+  rt: Runtime;
   url: string;
   stop(): Promise<void>;
 }
@@ -113,7 +114,7 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
 
     writeStackEnv(dataDir, { ...vars, DATABASE_URL: database.url, CORE_PORT: String(port), ML_SERVICE_URL: ml.url });
     log.info({ url, ws: `${url.replace('http', 'ws')}/ws`, docs: `${url}/docs`, ml: ml.url, data_dir: dataDir }, 'local stack ready');
-    return { config, url, stop: stopAll };
+    return { config, rt, url, stop: stopAll };
   } catch (err) {
     await stopAll();
     throw err;

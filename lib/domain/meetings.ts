@@ -1,7 +1,7 @@
 // Meetings repository: every query tenant-scoped through the Actor; soft-deleted rows hidden.
 import type { Queryable } from '../db/pool';
 import type { Actor } from './actor';
-import { decodeCursor, toPage, type Page } from './pagination';
+import { decodeIdCursor, toPage, type Page } from './pagination';
 
 export type SourceType = 'recording' | 'upload' | 'text' | 'anecdotal';
 
@@ -65,7 +65,9 @@ export interface MeetingFilter {
 }
 
 export async function listMeetings(q: Queryable, userId: string, f: MeetingFilter): Promise<Page<Meeting>> {
-  const after = decodeCursor(f.cursor, 2);
+  // The cursor holds the last row's id; its exact start_time is read back in SQL (JS dates
+  // would drop the microseconds Postgres keeps).
+  const after = decodeIdCursor(f.cursor);
   const { rows } = await q.query<Meeting>(
     'meeting.list',
     `SELECT ${COLUMNS} FROM meeting
@@ -74,11 +76,11 @@ export async function listMeetings(q: Queryable, userId: string, f: MeetingFilte
        AND ($3::timestamptz IS NULL OR start_time >= $3)
        AND ($4::timestamptz IS NULL OR start_time < $4)
        AND ($5::text IS NULL OR title ILIKE '%' || $5 || '%')
-       AND ($6::timestamptz IS NULL OR (start_time, id) < ($6::timestamptz, $7::uuid))
-     ORDER BY start_time DESC, id DESC LIMIT $8`,
-    [userId, f.source_type ?? null, f.from ?? null, f.to ?? null, f.q ?? null, after?.[0] ?? null, after?.[1] ?? null, f.limit + 1],
+       AND ($6::uuid IS NULL OR (start_time, id) < (SELECT c.start_time, c.id FROM meeting c WHERE c.id = $6 AND c.user_id = $1))
+     ORDER BY start_time DESC, id DESC LIMIT $7`,
+    [userId, f.source_type ?? null, f.from ?? null, f.to ?? null, f.q ?? null, after, f.limit + 1],
   );
-  return toPage(rows, f.limit, (m) => [m.start_time.toISOString(), m.id]);
+  return toPage(rows, f.limit, (m) => [m.id]);
 }
 
 export async function updateMeeting(q: Queryable, actor: Actor, id: string, patch: MeetingPatch): Promise<Meeting | null> {

@@ -1,0 +1,26 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { notFound } from '@mi/lib/errors';
+import { getNote } from '@mi/lib/domain/notes';
+import { actorOf } from '../../actor';
+import type { AppEnv } from '../../env';
+import { IdParam, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { NoteSchema } from './schema';
+
+const route = op({
+  method: 'get',
+  path: '/notes/{id}',
+  operationId: 'getNote',
+  tags: ['notes'],
+  summary: 'Get a note',
+  auth: ['bearer'],
+  request: { params: IdParam },
+  responses: { 200: jsonResponse(NoteSchema, 'the note'), 404: notFoundResponse('note') },
+});
+
+export function registerGetNote(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, async (c) => {
+    const note = await getNote(c.var.deps.db, actorOf(c), c.req.valid('param').id);
+    if (!note) throw notFound('note');
+    return c.json(JSON.parse(JSON.stringify(note)), 200);
+  });
+}

@@ -1,0 +1,33 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { notFound } from '@mi/lib/errors';
+import { meetingOf, updateNote } from '@mi/lib/domain/notes';
+import { actorOf } from '../../actor';
+import { commit } from '../../commit';
+import type { AppEnv } from '../../env';
+import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { NoteSchema, PatchNoteBody } from './schema';
+
+const route = op({
+  method: 'patch',
+  path: '/notes/{id}',
+  operationId: 'updateNote',
+  tags: ['notes'],
+  summary: 'Partially update a note',
+  description: 'subject_type and subject_id change together (both null detaches the note). Broadcasts EntityChanged { entity: note, action: updated }.',
+  auth: ['bearer'],
+  request: { params: IdParam, ...jsonBody(PatchNoteBody) },
+  responses: { 200: jsonResponse(NoteSchema, 'the full note'), 404: notFoundResponse('note') },
+});
+
+export function registerUpdateNote(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, (c) => {
+    const { id } = c.req.valid('param');
+    const patch = c.req.valid('json');
+    return commit(c, 200, async (tx, emit) => {
+      const note = await updateNote(tx, actorOf(c), id, patch);
+      if (!note) throw notFound('note');
+      await emit(note.user_id, { type: 'EntityChanged', entity: 'note', action: 'updated', id, meeting_id: meetingOf(note.subject_type, note.subject_id) });
+      return note;
+    }) as never;
+  });
+}

@@ -1,0 +1,30 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { notFound } from '@mi/lib/errors';
+import { softDeleteTask } from '@mi/lib/domain/tasks';
+import { actorOf } from '../../actor';
+import { commit } from '../../commit';
+import type { AppEnv } from '../../env';
+import { IdParam, notFoundResponse, op } from '../../openapi';
+
+const route = op({
+  method: 'delete',
+  path: '/tasks/{id}',
+  operationId: 'deleteTask',
+  tags: ['tasks'],
+  summary: 'Soft-delete a task and its child tasks (sets deleted_at)',
+  description: 'Broadcasts EntityChanged { entity: task, action: deleted } for the task and each child task deleted with it.',
+  auth: ['bearer'],
+  request: { params: IdParam },
+  responses: { 204: { description: 'deleted' }, 404: notFoundResponse('task') },
+});
+
+export function registerDeleteTask(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, (c) => {
+    const { id } = c.req.valid('param');
+    return commit(c, 204, async (tx, emit) => {
+      const deleted = await softDeleteTask(tx, actorOf(c), id);
+      if (!deleted.length) throw notFound('task');
+      for (const t of deleted) await emit(t.user_id, { type: 'EntityChanged', entity: 'task', action: 'deleted', id: t.id, meeting_id: t.meeting_id });
+    }) as never;
+  });
+}

@@ -1,0 +1,26 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { notFound } from '@mi/lib/errors';
+import { getTask } from '@mi/lib/domain/tasks';
+import { actorOf } from '../../actor';
+import type { AppEnv } from '../../env';
+import { IdParam, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { TaskSchema } from './schema';
+
+const route = op({
+  method: 'get',
+  path: '/tasks/{id}',
+  operationId: 'getTask',
+  tags: ['tasks'],
+  summary: 'Get a task',
+  auth: ['bearer'],
+  request: { params: IdParam },
+  responses: { 200: jsonResponse(TaskSchema, 'the task'), 404: notFoundResponse('task') },
+});
+
+export function registerGetTask(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, async (c) => {
+    const task = await getTask(c.var.deps.db, actorOf(c), c.req.valid('param').id);
+    if (!task) throw notFound('task');
+    return c.json(JSON.parse(JSON.stringify(task)), 200);
+  });
+}

@@ -1,0 +1,34 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { notFound } from '@mi/lib/errors';
+import { updateTask } from '@mi/lib/domain/tasks';
+import { actorOf } from '../../actor';
+import { commit } from '../../commit';
+import type { AppEnv } from '../../env';
+import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { PatchTaskBody, TaskSchema } from './schema';
+
+const route = op({
+  method: 'patch',
+  path: '/tasks/{id}',
+  operationId: 'updateTask',
+  tags: ['tasks'],
+  summary: 'Partially update a task',
+  description:
+    "Referenced ids must be the caller's (else 422); a parent that is the task itself or one of its descendants is 422. Broadcasts EntityChanged { entity: task, action: updated }.",
+  auth: ['bearer'],
+  request: { params: IdParam, ...jsonBody(PatchTaskBody) },
+  responses: { 200: jsonResponse(TaskSchema, 'the full task'), 404: notFoundResponse('task') },
+});
+
+export function registerUpdateTask(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, (c) => {
+    const { id } = c.req.valid('param');
+    const patch = c.req.valid('json');
+    return commit(c, 200, async (tx, emit) => {
+      const task = await updateTask(tx, actorOf(c), id, patch);
+      if (!task) throw notFound('task');
+      await emit(task.user_id, { type: 'EntityChanged', entity: 'task', action: 'updated', id: task.id, meeting_id: task.meeting_id });
+      return task;
+    }) as never;
+  });
+}
