@@ -2,7 +2,6 @@
 // (with a per-user increasing seq); after commit they are published to Pub/Sub with the origin
 // client id and trace context as attributes. Rows left unpublished (bus down, crash) are
 // republished by the sweep, oldest first, so every event reaches the live instances.
-import { randomUUID } from 'node:crypto';
 import type { Bus } from './bus';
 import type { Queryable } from './db/pool';
 import type { Logger } from './log';
@@ -53,21 +52,29 @@ const toStored = (r: OutboxRow): StoredEvent => ({
   trace_context: r.trace_context,
 });
 
-/** Writes one event in the caller's transaction. */
-export async function appendEvent(tx: Queryable, userId: string, body: EventBody, ctx: EventContext = {}): Promise<StoredEvent> {
+/** Writes events of one user in the caller's transaction, in order, with consecutive seqs. */
+export async function appendEvents(tx: Queryable, userId: string, bodies: EventBody[], ctx: EventContext = {}): Promise<StoredEvent[]> {
+  if (!bodies.length) return [];
   const { rows: seqRows } = await tx.query<{ last_seq: number }>(
-    'events.next_seq',
-    `INSERT INTO event_sequence (user_id, last_seq) VALUES ($1, 1)
-     ON CONFLICT (user_id) DO UPDATE SET last_seq = event_sequence.last_seq + 1 RETURNING last_seq`,
-    [userId],
+    'events.reserve_seq',
+    `INSERT INTO event_sequence (user_id, last_seq) VALUES ($1, $2)
+     ON CONFLICT (user_id) DO UPDATE SET last_seq = event_sequence.last_seq + $2 RETURNING last_seq`,
+    [userId, bodies.length],
   );
+  const first = seqRows[0].last_seq - bodies.length + 1;
   const { rows } = await tx.query<OutboxRow>(
     'events.append',
     `INSERT INTO event_outbox (id, user_id, seq, event_type, payload, origin_client_id, trace_context)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
-    [randomUUID(), userId, seqRows[0].last_seq, body.type, JSON.stringify(body), ctx.originClientId ?? null, ctx.trace ? JSON.stringify(ctx.trace) : null],
+     SELECT gen_random_uuid(), $1, $2::bigint + n - 1, e->>'type', e, $4, $5
+     FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS t(e, n)
+     RETURNING *`,
+    [userId, first, JSON.stringify(bodies), ctx.originClientId ?? null, ctx.trace && Object.keys(ctx.trace).length ? JSON.stringify(ctx.trace) : null],
   );
-  return toStored(rows[0]);
+  return rows.map(toStored).sort((a, b) => a.seq - b.seq);
+}
+
+export async function appendEvent(tx: Queryable, userId: string, body: EventBody, ctx: EventContext = {}): Promise<StoredEvent> {
+  return (await appendEvents(tx, userId, [body], ctx))[0];
 }
 
 /** Stored events of a user after `afterSeq`, in order (WebSocket `last_seq` replay). */
@@ -98,22 +105,28 @@ export interface EventPublisher {
 export function createEventPublisher(deps: { db: Queryable; bus: Bus; topic: string; log: Logger }): EventPublisher {
   const { db, bus, topic, log } = deps;
 
-  async function publishOne(e: StoredEvent): Promise<boolean> {
-    try {
-      const { data, attributes } = toMessage(e);
-      await bus.publish(topic, data, attributes, { orderingKey: e.user_id });
-      await db.query('events.mark_published', 'UPDATE event_outbox SET published_at = now() WHERE id = $1', [e.event_id]);
-      return true;
-    } catch (err) {
-      log.warn({ err: (err as Error).message, event_id: e.event_id }, 'event publish failed; the sweep will retry');
-      return false;
-    }
+  /**
+   * Publishes in seq order: the client keeps per-ordering-key (user) order even with the
+   * publishes in flight together. Returns how many went out; the rest stay for the sweep.
+   */
+  async function publishAll(events: StoredEvent[]): Promise<number> {
+    if (!events.length) return 0;
+    const results = await Promise.allSettled(
+      events.map((e) => {
+        const { data, attributes } = toMessage(e);
+        return bus.publish(topic, data, attributes, { orderingKey: e.user_id });
+      }),
+    );
+    const sent = events.filter((_, i) => results[i].status === 'fulfilled').map((e) => e.event_id);
+    const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
+    if (failed) log.warn({ err: String(failed.reason), unpublished: events.length - sent.length }, 'event publish failed; the sweep will retry');
+    if (sent.length) await db.query('events.mark_published', 'UPDATE event_outbox SET published_at = now() WHERE id = ANY($1::uuid[])', [sent]);
+    return sent.length;
   }
 
   return {
     async publish(events) {
-      // In order: receivers rely on per-user seq order.
-      for (const e of events) if (!(await publishOne(e))) return;
+      await publishAll(events).catch((err) => log.warn({ err: String(err) }, 'event publish failed; the sweep will retry'));
     },
     async republishPending(minAgeMs = 5000) {
       const { rows } = await db.query<OutboxRow>(
@@ -122,9 +135,7 @@ export function createEventPublisher(deps: { db: Queryable; bus: Bus; topic: str
          ORDER BY user_id, seq LIMIT 1000`,
         [String(minAgeMs)],
       );
-      let sent = 0;
-      for (const r of rows) if (await publishOne(toStored(r))) sent++;
-      return sent;
+      return publishAll(rows.map(toStored));
     },
   };
 }

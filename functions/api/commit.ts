@@ -2,7 +2,7 @@
 // idempotency record in one transaction; after commit the events are published.
 import type { Context } from 'hono';
 import type { Queryable } from '@mi/lib/db/pool';
-import { appendEvent, type EventBody, type StoredEvent } from '@mi/lib/events';
+import { appendEvents, type EventBody, type StoredEvent } from '@mi/lib/events';
 import type { AppEnv } from './env';
 import { completeIdempotency } from './middleware/idempotency';
 
@@ -18,10 +18,13 @@ export async function commit<T>(
   const emitted: StoredEvent[] = [];
   const ctx = { originClientId: c.var.clientId, trace: c.var.trace };
   const body = await db.withTransaction(async (tx) => {
+    // Collected, then written in one statement per user at the end of the transaction.
+    const pending = new Map<string, EventBody[]>();
     const emit: Emit = async (userId, event) => {
-      emitted.push(await appendEvent(tx, userId, event, ctx));
+      pending.set(userId, [...(pending.get(userId) ?? []), event]);
     };
     const result = await fn(tx, emit);
+    for (const [userId, bodies] of pending) emitted.push(...(await appendEvents(tx, userId, bodies, ctx)));
     const stored = status === 204 ? null : toJson(result);
     if (claim) await completeIdempotency(tx, claim, status, stored);
     return stored;

@@ -37,11 +37,16 @@ export function mapDbError(err: unknown, name: string): unknown {
     case '23514':
       return new ApiError('unprocessable', `value not allowed (${e.constraint ?? name})`);
     case '22P02':
+    case '22001':
+    case '22021': // character not in repertoire (NUL in text)
+    case '22P05': // untranslatable character (lone surrogate)
     case '22003':
     case '22007':
     case '22008':
     case '22023':
       return new ApiError('unprocessable', 'invalid value');
+    case '54000': // a value too large for an index row
+      return new ApiError('unprocessable', 'a value is too large');
     case '57014':
       return new ApiError('unavailable', 'query took too long; try again');
     default:

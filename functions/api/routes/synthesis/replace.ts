@@ -1,0 +1,36 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { notFound } from '@mi/lib/errors';
+import { SERVICE } from '@mi/lib/domain/actor';
+import { getMeeting } from '@mi/lib/domain/meetings';
+import { replaceSynthesis } from '@mi/lib/domain/synthesis';
+import { commit } from '../../commit';
+import type { AppEnv } from '../../env';
+import { IdParam, jsonBody, notFoundResponse, op } from '../../openapi';
+import { SynthesisBody } from './schema';
+
+const route = op({
+  method: 'put',
+  path: '/meetings/{id}/synthesis',
+  operationId: 'replaceSynthesis',
+  tags: ['synthesis'],
+  summary: "Atomically replace the meeting's AI synthesis (ML service)",
+  description:
+    'Replaces summary and key_points, headline when given, and, when topics is given, all topics of the meeting (with their topic_segment rows), in one transaction. Broadcasts EntityChanged { entity: meeting, action: updated } (and { entity: topic, action: updated, id: null } when topics are replaced).',
+  auth: ['service'],
+  request: { params: IdParam, ...jsonBody(SynthesisBody) },
+  responses: { 204: { description: 'replaced' }, 404: notFoundResponse('meeting') },
+});
+
+export function registerReplaceSynthesis(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, (c) => {
+    const { id } = c.req.valid('param');
+    const body = c.req.valid('json');
+    return commit(c, 204, async (tx, emit) => {
+      const meeting = await getMeeting(tx, SERVICE, id, { forUpdate: true });
+      if (!meeting) throw notFound('meeting');
+      await replaceSynthesis(tx, id, body);
+      await emit(meeting.user_id, { type: 'EntityChanged', entity: 'meeting', action: 'updated', id, meeting_id: id });
+      if (body.topics) await emit(meeting.user_id, { type: 'EntityChanged', entity: 'topic', action: 'updated', id: null, meeting_id: id });
+    }) as never;
+  });
+}

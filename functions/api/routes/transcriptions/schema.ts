@@ -1,0 +1,89 @@
+import { MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/domain/segments';
+import { TRANSCRIPTION_STATUSES } from '@mi/lib/domain/transcriptions';
+import { Timestamp, Uuid, Vector192, z } from '../../openapi';
+
+export const TranscriptionStatus = z.enum(TRANSCRIPTION_STATUSES).openapi('TranscriptionStatus');
+
+export const TranscriptionSchema = z
+  .object({
+    id: Uuid,
+    meeting_id: Uuid,
+    status: TranscriptionStatus,
+    status_message: z.string().nullable(),
+    is_degraded: z.boolean(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi('Transcription', {
+    example: {
+      id: '5d2f8a41-6c3b-4e7d-9a0f-1b2c3d4e5f60',
+      meeting_id: '7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e',
+      status: 'pending',
+      status_message: null,
+      is_degraded: false,
+      created_at: '2026-11-22T09:00:00.000Z',
+      updated_at: '2026-11-22T09:00:00.000Z',
+    },
+  });
+
+export const StatusHistorySchema = z
+  .object({ id: Uuid, transcription_id: Uuid, status: TranscriptionStatus, status_message: z.string().nullable(), created_at: Timestamp })
+  .openapi('TranscriptionStatusHistoryEntry');
+
+export const PatchTranscriptionBody = z
+  .object({
+    status: TranscriptionStatus.optional().openapi({
+      description:
+        'pending → transcribing → synthesizing → completed; pending, transcribing, synthesizing → failed; completed, failed → transcribing. Anything else is 409; the current status is no transition.',
+    }),
+    status_message: z.string().max(10_000).nullable().optional(),
+    is_degraded: z.boolean().optional(),
+  })
+  .strict()
+  .refine((b) => Object.keys(b).length > 0, 'at least one field is required')
+  .openapi('PatchTranscription');
+
+export const SegmentSchema = z
+  .object({
+    id: Uuid,
+    transcription_id: Uuid,
+    person_id: Uuid.nullable(),
+    speaker_label: z.string().nullable(),
+    text: z.string(),
+    start_ms: z.number(),
+    end_ms: z.number(),
+    confidence: z.number(),
+    is_final: z.boolean(),
+    is_highlighted: z.boolean(),
+    feature_vector: Vector192.nullable(),
+  })
+  .openapi('TranscriptSegment');
+
+const SegmentInput = z
+  .object({
+    speaker_label: z.string().max(200).nullable().optional(),
+    text: z.string().max(100_000),
+    start_ms: z.number().finite().min(0),
+    end_ms: z.number().finite().min(0).optional().openapi({ description: 'default 0' }),
+    confidence: z.number().finite().min(0).max(1).optional().openapi({ description: 'default 0' }),
+    is_final: z.boolean().optional().openapi({ description: 'default true; false = interim, broadcast but not stored' }),
+    is_highlighted: z.boolean().optional().openapi({ description: 'default false' }),
+    feature_vector: Vector192.nullable().optional(),
+    person_id: Uuid.nullable().optional().openapi({ description: "a person of the meeting's owner; a stored speaker-label assignment overrides it" }),
+  })
+  .strict()
+  .openapi('TranscriptSegmentInput');
+
+export const SegmentsBody = z
+  .object({
+    // The count limit answers 413 (checked in the handler), not a 422 schema violation.
+    segments: z.array(SegmentInput).openapi({ description: `at most ${MAX_SEGMENTS_PER_REQUEST} segments (413 above)` }),
+  })
+  .strict()
+  .openapi('TranscriptSegments', {
+    example: {
+      segments: [
+        { speaker_label: 'SPEAKER_0', text: 'hello', start_ms: 0, end_ms: 1200, confidence: 0.93, is_final: true, feature_vector: null, person_id: null },
+      ],
+    },
+  });

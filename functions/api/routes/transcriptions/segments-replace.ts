@@ -1,0 +1,42 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { ApiError, notFound } from '@mi/lib/errors';
+import { assertPeopleOf, isInProcessing, MAX_SEGMENTS_PER_REQUEST, replaceSegments } from '@mi/lib/domain/segments';
+import { getTranscription } from '@mi/lib/domain/transcriptions';
+import { SERVICE } from '@mi/lib/domain/actor';
+import { commit } from '../../commit';
+import type { AppEnv } from '../../env';
+import { IdParam, jsonBody, notFoundResponse, op, problemResponse } from '../../openapi';
+import { SegmentsBody } from './schema';
+
+const route = op({
+  method: 'put',
+  path: '/transcriptions/{id}/segments',
+  operationId: 'replaceTranscriptSegments',
+  tags: ['transcriptions'],
+  summary: 'Atomically replace all segments (post-meeting batch rebuild)',
+  description:
+    "Deletes the transcription's segments and inserts the new set; the meeting's speaker-label assignments are re-applied. Broadcasts EntityChanged { entity: transcript_segment, action: updated, id: null }. At most 5,000 segments (413).",
+  auth: ['service'],
+  request: { params: IdParam, ...jsonBody(SegmentsBody) },
+  responses: {
+    204: { description: 'replaced' },
+    404: notFoundResponse('transcription'),
+    409: problemResponse('the transcription is still in processing (its live recording capture is open)'),
+  },
+});
+
+export function registerReplaceSegments(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, (c) => {
+    const { id } = c.req.valid('param');
+    const { segments } = c.req.valid('json');
+    if (segments.length > MAX_SEGMENTS_PER_REQUEST) throw new ApiError('payload_too_large', `at most ${MAX_SEGMENTS_PER_REQUEST} segments per request`);
+    return commit(c, 204, async (tx, emit) => {
+      const t = await getTranscription(tx, SERVICE, id, { forUpdate: true });
+      if (!t) throw notFound('transcription');
+      if (await isInProcessing(tx, id)) throw new ApiError('conflict', 'transcription is still in processing state');
+      await assertPeopleOf(tx, t.user_id, segments.map((s) => s.person_id));
+      await replaceSegments(tx, id, segments);
+      await emit(t.user_id, { type: 'EntityChanged', entity: 'transcript_segment', action: 'updated', id: null, meeting_id: t.meeting_id });
+    }) as never;
+  });
+}

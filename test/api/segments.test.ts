@@ -1,0 +1,280 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApi, type ApiHarness } from '../harness';
+
+let api: ApiHarness;
+let alice: string;
+let aliceId: string;
+let bob: string;
+let bobId: string;
+let svc: string;
+
+beforeAll(async () => {
+  api = await startApi();
+  alice = await api.token('alice');
+  bob = await api.token('bob');
+  aliceId = (await api.request('GET', '/me', { token: alice })).body.id;
+  bobId = (await api.request('GET', '/me', { token: bob })).body.id;
+  svc = api.serviceToken;
+});
+afterAll(() => api?.close());
+
+const sql = async (text: string, params: unknown[] = []) => (await api.rt.db.query('test', text, params)).rows;
+
+async function transcription(token = alice): Promise<{ id: string; meeting_id: string }> {
+  const m = await api.request('POST', '/meetings', { token, body: { title: 'm', source_type: 'recording' }, headers: { 'idempotency-key': randomUUID() } });
+  const t = await api.request('POST', `/meetings/${m.body.id}/transcriptions`, { token, headers: { 'idempotency-key': randomUUID() } });
+  expect(t.status).toBe(201);
+  return t.body;
+}
+
+async function person(userId: string, name = `p-${randomUUID().slice(0, 8)}`): Promise<string> {
+  return (await sql('INSERT INTO person (user_id, display_name) VALUES ($1, $2) RETURNING id', [userId, name]))[0].id;
+}
+
+const post = (id: string, segments: unknown, token = svc) => api.request('POST', `/transcriptions/${id}/segments`, { token, body: { segments } });
+const put = (id: string, segments: unknown, token = svc) => api.request('PUT', `/transcriptions/${id}/segments`, { token, body: { segments } });
+const stored = (id: string) => sql('SELECT * FROM transcript_segment WHERE transcription_id = $1 ORDER BY start_ms', [id]);
+const vector = (seed: number) => Array.from({ length: 192 }, (_, i) => Math.sin(seed + i) / 2);
+
+async function segmentEvents(transcriptionId: string): Promise<any[]> {
+  const rows = await sql(
+    `SELECT user_id, payload FROM event_outbox WHERE event_type = 'TranscriptSegmentEvent' AND payload->>'transcription_id' = $1 ORDER BY seq`,
+    [transcriptionId],
+  );
+  return rows.map((r) => ({ user_id: r.user_id, ...r.payload }));
+}
+
+describe('POST /transcriptions/{id}/segments (append)', () => {
+  it('should store final segments with defaults and broadcast each to the owner', async () => {
+    const t = await transcription();
+    const res = await post(t.id, [
+      { speaker_label: 'SPEAKER_0', text: 'hello', start_ms: 0, end_ms: 1200, confidence: 0.93, is_final: true },
+      { text: 'world', start_ms: 1200.5 },
+    ]);
+    expect(res.status).toBe(204);
+    expect(res.text).toBe('');
+    const list = await api.request('GET', `/transcriptions/${t.id}/segments`, { token: alice });
+    expect(list.status).toBe(200);
+    expect(list.body.items).toEqual([
+      { id: expect.any(String), transcription_id: t.id, person_id: null, speaker_label: 'SPEAKER_0', text: 'hello', start_ms: 0, end_ms: 1200, confidence: 0.93, is_final: true, is_highlighted: false, feature_vector: null },
+      { id: expect.any(String), transcription_id: t.id, person_id: null, speaker_label: null, text: 'world', start_ms: 1200.5, end_ms: 0, confidence: 0, is_final: true, is_highlighted: false, feature_vector: null },
+    ]);
+    const events = await segmentEvents(t.id);
+    expect(events).toHaveLength(2);
+    expect(events[0]).toMatchObject({ user_id: aliceId, type: 'TranscriptSegmentEvent', meeting_id: t.meeting_id, transcription_id: t.id });
+    expect(events.map((e) => e.segment.id)).toEqual(list.body.items.map((s: any) => s.id));
+    expect(events[0].segment).toMatchObject({ text: 'hello', is_final: true, speaker_label: 'SPEAKER_0' });
+  });
+
+  it('should broadcast an interim segment with is_final false without storing it', async () => {
+    const t = await transcription();
+    const res = await post(t.id, [
+      { text: 'final one', start_ms: 0 },
+      { text: 'still talk', start_ms: 500, is_final: false, speaker_label: 'SPEAKER_1' },
+    ]);
+    expect(res.status).toBe(204);
+    const rows = await stored(t.id);
+    expect(rows.map((r) => r.text)).toEqual(['final one']);
+    const events = await segmentEvents(t.id);
+    expect(events.map((e) => [e.segment.text, e.segment.is_final])).toEqual([
+      ['final one', true],
+      ['still talk', false],
+    ]);
+    expect(events[1].segment).toMatchObject({ id: null, transcription_id: t.id, speaker_label: 'SPEAKER_1', start_ms: 500 });
+    expect(events[1].meeting_id).toBe(t.meeting_id);
+  });
+
+  it('should apply the stored speaker-label assignment to appended segments', async () => {
+    const t = await transcription();
+    const p = await person(aliceId);
+    await sql('INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, $2, $3)', [t.meeting_id, 'SPEAKER_2', p]);
+    expect((await post(t.id, [{ speaker_label: 'SPEAKER_2', text: 'hi', start_ms: 1 }, { speaker_label: 'SPEAKER_3', text: 'yo', start_ms: 2 }])).status).toBe(204);
+    expect((await stored(t.id)).map((r) => r.person_id)).toEqual([p, null]);
+    expect((await segmentEvents(t.id))[0].segment.person_id).toBe(p);
+  });
+
+  it('should store a valid feature_vector and reject bad ones with 422', async () => {
+    const t = await transcription();
+    const v = vector(1);
+    expect((await post(t.id, [{ text: 'v', start_ms: 0, feature_vector: v }])).status).toBe(204);
+    const got = (await api.request('GET', `/transcriptions/${t.id}/segments`, { token: svc })).body.items[0].feature_vector;
+    expect(got).toHaveLength(192);
+    got.forEach((x: number, i: number) => expect(x).toBeCloseTo(v[i], 5));
+    const bad = [v.slice(1), [...v, 0], [...v.slice(1), 'x'], []];
+    for (const feature_vector of bad) {
+      const res = await post(t.id, [{ text: 'v', start_ms: 0, feature_vector }]);
+      expect(res.status).toBe(422);
+      expect(res.body.errors[0].path).toMatch(/^segments\.0\.feature_vector/);
+    }
+    // 1e999 parses as Infinity: not finite.
+    const inf = await api.request('POST', `/transcriptions/${t.id}/segments`, {
+      token: svc,
+      body: `{"segments":[{"text":"v","start_ms":0,"feature_vector":[1e999${',0'.repeat(191)}]}]}`,
+    });
+    expect(inf.status).toBe(422);
+    expect(await stored(t.id)).toHaveLength(1);
+  });
+
+  it('should accept a person of the owner and reject another user person with 422', async () => {
+    const t = await transcription();
+    const mine = await person(aliceId);
+    const theirs = await person(bobId);
+    expect((await post(t.id, [{ text: 'a', start_ms: 0, person_id: mine }])).status).toBe(204);
+    const res = await post(t.id, [{ text: 'b', start_ms: 1, person_id: theirs }]);
+    expect(res.status).toBe(422);
+    expect((await post(t.id, [{ text: 'c', start_ms: 2, person_id: randomUUID() }])).status).toBe(422);
+    expect((await stored(t.id)).map((r) => [r.text, r.person_id])).toEqual([['a', mine]]);
+  });
+
+  it('should validate the body with 422 and never 500', async () => {
+    const t = await transcription();
+    const cases: unknown[] = [
+      [{ start_ms: 0 }],
+      [{ text: 'x' }],
+      [{ text: 'x', start_ms: -1 }],
+      [{ text: 'x', start_ms: '0' }],
+      [{ text: 'x', start_ms: 0, confidence: 2 }],
+      [{ text: 'x', start_ms: 0, person_id: 'nope' }],
+      [{ text: 'x', start_ms: 0, bogus: true }],
+      'not an array',
+      [null],
+    ];
+    for (const segments of cases) expect({ segments, status: (await post(t.id, segments)).status }).toEqual({ segments, status: 422 });
+    expect((await api.request('POST', `/transcriptions/${t.id}/segments`, { token: svc, body: {} })).status).toBe(422);
+    expect((await api.request('POST', `/transcriptions/${t.id}/segments`, { token: svc, body: '{"segments":[' })).status).toBe(400);
+    expect(await stored(t.id)).toHaveLength(0);
+  });
+
+  it('should answer 413 above 5,000 segments and store nothing', async () => {
+    const t = await transcription();
+    const many = Array.from({ length: 5001 }, (_, i) => ({ text: `s${i}`, start_ms: i }));
+    expect((await post(t.id, many)).status).toBe(413);
+    expect((await put(t.id, many)).status).toBe(413);
+    expect(await stored(t.id)).toHaveLength(0);
+  });
+
+  it('should answer 404 for an unknown transcription and accept only the service scheme', async () => {
+    const t = await transcription();
+    expect((await post(randomUUID(), [{ text: 'x', start_ms: 0 }])).status).toBe(404);
+    expect((await post(t.id, [{ text: 'x', start_ms: 0 }], alice)).status).toBe(403);
+    expect((await api.request('POST', `/transcriptions/${t.id}/segments`, { body: { segments: [] } })).status).toBe(401);
+  });
+});
+
+describe('PUT /transcriptions/{id}/segments (replace)', () => {
+  it('should replace every segment and broadcast EntityChanged transcript_segment', async () => {
+    const t = await transcription();
+    await post(t.id, [{ text: 'old', start_ms: 0 }]);
+    const res = await put(t.id, [{ text: 'new 2', start_ms: 20 }, { text: 'new 1', start_ms: 10 }]);
+    expect(res.status).toBe(204);
+    expect((await stored(t.id)).map((r) => r.text)).toEqual(['new 1', 'new 2']);
+    const events = await sql(`SELECT user_id, payload FROM event_outbox WHERE event_type = 'EntityChanged' AND payload->>'entity' = 'transcript_segment' AND payload->>'meeting_id' = $1`, [t.meeting_id]);
+    expect(events).toHaveLength(1);
+    expect(events[0].user_id).toBe(aliceId);
+    expect(events[0].payload).toMatchObject({ action: 'updated', id: null, meeting_id: t.meeting_id });
+    expect((await put(t.id, [])).status).toBe(204);
+    expect(await stored(t.id)).toHaveLength(0);
+  });
+
+  it('should keep a speaker-label assignment across a rebuild', async () => {
+    const t = await transcription();
+    const p = await person(aliceId);
+    await post(t.id, [{ speaker_label: 'SPEAKER_0', text: 'live', start_ms: 0 }]);
+    await sql('INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, $2, $3)', [t.meeting_id, 'SPEAKER_0', p]);
+    const res = await put(t.id, [
+      { speaker_label: 'SPEAKER_0', text: 'batch a', start_ms: 0 },
+      { speaker_label: 'SPEAKER_1', text: 'batch b', start_ms: 5 },
+      { speaker_label: 'SPEAKER_0', text: 'batch c', start_ms: 9 },
+    ]);
+    expect(res.status).toBe(204);
+    expect((await stored(t.id)).map((r) => [r.text, r.person_id])).toEqual([
+      ['batch a', p],
+      ['batch b', null],
+      ['batch c', p],
+    ]);
+  });
+
+  it('should answer 409 while the live recording is still in processing, 204 once stopped', async () => {
+    const t = await transcription();
+    await post(t.id, [{ text: 'live', start_ms: 0 }]);
+    await sql(`INSERT INTO recording (meeting_id, audio_version, transcription_id, state, encoding, max_duration_seconds) VALUES ($1, 1, $2, 'recording', 'pcm_s16le', 60)`, [t.meeting_id, t.id]);
+    expect((await put(t.id, [{ text: 'batch', start_ms: 0 }])).status).toBe(409);
+    await sql(`UPDATE recording SET state = 'stopping' WHERE meeting_id = $1`, [t.meeting_id]);
+    const res = await put(t.id, [{ text: 'batch', start_ms: 0 }]);
+    expect(res.status).toBe(409);
+    expect(res.body.detail).toContain('processing');
+    expect((await stored(t.id)).map((r) => r.text)).toEqual(['live']);
+    await sql(`UPDATE recording SET state = 'stopped' WHERE meeting_id = $1`, [t.meeting_id]);
+    expect((await put(t.id, [{ text: 'batch', start_ms: 0 }])).status).toBe(204);
+    expect((await stored(t.id)).map((r) => r.text)).toEqual(['batch']);
+  });
+
+  it('should roll back the delete when the new set is invalid (another user person)', async () => {
+    const t = await transcription();
+    await post(t.id, [{ text: 'keep', start_ms: 0 }]);
+    expect((await put(t.id, [{ text: 'x', start_ms: 0, person_id: await person(bobId) }])).status).toBe(422);
+    expect((await stored(t.id)).map((r) => r.text)).toEqual(['keep']);
+  });
+
+  it('should replace 5,000 segments in one request', async () => {
+    const t = await transcription();
+    const p = await person(aliceId);
+    await sql('INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, $2, $3)', [t.meeting_id, 'SPEAKER_1', p]);
+    const segments = Array.from({ length: 5000 }, (_, i) => ({
+      speaker_label: `SPEAKER_${i % 4}`,
+      text: `segment number ${i} with some words in it`,
+      start_ms: i * 1000,
+      end_ms: i * 1000 + 900,
+      confidence: 0.9,
+      feature_vector: i % 625 === 0 ? vector(i) : null,
+    }));
+    const started = performance.now();
+    const res = await put(t.id, segments);
+    const ms = performance.now() - started;
+    expect(res.status).toBe(204);
+    console.log(`PUT 5,000 segments: ${Math.round(ms)} ms`);
+    const [{ n, labelled, vectors }] = await sql(
+      `SELECT count(*)::int AS n, count(*) FILTER (WHERE person_id = $2)::int AS labelled, count(feature_vector)::int AS vectors FROM transcript_segment WHERE transcription_id = $1`,
+      [t.id, p],
+    );
+    expect({ n, labelled, vectors }).toEqual({ n: 5000, labelled: 1250, vectors: 8 });
+  });
+
+  it('should answer 404 for an unknown transcription and accept only the service scheme', async () => {
+    const t = await transcription();
+    expect((await put(randomUUID(), [])).status).toBe(404);
+    expect((await put(t.id, [], alice)).status).toBe(403);
+    expect((await api.request('PUT', `/transcriptions/${t.id}/segments`, { body: { segments: [] } })).status).toBe(401);
+  });
+});
+
+describe('GET /transcriptions/{id}/segments', () => {
+  it('should page by start_ms in both orders', async () => {
+    const t = await transcription();
+    await put(t.id, [3, 1, 4, 1.5, 9, 2].map((start_ms) => ({ text: `t${start_ms}`, start_ms })));
+    const walk = async (order: string) => {
+      const seen: number[] = [];
+      let cursor: string | null = null;
+      do {
+        const q: string = `/transcriptions/${t.id}/segments?limit=4&order=${order}${cursor ? `&cursor=${cursor}` : ''}`;
+        const res = await api.request('GET', q, { token: alice });
+        expect(res.status).toBe(200);
+        seen.push(...res.body.items.map((s: any) => s.start_ms));
+        cursor = res.body.next_cursor;
+      } while (cursor);
+      return seen;
+    };
+    expect(await walk('asc')).toEqual([1, 1.5, 2, 3, 4, 9]);
+    expect(await walk('desc')).toEqual([9, 4, 3, 2, 1.5, 1]);
+    expect((await api.request('GET', `/transcriptions/${t.id}/segments?order=sideways`, { token: alice })).status).toBe(422);
+    expect((await api.request('GET', `/transcriptions/${t.id}/segments?cursor=%%%`, { token: alice })).status).toBe(400);
+    expect((await api.request('GET', `/transcriptions/${t.id}/segments?limit=500`, { token: alice })).status).toBe(422);
+  });
+
+  it('should hide another user transcription with 404', async () => {
+    const t = await transcription();
+    expect((await api.request('GET', `/transcriptions/${t.id}/segments`, { token: bob })).status).toBe(404);
+    expect((await api.request('GET', `/transcriptions/${t.id}/segments`)).status).toBe(401);
+  });
+});
