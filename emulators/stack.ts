@@ -12,7 +12,8 @@ import { createLogger } from '@mi/lib/log';
 import { createRuntime, type Runtime, type RuntimeOverrides } from '@mi/lib/runtime';
 import { createApp } from '../functions/api/app';
 import { runSweep } from '../functions/sweep';
-import { createLiveService } from '../run-services/live/service';
+import { createLiveService, type LiveService } from '../run-services/live/service';
+import { registerConsole } from './console/routes';
 import { applySchema } from '../schema/apply';
 import { loadOrCreateDevSecrets } from './dev-secrets';
 import { createMemoryBus } from './fallback/bus';
@@ -86,14 +87,14 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
     await rt.bus.ensureTopic(config.PUBSUB_TOPIC_RECORDING_FINALIZED);
 
-    const live = createLiveService(rt);
-    await live.start();
-    stops.push(() => live.shutdown('shutdown'));
-
+    // HTTP first (the fake ML calls the API back), then the fake ML, then the live service that
+    // streams to it. Upgrades before the live service is up are refused.
     const app = createApp(rt);
+    registerConsole(app, config);
+    let live: LiveService | null = null;
     const server: Server = createServer(getRequestListener(app.fetch));
     server.on('upgrade', (req, socket, head) => {
-      if (new URL(req.url ?? '/', 'http://x').pathname === '/ws') live.handleUpgrade(req, socket, head);
+      if (live && new URL(req.url ?? '/', 'http://x').pathname === '/ws') live.handleUpgrade(req, socket, head);
       else socket.destroy();
     });
     await new Promise<void>((resolve, reject) => {
@@ -106,9 +107,13 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
 
     const ml = await startFakeMl({ port: config.ML_PORT, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config });
     stops.push(ml.stop);
+    const liveService = createLiveService(rt, { mlUrl: ml.url });
+    await liveService.start();
+    live = liveService;
+    stops.push(() => liveService.shutdown('shutdown'));
 
     const timer = setInterval(() => {
-      runSweep(rt).catch((err) => log.warn({ err: String(err) }, 'sweep failed'));
+      runSweep(rt, { coordination: rt.coordination }).catch((err) => log.warn({ err: String(err) }, 'sweep failed'));
     }, config.RECORDING_GAP_SWEEP_INTERVAL_SECONDS * 1000);
     stops.push(async () => clearInterval(timer));
 

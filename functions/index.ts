@@ -23,7 +23,7 @@ function getRuntime(): Promise<Runtime> {
 }
 
 const api = getRuntime().then((rt) => getRequestListener(createApp(rt).fetch));
-const sweep = getRuntime().then((rt) => sweepHandler(rt));
+const sweep = getRuntime().then((rt) => sweepHandler(rt, { coordination: rt.coordination }));
 // Start-up failures surface on the first request's error log, not as an unhandled rejection.
 api.catch(() => {});
 sweep.catch(() => {});

@@ -3,16 +3,15 @@
 import { randomUUID } from 'node:crypto';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
-import { ApiError, PROBLEM_CONTENT_TYPE, toProblem } from '@mi/lib/errors';
+import { ApiError, errorStatus, PROBLEM_CONTENT_TYPE, toProblem, type ErrorCode } from '@mi/lib/errors';
 import { currentTraceHeaders, currentTraceId, withIncomingSpan } from '@mi/lib/telemetry';
 import type { AppDeps, AppEnv } from './env';
 import { registerDocs } from './docs';
+import { limitBodies } from './middleware/body-limit';
 import { registerRoutes } from './routes';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const JSON_TYPE = /^application\/([\w.-]+\+)?json/i;
 
 export function problemResponse(c: Context, err: unknown): Response {
   const { problem, headers } = toProblem(err);
@@ -26,9 +25,9 @@ export function problemResponse(c: Context, err: unknown): Response {
 function asApiError(err: unknown): unknown {
   if (err instanceof ApiError) return err;
   if (err instanceof HTTPException) {
-    if (err.status === 400) return new ApiError('bad_request', err.message || 'malformed request');
-    if (err.status === 413) return new ApiError('payload_too_large', 'request body too large');
-    if (err.status === 401) return new ApiError('unauthorized', err.message || 'unauthorized');
+    // Validators and middleware throw these; keep their status within our closed set.
+    const code = (Object.keys(errorStatus) as ErrorCode[]).find((k) => errorStatus[k] === err.status);
+    if (code && err.status < 500) return new ApiError(code, err.message || code.replace(/_/g, ' '));
   }
   return err;
 }
@@ -60,17 +59,8 @@ export function createApp(deps: AppDeps) {
     });
   });
 
-  // JSON bodies are bounded before being read whole; raw audio routes stream with their own limits.
-  const limitJson = bodyLimit({
-    maxSize: deps.config.API_MAX_JSON_BYTES,
-    onError: () => {
-      throw new ApiError('payload_too_large', `request body exceeds ${deps.config.API_MAX_JSON_BYTES} bytes`);
-    },
-  });
-  app.use('*', async (c, next) => {
-    if (JSON_TYPE.test(c.req.header('content-type') ?? '')) return limitJson(c, next);
-    await next();
-  });
+  // Bodies are bounded before being read whole; raw audio routes stream with their own limits.
+  app.use('*', limitBodies(deps.config.API_MAX_JSON_BYTES));
 
   app.onError((err, c) => {
     const mapped = asApiError(err);

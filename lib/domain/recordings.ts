@@ -85,13 +85,16 @@ export async function setOwner(q: Queryable, meetingId: string, audioVersion: nu
   await q.query('recording.set_owner', 'UPDATE recording SET owner_instance = $3, updated_at = now() WHERE meeting_id = $1 AND audio_version = $2', [meetingId, audioVersion, owner]);
 }
 
-/** recording → stopping; false when the take was not recording (someone else stopped it). */
-export async function markStopping(q: Queryable, meetingId: string, audioVersion: number, reason: StopReason): Promise<boolean> {
+/**
+ * recording → stopping; false when the take was not recording (someone else stopped it) or,
+ * with `owner`, when another instance owns it now (it was resumed elsewhere).
+ */
+export async function markStopping(q: Queryable, meetingId: string, audioVersion: number, reason: StopReason, opts: { owner?: string } = {}): Promise<boolean> {
   const { rowCount } = await q.query(
     'recording.stopping',
     `UPDATE recording SET state = 'stopping', stop_reason = $3, updated_at = now()
-     WHERE meeting_id = $1 AND audio_version = $2 AND state = 'recording'`,
-    [meetingId, audioVersion, reason],
+     WHERE meeting_id = $1 AND audio_version = $2 AND state = 'recording' AND ($4::text IS NULL OR owner_instance = $4)`,
+    [meetingId, audioVersion, reason, opts.owner ?? null],
   );
   return rowCount === 1;
 }
@@ -113,3 +116,49 @@ export async function openTakesOwnedBy(q: Queryable, instance: string): Promise<
   const { rows } = await q.query<Recording>('recording.owned_by', `SELECT * FROM recording WHERE owner_instance = $1 AND state = ANY($2)`, [instance, CAPTURE_OPEN]);
   return rows;
 }
+
+// Ownership of a live take. The owning live instance holds a Firestore lease on
+// recordingLeaseKey() (heartbeat) and touches `updated_at` while it owns an open take; at a
+// graceful shutdown it clears owner_instance. A take still 'recording' whose updated_at is
+// older than OWNER_STALE_SECONDS lost its owner (killed instance): the sweep stops it once
+// RECORDING_DISCONNECT_GRACE_SECONDS more have passed.
+
+/** How often the owner renews its lease and touches the row. */
+export const OWNER_HEARTBEAT_SECONDS = 10;
+/** The owner's lease lifetime; a row untouched this long has no live owner. */
+export const OWNER_STALE_SECONDS = 30;
+
+/** Makes `owner` the owner of a take whose capture is open; null when it is not recording. */
+export async function claimRecording(tx: Queryable, meetingId: string, audioVersion: number, owner: string): Promise<(Recording & { previous_owner: string | null }) | null> {
+  const { rows } = await tx.query<Recording & { previous_owner: string | null }>(
+    'recording.claim',
+    `WITH prev AS (SELECT owner_instance FROM recording WHERE meeting_id = $1 AND audio_version = $2 FOR UPDATE)
+     UPDATE recording r SET owner_instance = $3, updated_at = now() FROM prev
+     WHERE r.meeting_id = $1 AND r.audio_version = $2 AND r.state = 'recording'
+     RETURNING r.*, prev.owner_instance AS previous_owner`,
+    [meetingId, audioVersion, owner],
+  );
+  return rows[0] ?? null;
+}
+
+/** The owner's heartbeat on the row; false when `owner` no longer owns an open take. */
+export async function touchOwner(q: Queryable, meetingId: string, audioVersion: number, owner: string): Promise<boolean> {
+  const { rowCount } = await q.query(
+    'recording.touch_owner',
+    `UPDATE recording SET updated_at = now() WHERE meeting_id = $1 AND audio_version = $2 AND owner_instance = $3 AND state = ANY($4)`,
+    [meetingId, audioVersion, owner, CAPTURE_OPEN],
+  );
+  return rowCount === 1;
+}
+
+/** Clears owner_instance if it is still `owner` (graceful shutdown: the take waits for a resume). */
+export async function releaseOwner(q: Queryable, meetingId: string, audioVersion: number, owner: string): Promise<void> {
+  await q.query(
+    'recording.release_owner',
+    'UPDATE recording SET owner_instance = NULL, updated_at = now() WHERE meeting_id = $1 AND audio_version = $2 AND owner_instance = $3',
+    [meetingId, audioVersion, owner],
+  );
+}
+
+/** The Firestore lease key of a take's owning live instance (shared by the live service and the sweep). */
+export const recordingLeaseKey = (meetingId: string, audioVersion: number) => `recording:${meetingId}:${audioVersion}`;

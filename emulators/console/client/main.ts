@@ -1,0 +1,128 @@
+// The developer console: signs in with a development token, then wires the REST client, the
+// WebSocket (events and recording commands) and the views. `window.miConsole` exposes a few
+// debug hooks (the browser test drops the socket through it).
+import { Api, ApiProblem } from './api';
+import { LiveSocket, type SocketStatus } from './live-socket';
+import { RecordingSession } from './recording';
+import type { ServerMessage } from './types';
+import { errText, fill, h } from './views/dom';
+import { MeetingView } from './views/meeting';
+import { MeetingsList } from './views/meetings';
+import { signInView } from './views/sign-in';
+import './styles.css';
+
+interface Settings {
+  devMint: boolean;
+  appEnv: string;
+  maxChunkBytes: number;
+}
+
+const TOKEN_KEY = 'mi-console-token';
+const settings = JSON.parse(document.getElementById('console-settings')!.textContent!) as Settings;
+const root = document.getElementById('root')!;
+
+declare global {
+  interface Window {
+    miConsole?: unknown;
+  }
+}
+
+function showSignIn(error?: string) {
+  fill(
+    root,
+    h('header', { class: 'top' }, h('h1', {}, 'Meeting Intelligence · developer console'), h('span', { class: 'muted' }, `APP_ENV=${settings.appEnv}`)),
+    signInView({ devMint: settings.devMint, error, onToken: (t) => void signIn(t) }),
+  );
+}
+
+async function signIn(token: string) {
+  // One client id per tab: the server suppresses the echo of this tab's own REST changes.
+  const clientId = crypto.randomUUID();
+  const api = new Api(token, clientId);
+  try {
+    const me = await api.me();
+    localStorage.setItem(TOKEN_KEY, token);
+    start(api, token, clientId, me.username);
+  } catch (err) {
+    localStorage.removeItem(TOKEN_KEY);
+    showSignIn(err instanceof ApiProblem && err.status === 401 ? 'The server refused this token (expired, or signed with another key).' : errText(err));
+  }
+}
+
+function start(api: Api, token: string, clientId: string, username: string) {
+  const conn = h('span', { id: 'conn-state', class: 'badge' }, 'connecting…');
+  const main = h('main', { id: 'meeting-pane' }, h('section', { class: 'card muted' }, 'Open or create a meeting.'));
+  let view: MeetingView | null = null;
+
+  const socket = new LiveSocket({
+    url: `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`,
+    token,
+    clientId,
+    onStatus: (s) => {
+      showStatus(conn, s);
+      if (s.state !== 'ready') session.socketLost();
+      if (s.state === 'closed' && s.reason.includes('4401')) showSignIn(s.reason);
+    },
+    onReady: () => session.socketReady(),
+    onMessage: (msg: ServerMessage) => {
+      session.handle(msg);
+      view?.onEvent(msg);
+      if (msg.type === 'EntityChanged' && msg.entity === 'meeting' && msg.action !== 'updated') void meetings.load(false);
+    },
+  });
+  // The socket's callbacks run only once it connects, after the session exists.
+  const session = new RecordingSession({
+    api,
+    socket,
+    maxChunkBytes: settings.maxChunkBytes,
+    onChange: () => view?.recordingChanged(),
+    onFinalized: (id) => void (view?.meetingId === id && view.recordingFinalized()),
+  });
+
+  const meetings = new MeetingsList(api, async (id) => {
+    view?.close();
+    try {
+      view = new MeetingView(api, await api.getMeeting(id), session, () => socket.drop());
+      fill(main, view.el);
+      await view.load();
+    } catch (err) {
+      fill(main, h('section', { class: 'card error' }, errText(err)));
+    }
+  });
+
+  const signOut = h('button', {
+    id: 'sign-out',
+    class: 'link',
+    onclick: () => {
+      socket.close();
+      localStorage.removeItem(TOKEN_KEY);
+      location.reload();
+    },
+  }, 'sign out');
+  fill(
+    root,
+    h('header', { class: 'top' }, h('h1', {}, 'Meeting Intelligence · developer console'), h('span', {}, 'signed in as ', h('strong', { id: 'user-name' }, username)), conn, signOut),
+    h('div', { class: 'layout' }, meetings.el, main),
+  );
+  socket.connect();
+  void meetings.load(false);
+
+  window.miConsole = {
+    dropSocket: () => socket.drop(),
+    loseFrames: (n: number) => session.loseFrames(n),
+    socketStatus: () => socket.status,
+    recording: () => session.snapshot,
+  };
+}
+
+function showStatus(el: HTMLElement, s: SocketStatus) {
+  el.className = `badge ${s.state}`;
+  if (s.state === 'ready') el.textContent = 'connected';
+  else if (s.state === 'connecting') el.textContent = s.attempt ? `reconnecting (attempt ${s.attempt})…` : 'connecting…';
+  else if (s.state === 'waiting') el.textContent = `disconnected (${s.lastClose}); retry in ${Math.ceil((s.retryAt - Date.now()) / 1000)} s`;
+  else el.textContent = `closed: ${s.reason}`;
+}
+
+const saved = localStorage.getItem(TOKEN_KEY);
+if (saved) void signIn(saved);
+else showSignIn();

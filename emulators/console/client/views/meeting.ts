@@ -1,0 +1,162 @@
+// One open meeting: its details, the recording panel, transcript, insights, speakers and
+// audio. Loads everything over REST on open and keeps it current from WebSocket events.
+import type { Api } from '../api';
+import type { RecordingSession } from '../recording';
+import type { Meeting, Person, ServerMessage, Segment, TalkingPoint, Transcription } from '../types';
+import { AudioPane } from './audio';
+import { errText, fill, fmtTime, h } from './dom';
+import { InsightsPane } from './insights';
+import { RecordingPanel } from './recording-panel';
+import { SpeakersPane } from './speakers';
+import { TranscriptPane } from './transcript';
+
+const SERVER_REFRESH_MS = 2_000;
+
+export class MeetingView {
+  readonly el: HTMLElement;
+  private readonly header = h('div', { id: 'meeting-header' });
+  private readonly transcript = new TranscriptPane();
+  private readonly insights = new InsightsPane();
+  private readonly speakers: SpeakersPane;
+  private readonly audio: AudioPane;
+  private readonly recording: RecordingPanel | null = null;
+  readonly meetingId: string;
+  private transcription: Transcription | null = null;
+  private people: Person[] = [];
+  private timer: ReturnType<typeof setInterval> | null = null;
+
+  constructor(
+    private readonly api: Api,
+    private meeting: Meeting,
+    private readonly session: RecordingSession,
+    dropSocket: () => void,
+  ) {
+    const meetingId = (this.meetingId = meeting.id);
+    this.speakers = new SpeakersPane(api, meetingId, () => this.reloadAfterAssign());
+    this.audio = new AudioPane(api, meetingId);
+    if (meeting.source_type === 'recording') this.recording = new RecordingPanel(api, meetingId, session, dropSocket);
+    this.el = h(
+      'div',
+      { class: 'meeting', 'data-id': meetingId },
+      h('section', { class: 'card' }, this.header),
+      h('div', { class: 'columns' }, h('div', {}, this.recording?.el, this.audio.el), h('div', {}, this.transcript.el, this.speakers.el, this.insights.el)),
+    );
+    // The server's view of a recording changes without events for every step: poll it while the tab records.
+    this.timer = setInterval(() => {
+      if (this.session.active && this.session.snapshot.meetingId === meetingId) void this.recording?.refreshServer();
+    }, SERVER_REFRESH_MS);
+    this.renderHeader();
+  }
+
+  async load(): Promise<void> {
+    try {
+      const [transcriptions, points, tasks, people] = await Promise.all([
+        this.api.transcriptions(this.meetingId),
+        this.api.talkingPoints(this.meetingId),
+        this.api.tasks(this.meetingId),
+        this.api.people(),
+      ]);
+      this.transcription = transcriptions.items[transcriptions.items.length - 1] ?? null;
+      this.people = people.items;
+      this.insights.setTalkingPoints(points.items);
+      this.insights.setTasks(tasks.items);
+      await this.reloadSegments();
+      this.renderHeader();
+    } catch (err) {
+      fill(this.header, h('p', { class: 'error' }, errText(err)));
+    }
+    await this.recording?.refreshServer();
+    await this.audio.load();
+  }
+
+  close() {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** The recording session changed (possibly for another meeting). */
+  recordingChanged() {
+    this.recording?.update();
+  }
+
+  async recordingFinalized() {
+    await Promise.all([this.recording?.refreshServer(), this.audio.load(), this.refreshTranscription()]);
+  }
+
+  /** A WebSocket event of this user. */
+  onEvent(msg: ServerMessage) {
+    if (msg.meeting_id !== undefined && msg.meeting_id !== null && msg.meeting_id !== this.meetingId) return;
+    switch (msg.type) {
+      case 'TranscriptSegmentEvent': {
+        const segment = msg.segment as Segment;
+        if (!this.transcription || this.transcription.id !== msg.transcription_id) void this.refreshTranscription();
+        this.transcript.add(segment);
+        this.renderSpeakers();
+        break;
+      }
+      case 'TalkingPointEvent':
+        this.insights.addTalkingPoint(msg.talking_point as TalkingPoint);
+        break;
+      case 'RecordingStarted':
+      case 'RecordingStopped':
+      case 'RecordingResumed':
+        void this.recording?.refreshServer();
+        void this.refreshTranscription();
+        break;
+      case 'EntityChanged':
+        void this.onEntityChanged(String(msg.entity));
+        break;
+    }
+  }
+
+  private async onEntityChanged(entity: string) {
+    if (entity === 'task') this.insights.setTasks((await this.api.tasks(this.meetingId)).items);
+    else if (entity === 'talking_point') this.insights.setTalkingPoints((await this.api.talkingPoints(this.meetingId)).items);
+    else if (entity === 'transcript_segment' || entity === 'transcription') await this.refreshTranscription();
+    else if (entity === 'person') await this.reloadPeople();
+    else if (entity === 'recording') await this.recording?.refreshServer();
+    else if (entity === 'meeting') {
+      this.meeting = await this.api.getMeeting(this.meetingId);
+      this.renderHeader();
+      await this.recording?.refreshServer();
+    }
+  }
+
+  private async refreshTranscription() {
+    const { items } = await this.api.transcriptions(this.meetingId);
+    this.transcription = items[items.length - 1] ?? null;
+    await this.reloadSegments();
+    this.renderHeader();
+  }
+
+  private async reloadSegments() {
+    this.transcript.reset(this.transcription ? (await this.api.segments(this.transcription.id)).items : []);
+    this.renderSpeakers();
+  }
+
+  private async reloadPeople() {
+    this.people = (await this.api.people()).items;
+    this.renderSpeakers();
+  }
+
+  private async reloadAfterAssign() {
+    await Promise.all([this.reloadPeople(), this.reloadSegments()]);
+  }
+
+  private renderSpeakers() {
+    this.transcript.setPeople(new Map(this.people.map((p) => [p.id, p.display_name])));
+    this.speakers.render(this.transcript.labels(), this.people);
+  }
+
+  private renderHeader() {
+    const m = this.meeting;
+    const t = this.transcription;
+    fill(
+      this.header,
+      h('h2', { id: 'meeting-title' }, m.title),
+      h('p', { class: 'muted' }, `${m.source_type} · started ${fmtTime(m.start_time)} · `, h('code', {}, m.id)),
+      t && h('p', { id: 'transcription-status' }, `transcription ${t.status}${t.is_degraded ? ' (degraded: audio is missing)' : ''}`),
+      m.headline && h('p', { class: 'headline' }, m.headline),
+      m.summary && h('p', {}, m.summary),
+    );
+  }
+}

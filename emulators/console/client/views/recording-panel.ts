@@ -1,0 +1,134 @@
+// The recording panel: start/stop from the microphone, a "drop connection" button that
+// simulates a network loss (the tab reconnects and resumes), what this tab knows of the take
+// (frames captured, held until durable, resumes, gap uploads) and what the server reports
+// (GET /meetings/{id}/recording and the recording event history, newest first).
+import type { Api } from '../api';
+import { ApiProblem } from '../api';
+import { FRAME_MS, rangeFrames } from '../frames';
+import type { RecordingSession, RecordingSnapshot } from '../recording';
+import type { RecordingEvent, RecordingState } from '../types';
+import { errText, fill, fmtTime, h } from './dom';
+
+const ranges = (r: [number, number][]) => (r.length ? r.map(([a, b]) => `${a}–${b}`).join(', ') + ` (${rangeFrames(r)} frames)` : 'none');
+const CAPTURING = ['recording', 'resuming', 'stopping'];
+const seconds = (frames: number) => `${((frames * FRAME_MS) / 1000).toFixed(1)} s`;
+
+export class RecordingPanel {
+  readonly el: HTMLElement;
+  private readonly startButton = h('button', { id: 'record-start', class: 'primary' }, '● Start recording');
+  private readonly stopButton = h('button', { id: 'record-stop' }, '■ Stop');
+  private readonly dropButton = h('button', { id: 'record-drop', title: 'Close the WebSocket as a network failure would' }, 'Drop connection');
+  private readonly meter = h('meter', { id: 'level', min: 0, max: 8000, value: 0 });
+  private readonly local = h('dl', { id: 'rec-local', class: 'stats' });
+  private readonly server = h('dl', { id: 'rec-server', class: 'stats' });
+  private readonly events = h('tbody', { id: 'rec-events' });
+  private readonly message = h('p', { id: 'rec-message', class: 'error' });
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private dirty = false;
+
+  constructor(
+    private readonly api: Api,
+    private readonly meetingId: string,
+    private readonly session: RecordingSession,
+    dropSocket: () => void,
+  ) {
+    this.startButton.onclick = () => void this.session.start(this.meetingId).catch((err) => (this.message.textContent = errText(err)));
+    this.stopButton.onclick = () => this.session.stop();
+    this.dropButton.onclick = dropSocket;
+    this.el = h(
+      'section',
+      { class: 'card' },
+      h('h3', {}, 'Live recording'),
+      h('div', { class: 'row' }, this.startButton, this.stopButton, this.dropButton, h('label', {}, 'level ', this.meter)),
+      this.message,
+      h('div', { class: 'columns' }, h('div', {}, h('h4', {}, 'This tab'), this.local), h('div', {}, h('h4', {}, 'Server'), this.server)),
+      h('h4', {}, 'Recording events'),
+      h('table', { class: 'events' }, h('thead', {}, h('tr', {}, h('th', {}, 'time'), h('th', {}, 'event'), h('th', {}, 'payload'))), this.events),
+    );
+    this.update();
+  }
+
+  /** Called on every change of the session (up to every frame): at most one render per 100 ms. */
+  update() {
+    if (this.timer) return void (this.dirty = true);
+    this.render(this.session.snapshot);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (this.dirty) {
+        this.dirty = false;
+        this.update();
+      }
+    }, 100);
+  }
+
+  private render(s: RecordingSnapshot) {
+    const ours = s.meetingId === this.meetingId;
+    const busy = this.session.active;
+    this.startButton.disabled = busy;
+    this.stopButton.disabled = !ours || !['recording', 'resuming'].includes(s.phase);
+    this.dropButton.disabled = !ours || !busy;
+    if (!ours) {
+      fill(this.local, ...stat('phase', busy ? 'another meeting is recording in this tab' : 'idle', 'rec-phase'));
+      return;
+    }
+    this.meter.value = s.level;
+    this.message.textContent = s.error ?? '';
+    fill(
+      this.local,
+      ...stat('phase', s.phase, 'rec-phase'),
+      ...stat('socket', s.live ? 'streaming' : CAPTURING.includes(s.phase) ? 'paused: frames are held until the take resumes' : '—', 'rec-live'),
+      ...stat('audio version', s.audioVersion ?? '—', 'rec-version'),
+      ...stat('captured', `${s.captured} frames (${seconds(s.captured)})`, 'rec-captured'),
+      ...stat('stored (durable)', `${seconds(s.framesStored)} · highest contiguous #${s.highestContiguous}`, 'rec-stored'),
+      ...stat('held until durable', `${s.unacked} frames`, 'rec-unacked'),
+      ...stat('resumes', `${s.resumes} (${s.resent} frames resent)`, 'rec-resumes'),
+      ...stat('missing', ranges(s.missingRanges), 'rec-missing'),
+      ...stat('stop reason', s.stopReason ?? '—', 'rec-stop-reason'),
+      ...stat('server notice', s.notice ?? '—', 'rec-notice'),
+      ...stat('gap uploads', s.gapUploads.length ? s.gapUploads.map((g) => `${g.start}–${g.end}: ${g.result}`).join('; ') : 'none', 'rec-gaps'),
+    );
+  }
+
+  /** Server view: GET /meetings/{id}/recording and the recording events. */
+  async refreshServer(): Promise<void> {
+    let state: RecordingState | null = null;
+    try {
+      state = await this.api.recording(this.meetingId);
+    } catch (err) {
+      if (!(err instanceof ApiProblem && err.status === 404)) return fill(this.server, ...stat('error', errText(err), 'server-error'));
+    }
+    if (!state) {
+      fill(this.server, ...stat('state', 'no recording yet', 'server-state'));
+    } else {
+      fill(
+        this.server,
+        ...stat('state', state.state, 'server-state'),
+        ...stat('audio version', state.audio_version, 'server-version'),
+        ...stat('stored', `${seconds(state.highest_contiguous_sequence + 1)} contiguous (#${state.highest_contiguous_sequence})`, 'server-hcs'),
+        ...stat('missing', ranges(state.missing_ranges), 'server-missing'),
+        ...stat('gap deadline', fmtTime(state.gap_upload_deadline), 'server-deadline'),
+        ...stat('stop reason', state.stop_reason ?? '—', 'server-stop-reason'),
+      );
+    }
+    try {
+      const { items } = await this.api.recordingEvents(this.meetingId);
+      this.renderEvents(items);
+    } catch (err) {
+      if (!(err instanceof ApiProblem && err.status === 404)) fill(this.events, h('tr', {}, h('td', { colspan: 3, class: 'error' }, errText(err))));
+    }
+  }
+
+  private renderEvents(items: RecordingEvent[]) {
+    if (!items.length) return fill(this.events, h('tr', {}, h('td', { colspan: 3, class: 'muted' }, 'none yet')));
+    fill(
+      this.events,
+      ...items.map((e) =>
+        h('tr', { class: 'rec-event', 'data-type': e.event_type }, h('td', {}, new Date(e.created_at).toLocaleTimeString()), h('td', {}, e.event_type), h('td', { class: 'payload' }, e.payload ? JSON.stringify(e.payload) : '')),
+      ),
+    );
+  }
+}
+
+function stat(label: string, value: string | number, id: string): HTMLElement[] {
+  return [h('dt', {}, label), h('dd', { id }, String(value))];
+}

@@ -1,0 +1,122 @@
+// The fake ML service's post-meeting batch pass, run on a `recording.finalized` message:
+// claim the transcription (→ synthesizing), replace its segments with the final set, write the
+// synthesis and the headline, re-extract the system tasks, and mark it completed. Deterministic:
+// the final set is derived from the live segments.
+import type { Logger } from '@mi/lib/log';
+import { CoreCallError, callOk, type CoreClient } from './core-client';
+import { featureVector, stableUuid, taskText } from './content';
+import type { MlLimits } from './session';
+
+export interface FinalizedMessage {
+  meeting_id: string;
+  audio_version: number;
+  transcription_id: string | null;
+  storage_path: string | null;
+  is_degraded: boolean;
+  missing_ranges: [number, number][];
+}
+
+interface Segment {
+  id: string;
+  speaker_label: string | null;
+  text: string;
+  start_ms: number;
+  end_ms: number;
+}
+
+/** PUT /transcriptions/{id}/segments accepts at most this many. */
+const MAX_SEGMENTS = 5000;
+const SEGMENTS_PER_TOPIC = 10;
+const PAGE = 200;
+
+export type BatchOutcome = 'completed' | 'skipped' | 'failed';
+
+export async function runBatchPass(core: CoreClient, limits: Pick<MlLimits, 'ML_SEGMENT_FEATURE_MAX_PER_SPEAKER' | 'ML_TASK_CADENCE_SEGMENTS'>, msg: FinalizedMessage, log: Logger): Promise<BatchOutcome> {
+  const tid = msg.transcription_id;
+  if (!tid) return 'skipped';
+  // The claim: only one worker moves the transcription to synthesizing; a redelivered or
+  // duplicate message finds it claimed (409) or gone (404) and stops here.
+  const claim = await core.call('PATCH', `/transcriptions/${tid}`, { status: 'synthesizing', status_message: 'batch pass started' });
+  if (claim.status === 409 || claim.status === 404) {
+    log.info({ transcription_id: tid, status: claim.status }, 'fake ML: batch pass skipped (already claimed or gone)');
+    return 'skipped';
+  }
+  if (claim.status !== 200) throw new CoreCallError('PATCH', `/transcriptions/${tid}`, claim.status, String(claim.body?.detail ?? ''));
+
+  try {
+    const live = await allSegments(core, tid);
+    const final = finalSegments(live, limits.ML_SEGMENT_FEATURE_MAX_PER_SPEAKER);
+    await callOk(core, 'PUT', `/transcriptions/${tid}/segments`, { segments: final });
+    const stored = await allSegments(core, tid);
+
+    const speakers = [...new Set(stored.map((s) => s.speaker_label ?? 'unknown'))].sort();
+    const topics = [];
+    for (let i = 0; i < stored.length; i += SEGMENTS_PER_TOPIC) {
+      const part = stored.slice(i, i + SEGMENTS_PER_TOPIC);
+      topics.push({ name: `Part ${topics.length + 1}`, summary: part.map((s) => s.text).join(' ').slice(0, 5000), is_final: true, segment_ids: part.map((s) => s.id) });
+    }
+    const summary = stored.length
+      ? `A conversation between ${speakers.length} speaker(s) in ${stored.length} segments${msg.is_degraded ? ' (some audio was missing)' : ''}. It opened with: "${stored[0].text}"`
+      : 'No speech was detected.';
+    const keyPoints = topics.map((t) => t.summary.split('.')[0]).filter(Boolean);
+    await callOk(core, 'PUT', `/meetings/${msg.meeting_id}/synthesis`, { summary, key_points: keyPoints, topics });
+    const headline = stored.length ? stored[0].text.replace(/[.?!]$/, '') : 'Silent recording';
+    await callOk(core, 'PATCH', `/meetings/${msg.meeting_id}`, { headline });
+
+    await callOk(core, 'DELETE', `/meetings/${msg.meeting_id}/tasks?source=system`);
+    const tasks = stored.filter((_, i) => (i + 1) % limits.ML_TASK_CADENCE_SEGMENTS === 0).map((s) => ({ content: taskText(s.text) }));
+    if (tasks.length) {
+      await callOk(core, 'POST', `/meetings/${msg.meeting_id}/tasks`, { tasks }, { 'idempotency-key': stableUuid(tid, 'batch-tasks', msg.audio_version) });
+    }
+    await callOk(core, 'PATCH', `/transcriptions/${tid}`, { status: 'completed', status_message: 'batch pass completed' });
+    return 'completed';
+  } catch (err) {
+    log.warn({ err: String(err), transcription_id: tid }, 'fake ML: batch pass failed');
+    await core.call('PATCH', `/transcriptions/${tid}`, { status: 'failed', status_message: 'batch pass failed' }).catch(() => undefined);
+    return 'failed';
+  }
+}
+
+async function allSegments(core: CoreClient, tid: string): Promise<Segment[]> {
+  const out: Segment[] = [];
+  let cursor: string | null = null;
+  do {
+    const q: string = `limit=${PAGE}&order=asc${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+    const res = await callOk(core, 'GET', `/transcriptions/${tid}/segments?${q}`);
+    out.push(...(res.body.items as Segment[]));
+    cursor = res.body.next_cursor;
+  } while (cursor);
+  return out;
+}
+
+/**
+ * The final set: the live segments merged in runs of k (so at most 5,000), with a feature
+ * vector on the `maxPerSpeaker` longest segments of each speaker label.
+ */
+export function finalSegments(live: Omit<Segment, 'id'>[], maxPerSpeaker: number) {
+  const k = Math.max(1, Math.ceil(live.length / MAX_SEGMENTS));
+  const merged: Omit<Segment, 'id'>[] = [];
+  for (let i = 0; i < live.length; i += k) {
+    const run = live.slice(i, i + k);
+    merged.push({ speaker_label: run[0].speaker_label, text: run.map((s) => s.text).join(' '), start_ms: run[0].start_ms, end_ms: run[run.length - 1].end_ms });
+  }
+  const withVector = new Set<number>();
+  const byLabel = new Map<string, number[]>();
+  merged.forEach((s, i) => {
+    const label = s.speaker_label ?? '';
+    byLabel.set(label, [...(byLabel.get(label) ?? []), i]);
+  });
+  for (const indexes of byLabel.values()) {
+    const longest = [...indexes].sort((a, b) => merged[b].end_ms - merged[b].start_ms - (merged[a].end_ms - merged[a].start_ms) || a - b);
+    for (const i of longest.slice(0, maxPerSpeaker)) withVector.add(i);
+  }
+  return merged.map((s, i) => ({
+    speaker_label: s.speaker_label,
+    text: s.text,
+    start_ms: s.start_ms,
+    end_ms: s.end_ms,
+    confidence: 0.97,
+    is_final: true,
+    feature_vector: withVector.has(i) && s.speaker_label ? featureVector(s.speaker_label, i) : null,
+  }));
+}

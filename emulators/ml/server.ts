@@ -1,0 +1,218 @@
+// The fake ML service of the local stack and the tests: speaks the streaming contract
+// (POST /streaming, audio over a WebSocket, DELETE /streaming/{id} with a bounded drain), calls
+// the core back with the service token, and runs the batch pass on `recording.finalized`.
+// Modes for fault tests: `hang` accepts sessions and frames but never processes them nor
+// answers a DELETE; `refuse` answers 503 to POST /streaming.
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer } from 'ws';
+import { z } from 'zod';
+import { bearerToken, safeEqual } from '@mi/lib/auth';
+import { createBus, type Bus } from '@mi/lib/bus';
+import type { Config } from '@mi/lib/config';
+import { createLogger, type Logger } from '@mi/lib/log';
+import { runBatchPass, type FinalizedMessage } from './batch';
+import { createCoreClient } from './core-client';
+import { StreamingSession, type MlLimits } from './session';
+
+export type FakeMlMode = 'normal' | 'hang' | 'refuse';
+
+export type FakeMlConfig = MlLimits &
+  Pick<Config, 'ML_PORT' | 'GOOGLE_CLOUD_PROJECT' | 'PUBSUB_EMULATOR_HOST' | 'PUBSUB_TOPIC_RECORDING_FINALIZED' | 'LOG_LEVEL'>;
+
+export interface FakeMlOptions {
+  /** Default: config.ML_PORT; 0 picks a free port. */
+  port?: number;
+  host?: string;
+  coreUrl: string;
+  serviceToken: string;
+  config: FakeMlConfig;
+  /** The bus to take `recording.finalized` from; by default one on config's Pub/Sub (emulator). */
+  bus?: Bus;
+  log?: Logger;
+}
+
+export interface FakeMl {
+  url: string;
+  stop(): Promise<void>;
+  setMode(mode: FakeMlMode): void;
+  /** Open sessions (for tests: counters, init). */
+  sessions(): StreamingSession[];
+}
+
+/** One subscription shared by every fake ML process: a work queue, each message handled once. */
+export const BATCH_SUBSCRIBER = 'ml-batch';
+
+const StartBody = z
+  .object({
+    meeting_id: z.string().uuid(),
+    transcription_id: z.string().uuid(),
+    audio_version: z.number().int().min(1),
+    encoding: z.enum(['pcm_s16le', 'webm_opus']),
+    sample_rate: z.number().int().min(1000).max(192_000),
+    start_sequence: z.number().int().min(0),
+  })
+  .strict();
+
+const FinalizedBody = z.object({
+  meeting_id: z.string().uuid(),
+  audio_version: z.number().int(),
+  transcription_id: z.string().uuid().nullable(),
+  storage_path: z.string().nullable(),
+  is_degraded: z.boolean(),
+  missing_ranges: z.array(z.tuple([z.number(), z.number()])),
+});
+
+const MAX_BODY_BYTES = 64 * 1024;
+const TRACE_HEADERS = ['traceparent', 'tracestate'];
+
+function send(res: ServerResponse, status: number, body?: unknown) {
+  if (body === undefined) return void res.writeHead(status).end();
+  const problem = status >= 400;
+  res.writeHead(status, { 'content-type': problem ? 'application/problem+json' : 'application/json' });
+  res.end(JSON.stringify(problem ? { type: 'about:blank', title: String(status), status, detail: body } : body));
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new Error('body too large');
+    chunks.push(chunk as Buffer);
+  }
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
+export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
+  const { config, serviceToken } = opts;
+  const log = opts.log ?? createLogger({ level: config.LOG_LEVEL, name: 'fake-ml' });
+  const core = createCoreClient(opts.coreUrl, serviceToken);
+  const sessions = new Map<string, StreamingSession>();
+  const heldRequests = new Set<ServerResponse>();
+  let mode: FakeMlMode = 'normal';
+  let baseUrl = '';
+
+  const authorized = (req: IncomingMessage) => {
+    const token = bearerToken(req.headers.authorization);
+    return token !== null && safeEqual(token, serviceToken);
+  };
+  const traceOf = (req: IncomingMessage) =>
+    Object.fromEntries(TRACE_HEADERS.flatMap((h) => (typeof req.headers[h] === 'string' ? [[h, req.headers[h] as string]] : [])));
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    const url = new URL(req.url ?? '/', 'http://ml');
+    if (req.method === 'GET' && url.pathname === '/healthz') return send(res, 200, { status: 'ok' });
+    if (!authorized(req)) return send(res, 401, 'missing or invalid service token');
+
+    if (url.pathname === '/streaming') {
+      if (req.method !== 'POST') return send(res, 405, 'use POST');
+      if (mode === 'refuse') return send(res, 503, 'the ML service refuses new sessions (fault mode)');
+      let body: z.infer<typeof StartBody>;
+      try {
+        const parsed = StartBody.safeParse(await readJson(req));
+        if (!parsed.success) return send(res, 422, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+        body = parsed.data;
+      } catch {
+        return send(res, 400, 'malformed JSON body');
+      }
+      const id = randomUUID();
+      const session = new StreamingSession({ id, ...body }, config, core, log, () => mode === 'hang', traceOf(req));
+      sessions.set(id, session);
+      return send(res, 201, { id, audio_url: `${baseUrl.replace(/^http/, 'ws')}/streaming/${id}/audio` });
+    }
+
+    const m = /^\/streaming\/([0-9a-f-]{36})$/.exec(url.pathname);
+    if (m) {
+      if (req.method !== 'DELETE') return send(res, 405, 'use DELETE');
+      const session = sessions.get(m[1]);
+      if (!session) return send(res, 404, 'unknown streaming session');
+      if (mode === 'hang') {
+        heldRequests.add(res); // never answered; released by stop()
+        res.on('close', () => heldRequests.delete(res));
+        return;
+      }
+      const drained = await session.drain(config.ML_DRAIN_TIMEOUT_SECONDS * 1000);
+      sessions.delete(session.init.id);
+      session.close();
+      return send(res, 200, { drained, processed: session.processed, dropped: session.dropped });
+    }
+    return send(res, 404, 'no such route');
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      log.warn({ err: String(err) }, 'fake ML: request failed');
+      if (!res.headersSent) send(res, 500, 'unexpected error');
+    });
+  });
+
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  server.on('upgrade', (req, socket, head) => {
+    const m = /^\/streaming\/([0-9a-f-]{36})\/audio$/.exec(new URL(req.url ?? '/', 'http://ml').pathname);
+    const session = m ? sessions.get(m[1]) : undefined;
+    const refuse = (status: number, text: string) => {
+      socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    };
+    if (!authorized(req)) return refuse(401, 'Unauthorized');
+    if (!session) return refuse(404, 'Not Found');
+    if (session.socket) return refuse(409, 'Conflict');
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      session.socket = ws;
+      ws.on('message', (data, isBinary) => {
+        if (isBinary) session.accept(Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]));
+      });
+      ws.on('close', () => {
+        if (session.socket === ws) session.socket = null;
+      });
+      ws.on('error', () => undefined);
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? config.ML_PORT, opts.host ?? '127.0.0.1', resolve);
+  });
+  const address = server.address() as AddressInfo;
+  baseUrl = `http://${opts.host ?? '127.0.0.1'}:${address.port}`;
+
+  const ownBus = !opts.bus;
+  const bus = opts.bus ?? createBus({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.PUBSUB_EMULATOR_HOST, log });
+  let subscription: { close(): Promise<void> };
+  try {
+    subscription = await bus.subscribeInstance(config.PUBSUB_TOPIC_RECORDING_FINALIZED, BATCH_SUBSCRIBER, async (message) => {
+      const parsed = FinalizedBody.safeParse(message.data);
+      if (!parsed.success) {
+        log.warn({ message_id: message.id }, 'fake ML: ignoring a malformed recording.finalized message');
+        return;
+      }
+      // Throws only when the core could not be reached: the message is redelivered.
+      await runBatchPass(core, config, parsed.data as FinalizedMessage, log);
+    });
+  } catch (err) {
+    await new Promise((r) => server.close(r));
+    if (ownBus) await bus.close();
+    throw err;
+  }
+
+  return {
+    url: baseUrl,
+    setMode(next) {
+      mode = next;
+      if (next !== 'hang') for (const s of sessions.values()) s.pump();
+    },
+    sessions: () => [...sessions.values()],
+    async stop() {
+      await subscription.close();
+      if (ownBus) await bus.close();
+      for (const s of sessions.values()) s.close();
+      sessions.clear();
+      for (const res of heldRequests) res.destroy();
+      for (const ws of wss.clients) ws.terminate();
+      wss.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}

@@ -1,0 +1,77 @@
+import { Readable } from 'node:stream';
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { verifyAudioLink } from '@mi/lib/audio-links';
+import { ApiError } from '@mi/lib/errors';
+import { getAudioFile } from '@mi/lib/domain/audio';
+import { getMeeting } from '@mi/lib/domain/meetings';
+import type { AppEnv } from '../../env';
+import { IdParam, problemResponse, z } from '../../openapi';
+import { parseRange } from './range';
+import { binaryContent } from './schema';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const AUDIO_TYPES = ['audio/wav', 'audio/webm', 'audio/*'];
+
+// No security scheme: the signed query is the credential (a per-user capability).
+const route = createRoute({
+  method: 'get',
+  path: '/meetings/{id}/audio',
+  operationId: 'streamMeetingAudio',
+  tags: ['audio'],
+  summary: 'Stream the meeting audio through a per-user signed link (from proxy_url), with Range support',
+  description:
+    'Needs no other credential. `sig` is base64url HMAC-SHA256 with AUDIO_URL_SIGNING_KEY over "{meeting_id}:{user_id}:{exp}". ' +
+    'A bad, expired, other-meeting or other-user signature answers 403. Supports a single `Range: bytes=` range (206, 416).',
+  security: [],
+  request: {
+    params: IdParam,
+    query: z.object({
+      uid: z.string().optional().openapi({ description: 'user id the link was made for' }),
+      exp: z.string().optional().openapi({ description: 'expiry, unix seconds' }),
+      sig: z.string().optional().openapi({ description: 'base64url HMAC-SHA256' }),
+    }),
+  },
+  responses: {
+    200: { description: 'the whole audio', content: binaryContent(AUDIO_TYPES) },
+    206: { description: 'the requested byte range (Content-Range)', content: binaryContent(AUDIO_TYPES) },
+    403: problemResponse('bad, expired, other-meeting or other-user signature'),
+    404: problemResponse('meeting has no audio'),
+    416: problemResponse('range not satisfiable (Content-Range: bytes */size)'),
+  },
+});
+
+const forbidden = () => new ApiError('forbidden', 'this playback link is not valid (bad signature, expired, or not for this meeting)');
+
+export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, async (c) => {
+    const { db, store, config } = c.var.deps;
+    const { id } = c.req.valid('param');
+    const { uid, exp, sig } = c.req.valid('query');
+    if (!uid || !UUID.test(uid) || !exp || !/^\d{1,12}$/.test(exp) || !sig || sig.length > 100) throw forbidden();
+    if (!verifyAudioLink(config.AUDIO_URL_SIGNING_KEY, id, { uid, exp: Number(exp), sig })) throw forbidden();
+    // A genuine link of a user who does not own the meeting (or a deleted one) grants nothing.
+    if (!(await getMeeting(db, { userId: uid }, id))) throw forbidden();
+    const audio = await getAudioFile(db, id);
+    const object = audio && (await store.stat(audio.storage_path));
+    if (!audio || !object) throw new ApiError('not_found', 'meeting has no audio');
+
+    const headers: Record<string, string> = {
+      'Content-Type': object.contentType ?? 'application/octet-stream',
+      'Accept-Ranges': 'bytes',
+      'Cache-Control': 'private, no-store',
+      ETag: `"${object.generation}"`,
+    };
+    const range = parseRange(c.req.header('range'), object.size);
+    if (range.kind === 'unsatisfiable') {
+      const problem = { type: 'https://meeting-intelligence.dev/problems/range_not_satisfiable', title: 'Range Not Satisfiable', status: 416, detail: `the audio has ${object.size} bytes` };
+      return new Response(JSON.stringify(problem), { status: 416, headers: { 'Content-Type': 'application/problem+json', 'Content-Range': `bytes */${object.size}` } }) as never;
+    }
+    if (object.size === 0) return new Response(null, { status: 200, headers: { ...headers, 'Content-Length': '0' } }) as never;
+    const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, object.size - 1];
+    const stream = await store.read(audio.storage_path, { start, end });
+    const body = Readable.toWeb(stream as Readable) as ReadableStream;
+    headers['Content-Length'] = String(end - start + 1);
+    if (range.kind === 'partial') headers['Content-Range'] = `bytes ${start}-${end}/${object.size}`;
+    return new Response(body, { status: range.kind === 'partial' ? 206 : 200, headers }) as never;
+  });
+}

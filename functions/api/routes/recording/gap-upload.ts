@@ -1,0 +1,83 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { notFound, unprocessable } from '@mi/lib/errors';
+import { appendEvent, type StoredEvent } from '@mi/lib/events';
+import { assertAcceptsGaps, uploadGapRange } from '@mi/lib/domain/gap-recovery';
+import { getMeeting } from '@mi/lib/domain/meetings';
+import { getRecording } from '@mi/lib/domain/recordings';
+import { userIdOf } from '../../actor';
+import type { AppEnv } from '../../env';
+import { IdParam, jsonResponse, op, problemResponse, z } from '../../openapi';
+import { assertDeclaredLength, readBounded } from './body';
+import { assertDigests, parseContentDigest } from './digest';
+import { AudioVersionQuery, GapUploadResultSchema } from './schema';
+
+const route = op({
+  method: 'put',
+  path: '/meetings/{id}/recording/audio/{range}',
+  operationId: 'uploadRecordingGap',
+  tags: ['recording'],
+  summary: 'Upload missing frames of a stopped take (gap recovery)',
+  description:
+    'The body is the raw bytes of frames start_sequence..end_sequence (inclusive), in order, without the 8-byte sequence headers. ' +
+    'Accepted while the take is `stopped` and before its gap_upload_deadline. While capture is still open (recording/stopping) the ' +
+    'frames belong on the WebSocket: 409. Once the take is finalizing/finalized or past the deadline: 410. ' +
+    'Optional `Content-Digest: sha-256=:<base64>:` (RFC 9530) is checked (422 on mismatch). ' +
+    'The identical range with the same bytes answers 200 (idempotent); a range overlapping stored frames otherwise is 409. ' +
+    `Bodies above RECORDING_MAX_CHUNK_BYTES are refused with 413.`,
+  auth: ['bearer'],
+  request: {
+    params: IdParam.extend({
+      range: z
+        .string()
+        .regex(/^\d{1,15}-\d{1,15}$/, 'must be {start_sequence}-{end_sequence}')
+        .openapi({ param: { name: 'range', in: 'path' }, example: '120-134', description: '{start_sequence}-{end_sequence}, inclusive' }),
+    }),
+    query: z.object({ audio_version: AudioVersionQuery.openapi({ description: 'the take' }) }),
+    headers: z.object({
+      'content-digest': z.string().max(1000).optional().openapi({ description: 'RFC 9530, e.g. sha-256=:<base64>:' }),
+    }),
+    body: {
+      required: true,
+      content: { 'application/octet-stream': { schema: z.string().openapi({ type: 'string', format: 'binary' }) } },
+    },
+  },
+  responses: {
+    201: jsonResponse(GapUploadResultSchema, 'stored'),
+    200: jsonResponse(GapUploadResultSchema, 'the identical range was already stored'),
+    404: problemResponse('meeting or audio_version not found'),
+    409: problemResponse('capture still open, or the range overlaps stored frames with other bytes'),
+    410: problemResponse('the gap upload deadline passed or the take is finalized'),
+  },
+});
+
+export function registerUploadRecordingGap(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, async (c) => {
+    const { db, store, config, events } = c.var.deps;
+    const { id, range } = c.req.valid('param');
+    const { audio_version } = c.req.valid('query');
+    const [start, end] = range.split('-').map(Number);
+    if (end < start) throw unprocessable('end_sequence must not be below start_sequence', [{ path: 'range', message: 'end < start' }]);
+    const maxBytes = config.RECORDING_MAX_CHUNK_BYTES;
+    assertDeclaredLength(c.req.header('content-length'), maxBytes);
+    const digests = parseContentDigest(c.req.header('content-digest'));
+
+    // Cheap refusals before the body is read.
+    const meeting = await getMeeting(db, { userId: userIdOf(c) }, id);
+    if (!meeting) throw notFound('meeting');
+    const rec = await getRecording(db, id, audio_version);
+    if (!rec) throw notFound(`recording audio_version ${audio_version}`);
+    assertAcceptsGaps(rec);
+
+    const bytes = await readBounded(c.req.raw.body, maxBytes);
+    if (bytes.length === 0) throw unprocessable('the body is empty; send the frames\' bytes');
+    assertDigests(digests, bytes);
+
+    const emitted: StoredEvent[] = [];
+    const ctx = { originClientId: c.var.clientId, trace: c.var.trace };
+    const { status, result } = await uploadGapRange(db, store, { meetingId: id, audioVersion: audio_version, start, end, bytes }, async (tx) => {
+      emitted.push(await appendEvent(tx, meeting.user_id, { type: 'EntityChanged', entity: 'recording', action: 'updated', id, meeting_id: id }, ctx));
+    });
+    await events.publish(emitted);
+    return c.json(result, status);
+  });
+}

@@ -1,0 +1,174 @@
+// The periodic sweep (functions-framework target `sweep`; the local stack calls runSweep every
+// RECORDING_GAP_SWEEP_INTERVAL_SECONDS). One pass:
+//  1. stops takes whose capture is open but whose owning live instance is gone (no heartbeat,
+//     no lease) and that nobody resumed within RECORDING_DISCONNECT_GRACE_SECONDS,
+//  2. finalizes stopped takes with no missing range or past their gap upload deadline
+//     (lib/domain/finalize.ts), retrying claims a crashed sweep left behind,
+//  3. republishes outbox events whose publish failed.
+// Auth of the HTTP target: in staging/production the function is private — only the Cloud
+// Scheduler's service account holds run.invoker and Google's front end verifies its OIDC token
+// before any code runs — so the handler checks nothing more. In development/test (no IAM in
+// front) it requires `Authorization: Bearer <SERVICE_AUTH_TOKEN>`.
+import { bearerToken, safeEqual } from '@mi/lib/auth';
+import type { Coordination } from '@mi/lib/coordination';
+import { claimForFinalize, dueTakes, finalizeClaimed, reclaimStale, releaseClaim, type FinalizeDeps } from '@mi/lib/domain/finalize';
+import { coverage } from '@mi/lib/domain/manifest';
+import { recordEvent } from '@mi/lib/domain/recording-events';
+import { CAPTURE_OPEN, markStopped, markStopping, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/domain/recordings';
+import { appendEvent, type StoredEvent } from '@mi/lib/events';
+import type { Runtime } from '@mi/lib/runtime';
+
+export type SweepRuntime = Pick<Runtime, 'config' | 'db' | 'store' | 'bus' | 'events' | 'log'>;
+
+export interface SweepOptions {
+  /** Lease lookups: an idle-looking take whose lease is still held is left alone. */
+  coordination?: Pick<Coordination, 'get'>;
+  /** A finalizing claim untouched this long belongs to a dead sweep and is retried (default 10 min). */
+  staleFinalizingMs?: number;
+  /** Outbox rows younger than this are left to their own publish (default 5 s). */
+  outboxMinAgeMs?: number;
+  /** Takes examined per pass (default 100). */
+  batch?: number;
+}
+
+export interface SweepCounts {
+  stopped: number;
+  finalized: number;
+  degraded: number;
+  failed: number;
+  republished: number;
+}
+
+const STALE_FINALIZING_MS = 10 * 60_000;
+
+export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promise<SweepCounts> {
+  const counts: SweepCounts = { stopped: 0, finalized: 0, degraded: 0, failed: 0, republished: 0 };
+  const batch = opts.batch ?? 100;
+  counts.stopped = await stopOrphanedTakes(rt, opts.coordination, batch);
+
+  // Claimed one at a time, right before the work, so a claim never ages while others are done.
+  const finalize = async (rec: Recording) => {
+    try {
+      const message = await finalizeClaimed(rt satisfies FinalizeDeps, rec);
+      if (!message) return;
+      counts.finalized++;
+      if (message.is_degraded) counts.degraded++;
+    } catch (err) {
+      counts.failed++;
+      rt.log.warn({ err: String(err), meeting_id: rec.meeting_id, audio_version: rec.audio_version }, 'sweep: finalize failed; the next pass retries');
+      await releaseClaim(rt.db, rec).catch(() => undefined);
+    }
+  };
+  for (const rec of await reclaimStale(rt.db, opts.staleFinalizingMs ?? STALE_FINALIZING_MS)) await finalize(rec);
+  for (const take of await dueTakes(rt.db, batch)) {
+    const rec = await claimForFinalize(rt.db, take.meeting_id, take.audio_version);
+    if (rec) await finalize(rec);
+  }
+
+  counts.republished = await rt.events.republishPending(opts.outboxMinAgeMs);
+  return counts;
+}
+
+/**
+ * The owner of an open take touches its updated_at every OWNER_HEARTBEAT_SECONDS (and holds
+ * its Firestore lease); a graceful shutdown releases it the same way. A take untouched for
+ * OWNER_STALE_SECONDS + RECORDING_DISCONNECT_GRACE_SECONDS, whose lease nobody holds, lost its
+ * owner and was not resumed within the grace: it is stopped with reason connection_closed.
+ */
+async function stopOrphanedTakes(rt: SweepRuntime, leases: Pick<Coordination, 'get'> | undefined, batch: number): Promise<number> {
+  const idleSeconds = OWNER_STALE_SECONDS + rt.config.RECORDING_DISCONNECT_GRACE_SECONDS;
+  const { rows: idle } = await rt.db.query<Recording>(
+    'sweep.orphaned_takes',
+    `SELECT * FROM recording WHERE state = ANY($1) AND updated_at < now() - make_interval(secs => $2) ORDER BY updated_at LIMIT $3`,
+    [CAPTURE_OPEN, idleSeconds, batch],
+  );
+  let stopped = 0;
+  for (const take of idle) {
+    if (leases && (await leases.get(recordingLeaseKey(take.meeting_id, take.audio_version)))) continue;
+    if (await stopTake(rt, take, idleSeconds)) stopped++;
+  }
+  return stopped;
+}
+
+async function stopTake(rt: SweepRuntime, take: Recording, idleSeconds: number): Promise<boolean> {
+  const emitted: StoredEvent[] = [];
+  const done = await rt.db.withTransaction(async (tx) => {
+    // Re-checked under the row lock: a resume that claimed the take meanwhile touched updated_at.
+    const { rows } = await tx.query<Recording & { user_id: string }>(
+      'sweep.lock_orphaned_take',
+      `SELECT r.*, m.user_id FROM recording r JOIN meeting m ON m.id = r.meeting_id
+       WHERE r.meeting_id = $1 AND r.audio_version = $2 AND r.state = ANY($3) AND r.updated_at < now() - make_interval(secs => $4)
+       FOR UPDATE OF r`,
+      [take.meeting_id, take.audio_version, CAPTURE_OPEN, idleSeconds],
+    );
+    const locked = rows[0];
+    if (!locked) return false;
+    // A take stuck in stopping (its owner died mid-stop) keeps the reason it had.
+    if (locked.state === 'recording') await markStopping(tx, take.meeting_id, take.audio_version, 'connection_closed');
+    const rec = await markStopped(tx, take.meeting_id, take.audio_version, rt.config.RECORDING_GAP_UPLOAD_DEADLINE_SECONDS);
+    if (!rec) return false;
+    const cov = await coverage(tx, take.meeting_id, take.audio_version);
+    await recordEvent(tx, take.meeting_id, 'recording_stopped', {
+      audio_version: take.audio_version,
+      reason: rec.stop_reason,
+      by: 'sweep',
+      highest_contiguous_sequence: cov.highest_contiguous_sequence,
+      missing_ranges: cov.missing_ranges,
+      gap_upload_deadline: rec.gap_upload_deadline?.toISOString() ?? null,
+    });
+    emitted.push(await appendEvent(tx, locked.user_id, { type: 'EntityChanged', entity: 'recording', action: 'updated', id: take.meeting_id, meeting_id: take.meeting_id }));
+    return true;
+  });
+  await rt.events.publish(emitted);
+  return done;
+}
+
+/** The slice of a functions-framework (Express) request/response the handler uses. */
+interface SweepRequest {
+  headers: Record<string, string | string[] | undefined>;
+  body?: unknown;
+}
+interface SweepResponse {
+  status(code: number): SweepResponse;
+  json(body: unknown): void;
+}
+
+const MAX_PERIOD_SECONDS = 3600;
+
+/**
+ * The functions-framework handler. A body `{"period_seconds": n}` (what Cloud Scheduler sends,
+ * since it fires at most once a minute) runs a pass at once and then every
+ * RECORDING_GAP_SWEEP_INTERVAL_SECONDS until the period is over.
+ */
+export function sweepHandler(rt: SweepRuntime, opts: SweepOptions = {}) {
+  const local = rt.config.APP_ENV === 'development' || rt.config.APP_ENV === 'test';
+  return async (req: SweepRequest, res: SweepResponse): Promise<void> => {
+    if (local) {
+      const header = req.headers.authorization;
+      const token = bearerToken(Array.isArray(header) ? header[0] : header);
+      if (!token || !safeEqual(token, rt.config.SERVICE_AUTH_TOKEN)) {
+        res.status(401).json({ type: 'https://meeting-intelligence.dev/problems/unauthorized', title: 'Unauthorized', status: 401, detail: 'service token required' });
+        return;
+      }
+    }
+    const requested = Number((req.body as { period_seconds?: unknown } | undefined)?.period_seconds ?? 0);
+    const periodMs = Math.min(MAX_PERIOD_SECONDS, Number.isFinite(requested) && requested > 0 ? requested : 0) * 1000;
+    const intervalMs = rt.config.RECORDING_GAP_SWEEP_INTERVAL_SECONDS * 1000;
+    const total: SweepCounts & { passes: number } = { passes: 0, stopped: 0, finalized: 0, degraded: 0, failed: 0, republished: 0 };
+    const started = Date.now();
+    try {
+      do {
+        const counts = await runSweep(rt, opts);
+        total.passes++;
+        for (const k of Object.keys(counts) as (keyof SweepCounts)[]) total[k] += counts[k];
+        const next = started + total.passes * intervalMs;
+        if (next - started >= periodMs) break;
+        await new Promise((r) => setTimeout(r, Math.max(0, next - Date.now())));
+      } while (true);
+      res.status(200).json(total);
+    } catch (err) {
+      rt.log.error({ err: String(err) }, 'sweep failed');
+      res.status(500).json({ type: 'https://meeting-intelligence.dev/problems/internal', title: 'Internal Server Error', status: 500, detail: 'sweep failed; the next run retries' });
+    }
+  };
+}

@@ -1,0 +1,31 @@
+// meeting_audio_file: where a meeting's playable audio lives in object storage (an upload, or
+// the composed audio of its latest finalized recording take).
+import type { Queryable } from '../db/pool';
+
+export interface AudioFile {
+  meeting_id: string;
+  storage_path: string;
+  created_at: Date;
+}
+
+export async function getAudioFile(q: Queryable, meetingId: string): Promise<AudioFile | null> {
+  const { rows } = await q.query<AudioFile>('audio_file.get', 'SELECT meeting_id, storage_path, created_at FROM meeting_audio_file WHERE meeting_id = $1', [meetingId]);
+  return rows[0] ?? null;
+}
+
+/** Sets the meeting's audio; returns the path it replaced (null when it had none). */
+export async function setAudioFile(q: Queryable, meetingId: string, storagePath: string): Promise<{ file: AudioFile; previous: string | null }> {
+  const { rows: before } = await q.query<{ storage_path: string }>(
+    'audio_file.lock',
+    'SELECT storage_path FROM meeting_audio_file WHERE meeting_id = $1 FOR UPDATE',
+    [meetingId],
+  );
+  const { rows } = await q.query<AudioFile>(
+    'audio_file.upsert',
+    `INSERT INTO meeting_audio_file (meeting_id, storage_path) VALUES ($1, $2)
+     ON CONFLICT (meeting_id) DO UPDATE SET storage_path = EXCLUDED.storage_path, created_at = now()
+     RETURNING meeting_id, storage_path, created_at`,
+    [meetingId, storagePath],
+  );
+  return { file: rows[0], previous: before[0]?.storage_path ?? null };
+}

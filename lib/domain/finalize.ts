@@ -1,0 +1,189 @@
+// Finalizing a stopped take (the sweep's deadline handling, decisions.md section 5.4): compose
+// its stored segments in sequence order into one object (behind a WAV header for PCM), point
+// meeting_audio_file at it, mark the transcription degraded when ranges are still missing,
+// publish `recording.finalized` for the ML batch worker and record a `finalized` event.
+// Exactly once: a take is claimed with an atomic stopped → finalizing update; a claim left by
+// a crashed sweep is retried once it is stale.
+import type { Bus } from '../bus';
+import type { Config } from '../config';
+import type { Database, Queryable } from '../db/pool';
+import { appendEvent, type EventPublisher, type StoredEvent } from '../events';
+import type { Logger } from '../log';
+import type { ObjectStore } from '../storage';
+import { wavHeader } from '../wav';
+import { coverageOf, listManifest, type ManifestRow } from './manifest';
+import { recordEvent } from './recording-events';
+import type { Recording } from './recordings';
+
+export interface FinalizeDeps {
+  db: Database;
+  store: ObjectStore;
+  bus: Bus;
+  events: EventPublisher;
+  log: Logger;
+  config: Pick<Config, 'PUBSUB_TOPIC_RECORDING_FINALIZED'>;
+}
+
+/** The `recording.finalized` message (the ML streaming contract). */
+export interface RecordingFinalized {
+  meeting_id: string;
+  audio_version: number;
+  transcription_id: string | null;
+  storage_path: string | null;
+  is_degraded: boolean;
+  missing_ranges: [number, number][];
+}
+
+/**
+ * Stopped takes due for finalizing: past their gap upload deadline, or with no missing range.
+ * A take has no missing range when every manifest row not starting at 0 is reached by a row
+ * that starts earlier (the SQL form of coverageOf(...).missing_ranges being empty).
+ */
+export async function dueTakes(q: Queryable, limit: number): Promise<Recording[]> {
+  const { rows } = await q.query<Recording>(
+    'finalize.due',
+    `SELECT r.* FROM recording r
+     WHERE r.state = 'stopped'
+       AND (r.gap_upload_deadline IS NULL OR r.gap_upload_deadline <= now()
+            OR NOT EXISTS (
+              SELECT 1 FROM segment_manifest s
+              WHERE s.meeting_id = r.meeting_id AND s.audio_version = r.audio_version AND s.start_sequence > 0
+                AND NOT EXISTS (
+                  SELECT 1 FROM segment_manifest p
+                  WHERE p.meeting_id = s.meeting_id AND p.audio_version = s.audio_version
+                    AND p.start_sequence < s.start_sequence AND p.end_sequence >= s.start_sequence - 1)))
+     ORDER BY r.stopped_at LIMIT $1`,
+    [limit],
+  );
+  return rows;
+}
+
+/** stopped → finalizing; null when another sweep (or nothing) got there first. */
+export async function claimForFinalize(q: Queryable, meetingId: string, audioVersion: number): Promise<Recording | null> {
+  const { rows } = await q.query<Recording>(
+    'finalize.claim',
+    `UPDATE recording SET state = 'finalizing', updated_at = now()
+     WHERE meeting_id = $1 AND audio_version = $2 AND state = 'stopped' RETURNING *`,
+    [meetingId, audioVersion],
+  );
+  return rows[0] ?? null;
+}
+
+/** Re-claims finalizing takes untouched for staleMs (their sweep died); each goes to one caller. */
+export async function reclaimStale(q: Queryable, staleMs: number): Promise<Recording[]> {
+  // Atomic: a concurrent sweep blocks on the row, re-reads updated_at and skips it.
+  const { rows } = await q.query<Recording>(
+    'finalize.reclaim',
+    `UPDATE recording SET updated_at = now()
+     WHERE state = 'finalizing' AND updated_at < now() - make_interval(secs => $1::double precision / 1000)
+     RETURNING *`,
+    [staleMs],
+  );
+  return rows;
+}
+
+/** Gives a failed claim back so that the next sweep retries it at once. */
+export async function releaseClaim(q: Queryable, rec: Recording): Promise<void> {
+  await q.query('finalize.release', `UPDATE recording SET state = 'stopped', updated_at = now() WHERE meeting_id = $1 AND audio_version = $2 AND state = 'finalizing'`, [
+    rec.meeting_id,
+    rec.audio_version,
+  ]);
+}
+
+/** Rows forming one sequence-ordered chain: a row wholly inside an earlier one is skipped. */
+function compositionOf(rows: ManifestRow[]): ManifestRow[] {
+  const chain: ManifestRow[] = [];
+  let coveredTo = -1;
+  for (const r of [...rows].sort((a, b) => a.start_sequence - b.start_sequence || b.end_sequence - a.end_sequence)) {
+    if (r.end_sequence <= coveredTo) continue;
+    chain.push(r);
+    coveredTo = r.end_sequence;
+  }
+  return chain;
+}
+
+const takePrefix = (meetingId: string, audioVersion: number) => `recordings/${meetingId}/v${audioVersion}/`;
+
+/** Composes the audio object of a claimed take; null when it stored no frame. */
+async function composeAudio(store: ObjectStore, rec: Recording, chain: ManifestRow[]): Promise<string | null> {
+  if (!chain.length) return null;
+  const prefix = takePrefix(rec.meeting_id, rec.audio_version);
+  if (rec.encoding !== 'pcm_s16le') {
+    const dest = `${prefix}audio.webm`;
+    await store.compose(chain.map((r) => r.object_name), dest, { contentType: 'audio/webm' });
+    return dest;
+  }
+  const header = `${prefix}header.wav`;
+  const dest = `${prefix}audio.wav`;
+  const dataBytes = chain.reduce((n, r) => n + r.byte_count, 0);
+  await store.write(header, wavHeader(dataBytes, rec.sample_rate), { contentType: 'audio/wav' });
+  await store.compose([header, ...chain.map((r) => r.object_name)], dest, { contentType: 'audio/wav' });
+  await store.delete(header).catch(() => undefined);
+  return dest;
+}
+
+/**
+ * Finalizes a take this caller claimed. The message is published before the take is marked
+ * finalized, so a crash in between repeats the publish (at least once; the ML batch worker's
+ * status claim makes a repeat harmless) rather than losing it.
+ */
+export async function finalizeClaimed(deps: FinalizeDeps, rec: Recording): Promise<RecordingFinalized | null> {
+  const rows = await listManifest(deps.db, rec.meeting_id, rec.audio_version);
+  const cov = coverageOf(rows);
+  const chain = compositionOf(rows);
+  const storagePath = await composeAudio(deps.store, rec, chain);
+  const message: RecordingFinalized = {
+    meeting_id: rec.meeting_id,
+    audio_version: rec.audio_version,
+    transcription_id: rec.transcription_id,
+    storage_path: storagePath,
+    is_degraded: cov.missing_ranges.length > 0,
+    missing_ranges: cov.missing_ranges,
+  };
+  await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, { meeting_id: rec.meeting_id, audio_version: String(rec.audio_version) });
+
+  const emitted: StoredEvent[] = [];
+  const done = await deps.db.withTransaction(async (tx) => {
+    const { rows: marked } = await tx.query<{ user_id: string }>(
+      'finalize.mark',
+      `UPDATE recording r SET state = 'finalized', finalized_at = now(), updated_at = now()
+       FROM meeting m WHERE m.id = r.meeting_id AND r.meeting_id = $1 AND r.audio_version = $2 AND r.state = 'finalizing'
+       RETURNING m.user_id`,
+      [rec.meeting_id, rec.audio_version],
+    );
+    if (!marked.length) return false; // finalized meanwhile by a sweep that re-claimed it
+    const userId = marked[0].user_id;
+    const emit = async (entity: string, id: string) => {
+      emitted.push(await appendEvent(tx, userId, { type: 'EntityChanged', entity, action: 'updated', id, meeting_id: rec.meeting_id }));
+    };
+    if (storagePath) {
+      // An older take finishing late must not replace a newer take's audio.
+      await tx.query(
+        'finalize.audio_file',
+        `INSERT INTO meeting_audio_file (meeting_id, storage_path)
+         SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM recording WHERE meeting_id = $1 AND audio_version > $3 AND state = 'finalized')
+         ON CONFLICT (meeting_id) DO UPDATE SET storage_path = EXCLUDED.storage_path, created_at = now()`,
+        [rec.meeting_id, storagePath, rec.audio_version],
+      );
+      await emit('meeting_audio_file', rec.meeting_id);
+    }
+    if (message.is_degraded && rec.transcription_id) {
+      const { rowCount } = await tx.query('finalize.degrade', 'UPDATE transcription SET is_degraded = true, updated_at = now() WHERE id = $1 AND NOT is_degraded', [
+        rec.transcription_id,
+      ]);
+      if (rowCount) await emit('transcription', rec.transcription_id);
+    }
+    await recordEvent(tx, rec.meeting_id, 'finalized', {
+      audio_version: rec.audio_version,
+      storage_path: storagePath,
+      is_degraded: message.is_degraded,
+      missing_ranges: cov.missing_ranges,
+      frames_stored: cov.frames_stored,
+      bytes_stored: chain.reduce((n, r) => n + r.byte_count, 0),
+    });
+    await emit('recording', rec.meeting_id);
+    return true;
+  });
+  await deps.events.publish(emitted);
+  return done ? message : null;
+}

@@ -1,0 +1,223 @@
+// GET /meetings/{id}/recording, GET /meetings/{id}/recording/events and the gap-recovery
+// upload PUT /meetings/{id}/recording/audio/{start}-{end}?audio_version=N.
+import { createHash, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listManifest } from '@mi/lib/domain/manifest';
+import { recordEvent } from '@mi/lib/domain/recording-events';
+import { startApi, type ApiHarness } from '../harness';
+import { createTake, expireGapDeadline, framesBytes, stopTake, storeLiveSegment, type Take } from '../recording-fixtures';
+
+let api: ApiHarness;
+let alice: string;
+let bob: string;
+const MAX_CHUNK = 4096;
+
+beforeAll(async () => {
+  api = await startApi({ RECORDING_MAX_CHUNK_BYTES: String(MAX_CHUNK) });
+  alice = await api.token('rec-alice');
+  bob = await api.token('rec-bob');
+});
+afterAll(async () => api?.close());
+
+const gapPath = (t: Take, start: number | string, end: number | string, version: number | string = t.audioVersion) =>
+  `/meetings/${t.meetingId}/recording/audio/${start}-${end}?audio_version=${version}`;
+
+const put = (path: string, raw: BodyInit, opts: { token?: string; headers?: Record<string, string> } = {}) =>
+  api.request('PUT', path, { token: opts.token ?? alice, raw, headers: { 'content-type': 'application/octet-stream', ...opts.headers } });
+
+/** A stopped take with frames 0-9 and 20-29 stored (10-19 missing). */
+async function stoppedTakeWithGap(): Promise<Take> {
+  const take = await createTake(api, alice);
+  await storeLiveSegment(api, take, 0, 9);
+  await storeLiveSegment(api, take, 20, 29);
+  await stopTake(api, take);
+  return take;
+}
+
+describe('GET /meetings/{id}/recording', () => {
+  it('should report the latest take with its coverage', async () => {
+    const take = await stoppedTakeWithGap();
+    const res = await api.request('GET', `/meetings/${take.meetingId}/recording`, { token: alice });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      meeting_id: take.meetingId,
+      audio_version: 1,
+      state: 'stopped',
+      transcription_id: take.transcriptionId,
+      highest_contiguous_sequence: 9,
+      missing_ranges: [[10, 19]],
+      frames_stored: 20,
+      bytes_stored: 2000,
+      stop_reason: 'user',
+      finalized_at: null,
+    });
+    expect(Date.parse(res.body.gap_upload_deadline)).toBeGreaterThan(Date.now() + 1700_000);
+
+    const second = await createTake(api, alice, { meetingId: take.meetingId });
+    expect((await api.request('GET', `/meetings/${take.meetingId}/recording`, { token: alice })).body).toMatchObject({
+      audio_version: 2,
+      state: 'recording',
+      highest_contiguous_sequence: -1,
+      missing_ranges: [],
+      gap_upload_deadline: null,
+    });
+    const first = await api.request('GET', `/meetings/${take.meetingId}/recording?audio_version=1`, { token: alice });
+    expect(first.body.audio_version).toBe(1);
+    expect(second.audioVersion).toBe(2);
+  });
+
+  it('should answer 404 for a meeting without a recording, a missing meeting or another user, 401/403 for bad credentials', async () => {
+    const plain = await api.request('POST', '/meetings', { token: alice, headers: { 'idempotency-key': randomUUID() }, body: { title: 'No rec', source_type: 'recording' } });
+    const none = await api.request('GET', `/meetings/${plain.body.id}/recording`, { token: alice });
+    expect(none.status).toBe(404);
+    expect(none.body.detail).toBe('recording not found');
+    expect((await api.request('GET', `/meetings/${randomUUID()}/recording`, { token: alice })).body.detail).toBe('meeting not found');
+    const take = await stoppedTakeWithGap();
+    expect((await api.request('GET', `/meetings/${take.meetingId}/recording`, { token: bob })).status).toBe(404);
+    expect((await api.request('GET', `/meetings/${take.meetingId}/recording?audio_version=7`, { token: alice })).status).toBe(404);
+    expect((await api.request('GET', `/meetings/${take.meetingId}/recording?audio_version=x`, { token: alice })).status).toBe(422);
+    expect((await api.request('GET', `/meetings/${take.meetingId}/recording`)).status).toBe(401);
+    expect((await api.request('GET', `/meetings/${take.meetingId}/recording`, { token: api.serviceToken })).status).toBe(403);
+  });
+});
+
+describe('GET /meetings/{id}/recording/events', () => {
+  it('should list events newest first with a cursor', async () => {
+    const take = await stoppedTakeWithGap();
+    for (const type of ['a', 'b', 'c']) await recordEvent(api.rt.db, take.meetingId, type, { n: type });
+    const first = await api.request('GET', `/meetings/${take.meetingId}/recording/events?limit=2`, { token: alice });
+    expect(first.status).toBe(200);
+    expect(first.body.items.map((e: any) => e.event_type)).toEqual(['c', 'b']);
+    expect(first.body.items[0]).toMatchObject({ meeting_id: take.meetingId, payload: { n: 'c' } });
+    const rest = await api.request('GET', `/meetings/${take.meetingId}/recording/events?limit=2&cursor=${first.body.next_cursor}`, { token: alice });
+    expect(rest.body.items.map((e: any) => e.event_type)).toEqual(['a', 'recording_started']);
+    expect(rest.body.next_cursor).toBeNull();
+    expect((await api.request('GET', `/meetings/${take.meetingId}/recording/events?cursor=garbage`, { token: alice })).status).toBe(400);
+    expect((await api.request('GET', `/meetings/${take.meetingId}/recording/events?limit=0`, { token: alice })).status).toBe(422);
+    expect((await api.request('GET', `/meetings/${take.meetingId}/recording/events`, { token: bob })).status).toBe(404);
+    expect((await api.request('GET', `/meetings/${take.meetingId}/recording/events`, { token: api.serviceToken })).status).toBe(403);
+  });
+});
+
+describe('PUT /meetings/{id}/recording/audio/{start}-{end}', () => {
+  it('should store a missing range (201), record it, and fill the coverage', async () => {
+    const take = await stoppedTakeWithGap();
+    const bytes = framesBytes(10, 19);
+    const res = await put(gapPath(take, 10, 19), bytes);
+    expect(res.status).toBe(201);
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    expect(res.body).toEqual({ audio_version: 1, start_sequence: 10, end_sequence: 19, byte_count: 1000, sha256: sha, highest_contiguous_sequence: 29, missing_ranges: [] });
+
+    const row = (await listManifest(api.rt.db, take.meetingId, 1)).find((r) => r.start_sequence === 10)!;
+    expect(row).toMatchObject({ end_sequence: 19, byte_count: 1000, sha256: sha, started_at_ms: 1000, duration_ms: 1000 });
+    expect(await api.rt.store.readAll(row.object_name)).toEqual(bytes);
+    const events = await api.request('GET', `/meetings/${take.meetingId}/recording/events?limit=1`, { token: alice });
+    expect(events.body.items[0]).toMatchObject({ event_type: 'gap_uploaded', payload: { audio_version: 1, start_sequence: 10, end_sequence: 19, sha256: sha } });
+    const rec = await api.request('GET', `/meetings/${take.meetingId}/recording`, { token: alice });
+    expect(rec.body).toMatchObject({ highest_contiguous_sequence: 29, missing_ranges: [] });
+  });
+
+  it('should answer 200 for the identical range again (also one stored live) and 409 for other bytes or overlaps', async () => {
+    const take = await stoppedTakeWithGap();
+    const bytes = framesBytes(10, 14);
+    expect((await put(gapPath(take, 10, 14), bytes)).status).toBe(201);
+    const again = await put(gapPath(take, 10, 14), bytes);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ start_sequence: 10, end_sequence: 14, missing_ranges: [[15, 19]] });
+    // A live segment (no sha256 stored) re-sent with the same bytes.
+    expect((await put(gapPath(take, 0, 9), framesBytes(0, 9))).status).toBe(200);
+
+    const other = Buffer.from(bytes);
+    other[0] ^= 0xff;
+    const conflict = await put(gapPath(take, 10, 14), other);
+    expect(conflict.status).toBe(409);
+    expect(conflict.headers.get('content-type')).toMatch(/problem\+json/);
+    expect((await put(gapPath(take, 0, 9), Buffer.alloc(1000, 1))).status).toBe(409);
+    expect((await put(gapPath(take, 12, 16), framesBytes(12, 16))).status).toBe(409); // partial overlap
+    expect((await put(gapPath(take, 15, 25), framesBytes(15, 25))).status).toBe(409); // reaches into 20-29
+    expect((await listManifest(api.rt.db, take.meetingId, 1)).map((r) => [r.start_sequence, r.end_sequence])).toEqual([
+      [0, 9],
+      [10, 14],
+      [20, 29],
+    ]);
+    // Refused uploads leave no objects behind.
+    const objects = await api.rt.store.list(`recordings/${take.meetingId}/v1/gaps/`);
+    expect(objects.map((o) => o.name)).toHaveLength(1);
+  });
+
+  it('should store one row when the same range is uploaded twice at once', async () => {
+    const take = await stoppedTakeWithGap();
+    const bytes = framesBytes(10, 19);
+    const results = await Promise.all([put(gapPath(take, 10, 19), bytes), put(gapPath(take, 10, 19), bytes)]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 201]);
+    expect((await listManifest(api.rt.db, take.meetingId, 1)).filter((r) => r.start_sequence === 10)).toHaveLength(1);
+  });
+
+  it('should check Content-Digest (RFC 9530)', async () => {
+    const take = await stoppedTakeWithGap();
+    const bytes = framesBytes(10, 19);
+    const wrong = createHash('sha256').update('other').digest('base64');
+    expect((await put(gapPath(take, 10, 19), bytes, { headers: { 'content-digest': `sha-256=:${wrong}:` } })).status).toBe(422);
+    expect((await put(gapPath(take, 10, 19), bytes, { headers: { 'content-digest': 'sha-256=abc' } })).status).toBe(400);
+    const right = createHash('sha256').update(bytes).digest('base64');
+    const ok = await put(gapPath(take, 10, 19), bytes, { headers: { 'content-digest': `sha-512=:${createHash('sha512').update(bytes).digest('base64')}:, sha-256=:${right}:` } });
+    expect(ok.status).toBe(201);
+  });
+
+  it('should answer 422 for a bad range, a missing audio_version or an empty body', async () => {
+    const take = await stoppedTakeWithGap();
+    const bytes = framesBytes(10, 19);
+    const reversed = await put(gapPath(take, 19, 10), bytes);
+    expect(reversed.status).toBe(422);
+    expect((await put(gapPath(take, 'a', 19), bytes)).status).toBe(422);
+    expect((await put(gapPath(take, -1, 19), bytes)).status).toBe(422);
+    expect((await put(`/meetings/${take.meetingId}/recording/audio/10-19`, bytes)).status).toBe(422);
+    expect((await put(gapPath(take, 10, 19, 0), bytes)).status).toBe(422);
+    expect((await put(gapPath(take, 10, 19), Buffer.alloc(0))).status).toBe(422);
+    expect((await put(`/meetings/not-a-uuid/recording/audio/10-19?audio_version=1`, bytes)).status).toBe(422);
+  });
+
+  it('should refuse a chunk above RECORDING_MAX_CHUNK_BYTES with 413, declared or streamed', async () => {
+    const take = await stoppedTakeWithGap();
+    const big = Buffer.alloc(MAX_CHUNK + 1, 7);
+    expect((await put(gapPath(take, 10, 19), big)).status).toBe(413);
+    // Chunked transfer (no Content-Length): counted while streaming.
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < 5; i++) controller.enqueue(new Uint8Array(1024));
+        controller.close();
+      },
+    });
+    expect((await put(gapPath(take, 10, 19), stream)).status).toBe(413);
+    expect((await put(gapPath(take, 10, 19), Buffer.alloc(MAX_CHUNK, 7))).status).toBe(201);
+  });
+
+  it('should answer 409 while capture is open, 410 after the deadline or once finalized', async () => {
+    const open = await createTake(api, alice);
+    await storeLiveSegment(api, open, 0, 9);
+    const capturing = await put(gapPath(open, 10, 19), framesBytes(10, 19));
+    expect(capturing.status).toBe(409);
+    expect(capturing.body.detail).toMatch(/still recording/);
+
+    const late = await stoppedTakeWithGap();
+    await expireGapDeadline(api, late);
+    const gone = await put(gapPath(late, 10, 19), framesBytes(10, 19));
+    expect(gone.status).toBe(410);
+    expect(gone.body.detail).toMatch(/deadline/);
+
+    const finalized = await stoppedTakeWithGap();
+    await api.rt.db.query('test.finalize', `UPDATE recording SET state = 'finalized' WHERE meeting_id = $1`, [finalized.meetingId]);
+    expect((await put(gapPath(finalized, 10, 19), framesBytes(10, 19))).status).toBe(410);
+  });
+
+  it('should answer 404 for an unknown meeting or version and for another user, 401/403 for bad credentials', async () => {
+    const take = await stoppedTakeWithGap();
+    const bytes = framesBytes(10, 19);
+    expect((await put(gapPath(take, 10, 19, 9), bytes)).status).toBe(404);
+    expect((await put(`/meetings/${randomUUID()}/recording/audio/10-19?audio_version=1`, bytes)).status).toBe(404);
+    expect((await put(gapPath(take, 10, 19), bytes, { token: bob })).status).toBe(404);
+    expect((await api.request('PUT', gapPath(take, 10, 19), { raw: bytes })).status).toBe(401);
+    expect((await put(gapPath(take, 10, 19), bytes, { token: api.serviceToken })).status).toBe(403);
+    expect((await listManifest(api.rt.db, take.meetingId, 1))).toHaveLength(2);
+  });
+});

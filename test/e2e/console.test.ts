@@ -1,0 +1,226 @@
+// The developer console in real headless Chromium against the whole local stack: Chromium's
+// fake microphone plays a generated WAV; the page records ~10 s over the WebSocket, live
+// transcript segments and insights appear (fake ML), the socket is dropped once mid-way and
+// the take resumes without losing a frame, a few frames "lost on the wire" come back as a gap
+// upload after the stop, the take is finalized, and the finished audio plays. Screenshots of each state go to test-artifacts/e2e/ (UPDATE_SCREENSHOTS=1 also
+// refreshes the committed copies in docs/screenshots/).
+import { randomUUID } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startLocalStack, type LocalStack } from '../../emulators/stack';
+import { speechLikeWav } from './wav';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS = path.resolve('test-artifacts/e2e');
+const DOC_SHOTS = path.resolve('docs/screenshots');
+const RECORD_FRAMES = 100; // 10 s of 100 ms frames
+const DROP_AT_FRAMES = 45;
+const LOSE_AT_FRAMES = 70;
+const LOST_FRAMES = 5;
+
+interface Snapshot {
+  phase: string;
+  captured: number;
+  resumes: number;
+  resent: number;
+  live: boolean;
+  highestContiguous: number;
+  unacked: number;
+  missingRanges: [number, number][];
+  gapUploads: { start: number; end: number; result: string }[];
+  error: string | null;
+}
+
+let stack: LocalStack;
+let browser: Browser;
+let page: Page;
+let dir: string;
+const shots: string[] = [];
+const pageLog: string[] = [];
+
+async function shot(name: string) {
+  const file = path.join(ARTIFACTS, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  shots.push(file);
+}
+
+const snapshot = () => page.evaluate(() => (window as unknown as { miConsole: { recording(): unknown } }).miConsole.recording()) as Promise<Snapshot>;
+
+async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: T | undefined;
+  while (Date.now() < end) {
+    last = await read();
+    if (ok(last)) return last;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}\npage log:\n${pageLog.slice(-40).join('\n')}`);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`Chromium is not installed at ${CHROMIUM}: the browser test needs Debian's chromium package (apt-get update && apt-get install -y chromium; .ci/run does this when it is missing)`);
+  }
+  mkdirSync(ARTIFACTS, { recursive: true });
+  dir = mkdtempSync(path.join(tmpdir(), 'mi-e2e-'));
+  const wav = path.join(dir, 'speech.wav');
+  writeFileSync(wav, speechLikeWav(12));
+  const tag = randomUUID().slice(0, 8);
+  const mlPort = await freePort();
+  stack = await startLocalStack({
+    ...inject('emulatorEnv'),
+    DATA_DIR: path.join(dir, 'data'),
+    CORE_PORT: '0',
+    // A known free port: the live service is told the ML address before the ML service starts.
+    ML_PORT: String(mlPort),
+    ML_SERVICE_URL: `http://127.0.0.1:${mlPort}`,
+    APP_ENV: 'development',
+    LOG_LEVEL: 'warn',
+    OTEL_ENABLED: 'false',
+    STORAGE_BUCKET: `e2e-${tag}`,
+    PUBSUB_TOPIC_EVENTS: `e2e-events-${tag}`,
+    PUBSUB_TOPIC_RECORDING_FINALIZED: `e2e-finalized-${tag}`,
+    RECORDING_SEGMENT_TARGET_MS: '500',
+    RECORDING_STOP_SETTLE_MS: '200',
+    RECORDING_PROGRESS_EVERY_FRAMES: '5',
+    RECORDING_PROGRESS_INTERVAL_SECONDS: '1',
+    RECORDING_GAP_SWEEP_INTERVAL_SECONDS: '1',
+    RECORDING_GAP_UPLOAD_DEADLINE_SECONDS: '5',
+    ML_TALKING_POINT_CADENCE_SEGMENTS: '2',
+    ML_TASK_CADENCE_SEGMENTS: '3',
+  });
+  const served = await fetch(`${stack.url}/console`);
+  if (served.status !== 200) throw new Error(`the local stack does not serve /console (${served.status}): emulators/stack.ts must call registerConsole(app, config)`);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--use-fake-ui-for-media-stream',
+      '--use-fake-device-for-media-stream',
+      `--use-file-for-fake-audio-capture=${wav}`,
+      '--autoplay-policy=no-user-gesture-required',
+    ],
+  });
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  await context.grantPermissions(['microphone'], { origin: stack.url });
+  page = await context.newPage();
+  page.on('console', (m) => pageLog.push(`[${m.type()}] ${m.text()}`));
+  page.on('pageerror', (e) => pageLog.push(`[pageerror] ${e.message}`));
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+  if (process.env.UPDATE_SCREENSHOTS === '1' && shots.length) {
+    mkdirSync(DOC_SHOTS, { recursive: true });
+    for (const f of shots) copyFileSync(f, path.join(DOC_SHOTS, path.basename(f)));
+  }
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe('developer console in Chromium', () => {
+  it('should record live audio, survive a dropped socket, finalize and play the take', async () => {
+    await page.goto(`${stack.url}/console`);
+    await page.waitForSelector('#mint');
+    await shot('01-sign-in');
+
+    // Sign in with a minted development token; the WebSocket says hello and is ready.
+    await page.fill('#mint-name', 'e2e-alice');
+    await page.click('#mint');
+    await expect.poll(() => page.textContent('#user-name')).toBe('e2e-alice');
+    await page.waitForSelector('#conn-state.ready');
+
+    // Create a recording meeting: it opens.
+    await page.fill('#new-meeting-title', 'E2E live recording');
+    await page.selectOption('#new-meeting-type', 'recording');
+    await page.click('#create-meeting');
+    await expect.poll(() => page.textContent('#meeting-title')).toBe('E2E live recording');
+    const meetingId = (await page.getAttribute('.meeting', 'data-id'))!;
+    await shot('02-meeting-created');
+
+    // Record from the fake microphone; transcript segments arrive while recording.
+    await page.click('#record-start');
+    await until('recording', snapshot, (s) => s.phase === 'recording' && s.captured > 0, 20_000);
+    await until('first transcript segment', () => page.locator('.segment:not(.interim)').count(), (n) => n >= 1, 20_000);
+    await until(`${DROP_AT_FRAMES} frames`, snapshot, (s) => s.captured >= DROP_AT_FRAMES, 20_000);
+    await shot('03-recording');
+
+    // Lose the socket once: the page reconnects, resumes the take and resends what is missing.
+    await page.evaluate(() => (window as unknown as { miConsole: { dropSocket(): void } }).miConsole.dropSocket());
+    const resumed = await until('resume', snapshot, (s) => s.resumes === 1 && s.phase === 'recording' && s.live, 30_000);
+    expect(resumed.error).toBeNull();
+    await page.waitForSelector('#conn-state.ready');
+    await shot('04-resumed-after-drop');
+
+    // Five frames never reach the server: the page holds them, and after the stop it uploads
+    // the range RecordingStopped reports missing over REST.
+    await until(`${LOSE_AT_FRAMES} frames`, snapshot, (s) => s.captured >= LOSE_AT_FRAMES, 30_000);
+    await page.evaluate((n) => (window as unknown as { miConsole: { loseFrames(n: number): void } }).miConsole.loseFrames(n), LOST_FRAMES);
+
+    await until(`${RECORD_FRAMES} frames`, snapshot, (s) => s.captured >= RECORD_FRAMES, 30_000);
+    await page.click('#record-stop');
+    const final = await until('finalized', snapshot, (s) => s.phase === 'finalized' || s.phase === 'failed', 60_000);
+    expect(final.phase).toBe('finalized');
+    expect(final.error).toBeNull();
+    expect(final.captured).toBeGreaterThanOrEqual(RECORD_FRAMES);
+    expect(final.gapUploads).toHaveLength(1);
+    expect(final.gapUploads[0]).toMatchObject({ end: final.gapUploads[0].start + LOST_FRAMES - 1, result: '201' });
+    expect(final.gapUploads[0].start).toBeGreaterThanOrEqual(LOSE_AT_FRAMES);
+
+    // Nothing was lost across the drop: the server holds every captured frame, contiguously.
+    await page.waitForFunction((frames) => document.querySelector('#server-state')?.textContent === 'finalized' && document.querySelector('#server-hcs')?.textContent?.includes(`#${frames - 1})`), final.captured, { timeout: 20_000 });
+    expect(await page.textContent('#server-missing')).toBe('none');
+    for (const type of ['connection_closed', 'recording_resumed', 'recording_stopped', 'gap_uploaded', 'finalized']) {
+      await page.waitForSelector(`.rec-event[data-type="${type}"]`, { timeout: 10_000 });
+    }
+
+    // The finished audio plays, and lasts as long as what was captured.
+    await page.waitForFunction(() => (document.querySelector('#audio') as HTMLAudioElement).readyState >= 2, undefined, { timeout: 20_000 });
+    const duration = await page.$eval('#audio', (a) => (a as HTMLAudioElement).duration);
+    expect(duration).toBeGreaterThan(final.captured / 10 - 0.5);
+    expect(duration).toBeLessThan(final.captured / 10 + 0.5);
+    await page.$eval('#audio', (a) => (a as HTMLAudioElement).play());
+    await page.waitForFunction(() => (document.querySelector('#audio') as HTMLAudioElement).currentTime > 0.3, undefined, { timeout: 10_000 });
+
+    // Live insights arrived: one segment per 2 s window, talking points and a task.
+    expect(await page.locator('.segment:not(.interim)').count()).toBeGreaterThanOrEqual(4);
+    await page.waitForSelector('#talking-points .talking-point');
+    await page.waitForSelector('#tasks .task');
+    await shot('05-finalized-playing');
+
+    // Assign SPEAKER_0 to a new person: the transcript shows the name.
+    await page.fill('.speaker-new-name[data-label="SPEAKER_0"]', 'Ada');
+    await page.click('.speaker-assign[data-label="SPEAKER_0"]');
+    await expect.poll(() => page.textContent('.speaker[data-label="SPEAKER_0"] .speaker-current')).toContain('Ada');
+    await expect.poll(() => page.locator('.segment .speaker', { hasText: 'Ada' }).count()).toBeGreaterThanOrEqual(1);
+    await shot('06-speaker-assigned');
+
+    // The REST view agrees with the page.
+    const token = await page.evaluate(() => localStorage.getItem('mi-console-token'));
+    const rec = await (await fetch(`${stack.url}/meetings/${meetingId}/recording`, { headers: { authorization: `Bearer ${token}` } })).json();
+    expect(rec).toMatchObject({ state: 'finalized', missing_ranges: [], highest_contiguous_sequence: final.captured - 1 });
+  }, 240_000);
+});

@@ -1,0 +1,241 @@
+// The sweep against a real API database, the GCS emulator, Pub/Sub and Firestore emulators:
+// finalize (compose + WAV header + recording.finalized), exactly once, degraded takes, stale
+// claims, outbox republish, orphaned takes and the HTTP handler.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createCoordination, type Coordination } from '@mi/lib/coordination';
+import type { BusMessage } from '@mi/lib/bus';
+import { getRecording, recordingLeaseKey } from '@mi/lib/domain/recordings';
+import { runSweep, sweepHandler } from '../functions/sweep';
+import { startApi, type ApiHarness } from './harness';
+import { createTake, expireGapDeadline, framesBytes, stopTake, storeLiveSegment, type Take } from './recording-fixtures';
+
+let api: ApiHarness;
+let alice: string;
+let aliceId: string;
+let coordination: Coordination;
+const finalized: BusMessage[] = [];
+const events: BusMessage[] = [];
+const subscriptions: { close(): Promise<void> }[] = [];
+
+beforeAll(async () => {
+  api = await startApi({ PUBSUB_TOPIC_RECORDING_FINALIZED: `finalized-${randomUUID().slice(0, 8)}`, RECORDING_GAP_SWEEP_INTERVAL_SECONDS: '0.4' });
+  alice = await api.token('sweep-alice');
+  aliceId = (await api.request('GET', '/me', { token: alice })).body.id;
+  subscriptions.push(await api.rt.bus.subscribeInstance(api.config.PUBSUB_TOPIC_RECORDING_FINALIZED, 'sweep-test', (m) => void finalized.push(m)));
+  subscriptions.push(await api.rt.bus.subscribeInstance(api.config.PUBSUB_TOPIC_EVENTS, 'sweep-test', (m) => void events.push(m)));
+  coordination = createCoordination({ projectId: api.config.GOOGLE_CLOUD_PROJECT, emulatorHost: api.config.FIRESTORE_EMULATOR_HOST, collectionPrefix: `sweep-${randomUUID().slice(0, 8)}-` });
+});
+
+afterAll(async () => {
+  for (const s of subscriptions) await s.close();
+  await coordination?.close();
+  await api?.close();
+});
+
+const messagesFor = (t: Take) => finalized.filter((m) => (m.data as any).meeting_id === t.meetingId);
+const eventsOf = async (t: Take) =>
+  (await api.request('GET', `/meetings/${t.meetingId}/recording/events?limit=200`, { token: alice })).body.items.map((e: any) => e.event_type) as string[];
+
+/** A stopped take whose frames 0..frames-1 are stored in segments of `per` frames, written out of order. */
+async function completeTake(frames: number, per: number): Promise<Take> {
+  const take = await createTake(api, alice);
+  const starts = Array.from({ length: frames / per }, (_, i) => i * per).reverse();
+  for (const s of starts) await storeLiveSegment(api, take, s, s + per - 1);
+  await stopTake(api, take);
+  return take;
+}
+
+function parseWav(bytes: Buffer) {
+  return {
+    riff: bytes.toString('ascii', 0, 4),
+    riffSize: bytes.readUInt32LE(4),
+    wave: bytes.toString('ascii', 8, 12),
+    format: bytes.readUInt16LE(20),
+    channels: bytes.readUInt16LE(22),
+    sampleRate: bytes.readUInt32LE(24),
+    byteRate: bytes.readUInt32LE(28),
+    bits: bytes.readUInt16LE(34),
+    dataTag: bytes.toString('ascii', 36, 40),
+    dataSize: bytes.readUInt32LE(40),
+    data: bytes.subarray(44),
+  };
+}
+
+describe('runSweep: finalize', () => {
+  it('should compose the frames in order behind a correct WAV header, publish recording.finalized once and record it', async () => {
+    const take = await completeTake(80, 2); // 40 segments: more than one compose call
+    const open = await createTake(api, alice);
+    await storeLiveSegment(api, open, 0, 9);
+
+    const counts = await runSweep(api.rt);
+    expect(counts).toMatchObject({ finalized: 1, degraded: 0, failed: 0 });
+
+    const file = await api.rt.db.query('test.audio_file', 'SELECT storage_path FROM meeting_audio_file WHERE meeting_id = $1', [take.meetingId]);
+    const path = file.rows[0].storage_path as string;
+    expect(path).toBe(`recordings/${take.meetingId}/v1/audio.wav`);
+    const wav = parseWav(await api.rt.store.readAll(path));
+    expect(wav).toMatchObject({ riff: 'RIFF', riffSize: 36 + 8000, wave: 'WAVE', format: 1, channels: 1, sampleRate: 16000, byteRate: 32000, bits: 16, dataTag: 'data', dataSize: 8000 });
+    expect(wav.data.equals(framesBytes(0, 79))).toBe(true);
+    expect((await api.rt.store.stat(path))?.contentType).toBe('audio/wav');
+    expect(await api.rt.store.list(`recordings/${take.meetingId}/v1/header`)).toEqual([]);
+
+    expect((await getRecording(api.rt.db, take.meetingId, 1))?.state).toBe('finalized');
+    expect((await getRecording(api.rt.db, open.meetingId, 1))?.state).toBe('recording');
+    expect((await eventsOf(take))[0]).toBe('finalized');
+    await vi.waitFor(() => expect(messagesFor(take)).toHaveLength(1), { timeout: 10_000 });
+    expect(messagesFor(take)[0].data).toEqual({
+      meeting_id: take.meetingId,
+      audio_version: 1,
+      transcription_id: take.transcriptionId,
+      storage_path: path,
+      is_degraded: false,
+      missing_ranges: [],
+    });
+    await vi.waitFor(() =>
+      expect(events.some((e) => (e.data as any).body?.entity === 'recording' && (e.data as any).body?.meeting_id === take.meetingId)).toBe(true),
+    );
+
+    expect((await runSweep(api.rt)).finalized).toBe(0);
+    const t = await api.request('GET', `/transcriptions/${take.transcriptionId}`, { token: alice });
+    expect(t.body.is_degraded).toBe(false);
+    await api.rt.db.query('test.cleanup', 'DELETE FROM recording WHERE meeting_id = $1', [open.meetingId]);
+  });
+
+  it('should wait for a gap until it is uploaded, then finalize before the deadline', async () => {
+    const take = await createTake(api, alice);
+    await storeLiveSegment(api, take, 0, 9);
+    await storeLiveSegment(api, take, 20, 29);
+    await stopTake(api, take);
+    expect((await runSweep(api.rt)).finalized).toBe(0);
+    const put = await api.request('PUT', `/meetings/${take.meetingId}/recording/audio/10-19?audio_version=1`, {
+      token: alice,
+      raw: framesBytes(10, 19),
+      headers: { 'content-type': 'application/octet-stream' },
+    });
+    expect(put.status).toBe(201);
+    expect((await runSweep(api.rt)).finalized).toBe(1);
+    const path = `recordings/${take.meetingId}/v1/audio.wav`;
+    expect(parseWav(await api.rt.store.readAll(path)).data.equals(framesBytes(0, 29))).toBe(true);
+  });
+
+  it('should finalize a take past its deadline with gaps as degraded', async () => {
+    const take = await createTake(api, alice);
+    await storeLiveSegment(api, take, 0, 9);
+    await storeLiveSegment(api, take, 20, 29);
+    await stopTake(api, take);
+    await expireGapDeadline(api, take);
+    expect(await runSweep(api.rt)).toMatchObject({ finalized: 1, degraded: 1 });
+
+    const wav = parseWav(await api.rt.store.readAll(`recordings/${take.meetingId}/v1/audio.wav`));
+    expect(wav.dataSize).toBe(2000);
+    expect(wav.data.equals(Buffer.concat([framesBytes(0, 9), framesBytes(20, 29)]))).toBe(true);
+    const t = await api.request('GET', `/transcriptions/${take.transcriptionId}`, { token: alice });
+    expect(t.body.is_degraded).toBe(true);
+    await vi.waitFor(() => expect(messagesFor(take)).toHaveLength(1), { timeout: 10_000 });
+    expect(messagesFor(take)[0].data).toMatchObject({ is_degraded: true, missing_ranges: [[10, 19]] });
+  });
+
+  it('should finalize each take exactly once when two sweeps run at once', async () => {
+    await runSweep(api.rt); // nothing else due
+    const takes = [await completeTake(10, 5), await completeTake(10, 5), await completeTake(10, 5)];
+    const [a, b] = await Promise.all([runSweep(api.rt), runSweep(api.rt)]);
+    expect(a.finalized + b.finalized).toBe(3);
+    for (const take of takes) expect((await eventsOf(take)).filter((e) => e === 'finalized')).toHaveLength(1);
+    await vi.waitFor(() => expect(takes.every((t) => messagesFor(t).length === 1)).toBe(true), { timeout: 10_000 });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(takes.map((t) => messagesFor(t).length)).toEqual([1, 1, 1]);
+  });
+
+  it('should retry a claim a crashed sweep left in finalizing, but leave a fresh claim alone', async () => {
+    const crashed = await completeTake(10, 5);
+    const busy = await completeTake(10, 5);
+    await api.rt.db.query('test.claim', `UPDATE recording SET state = 'finalizing', updated_at = now() - interval '1 hour' WHERE meeting_id = $1`, [crashed.meetingId]);
+    await api.rt.db.query('test.claim', `UPDATE recording SET state = 'finalizing', updated_at = now() WHERE meeting_id = $1`, [busy.meetingId]);
+    expect((await runSweep(api.rt, { staleFinalizingMs: 60_000 })).finalized).toBe(1);
+    expect((await getRecording(api.rt.db, crashed.meetingId))?.state).toBe('finalized');
+    expect((await getRecording(api.rt.db, busy.meetingId))?.state).toBe('finalizing');
+    await api.rt.db.query('test.cleanup', 'DELETE FROM recording WHERE meeting_id = $1', [busy.meetingId]);
+  });
+
+  it('should give the claim back when finalizing fails, so the next pass retries', async () => {
+    const take = await completeTake(10, 5);
+    await api.rt.store.delete(`recordings/${take.meetingId}/v1/live/0-4`);
+    expect(await runSweep(api.rt)).toMatchObject({ finalized: 0, failed: 1 });
+    expect((await getRecording(api.rt.db, take.meetingId))?.state).toBe('stopped');
+    expect(messagesFor(take)).toEqual([]);
+    await api.rt.db.query('test.cleanup', 'DELETE FROM recording WHERE meeting_id = $1', [take.meetingId]);
+  });
+});
+
+describe('runSweep: outbox and orphaned takes', () => {
+  it('should republish an outbox row whose publish failed', async () => {
+    const userId = aliceId;
+    const id = randomUUID();
+    const payload = { type: 'EntityChanged', entity: 'note', action: 'created', id: randomUUID(), meeting_id: null };
+    await api.rt.db.query(
+      'test.outbox',
+      `INSERT INTO event_outbox (id, user_id, seq, event_type, payload, created_at) VALUES ($1, $2, 100000, 'EntityChanged', $3, now() - interval '1 minute')`,
+      [id, userId, JSON.stringify(payload)],
+    );
+    expect((await runSweep(api.rt)).republished).toBeGreaterThanOrEqual(1);
+    await vi.waitFor(() => expect(events.find((e) => (e.data as any).event_id === id)).toBeDefined(), { timeout: 10_000 });
+    const got = events.find((e) => (e.data as any).event_id === id)!;
+    expect(got.data).toMatchObject({ seq: 100000, user_id: userId, body: payload });
+    expect(got.attributes).toMatchObject({ user_id: userId, seq: '100000', event_type: 'EntityChanged' });
+    const after = await api.rt.db.query('test.published', 'SELECT published_at FROM event_outbox WHERE id = $1', [id]);
+    expect(after.rows[0].published_at).not.toBeNull();
+  });
+
+  it('should stop a take whose owner is gone past the grace, unless its lease is held or it is fresh', async () => {
+    const orphan = await createTake(api, alice);
+    await storeLiveSegment(api, orphan, 0, 4);
+    await storeLiveSegment(api, orphan, 10, 14); // a gap keeps it stopped (not finalized) after the stop
+    const fresh = await createTake(api, alice);
+    const idle = `now() - make_interval(secs => ${30 + api.config.RECORDING_DISCONNECT_GRACE_SECONDS + 5})`;
+    await api.rt.db.query('test.idle', `UPDATE recording SET updated_at = ${idle} WHERE meeting_id = $1`, [orphan.meetingId]);
+
+    const key = recordingLeaseKey(orphan.meetingId, 1);
+    expect(await coordination.acquire(key, 'instance-a', 60_000)).not.toBeNull();
+    expect((await runSweep(api.rt, { coordination })).stopped).toBe(0);
+    await coordination.release(key, 'instance-a');
+
+    expect((await runSweep(api.rt, { coordination })).stopped).toBe(1);
+    const rec = await getRecording(api.rt.db, orphan.meetingId);
+    expect(rec).toMatchObject({ state: 'stopped', stop_reason: 'connection_closed', owner_instance: null });
+    expect(rec!.gap_upload_deadline!.getTime()).toBeGreaterThan(Date.now() + 1700_000);
+    const history = await api.request('GET', `/meetings/${orphan.meetingId}/recording/events?limit=1`, { token: alice });
+    expect(history.body.items[0]).toMatchObject({ event_type: 'recording_stopped', payload: { reason: 'connection_closed', by: 'sweep', highest_contiguous_sequence: 4, missing_ranges: [[5, 9]] } });
+    expect((await getRecording(api.rt.db, fresh.meetingId))?.state).toBe('recording');
+    await api.rt.db.query('test.cleanup', 'DELETE FROM recording WHERE meeting_id = ANY($1)', [[orphan.meetingId, fresh.meetingId]]);
+  });
+});
+
+describe('sweepHandler', () => {
+  const call = async (handler: ReturnType<typeof sweepHandler>, headers: Record<string, string>, body?: unknown) => {
+    let status = 0;
+    let json: any;
+    const res = {
+      status(code: number) {
+        status = code;
+        return res;
+      },
+      json(b: unknown) {
+        json = b;
+      },
+    };
+    await handler({ headers, body }, res);
+    return { status, json };
+  };
+
+  it('should require the service token locally and run passes over the requested period', async () => {
+    const handler = sweepHandler(api.rt);
+    expect((await call(handler, {})).status).toBe(401);
+    expect((await call(handler, { authorization: `Bearer ${alice}` })).status).toBe(401);
+    const once = await call(handler, { authorization: `Bearer ${api.serviceToken}` });
+    expect(once).toMatchObject({ status: 200, json: { passes: 1, failed: 0 } });
+    // Interval 0.4 s over a 1 s period: passes at 0, 0.4 and 0.8 s.
+    const period = await call(handler, { authorization: `Bearer ${api.serviceToken}` }, { period_seconds: 1 });
+    expect(period).toMatchObject({ status: 200, json: { passes: 3 } });
+  });
+});
