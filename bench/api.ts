@@ -98,6 +98,9 @@ rows.push({ measure: 'speaker-label assignment, 10,000 segments (median of 6)', 
 const me = await call('GET', '/me', user);
 const vectors: number[][] = [];
 const seedStart = performance.now();
+// Bulk load as one would in production: rows first, then the HNSW index in one build.
+const { rows: [hnsw] } = await db.query<{ def: string }>('bench.hnsw_def', `SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indexrelid = 'person_voice_vector_idx'::regclass`);
+await db.query('bench.drop_hnsw', 'DROP INDEX person_voice_vector_idx');
 for (let offset = 0; offset < PEOPLE; offset += 5000) {
   const batch = Array.from({ length: Math.min(5000, PEOPLE - offset) }, () => randomVector());
   vectors.push(...batch);
@@ -108,6 +111,8 @@ for (let offset = 0; offset < PEOPLE; offset += 5000) {
     [me.id, offset, batch.map((v) => pgvector.toSql(v))],
   );
 }
+const loadMs = performance.now() - seedStart;
+await db.query('bench.create_hnsw', hnsw.def);
 const seedMs = performance.now() - seedStart;
 const matchTimes: number[] = [];
 const exactTimes: number[] = [];
@@ -172,7 +177,7 @@ rows.push({
   target: '',
 });
 
-const out = `${table(rows)}\n\nSeeding ${PEOPLE.toLocaleString('en')} people with voice vectors (HNSW maintained on insert) took ${(seedMs / 1000).toFixed(1)} s. Ratio = result / baseline (lower is better; the baseline does the same work without HTTP, validation, events or idempotency, except for the exact scan, which is the alternative to the index).`;
+const out = `${table(rows)}\n\nSeeding ${PEOPLE.toLocaleString('en')} people with voice vectors took ${(loadMs / 1000).toFixed(1)} s, building the HNSW index ${((seedMs - loadMs) / 1000).toFixed(1)} s. Ratio = result / baseline (lower is better; the baseline does the same work without HTTP, validation, events or idempotency, except for the exact scan, which is the alternative to the index).`;
 console.log(out);
 writeSection('API', out);
 await stack.stop();

@@ -10,7 +10,7 @@ export type EntityAction = 'created' | 'updated' | 'deleted';
 
 /** Events as sent to WebSocket clients (decisions.md section 5), minus the envelope. */
 export type EventBody =
-  | { type: 'EntityChanged'; entity: string; action: EntityAction; id: string; meeting_id: string | null }
+  | { type: 'EntityChanged'; entity: string; action: EntityAction; id: string | null; meeting_id: string | null }
   | { type: 'TranscriptSegmentEvent'; meeting_id: string; transcription_id: string; segment: Record<string, unknown> }
   | { type: 'TalkingPointEvent'; meeting_id: string; talking_point: Record<string, unknown> }
   | { type: 'AudioStoredProgressEvent'; meeting_id: string; audio_version: number; highest_contiguous_sequence: number; frames_stored: number; bytes_stored: number }

@@ -69,9 +69,10 @@ CREATE TABLE tag (
   user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
   name text NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now(),
-  updated_at timestamptz NOT NULL DEFAULT now()
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  -- Tag names are unique per user (a duplicate answers 409); also the index of the tenant scope.
+  CONSTRAINT tag_user_id_name_key UNIQUE (user_id, name)
 );
-CREATE INDEX tag_user_id_idx ON tag (user_id);
 
 CREATE TABLE meeting (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),

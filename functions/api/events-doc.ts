@@ -14,7 +14,7 @@ export const EventSchemas = {
   EntityChanged: z.object({
     type: z.literal('EntityChanged'),
     ...envelope,
-    entity: z.string().openapi({ example: 'meeting', description: 'meeting, transcription, transcript_segment, person, person_summary, tag, task, sub_task, note, ai_thread, chat_message, talking_point, topic, meeting_attendee, meeting_audio_file' }),
+    entity: z.string().openapi({ example: 'meeting', description: 'meeting, user, transcription, transcript_segment, person, person_summary, tag, task, sub_task, note, ai_thread, chat_message, talking_point, topic, meeting_attendee, meeting_audio_file' }),
     action: z.enum(['created', 'updated', 'deleted']),
     id: z.string().uuid().nullable(),
     meeting_id: z.string().uuid().nullable(),

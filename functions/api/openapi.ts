@@ -25,12 +25,33 @@ const problem = (description: string) => ({ description, content: { 'application
 export const Uuid = z.string().uuid().openapi({ example: '7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e' });
 export const IdParam = z.object({ id: Uuid.openapi({ param: { name: 'id', in: 'path' } }) });
 export const Timestamp = z.string().datetime({ offset: true }).openapi({ example: '2026-11-22T09:00:00.000Z' });
+// vector(192) stores 32-bit floats; larger values would fail in SQL instead of validation.
+const FLOAT4_MAX = 3.4028234663852886e38;
 export const Vector192 = z
-  .array(z.number().finite())
+  .array(z.number().finite().min(-FLOAT4_MAX).max(FLOAT4_MAX, 'must fit a 32-bit float'))
   .length(192, 'must have exactly 192 dimensions')
-  .openapi({ description: 'Embedding of exactly 192 finite numbers' });
-/** JSON value (jsonb columns). */
-export const Json = z.any().openapi({ description: 'any JSON value' });
+  // zod-to-openapi does not render .length(); the bounds are stated so clients (and the
+  // schema-driven tests) see them.
+  .openapi({ description: 'Embedding of exactly 192 finite numbers', minItems: 192, maxItems: 192 });
+export const MAX_JSON_DEPTH = 64;
+
+/** Nesting depth within `max`, walked without recursion (the value may be arbitrarily deep). */
+function depthWithin(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > max) return false;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return true;
+}
+
+/** JSON value (jsonb columns), nested at most MAX_JSON_DEPTH levels: deeper values overflow the stack when serialised. */
+export const Json = z
+  .any()
+  .refine((v) => depthWithin(v, MAX_JSON_DEPTH), `must not nest deeper than ${MAX_JSON_DEPTH} levels`)
+  .openapi({ description: `any JSON value, nested at most ${MAX_JSON_DEPTH} levels` });
 
 export const PageQuery = {
   limit: z.coerce.number().int().min(1).max(200).default(50).openapi({ description: 'page size (1-200, default 50)' }),

@@ -18,6 +18,8 @@ import { registerTalkingPoints } from './talking-points';
 import { registerSynthesis } from './synthesis';
 import { registerTopics } from './topics';
 import { registerSystemTasks } from './system-tasks';
+import { registerRecording } from './recording';
+import { registerAudio } from './audio';
 
 /** Every resource's routes, registered on the one app. */
 export function registerRoutes(app: OpenAPIHono<AppEnv>) {
@@ -39,4 +41,6 @@ export function registerRoutes(app: OpenAPIHono<AppEnv>) {
   registerSynthesis(app);
   registerTopics(app);
   registerSystemTasks(app);
+  registerRecording(app);
+  registerAudio(app);
 }

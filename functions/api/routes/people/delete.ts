@@ -1,0 +1,31 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { notFound } from '@mi/lib/errors';
+import { deletePerson } from '@mi/lib/domain/people';
+import { userIdOf } from '../../actor';
+import { commit } from '../../commit';
+import type { AppEnv } from '../../env';
+import { IdParam, notFoundResponse, op } from '../../openapi';
+
+const route = op({
+  method: 'delete',
+  path: '/people/{id}',
+  operationId: 'deletePerson',
+  tags: ['people'],
+  summary: 'Delete a person',
+  description:
+    'Hard delete. Transcript segments and tasks keep existing without the person, its summaries, speaker-label assignments and attendances are deleted, and a user whose own person it was gets person_id null.',
+  auth: ['bearer'],
+  request: { params: IdParam },
+  responses: { 204: { description: 'deleted' }, 404: notFoundResponse('person') },
+});
+
+export function registerDeletePerson(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, (c) => {
+    const userId = userIdOf(c);
+    const { id } = c.req.valid('param');
+    return commit(c, 204, async (tx, emit) => {
+      if (!(await deletePerson(tx, { userId }, id))) throw notFound('person');
+      await emit(userId, { type: 'EntityChanged', entity: 'person', action: 'deleted', id, meeting_id: null });
+    }) as never;
+  });
+}

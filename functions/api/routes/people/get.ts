@@ -1,0 +1,26 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { notFound } from '@mi/lib/errors';
+import { getPerson } from '@mi/lib/domain/people';
+import { actorOf } from '../../actor';
+import type { AppEnv } from '../../env';
+import { IdParam, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { PersonSchema } from './schema';
+
+const route = op({
+  method: 'get',
+  path: '/people/{id}',
+  operationId: 'getPerson',
+  tags: ['people'],
+  summary: 'Get a person, with voice_vector',
+  auth: ['bearer', 'service'],
+  request: { params: IdParam },
+  responses: { 200: jsonResponse(PersonSchema, 'the person'), 404: notFoundResponse('person') },
+});
+
+export function registerGetPerson(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, async (c) => {
+    const person = await getPerson(c.var.deps.db, actorOf(c), c.req.valid('param').id);
+    if (!person) throw notFound('person');
+    return c.json(JSON.parse(JSON.stringify(person)), 200);
+  });
+}

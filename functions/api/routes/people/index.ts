@@ -1,0 +1,17 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { AppEnv } from '../../env';
+import { registerCreatePerson } from './create';
+import { registerDeletePerson } from './delete';
+import { registerGetPerson } from './get';
+import { registerListPeople } from './list';
+import { registerSetMyPerson } from './me-person';
+import { registerUpdatePerson } from './update';
+
+export function registerPeople(app: OpenAPIHono<AppEnv>) {
+  registerListPeople(app);
+  registerCreatePerson(app);
+  registerGetPerson(app);
+  registerUpdatePerson(app);
+  registerDeletePerson(app);
+  registerSetMyPerson(app);
+}

@@ -1,0 +1,37 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { notFound } from '@mi/lib/errors';
+import { updatePerson } from '@mi/lib/domain/people';
+import { userIdOf } from '../../actor';
+import { commit } from '../../commit';
+import type { AppEnv } from '../../env';
+import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, problemResponse } from '../../openapi';
+import { PatchPersonBody, PersonSchema } from './schema';
+
+const route = op({
+  method: 'patch',
+  path: '/people/{id}',
+  operationId: 'updatePerson',
+  tags: ['people'],
+  summary: "Partially update a person's user fields (voice fields are not writable)",
+  auth: ['bearer'],
+  request: { params: IdParam, ...jsonBody(PatchPersonBody) },
+  responses: {
+    200: jsonResponse(PersonSchema, 'the full person'),
+    404: notFoundResponse('person'),
+    409: problemResponse('display_name already used by another of your people'),
+  },
+});
+
+export function registerUpdatePerson(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, (c) => {
+    const userId = userIdOf(c);
+    const { id } = c.req.valid('param');
+    const patch = c.req.valid('json');
+    return commit(c, 200, async (tx, emit) => {
+      const person = await updatePerson(tx, { userId }, id, patch);
+      if (!person) throw notFound('person');
+      await emit(userId, { type: 'EntityChanged', entity: 'person', action: 'updated', id, meeting_id: null });
+      return person;
+    }) as never;
+  });
+}

@@ -1,0 +1,34 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { notFound } from '@mi/lib/errors';
+import { createSummary } from '@mi/lib/domain/person-summaries';
+import { userIdOf } from '../../actor';
+import { commit } from '../../commit';
+import type { AppEnv } from '../../env';
+import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { CreateSummaryBody, PersonSummarySchema } from './schema';
+
+const route = op({
+  method: 'post',
+  path: '/people/{id}/summaries',
+  operationId: 'createPersonSummary',
+  tags: ['people'],
+  summary: 'Add a summary of a person (the caller is its author)',
+  auth: ['bearer'],
+  idempotent: true,
+  request: { params: IdParam, ...jsonBody(CreateSummaryBody) },
+  responses: { 201: jsonResponse(PersonSummarySchema, 'the created summary'), 404: notFoundResponse('person') },
+});
+
+export function registerCreateSummary(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, (c) => {
+    const userId = userIdOf(c);
+    const { id } = c.req.valid('param');
+    const body = c.req.valid('json');
+    return commit(c, 201, async (tx, emit) => {
+      const summary = await createSummary(tx, userId, id, body);
+      if (!summary) throw notFound('person');
+      await emit(userId, { type: 'EntityChanged', entity: 'person_summary', action: 'created', id: summary.id, meeting_id: null });
+      return summary;
+    }) as never;
+  });
+}

@@ -1,0 +1,45 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { assignSpeakerLabel } from '@mi/lib/domain/speaker-label-assign';
+import { userIdOf } from '../../actor';
+import { commit } from '../../commit';
+import type { AppEnv } from '../../env';
+import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { AssignLabelBody, AssignLabelResult } from './schema';
+
+const route = op({
+  method: 'post',
+  path: '/meetings/{id}/speaker-labels',
+  operationId: 'assignSpeakerLabel',
+  tags: ['meetings'],
+  summary: 'Assign a speaker label of the meeting to a person',
+  description: [
+    'In one transaction: stores the assignment (re-applied whenever segments are appended or replaced),',
+    'sets person_id on every transcript segment of the meeting with that speaker_label, and refines the',
+    "person's voice model: voice_vector becomes normalise(n·previous + k·m), where m is the normalised mean",
+    'of the normalised feature vectors of the k segments newly attributed to the person and n the number of',
+    'embeddings behind the previous vector; voice_model_status becomes ready and voice_confidence the mean',
+    'cosine similarity of those embeddings to the new vector. Segments without a feature_vector are relabelled',
+    'but do not contribute. Broadcasts EntityChanged { entity: transcript_segment, action: updated } and',
+    '{ entity: person, action: updated }. 422 when person_id is not one of your people or no segment of the',
+    "meeting's transcript has the label.",
+  ].join(' '),
+  auth: ['bearer'],
+  idempotent: true,
+  request: { params: IdParam, ...jsonBody(AssignLabelBody) },
+  responses: { 200: jsonResponse(AssignLabelResult, 'the segments were relabelled'), 404: notFoundResponse('meeting') },
+});
+
+export function registerAssignSpeakerLabel(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, (c) => {
+    const userId = userIdOf(c);
+    const { id } = c.req.valid('param');
+    const { speaker_label, person_id } = c.req.valid('json');
+    return commit(c, 200, async (tx, emit) => {
+      const result = await assignSpeakerLabel(tx, userId, id, speaker_label, person_id);
+      // One event for the bulk relabel: id null, the client refetches the meeting's segments.
+      await emit(userId, { type: 'EntityChanged', entity: 'transcript_segment', action: 'updated', id: null, meeting_id: id });
+      await emit(userId, { type: 'EntityChanged', entity: 'person', action: 'updated', id: person_id, meeting_id: null });
+      return result;
+    }) as never;
+  });
+}

@@ -1,0 +1,9 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { AppEnv } from '../../env';
+import { registerAssignSpeakerLabel } from './assign';
+import { registerListSpeakerLabels } from './list';
+
+export function registerSpeakerLabels(app: OpenAPIHono<AppEnv>) {
+  registerListSpeakerLabels(app);
+  registerAssignSpeakerLabel(app);
+}

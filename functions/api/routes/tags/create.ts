@@ -1,0 +1,31 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { createTag } from '@mi/lib/domain/tags';
+import { userIdOf } from '../../actor';
+import { commit } from '../../commit';
+import type { AppEnv } from '../../env';
+import { jsonBody, jsonResponse, op } from '../../openapi';
+import { TagBody, TagSchema } from './schema';
+
+const route = op({
+  method: 'post',
+  path: '/tags',
+  operationId: 'createTag',
+  tags: ['tags'],
+  summary: 'Create a tag',
+  auth: ['bearer'],
+  idempotent: true,
+  request: jsonBody(TagBody),
+  responses: { 201: jsonResponse(TagSchema, 'the created tag') },
+});
+
+export function registerCreateTag(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, (c) => {
+    const userId = userIdOf(c);
+    const { name } = c.req.valid('json');
+    return commit(c, 201, async (tx, emit) => {
+      const tag = await createTag(tx, userId, name);
+      await emit(userId, { type: 'EntityChanged', entity: 'tag', action: 'created', id: tag.id, meeting_id: null });
+      return tag;
+    }) as never;
+  });
+}

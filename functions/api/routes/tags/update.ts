@@ -1,0 +1,33 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { notFound } from '@mi/lib/errors';
+import { renameTag } from '@mi/lib/domain/tags';
+import { userIdOf } from '../../actor';
+import { commit } from '../../commit';
+import type { AppEnv } from '../../env';
+import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { TagBody, TagSchema } from './schema';
+
+const route = op({
+  method: 'patch',
+  path: '/tags/{id}',
+  operationId: 'updateTag',
+  tags: ['tags'],
+  summary: 'Rename a tag',
+  auth: ['bearer'],
+  request: { params: IdParam, ...jsonBody(TagBody) },
+  responses: { 200: jsonResponse(TagSchema, 'the tag'), 404: notFoundResponse('tag') },
+});
+
+export function registerUpdateTag(app: OpenAPIHono<AppEnv>) {
+  app.openapi(route, (c) => {
+    const userId = userIdOf(c);
+    const { id } = c.req.valid('param');
+    const { name } = c.req.valid('json');
+    return commit(c, 200, async (tx, emit) => {
+      const tag = await renameTag(tx, { userId }, id, name);
+      if (!tag) throw notFound('tag');
+      await emit(userId, { type: 'EntityChanged', entity: 'tag', action: 'updated', id, meeting_id: null });
+      return tag;
+    }) as never;
+  });
+}
