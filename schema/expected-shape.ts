@@ -8,6 +8,8 @@ export const TABLES: Record<string, string[]> = {
     'id uuid required = gen_random_uuid()', 'user_id uuid required', 'display_name text required',
     'full_name text', 'title text', 'role text', 'email text', 'company text', 'tags jsonb',
     "voice_model_status text required = 'untrained'", 'voice_confidence numeric', 'voice_vector vector(192)',
+    // internal: how many segment embeddings built voice_vector (weights refinement)
+    'voice_sample_count integer required = 0',
     'created_at timestamptz required = now()', 'updated_at timestamptz required = now()',
   ],
   person_summary: ['id uuid required = gen_random_uuid()', 'person_id uuid required', 'author_id uuid required', 'summary text required', 'context jsonb', 'created_at timestamptz required = now()', 'updated_at timestamptz required = now()'],
