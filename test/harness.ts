@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
+import type { DestinationStream } from 'pino';
 import { inject } from 'vitest';
 import { mintDevToken } from '@mi/lib/auth';
 import { loadConfig, type Config } from '@mi/lib/config';
@@ -55,11 +56,16 @@ export interface TestResponse {
   text: string;
 }
 
-export async function startApi(env: Record<string, string> = {}): Promise<ApiHarness> {
+export interface StartOptions {
+  /** Where the API's pino logs go (e.g. a collector in tests that inspect log lines). */
+  logDestination?: DestinationStream;
+}
+
+export async function startApi(env: Record<string, string> = {}, opts: StartOptions = {}): Promise<ApiHarness> {
   const config = testConfig(env);
   const database = await openDatabase(config);
   await applySchema(database.url);
-  const rt = createRuntime(config, database.db, { log: createLogger({ level: config.LOG_LEVEL, name: 'test' }) });
+  const rt = createRuntime(config, database.db, { log: createLogger({ level: config.LOG_LEVEL, name: 'test', destination: opts.logDestination }) });
   await rt.store.ensureBucket();
   await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
   const app = createApp(rt);

@@ -7,6 +7,7 @@ import type { MiddlewareHandler } from 'hono';
 import { ApiError } from '@mi/lib/errors';
 import type { Queryable } from '@mi/lib/db/pool';
 import type { AppEnv, IdempotencyClaim } from '../env';
+import { RAW_BODY_TYPE } from './body-limit';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TTL = '24 hours';
@@ -28,6 +29,9 @@ export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!UUID.test(key)) throw new ApiError('bad_request', 'Idempotency-Key must be a uuid');
   const { db } = c.var.deps;
   const principal = c.var.principal.userId ?? 'service';
+  // Raw bodies are not bounded by the app's body limit; no idempotent operation takes one, so
+  // refuse it rather than read it whole.
+  if (RAW_BODY_TYPE.test(c.req.header('content-type') ?? '')) throw new ApiError('unsupported_media_type', 'this operation takes a JSON body');
   const body = await c.req.text(); // Hono caches it for the validator
   const hash = createHash('sha256').update(`${c.req.method} ${c.req.path}\n${body}`).digest('hex');
 

@@ -1,0 +1,12 @@
+// `npm run test:fuzz`: only the fuzz files, with the long run's case count (FUZZ_RUNS, default
+// 10,000; FUZZ_SEED picks the sequence). `npm test` runs the same files' seeded quick run.
+import { defineConfig } from 'vitest/config';
+import base from './vitest.config';
+
+export default defineConfig({
+  test: {
+    ...base.test,
+    include: ['test/fuzz/**/*.fuzz.test.ts'],
+    env: { ...base.test?.env, FUZZ_RUNS: process.env.FUZZ_RUNS ?? '10000' },
+  },
+});
