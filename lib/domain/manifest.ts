@@ -66,6 +66,58 @@ export async function overlappingRows(q: Queryable, meetingId: string, audioVers
   return rows;
 }
 
+/**
+ * Rows starting at or after `fromSequence` (an index range scan). With non-overlapping rows and
+ * everything below `fromSequence` stored, these are all the rows a writer of later frames can
+ * collide with, and all the rows it may not know about yet.
+ */
+export async function rowsStartingFrom(q: Queryable, meetingId: string, audioVersion: number, fromSequence: number): Promise<ManifestRow[]> {
+  const { rows } = await q.query<ManifestRow>(
+    'manifest.starting_from',
+    `SELECT * FROM segment_manifest WHERE meeting_id = $1 AND audio_version = $2 AND start_sequence >= $3 ORDER BY start_sequence`,
+    [meetingId, audioVersion, fromSequence],
+  );
+  return rows;
+}
+
+export interface TakeFrom {
+  meetingId: string;
+  audioVersion: number;
+  fromSequence: number;
+}
+
+/** rowsStartingFrom for many takes in one statement (a live instance's group commit). */
+export async function rowsStartingFromMany(q: Queryable, takes: TakeFrom[]): Promise<ManifestRow[]> {
+  if (!takes.length) return [];
+  const { rows } = await q.query<ManifestRow>(
+    'manifest.starting_from_many',
+    `SELECT s.* FROM segment_manifest s
+     JOIN unnest($1::uuid[], $2::int[], $3::bigint[]) AS t(meeting_id, audio_version, from_sequence)
+       ON s.meeting_id = t.meeting_id AND s.audio_version = t.audio_version AND s.start_sequence >= t.from_sequence
+     ORDER BY s.meeting_id, s.audio_version, s.start_sequence`,
+    [takes.map((t) => t.meetingId), takes.map((t) => t.audioVersion), takes.map((t) => t.fromSequence)],
+  );
+  return rows;
+}
+
+/** Inserts many rows in one statement; ranges already present are skipped. */
+export async function insertManifestRows(q: Queryable, rows: ManifestInput[]): Promise<void> {
+  if (!rows.length) return;
+  const col = <K extends keyof ManifestInput>(k: K) => rows.map((r) => r[k] ?? null);
+  await q.query(
+    'manifest.insert_many',
+    `INSERT INTO segment_manifest (meeting_id, audio_version, start_sequence, end_sequence, started_at_ms, duration_ms,
+       object_name, object_generation, byte_count, crc32c, sha256)
+     SELECT * FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[],
+       $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[])
+     ON CONFLICT (meeting_id, audio_version, start_sequence, end_sequence) DO NOTHING`,
+    [
+      col('meeting_id'), col('audio_version'), col('start_sequence'), col('end_sequence'), col('started_at_ms'), col('duration_ms'),
+      col('object_name'), col('object_generation'), col('byte_count'), col('crc32c'), col('sha256'),
+    ],
+  );
+}
+
 export function coverageOf(rows: Pick<ManifestRow, 'start_sequence' | 'end_sequence' | 'byte_count'>[]): Coverage {
   const sorted = [...rows].sort((a, b) => a.start_sequence - b.start_sequence);
   const missing: [number, number][] = [];

@@ -151,6 +151,35 @@ export async function touchOwner(q: Queryable, meetingId: string, audioVersion: 
   return rowCount === 1;
 }
 
+export interface TakeKey {
+  meetingId: string;
+  audioVersion: number;
+}
+
+/**
+ * Locks takes for segment writes (in key order, so concurrent writers cannot deadlock) and
+ * touches those `writer` owns while their capture is open: a write doubles as the owner's
+ * heartbeat. Missing takes are absent from the result.
+ */
+export async function lockTakesForWrite(tx: Queryable, takes: TakeKey[], writer: string): Promise<Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance'>[]> {
+  if (!takes.length) return [];
+  const params = [takes.map((t) => t.meetingId), takes.map((t) => t.audioVersion)];
+  const { rows } = await tx.query<Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance'>>(
+    'recording.lock_for_write',
+    `SELECT meeting_id, audio_version, state, owner_instance FROM recording
+     WHERE (meeting_id, audio_version) IN (SELECT * FROM unnest($1::uuid[], $2::int[]))
+     ORDER BY meeting_id, audio_version FOR UPDATE`,
+    params,
+  );
+  await tx.query(
+    'recording.touch_writer',
+    `UPDATE recording SET updated_at = now()
+     WHERE (meeting_id, audio_version) IN (SELECT * FROM unnest($1::uuid[], $2::int[])) AND owner_instance = $3 AND state = ANY($4)`,
+    [...params, writer, CAPTURE_OPEN],
+  );
+  return rows;
+}
+
 /** Clears owner_instance if it is still `owner` (graceful shutdown: the take waits for a resume). */
 export async function releaseOwner(q: Queryable, meetingId: string, audioVersion: number, owner: string): Promise<void> {
   await q.query(

@@ -1,0 +1,130 @@
+// The events one connection receives: strictly in seq order, each once. Seqs are gapless per
+// user and committed in order, so an event arriving past a gap (Pub/Sub delivered out of order,
+// or a message is still on its way) means the missing ones are already in the outbox: they are
+// read from there first. `last_seq` replay is the same read from the client's point on. Events
+// go through one queue, so live events arriving during a replay wait for it.
+import type { Queryable } from '@mi/lib/db/pool';
+import { eventsAfter, type StoredEvent } from '@mi/lib/events';
+import type { Logger } from '@mi/lib/log';
+
+export interface EventSink {
+  /** Sends one event to the client; false when the connection is gone. */
+  send(message: Record<string, unknown>): boolean;
+  /** Resolves when the connection's send buffer has room (replays do not overrun it). */
+  drained(): Promise<void>;
+  /** Reading the outbox failed for good: the client must reconnect (and replay). */
+  fail(): void;
+}
+
+const PAGE = 500;
+const READ_ATTEMPTS = 4;
+
+/** The latest event seq of each of these users that has one. */
+export async function latestSeqs(q: Queryable, userIds: string[]): Promise<Map<string, number>> {
+  const { rows } = await q.query<{ user_id: string; last_seq: number }>(
+    'events.latest_seqs',
+    'SELECT user_id, last_seq FROM event_sequence WHERE user_id = ANY($1::uuid[])',
+    [userIds],
+  );
+  return new Map(rows.map((r) => [r.user_id, Number(r.last_seq)]));
+}
+
+/** The user's latest event seq (0 before the first). */
+export async function latestSeq(q: Queryable, userId: string): Promise<number> {
+  const { rows } = await q.query<{ last_seq: number }>('events.latest_seq', 'SELECT last_seq FROM event_sequence WHERE user_id = $1', [userId]);
+  return rows[0]?.last_seq ?? 0;
+}
+
+export function toClientMessage(e: StoredEvent): Record<string, unknown> {
+  return { ...e.body, event_id: e.event_id, seq: e.seq, occurred_at: e.occurred_at };
+}
+
+export class EventStream {
+  private lastSeq = 0;
+  private queue: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly userId: string,
+    private readonly clientId: string,
+    private readonly sink: EventSink,
+    private readonly log: Logger,
+  ) {}
+
+  /** Starts after `lastSeq` (replaying what the outbox holds after it) or after the latest event. */
+  start(lastSeq?: number): Promise<void> {
+    return this.enqueue(async () => {
+      const latest = await this.read(() => latestSeq(this.db, this.userId));
+      if (lastSeq === undefined || lastSeq >= latest) {
+        this.lastSeq = latest;
+        return;
+      }
+      this.lastSeq = lastSeq;
+      await this.fill(latest);
+    });
+  }
+
+  push(e: StoredEvent): void {
+    if (e.user_id !== this.userId) return;
+    void this.enqueue(async () => {
+      if (e.seq <= this.lastSeq) return; // a duplicate (Pub/Sub redelivery, or local dispatch and its Pub/Sub copy)
+      if (e.seq > this.lastSeq + 1) await this.fill(e.seq - 1);
+      this.emit(e);
+    });
+  }
+
+  /** Delivers from the outbox what Pub/Sub did not bring (yet) up to `latest`. */
+  catchUp(latest: number): void {
+    if (latest <= this.lastSeq) return;
+    void this.enqueue(() => this.fill(latest));
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  private enqueue(step: () => Promise<void>): Promise<void> {
+    this.queue = this.queue.then(async () => {
+      if (this.closed) return;
+      try {
+        await step();
+      } catch (err) {
+        this.log.warn({ err: (err as Error).message, user_id: this.userId }, 'event delivery failed; asking the client to reconnect');
+        this.closed = true;
+        this.sink.fail();
+      }
+    });
+    return this.queue;
+  }
+
+  /** Delivers the stored events after lastSeq up to `upTo`. */
+  private async fill(upTo: number): Promise<void> {
+    while (this.lastSeq < upTo && !this.closed) {
+      const from = this.lastSeq;
+      const batch = await this.read(() => eventsAfter(this.db, this.userId, from, Math.min(PAGE, upTo - from)));
+      for (const e of batch) if (e.seq <= upTo) this.emit(e);
+      // Events past the retention window are gone: skip what the outbox no longer has.
+      if (this.lastSeq === from) this.lastSeq = upTo;
+      if (this.lastSeq < upTo) await this.sink.drained();
+    }
+  }
+
+  private emit(e: StoredEvent): void {
+    if (e.seq <= this.lastSeq || this.closed) return;
+    this.lastSeq = e.seq;
+    if (e.origin_client_id && e.origin_client_id === this.clientId) return; // echo suppression (X-Client-Id)
+    if (!this.sink.send(toClientMessage(e))) this.closed = true;
+  }
+
+  private async read<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (attempt >= READ_ATTEMPTS) throw err;
+        await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+      }
+    }
+  }
+}

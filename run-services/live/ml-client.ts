@@ -1,0 +1,239 @@
+// One take's audio stream to the ML service (/tmp/ml-contract.md): POST /streaming, frames over
+// its WebSocket, DELETE /streaming/{id} to drain. Storage never waits on it: a frame the ML
+// socket cannot take right now (not open, or more than MAX_BUFFERED_BYTES unsent) is dropped for
+// ML and counted; a lost session is re-created with backoff from the next sequence.
+import WebSocket from 'ws';
+import type { Logger } from '@mi/lib/log';
+
+export interface MlSessionInit {
+  meeting_id: string;
+  transcription_id: string;
+  audio_version: number;
+  encoding: 'pcm_s16le' | 'webm_opus';
+  sample_rate: number;
+  start_sequence: number;
+}
+
+/** A health observation for the recording's history and its client (RecordingHealth). */
+export interface MlHealth {
+  source: 'ml' | 'core';
+  code: string;
+  detail: Record<string, unknown>;
+}
+
+export interface DrainResult {
+  drained: boolean;
+  processed?: number;
+  dropped?: number;
+  /** The drain did not answer within the bound (or failed). */
+  timed_out?: boolean;
+  error?: string;
+}
+
+export interface MlStreamOptions {
+  baseUrl: string;
+  token: string;
+  init: MlSessionInit;
+  log: Logger;
+  onHealth(h: MlHealth): void;
+}
+
+const MAX_BUFFERED_BYTES = 256 * 1024;
+/** Frames kept while the session is being (re)created: ~10 s of audio. */
+const MAX_QUEUED_FRAMES = 100;
+const BACKOFF_MS = [250, 500, 1_000, 2_000, 5_000, 10_000];
+const REQUEST_TIMEOUT_MS = 5_000;
+/** Drop counts are reported at most this often (the ML's own and ours). */
+const DROP_REPORT_MS = 2_000;
+
+export class MlStream {
+  private ws: WebSocket | null = null;
+  private id: string | null = null;
+  private open = false;
+  private closed = false;
+  private attempt = 0;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private queue: Buffer[] = [];
+  private nextSeq: number;
+  private down = false;
+  private dropped = { count: 0, total: 0, reason: '' };
+  private mlDropped = { count: 0, total: 0 };
+  private dropTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly o: MlStreamOptions) {
+    this.nextSeq = o.init.start_sequence;
+    void this.connect();
+  }
+
+  /** Forwards one binary message ([u64 seq][bytes], as the client sent it); never waits. */
+  send(message: Buffer, seq: number): void {
+    if (this.closed) return;
+    this.nextSeq = Math.max(this.nextSeq, seq + 1);
+    if (this.open && this.ws) {
+      if (this.ws.bufferedAmount > MAX_BUFFERED_BYTES) return this.drop('backpressure');
+      this.ws.send(message);
+      return;
+    }
+    if (this.queue.length >= MAX_QUEUED_FRAMES) {
+      this.queue.shift();
+      this.drop('unavailable');
+    }
+    this.queue.push(message);
+  }
+
+  /** Lets the ML finish what it has (bounded by timeoutMs), then closes the stream. */
+  async drain(timeoutMs: number): Promise<DrainResult> {
+    const deadline = Date.now() + timeoutMs;
+    const id = this.id;
+    const ws = this.ws;
+    this.stopRetrying();
+    if (!id || !this.open) {
+      this.close();
+      return { drained: false, error: 'no open ML session' };
+    }
+    // Frames still in our socket buffer first, so the drain covers them.
+    while (ws && ws.readyState === WebSocket.OPEN && ws.bufferedAmount > 0 && Date.now() < deadline) await sleep(10);
+    try {
+      const res = await fetch(`${this.o.baseUrl}/streaming/${id}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${this.o.token}` },
+        signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
+      });
+      if (!res.ok) return { drained: false, error: `DELETE answered ${res.status}` };
+      const body = (await res.json()) as { drained?: boolean; processed?: number; dropped?: number };
+      return { drained: body.drained === true, processed: body.processed, dropped: body.dropped };
+    } catch (err) {
+      const timedOut = (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError';
+      return { drained: false, timed_out: timedOut, ...(timedOut ? {} : { error: (err as Error).message }) };
+    } finally {
+      this.close();
+    }
+  }
+
+  /** Stops forwarding without a drain (the take moves to another instance, or this one stops). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopRetrying();
+    this.reportDrops();
+    if (this.dropTimer) clearTimeout(this.dropTimer);
+    this.queue = [];
+    this.ws?.close(1000);
+    this.ws = null;
+    this.open = false;
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return;
+    try {
+      const res = await fetch(`${this.o.baseUrl}/streaming`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${this.o.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ ...this.o.init, start_sequence: this.queuedFrom() }),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+      if (res.status !== 201) throw new Error(`POST /streaming answered ${res.status}`);
+      const session = (await res.json()) as { id: string; audio_url: string };
+      if (this.closed) return;
+      this.id = session.id;
+      this.attach(new WebSocket(session.audio_url, { headers: { authorization: `Bearer ${this.o.token}` } }));
+    } catch (err) {
+      this.retry((err as Error).message);
+    }
+  }
+
+  private attach(ws: WebSocket): void {
+    this.ws = ws;
+    ws.on('open', () => {
+      if (this.closed) return void ws.close(1000);
+      this.open = true;
+      this.attempt = 0;
+      if (this.down) {
+        this.down = false;
+        this.o.onHealth({ source: 'core', code: 'ml_recovered', detail: { session_id: this.id } });
+      }
+      for (const m of this.queue.splice(0)) ws.send(m);
+    });
+    ws.on('message', (data, isBinary) => {
+      if (!isBinary) this.fromMl(String(data));
+    });
+    ws.on('error', (err) => this.o.log.debug({ err: err.message }, 'ML audio socket error'));
+    ws.on('close', () => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      this.open = false;
+      this.id = null;
+      if (!this.closed) this.retry('ML audio socket closed');
+    });
+  }
+
+  private fromMl(text: string): void {
+    let m: { type?: unknown; code?: unknown; detail?: unknown; count?: unknown; total?: unknown };
+    try {
+      m = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (m.type === 'warning' && typeof m.code === 'string') {
+      this.o.onHealth({ source: 'ml', code: m.code, detail: isObject(m.detail) ? m.detail : {} });
+    } else if (m.type === 'dropped' && typeof m.count === 'number') {
+      this.mlDropped.count += m.count;
+      this.mlDropped.total = typeof m.total === 'number' ? m.total : this.mlDropped.total + m.count;
+      this.scheduleDropReport();
+    }
+  }
+
+  private drop(reason: string): void {
+    this.dropped.count++;
+    this.dropped.total++;
+    this.dropped.reason = reason;
+    this.scheduleDropReport();
+  }
+
+  private scheduleDropReport(): void {
+    if (this.dropTimer || this.closed) return;
+    this.dropTimer = setTimeout(() => {
+      this.dropTimer = null;
+      this.reportDrops();
+    }, DROP_REPORT_MS);
+    this.dropTimer.unref();
+  }
+
+  private reportDrops(): void {
+    if (this.dropped.count) {
+      this.o.onHealth({ source: 'core', code: 'ml_frames_dropped', detail: { ...this.dropped } });
+      this.dropped.count = 0;
+    }
+    if (this.mlDropped.count) {
+      this.o.onHealth({ source: 'ml', code: 'dropped', detail: { ...this.mlDropped } });
+      this.mlDropped.count = 0;
+    }
+  }
+
+  private retry(error: string): void {
+    if (this.closed || this.retryTimer) return;
+    const delay = BACKOFF_MS[Math.min(this.attempt++, BACKOFF_MS.length - 1)];
+    if (!this.down) {
+      this.down = true;
+      this.o.onHealth({ source: 'core', code: 'ml_unavailable', detail: { error, retry_in_ms: delay } });
+    }
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      void this.connect();
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  private stopRetrying(): void {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+  }
+
+  /** A re-created session starts at the oldest frame still queued for it. */
+  private queuedFrom(): number {
+    return this.queue.length ? Number(this.queue[0].readBigUInt64BE(0)) : this.nextSeq;
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

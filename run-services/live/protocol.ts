@@ -1,0 +1,79 @@
+// The WebSocket protocol of decisions.md section 5 (plus the additions in docs/websocket.md):
+// client commands, close codes, error codes, audio frame framing.
+import { z } from 'zod';
+
+export const CloseCode = {
+  /** The server restarts or the connection reached its lifetime: reconnect and resume. */
+  reconnect: 1012,
+  badHello: 4400,
+  unauthorized: 4401,
+  helloTimeout: 4408,
+  /** The client did not read what the server sent fast enough (send queue bound). */
+  slowReader: 4413,
+  tooManyConnections: 4429,
+} as const;
+
+export type ErrorCode =
+  | 'bad_message'
+  | 'bad_frame'
+  | 'frame_too_large'
+  | 'sequence_out_of_range'
+  | 'buffer_full'
+  | 'meeting_not_found'
+  | 'not_a_recording_meeting'
+  | 'recording_in_progress'
+  | 'recording_open'
+  | 'recording_not_found'
+  | 'recording_not_open'
+  | 'recording_stopping'
+  | 'no_recording'
+  | 'unavailable';
+
+const uuid = z.string().uuid();
+
+export const Hello = z.object({
+  type: z.literal('hello'),
+  token: z.string().min(1).max(16_384),
+  client_id: uuid,
+  last_seq: z.number().int().min(0).optional(),
+});
+
+export const StartRecording = z
+  .object({
+    type: z.literal('StartRecordingCommand'),
+    meeting_id: uuid,
+    encoding: z.enum(['pcm_s16le', 'webm_opus']),
+    sample_rate: z.number().int().min(8_000).max(192_000).default(16_000),
+    max_duration_seconds: z.number().int().min(1).optional(),
+  })
+  .strict();
+
+export const ResumeRecording = z
+  .object({ type: z.literal('ResumeRecordingCommand'), meeting_id: uuid, audio_version: z.number().int().min(1) })
+  .strict();
+
+export const StopRecording = z.object({ type: z.literal('StopRecordingCommand'), meeting_id: uuid }).strict();
+
+export type StartCommand = z.infer<typeof StartRecording>;
+export type ResumeCommand = z.infer<typeof ResumeRecording>;
+export type StopCommand = z.infer<typeof StopRecording>;
+
+export const Command = z.discriminatedUnion('type', [StartRecording, ResumeRecording, StopRecording]);
+export type HelloMessage = z.infer<typeof Hello>;
+export type ClientCommand = z.infer<typeof Command>;
+
+/** The header of every binary message: the frame's sequence number, u64 big-endian. */
+export const FRAME_HEADER_BYTES = 8;
+/** Spec: every frame is 100 ms of audio. */
+export const FRAME_MS = 100;
+
+/** The sequence number of a binary message, or null when it has no (usable) header. */
+export function frameSequence(data: Buffer): number | null {
+  if (data.length <= FRAME_HEADER_BYTES) return null;
+  const seq = data.readBigUInt64BE(0);
+  return seq > BigInt(Number.MAX_SAFE_INTEGER) ? null : Number(seq);
+}
+
+export function describeIssues(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.join('.') || 'message'}: ${i.message}`).join('; ');
+}

@@ -1,0 +1,546 @@
+// One take owned by this instance: frames → in-memory buffer → one object + one manifest row per
+// RECORDING_SEGMENT_TARGET_MS of contiguous frames → progress events with the durable contiguous
+// sequence; audio forwarded to the ML service; lease heartbeat; max duration; the stop sequence
+// (settle → flush → bounded ML drain → stopped). Nothing the recorder was given is dropped while
+// it owns the take: storage and database errors are retried with backoff, never given up.
+import type { Coordination } from '@mi/lib/coordination';
+import { appendEvent, type EventBody, type StoredEvent } from '@mi/lib/events';
+import { coverage, type ManifestRow } from '@mi/lib/domain/manifest';
+import { recordEvent } from '@mi/lib/domain/recording-events';
+import {
+  getRecording,
+  markStopped,
+  markStopping,
+  recordingLeaseKey,
+  releaseOwner,
+  touchOwner,
+  type Encoding,
+  type StopReason,
+} from '@mi/lib/domain/recordings';
+import type { Runtime } from '@mi/lib/runtime';
+import { FrameBuffer, type Run } from './frames';
+import { MlStream, type DrainResult, type MlHealth } from './ml-client';
+import { FRAME_MS, type ErrorCode } from './protocol';
+import { RangeSet } from './ranges';
+import { MAX_BATCH_RUNS, prepareRuns, type SegmentCommitter } from './segments';
+
+export interface Take {
+  meetingId: string;
+  audioVersion: number;
+  userId: string;
+  transcriptionId: string | null;
+  encoding: Encoding;
+  sampleRate: number;
+  maxDurationSeconds: number;
+  startedAt: Date;
+}
+
+/** The connection a recorder reports to. */
+export interface RecorderClient {
+  readonly id: string;
+  send(message: Record<string, unknown>): boolean;
+  /** The connection no longer holds this recorder. */
+  released(r: Recorder): void;
+}
+
+export interface RecorderHost {
+  rt: Runtime;
+  coordination: Coordination;
+  instanceId: string;
+  mlUrl: string;
+  leaseTtlMs: number;
+  heartbeatMs: number;
+  committer: SegmentCommitter;
+  /** Deliver committed events to this instance's connections now and publish them. */
+  dispatch(events: StoredEvent[]): void;
+  /** A detached recorder asks whether its user is still connected anywhere (to start the grace). */
+  checkPresence(r: Recorder): void;
+  /** The grace period ran out: stop unless the user is back. */
+  graceExpired(r: Recorder): void;
+  /** The recorder is done on this instance. */
+  closed(r: Recorder): void;
+}
+
+export type RecorderState = 'recording' | 'settling' | 'finishing' | 'done';
+
+/** Frames waiting for storage beyond this are refused (buffer_full): ~2 min of 16 kHz PCM. */
+const MAX_PENDING_BYTES = 4 * 1024 * 1024;
+const BACKOFF_MS = [100, 200, 500, 1_000, 2_000, 5_000];
+/** Frames beyond the duration ceiling by this many are refused outright. */
+const SEQUENCE_SLACK_FRAMES = 600;
+const DURATION_WARNING_LEAD_MS = 60_000;
+const LET_GO_FLUSH_MS = 5_000;
+
+export class Recorder {
+  readonly key: string;
+  state: RecorderState = 'recording';
+  client: RecorderClient | null = null;
+  private readonly frames: FrameBuffer;
+  private bytesStored: number;
+  /** Rows counted already whose range is past the contiguous point (their bytes are in bytesStored). */
+  private readonly knownRows = new Map<string, number>();
+  private lastProgress: { frames: number; at: number };
+  private progressRequested = false;
+  private ml: MlStream | null = null;
+  private pumping: Promise<void> | null = null;
+  private again = false;
+  private forced = 0;
+  private halted = false;
+  private flushTimer: NodeJS.Timeout | null = null;
+  private graceTimer: NodeJS.Timeout | null = null;
+  private stopping: Promise<void> | null = null;
+  private storageFailing = false;
+  /** When a segment write last refreshed our ownership of the row (it doubles as the heartbeat). */
+  private touchedAt = 0;
+  /** Heartbeat and progress cadence: until the recorder is done. */
+  private readonly intervals: NodeJS.Timeout[] = [];
+  /** Duration warning and ceiling: until the stop begins. */
+  private readonly durationTimers: NodeJS.Timeout[] = [];
+  private readonly targetFrames: number;
+  private readonly maxFrames: number;
+
+  constructor(
+    private readonly host: RecorderHost,
+    readonly take: Take,
+    stored: ManifestRow[] = [],
+  ) {
+    this.key = recordingLeaseKey(take.meetingId, take.audioVersion);
+    const c = host.rt.config;
+    this.targetFrames = Math.max(1, Math.round(c.RECORDING_SEGMENT_TARGET_MS / FRAME_MS));
+    this.maxFrames = Math.ceil((take.maxDurationSeconds * 1000) / FRAME_MS) + SEQUENCE_SLACK_FRAMES;
+    this.frames = new FrameBuffer(RangeSet.of(stored.map((r) => [r.start_sequence, r.end_sequence] as const)));
+    this.bytesStored = stored.reduce((n, r) => n + r.byte_count, 0);
+    for (const r of stored) if (r.end_sequence > this.frames.durable.contiguous) this.knownRows.set(rowKey(r), r.end_sequence);
+    this.lastProgress = { frames: this.frames.durable.size, at: Date.now() };
+
+    if (take.transcriptionId) {
+      this.ml = new MlStream({
+        baseUrl: host.mlUrl,
+        token: c.SERVICE_AUTH_TOKEN,
+        log: host.rt.log,
+        init: {
+          meeting_id: take.meetingId,
+          transcription_id: take.transcriptionId,
+          audio_version: take.audioVersion,
+          encoding: take.encoding,
+          sample_rate: take.sampleRate,
+          start_sequence: this.frames.durable.contiguous + 1,
+        },
+        onHealth: (h) => this.health(h),
+      });
+    }
+    const progressMs = c.RECORDING_PROGRESS_INTERVAL_SECONDS * 1000;
+    this.intervals.push(
+      setInterval(() => {
+        if (Date.now() - this.lastProgress.at >= progressMs - 20) this.requestProgress();
+      }, progressMs),
+      setInterval(() => void this.heartbeat(), host.heartbeatMs),
+    );
+    this.scheduleDuration();
+  }
+
+  get coverage() {
+    return { highest_contiguous_sequence: this.frames.durable.contiguous, missing_ranges: this.frames.durable.missing() };
+  }
+
+  /** Frames waiting for storage (for tests and the shutdown log). */
+  get pendingFrames(): number {
+    return this.frames.size;
+  }
+
+  attach(client: RecorderClient): void {
+    if (this.client && this.client !== client) {
+      // Another connection (a second tab) resumed the take on this instance.
+      this.client.send({ type: 'RecordingReleased', meeting_id: this.take.meetingId, audio_version: this.take.audioVersion, reason: 'resumed_elsewhere' });
+      this.client.released(this);
+    }
+    this.client = client;
+    this.cancelGrace('resumed');
+  }
+
+  /** The connection closed: what it delivered is written now, not when the take continues. */
+  detach(client: RecorderClient): void {
+    if (this.client !== client) return;
+    this.client = null;
+    this.kick();
+  }
+
+  /** One binary message ([u64 seq][bytes]); null when taken (or a harmless duplicate). */
+  frame(seq: number, message: Buffer): ErrorCode | null {
+    if (this.state === 'finishing' || this.state === 'done') return 'recording_stopping';
+    if (seq > this.maxFrames) return 'sequence_out_of_range';
+    if (this.frames.bytes >= MAX_PENDING_BYTES) return 'buffer_full';
+    if (!this.frames.add(seq, message.subarray(8), Date.now())) return null;
+    this.ml?.send(message, seq);
+    if (this.frames.size >= this.targetFrames) this.kick();
+    else if (!this.flushTimer && !this.pumping) this.armFlushTimer();
+    return null;
+  }
+
+  /** The stop sequence; resolves once RecordingStopped went out (or the take was lost). */
+  stop(reason: StopReason): Promise<void> {
+    this.stopping ??= this.runStop(reason).catch((err) => {
+      this.host.rt.log.error({ err, take: this.key }, 'stop failed');
+    });
+    return this.stopping;
+  }
+
+  scheduleGrace(seconds: number): void {
+    if (this.state !== 'recording' || this.client || this.graceTimer) return;
+    this.note('disconnect_grace_started', { grace_seconds: seconds });
+    if (seconds <= 0) return void this.stop('connection_closed');
+    this.graceTimer = setTimeout(() => {
+      this.graceTimer = null;
+      this.host.graceExpired(this);
+    }, seconds * 1000);
+  }
+
+  cancelGrace(reason: string): void {
+    if (!this.graceTimer) return;
+    clearTimeout(this.graceTimer);
+    this.graceTimer = null;
+    this.note('disconnect_grace_cancelled', { reason });
+  }
+
+  /** Writes everything waiting; resolves when nothing waits or after timeoutMs. */
+  async flushAll(timeoutMs = Infinity): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    this.forced++;
+    try {
+      while (this.frames.size > 0 && !this.halted && Date.now() < deadline) {
+        this.kick();
+        const pass = this.pumping ?? Promise.resolve();
+        await (Number.isFinite(timeoutMs) ? Promise.race([pass, sleep(Math.max(0, deadline - Date.now()))]) : pass);
+      }
+    } finally {
+      this.forced--;
+    }
+  }
+
+  /**
+   * The take goes on elsewhere (resumed on another instance) or this instance stops: write what
+   * we hold, stop forwarding, tell the client, and forget the take.
+   */
+  async letGo(reason: 'resumed_elsewhere' | 'shutdown' | 'not_recording', flushMs = LET_GO_FLUSH_MS): Promise<void> {
+    if (this.state === 'done') return;
+    this.state = 'done';
+    this.clearTimers();
+    await this.flushAll(flushMs);
+    this.ml?.close();
+    const unflushed = this.frames.size;
+    this.halt();
+    if (this.client) {
+      this.client.send({ type: 'RecordingReleased', meeting_id: this.take.meetingId, audio_version: this.take.audioVersion, reason });
+      this.client.released(this);
+      this.client = null;
+    }
+    this.note('recording_released', { instance: this.host.instanceId, reason, frames_unflushed: unflushed });
+    if (reason === 'shutdown') {
+      await Promise.allSettled([
+        releaseOwner(this.host.rt.db, this.take.meetingId, this.take.audioVersion, this.host.instanceId),
+        this.host.coordination.release(this.key, this.host.instanceId),
+      ]);
+    }
+    this.host.closed(this);
+  }
+
+  /** Stops timers, writes and forwarding; nothing is written after this. */
+  private halt(): void {
+    this.halted = true;
+    this.state = 'done';
+    this.clearTimers();
+    this.ml?.close();
+  }
+
+  // --- storage -------------------------------------------------------------------------------
+
+  private kick(): void {
+    if (this.halted) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    if (this.flushTimer) clearTimeout(this.flushTimer), (this.flushTimer = null);
+    this.pumping = this.pump().finally(() => {
+      this.pumping = null;
+      if (this.again && !this.halted) {
+        this.again = false;
+        this.kick();
+      } else this.armFlushTimer();
+    });
+  }
+
+  private armFlushTimer(): void {
+    if (this.halted || this.flushTimer) return;
+    const due = this.frames.nextDueAt(this.host.rt.config.RECORDING_SEGMENT_TARGET_MS);
+    if (due === null) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = null;
+      this.kick();
+    }, Math.max(0, due - Date.now()));
+  }
+
+  private async pump(): Promise<void> {
+    const c = this.host.rt.config;
+    for (let failures = 0; !this.halted; ) {
+      this.again = false;
+      const force = this.forced > 0 || this.client === null;
+      const runs = this.frames.dueRuns({ now: Date.now(), targetFrames: this.targetFrames, maxAgeMs: c.RECORDING_SEGMENT_TARGET_MS, force });
+      if (!runs.length && !this.progressRequested) return;
+      try {
+        for (let i = 0; i < runs.length; i += MAX_BATCH_RUNS) await this.store(runs.slice(i, i + MAX_BATCH_RUNS));
+        if (this.progressRequested) await this.emitProgress();
+        if (this.storageFailing) {
+          this.storageFailing = false;
+          this.health({ source: 'core', code: 'storage_recovered', detail: { attempts: failures } });
+        }
+        failures = 0;
+      } catch (err) {
+        failures++;
+        this.host.rt.log.warn({ err: (err as Error).message, take: this.key, failures }, 'segment write failed; retrying');
+        if (!this.storageFailing || failures % 10 === 0) {
+          this.storageFailing = true;
+          this.health({ source: 'core', code: 'storage_retrying', detail: { attempt: failures, error: (err as Error).message } });
+        }
+        await sleep(BACKOFF_MS[Math.min(failures - 1, BACKOFF_MS.length - 1)]);
+      }
+    }
+  }
+
+  /** Stores runs: their objects, then their rows through the instance's group commit. */
+  private async store(runs: Run[]): Promise<void> {
+    const { rt } = this.host;
+    const prepared = await prepareRuns(rt.store, this.take, runs);
+    const outcome = await this.host.committer.commit({
+      take: this.take,
+      userId: this.take.userId,
+      from: this.frames.durable.contiguous + 1,
+      runs: prepared,
+      progress: (rows) => this.progressFor(rows),
+    });
+    if (outcome.kind === 'closed') {
+      // Finalized underneath us (nothing can be added): these frames were never acknowledged.
+      rt.log.error({ take: this.key, runs: runs.map((r) => [r.start, r.end]) }, 'take is finalized; frames cannot be stored');
+      this.frames.markDurable(0, Number.MAX_SAFE_INTEGER);
+      void this.letGo('not_recording', 0);
+      return;
+    }
+    for (const r of outcome.rows) this.learn(r);
+    if (outcome.owner === this.host.instanceId) this.touchedAt = Date.now();
+    if (outcome.events.length) this.progressSent(outcome.events);
+    if (this.state === 'recording' && (outcome.state !== 'recording' || outcome.owner !== this.host.instanceId)) {
+      void this.letGo(outcome.state === 'recording' ? 'resumed_elsewhere' : 'not_recording');
+    }
+  }
+
+  private learn(r: Pick<ManifestRow, 'start_sequence' | 'end_sequence' | 'byte_count'>): void {
+    const k = rowKey(r);
+    if (this.knownRows.has(k)) return;
+    this.frames.markDurable(r.start_sequence, r.end_sequence);
+    this.bytesStored += r.byte_count;
+    this.knownRows.set(k, r.end_sequence);
+    const contiguous = this.frames.durable.contiguous;
+    for (const [key, end] of this.knownRows) if (end <= contiguous) this.knownRows.delete(key);
+  }
+
+  // --- progress and health -------------------------------------------------------------------
+
+  private progressBody(durable: RangeSet, bytes: number): EventBody {
+    return {
+      type: 'AudioStoredProgressEvent',
+      meeting_id: this.take.meetingId,
+      audio_version: this.take.audioVersion,
+      highest_contiguous_sequence: durable.contiguous,
+      frames_stored: durable.size,
+      bytes_stored: bytes,
+    };
+  }
+
+  /**
+   * The progress events due once `rows` (every row from our contiguous point on) are stored: one
+   * per RECORDING_PROGRESS_EVERY_FRAMES frames they add, each with the coverage at that point (a
+   * backlog written in one go thins out no event), or one when an interval's event is due.
+   */
+  private progressFor(rows: ManifestRow[]): EventBody[] {
+    const every = this.host.rt.config.RECORDING_PROGRESS_EVERY_FRAMES;
+    const view = this.frames.durable.clone();
+    let bytes = this.bytesStored;
+    let reported = this.lastProgress.frames;
+    const bodies: EventBody[] = [];
+    const fresh = rows.filter((r) => !this.knownRows.has(rowKey(r))).sort((a, b) => a.start_sequence - b.start_sequence);
+    for (const [i, r] of fresh.entries()) {
+      view.add(r.start_sequence, r.end_sequence);
+      bytes += r.byte_count;
+      if (view.size - reported >= every || (this.progressRequested && i === fresh.length - 1)) {
+        bodies.push(this.progressBody(view, bytes));
+        reported = view.size;
+      }
+    }
+    return bodies;
+  }
+
+  private requestProgress(): void {
+    this.progressRequested = true;
+    this.kick();
+  }
+
+  private async emitProgress(): Promise<void> {
+    const body = this.progressBody(this.frames.durable, this.bytesStored);
+    const event = await this.host.rt.db.withTransaction((tx) => appendEvent(tx, this.take.userId, body));
+    this.host.dispatch([event]);
+    this.progressSent([event]);
+  }
+
+  /** Events already dispatched (the committer dispatches a whole batch's at once). */
+  private progressSent(events: StoredEvent[]): void {
+    this.progressRequested = false;
+    this.lastProgress = { frames: (events.at(-1)!.body as { frames_stored: number }).frames_stored, at: Date.now() };
+  }
+
+  private health(h: MlHealth): void {
+    if (this.halted) return;
+    this.client?.send({ type: 'RecordingHealth', meeting_id: this.take.meetingId, audio_version: this.take.audioVersion, ...h });
+    this.note(h.code, { source: h.source, ...h.detail });
+  }
+
+  /** Appends to recording_event_history; a failure only costs the diagnostic. */
+  note(eventType: string, payload: Record<string, unknown>): void {
+    recordEvent(this.host.rt.db, this.take.meetingId, eventType, { audio_version: this.take.audioVersion, ...payload }).catch((err) =>
+      this.host.rt.log.warn({ err: (err as Error).message, eventType }, 'could not record a recording event'),
+    );
+  }
+
+  // --- lifecycle -----------------------------------------------------------------------------
+
+  private async runStop(reason: StopReason): Promise<void> {
+    const { rt, instanceId } = this.host;
+    const c = rt.config;
+    if (this.state !== 'recording') return;
+    const { meetingId, audioVersion } = this.take;
+    const ok = await rt.db.withTransaction(async (tx) => {
+      if (!(await markStopping(tx, meetingId, audioVersion, reason, { owner: instanceId }))) return false;
+      await recordEvent(tx, meetingId, 'stop_requested', { audio_version: audioVersion, reason, instance: instanceId });
+      return true;
+    });
+    if (!ok) return this.letGo(await this.whyLost());
+    this.state = 'settling';
+    this.clearDurationAndGrace();
+    await sleep(c.RECORDING_STOP_SETTLE_MS);
+    this.state = 'finishing';
+    await this.flushAll();
+    const drain: DrainResult = this.ml ? await this.ml.drain(c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS * 1000) : { drained: false, error: 'no ML session' };
+    this.note(drain.timed_out ? 'ml_drain_timeout' : 'ml_drained', { ...drain, timeout_seconds: c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS });
+
+    const result = await withRetry(() =>
+      rt.db.withTransaction(async (tx) => {
+        const rec = await markStopped(tx, meetingId, audioVersion, c.RECORDING_GAP_UPLOAD_DEADLINE_SECONDS);
+        const cov = await coverage(tx, meetingId, audioVersion);
+        const deadline = rec?.gap_upload_deadline ?? null;
+        await recordEvent(tx, meetingId, 'recording_stopped', {
+          audio_version: audioVersion,
+          reason,
+          highest_contiguous_sequence: cov.highest_contiguous_sequence,
+          missing_ranges: cov.missing_ranges,
+          frames_stored: cov.frames_stored,
+          bytes_stored: cov.bytes_stored,
+          gap_upload_deadline: deadline,
+          ml_drained: drain.drained,
+        });
+        const events = [
+          await appendEvent(tx, this.take.userId, this.progressBody(this.frames.durable, this.bytesStored)),
+          await appendEvent(tx, this.take.userId, { type: 'EntityChanged', entity: 'recording', action: 'updated', id: meetingId, meeting_id: meetingId }),
+        ];
+        return { cov, deadline, events };
+      }),
+    );
+    this.host.dispatch(result.events);
+    this.state = 'done';
+    this.halt();
+    if (this.client) {
+      this.client.send({
+        type: 'RecordingStopped',
+        meeting_id: meetingId,
+        audio_version: audioVersion,
+        reason,
+        highest_contiguous_sequence: result.cov.highest_contiguous_sequence,
+        missing_ranges: result.cov.missing_ranges,
+        gap_upload_deadline: result.deadline ? new Date(result.deadline).toISOString() : null,
+      });
+      this.client.released(this);
+      this.client = null;
+    }
+    await this.host.coordination.release(this.key, instanceId).catch(() => undefined);
+    this.host.closed(this);
+  }
+
+  private async heartbeat(): Promise<void> {
+    const { coordination, instanceId, leaseTtlMs, rt } = this.host;
+    if (this.state === 'done') return;
+    const [lease, owned] = await Promise.all([
+      coordination.renew(this.key, instanceId, leaseTtlMs).then(
+        (l) => l ?? coordination.acquire(this.key, instanceId, leaseTtlMs), // a lapsed lease nobody took is still ours
+        () => 'unknown' as const,
+      ),
+      Date.now() - this.touchedAt < this.host.heartbeatMs
+        ? true
+        : touchOwner(rt.db, this.take.meetingId, this.take.audioVersion, instanceId).catch(() => 'unknown' as const),
+    ]);
+    if (this.state !== 'recording') return;
+    if (lease === null || owned === false) {
+      this.note('lease_lost', { instance: instanceId, lease_taken: lease === null, row_owner_changed: owned === false });
+      return this.letGo(await this.whyLost());
+    }
+    if (!this.client && !this.graceTimer) this.host.checkPresence(this);
+  }
+
+  /** Another instance resumed the take, or it is no longer recording at all. */
+  private async whyLost(): Promise<'resumed_elsewhere' | 'not_recording'> {
+    const rec = await getRecording(this.host.rt.db, this.take.meetingId, this.take.audioVersion).catch(() => null);
+    return rec?.state === 'recording' && rec.owner_instance !== this.host.instanceId ? 'resumed_elsewhere' : 'not_recording';
+  }
+
+  private scheduleDuration(): void {
+    const endAt = this.take.startedAt.getTime() + this.take.maxDurationSeconds * 1000;
+    const lead = Math.min(DURATION_WARNING_LEAD_MS, (this.take.maxDurationSeconds * 1000) / 10);
+    const now = Date.now();
+    if (endAt - lead > now) {
+      this.durationTimers.push(
+        setTimeout(() => {
+          const seconds = Math.max(0, Math.round((endAt - Date.now()) / 1000));
+          const warning = { meeting_id: this.take.meetingId, audio_version: this.take.audioVersion, seconds_remaining: seconds, max_duration_seconds: this.take.maxDurationSeconds };
+          this.client?.send({ type: 'RecordingDurationWarning', ...warning });
+          this.note('duration_warning', warning);
+        }, endAt - lead - now),
+      );
+    }
+    this.durationTimers.push(setTimeout(() => void this.stop('max_duration'), Math.max(0, endAt - now)));
+  }
+
+  private clearDurationAndGrace(): void {
+    for (const t of this.durationTimers) clearTimeout(t);
+    this.durationTimers.length = 0;
+    if (this.graceTimer) clearTimeout(this.graceTimer), (this.graceTimer = null);
+  }
+
+  private clearTimers(): void {
+    this.clearDurationAndGrace();
+    for (const t of this.intervals) clearInterval(t);
+    this.intervals.length = 0;
+    if (this.flushTimer) clearTimeout(this.flushTimer), (this.flushTimer = null);
+  }
+}
+
+const rowKey = (r: Pick<ManifestRow, 'start_sequence' | 'end_sequence'>) => `${r.start_sequence}-${r.end_sequence}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Retries a database step with backoff until it succeeds: a stop must complete. */
+async function withRetry<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= 20) throw err;
+      await sleep(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]);
+    }
+  }
+}

@@ -1,0 +1,203 @@
+// Storing runs of frames: one object per run (create-only), then one segment_manifest row per
+// run. Rows go in under the take's row lock after checking what is stored from the writer's
+// contiguous point on, so writers of one take (a resumed take's old and new owner, a gap upload)
+// never leave overlapping ranges: the later one learns what is there and writes the rest.
+//
+// Rows are committed by one SegmentCommitter per instance: requests that arrive while a
+// transaction runs go together in the next one (group commit). An idle instance commits each
+// request at once; a busy one needs a handful of statements per batch instead of per segment.
+import { CRC32C } from '@google-cloud/storage';
+import type { Database, Queryable } from '@mi/lib/db/pool';
+import { insertManifestRows, rowsStartingFromMany, type ManifestInput, type ManifestRow } from '@mi/lib/domain/manifest';
+import { lockTakesForWrite, type RecordingState, type TakeKey } from '@mi/lib/domain/recordings';
+import { appendEvent, type EventBody, type StoredEvent } from '@mi/lib/events';
+import { ObjectExistsError, type ObjectStore } from '@mi/lib/storage';
+import type { Run } from './frames';
+import { FRAME_MS } from './protocol';
+
+/** Runs (objects) a recorder hands over at once. */
+export const MAX_BATCH_RUNS = 8;
+/** Requests committed in one transaction at most. */
+const MAX_COMMIT_BATCH = 200;
+
+export interface PreparedRun {
+  run: Run;
+  crc32c: string;
+  byteCount: number;
+  object: { name: string; generation: number; created: boolean };
+}
+
+export interface CommitRequest {
+  take: TakeKey;
+  userId: string;
+  /** The writer's first sequence not known to be stored (all before it are). */
+  from: number;
+  runs: PreparedRun[];
+  /** The progress events due once these rows are in (all rows from `from` on, ours included). */
+  progress(rows: ManifestRow[]): EventBody[];
+}
+
+export type SegmentOutcome =
+  /**
+   * The rows from `from` on (ours included) and which runs are now stored (ours, or an identical
+   * row). A run not stored overlapped rows someone else wrote first: learn `rows`, write the rest.
+   */
+  | { kind: 'stored'; rows: ManifestRow[]; stored: Run[]; owner: string | null; state: RecordingState; events: StoredEvent[] }
+  /** The take is gone, finalizing or finalized: nothing can be added any more. */
+  | { kind: 'closed' };
+
+export function crc32cOf(body: Buffer): string {
+  const crc = new CRC32C();
+  crc.update(body);
+  return crc.toString();
+}
+
+const pad = (n: number) => String(n).padStart(10, '0');
+export const segmentObjectName = (t: TakeKey, start: number, end: number) => `recordings/${t.meetingId}/${t.audioVersion}/${pad(start)}-${pad(end)}.seg`;
+
+/** Writes the runs' objects (in parallel). */
+export function prepareRuns(store: ObjectStore, take: TakeKey, runs: Run[]): Promise<PreparedRun[]> {
+  return Promise.all(
+    runs.map(async (run) => {
+      const body = run.frames.length === 1 ? run.frames[0].bytes : Buffer.concat(run.frames.map((f) => f.bytes));
+      const crc = crc32cOf(body);
+      return { run, crc32c: crc, byteCount: body.length, object: await putObject(store, segmentObjectName(take, run.start, run.end), body, crc) };
+    }),
+  );
+}
+
+interface Pending {
+  req: CommitRequest;
+  resolve(o: SegmentOutcome): void;
+  reject(err: unknown): void;
+}
+
+export class SegmentCommitter {
+  private queue: Pending[] = [];
+  private running = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly store: ObjectStore,
+    /** This instance: its writes touch the takes it owns (the owner's heartbeat). */
+    private readonly writer: string,
+    /** Committed events, all of a batch at once. */
+    private readonly dispatch: (events: StoredEvent[]) => void,
+  ) {}
+
+  commit(req: CommitRequest): Promise<SegmentOutcome> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ req, resolve, reject });
+      void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (this.queue.length) await this.run(this.queue.splice(0, MAX_COMMIT_BATCH));
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async run(batch: Pending[]): Promise<void> {
+    let outcomes: SegmentOutcome[];
+    try {
+      outcomes = await this.db.withTransaction((tx) => this.commitBatch(tx, batch.map((p) => p.req)));
+    } catch (err) {
+      // One bad request must not fail the others: retry them one by one.
+      if (batch.length === 1) return batch[0].reject(err);
+      for (const p of batch) await this.run([p]);
+      return;
+    }
+    this.dispatch(outcomes.flatMap((o) => (o.kind === 'stored' ? o.events : [])));
+    batch.forEach((p, i) => p.resolve(outcomes[i]));
+    // Only a definite outcome may remove our objects; after a failed commit they may be referenced.
+    const unreferenced = batch.flatMap((p, i) => {
+      const o = outcomes[i];
+      const referenced = new Set(o.kind === 'stored' ? o.rows.map((r) => r.object_name) : []);
+      return p.req.runs.filter((r) => r.object.created && !referenced.has(r.object.name)).map((r) => r.object.name);
+    });
+    await Promise.all(unreferenced.map((name) => this.store.delete(name).catch(() => undefined)));
+  }
+
+  private async commitBatch(tx: Queryable, reqs: CommitRequest[]): Promise<SegmentOutcome[]> {
+    const key = (t: TakeKey) => `${t.meetingId}/${t.audioVersion}`;
+    const locks = new Map((await lockTakesForWrite(tx, reqs.map((r) => r.take), this.writer)).map((l) => [`${l.meeting_id}/${l.audio_version}`, l]));
+    const open = reqs.filter((r) => {
+      const state = locks.get(key(r.take))?.state;
+      return state !== undefined && state !== 'finalizing' && state !== 'finalized';
+    });
+    const existing = await rowsStartingFromMany(tx, open.map((r) => ({ ...r.take, fromSequence: r.from })));
+    const rowsOf = new Map<string, ManifestRow[]>(open.map((r) => [key(r.take), []]));
+    for (const row of existing) rowsOf.get(`${row.meeting_id}/${row.audio_version}`)?.push(row);
+
+    const inserts: ManifestInput[] = [];
+    const outcomes: SegmentOutcome[] = [];
+    for (const req of reqs) {
+      const rows = rowsOf.get(key(req.take));
+      const lock = locks.get(key(req.take));
+      if (!rows || !lock) {
+        outcomes.push({ kind: 'closed' });
+        continue;
+      }
+      const stored: Run[] = [];
+      for (const { run, crc32c, byteCount, object } of req.runs) {
+        const clash = rows.filter((r) => r.start_sequence <= run.end && r.end_sequence >= run.start);
+        const identical = clash.length === 1 && clash[0].start_sequence === run.start && clash[0].end_sequence === run.end && clash[0].crc32c === crc32c;
+        if (clash.length && !identical) continue;
+        stored.push(run);
+        if (identical) continue;
+        const row: ManifestInput = {
+          meeting_id: req.take.meetingId,
+          audio_version: req.take.audioVersion,
+          start_sequence: run.start,
+          end_sequence: run.end,
+          started_at_ms: run.start * FRAME_MS,
+          duration_ms: (run.end - run.start + 1) * FRAME_MS,
+          object_name: object.name,
+          object_generation: object.generation,
+          byte_count: byteCount,
+          crc32c,
+        };
+        inserts.push(row);
+        rows.push({ ...row, id: '', object_generation: object.generation, sha256: null, created_at: new Date() });
+      }
+      outcomes.push({ kind: 'stored', rows, stored, owner: lock.owner_instance, state: lock.state, events: [] });
+    }
+    await insertManifestRows(tx, inserts);
+    for (const [i, req] of reqs.entries()) {
+      const o = outcomes[i];
+      if (o.kind !== 'stored') continue;
+      for (const body of req.progress(o.rows)) o.events.push(await appendEvent(tx, req.userId, body));
+    }
+    return outcomes;
+  }
+}
+
+/**
+ * Writes the object create-only. An object already there with our bytes (a retried write that
+ * landed) is ours; one with other bytes (left by a writer that died) is not touched: ours gets
+ * another name.
+ */
+async function putObject(store: ObjectStore, name: string, body: Buffer, crc: string): Promise<PreparedRun['object']> {
+  for (let n = 0; ; n++) {
+    const candidate = n === 0 ? name : name.replace(/\.seg$/, `.${n}.seg`);
+    try {
+      const stored = await store.write(candidate, body, { createOnly: true, contentType: 'application/octet-stream' });
+      if (stored.crc32c !== crc) {
+        await store.delete(candidate).catch(() => undefined);
+        throw new Error(`object ${candidate}: stored crc32c ${stored.crc32c} differs from ours ${crc}`);
+      }
+      return { name: candidate, generation: Number(stored.generation), created: true };
+    } catch (err) {
+      if (!(err instanceof ObjectExistsError)) throw err;
+      const existing = await store.stat(candidate);
+      if (existing && existing.crc32c === crc && existing.size === body.length) {
+        return { name: candidate, generation: Number(existing.generation), created: false };
+      }
+    }
+  }
+}

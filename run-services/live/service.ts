@@ -1,0 +1,280 @@
+// The live WebSocket service: attaches to any HTTP server's `upgrade` for /ws (the local stack's
+// one port, or the Cloud Run entry in server.ts). Per instance: one Pub/Sub subscription on the
+// events topic (fan-out to this instance's connections), Firestore presence of its connections,
+// and the recordings it owns (sessions.ts).
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import { createCoordination, type Coordination } from '@mi/lib/coordination';
+import { OWNER_HEARTBEAT_SECONDS, OWNER_STALE_SECONDS } from '@mi/lib/domain/recordings';
+import { findOrCreateUser } from '@mi/lib/domain/users';
+import type { StoredEvent } from '@mi/lib/events';
+import type { BusMessage } from '@mi/lib/bus';
+import type { Runtime } from '@mi/lib/runtime';
+import { Connection, type ConnectionHost } from './connection';
+import { EventStream, latestSeqs } from './event-stream';
+import { CloseCode, FRAME_HEADER_BYTES, type ClientCommand, type HelloMessage } from './protocol';
+import type { Recorder } from './recorder';
+import { Sessions } from './sessions';
+
+export interface LiveServiceOptions {
+  /** Names this instance in leases, presence and its subscription; unique per process. */
+  instanceId?: string;
+  /** Default: config.ML_SERVICE_URL. */
+  mlUrl?: string;
+  /** Default: Firestore (the emulator when FIRESTORE_EMULATOR_HOST is set), collections `live_*`. */
+  coordination?: Coordination;
+  /** Lease lifetime of an owned take and its heartbeat (tests shorten them). */
+  leaseTtlMs?: number;
+  heartbeatMs?: number;
+  /** Lifetime of a connection's presence document; refreshed at a third of it. */
+  presenceTtlMs?: number;
+}
+
+export interface LiveService {
+  readonly instanceId: string;
+  /** For `upgrade` requests on /ws. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Subscribes to the events topic; connections are accepted from then on. */
+  start(): Promise<void>;
+  /** Flushes every buffer, advises clients to reconnect (1012), releases leases, presence and the subscription. */
+  shutdown(reason?: 'shutdown'): Promise<void>;
+  /** true between start() and shutdown(): what /healthz reports. */
+  readonly accepting: boolean;
+  /** Takes owned by this instance, by lease key. */
+  readonly recorders: ReadonlyMap<string, Recorder>;
+}
+
+/** A connection the server closed with ReconnectAdvised keeps its takes at least this long. */
+const ADVISED_RECONNECT_GRACE_SECONDS = 30;
+const PRESENCE_TTL_MS = 60_000;
+const LIFETIME_FLUSH_MS = 2_000;
+/** Shutdown must end within Cloud Run's 10 s (server.ts exits at 8 s). */
+const SHUTDOWN_FLUSH_MS = 3_000;
+const SHUTDOWN_RELEASE_MS = 2_500;
+/**
+ * Pub/Sub can lose messages for an instance (a subscription recreated after the emulator or the
+ * subscription itself was gone, retention exceeded): this often each instance reads its users'
+ * latest seqs in one query and fills what its connections lack from the outbox.
+ */
+const CATCH_UP_MS = 5_000;
+
+interface PresenceNotice {
+  control: 'presence';
+  user_id: string;
+  online: boolean;
+  min_grace_seconds: number;
+  instance: string;
+}
+
+export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): LiveService {
+  const { config, log } = rt;
+  const instanceId = opts.instanceId ?? `live-${randomUUID()}`;
+  const coordination =
+    opts.coordination ?? createCoordination({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.FIRESTORE_EMULATOR_HOST, collectionPrefix: 'live_' });
+  const presenceTtlMs = opts.presenceTtlMs ?? PRESENCE_TTL_MS;
+  const wss = new WebSocketServer({
+    noServer: true,
+    clientTracking: false,
+    perMessageDeflate: false,
+    // Somewhat oversize frames get an `error` and the connection stays; far larger ones are cut (1009).
+    maxPayload: Math.max(1024 * 1024, 4 * (config.LIVE_MAX_FRAME_BYTES + FRAME_HEADER_BYTES)),
+  });
+  const connections = new Set<Connection>();
+  const byUser = new Map<string, Set<Connection>>();
+  let state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  let subscription: { close(): Promise<void> } | null = null;
+  let presenceTimer: NodeJS.Timeout | null = null;
+  let catchUpTimer: NodeJS.Timeout | null = null;
+  let stopped: Promise<void> | null = null;
+
+  const localConnections = (userId: string) => byUser.get(userId)?.size ?? 0;
+
+  function deliverLocal(e: StoredEvent): void {
+    for (const conn of byUser.get(e.user_id) ?? []) conn.stream?.push(e);
+  }
+
+  const sessions = new Sessions({
+    rt,
+    coordination,
+    instanceId,
+    mlUrl: opts.mlUrl ?? config.ML_SERVICE_URL,
+    leaseTtlMs: opts.leaseTtlMs ?? OWNER_STALE_SECONDS * 1000,
+    heartbeatMs: opts.heartbeatMs ?? OWNER_HEARTBEAT_SECONDS * 1000,
+    // Our own events reach our connections at once; their Pub/Sub copies are dropped by seq.
+    dispatch(events) {
+      for (const e of events) deliverLocal(e);
+      void rt.events.publish(events);
+    },
+    localConnections,
+    countPresence: (userId) => coordination.countPresence(userId),
+  });
+
+  function publishPresence(userId: string, online: boolean, minGraceSeconds = 0): void {
+    const notice: PresenceNotice = { control: 'presence', user_id: userId, online, min_grace_seconds: minGraceSeconds, instance: instanceId };
+    rt.bus
+      .publish(config.PUBSUB_TOPIC_EVENTS, notice, { user_id: userId, control: 'presence' }, { orderingKey: userId })
+      .catch((err) => log.warn({ err: (err as Error).message }, 'could not publish a presence notice; heartbeats will notice'));
+  }
+
+  function onBusMessage(m: BusMessage): void {
+    const data = m.data as Partial<StoredEvent & PresenceNotice>;
+    if (m.attributes.control === 'presence') {
+      if (data.instance === instanceId || typeof data.user_id !== 'string') return;
+      if (data.online) sessions.userOnline(data.user_id);
+      else sessions.userOffline(data.user_id, Number(data.min_grace_seconds) || 0);
+      return;
+    }
+    if (typeof data.user_id !== 'string' || typeof data.seq !== 'number' || typeof data.body?.type !== 'string') {
+      log.warn({ message_id: m.id }, 'ignoring a malformed event message');
+      return;
+    }
+    deliverLocal(data as StoredEvent);
+  }
+
+  async function catchUp(): Promise<void> {
+    if (!byUser.size) return;
+    const latest = await latestSeqs(rt.db, [...byUser.keys()]).catch(() => null);
+    for (const [userId, seq] of latest ?? []) for (const conn of byUser.get(userId) ?? []) conn.stream?.catchUp(seq);
+  }
+
+  const host: ConnectionHost = {
+    config,
+    log,
+
+    async hello(conn: Connection, hello: HelloMessage) {
+      let userId: string;
+      try {
+        const credential = await rt.auth.verify(hello.token);
+        if (credential.scheme !== 'bearer') return conn.close(CloseCode.unauthorized, 'user credentials required');
+        userId = (await findOrCreateUser(rt.db, credential.claims)).id;
+      } catch (err) {
+        if ((err as { status?: number }).status === 401) return conn.close(CloseCode.unauthorized, 'invalid or expired credentials');
+        throw err;
+      }
+      const elsewhere = await coordination.countPresence(userId).catch(() => 0);
+      if (Math.max(localConnections(userId), elsewhere) >= config.LIVE_MAX_CONNECTIONS_PER_USER) {
+        return conn.close(CloseCode.tooManyConnections, `at most ${config.LIVE_MAX_CONNECTIONS_PER_USER} connections per user`);
+      }
+      if (!conn.open) return;
+      conn.userId = userId;
+      conn.clientId = hello.client_id;
+      conn.ready = true;
+      conn.stream = new EventStream(rt.db, userId, hello.client_id, conn, log);
+      conn.send({ type: 'ready', connection_id: conn.id });
+      void conn.stream.start(hello.last_seq);
+      if (!byUser.has(userId)) byUser.set(userId, new Set());
+      byUser.get(userId)!.add(conn);
+      sessions.userOnline(userId);
+      publishPresence(userId, true);
+      await coordination.addPresence(userId, conn.id, instanceId, presenceTtlMs).catch((err) => log.warn({ err: (err as Error).message }, 'presence write failed'));
+    },
+
+    async command(conn: Connection, cmd: ClientCommand) {
+      switch (cmd.type) {
+        case 'StartRecordingCommand':
+          return sessions.start(conn, cmd);
+        case 'ResumeRecordingCommand':
+          return sessions.resume(conn, cmd);
+        case 'StopRecordingCommand':
+          return sessions.stop(conn, cmd);
+      }
+    },
+
+    frame: (conn, data) => sessions.frame(conn, data),
+
+    async lifetimeReached(conn: Connection) {
+      if (!conn.open) return;
+      const r = conn.recorder;
+      if (r) {
+        r.note('reconnect_advised', { reason: 'lifetime', connection_id: conn.id });
+        await r.flushAll(LIFETIME_FLUSH_MS);
+      }
+      conn.advise('lifetime');
+    },
+
+    closed(conn: Connection) {
+      connections.delete(conn);
+      sessions.connectionClosed(conn);
+      const userId = conn.userId;
+      if (!userId) return;
+      const mine = byUser.get(userId);
+      mine?.delete(conn);
+      if (mine?.size === 0) byUser.delete(userId);
+      if (state !== 'running') return; // shutdown removes presence itself and leaves stops to the takeover
+      void (async () => {
+        const remaining = await coordination.removePresence(userId, conn.id).catch(() => null);
+        if (remaining !== 0 || localConnections(userId) > 0) return; // unknown or still connected: heartbeats re-check
+        const minGrace = conn.advised ? ADVISED_RECONNECT_GRACE_SECONDS : 0;
+        sessions.userOffline(userId, minGrace);
+        publishPresence(userId, false, minGrace);
+      })();
+    },
+  };
+
+  return {
+    instanceId,
+    get accepting() {
+      return state === 'running';
+    },
+    recorders: sessions.recorders,
+
+    handleUpgrade(req, socket, head) {
+      if (state !== 'running') {
+        socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        return;
+      }
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        if (state !== 'running') return void ws.close(CloseCode.reconnect, 'server shutting down');
+        connections.add(new Connection(ws, host));
+      });
+    },
+
+    async start() {
+      if (state !== 'new') return;
+      subscription = await rt.bus.subscribeInstance(config.PUBSUB_TOPIC_EVENTS, instanceId, onBusMessage);
+      presenceTimer = setInterval(() => {
+        for (const conn of connections) {
+          if (!conn.ready || !conn.userId) continue;
+          coordination.addPresence(conn.userId, conn.id, instanceId, presenceTtlMs).catch(() => undefined);
+        }
+      }, presenceTtlMs / 3);
+      catchUpTimer = setInterval(() => void catchUp(), CATCH_UP_MS);
+      state = 'running';
+      log.info({ instance: instanceId }, 'live service started');
+    },
+
+    shutdown() {
+      stopped ??= (async () => {
+        const wasRunning = state === 'running';
+        state = 'stopping';
+        if (presenceTimer) clearInterval(presenceTimer);
+        if (catchUpTimer) clearInterval(catchUpTimer);
+        if (wasRunning) {
+          const takes = sessions.recorders.size;
+          log.info({ instance: instanceId, connections: connections.size, takes }, 'live service shutting down');
+          const present = [...connections].filter((c) => c.userId).map((c) => ({ userId: c.userId!, id: c.id }));
+          await sessions.flushAll(SHUTDOWN_FLUSH_MS);
+          for (const conn of connections) {
+            conn.recorder?.note('reconnect_advised', { reason: 'shutdown', connection_id: conn.id });
+            conn.advise('shutdown');
+          }
+          // Frames that came in between are written here too; then each take waits for a resume.
+          await sessions.releaseAll(SHUTDOWN_RELEASE_MS);
+          await Promise.allSettled(present.map((c) => withTimeout(coordination.removePresence(c.userId, c.id), 1_000)));
+        }
+        await withTimeout(subscription?.close() ?? Promise.resolve(), 2_000).catch(() => undefined);
+        if (!opts.coordination) await withTimeout(coordination.close(), 1_000).catch(() => undefined);
+        wss.close();
+        state = 'stopped';
+      })();
+      return stopped;
+    },
+  };
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([p, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms)))]).finally(() => clearTimeout(timer));
+}

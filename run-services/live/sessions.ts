@@ -1,0 +1,304 @@
+// The recordings of this instance and the commands that move them: start, resume (taking a take
+// over from any instance), stop, audio frames, and the disconnect grace stop.
+import type { Coordination } from '@mi/lib/coordination';
+import { ApiError } from '@mi/lib/errors';
+import { appendEvent, type StoredEvent } from '@mi/lib/events';
+import { listManifest, type ManifestRow } from '@mi/lib/domain/manifest';
+import { getMeeting } from '@mi/lib/domain/meetings';
+import { recordEvent } from '@mi/lib/domain/recording-events';
+import { claimRecording, getRecording, recordingLeaseKey, startRecording, type Recording } from '@mi/lib/domain/recordings';
+import { createTranscription } from '@mi/lib/domain/transcriptions';
+import type { Runtime } from '@mi/lib/runtime';
+import type { Connection } from './connection';
+import { FRAME_HEADER_BYTES, frameSequence, type ErrorCode, type ResumeCommand, type StartCommand, type StopCommand } from './protocol';
+import { Recorder, type RecorderHost, type Take } from './recorder';
+import { SegmentCommitter } from './segments';
+
+export interface SessionsDeps {
+  rt: Runtime;
+  coordination: Coordination;
+  instanceId: string;
+  mlUrl: string;
+  leaseTtlMs: number;
+  heartbeatMs: number;
+  dispatch(events: StoredEvent[]): void;
+  /** Connections of the user: on this instance, and on all instances (Firestore presence). */
+  localConnections(userId: string): number;
+  countPresence(userId: string): Promise<number>;
+}
+
+class CommandError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const FRAME_ERRORS: Partial<Record<ErrorCode, string>> = {
+  recording_stopping: 'the recording is stopping; this frame was not stored (upload it as a gap if needed)',
+  sequence_out_of_range: 'the sequence number is beyond the recording\'s maximum duration',
+  buffer_full: 'too much audio is waiting for storage; this frame was not stored, resend it later',
+};
+
+export class Sessions implements RecorderHost {
+  readonly recorders = new Map<string, Recorder>();
+  readonly committer: SegmentCommitter;
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly d: SessionsDeps) {
+    this.committer = new SegmentCommitter(d.rt.db, d.rt.store, d.instanceId, (events) => events.length && d.dispatch(events));
+  }
+
+  get rt() {
+    return this.d.rt;
+  }
+  get coordination() {
+    return this.d.coordination;
+  }
+  get instanceId() {
+    return this.d.instanceId;
+  }
+  get mlUrl() {
+    return this.d.mlUrl;
+  }
+  get leaseTtlMs() {
+    return this.d.leaseTtlMs;
+  }
+  get heartbeatMs() {
+    return this.d.heartbeatMs;
+  }
+
+  dispatch(events: StoredEvent[]): void {
+    this.d.dispatch(events);
+  }
+
+  closed(r: Recorder): void {
+    if (this.recorders.get(r.key) === r) this.recorders.delete(r.key);
+  }
+
+  /** A detached recorder's heartbeat: start the grace period once the user is gone everywhere. */
+  checkPresence(r: Recorder): void {
+    void this.isUserGone(r.take.userId).then((gone) => {
+      if (gone) r.scheduleGrace(this.d.rt.config.RECORDING_DISCONNECT_GRACE_SECONDS);
+    });
+  }
+
+  graceExpired(r: Recorder): void {
+    void this.isUserGone(r.take.userId).then((gone) => {
+      if (gone) void r.stop('connection_closed');
+      else r.note('disconnect_grace_cancelled', { reason: 'user connected' });
+    });
+  }
+
+  // --- client commands -----------------------------------------------------------------------
+
+  async start(conn: Connection, cmd: StartCommand): Promise<void> {
+    const c = this.d.rt.config;
+    if (conn.recorder) return conn.error('recording_in_progress', 'this connection is already recording; stop it first', cmd.type);
+    const userId = conn.userId!;
+    const maxDuration = Math.min(cmd.max_duration_seconds ?? c.RECORDING_MAX_DURATION_SECONDS, c.RECORDING_MAX_DURATION_SECONDS);
+    let created: { rec: Recording; events: StoredEvent[] };
+    try {
+      created = await this.d.rt.db.withTransaction(async (tx) => {
+        const meeting = await getMeeting(tx, { userId }, cmd.meeting_id, { forUpdate: true });
+        if (!meeting) throw new CommandError('meeting_not_found', 'meeting not found');
+        if (meeting.source_type !== 'recording') {
+          throw new CommandError('not_a_recording_meeting', `the meeting's source_type is ${meeting.source_type}; live recording needs source_type recording`);
+        }
+        const transcription = await createTranscription(tx, meeting.id, 'transcribing');
+        const rec = await startRecording(tx, {
+          meetingId: meeting.id,
+          transcriptionId: transcription.id,
+          encoding: cmd.encoding,
+          sampleRate: cmd.sample_rate,
+          maxDurationSeconds: maxDuration,
+          ownerInstance: this.d.instanceId,
+        });
+        const ctx = { originClientId: conn.clientId };
+        const events = [
+          await appendEvent(tx, userId, { type: 'EntityChanged', entity: 'transcription', action: 'created', id: transcription.id, meeting_id: meeting.id }, ctx),
+          await appendEvent(tx, userId, { type: 'EntityChanged', entity: 'recording', action: 'created', id: meeting.id, meeting_id: meeting.id }, ctx),
+        ];
+        return { rec, events };
+      });
+    } catch (err) {
+      if (err instanceof CommandError) return conn.error(err.code, err.message, cmd.type);
+      if (err instanceof ApiError && err.code === 'conflict') return conn.error('recording_open', err.message, cmd.type);
+      throw err;
+    }
+    const r = this.adopt(conn, created.rec, userId, []);
+    await this.d.coordination.acquire(r.key, this.d.instanceId, this.d.leaseTtlMs).catch((err) => this.warn(err, 'could not take the lease of a new take'));
+    this.d.dispatch(created.events);
+    conn.send({
+      type: 'RecordingStarted',
+      meeting_id: created.rec.meeting_id,
+      audio_version: created.rec.audio_version,
+      transcription_id: created.rec.transcription_id,
+      max_duration_seconds: created.rec.max_duration_seconds,
+    });
+  }
+
+  async resume(conn: Connection, cmd: ResumeCommand): Promise<void> {
+    const key = recordingLeaseKey(cmd.meeting_id, cmd.audio_version);
+    const userId = conn.userId!;
+    if (conn.recorder) {
+      if (conn.recorder.key === key && conn.recorder.state === 'recording') return this.sendResumed(conn, conn.recorder);
+      return conn.error('recording_in_progress', 'this connection is already recording another take', cmd.type);
+    }
+    if (!(await getMeeting(this.d.rt.db, { userId }, cmd.meeting_id))) return conn.error('meeting_not_found', 'meeting not found', cmd.type);
+
+    await this.exclusive(key, async () => {
+      const local = this.recorders.get(key);
+      if (local) {
+        if (local.state !== 'recording') return conn.error('recording_stopping', 'the recording is stopping', cmd.type);
+        local.attach(conn);
+        conn.recorder = local;
+        if (!conn.open) this.connectionClosed(conn);
+        local.note('recording_resumed', { instance: this.d.instanceId, connection_id: conn.id, same_instance: true });
+        return this.sendResumed(conn, local);
+      }
+      const { rt, instanceId } = this.d;
+      const claimed = await rt.db.withTransaction(async (tx) => {
+        const rec = await claimRecording(tx, cmd.meeting_id, cmd.audio_version, instanceId);
+        if (rec) {
+          await recordEvent(tx, cmd.meeting_id, 'recording_resumed', {
+            audio_version: cmd.audio_version,
+            instance: instanceId,
+            previous_owner: rec.previous_owner,
+            connection_id: conn.id,
+          });
+        }
+        return rec;
+      });
+      if (!claimed) {
+        const rec = await getRecording(rt.db, cmd.meeting_id, cmd.audio_version);
+        if (!rec || rec.audio_version !== cmd.audio_version) return conn.error('recording_not_found', 'no such recording take', cmd.type);
+        return conn.error('recording_not_open', `the take is ${rec.state}; upload missing audio with the gap-recovery endpoint`, cmd.type);
+      }
+      // The old owner, if alive, sees the lease (or the row) taken at its next heartbeat and lets go.
+      await this.d.coordination.takeOver(key, instanceId, this.d.leaseTtlMs).catch((err) => this.warn(err, 'lease takeover failed'));
+      const stored = await listManifest(rt.db, cmd.meeting_id, cmd.audio_version);
+      this.sendResumed(conn, this.adopt(conn, claimed, userId, stored));
+    });
+  }
+
+  stop(conn: Connection, cmd: StopCommand): void {
+    const r = conn.recorder;
+    if (!r || r.take.meetingId !== cmd.meeting_id) {
+      return conn.error('no_recording', 'this connection is not recording that meeting (resume it first)', cmd.type);
+    }
+    // Not awaited: frames keep arriving (and are stored) during the settle time.
+    void r.stop('user');
+  }
+
+  frame(conn: Connection, data: Buffer): void {
+    const seq = frameSequence(data);
+    if (seq === null) return conn.frameError('bad_frame', 'a frame is an 8-byte big-endian sequence number followed by the audio bytes');
+    const size = data.length - FRAME_HEADER_BYTES;
+    if (size > this.d.rt.config.LIVE_MAX_FRAME_BYTES) {
+      return conn.frameError('frame_too_large', `a frame holds at most ${this.d.rt.config.LIVE_MAX_FRAME_BYTES} bytes of audio (got ${size})`);
+    }
+    const r = conn.recorder;
+    if (!r) return conn.frameError('no_recording', 'no recording on this connection: send StartRecordingCommand or ResumeRecordingCommand first');
+    const error = r.frame(seq, data);
+    if (error) conn.frameError(error, FRAME_ERRORS[error] ?? error);
+  }
+
+  // --- presence ------------------------------------------------------------------------------
+
+  connectionClosed(conn: Connection): void {
+    const r = conn.recorder;
+    if (!r) return;
+    conn.recorder = null;
+    r.note('connection_closed', { connection_id: conn.id, instance: this.d.instanceId, reconnect_advised: conn.advised, frames_waiting: r.pendingFrames });
+    r.detach(conn);
+  }
+
+  /** The user has no connection left anywhere: their detached takes stop after the grace period. */
+  userOffline(userId: string, minGraceSeconds = 0): void {
+    const grace = Math.max(this.d.rt.config.RECORDING_DISCONNECT_GRACE_SECONDS, minGraceSeconds);
+    for (const r of this.recorders.values()) if (r.take.userId === userId && !r.client) r.scheduleGrace(grace);
+  }
+
+  /** A connection of the user appeared somewhere: pending disconnect stops are off. */
+  userOnline(userId: string): void {
+    for (const r of this.recorders.values()) if (r.take.userId === userId) r.cancelGrace('reconnected');
+  }
+
+  // --- shutdown ------------------------------------------------------------------------------
+
+  async flushAll(timeoutMs: number): Promise<void> {
+    await Promise.allSettled([...this.recorders.values()].map((r) => r.flushAll(timeoutMs)));
+  }
+
+  /** Stops already under way may finish; every other take is left for a resume elsewhere. */
+  async releaseAll(timeoutMs: number): Promise<void> {
+    await Promise.allSettled(
+      [...this.recorders.values()].map((r) => (r.state === 'recording' ? r.letGo('shutdown', timeoutMs) : withTimeout(r.stop('user'), timeoutMs))),
+    );
+  }
+
+  // --- helpers -------------------------------------------------------------------------------
+
+  private adopt(conn: Connection, rec: Recording, userId: string, stored: ManifestRow[]): Recorder {
+    const take: Take = {
+      meetingId: rec.meeting_id,
+      audioVersion: rec.audio_version,
+      userId,
+      transcriptionId: rec.transcription_id,
+      encoding: rec.encoding,
+      sampleRate: rec.sample_rate,
+      maxDurationSeconds: rec.max_duration_seconds,
+      startedAt: new Date(rec.started_at),
+    };
+    const r = new Recorder(this, take, stored);
+    this.recorders.set(r.key, r);
+    r.attach(conn);
+    conn.recorder = r;
+    if (!conn.open) {
+      // The client left while the command ran: the take waits for a resume like any detached one.
+      this.connectionClosed(conn);
+      this.checkPresence(r);
+    }
+    return r;
+  }
+
+  private sendResumed(conn: Connection, r: Recorder): void {
+    conn.send({
+      type: 'RecordingResumed',
+      meeting_id: r.take.meetingId,
+      audio_version: r.take.audioVersion,
+      transcription_id: r.take.transcriptionId,
+      max_duration_seconds: r.take.maxDurationSeconds,
+      ...r.coverage,
+    });
+  }
+
+  private async isUserGone(userId: string): Promise<boolean> {
+    if (this.d.localConnections(userId) > 0) return false;
+    return (await this.d.countPresence(userId).catch(() => 1)) === 0;
+  }
+
+  /** One resume per take at a time on this instance. */
+  private async exclusive(key: string, fn: () => Promise<void>): Promise<void> {
+    const prev = this.locks.get(key) ?? Promise.resolve();
+    const next = prev.then(fn);
+    const settled = next.catch(() => undefined);
+    this.locks.set(key, settled);
+    try {
+      await next;
+    } finally {
+      if (this.locks.get(key) === settled) this.locks.delete(key);
+    }
+  }
+
+  private warn(err: unknown, msg: string): void {
+    this.d.rt.log.warn({ err: (err as Error).message }, msg);
+  }
+}
+
+function withTimeout(p: Promise<void>, ms: number): Promise<void> {
+  return Promise.race([p, new Promise<void>((r) => setTimeout(r, ms).unref())]);
+}

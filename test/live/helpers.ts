@@ -1,0 +1,245 @@
+// Live-service test kit: a shared in-memory database per file, service instances (REST app and
+// /ws on one real HTTP server, like the local stack), the fake ML service, and a WebSocket
+// client that records what it receives.
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { getRequestListener } from '@hono/node-server';
+import { inject } from 'vitest';
+import WebSocket from 'ws';
+import { mintDevToken } from '@mi/lib/auth';
+import { loadConfig, type Config } from '@mi/lib/config';
+import { openDatabase, type OpenedDatabase } from '@mi/lib/db/open';
+import { listManifest } from '@mi/lib/domain/manifest';
+import { createLogger } from '@mi/lib/log';
+import { createRuntime, type Runtime } from '@mi/lib/runtime';
+import { createLiveService, type LiveService, type LiveServiceOptions } from '@mi/live/service';
+import { createApp } from '../../functions/api/app';
+import { startFakeMl, type FakeMl } from '../../emulators/ml/server';
+import { applySchema } from '../../schema/apply';
+import { TEST_SECRETS } from '../harness';
+
+/** Small segment and settle values keep the tests fast. */
+export const FAST_RECORDING_ENV: Record<string, string> = {
+  RECORDING_SEGMENT_TARGET_MS: '1000',
+  RECORDING_PROGRESS_EVERY_FRAMES: '50',
+  RECORDING_PROGRESS_INTERVAL_SECONDS: '1',
+  RECORDING_STOP_SETTLE_MS: '200',
+  RECORDING_ML_DRAIN_TIMEOUT_SECONDS: '2',
+  RECORDING_DISCONNECT_GRACE_SECONDS: '60',
+  ML_DRAIN_TIMEOUT_SECONDS: '0.5',
+  ML_NO_AUDIO_WINDOW_SECONDS: '1',
+};
+
+/** One config per test file: its own bucket and topics, so files never see each other's data. */
+export function fileEnv(): Record<string, string> {
+  const tag = randomUUID().slice(0, 8);
+  return {
+    APP_ENV: 'test',
+    LOG_LEVEL: 'error',
+    ...TEST_SECRETS,
+    ...inject('emulatorEnv'),
+    STORAGE_BUCKET: `live-${tag}`,
+    PUBSUB_TOPIC_EVENTS: `events-${tag}`,
+    PUBSUB_TOPIC_RECORDING_FINALIZED: `finalized-${tag}`,
+    ...FAST_RECORDING_ENV,
+  };
+}
+
+export async function openTestDatabase(): Promise<OpenedDatabase> {
+  const database = await openDatabase({ APP_ENV: 'test', DATA_DIR: '.data-test' });
+  await applySchema(database.url);
+  return database;
+}
+
+export interface Instance {
+  config: Config;
+  rt: Runtime;
+  live: LiveService;
+  /** The fake ML service, when started with `ml: true`. */
+  ml: FakeMl | null;
+  /** http://127.0.0.1:port (REST) */
+  url: string;
+  /** ws://127.0.0.1:port/ws */
+  wsUrl: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+export type InstanceOptions = LiveServiceOptions & { ml?: boolean };
+
+/**
+ * A core instance: REST app and live service on one HTTP server on the shared database, and,
+ * with `ml: true`, a fake ML service calling it back.
+ */
+export async function startInstance(database: OpenedDatabase, env: Record<string, string>, opts: InstanceOptions = {}): Promise<Instance> {
+  const config = loadConfig(env);
+  const rt = createRuntime(config, database.db, { log: createLogger({ level: config.LOG_LEVEL, name: 'live-test' }) });
+  await rt.store.ensureBucket();
+  await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
+  let live: LiveService | null = null;
+  const server = createServer(getRequestListener(createApp(rt).fetch));
+  server.on('upgrade', (req, socket, head) => {
+    if (live && new URL(req.url ?? '/', 'http://x').pathname === '/ws') live.handleUpgrade(req, socket, head);
+    else socket.destroy();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const ml = opts.ml ? await startFakeMl({ port: 0, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config }) : null;
+  const { ml: _ml, ...liveOpts } = opts;
+  live = createLiveService(rt, { heartbeatMs: 500, leaseTtlMs: 5_000, ...(ml ? { mlUrl: ml.url } : {}), ...liveOpts });
+  await live.start();
+  const service = live;
+  return {
+    config,
+    rt,
+    live: service,
+    ml,
+    server,
+    url,
+    wsUrl: `${url.replace('http', 'ws')}/ws`,
+    async close() {
+      await service.shutdown();
+      await ml?.stop();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      await rt.close();
+    },
+  };
+}
+
+export const token = (config: Config, name: string) => mintDevToken(config.IDENTITY_SECRET_KEY!, name);
+
+/** Creates a meeting through the REST API; returns its id. */
+export async function createMeeting(instance: Instance, userToken: string, sourceType = 'recording'): Promise<string> {
+  const res = await fetch(`${instance.url}/meetings`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+    body: JSON.stringify({ title: `meeting ${randomUUID().slice(0, 6)}`, source_type: sourceType }),
+  });
+  if (res.status !== 201) throw new Error(`POST /meetings answered ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { id: string }).id;
+}
+
+/** 100 ms of 16 kHz 16-bit PCM, different for every sequence number (a tone, not silence). */
+export function pcmFrame(seq: number): Buffer {
+  const buf = Buffer.alloc(3200);
+  for (let i = 0; i < 1600; i++) buf.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * (seq * 1600 + i)) / 16000) + (seq % 97)), i * 2);
+  return buf;
+}
+
+export function silentFrame(): Buffer {
+  return Buffer.alloc(3200);
+}
+
+export function frameMessage(seq: number, bytes: Buffer): Buffer {
+  const header = Buffer.alloc(8);
+  header.writeBigUInt64BE(BigInt(seq));
+  return Buffer.concat([header, bytes]);
+}
+
+/** The stored audio of a take: manifest rows (checked not to overlap) and their objects in order. */
+export async function storedAudio(instance: Instance, meetingId: string, audioVersion: number) {
+  const rows = await listManifest(instance.rt.db, meetingId, audioVersion);
+  for (let i = 1; i < rows.length; i++) {
+    if (rows[i].start_sequence <= rows[i - 1].end_sequence) throw new Error(`overlapping manifest rows ${rows[i - 1].start_sequence}-${rows[i - 1].end_sequence} and ${rows[i].start_sequence}-${rows[i].end_sequence}`);
+  }
+  const parts = await Promise.all(rows.map((r) => instance.rt.store.readAll(r.object_name)));
+  return { rows, bytes: Buffer.concat(parts), sequences: rows.flatMap((r) => range(r.start_sequence, r.end_sequence)) };
+}
+
+export const range = (start: number, end: number) => Array.from({ length: end - start + 1 }, (_, i) => start + i);
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export type Message = Record<string, any>;
+
+export class TestClient {
+  readonly messages: Message[] = [];
+  readonly clientId: string;
+  closed: Promise<{ code: number; reason: string }>;
+  private waiters: { pred: (m: Message) => boolean; resolve: (m: Message) => void }[] = [];
+
+  private constructor(readonly ws: WebSocket, clientId: string) {
+    this.clientId = clientId;
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) return;
+      const m = JSON.parse(String(data)) as Message;
+      this.messages.push(m);
+      this.waiters = this.waiters.filter((w) => (w.pred(m) ? (w.resolve(m), false) : true));
+    });
+    this.closed = new Promise((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })));
+  }
+
+  /** Opens a socket without saying hello. */
+  static async open(wsUrl: string): Promise<TestClient> {
+    const ws = new WebSocket(wsUrl);
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    return new TestClient(ws, randomUUID());
+  }
+
+  /** Opens, says hello and waits for ready. */
+  static async connect(wsUrl: string, userToken: string, opts: { lastSeq?: number; clientId?: string } = {}): Promise<TestClient> {
+    const client = await TestClient.open(wsUrl);
+    (client as { clientId: string }).clientId = opts.clientId ?? client.clientId;
+    client.send({ type: 'hello', token: userToken, client_id: client.clientId, ...(opts.lastSeq !== undefined ? { last_seq: opts.lastSeq } : {}) });
+    await client.waitFor((m) => m.type === 'ready');
+    return client;
+  }
+
+  send(message: Message): void {
+    this.ws.send(JSON.stringify(message));
+  }
+
+  frame(seq: number, bytes: Buffer = pcmFrame(seq)): void {
+    this.ws.send(frameMessage(seq, bytes));
+  }
+
+  /** The first message (received so far, or from index `from` on, or later) that matches. */
+  waitFor(pred: (m: Message) => boolean, timeoutMs = 20_000, from = 0): Promise<Message> {
+    const found = this.messages.slice(from).find(pred);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const waiter = { pred, resolve: (m: Message) => (clearTimeout(timer), resolve(m)) };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new Error(`no matching message within ${timeoutMs} ms; got: ${JSON.stringify(this.messages.slice(-8))}`));
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** Sends a command and waits for its answer: a message of `answer` type for the meeting, or an error about the command. */
+  command(message: Message, answer: string, timeoutMs = 20_000): Promise<Message> {
+    const from = this.messages.length;
+    this.send(message);
+    return this.waitFor((m) => (m.type === answer && m.meeting_id === message.meeting_id) || (m.type === 'error' && m.ref === message.type), timeoutMs, from);
+  }
+
+  ofType(type: string): Message[] {
+    return this.messages.filter((m) => m.type === type);
+  }
+
+  /** Waits for an AudioStoredProgressEvent covering `seq`. */
+  acked(meetingId: string, seq: number, timeoutMs = 30_000): Promise<Message> {
+    return this.waitFor((m) => m.type === 'AudioStoredProgressEvent' && m.meeting_id === meetingId && m.highest_contiguous_sequence >= seq, timeoutMs);
+  }
+
+  start(meetingId: string, extra: Message = {}): Promise<Message> {
+    return this.command({ type: 'StartRecordingCommand', meeting_id: meetingId, encoding: 'pcm_s16le', sample_rate: 16000, ...extra }, 'RecordingStarted');
+  }
+
+  resume(meetingId: string, audioVersion: number): Promise<Message> {
+    return this.command({ type: 'ResumeRecordingCommand', meeting_id: meetingId, audio_version: audioVersion }, 'RecordingResumed');
+  }
+
+  stop(meetingId: string, timeoutMs = 30_000): Promise<Message> {
+    return this.command({ type: 'StopRecordingCommand', meeting_id: meetingId }, 'RecordingStopped', timeoutMs);
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}

@@ -1,0 +1,177 @@
+// Two live instances on one database and one set of emulators, as two Cloud Run instances:
+// events caused on one reach the user's connections on the other; a take resumed on the other
+// instance moves there while the old owner writes what it held and lets go; and the disconnect
+// grace: when the user's last connection anywhere closes, a take stops with reason
+// connection_closed after RECORDING_DISCONNECT_GRACE_SECONDS (0: at once, A here; 2 s on B),
+// with what the closed connection delivered flushed; a reconnect or a resume cancels the stop.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { OpenedDatabase } from '@mi/lib/db/open';
+import { getRecording } from '@mi/lib/domain/recordings';
+import { TestClient, createMeeting, fileEnv, openTestDatabase, pcmFrame, range, sleep, startInstance, storedAudio, token, type Instance } from './helpers';
+
+let database: OpenedDatabase;
+let a: Instance;
+let b: Instance;
+const GRACE_SECONDS = 2;
+
+beforeAll(async () => {
+  database = await openTestDatabase();
+  const env = fileEnv();
+  [a, b] = await Promise.all([
+    startInstance(database, { ...env, RECORDING_DISCONNECT_GRACE_SECONDS: '0' }, { instanceId: 'instance-a' }),
+    startInstance(database, { ...env, RECORDING_DISCONNECT_GRACE_SECONDS: String(GRACE_SECONDS) }, { instanceId: 'instance-b' }),
+  ]);
+});
+
+afterAll(async () => {
+  await Promise.allSettled([a?.close(), b?.close()]);
+  await database?.close();
+});
+
+async function waitForState(instance: Instance, meetingId: string, state: string, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const rec = await getRecording(instance.rt.db, meetingId, 1);
+    if (rec?.state === state) return rec;
+    if (Date.now() > deadline) throw new Error(`take is ${rec?.state}, not ${state}`);
+    await sleep(100);
+  }
+}
+
+async function eventTypes(instance: Instance, meetingId: string): Promise<string[]> {
+  const { rows } = await instance.rt.db.query('test.events', 'SELECT event_type FROM recording_event_history WHERE meeting_id = $1 ORDER BY seq', [meetingId]);
+  return rows.map((r) => r.event_type);
+}
+
+describe('two instances', () => {
+  it('should deliver to a client on B the events of a recording and a REST change made through A', async () => {
+    const t = await token(a.config, 'fan-out');
+    const onA = await TestClient.connect(a.wsUrl, t);
+    const onB = await TestClient.connect(b.wsUrl, t);
+    const meetingId = await createMeeting(a, t);
+    await onB.waitFor((m) => m.type === 'EntityChanged' && m.entity === 'meeting' && m.id === meetingId);
+
+    await onA.start(meetingId);
+    for (const seq of range(0, 49)) onA.frame(seq);
+    const progress = await onB.acked(meetingId, 49);
+    expect(progress).toMatchObject({ type: 'AudioStoredProgressEvent', audio_version: 1, frames_stored: 50 });
+    await onA.stop(meetingId);
+    await onB.waitFor((m) => m.type === 'EntityChanged' && m.entity === 'recording' && m.action === 'updated');
+
+    // Same events, same order, each once, on both instances; A skips the echoes of its own start command.
+    await sleep(500);
+    const seqsA = onA.messages.filter((m) => m.seq !== undefined).map((m) => m.seq);
+    const seqsB = onB.messages.filter((m) => m.seq !== undefined).map((m) => m.seq);
+    expect(seqsB).toEqual(range(seqsB[0], seqsB.at(-1)!));
+    const echoes = onB.messages.filter((m) => m.type === 'EntityChanged' && m.action === 'created' && m.entity !== 'meeting').map((m) => m.seq);
+    expect(echoes).toHaveLength(2);
+    expect(seqsA).toEqual(seqsB.filter((s) => !echoes.includes(s)));
+    onA.close();
+    onB.close();
+  });
+
+  it('should move a take resumed on B while A still holds unwritten frames; A writes them and lets go; nothing is lost', async () => {
+    const t = await token(a.config, 'mover');
+    const onA = await TestClient.connect(a.wsUrl, t);
+    const meetingId = await createMeeting(a, t);
+    await onA.start(meetingId);
+    for (const seq of range(0, 29)) onA.frame(seq);
+    await onA.acked(meetingId, 29);
+    for (const seq of range(30, 34)) onA.frame(seq); // half a segment: still in A's buffer
+    await sleep(100);
+
+    // A second tab resumes on B while the first tab is still connected to A.
+    const onB = await TestClient.connect(b.wsUrl, t);
+    const resumed = await onB.resume(meetingId, 1);
+    expect(resumed).toMatchObject({ type: 'RecordingResumed', audio_version: 1 });
+    expect(resumed.highest_contiguous_sequence).toBeGreaterThanOrEqual(29);
+    expect((await getRecording(b.rt.db, meetingId, 1))?.owner_instance).toBe('instance-b');
+
+    // A learns at its next heartbeat, writes 30..34 and tells its connection.
+    expect(await onA.waitFor((m) => m.type === 'RecordingReleased')).toMatchObject({ meeting_id: meetingId, reason: 'resumed_elsewhere' });
+    expect(a.live.recorders.size).toBe(0);
+
+    // The client resends everything after what B reported, as a client must; overlaps are sorted out.
+    for (const seq of range(resumed.highest_contiguous_sequence + 1, 44)) onB.frame(seq);
+    const stopped = await onB.stop(meetingId);
+    expect(stopped).toMatchObject({ highest_contiguous_sequence: 44, missing_ranges: [] });
+    const stored = await storedAudio(b, meetingId, 1);
+    expect(stored.sequences).toEqual(range(0, 44));
+    expect(stored.bytes.equals(Buffer.concat(range(0, 44).map(pcmFrame)))).toBe(true);
+    onA.close();
+    onB.close();
+  });
+});
+
+describe('disconnect grace', () => {
+  it('should stop at once with reason connection_closed when the grace is 0, with the frames delivered stored', async () => {
+    const t = await token(a.config, 'zero');
+    const client = await TestClient.connect(a.wsUrl, t);
+    const meetingId = await createMeeting(a, t);
+    await client.start(meetingId);
+    for (const seq of range(0, 6)) client.frame(seq); // less than a segment: written because the connection closed
+    await sleep(100);
+    client.close();
+    const rec = await waitForState(a, meetingId, 'stopped', 10_000);
+    expect(rec.stop_reason).toBe('connection_closed');
+    expect((await storedAudio(a, meetingId, 1)).sequences).toEqual(range(0, 6));
+    expect(await eventTypes(a, meetingId)).toEqual(expect.arrayContaining(['connection_closed', 'disconnect_grace_started', 'stop_requested', 'recording_stopped']));
+  });
+
+  it('should wait the grace period before stopping, flushing the closed connection\'s frames promptly', async () => {
+    const t = await token(b.config, 'waits');
+    const client = await TestClient.connect(b.wsUrl, t);
+    const meetingId = await createMeeting(b, t);
+    await client.start(meetingId);
+    for (const seq of range(0, 3)) client.frame(seq);
+    await sleep(100);
+    client.close();
+    const closedAt = Date.now();
+    await sleep(700);
+    expect((await getRecording(b.rt.db, meetingId, 1))?.state).toBe('recording');
+    expect((await storedAudio(b, meetingId, 1)).sequences).toEqual(range(0, 3)); // long before the segment target
+    await waitForState(b, meetingId, 'stopped');
+    expect(Date.now() - closedAt).toBeGreaterThanOrEqual(GRACE_SECONDS * 1000 - 100);
+    expect((await getRecording(b.rt.db, meetingId, 1))?.stop_reason).toBe('connection_closed');
+  });
+
+  it('should cancel the pending stop when the client resumes inside the grace period', async () => {
+    const t = await token(b.config, 'resumes');
+    const client = await TestClient.connect(b.wsUrl, t);
+    const meetingId = await createMeeting(b, t);
+    await client.start(meetingId);
+    for (const seq of range(0, 9)) client.frame(seq);
+    await client.acked(meetingId, 9);
+    client.close();
+    await sleep(500);
+
+    const back = await TestClient.connect(b.wsUrl, t);
+    const resumed = await back.resume(meetingId, 1);
+    expect(resumed).toMatchObject({ type: 'RecordingResumed', audio_version: 1, highest_contiguous_sequence: 9, missing_ranges: [] });
+    await sleep(GRACE_SECONDS * 1000 + 500);
+    expect((await getRecording(b.rt.db, meetingId, 1))?.state).toBe('recording');
+    expect(await eventTypes(b, meetingId)).toContain('disconnect_grace_cancelled');
+
+    for (const seq of range(10, 14)) back.frame(seq);
+    expect(await back.stop(meetingId)).toMatchObject({ reason: 'user', highest_contiguous_sequence: 14 });
+    back.close();
+  });
+
+  it('should cancel the pending stop when the user reconnects on another instance', async () => {
+    const t = await token(b.config, 'elsewhere');
+    const client = await TestClient.connect(b.wsUrl, t);
+    const meetingId = await createMeeting(b, t);
+    await client.start(meetingId);
+    client.frame(0);
+    client.close();
+    await sleep(300);
+    const other = await TestClient.connect(a.wsUrl, t); // a tab on the other instance
+    await sleep(GRACE_SECONDS * 1000 + 500);
+    expect((await getRecording(b.rt.db, meetingId, 1))?.state).toBe('recording');
+
+    // Its last connection closing (on the other instance) starts the grace again.
+    other.close();
+    const rec = await waitForState(b, meetingId, 'stopped');
+    expect(rec.stop_reason).toBe('connection_closed');
+  });
+});

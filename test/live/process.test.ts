@@ -1,0 +1,123 @@
+// The Cloud Run entry (server.ts) as a real child process on the test's database: SIGTERM
+// flushes, advises reconnecting and exits within 8 s; after SIGKILL, a resume on another instance
+// still finds every acknowledged frame.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { OpenedDatabase } from '@mi/lib/db/open';
+import { getRecording } from '@mi/lib/domain/recordings';
+import { TestClient, createMeeting, fileEnv, openTestDatabase, pcmFrame, range, sleep, startInstance, storedAudio, token, type Instance } from './helpers';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+let database: OpenedDatabase;
+let env: Record<string, string>;
+let other: Instance;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  database = await openTestDatabase();
+  env = fileEnv();
+  other = await startInstance(database, env);
+});
+
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+afterAll(async () => {
+  await other?.close();
+  await database?.close();
+});
+
+interface Child {
+  process: ChildProcess;
+  wsUrl: string;
+  exited: Promise<number | null>;
+}
+
+/** Starts server.ts on a free port against the test database; resolves once it listens. */
+async function startServer(extra: Record<string, string> = {}): Promise<Child> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'run-services/live/server.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'info', ML_SERVICE_URL: 'http://127.0.0.1:9', ...extra },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += String(d)));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server.ts did not start: ${stderr}`)), 30_000);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      try {
+        const entry = JSON.parse(line) as { msg?: string; port?: number };
+        if (entry.msg === 'live service listening') clearTimeout(timer), resolve(entry.port!);
+      } catch {
+        // not a log line
+      }
+    });
+    void exited.then((code) => reject(new Error(`server.ts exited with ${code}: ${stderr}`)));
+  });
+  return { process: child, wsUrl: `ws://127.0.0.1:${port}/ws`, exited };
+}
+
+describe('server.ts', () => {
+  it('should flush every buffer, advise reconnecting, close with 1012 and exit within 8 s on SIGTERM', async () => {
+    const server = await startServer({ RECORDING_SEGMENT_TARGET_MS: '10000' });
+    const t = await token(other.config, 'sigterm');
+    const client = await TestClient.connect(server.wsUrl, t);
+    const meetingId = await createMeeting(other, t);
+    await client.start(meetingId);
+    for (const seq of range(0, 14)) client.frame(seq); // far less than a segment: all in memory
+    await sleep(300);
+    expect(await storedAudio(other, meetingId, 1).then((s) => s.rows.length)).toBe(0);
+
+    const t0 = Date.now();
+    server.process.kill('SIGTERM');
+    expect(await client.waitFor((m) => m.type === 'ReconnectAdvised')).toEqual({ type: 'ReconnectAdvised', reason: 'shutdown' });
+    expect((await client.closed).code).toBe(1012);
+    expect(await server.exited).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(8_000);
+
+    expect((await storedAudio(other, meetingId, 1)).sequences).toEqual(range(0, 14));
+    expect(await getRecording(other.rt.db, meetingId, 1)).toMatchObject({ state: 'recording', owner_instance: null });
+
+    // The client reconnects elsewhere and goes on.
+    const back = await TestClient.connect(other.wsUrl, t);
+    expect(await back.resume(meetingId, 1)).toMatchObject({ highest_contiguous_sequence: 14, missing_ranges: [] });
+    back.frame(15);
+    expect(await back.stop(meetingId)).toMatchObject({ highest_contiguous_sequence: 15 });
+    back.close();
+  });
+
+  it('should lose no acknowledged frame when the instance is killed (SIGKILL) and the take is resumed on another', async () => {
+    const server = await startServer({ RECORDING_SEGMENT_TARGET_MS: '500', RECORDING_PROGRESS_EVERY_FRAMES: '5' });
+    const t = await token(other.config, 'sigkill');
+    const client = await TestClient.connect(server.wsUrl, t);
+    const meetingId = await createMeeting(other, t);
+    await client.start(meetingId);
+    for (const seq of range(0, 29)) client.frame(seq);
+    const acked = (await client.acked(meetingId, 19)).highest_contiguous_sequence as number;
+    for (const seq of range(30, 37)) client.frame(seq); // some of these die with the process
+    await sleep(50);
+    server.process.kill('SIGKILL');
+    await server.exited;
+
+    // The client kept every frame not acknowledged; it resumes elsewhere and resends those.
+    const latestAck = Math.max(acked, ...client.ofType('AudioStoredProgressEvent').map((m) => m.highest_contiguous_sequence));
+    const back = await TestClient.connect(other.wsUrl, t);
+    const resumed = await back.resume(meetingId, 1);
+    expect(resumed.type).toBe('RecordingResumed');
+    expect(resumed.highest_contiguous_sequence).toBeGreaterThanOrEqual(latestAck);
+    const missing = new Set<number>([...resumed.missing_ranges.flatMap(([s, e]: [number, number]) => range(s, e)), ...range(resumed.highest_contiguous_sequence + 1, 37)]);
+    for (const seq of [...missing].sort((x, y) => x - y)) back.frame(seq);
+    expect(await back.stop(meetingId)).toMatchObject({ highest_contiguous_sequence: 37, missing_ranges: [] });
+    const stored = await storedAudio(other, meetingId, 1);
+    expect(stored.bytes.equals(Buffer.concat(range(0, 37).map(pcmFrame)))).toBe(true);
+    const { rows } = await other.rt.db.query('test.events', `SELECT payload FROM recording_event_history WHERE meeting_id = $1 AND event_type = 'recording_resumed'`, [meetingId]);
+    expect(rows[0].payload.previous_owner).toMatch(/^live-/);
+    back.close();
+  });
+});
