@@ -5,7 +5,8 @@
 // event-loop lag and RSS per recording of the server process. The server, the load and the rest
 // (database, emulators, an ML sink) run in separate processes so the server's figures are its own.
 // One file, four roles: (none) orchestrates, `server` / `bare` / `load` are its children.
-// BENCH_RECORDINGS (comma list, default 50,200,500), BENCH_SECONDS (default 20).
+// BENCH_RECORDINGS (comma list, default 50,200,500), BENCH_SECONDS (default 20), BENCH_LOG_LEVEL
+// (the server's, default error), BENCH_PROFILE=<dir> (a CPU profile of the server).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -48,6 +49,8 @@ interface Plan {
 }
 
 interface LoadResult {
+  /** What went wrong, by error code or close code. */
+  problems: Record<string, number>;
   sent: number;
   acked: number;
   ackMs: number[];
@@ -81,7 +84,7 @@ function reportStats(extra: () => Record<string, number> = () => ({})): void {
 async function serverRole(): Promise<void> {
   const config = loadConfig(process.env);
   const db = createDatabase(config.DATABASE_URL!, { max: 10 });
-  const rt = createRuntime(config, db, { log: createLogger({ level: 'error', name: 'bench-live' }) });
+  const rt = createRuntime(config, db, { log: createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'error', name: 'bench-live' }) });
   const live = createLiveService(rt);
   await live.start();
   const server = createServer((_req, res) => res.writeHead(404).end());
@@ -107,6 +110,8 @@ async function loadRole(plan: Plan): Promise<void> {
   const payload = Buffer.alloc(FRAME_BYTES);
   for (let i = 0; i < FRAME_BYTES / 2; i++) payload.writeInt16LE(Math.round(8000 * Math.sin(i / 5)), i * 2);
   const ackMs: number[] = [];
+  const problems: Record<string, number> = {};
+  const problem = (what: string) => void (problems[what] = (problems[what] ?? 0) + 1);
   let sent = 0;
   let acked = 0;
 
@@ -114,12 +119,14 @@ async function loadRole(plan: Plan): Promise<void> {
     plan.recordings.map(async (r, i) => {
       const ws = new WebSocket(plan.wsUrl, { perMessageDeflate: false });
       await new Promise<void>((resolve, reject) => (ws.once('open', () => resolve()), ws.once('error', reject)));
+      ws.on('close', (code) => problem(`close ${code}`));
       const sentAt: number[] = [];
       let ackedUpTo = -1;
       const started = new Promise<void>((resolve) => {
         ws.on('message', (data) => {
-          const m = JSON.parse(String(data)) as { type: string; highest_contiguous_sequence?: number; meeting_id?: string };
+          const m = JSON.parse(String(data)) as { type: string; highest_contiguous_sequence?: number; meeting_id?: string; code?: string };
           if (m.type === 'RecordingStarted') resolve();
+          if (m.type === 'error' || m.type === 'RecordingHealth') problem(`${m.type} ${m.code}`);
           if (m.type === 'AudioStoredProgressEvent' && m.meeting_id === r.meetingId) {
             const now = Date.now();
             for (let s = ackedUpTo + 1; s <= m.highest_contiguous_sequence!; s++) if (sentAt[s]) ackMs.push(now - sentAt[s]), acked++;
@@ -156,7 +163,7 @@ async function loadRole(plan: Plan): Promise<void> {
     const deadline = Date.now() + 15_000;
     while (acked < sent && Date.now() < deadline) await sleep(100);
   }
-  const result: LoadResult = { sent, acked, ackMs, durablePerSecond: acked / plan.seconds };
+  const result: LoadResult = { problems, sent, acked, ackMs, durablePerSecond: acked / plan.seconds };
   for (const s of sessions) s.ws.terminate();
   // Exit once the (large) line is out: a pipe write is asynchronous.
   process.stdout.write(`${JSON.stringify({ result })}\n`, () => process.exit(0));
@@ -244,7 +251,7 @@ async function orchestrate(): Promise<void> {
     const [pubsub, firestore] = await Promise.all([startPubsubEmulator(), startFirestoreEmulator()]);
     stops.push(pubsub.stop, firestore.stop);
     const gcsPort = await freePort();
-    const gcs = spawn(process.execPath, ['--import', 'tsx', 'emulators/gcs/main.ts', '--port', String(gcsPort), '--data-dir', path.join(dir, 'gcs')], { cwd: ROOT, stdio: 'ignore' });
+    const gcs = spawn(process.execPath, ['--import', 'tsx', 'emulators/gcs/main.ts', '--port', String(gcsPort)], { cwd: ROOT, stdio: 'ignore' });
     stops.push(async () => gcs.kill('SIGTERM'));
     const pg = await startEmbeddedPostgres();
     stops.push(pg.stop);
@@ -291,6 +298,7 @@ async function orchestrate(): Promise<void> {
         [recordings.map((r) => r.meetingId)],
       );
       const bare = await measure(n, 'bare', recordings, seconds, env, dir);
+      if (Object.keys(live.result.problems).length) console.log(`${n} recordings: ${JSON.stringify(live.result.problems)}`);
       const offered = n * (1000 / FRAME_MS);
       const bareFps = bare.framesPerSecond;
       rows.push({
@@ -310,7 +318,7 @@ async function orchestrate(): Promise<void> {
     }
     const body = [
       `${seconds} s of 10 frames/s per recording (3,200-byte PCM frames) against one live instance (\`createLiveService\` in its own process), then the same load against a bare \`ws\` server that only counts frames.`,
-      `Frames/s: frames made durable (covered by an AudioStoredProgressEvent) or, for the bare server, received, over the ${seconds} s; ratio: durable / bare; ack: frame sent → first progress event covering it (RECORDING_SEGMENT_TARGET_MS=2000, RECORDING_PROGRESS_EVERY_FRAMES=20: one progress per segment). Embedded PGlite, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator (on disk) and an ML sink run in other processes on the same machine.`,
+      `Frames/s: frames made durable (covered by an AudioStoredProgressEvent) or, for the bare server, received, over the ${seconds} s; ratio: durable / bare; ack: frame sent → first progress event covering it (RECORDING_SEGMENT_TARGET_MS=2000, RECORDING_PROGRESS_EVERY_FRAMES=20: one progress per segment). Embedded PGlite, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator (in memory) and an ML sink run in other processes on the same machine.`,
       '',
       table(rows),
     ].join('\n');
