@@ -5,7 +5,7 @@ export default defineConfig({
     include: ['**/*.test.ts'],
     exclude: ['**/node_modules/**', '**/dist/**'],
     globalSetup: ['test/global-setup.ts'],
-    testTimeout: 30_000,
+    testTimeout: 90_000,
     hookTimeout: 120_000,
     pool: 'forks',
     maxWorkers: 2,
