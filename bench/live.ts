@@ -6,7 +6,8 @@
 // (database, emulators, an ML sink) run in separate processes so the server's figures are its own.
 // One file, four roles: (none) orchestrates, `server` / `bare` / `load` are its children.
 // BENCH_RECORDINGS (comma list, default 50,200,500), BENCH_SECONDS (default 20), BENCH_LOG_LEVEL
-// (the server's, default error), BENCH_PROFILE=<dir> (a CPU profile of the server).
+// (the server's, default error), BENCH_PROFILE=<dir> (a CPU profile of the server), BENCH_TRACE=1
+// (per second: takes, frames waiting for storage, event-loop lag p99 of the server).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -61,6 +62,9 @@ interface Stats {
   rss: number;
   lagP99: number;
   frames?: number;
+  takes?: number;
+  /** Frames received by the live server and not yet durable. */
+  waiting?: number;
 }
 
 const role = process.argv[2];
@@ -90,7 +94,11 @@ async function serverRole(): Promise<void> {
   const server = createServer((_req, res) => res.writeHead(404).end());
   server.on('upgrade', (req, socket, head) => live.handleUpgrade(req, socket, head));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  reportStats(() => ({ takes: live.recorders.size }));
+  reportStats(() => {
+    let waiting = 0;
+    for (const r of live.recorders.values()) waiting += r.pendingFrames;
+    return { takes: live.recorders.size, waiting };
+  });
   console.log(JSON.stringify({ ready: (server.address() as AddressInfo).port }));
   process.once('SIGTERM', () => void live.shutdown().finally(() => process.exit(0)));
 }
@@ -356,6 +364,7 @@ async function measure(n: number, mode: 'live' | 'bare', recordings: Plan['recor
   const result = await load.result;
   await sleep(1200); // one more stats line, after the last frame
   const during = server.stats.slice(from);
+  if (process.env.BENCH_TRACE) console.error(JSON.stringify(during.map((s) => [s.takes, s.waiting, Math.round(s.lagP99)])));
   const frames = during.map((s) => s.frames ?? 0);
   await stopChild(load);
   await stopChild(server);

@@ -118,10 +118,10 @@ export async function openTakesOwnedBy(q: Queryable, instance: string): Promise<
 }
 
 // Ownership of a live take. The owning live instance holds a Firestore lease on
-// recordingLeaseKey() (heartbeat) and touches `updated_at` while it owns an open take; at a
-// graceful shutdown it clears owner_instance. A take still 'recording' whose updated_at is
-// older than OWNER_STALE_SECONDS lost its owner (killed instance): the sweep stops it once
-// RECORDING_DISCONNECT_GRACE_SECONDS more have passed.
+// recordingLeaseKey() (heartbeat) and touches `updated_at` of every open take it owns each
+// OWNER_HEARTBEAT_SECONDS; at a graceful shutdown it clears owner_instance. A take still
+// 'recording' whose updated_at is older than OWNER_STALE_SECONDS lost its owner (killed
+// instance): the sweep stops it once RECORDING_DISCONNECT_GRACE_SECONDS more have passed.
 
 /** How often the owner renews its lease and touches the row. */
 export const OWNER_HEARTBEAT_SECONDS = 10;
@@ -141,14 +141,14 @@ export async function claimRecording(tx: Queryable, meetingId: string, audioVers
   return rows[0] ?? null;
 }
 
-/** The owner's heartbeat on the row; false when `owner` no longer owns an open take. */
-export async function touchOwner(q: Queryable, meetingId: string, audioVersion: number, owner: string): Promise<boolean> {
-  const { rowCount } = await q.query(
-    'recording.touch_owner',
-    `UPDATE recording SET updated_at = now() WHERE meeting_id = $1 AND audio_version = $2 AND owner_instance = $3 AND state = ANY($4)`,
-    [meetingId, audioVersion, owner, CAPTURE_OPEN],
+/** The owner's heartbeat on every open take it owns, in one statement; returns those takes. */
+export async function touchOwnedTakes(q: Queryable, owner: string): Promise<Pick<Recording, 'meeting_id' | 'audio_version'>[]> {
+  const { rows } = await q.query<Pick<Recording, 'meeting_id' | 'audio_version'>>(
+    'recording.touch_owned',
+    `UPDATE recording SET updated_at = now() WHERE owner_instance = $1 AND state = ANY($2) RETURNING meeting_id, audio_version`,
+    [owner, CAPTURE_OPEN],
   );
-  return rowCount === 1;
+  return rows;
 }
 
 export interface TakeKey {
@@ -156,26 +156,15 @@ export interface TakeKey {
   audioVersion: number;
 }
 
-/**
- * Locks takes for segment writes (in key order, so concurrent writers cannot deadlock) and
- * touches those `writer` owns while their capture is open: a write doubles as the owner's
- * heartbeat. Missing takes are absent from the result.
- */
-export async function lockTakesForWrite(tx: Queryable, takes: TakeKey[], writer: string): Promise<Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance'>[]> {
+/** Locks takes for segment writes, in key order so that concurrent writers cannot deadlock. Missing takes are absent. */
+export async function lockTakesForWrite(tx: Queryable, takes: TakeKey[]): Promise<Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance'>[]> {
   if (!takes.length) return [];
-  const params = [takes.map((t) => t.meetingId), takes.map((t) => t.audioVersion)];
   const { rows } = await tx.query<Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance'>>(
     'recording.lock_for_write',
     `SELECT meeting_id, audio_version, state, owner_instance FROM recording
      WHERE (meeting_id, audio_version) IN (SELECT * FROM unnest($1::uuid[], $2::int[]))
      ORDER BY meeting_id, audio_version FOR UPDATE`,
-    params,
-  );
-  await tx.query(
-    'recording.touch_writer',
-    `UPDATE recording SET updated_at = now()
-     WHERE (meeting_id, audio_version) IN (SELECT * FROM unnest($1::uuid[], $2::int[])) AND owner_instance = $3 AND state = ANY($4)`,
-    [...params, writer, CAPTURE_OPEN],
+    [takes.map((t) => t.meetingId), takes.map((t) => t.audioVersion)],
   );
   return rows;
 }

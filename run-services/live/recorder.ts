@@ -13,7 +13,6 @@ import {
   markStopping,
   recordingLeaseKey,
   releaseOwner,
-  touchOwner,
   type Encoding,
   type StopReason,
 } from '@mi/lib/domain/recordings';
@@ -49,12 +48,9 @@ export interface RecorderHost {
   instanceId: string;
   mlUrl: string;
   leaseTtlMs: number;
-  heartbeatMs: number;
   committer: SegmentCommitter;
   /** Deliver committed events to this instance's connections now and publish them. */
   dispatch(events: StoredEvent[]): void;
-  /** A detached recorder asks whether its user is still connected anywhere (to start the grace). */
-  checkPresence(r: Recorder): void;
   /** The grace period ran out: stop unless the user is back. */
   graceExpired(r: Recorder): void;
   /** The recorder is done on this instance. */
@@ -73,6 +69,7 @@ const LET_GO_FLUSH_MS = 5_000;
 
 export class Recorder {
   readonly key: string;
+  readonly createdAt = Date.now();
   state: RecorderState = 'recording';
   client: RecorderClient | null = null;
   private readonly frames: FrameBuffer;
@@ -90,9 +87,7 @@ export class Recorder {
   private graceTimer: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
   private storageFailing = false;
-  /** When a segment write last refreshed our ownership of the row (it doubles as the heartbeat). */
-  private touchedAt = 0;
-  /** Heartbeat and progress cadence: until the recorder is done. */
+  /** The progress cadence: until the recorder is done. */
   private readonly intervals: NodeJS.Timeout[] = [];
   /** Duration warning and ceiling: until the stop begins. */
   private readonly durationTimers: NodeJS.Timeout[] = [];
@@ -134,7 +129,6 @@ export class Recorder {
       setInterval(() => {
         if (Date.now() - this.lastProgress.at >= progressMs - 20) this.requestProgress();
       }, progressMs),
-      setInterval(() => void this.heartbeat(), host.heartbeatMs),
     );
     this.scheduleDuration();
   }
@@ -193,6 +187,10 @@ export class Recorder {
       this.graceTimer = null;
       this.host.graceExpired(this);
     }, seconds * 1000);
+  }
+
+  get gracePending(): boolean {
+    return this.graceTimer !== null;
   }
 
   cancelGrace(reason: string): void {
@@ -325,8 +323,8 @@ export class Recorder {
       void this.letGo('not_recording', 0);
       return;
     }
+    if (outcome.kind === 'progress') return; // not asked for (runs were given)
     for (const r of outcome.rows) this.learn(r);
-    if (outcome.owner === this.host.instanceId) this.touchedAt = Date.now();
     if (outcome.events.length) this.progressSent(outcome.events);
     if (this.state === 'recording' && (outcome.state !== 'recording' || outcome.owner !== this.host.instanceId)) {
       void this.letGo(outcome.state === 'recording' ? 'resumed_elsewhere' : 'not_recording');
@@ -386,9 +384,8 @@ export class Recorder {
 
   private async emitProgress(): Promise<void> {
     const body = this.progressBody(this.frames.durable, this.bytesStored);
-    const event = await this.host.rt.db.withTransaction((tx) => appendEvent(tx, this.take.userId, body));
-    this.host.dispatch([event]);
-    this.progressSent([event]);
+    const outcome = await this.host.committer.commit({ take: this.take, userId: this.take.userId, from: 0, runs: [], progress: () => [body] });
+    if (outcome.kind === 'progress') this.progressSent(outcome.events);
   }
 
   /** Events already dispatched (the committer dispatches a whole batch's at once). */
@@ -473,24 +470,22 @@ export class Recorder {
     this.host.closed(this);
   }
 
-  private async heartbeat(): Promise<void> {
-    const { coordination, instanceId, leaseTtlMs, rt } = this.host;
-    if (this.state === 'done') return;
-    const [lease, owned] = await Promise.all([
-      coordination.renew(this.key, instanceId, leaseTtlMs).then(
-        (l) => l ?? coordination.acquire(this.key, instanceId, leaseTtlMs), // a lapsed lease nobody took is still ours
-        () => 'unknown' as const,
-      ),
-      Date.now() - this.touchedAt < this.host.heartbeatMs
-        ? true
-        : touchOwner(rt.db, this.take.meetingId, this.take.audioVersion, instanceId).catch(() => 'unknown' as const),
-    ]);
+  /** The lease heartbeat (the instance's heartbeat calls it): a lease someone else took means we let go. */
+  async renewLease(): Promise<void> {
+    const { coordination, instanceId, leaseTtlMs } = this.host;
     if (this.state !== 'recording') return;
-    if (lease === null || owned === false) {
-      this.note('lease_lost', { instance: instanceId, lease_taken: lease === null, row_owner_changed: owned === false });
-      return this.letGo(await this.whyLost());
-    }
-    if (!this.client && !this.graceTimer) this.host.checkPresence(this);
+    const lease = await coordination.renew(this.key, instanceId, leaseTtlMs).then(
+      (l) => l ?? coordination.acquire(this.key, instanceId, leaseTtlMs), // a lapsed lease nobody took is still ours
+      () => 'unknown' as const, // Firestore unreachable: the row decides
+    );
+    if (lease === null) await this.ownershipLost('lease taken');
+  }
+
+  /** The lease or the row (owner_instance) now names another instance, or the take is not open. */
+  async ownershipLost(why: string): Promise<void> {
+    if (this.state !== 'recording') return;
+    this.note('lease_lost', { instance: this.host.instanceId, why });
+    await this.letGo(await this.whyLost());
   }
 
   /** Another instance resumed the take, or it is no longer recording at all. */

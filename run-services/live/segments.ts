@@ -11,6 +11,7 @@ import type { Database, Queryable } from '@mi/lib/db/pool';
 import { insertManifestRows, rowsStartingFromMany, type ManifestInput, type ManifestRow } from '@mi/lib/domain/manifest';
 import { lockTakesForWrite, type RecordingState, type TakeKey } from '@mi/lib/domain/recordings';
 import { appendEvent, type EventBody, type StoredEvent } from '@mi/lib/events';
+import type { Logger } from '@mi/lib/log';
 import { ObjectExistsError, type ObjectStore } from '@mi/lib/storage';
 import type { Run } from './frames';
 import { FRAME_MS } from './protocol';
@@ -32,6 +33,7 @@ export interface CommitRequest {
   userId: string;
   /** The writer's first sequence not known to be stored (all before it are). */
   from: number;
+  /** None: only the progress event (the interval's) is committed. */
   runs: PreparedRun[];
   /** The progress events due once these rows are in (all rows from `from` on, ours included). */
   progress(rows: ManifestRow[]): EventBody[];
@@ -44,7 +46,9 @@ export type SegmentOutcome =
    */
   | { kind: 'stored'; rows: ManifestRow[]; stored: Run[]; owner: string | null; state: RecordingState; events: StoredEvent[] }
   /** The take is gone, finalizing or finalized: nothing can be added any more. */
-  | { kind: 'closed' };
+  | { kind: 'closed' }
+  /** A request without runs: its progress events. */
+  | { kind: 'progress'; events: StoredEvent[] };
 
 export function crc32cOf(body: Buffer): string {
   const crc = new CRC32C();
@@ -79,10 +83,9 @@ export class SegmentCommitter {
   constructor(
     private readonly db: Database,
     private readonly store: ObjectStore,
-    /** This instance: its writes touch the takes it owns (the owner's heartbeat). */
-    private readonly writer: string,
     /** Committed events, all of a batch at once. */
     private readonly dispatch: (events: StoredEvent[]) => void,
+    private readonly log: Logger,
   ) {}
 
   commit(req: CommitRequest): Promise<SegmentOutcome> {
@@ -109,10 +112,11 @@ export class SegmentCommitter {
     } catch (err) {
       // One bad request must not fail the others: retry them one by one.
       if (batch.length === 1) return batch[0].reject(err);
+      this.log.warn({ err: (err as Error).message, requests: batch.length }, 'segment batch failed; committing its requests one by one');
       for (const p of batch) await this.run([p]);
       return;
     }
-    this.dispatch(outcomes.flatMap((o) => (o.kind === 'stored' ? o.events : [])));
+    this.dispatch(outcomes.flatMap((o) => (o.kind === 'closed' ? [] : o.events)));
     batch.forEach((p, i) => p.resolve(outcomes[i]));
     // Only a definite outcome may remove our objects; after a failed commit they may be referenced.
     const unreferenced = batch.flatMap((p, i) => {
@@ -125,8 +129,9 @@ export class SegmentCommitter {
 
   private async commitBatch(tx: Queryable, reqs: CommitRequest[]): Promise<SegmentOutcome[]> {
     const key = (t: TakeKey) => `${t.meetingId}/${t.audioVersion}`;
-    const locks = new Map((await lockTakesForWrite(tx, reqs.map((r) => r.take), this.writer)).map((l) => [`${l.meeting_id}/${l.audio_version}`, l]));
-    const open = reqs.filter((r) => {
+    const writing = reqs.filter((r) => r.runs.length);
+    const locks = new Map((await lockTakesForWrite(tx, writing.map((r) => r.take))).map((l) => [`${l.meeting_id}/${l.audio_version}`, l]));
+    const open = writing.filter((r) => {
       const state = locks.get(key(r.take))?.state;
       return state !== undefined && state !== 'finalizing' && state !== 'finalized';
     });
@@ -137,6 +142,10 @@ export class SegmentCommitter {
     const inserts: ManifestInput[] = [];
     const outcomes: SegmentOutcome[] = [];
     for (const req of reqs) {
+      if (!req.runs.length) {
+        outcomes.push({ kind: 'progress', events: [] });
+        continue;
+      }
       const rows = rowsOf.get(key(req.take));
       const lock = locks.get(key(req.take));
       if (!rows || !lock) {
@@ -170,8 +179,8 @@ export class SegmentCommitter {
     await insertManifestRows(tx, inserts);
     for (const [i, req] of reqs.entries()) {
       const o = outcomes[i];
-      if (o.kind !== 'stored') continue;
-      for (const body of req.progress(o.rows)) o.events.push(await appendEvent(tx, req.userId, body));
+      if (o.kind === 'closed') continue;
+      for (const body of req.progress(o.kind === 'stored' ? o.rows : [])) o.events.push(await appendEvent(tx, req.userId, body));
     }
     return outcomes;
   }

@@ -234,6 +234,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     async start() {
       if (state !== 'new') return;
       subscription = await rt.bus.subscribeInstance(config.PUBSUB_TOPIC_EVENTS, instanceId, onBusMessage);
+      sessions.startHeartbeat();
       presenceTimer = setInterval(() => {
         for (const conn of connections) {
           if (!conn.ready || !conn.userId) continue;
@@ -250,6 +251,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         const wasRunning = state === 'running';
         state = 'stopping';
         if (presenceTimer) clearInterval(presenceTimer);
+        sessions.stopHeartbeat();
         if (catchUpTimer) clearInterval(catchUpTimer);
         if (wasRunning) {
           const takes = sessions.recorders.size;

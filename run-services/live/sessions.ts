@@ -6,7 +6,7 @@ import { appendEvent, type StoredEvent } from '@mi/lib/events';
 import { listManifest, type ManifestRow } from '@mi/lib/domain/manifest';
 import { getMeeting } from '@mi/lib/domain/meetings';
 import { recordEvent } from '@mi/lib/domain/recording-events';
-import { claimRecording, getRecording, recordingLeaseKey, startRecording, type Recording } from '@mi/lib/domain/recordings';
+import { claimRecording, getRecording, recordingLeaseKey, startRecording, touchOwnedTakes, type Recording } from '@mi/lib/domain/recordings';
 import { createTranscription } from '@mi/lib/domain/transcriptions';
 import type { Runtime } from '@mi/lib/runtime';
 import type { Connection } from './connection';
@@ -36,6 +36,9 @@ class CommandError extends Error {
   }
 }
 
+/** Firestore lease renewals in flight at once during a heartbeat. */
+const LEASE_RENEWALS_AT_ONCE = 16;
+
 const FRAME_ERRORS: Partial<Record<ErrorCode, string>> = {
   recording_stopping: 'the recording is stopping; this frame was not stored (upload it as a gap if needed)',
   sequence_out_of_range: 'the sequence number is beyond the recording\'s maximum duration',
@@ -46,9 +49,11 @@ export class Sessions implements RecorderHost {
   readonly recorders = new Map<string, Recorder>();
   readonly committer: SegmentCommitter;
   private readonly locks = new Map<string, Promise<unknown>>();
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private beating = false;
 
   constructor(private readonly d: SessionsDeps) {
-    this.committer = new SegmentCommitter(d.rt.db, d.rt.store, d.instanceId, (events) => events.length && d.dispatch(events));
+    this.committer = new SegmentCommitter(d.rt.db, d.rt.store, (events) => events.length && d.dispatch(events), d.rt.log);
   }
 
   get rt() {
@@ -66,9 +71,6 @@ export class Sessions implements RecorderHost {
   get leaseTtlMs() {
     return this.d.leaseTtlMs;
   }
-  get heartbeatMs() {
-    return this.d.heartbeatMs;
-  }
 
   dispatch(events: StoredEvent[]): void {
     this.d.dispatch(events);
@@ -78,8 +80,42 @@ export class Sessions implements RecorderHost {
     if (this.recorders.get(r.key) === r) this.recorders.delete(r.key);
   }
 
-  /** A detached recorder's heartbeat: start the grace period once the user is gone everywhere. */
-  checkPresence(r: Recorder): void {
+  startHeartbeat(): void {
+    this.heartbeatTimer ??= setInterval(() => void this.heartbeat(), this.d.heartbeatMs);
+  }
+
+  stopHeartbeat(): void {
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = null;
+  }
+
+  /**
+   * Every OWNER_HEARTBEAT_SECONDS: one statement touches every open take this instance owns (a
+   * take missing from it was resumed elsewhere or stopped), each take's Firestore lease is
+   * renewed, and detached takes look for their user (the grace starts once they are gone).
+   */
+  private async heartbeat(): Promise<void> {
+    if (this.beating || !this.recorders.size) return;
+    this.beating = true;
+    try {
+      const startedAt = Date.now();
+      const owned = await touchOwnedTakes(this.d.rt.db, this.d.instanceId).catch((err) => void this.warn(err, 'owner heartbeat failed'));
+      if (owned) {
+        const keys = new Set(owned.map((t) => recordingLeaseKey(t.meeting_id, t.audio_version)));
+        for (const r of this.recorders.values()) if (r.createdAt < startedAt && !keys.has(r.key)) void r.ownershipLost('row owner changed');
+      }
+      const takes = [...this.recorders.values()];
+      for (let i = 0; i < takes.length; i += LEASE_RENEWALS_AT_ONCE) {
+        await Promise.all(takes.slice(i, i + LEASE_RENEWALS_AT_ONCE).map((r) => r.renewLease()));
+      }
+      for (const r of takes) if (r.state === 'recording' && !r.client && !r.gracePending) this.checkPresence(r);
+    } finally {
+      this.beating = false;
+    }
+  }
+
+  /** A detached take: start the grace period once its user is gone everywhere. */
+  private checkPresence(r: Recorder): void {
     void this.isUserGone(r.take.userId).then((gone) => {
       if (gone) r.scheduleGrace(this.d.rt.config.RECORDING_DISCONNECT_GRACE_SECONDS);
     });
