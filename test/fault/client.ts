@@ -21,7 +21,7 @@ export interface ClientOptions {
 }
 
 type Msg = Record<string, any>;
-type Phase = 'idle' | 'connecting' | 'resuming' | 'live' | 'rolling' | 'stopping' | 'stopped';
+type Phase = 'idle' | 'connecting' | 'resuming' | 'live' | 'stopping' | 'stopped';
 
 /** Gap uploads: at most this many frames per PUT (well under RECORDING_MAX_CHUNK_BYTES). */
 const GAP_CHUNK_FRAMES = 100;
@@ -29,8 +29,6 @@ const RECONNECT_BACKOFF_MS = [50, 200, 500, 1_000, 2_000];
 const STOP_ATTEMPT_MS = 20_000;
 
 export interface ClientStats {
-  sent: number;
-  acked: number;
   reconnects: number;
   resumes: number;
   resent: number;
@@ -55,7 +53,7 @@ export class ResilientClient {
   /** Highest sequence the server acknowledged over the WebSocket (progress, RecordingResumed, RecordingStopped). */
   ackedThrough = -1;
   readonly unacked = new Map<number, Buffer>();
-  readonly stats: ClientStats = { sent: 0, acked: 0, reconnects: 0, resumes: 0, resent: 0, gapFramesUploaded: 0, takesStoppedByServer: 0, anomalies: [] };
+  readonly stats: ClientStats = { reconnects: 0, resumes: 0, resent: 0, gapFramesUploaded: 0, takesStoppedByServer: 0, anomalies: [] };
   /** Earlier takes of this client, ended by the server. */
   readonly finishedTakes: TakeBooks[] = [];
   /** The instance URL of the current connection. */
@@ -82,17 +80,17 @@ export class ResilientClient {
   /** Connects and starts the take. */
   async begin(): Promise<void> {
     await this.connect();
-    await this.startTake();
+    this.audioVersion = await this.startTake();
+    this.phase = 'live';
   }
 
   /** Records `n` more frames: sent at once when attached, otherwise held for the resume. */
   produce(n: number): void {
-    if (this.phase === 'rolling') return; // between takes nothing is recorded
+    if (this.rolling) return; // between takes nothing is recorded
     for (let i = 0; i < n; i++) {
       const seq = this.nextSeq++;
       const bytes = this.o.frameBytes(this.audioVersion, seq);
       this.unacked.set(seq, bytes);
-      this.stats.sent++;
       if (this.phase === 'live') this.sendFrame(seq, bytes);
     }
   }
@@ -125,6 +123,8 @@ export class ResilientClient {
       if (attempt >= 5) throw new Error(`${this.o.name}: the stop did not complete: ${JSON.stringify(answer)}`);
       this.phase = this.ws?.readyState === WebSocket.OPEN ? 'live' : this.phase;
       this.note(`stop attempt ${attempt + 1} answered ${JSON.stringify(answer).slice(0, 200)}`);
+      // This connection no longer holds the take (it moved): take it back, then stop again.
+      if (answer.code === 'no_recording' && this.phase === 'live') await this.resume();
       await sleep(500);
     }
     this.finished = true;
@@ -184,12 +184,13 @@ export class ResilientClient {
       ws.once('close', (code) => {
         clearTimeout(timer);
         if (!ready) return reject(new Error(`closed ${code} before ready`));
-        if (this.ws === ws) this.onClose();
+        if (this.ws === ws) this.onClose(code);
       });
     });
   }
 
-  private onClose(): void {
+  private onClose(code: number): void {
+    if (!this.finished) this.trace(`connection to ${this.url} closed ${code}`);
     this.ws = null;
     this.url = null;
     if (this.finished) return;
@@ -214,6 +215,7 @@ export class ResilientClient {
       );
       if (answer.type === 'RecordingResumed') {
         this.stats.resumes++;
+        this.trace(`resumed on ${this.url}: contiguous ${answer.highest_contiguous_sequence}, missing ${JSON.stringify(answer.missing_ranges)}, resending ${this.unacked.size}`);
         this.ack(answer.highest_contiguous_sequence);
         this.phase = 'live';
         this.resendAll();
@@ -222,6 +224,7 @@ export class ResilientClient {
       if (answer.type === 'lost') return; // the connection went away: the next reconnect resumes
       if (answer.code === 'recording_not_open' || answer.code === 'recording_stopping') {
         // Stopped by the server: its gaps go up, then (unless the client is stopping anyway) a new take.
+        this.trace(`resume answered ${answer.code}`);
         this.phase = 'live';
         if (!this.finishing) void this.rollOver();
         return;
@@ -243,6 +246,7 @@ export class ResilientClient {
         return;
       case 'RecordingReleased':
         // The take moved (or this instance stops): take it back on this connection.
+        this.trace(`released (${m.reason})`);
         if (m.meeting_id === this.o.meetingId && !this.finished && this.phase === 'live') void this.resume();
         return;
       case 'error':
@@ -253,16 +257,27 @@ export class ResilientClient {
 
   // --- takes ---------------------------------------------------------------------------------
 
-  private async startTake(): Promise<void> {
+  /** StartRecordingCommand; resolves with the new take's audio_version. */
+  private async startTake(): Promise<number> {
     for (let attempt = 0; ; attempt++) {
       await this.untilConnected(60_000);
       const answer = await this.request({ type: 'StartRecordingCommand', meeting_id: this.o.meetingId, encoding: 'pcm_s16le', sample_rate: 16000 }, 'RecordingStarted').catch(
         (err: Error): Msg => ({ type: 'lost', detail: err.message }),
       );
       if (answer.type === 'RecordingStarted') {
-        this.audioVersion = answer.audio_version;
-        this.phase = 'live';
-        return;
+        this.o.log?.(`${this.o.name} v${answer.audio_version}: started on ${this.url}`);
+        return answer.audio_version;
+      }
+      if (answer.code === 'recording_open') {
+        // An earlier start did begin a take, but its answer was lost with the connection: take that one.
+        const latest = await this.recordingState(null);
+        const resumed = await this.request({ type: 'ResumeRecordingCommand', meeting_id: this.o.meetingId, audio_version: latest.audio_version }, 'RecordingResumed').catch(
+          (err: Error): Msg => ({ type: 'lost', detail: err.message }),
+        );
+        if (resumed.type === 'RecordingResumed') {
+          this.o.log?.(`${this.o.name} v${latest.audio_version}: started (answer lost), resumed on ${this.url}`);
+          return latest.audio_version;
+        }
       }
       if (attempt >= 10) throw new Error(`${this.o.name}: could not start a take: ${JSON.stringify(answer)}`);
       await sleep(300);
@@ -275,20 +290,22 @@ export class ResilientClient {
    */
   private rollOver(): Promise<void> {
     this.rolling ??= (async () => {
-      this.phase = 'rolling';
       this.stats.takesStoppedByServer++;
-      await this.untilStopped();
+      const stopped = await this.untilStopped();
+      this.trace(`stopped by the server (${stopped.stop_reason}): contiguous ${stopped.highest_contiguous_sequence} of ${this.nextSeq}, missing ${JSON.stringify(stopped.missing_ranges)}`);
       await this.uploadGaps();
+      const next = await this.startTake();
       this.finishedTakes.push({ audioVersion: this.audioVersion, sent: this.nextSeq, ackedThrough: this.ackedThrough });
+      this.audioVersion = next;
       this.nextSeq = 0;
       this.ackedThrough = -1;
       this.unacked.clear();
-      await this.startTake();
     })()
       .catch((err) => this.note(`rolling over to a new take failed: ${(err as Error).message}`))
       .finally(() => {
         this.rolling = null;
-        if (this.phase === 'rolling') this.phase = 'live';
+        // Connected: record on. Otherwise the reconnect resumes (and, if the old take is still the current one, rolls over again).
+        if (this.ws?.readyState === WebSocket.OPEN) this.phase = 'live';
       });
     return this.rolling;
   }
@@ -299,7 +316,6 @@ export class ResilientClient {
     if (typeof seq !== 'number' || seq <= this.ackedThrough) return;
     for (let s = this.ackedThrough + 1; s <= seq; s++) this.unacked.delete(s);
     this.ackedThrough = seq;
-    this.stats.acked = seq + 1;
   }
 
   private sendFrame(seq: number, bytes: Buffer): void {
@@ -381,8 +397,9 @@ export class ResilientClient {
     return { status: res.status, json: text ? (JSON.parse(text) as Msg) : {} };
   }
 
-  async recordingState(): Promise<Msg> {
-    const { status, json } = await this.api('GET', `/meetings/${this.o.meetingId}/recording?audio_version=${this.audioVersion}`);
+  /** The take's state (the current one by default; null: the meeting's latest take). */
+  async recordingState(audioVersion: number | null = this.audioVersion): Promise<Msg> {
+    const { status, json } = await this.api('GET', `/meetings/${this.o.meetingId}/recording${audioVersion === null ? '' : `?audio_version=${audioVersion}`}`);
     if (status !== 200) throw new Error(`${this.o.name}: GET recording answered ${status}: ${JSON.stringify(json)}`);
     return json;
   }
@@ -413,17 +430,35 @@ export class ResilientClient {
         for (let start = run[0]; start <= run[1]; start += GAP_CHUNK_FRAMES) {
           const end = Math.min(start + GAP_CHUNK_FRAMES - 1, run[1]);
           const body = Buffer.concat(range(start, end).map((s) => this.unacked.get(s)!));
-          const res = await this.api('PUT', `/meetings/${this.o.meetingId}/recording/audio/${start}-${end}?audio_version=${this.audioVersion}`, body);
-          if (res.status === 201 || res.status === 200) this.stats.gapFramesUploaded += end - start + 1;
-          else this.note(`gap ${start}-${end} answered ${res.status}: ${JSON.stringify(res.json).slice(0, 200)}`);
+          const res = await this.putGap(start, end, body);
+          if (res.status === 201 || res.status === 200) {
+            this.stats.gapFramesUploaded += end - start + 1;
+            this.trace(`uploaded gap ${start}-${end}: ${res.status}`);
+          } else this.note(`gap ${start}-${end} answered ${res.status}: ${JSON.stringify(res.json).slice(0, 200)}`);
         }
       }
     }
   }
 
+  /** Something the protocol did not lead the client to expect. */
+  /** One gap range; a server error is retried with backoff, as a client would. */
+  private async putGap(start: number, end: number, body: Buffer): Promise<{ status: number; json: Msg }> {
+    for (let attempt = 0; ; attempt++) {
+      const res = await this.api('PUT', `/meetings/${this.o.meetingId}/recording/audio/${start}-${end}?audio_version=${this.audioVersion}`, body);
+      if (res.status < 500 || attempt >= 5) return res;
+      this.note(`gap ${start}-${end} answered ${res.status}; retrying`);
+      await sleep(RECONNECT_BACKOFF_MS[Math.min(attempt + 2, RECONNECT_BACKOFF_MS.length - 1)]);
+    }
+  }
+
   private note(line: string): void {
     this.stats.anomalies.push(line);
-    this.o.log?.(`${this.o.name}: ${line}`);
+    this.trace(line);
+  }
+
+  /** The client's course, for the controller's log. */
+  private trace(line: string): void {
+    this.o.log?.(`${this.o.name} v${this.audioVersion}: ${line}`);
   }
 }
 

@@ -26,13 +26,13 @@ const SERVER_ENTRY = 'run-services/live/server.ts';
 const HEALTHY_TIMEOUT_MS = 60_000;
 const TAIL_CHARS = 8_000;
 
-export const FAULT_SECRETS = {
+const FAULT_SECRETS = {
   IDENTITY_SECRET_KEY: 'fault-identity-secret-key-0123456789',
   SERVICE_AUTH_TOKEN: 'fault-service-token-0123456789abcdef',
 };
 
 /** Recording settings that make a take write often and report progress often. */
-export const FAULT_RECORDING_ENV: Record<string, string> = {
+const FAULT_RECORDING_ENV: Record<string, string> = {
   RECORDING_SEGMENT_TARGET_MS: '1000',
   RECORDING_PROGRESS_EVERY_FRAMES: '20',
   RECORDING_PROGRESS_INTERVAL_SECONDS: '1',
@@ -117,7 +117,7 @@ export class LiveChild {
     );
   }
 
-  async healthy(): Promise<boolean> {
+  private async healthy(): Promise<boolean> {
     try {
       const res = await fetch(`http://127.0.0.1:${this.port}/healthz`, { signal: AbortSignal.timeout(1_000) });
       return res.status === 200;
@@ -147,7 +147,6 @@ export interface Cluster {
   instances: LiveChild[];
   ml: FakeMl;
   pubsub: RunningEmulator;
-  gcsUrl: string;
   /** A user token for `name` (the user row appears on first use). */
   token(name: string): Promise<string>;
   /** Adds an injected GCS fault for this cluster's bucket. */
@@ -231,7 +230,6 @@ async function assemble(
     instances,
     ml,
     pubsub,
-    gcsUrl: parts.gcs.url,
     token: (name) => mintDevToken(FAULT_SECRETS.IDENTITY_SECRET_KEY, name),
     async gcsFault(spec) {
       const res = await fetch(faultsUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...spec, match: config.STORAGE_BUCKET }) });
