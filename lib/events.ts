@@ -96,11 +96,18 @@ export function toMessage(e: StoredEvent): { data: unknown; attributes: Record<s
 }
 
 export interface EventPublisher {
-  /** Publishes these (just committed) events; failures are left for the sweep. */
+  /**
+   * Publishes these (just committed) events, waiting at most PUBLISH_WAIT_MS: with Pub/Sub down
+   * the caller still answers promptly; the publish goes on in the background and whatever
+   * stays unpublished is left to the sweep.
+   */
   publish(events: StoredEvent[]): Promise<void>;
   /** Republishes every unpublished row older than `minAgeMs`; returns how many went out. */
   republishPending(minAgeMs?: number): Promise<number>;
 }
+
+/** How long a publish after commit is waited for (the Pub/Sub client retries for up to 60 s). */
+const PUBLISH_WAIT_MS = 1000;
 
 export function createEventPublisher(deps: { db: Queryable; bus: Bus; topic: string; log: Logger }): EventPublisher {
   const { db, bus, topic, log } = deps;
@@ -126,7 +133,8 @@ export function createEventPublisher(deps: { db: Queryable; bus: Bus; topic: str
 
   return {
     async publish(events) {
-      await publishAll(events).catch((err) => log.warn({ err: String(err) }, 'event publish failed; the sweep will retry'));
+      const done = publishAll(events).catch((err) => log.warn({ err: String(err) }, 'event publish failed; the sweep will retry'));
+      await Promise.race([done, new Promise((r) => setTimeout(r, PUBLISH_WAIT_MS).unref())]);
     },
     async republishPending(minAgeMs = 5000) {
       const { rows } = await db.query<OutboxRow>(

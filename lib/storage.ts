@@ -37,6 +37,8 @@ export interface ObjectStore {
 export class ObjectExistsError extends Error { override name = 'ObjectExistsError'; }
 export class ObjectNotFoundError extends Error { override name = 'ObjectNotFoundError'; }
 export class ObjectTooLargeError extends Error { override name = 'ObjectTooLargeError'; }
+/** Storage answered 5xx or 429 after the client's own retries: transient, worth retrying later. */
+export class StorageUnavailableError extends Error { override name = 'StorageUnavailableError'; }
 
 export interface ObjectStoreOptions {
   bucket: string;
@@ -69,6 +71,7 @@ function mapError(err: unknown, name: string): unknown {
   const status = httpStatusOf(err);
   if (status === 412) return new ObjectExistsError(`object ${name}: generation precondition failed`, { cause: err });
   if (status === 404) return new ObjectNotFoundError(`object ${name} not found`, { cause: err });
+  if (status !== undefined && (status >= 500 || status === 429)) return new StorageUnavailableError(`object ${name}: storage answered ${status}`, { cause: err });
   return err;
 }
 

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import { insertManifestRow } from '@mi/lib/domain/manifest';
-import { markStopped, markStopping, startRecording, type Encoding } from '@mi/lib/domain/recordings';
+import { markStopped, markStopping, startRecording, type Encoding, type StopReason } from '@mi/lib/domain/recordings';
 import { createTranscription } from '@mi/lib/domain/transcriptions';
 import type { ApiHarness } from './harness';
 
@@ -66,9 +66,9 @@ export async function storeLiveSegment(api: ApiHarness, take: Take, start: numbe
   return bytes;
 }
 
-export async function stopTake(api: ApiHarness, take: Take, gapDeadlineSeconds = 1800): Promise<void> {
+export async function stopTake(api: ApiHarness, take: Take, gapDeadlineSeconds = 1800, reason: StopReason = 'user'): Promise<void> {
   await api.rt.db.withTransaction(async (tx) => {
-    expect(await markStopping(tx, take.meetingId, take.audioVersion, 'user')).toBe(true);
+    expect(await markStopping(tx, take.meetingId, take.audioVersion, reason)).toBe(true);
     expect(await markStopped(tx, take.meetingId, take.audioVersion, gapDeadlineSeconds)).not.toBeNull();
   });
 }

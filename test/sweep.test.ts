@@ -119,6 +119,26 @@ describe('runSweep: finalize', () => {
     expect(parseWav(await api.rt.store.readAll(path)).data.equals(framesBytes(0, 29))).toBe(true);
   });
 
+  it('should keep a take the server stopped open for its client until the deadline, taking the tail it uploads', async () => {
+    for (const reason of ['connection_closed', 'max_duration'] as const) {
+      const take = await createTake(api, alice);
+      await storeLiveSegment(api, take, 0, 9); // no hole, but the client may hold frames the server never saw
+      await stopTake(api, take, 1800, reason);
+      expect((await runSweep(api.rt)).finalized).toBe(0);
+      const put = await api.request('PUT', `/meetings/${take.meetingId}/recording/audio/10-19?audio_version=1`, {
+        token: alice,
+        raw: framesBytes(10, 19),
+        headers: { 'content-type': 'application/octet-stream' },
+      });
+      expect(put.status).toBe(201);
+      expect((await runSweep(api.rt)).finalized).toBe(0);
+      await expireGapDeadline(api, take);
+      expect(await runSweep(api.rt)).toMatchObject({ finalized: 1, degraded: 0 });
+      const path = `recordings/${take.meetingId}/v1/audio.wav`;
+      expect(parseWav(await api.rt.store.readAll(path)).data.equals(framesBytes(0, 19))).toBe(true);
+    }
+  });
+
   it('should finalize a take past its deadline with gaps as degraded', async () => {
     const take = await createTake(api, alice);
     await storeLiveSegment(api, take, 0, 9);

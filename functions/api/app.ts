@@ -5,6 +5,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { ApiError, errorStatus, PROBLEM_CONTENT_TYPE, toProblem, type ErrorCode } from '@mi/lib/errors';
+import { StorageUnavailableError } from '@mi/lib/storage';
 import { currentTraceHeaders, currentTraceId, withIncomingSpan } from '@mi/lib/telemetry';
 import type { AppDeps, AppEnv } from './env';
 import { registerDocs } from './docs';
@@ -24,6 +25,9 @@ export function problemResponse(c: Context, err: unknown): Response {
 /** Maps what Hono and its validators throw onto our closed set of API errors. */
 function asApiError(err: unknown): unknown {
   if (err instanceof ApiError) return err;
+  if (err instanceof StorageUnavailableError) {
+    return new ApiError('unavailable', 'object storage is unavailable; nothing was stored, retry shortly', undefined, { 'Retry-After': '2' });
+  }
   if (err instanceof HTTPException) {
     // Validators and middleware throw these; keep their status within our closed set.
     const code = (Object.keys(errorStatus) as ErrorCode[]).find((k) => errorStatus[k] === err.status);

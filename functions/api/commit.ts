@@ -6,8 +6,6 @@ import { appendEvents, type EventBody, type StoredEvent } from '@mi/lib/events';
 import type { AppEnv } from './env';
 import { completeIdempotency } from './middleware/idempotency';
 
-const PUBLISH_WAIT_MS = 1000;
-
 export type Emit = (userId: string, event: EventBody) => Promise<void>;
 
 export async function commit<T>(
@@ -32,9 +30,7 @@ export async function commit<T>(
     return stored;
   });
   if (claim) claim.completed = true;
-  // The response waits for the publish, but not for long: with Pub/Sub down the mutation still
-  // answers, and the sweep republishes what stayed in the outbox.
-  await Promise.race([events.publish(emitted), new Promise((r) => setTimeout(r, PUBLISH_WAIT_MS).unref())]);
+  await events.publish(emitted);
   return status === 204 ? c.body(null, 204) : c.json(body as object, status);
 }
 

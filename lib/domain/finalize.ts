@@ -35,7 +35,10 @@ export interface RecordingFinalized {
 }
 
 /**
- * Stopped takes due for finalizing: past their gap upload deadline, or with no missing range.
+ * Stopped takes due for finalizing: past their gap upload deadline, or stopped by the user and
+ * with no missing range. A take the server stopped (connection_closed, max_duration) may lack
+ * a tail only its client knows of (frames recorded while it was away, never sent): it waits
+ * for its deadline, so that the client can come back and upload them.
  * A take has no missing range when every manifest row not starting at 0 is reached by a row
  * that starts earlier (the SQL form of coverageOf(...).missing_ranges being empty).
  */
@@ -45,7 +48,7 @@ export async function dueTakes(q: Queryable, limit: number): Promise<Recording[]
     `SELECT r.* FROM recording r
      WHERE r.state = 'stopped'
        AND (r.gap_upload_deadline IS NULL OR r.gap_upload_deadline <= now()
-            OR NOT EXISTS (
+            OR r.stop_reason = 'user' AND NOT EXISTS (
               SELECT 1 FROM segment_manifest s
               WHERE s.meeting_id = r.meeting_id AND s.audio_version = r.audio_version AND s.start_sequence > 0
                 AND NOT EXISTS (

@@ -210,6 +210,24 @@ describe('PUT /meetings/{id}/recording/audio/{start}-{end}', () => {
     expect((await put(gapPath(finalized, 10, 19), framesBytes(10, 19))).status).toBe(410);
   });
 
+  it('should answer 503 with Retry-After and store nothing while object storage fails, then accept the retry', async () => {
+    const take = await stoppedTakeWithGap();
+    const faults = `${api.config.STORAGE_EMULATOR_HOST}/_emulator/faults`;
+    const inject = await fetch(faults, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ mode: 'error503', count: 50, match: api.config.STORAGE_BUCKET }) });
+    expect(inject.ok).toBe(true);
+    try {
+      const failed = await put(gapPath(take, 10, 19), framesBytes(10, 19));
+      expect(failed.status).toBe(503);
+      expect(failed.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(failed.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(failed.body.detail).toMatch(/storage/);
+    } finally {
+      await fetch(faults, { method: 'DELETE' });
+    }
+    expect((await listManifest(api.rt.db, take.meetingId, 1)).map((r) => r.start_sequence)).toEqual([0, 20]);
+    expect((await put(gapPath(take, 10, 19), framesBytes(10, 19))).status).toBe(201);
+  });
+
   it('should answer 404 for an unknown meeting or version and for another user, 401/403 for bad credentials', async () => {
     const take = await stoppedTakeWithGap();
     const bytes = framesBytes(10, 19);

@@ -24,7 +24,7 @@ describe('no acknowledged frame is lost', () => {
     });
     const { anomalies, ...clients } = report.clients;
     console.log(`no-loss quick run: ${JSON.stringify({ ...report.totals, faults: report.faultsInjected, ...clients, seconds: Math.round(report.durationMs / 1000) })}`);
-    lines.push(`anomalies: ${JSON.stringify(anomalies)}`);
+    lines.push(`anomalies: ${JSON.stringify(anomalies)}`, ...report.takes.map((t) => JSON.stringify({ ...t, lost: t.lost.length })));
 
     expect(report.faultsInjected).toBe(9);
     expect(report.clients.reconnects).toBeGreaterThanOrEqual(3); // the kills and the dropped socket reached clients

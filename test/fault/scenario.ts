@@ -19,6 +19,8 @@ export interface NoLossOptions {
   seed?: number;
   /** Frames per second each client records (real time is 10). Default 30. */
   framesPerSecond?: number;
+  /** The sweep runs this often during the run, as in the local stack (default 5,000); 0: only at the end. */
+  sweepIntervalMs?: number;
   /** Pause between faults, ms. Default [1500, 3500]. */
   pauseMs?: [number, number];
   kinds?: readonly FaultKind[];
@@ -37,7 +39,8 @@ export interface NoLossReport {
   /** Objects under a meeting's prefix that nothing references, and leftovers of the compose temp prefix. */
   strays: string[];
   clients: { reconnects: number; resumes: number; resent: number; gapFramesUploaded: number; takesStoppedByServer: number; anomalies: string[] };
-  sweeps: SweepCounts[];
+  /** What the sweeps did, summed over the run. */
+  sweeps: SweepCounts;
   durationMs: number;
 }
 
@@ -92,6 +95,9 @@ async function drive(cluster: Cluster, opts: NoLossOptions, log: (line: string) 
     for (const c of clients) c.produce(n);
   }, 100);
 
+  // The sweep runs all along, as in the local stack: it stops takes whose owner died mid-stop
+  // (or that nobody resumed), finalizes stopped ones and republishes the outbox.
+  const sweeper = startSweeper(cluster, opts.sweepIntervalMs ?? 5_000, log);
   const faults = new FaultInjector(cluster, clients, random, log);
   const kinds = opts.kinds ?? FAULT_KINDS;
   let deck: FaultKind[] = [];
@@ -114,17 +120,17 @@ async function drive(cluster: Cluster, opts: NoLossOptions, log: (line: string) 
   log(`unacked before the stop: ${clients.map((c) => `${c.o.name} ${c.unacked.size} (acked through ${c.ackedThrough} of ${c.nextSeq})`).join(', ')}`);
   await Promise.all(clients.map((c) => c.finish()));
   log('stopped and gaps uploaded');
-
-  const sweeps = [await runSweep(cluster.rt)];
+  const sweeps = [...(await sweeper.stop()), await runSweep(cluster.rt, { coordination: cluster.rt.coordination })];
   const open = await stillStopped(cluster, clients);
   if (open.length) {
-    // Ranges nobody could upload: let the deadline pass so the take is finalized (degraded) and checked.
-    log(`takes with missing ranges after the gap uploads: ${open.join(', ')}`);
+    // Takes the server stopped wait for their gap deadline (their client may still hold frames),
+    // as do takes with ranges nobody could upload: let the deadline pass so they are finalized and checked.
+    log(`takes still stopped after the gap uploads: ${open.join(', ')}`);
     await cluster.rt.db.query('fault.expire', `UPDATE recording SET gap_upload_deadline = now() - interval '1 second' WHERE meeting_id = ANY($1::uuid[]) AND state = 'stopped'`, [open]);
-    sweeps.push(await runSweep(cluster.rt));
+    sweeps.push(await runSweep(cluster.rt, { coordination: cluster.rt.coordination }));
   }
 
-  log(`swept: ${JSON.stringify(sweeps)}`);
+  log(`swept: ${JSON.stringify(sumSweeps(sweeps))}`);
   const checked = await Promise.all(clients.map((c, i) => checkMeeting(cluster.rt, { name: c.o.name, meetingId: c.o.meetingId, takes: c.takes(), frameBytes: frameBytesFor(i) })));
   const takes = checked.flatMap((c) => c.takes);
   const strays = [...checked.flatMap((c) => c.strays), ...(await cluster.rt.store.list('_tmp/')).map((o) => o.name)];
@@ -146,7 +152,7 @@ async function drive(cluster: Cluster, opts: NoLossOptions, log: (line: string) 
       takesStoppedByServer: sum((c) => c.stats.takesStoppedByServer),
       anomalies: clients.flatMap((c) => c.stats.anomalies.map((a) => `${c.o.name}: ${a}`)),
     },
-    sweeps,
+    sweeps: sumSweeps(sweeps),
     durationMs: Date.now() - started,
   };
 }
@@ -267,6 +273,33 @@ class FaultInjector {
   }
 }
 
+function startSweeper(cluster: Cluster, intervalMs: number, log: (line: string) => void): { stop(): Promise<SweepCounts[]> } {
+  const passes: SweepCounts[] = [];
+  let running = intervalMs > 0;
+  const loop = (async () => {
+    while (running) {
+      await sleep(intervalMs);
+      if (!running) break;
+      passes.push(await runSweep(cluster.rt, { coordination: cluster.rt.coordination }).catch((err) => (log(`sweep failed: ${(err as Error).message}`), ZERO)));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return passes;
+    },
+  };
+}
+
+const ZERO: SweepCounts = { stopped: 0, finalized: 0, degraded: 0, failed: 0, republished: 0 };
+
+function sumSweeps(passes: SweepCounts[]): SweepCounts {
+  const total = { ...ZERO };
+  for (const p of passes) for (const k of Object.keys(total) as (keyof SweepCounts)[]) total[k] += p[k];
+  return total;
+}
+
 async function createMeeting(apiUrl: string, token: string): Promise<string> {
   const res = await fetch(`${apiUrl}/meetings`, {
     method: 'POST',
@@ -287,7 +320,7 @@ async function stillStopped(cluster: Cluster, clients: ResilientClient[]): Promi
 }
 
 /** A small seeded PRNG: the same seed injects the same faults in the same order. */
-export function mulberry32(seed: number): () => number {
+function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

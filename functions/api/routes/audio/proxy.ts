@@ -37,6 +37,7 @@ const route = createRoute({
     403: problemResponse('bad, expired, other-meeting or other-user signature'),
     404: problemResponse('meeting has no audio'),
     416: problemResponse('range not satisfiable (Content-Range: bytes */size)'),
+    503: problemResponse('object storage is unavailable; nothing was changed, retry after `Retry-After` seconds'),
   },
 });
 

@@ -32,6 +32,7 @@ const route = op({
     404: notFoundResponse('meeting'),
     409: problemResponse('the meeting is not of source_type upload'),
     415: problemResponse('Content-Type is not audio/*'),
+    503: problemResponse('object storage is unavailable; nothing was changed, retry after `Retry-After` seconds'),
   },
 });
 

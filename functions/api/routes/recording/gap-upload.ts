@@ -47,6 +47,7 @@ const route = op({
     404: problemResponse('meeting or audio_version not found'),
     409: problemResponse('capture still open, or the range overlaps stored frames with other bytes'),
     410: problemResponse('the gap upload deadline passed or the take is finalized'),
+    503: problemResponse('object storage is unavailable; nothing was changed, retry after `Retry-After` seconds'),
   },
 });
 
