@@ -54,27 +54,45 @@ const toStored = (r: OutboxRow): StoredEvent => ({
 
 /** Writes events of one user in the caller's transaction, in order, with consecutive seqs. */
 export async function appendEvents(tx: Queryable, userId: string, bodies: EventBody[], ctx: EventContext = {}): Promise<StoredEvent[]> {
-  if (!bodies.length) return [];
-  const { rows: seqRows } = await tx.query<{ last_seq: number }>(
-    'events.reserve_seq',
-    `INSERT INTO event_sequence (user_id, last_seq) VALUES ($1, $2)
-     ON CONFLICT (user_id) DO UPDATE SET last_seq = event_sequence.last_seq + $2 RETURNING last_seq`,
-    [userId, bodies.length],
-  );
-  const first = seqRows[0].last_seq - bodies.length + 1;
-  const { rows } = await tx.query<OutboxRow>(
-    'events.append',
-    `INSERT INTO event_outbox (id, user_id, seq, event_type, payload, origin_client_id, trace_context)
-     SELECT gen_random_uuid(), $1, $2::bigint + n - 1, e->>'type', e, $4, $5
-     FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS t(e, n)
-     RETURNING *`,
-    [userId, first, JSON.stringify(bodies), ctx.originClientId ?? null, ctx.trace && Object.keys(ctx.trace).length ? JSON.stringify(ctx.trace) : null],
-  );
-  return rows.map(toStored).sort((a, b) => a.seq - b.seq);
+  return appendUserEvents(tx, bodies.map((body) => ({ userId, body })), ctx);
 }
 
 export async function appendEvent(tx: Queryable, userId: string, body: EventBody, ctx: EventContext = {}): Promise<StoredEvent> {
   return (await appendEvents(tx, userId, [body], ctx))[0];
+}
+
+/**
+ * Writes events of any number of users in two statements, whatever their count (the live
+ * service's group commit); each user's events get consecutive seqs in the given order. Returns
+ * the stored events in the order given.
+ */
+export async function appendUserEvents(tx: Queryable, events: { userId: string; body: EventBody }[], ctx: EventContext = {}): Promise<StoredEvent[]> {
+  if (!events.length) return [];
+  const counts = new Map<string, number>();
+  for (const e of events) counts.set(e.userId, (counts.get(e.userId) ?? 0) + 1);
+  // One row per user, locked in a fixed order, so that concurrent writers cannot deadlock.
+  const users = [...counts.keys()].sort();
+  const { rows: reserved } = await tx.query<{ user_id: string; last_seq: number }>(
+    'events.reserve_seqs',
+    `INSERT INTO event_sequence (user_id, last_seq) SELECT * FROM unnest($1::uuid[], $2::bigint[])
+     ON CONFLICT (user_id) DO UPDATE SET last_seq = event_sequence.last_seq + EXCLUDED.last_seq RETURNING user_id, last_seq`,
+    [users, users.map((u) => counts.get(u)!)],
+  );
+  const next = new Map(reserved.map((r) => [r.user_id, r.last_seq - counts.get(r.user_id)! + 1]));
+  const seqs = events.map((e) => {
+    const seq = next.get(e.userId)!;
+    next.set(e.userId, seq + 1);
+    return seq;
+  });
+  const { rows } = await tx.query<OutboxRow>(
+    'events.append',
+    `INSERT INTO event_outbox (id, user_id, seq, event_type, payload, origin_client_id, trace_context)
+     SELECT gen_random_uuid(), u, s, e->>'type', e, $4, $5 FROM unnest($1::uuid[], $2::bigint[], $3::jsonb[]) AS t(u, s, e)
+     RETURNING *`,
+    [events.map((e) => e.userId), seqs, events.map((e) => JSON.stringify(e.body)), ctx.originClientId ?? null, ctx.trace && Object.keys(ctx.trace).length ? JSON.stringify(ctx.trace) : null],
+  );
+  const byKey = new Map(rows.map((r) => [`${r.user_id}/${r.seq}`, toStored(r)]));
+  return events.map((e, i) => byKey.get(`${e.userId}/${seqs[i]}`)!);
 }
 
 /** Stored events of a user after `afterSeq`, in order (WebSocket `last_seq` replay). */

@@ -76,6 +76,14 @@ describe('ObjectStore on the GCS emulator', () => {
     expect((await store.readAll('buf/one.bin')).equals(body)).toBe(true);
   });
 
+  it('should store a buffer with the CRC32C it was given, and refuse the write when the bytes do not match it', async () => {
+    const body = bytes(5_000);
+    expect(await store.write('buf/checked.bin', body, { crc32c: crc32c(body), createOnly: true })).toMatchObject({ size: 5_000, crc32c: crc32c(body) });
+    const other = bytes(5_000, 9);
+    await expect(store.write('buf/mismatch.bin', other, { crc32c: crc32c(body) })).rejects.toThrow(/CRC32C/i);
+    expect(await store.stat('buf/mismatch.bin')).toBeNull();
+  });
+
   it('should upload a stream through a resumable upload of several chunks', async () => {
     const { stream, expected } = streamOf(9 * 1024 * 1024 + 123, 2);
     const written = await store.write('stream/big.bin', stream, { contentType: 'application/octet-stream' });

@@ -15,6 +15,11 @@ export interface WriteOptions {
   ifGenerationMatch?: string | number;
   /** Streams larger than this abort with ObjectTooLargeError and leave no object. */
   maxBytes?: number;
+  /**
+   * The body's CRC32C (base64), for Buffer bodies: storage checks it and refuses other bytes,
+   * so the client's own hashing of the upload (CPU per write) is skipped.
+   */
+  crc32c?: string;
 }
 
 export interface ObjectStore {
@@ -180,7 +185,8 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       if (Buffer.isBuffer(body)) {
         if (o.maxBytes !== undefined && body.length > o.maxBytes) throw new ObjectTooLargeError(`object ${name} exceeds ${o.maxBytes} bytes`);
         try {
-          await file.save(body, { resumable: false, contentType: o.contentType, preconditionOpts: preconditionsOf(o) });
+          const checked = o.crc32c ? { validation: false as const, metadata: { crc32c: o.crc32c } } : {};
+          await file.save(body, { resumable: false, contentType: o.contentType, preconditionOpts: preconditionsOf(o), ...checked });
         } catch (err) {
           throw mapError(err, name);
         }

@@ -106,7 +106,9 @@ export class Uploads {
     const sink = this.store.newSink();
     await sink.write(mediaPart.data);
     const contentType = resource.contentType ?? mediaPart.headers['content-type'];
-    const meta = await this.store.commit(sink, { bucket, name, contentType, metadata: resource.metadata }, preconditionsOf(q), expectedHashOf(req));
+    // As in GCS, hashes in the resource are checked like an X-Goog-Hash header.
+    const expected = { ...expectedHashOf(req), ...(resource.crc32c ? { crc32c: String(resource.crc32c) } : {}), ...(resource.md5Hash ? { md5: String(resource.md5Hash) } : {}) };
+    const meta = await this.store.commit(sink, { bucket, name, contentType, metadata: resource.metadata }, preconditionsOf(q), expected);
     sendJson(res, 200, objectResource(meta, baseUrlOf(req)));
   }
 

@@ -20,6 +20,11 @@ export interface DueOptions {
   now: number;
   /** Frames per stored object (RECORDING_SEGMENT_TARGET_MS of audio). */
   targetFrames: number;
+  /**
+   * A backlog (storage slower than the audio) is written in objects of up to this many frames:
+   * fewer, larger writes, so that the write rate adapts to what storage sustains.
+   */
+  maxFrames: number;
   /** A shorter run is written once its oldest frame waited this long. */
   maxAgeMs: number;
   /** Write everything now (stop, disconnect, shutdown). */
@@ -57,7 +62,7 @@ export class FrameBuffer {
     }
   }
 
-  /** Contiguous runs due for writing, each at most targetFrames long, in sequence order. */
+  /** Contiguous runs due for writing, each at most maxFrames long, in sequence order. */
   dueRuns(o: DueOptions): Run[] {
     const seqs = [...this.pending.keys()].sort((a, b) => a - b);
     const runs: Run[] = [];
@@ -65,11 +70,11 @@ export class FrameBuffer {
     while (i < seqs.length) {
       let j = i;
       while (j + 1 < seqs.length && seqs[j + 1] === seqs[j] + 1) j++;
-      // seqs[i..j] is one contiguous run: full chunks now, the rest when old enough.
-      for (let k = i; k <= j; k += o.targetFrames) {
-        const last = Math.min(k + o.targetFrames - 1, j);
+      // seqs[i..j] is one contiguous run: chunks of at least targetFrames now, the rest when old enough.
+      for (let k = i; k <= j; k += o.maxFrames) {
+        const last = Math.min(k + o.maxFrames - 1, j);
         const frames = seqs.slice(k, last + 1).map((s) => this.pending.get(s)!);
-        const full = frames.length === o.targetFrames;
+        const full = frames.length >= o.targetFrames;
         if (full || o.force || o.now - oldest(frames) >= o.maxAgeMs) runs.push({ start: seqs[k], end: seqs[last], frames });
       }
       i = j + 1;

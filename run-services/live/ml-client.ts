@@ -136,7 +136,8 @@ export class MlStream {
       const session = (await res.json()) as { id: string; audio_url: string };
       if (this.closed) return;
       this.id = session.id;
-      this.attach(new WebSocket(session.audio_url, { headers: { authorization: `Bearer ${this.o.token}` } }));
+      // Audio does not compress: no permessage-deflate, whatever the ML service offers.
+      this.attach(new WebSocket(session.audio_url, { headers: { authorization: `Bearer ${this.o.token}` }, perMessageDeflate: false }));
     } catch (err) {
       this.retry((err as Error).message);
     }

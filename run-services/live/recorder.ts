@@ -61,6 +61,8 @@ export type RecorderState = 'recording' | 'settling' | 'finishing' | 'done';
 
 /** Frames waiting for storage beyond this are refused (buffer_full): ~2 min of 16 kHz PCM. */
 const MAX_PENDING_BYTES = 4 * 1024 * 1024;
+/** A backlog is written in objects of up to this many segment targets (see FrameBuffer.dueRuns). */
+const BACKLOG_SEGMENTS_PER_OBJECT = 8;
 const BACKOFF_MS = [100, 200, 500, 1_000, 2_000, 5_000];
 /** Frames beyond the duration ceiling by this many are refused outright. */
 const SEQUENCE_SLACK_FRAMES = 600;
@@ -283,7 +285,13 @@ export class Recorder {
     for (let failures = 0; !this.halted; ) {
       this.again = false;
       const force = this.forced > 0 || this.client === null;
-      const runs = this.frames.dueRuns({ now: Date.now(), targetFrames: this.targetFrames, maxAgeMs: c.RECORDING_SEGMENT_TARGET_MS, force });
+      const runs = this.frames.dueRuns({
+        now: Date.now(),
+        targetFrames: this.targetFrames,
+        maxFrames: this.targetFrames * BACKLOG_SEGMENTS_PER_OBJECT,
+        maxAgeMs: c.RECORDING_SEGMENT_TARGET_MS,
+        force,
+      });
       if (!runs.length && !this.progressRequested) return;
       try {
         for (let i = 0; i < runs.length; i += MAX_BATCH_RUNS) await this.store(runs.slice(i, i + MAX_BATCH_RUNS));

@@ -10,7 +10,7 @@ import { CRC32C } from '@google-cloud/storage';
 import type { Database, Queryable } from '@mi/lib/db/pool';
 import { insertManifestRows, rowsStartingFromMany, type ManifestInput, type ManifestRow } from '@mi/lib/domain/manifest';
 import { lockTakesForWrite, type RecordingState, type TakeKey } from '@mi/lib/domain/recordings';
-import { appendEvent, type EventBody, type StoredEvent } from '@mi/lib/events';
+import { appendUserEvents, type EventBody, type StoredEvent } from '@mi/lib/events';
 import type { Logger } from '@mi/lib/log';
 import { ObjectExistsError, type ObjectStore } from '@mi/lib/storage';
 import type { Run } from './frames';
@@ -177,11 +177,14 @@ export class SegmentCommitter {
       outcomes.push({ kind: 'stored', rows, stored, owner: lock.owner_instance, state: lock.state, events: [] });
     }
     await insertManifestRows(tx, inserts);
-    for (const [i, req] of reqs.entries()) {
+    // Every request's progress events in one append, whatever the batch size.
+    const due = reqs.flatMap((req, i) => {
       const o = outcomes[i];
-      if (o.kind === 'closed') continue;
-      for (const body of req.progress(o.kind === 'stored' ? o.rows : [])) o.events.push(await appendEvent(tx, req.userId, body));
-    }
+      if (o.kind === 'closed') return [];
+      return req.progress(o.kind === 'stored' ? o.rows : []).map((body) => ({ userId: req.userId, body, outcome: o }));
+    });
+    const stored = await appendUserEvents(tx, due);
+    due.forEach((d, i) => d.outcome.events.push(stored[i]));
     return outcomes;
   }
 }
@@ -195,7 +198,7 @@ async function putObject(store: ObjectStore, name: string, body: Buffer, crc: st
   for (let n = 0; ; n++) {
     const candidate = n === 0 ? name : name.replace(/\.seg$/, `.${n}.seg`);
     try {
-      const stored = await store.write(candidate, body, { createOnly: true, contentType: 'application/octet-stream' });
+      const stored = await store.write(candidate, body, { createOnly: true, contentType: 'application/octet-stream', crc32c: crc });
       if (stored.crc32c !== crc) {
         await store.delete(candidate).catch(() => undefined);
         throw new Error(`object ${candidate}: stored crc32c ${stored.crc32c} differs from ours ${crc}`);

@@ -22,7 +22,7 @@ describe('FrameBuffer', () => {
   it('should write full runs at once and shorter ones when old enough or forced', () => {
     const buf = new FrameBuffer();
     for (const seq of [0, 1, 2, 3, 4, 5, 7]) buf.add(seq, Buffer.from([seq]), 1000);
-    const due = (now: number, force = false) => buf.dueRuns({ now, targetFrames: 3, maxAgeMs: 500, force }).map((r) => [r.start, r.end]);
+    const due = (now: number, force = false) => buf.dueRuns({ now, targetFrames: 3, maxFrames: 3, maxAgeMs: 500, force }).map((r) => [r.start, r.end]);
     expect(due(1100)).toEqual([[0, 2], [3, 5]]);
     expect(due(1500)).toEqual([[0, 2], [3, 5], [7, 7]]);
     buf.markDurable(0, 5);
@@ -31,13 +31,28 @@ describe('FrameBuffer', () => {
     expect(buf.add(7, Buffer.from([7]), 2000)).toBe(false); // already waiting
   });
 
+  it('should write a backlog in objects of up to maxFrames, and a run shorter than the target only once old enough', () => {
+    const buf = new FrameBuffer();
+    for (let seq = 0; seq < 23; seq++) buf.add(seq, Buffer.from([seq]), 1000);
+    const due = (now: number) => buf.dueRuns({ now, targetFrames: 3, maxFrames: 10, maxAgeMs: 500, force: false }).map((r) => [r.start, r.end]);
+    expect(due(1100)).toEqual([[0, 9], [10, 19], [20, 22]]);
+    buf.add(23, Buffer.from([23]), 1000);
+    buf.markDurable(0, 19);
+    buf.add(24, Buffer.from([24]), 1400);
+    expect(due(1100)).toEqual([[20, 24]]);
+    buf.markDurable(20, 23);
+    expect(due(1500)).toEqual([]); // frame 24 alone: not full, not old enough yet
+    expect(due(1900)).toEqual([[24, 24]]);
+  });
+
   it('should hand out non-overlapping runs that, with what is stored, cover every frame once', () => {
     fc.assert(
       fc.property(
         fc.array(fc.integer({ min: 0, max: 60 }), { minLength: 1, maxLength: 200 }),
         fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 1, max: 4 }),
         fc.array(fc.tuple(fc.integer({ min: 0, max: 60 }), fc.integer({ min: 0, max: 5 })), { maxLength: 4 }),
-        (arrivals, target, storedElsewhere) => {
+        (arrivals, target, backlogFactor, storedElsewhere) => {
           const buf = new FrameBuffer();
           const written: [number, number][] = [];
           let now = 0;
@@ -47,7 +62,7 @@ describe('FrameBuffer', () => {
             const other = storedElsewhere[i % 7];
             if (i % 7 === 3 && other) buf.markDurable(other[0], other[0] + other[1]);
             if (i % 5 === 4) {
-              for (const run of buf.dueRuns({ now, targetFrames: target, maxAgeMs: 10, force: false })) {
+              for (const run of buf.dueRuns({ now, targetFrames: target, maxFrames: target * backlogFactor, maxAgeMs: 10, force: false })) {
                 expect(run.frames.map((f) => f.seq)).toEqual(Array.from({ length: run.end - run.start + 1 }, (_, k) => run.start + k));
                 for (let s = run.start; s <= run.end; s++) expect(buf.durable.has(s)).toBe(false);
                 written.push([run.start, run.end]);
@@ -55,7 +70,7 @@ describe('FrameBuffer', () => {
               }
             }
           }
-          for (const run of buf.dueRuns({ now, targetFrames: target, maxAgeMs: 10, force: true })) {
+          for (const run of buf.dueRuns({ now, targetFrames: target, maxFrames: target * backlogFactor, maxAgeMs: 10, force: true })) {
             written.push([run.start, run.end]);
             buf.markDurable(run.start, run.end);
           }

@@ -57,8 +57,10 @@ describe('recording', () => {
     }
     await client.acked(meetingId, 599);
 
+    // RECORDING_SEGMENT_TARGET_MS = 1000: objects of ten frames, or up to 80 while this burst
+    // (faster than real time) is ahead of storage; progress at least every 50 frames stored.
     const progress = client.ofType('AudioStoredProgressEvent').filter((m) => m.meeting_id === meetingId);
-    expect(progress.length).toBeGreaterThanOrEqual(600 / 50);
+    expect(progress.length).toBeGreaterThanOrEqual(Math.floor(600 / (50 + 80)));
     for (let i = 1; i < progress.length; i++) {
       expect(progress[i].seq).toBeGreaterThan(progress[i - 1].seq);
       expect(progress[i].highest_contiguous_sequence).toBeGreaterThanOrEqual(progress[i - 1].highest_contiguous_sequence);
@@ -71,7 +73,8 @@ describe('recording', () => {
     const stored = await storedAudio(core, meetingId, 1);
     expect(stored.sequences).toEqual(range(0, 599));
     expect(stored.bytes.equals(Buffer.concat(range(0, 599).map(pcmFrame)))).toBe(true);
-    expect(stored.rows.length).toBe(60); // RECORDING_SEGMENT_TARGET_MS = 1000: ten frames per object
+    const sizes = stored.rows.map((r) => r.end_sequence - r.start_sequence + 1);
+    expect(sizes.every((n, i) => n <= 80 && (n >= 10 || i === sizes.length - 1))).toBe(true);
     expect(stored.rows.every((r) => r.crc32c && r.object_generation && r.sha256 === null)).toBe(true);
 
     const stopped = await client.stop(meetingId);
