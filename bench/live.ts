@@ -4,7 +4,7 @@
 // ratio, frame→durable-ack latency (the first AudioStoredProgressEvent covering the frame),
 // event-loop lag and RSS per recording of the server process. The server, the load and the rest
 // (database, emulators, an ML sink) run in separate processes so the server's figures are its own.
-// One file, four roles: (none) orchestrates, `server` / `bare` / `load` are its children.
+// One file, five roles: (none) orchestrates, `server` / `bare` / `load` / `ml` are its children.
 // BENCH_RECORDINGS (comma list, default 50,200,500), BENCH_SECONDS (default 20), BENCH_LOG_LEVEL
 // (the server's, default error), BENCH_PROFILE=<dir> (a CPU profile of the server), BENCH_TRACE=1
 // (per second: takes, frames waiting for storage, event-loop lag p99 of the server).
@@ -70,6 +70,7 @@ interface Stats {
 const role = process.argv[2];
 if (role === 'server') await serverRole();
 else if (role === 'bare') await bareRole();
+else if (role === 'ml') await mlRole();
 else if (role === 'load') await loadRole(JSON.parse(readFileSync(process.argv[3], 'utf8')) as Plan);
 else await orchestrate();
 
@@ -225,8 +226,8 @@ async function stopChild(c: Child): Promise<void> {
 }
 
 /** A stand-in ML service that takes sessions and counts their frames. */
-async function startMlSink(): Promise<{ url: string; frames: () => number; stop(): Promise<void> }> {
-  let frames = 0;
+/** A stand-in ML service that takes sessions and drops their frames (its own process: it must not slow the database down). */
+async function mlRole(): Promise<void> {
   const server = createServer((req: IncomingMessage, res) => {
     req.resume();
     req.on('end', () => {
@@ -237,18 +238,9 @@ async function startMlSink(): Promise<{ url: string; frames: () => number; stop(
       } else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ drained: true, processed: 0, dropped: 0 }));
     });
   });
-  const wss = new WebSocketServer({ server, perMessageDeflate: false });
-  wss.on('connection', (ws) => ws.on('message', () => void frames++));
+  new WebSocketServer({ server, perMessageDeflate: false }).on('connection', (ws) => ws.on('message', () => undefined));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    frames: () => frames,
-    async stop() {
-      for (const ws of wss.clients) ws.terminate();
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
-    },
-  };
+  console.log(JSON.stringify({ ready: (server.address() as AddressInfo).port }));
 }
 
 async function orchestrate(): Promise<void> {
@@ -265,8 +257,9 @@ async function orchestrate(): Promise<void> {
     const pg = await startEmbeddedPostgres();
     stops.push(pg.stop);
     await applySchema(pg.url);
-    const ml = await startMlSink();
-    stops.push(ml.stop);
+    const ml = child(['ml'], process.env);
+    stops.push(() => stopChild(ml));
+    const mlUrl = `http://127.0.0.1:${(await ml.ready).ready}`;
 
     const env: Record<string, string | undefined> = {
       ...process.env,
@@ -280,7 +273,7 @@ async function orchestrate(): Promise<void> {
       STORAGE_EMULATOR_HOST: `http://127.0.0.1:${gcsPort}`,
       STORAGE_BUCKET: 'bench-live',
       PUBSUB_TOPIC_EVENTS: `bench-events-${randomUUID().slice(0, 8)}`,
-      ML_SERVICE_URL: ml.url,
+      ML_SERVICE_URL: mlUrl,
     };
     const store = createObjectStore({ bucket: 'bench-live', emulatorHost: env.STORAGE_EMULATOR_HOST });
     for (let i = 0; ; i++) {

@@ -62,37 +62,40 @@ export async function appendEvent(tx: Queryable, userId: string, body: EventBody
 }
 
 /**
- * Writes events of any number of users in two statements, whatever their count (the live
- * service's group commit); each user's events get consecutive seqs in the given order. Returns
- * the stored events in the order given.
+ * Writes events of any number of users in one statement, whatever their count (the live
+ * service's group commit): each user's events get consecutive seqs in the given order.
+ * Returns the stored events in the order given.
  */
 export async function appendUserEvents(tx: Queryable, events: { userId: string; body: EventBody }[], ctx: EventContext = {}): Promise<StoredEvent[]> {
   if (!events.length) return [];
-  const counts = new Map<string, number>();
-  for (const e of events) counts.set(e.userId, (counts.get(e.userId) ?? 0) + 1);
-  // One row per user, locked in a fixed order, so that concurrent writers cannot deadlock.
-  const users = [...counts.keys()].sort();
-  const { rows: reserved } = await tx.query<{ user_id: string; last_seq: number }>(
-    'events.reserve_seqs',
-    `INSERT INTO event_sequence (user_id, last_seq) SELECT * FROM unnest($1::uuid[], $2::bigint[])
-     ON CONFLICT (user_id) DO UPDATE SET last_seq = event_sequence.last_seq + EXCLUDED.last_seq RETURNING user_id, last_seq`,
-    [users, users.map((u) => counts.get(u)!)],
-  );
-  const next = new Map(reserved.map((r) => [r.user_id, r.last_seq - counts.get(r.user_id)! + 1]));
-  const seqs = events.map((e) => {
-    const seq = next.get(e.userId)!;
-    next.set(e.userId, seq + 1);
-    return seq;
-  });
+  // event_sequence rows are locked in user order, so that concurrent writers cannot deadlock.
   const { rows } = await tx.query<OutboxRow>(
     'events.append',
-    `INSERT INTO event_outbox (id, user_id, seq, event_type, payload, origin_client_id, trace_context)
-     SELECT gen_random_uuid(), u, s, e->>'type', e, $4, $5 FROM unnest($1::uuid[], $2::bigint[], $3::jsonb[]) AS t(u, s, e)
+    `WITH input AS (
+       SELECT u, e, ord, row_number() OVER (PARTITION BY u ORDER BY ord) AS rn, count(*) OVER (PARTITION BY u) AS n
+       FROM unnest($1::uuid[], $2::jsonb[]) WITH ORDINALITY AS t(u, e, ord)
+     ), reserved AS (
+       INSERT INTO event_sequence (user_id, last_seq)
+       SELECT u, count(*) FROM input GROUP BY u ORDER BY u
+       ON CONFLICT (user_id) DO UPDATE SET last_seq = event_sequence.last_seq + EXCLUDED.last_seq
+       RETURNING user_id, last_seq
+     )
+     INSERT INTO event_outbox (id, user_id, seq, event_type, payload, origin_client_id, trace_context)
+     SELECT gen_random_uuid(), i.u, r.last_seq - i.n + i.rn, i.e->>'type', i.e, $3, $4
+     FROM input i JOIN reserved r ON r.user_id = i.u ORDER BY i.ord
      RETURNING *`,
-    [events.map((e) => e.userId), seqs, events.map((e) => JSON.stringify(e.body)), ctx.originClientId ?? null, ctx.trace && Object.keys(ctx.trace).length ? JSON.stringify(ctx.trace) : null],
+    [events.map((e) => e.userId), events.map((e) => JSON.stringify(e.body)), ctx.originClientId ?? null, ctx.trace && Object.keys(ctx.trace).length ? JSON.stringify(ctx.trace) : null],
   );
-  const byKey = new Map(rows.map((r) => [`${r.user_id}/${r.seq}`, toStored(r)]));
-  return events.map((e, i) => byKey.get(`${e.userId}/${seqs[i]}`)!);
+  // RETURNING order is not guaranteed: match rows back by user and seq (per user, seqs follow the input order).
+  const byUser = new Map<string, StoredEvent[]>();
+  for (const r of rows) byUser.set(r.user_id, [...(byUser.get(r.user_id) ?? []), toStored(r)]);
+  for (const list of byUser.values()) list.sort((a, b) => a.seq - b.seq);
+  const taken = new Map<string, number>();
+  return events.map((e) => {
+    const i = taken.get(e.userId) ?? 0;
+    taken.set(e.userId, i + 1);
+    return byUser.get(e.userId)![i];
+  });
 }
 
 /** Stored events of a user after `afterSeq`, in order (WebSocket `last_seq` replay). */
