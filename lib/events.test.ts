@@ -25,6 +25,7 @@ afterAll(async () => {
 });
 
 const body = (n: number): EventBody => ({ type: 'EntityChanged', entity: 'meeting', action: 'updated', id: null, meeting_id: null, n });
+const nOf = (b: EventBody) => (b as { n?: number }).n;
 
 describe('appendUserEvents', () => {
   it('should give each user consecutive seqs in the order given and return the events in that order', async () => {
@@ -33,10 +34,10 @@ describe('appendUserEvents', () => {
     const input = [ada, bob, ada, cy, bob, ada].map((userId, n) => ({ userId, body: body(n + 1) }));
     const stored = await db.withTransaction((tx) => appendUserEvents(tx, input));
 
-    expect(stored.map((e) => [e.user_id, (e.body as { n: number }).n])).toEqual(input.map((e) => [e.userId, (e.body as { n: number }).n]));
+    expect(stored.map((e) => [e.user_id, nOf(e.body)])).toEqual(input.map((e) => [e.userId, nOf(e.body)]));
     expect(stored.map((e) => e.seq)).toEqual([1, 2, 2, 1, 3, 3]);
     expect(new Set(stored.map((e) => e.event_id)).size).toBe(6);
-    expect((await eventsAfter(db, ada, 0)).map((e) => (e.body as { n: number }).n)).toEqual([1, 3, 6]);
+    expect((await eventsAfter(db, ada, 0)).map((e) => nOf(e.body))).toEqual([1, 3, 6]);
   });
 
   it('should keep every user gapless and unique when many appends run at once', async () => {
