@@ -6,10 +6,10 @@
 // Rows are committed by one SegmentCommitter per instance: requests that arrive while a
 // transaction runs go together in the next one (group commit). An idle instance commits each
 // request at once; a busy one needs a handful of statements per batch instead of per segment.
-import { CRC32C } from '@google-cloud/storage';
 import type { Database, Queryable } from '@mi/lib/db/pool';
 import { insertManifestRows, rowsStartingFromMany, type ManifestInput, type ManifestRow } from '@mi/lib/domain/manifest';
 import { lockTakesForWrite, type RecordingState, type TakeKey } from '@mi/lib/domain/recordings';
+import { crc32cOf } from '@mi/lib/crc32c';
 import { appendUserEvents, type EventBody, type StoredEvent } from '@mi/lib/events';
 import type { Logger } from '@mi/lib/log';
 import { ObjectExistsError, type ObjectStore } from '@mi/lib/storage';
@@ -49,12 +49,6 @@ export type SegmentOutcome =
   | { kind: 'closed' }
   /** A request without runs: its progress events. */
   | { kind: 'progress'; events: StoredEvent[] };
-
-export function crc32cOf(body: Buffer): string {
-  const crc = new CRC32C();
-  crc.update(body);
-  return crc.toString();
-}
 
 const pad = (n: number) => String(n).padStart(10, '0');
 export const segmentObjectName = (t: TakeKey, start: number, end: number) => `recordings/${t.meetingId}/${t.audioVersion}/${pad(start)}-${pad(end)}.seg`;
