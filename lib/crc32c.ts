@@ -13,3 +13,13 @@ export function crc32cBase64(value: number): string {
 }
 
 export const crc32cOf = (body: Uint8Array): string => crc32cBase64(crc32cUpdate(body));
+
+/** For the storage client (`crc32cGenerator`): its own upload and download checks, natively. */
+export function nativeCrc32cValidator() {
+  let value = 0;
+  return {
+    update: (data: Buffer) => void (value = crc32cUpdate(data, value)),
+    toString: () => crc32cBase64(value),
+    validate: (expected: string) => expected === crc32cBase64(value),
+  };
+}

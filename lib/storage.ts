@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { PassThrough, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { IdempotencyStrategy, Storage, type File, type FileMetadata, type PreconditionOptions } from '@google-cloud/storage';
+import { nativeCrc32cValidator } from './crc32c';
 
 export interface StoredObject { name: string; size: number; generation: string; crc32c: string; md5Hash?: string; contentType?: string }
 
@@ -126,6 +127,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     // is safe here: a retried write sends the same bytes, deletes ignore 404, and a
     // create-only write whose first try landed reports ObjectExistsError.
     retryOptions: { idempotencyStrategy: IdempotencyStrategy.RetryAlways },
+    crc32cGenerator: nativeCrc32cValidator,
   });
   // STORAGE_EMULATOR_HOST, when set, would send JSON-API calls there whatever apiEndpoint says.
   if (apiEndpoint) storage.baseUrl = `${storage.apiEndpoint}/storage/v1`;
