@@ -2,7 +2,7 @@
 // a take row, segment objects (create-only) with manifest rows, and the stop transition.
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
-import { insertManifestRow } from '@mi/lib/domain/manifest';
+import { insertManifestRow, segmentObjectName } from '@mi/lib/domain/manifest';
 import { markStopped, markStopping, startRecording, type Encoding, type StopReason } from '@mi/lib/domain/recordings';
 import { createTranscription } from '@mi/lib/domain/transcriptions';
 import type { ApiHarness } from './harness';
@@ -49,7 +49,7 @@ export async function createTake(api: ApiHarness, token: string, opts: { encodin
 /** A live segment: frames start..end in one object and one manifest row (no sha256). */
 export async function storeLiveSegment(api: ApiHarness, take: Take, start: number, end: number, size = 100): Promise<Buffer> {
   const bytes = framesBytes(start, end, size);
-  const name = `recordings/${take.meetingId}/v${take.audioVersion}/live/${start}-${end}`;
+  const name = segmentObjectName(take, start, end);
   const stored = await api.rt.store.write(name, bytes, { createOnly: true });
   await insertManifestRow(api.rt.db, {
     meeting_id: take.meetingId,

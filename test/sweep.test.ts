@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createCoordination, type Coordination } from '@mi/lib/coordination';
 import type { BusMessage } from '@mi/lib/bus';
+import { gapObjectName, sha256Hex } from '@mi/lib/domain/gap-recovery';
+import { listManifest, segmentObjectName } from '@mi/lib/domain/manifest';
 import { getRecording, recordingLeaseKey } from '@mi/lib/domain/recordings';
 import { runSweep, sweepHandler } from '../functions/sweep';
 import { startApi, type ApiHarness } from './harness';
@@ -139,6 +141,28 @@ describe('runSweep: finalize', () => {
     }
   });
 
+  it('should delete the objects of a finalized take that no manifest row references, and keep the rest', async () => {
+    const take = await createTake(api, alice);
+    await storeLiveSegment(api, take, 0, 9);
+    await storeLiveSegment(api, take, 20, 29);
+    await stopTake(api, take);
+    const gap = await api.request('PUT', `/meetings/${take.meetingId}/recording/audio/10-19?audio_version=1`, {
+      token: alice,
+      raw: framesBytes(10, 19),
+      headers: { 'content-type': 'application/octet-stream' },
+    });
+    expect(gap.status).toBe(201);
+    // Left by writers that died between their object and their row.
+    const strays = [segmentObjectName(take, 30, 39), gapObjectName(take.meetingId, 1, 30, 39, sha256Hex(framesBytes(30, 39)))];
+    for (const name of strays) await api.rt.store.write(name, framesBytes(30, 39));
+
+    expect((await runSweep(api.rt)).finalized).toBe(1);
+    const left = (await api.rt.store.list(`recordings/${take.meetingId}/`)).map((o) => o.name).sort();
+    const referenced = (await listManifest(api.rt.db, take.meetingId, 1)).map((r) => r.object_name);
+    expect(left).toEqual([...referenced, `recordings/${take.meetingId}/v1/audio.wav`].sort());
+    expect(parseWav(await api.rt.store.readAll(`recordings/${take.meetingId}/v1/audio.wav`)).data.equals(framesBytes(0, 29))).toBe(true);
+  });
+
   it('should finalize a take past its deadline with gaps as degraded', async () => {
     const take = await createTake(api, alice);
     await storeLiveSegment(api, take, 0, 9);
@@ -180,7 +204,7 @@ describe('runSweep: finalize', () => {
 
   it('should give the claim back when finalizing fails, so the next pass retries', async () => {
     const take = await completeTake(10, 5);
-    await api.rt.store.delete(`recordings/${take.meetingId}/v1/live/0-4`);
+    await api.rt.store.delete(segmentObjectName(take, 0, 4));
     expect(await runSweep(api.rt)).toMatchObject({ finalized: 0, failed: 1 });
     expect((await getRecording(api.rt.db, take.meetingId))?.state).toBe('stopped');
     expect(messagesFor(take)).toEqual([]);

@@ -11,7 +11,8 @@ import { appendEvent, type EventPublisher, type StoredEvent } from '../events';
 import type { Logger } from '../log';
 import type { ObjectStore } from '../storage';
 import { wavHeader } from '../wav';
-import { coverageOf, listManifest, type ManifestRow } from './manifest';
+import { gapPrefix } from './gap-recovery';
+import { coverageOf, listManifest, segmentPrefix, type ManifestRow } from './manifest';
 import { recordEvent } from './recording-events';
 import type { Recording } from './recordings';
 
@@ -188,5 +189,21 @@ export async function finalizeClaimed(deps: FinalizeDeps, rec: Recording): Promi
     return true;
   });
   await deps.events.publish(emitted);
+  if (done) {
+    await deleteUnreferenced(deps, rec, rows).catch((err) => deps.log.warn({ err: (err as Error).message }, 'could not delete unreferenced objects of a finalized take'));
+  }
   return done ? message : null;
+}
+
+/**
+ * Segment and gap objects of the take that no manifest row references: left by a writer that
+ * died between writing its object and committing its row. The take is finalized, so nothing can
+ * reference them any more (a late writer's commit is refused, and it deletes its own object).
+ */
+async function deleteUnreferenced(deps: FinalizeDeps, rec: Recording, rows: ManifestRow[]): Promise<void> {
+  const referenced = new Set(rows.map((r) => r.object_name));
+  const listed = await Promise.all([segmentPrefix(rec.meeting_id, rec.audio_version), gapPrefix(rec.meeting_id, rec.audio_version)].map((p) => deps.store.list(p)));
+  const strays = listed.flat().filter((o) => !referenced.has(o.name));
+  await Promise.all(strays.map((o) => deps.store.delete(o.name)));
+  if (strays.length) deps.log.info({ take: `${rec.meeting_id}/${rec.audio_version}`, objects: strays.length }, 'deleted objects no manifest row references');
 }

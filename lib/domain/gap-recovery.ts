@@ -30,8 +30,9 @@ export interface GapResult extends Pick<Coverage, 'highest_contiguous_sequence' 
 export const sha256Hex = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
 /** Content-addressed, so two uploads of the same range with other bytes never share an object. */
+export const gapPrefix = (meetingId: string, audioVersion: number) => `recordings/${meetingId}/v${audioVersion}/gaps/`;
 export const gapObjectName = (meetingId: string, audioVersion: number, start: number, end: number, sha: string) =>
-  `recordings/${meetingId}/v${audioVersion}/gaps/${start}-${end}-${sha.slice(0, 16)}`;
+  `${gapPrefix(meetingId, audioVersion)}${start}-${end}-${sha.slice(0, 16)}`;
 
 /**
  * Whether the take takes gap uploads now: while capture is open the frames belong on the

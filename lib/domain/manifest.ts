@@ -2,6 +2,13 @@
 // frame sequences. Coverage (highest contiguous sequence, missing ranges) is derived from it.
 import type { Queryable } from '../db/pool';
 
+const pad = (n: number) => String(n).padStart(10, '0');
+
+/** Where the live service stores a take's segments (gap uploads: gapObjectName). */
+export const segmentPrefix = (meetingId: string, audioVersion: number) => `recordings/${meetingId}/${audioVersion}/`;
+export const segmentObjectName = (t: { meetingId: string; audioVersion: number }, start: number, end: number) =>
+  `${segmentPrefix(t.meetingId, t.audioVersion)}${pad(start)}-${pad(end)}.seg`;
+
 export interface ManifestRow {
   id: string;
   meeting_id: string;

@@ -7,7 +7,7 @@
 // transaction runs go together in the next one (group commit). An idle instance commits each
 // request at once; a busy one needs a handful of statements per batch instead of per segment.
 import type { Database, Queryable } from '@mi/lib/db/pool';
-import { insertManifestRows, rowsStartingFromMany, type ManifestInput, type ManifestRow } from '@mi/lib/domain/manifest';
+import { insertManifestRows, rowsStartingFromMany, segmentObjectName, type ManifestInput, type ManifestRow } from '@mi/lib/domain/manifest';
 import { lockTakesForWrite, type RecordingState, type TakeKey } from '@mi/lib/domain/recordings';
 import { crc32cOf } from '@mi/lib/crc32c';
 import { appendUserEvents, type EventBody, type StoredEvent } from '@mi/lib/events';
@@ -50,8 +50,6 @@ export type SegmentOutcome =
   /** A request without runs: its progress events. */
   | { kind: 'progress'; events: StoredEvent[] };
 
-const pad = (n: number) => String(n).padStart(10, '0');
-export const segmentObjectName = (t: TakeKey, start: number, end: number) => `recordings/${t.meetingId}/${t.audioVersion}/${pad(start)}-${pad(end)}.seg`;
 
 /** Writes the runs' objects (in parallel). */
 export function prepareRuns(store: ObjectStore, take: TakeKey, runs: Run[]): Promise<PreparedRun[]> {
