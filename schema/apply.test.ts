@@ -63,6 +63,21 @@ describe('applySchema', { timeout: 120_000 }, () => {
     expect((await applySchema(pg.url)).statements).toEqual([]);
   });
 
+  it("should bring a table's storage parameters to schema.sql, which migra does not diff", async () => {
+    await applySchema(pg.url);
+    await pg.db.exec('ALTER TABLE transcript_segment RESET (fillfactor); ALTER TABLE meeting SET (fillfactor = 90);');
+    const result = await applySchema(pg.url);
+    expect(result.statements).toEqual([
+      'alter table "public"."meeting" reset (fillfactor);',
+      'alter table "public"."transcript_segment" set (fillfactor=70);',
+    ]);
+    const { rows } = await pg.db.query(`SELECT relname, reloptions FROM pg_class WHERE relname IN ('meeting', 'transcript_segment') ORDER BY relname`);
+    expect(rows).toEqual([
+      { relname: 'meeting', reloptions: null },
+      { relname: 'transcript_segment', reloptions: ['fillfactor=70'] },
+    ]);
+  });
+
   it('should refuse to drop an extra column unless destructive changes are allowed', async () => {
     await applySchema(pg.url);
     await pg.db.exec(`ALTER TABLE meeting ADD COLUMN legacy_notes text; INSERT INTO app_user (username, email) VALUES ('a', 'a@example.com');`);

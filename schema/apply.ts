@@ -9,7 +9,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { createClient } from '@pgkit/client';
 import { run as migra } from '@pgkit/migra';
-import { startEmbeddedPostgres } from '../lib/db/embedded';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded';
 import { destructiveStatements } from './destructive';
 
 export const SCHEMA_SQL_PATH = fileURLToPath(new URL('./schema.sql', import.meta.url));
@@ -43,7 +43,7 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
       await inTransaction(target, [schemaSql]);
       return { statements: [schemaSql], applied: true };
     }
-    const statements = await plan(targetUrl, schemaSql);
+    const statements = await plan(target, targetUrl, schemaSql);
     const destructive = destructiveStatements(statements);
     for (const s of statements) log(destructive.includes(s) ? `-- DESTRUCTIVE\n${s}` : s);
     log(statements.length ? `-- ${statements.length} statement(s)` : '-- schema is up to date');
@@ -68,7 +68,7 @@ async function isEmpty(client: pg.Client): Promise<boolean> {
 }
 
 /** The statements that take the live database to schema.sql, in migra's order. */
-async function plan(liveUrl: string, schemaSql: string): Promise<string[]> {
+async function plan(liveClient: pg.Client, liveUrl: string, schemaSql: string): Promise<string[]> {
   const scratch = await startEmbeddedPostgres();
   // pg-promise warns about a second client for one URL; these are short-lived and ours.
   const clientOptions = { pgpOptions: { initialize: { noWarnings: true } } };
@@ -79,11 +79,31 @@ async function plan(liveUrl: string, schemaSql: string): Promise<string[]> {
     // unsafe: let migra emit drops; this tool decides what is destructive itself.
     // ignoreExtensionVersions: pgvector in PGlite and on Cloud SQL differ in version only.
     const migration = await migra(live, desired, { unsafe: true, schema: 'public', ignoreExtensionVersions: true });
-    return migration.statements.array.map((s) => s.trim()).filter(Boolean);
+    const statements = migration.statements.array.map((s) => s.trim()).filter(Boolean);
+    return [...statements, ...(await storageParameterStatements(liveClient, scratch.db))];
   } finally {
     await Promise.allSettled([live.end(), desired.end()]);
     await scratch.stop();
   }
+}
+
+const TABLE_OPTIONS = `SELECT relname AS name, coalesce(reloptions, '{}') AS options FROM pg_class
+  WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p') ORDER BY relname`;
+
+/** migra ignores tables' storage parameters (fillfactor); these bring them to schema.sql's. */
+async function storageParameterStatements(live: pg.Client, desired: EmbeddedPostgres['db']): Promise<string[]> {
+  type Row = { name: string; options: string[] };
+  const current = new Map((await live.query<Row>(TABLE_OPTIONS)).rows.map((r) => [r.name, r.options]));
+  const key = (option: string) => option.split('=')[0];
+  return (await desired.query<Row>(TABLE_OPTIONS)).rows.flatMap(({ name, options }) => {
+    const have = current.get(name) ?? [];
+    const reset = have.map(key).filter((k) => !options.map(key).includes(k));
+    const set = options.filter((o) => !have.includes(o));
+    return [
+      ...(reset.length ? [`alter table "public"."${name}" reset (${reset.join(', ')});`] : []),
+      ...(set.length ? [`alter table "public"."${name}" set (${set.join(', ')});`] : []),
+    ];
+  });
 }
 
 async function inTransaction(client: pg.Client, statements: string[]): Promise<void> {

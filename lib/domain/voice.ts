@@ -40,15 +40,19 @@ export interface VoiceMatch {
 }
 
 /**
- * The user's people with a voice_vector, most similar first, through the HNSW cosine index.
- * The user filter is applied while the index is walked (iterative scan, strict order), so a
- * user's matches are found even when most indexed vectors belong to other users.
+ * The user's people with a voice_vector, most similar first. The planner picks by the user's
+ * share of the rows (from ANALYZE statistics): an exact scan of a user with few people (their
+ * (user_id, ...) index, then a sort), else the HNSW cosine index, the user filter applied while
+ * the graph is walked (iterative scan, strict order) so a filtered walk still yields `limit`.
  */
 export async function findVoiceMatches(db: Database, userId: string, vector: number[], limit: number): Promise<VoiceMatch[]> {
-  const efSearch = Math.max(100, 2 * Math.trunc(limit));
   return db.withTransaction(async (tx) => {
-    await tx.query('voice.ef_search', `SET LOCAL hnsw.ef_search = ${efSearch}`);
-    await tx.query('voice.iterative_scan', 'SET LOCAL hnsw.iterative_scan = strict_order');
+    // ef_search at pgvector's maximum: on 100,000 random vectors it finds 99.7% of the true
+    // top 10 (m = 32, ef_construction = 200); at 400, 97.7% (bench/api.ts, BENCHMARKS.md).
+    await tx.query(
+      'voice.scan_settings',
+      `SELECT set_config('hnsw.ef_search', '1000', true), set_config('hnsw.iterative_scan', 'strict_order', true)`,
+    );
     const { rows } = await tx.query<PersonBrief & { similarity: number }>(
       'voice.matches',
       `SELECT ${BRIEF_COLUMNS}, 1 - (voice_vector <=> $2::vector) AS similarity FROM person

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import pgvector from 'pgvector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type ApiHarness } from '../harness';
 
@@ -239,6 +240,10 @@ describe('PUT /transcriptions/{id}/segments (replace)', () => {
       [t.id, p],
     );
     expect({ n, labelled, vectors }).toEqual({ n: 5000, labelled: 1250, vectors: 8 });
+    // Each embedding lands on its own segment (they travel as one float4[] beside the rows).
+    const stored = await sql(`SELECT start_ms, feature_vector::text AS v FROM transcript_segment WHERE transcription_id = $1 AND feature_vector IS NOT NULL ORDER BY start_ms`, [t.id]);
+    expect(stored.map((r) => r.start_ms)).toEqual([0, 625, 1250, 1875, 2500, 3125, 3750, 4375].map((i) => i * 1000));
+    for (const r of stored) pgvector.fromSql(r.v).forEach((x: number, d: number) => expect(x).toBeCloseTo(vector(r.start_ms / 1000)[d], 5));
   });
 
   it('should answer 404 for an unknown transcription and accept only the service scheme', async () => {
