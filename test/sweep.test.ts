@@ -48,6 +48,14 @@ async function completeTake(frames: number, per: number): Promise<Take> {
   return take;
 }
 
+/** The client's gap upload of frames start..end of the take's first version. */
+const uploadGap = (take: Take, start: number, end: number) =>
+  api.request('PUT', `/meetings/${take.meetingId}/recording/audio/${start}-${end}?audio_version=1`, {
+    token: alice,
+    raw: framesBytes(start, end),
+    headers: { 'content-type': 'application/octet-stream' },
+  });
+
 function parseWav(bytes: Buffer) {
   return {
     riff: bytes.toString('ascii', 0, 4),
@@ -110,11 +118,7 @@ describe('runSweep: finalize', () => {
     await storeLiveSegment(api, take, 20, 29);
     await stopTake(api, take);
     expect((await runSweep(api.rt)).finalized).toBe(0);
-    const put = await api.request('PUT', `/meetings/${take.meetingId}/recording/audio/10-19?audio_version=1`, {
-      token: alice,
-      raw: framesBytes(10, 19),
-      headers: { 'content-type': 'application/octet-stream' },
-    });
+    const put = await uploadGap(take, 10, 19);
     expect(put.status).toBe(201);
     expect((await runSweep(api.rt)).finalized).toBe(1);
     const path = `recordings/${take.meetingId}/v1/audio.wav`;
@@ -127,11 +131,7 @@ describe('runSweep: finalize', () => {
       await storeLiveSegment(api, take, 0, 9); // no hole, but the client may hold frames the server never saw
       await stopTake(api, take, 1800, reason);
       expect((await runSweep(api.rt)).finalized).toBe(0);
-      const put = await api.request('PUT', `/meetings/${take.meetingId}/recording/audio/10-19?audio_version=1`, {
-        token: alice,
-        raw: framesBytes(10, 19),
-        headers: { 'content-type': 'application/octet-stream' },
-      });
+      const put = await uploadGap(take, 10, 19);
       expect(put.status).toBe(201);
       expect((await runSweep(api.rt)).finalized).toBe(0);
       await expireGapDeadline(api, take);
@@ -146,11 +146,7 @@ describe('runSweep: finalize', () => {
     await storeLiveSegment(api, take, 0, 9);
     await storeLiveSegment(api, take, 20, 29);
     await stopTake(api, take);
-    const gap = await api.request('PUT', `/meetings/${take.meetingId}/recording/audio/10-19?audio_version=1`, {
-      token: alice,
-      raw: framesBytes(10, 19),
-      headers: { 'content-type': 'application/octet-stream' },
-    });
+    const gap = await uploadGap(take, 10, 19);
     expect(gap.status).toBe(201);
     // Left by writers that died between their object and their row.
     const strays = [segmentObjectName(take, 30, 39), gapObjectName(take.meetingId, 1, 30, 39, sha256Hex(framesBytes(30, 39)))];

@@ -1,4 +1,4 @@
-// One take's audio stream to the ML service (/tmp/ml-contract.md): POST /streaming, frames over
+// One take's audio stream to the ML service (its stand-in: emulators/ml/server.ts): POST /streaming, frames over
 // its WebSocket, DELETE /streaming/{id} to drain. Storage never waits on it: a frame the ML
 // socket cannot take right now (not open, or more than MAX_BUFFERED_BYTES unsent) is dropped for
 // ML and counted; a lost session is re-created with backoff from the next sequence.

@@ -19,8 +19,6 @@ export interface NoLossOptions {
   seed?: number;
   /** Frames per second each client records (real time is 10). Default 30. */
   framesPerSecond?: number;
-  /** The sweep runs this often during the run, as in the local stack (default 5,000); 0: only at the end. */
-  sweepIntervalMs?: number;
   /** Pause between faults, ms. Default [1500, 3500]. */
   pauseMs?: [number, number];
   kinds?: readonly FaultKind[];
@@ -97,7 +95,7 @@ async function drive(cluster: Cluster, opts: NoLossOptions, log: (line: string) 
 
   // The sweep runs all along, as in the local stack: it stops takes whose owner died mid-stop
   // (or that nobody resumed), finalizes stopped ones and republishes the outbox.
-  const sweeper = startSweeper(cluster, opts.sweepIntervalMs ?? 5_000, log);
+  const sweeper = startSweeper(cluster, log);
   const faults = new FaultInjector(cluster, clients, random, log);
   const kinds = opts.kinds ?? FAULT_KINDS;
   let deck: FaultKind[] = [];
@@ -120,14 +118,14 @@ async function drive(cluster: Cluster, opts: NoLossOptions, log: (line: string) 
   log(`unacked before the stop: ${clients.map((c) => `${c.o.name} ${c.unacked.size} (acked through ${c.ackedThrough} of ${c.nextSeq})`).join(', ')}`);
   await Promise.all(clients.map((c) => c.finish()));
   log('stopped and gaps uploaded');
-  const sweeps = [...(await sweeper.stop()), await runSweep(cluster.rt, { coordination: cluster.rt.coordination })];
+  const sweeps = [...(await sweeper.stop()), await sweep(cluster)];
   const open = await stillStopped(cluster, clients);
   if (open.length) {
     // Takes the server stopped wait for their gap deadline (their client may still hold frames),
     // as do takes with ranges nobody could upload: let the deadline pass so they are finalized and checked.
     log(`takes still stopped after the gap uploads: ${open.join(', ')}`);
     await cluster.rt.db.query('fault.expire', `UPDATE recording SET gap_upload_deadline = now() - interval '1 second' WHERE meeting_id = ANY($1::uuid[]) AND state = 'stopped'`, [open]);
-    sweeps.push(await runSweep(cluster.rt, { coordination: cluster.rt.coordination }));
+    sweeps.push(await sweep(cluster));
   }
 
   log(`swept: ${JSON.stringify(sumSweeps(sweeps))}`);
@@ -273,14 +271,19 @@ class FaultInjector {
   }
 }
 
-function startSweeper(cluster: Cluster, intervalMs: number, log: (line: string) => void): { stop(): Promise<SweepCounts[]> } {
+/** The sweep runs this often during the run, as in the local stack. */
+const SWEEP_INTERVAL_MS = 5_000;
+
+const sweep = (cluster: Cluster) => runSweep(cluster.rt, { coordination: cluster.rt.coordination });
+
+function startSweeper(cluster: Cluster, log: (line: string) => void): { stop(): Promise<SweepCounts[]> } {
   const passes: SweepCounts[] = [];
-  let running = intervalMs > 0;
+  let running = true;
   const loop = (async () => {
     while (running) {
-      await sleep(intervalMs);
+      await sleep(SWEEP_INTERVAL_MS);
       if (!running) break;
-      passes.push(await runSweep(cluster.rt, { coordination: cluster.rt.coordination }).catch((err) => (log(`sweep failed: ${(err as Error).message}`), ZERO)));
+      passes.push(await sweep(cluster).catch((err) => (log(`sweep failed: ${(err as Error).message}`), ZERO)));
     }
   })();
   return {
