@@ -266,13 +266,18 @@ describe('recording_event_history', () => {
   it('should order events of one transaction by seq, each with its own clock time', async () => {
     const g = await seedGraph();
     await db.query('BEGIN');
-    for (const type of ['a', 'b', 'c']) await insert('recording_event_history', { meeting_id: g.meeting, event_type: type });
+    const txStart = (await db.query(`SELECT now()::text AS t`)).rows[0].t;
+    for (const type of ['a', 'b', 'c']) {
+      // PGlite's clock ticks in milliseconds: wait one tick so each insert sees a new clock time.
+      await db.query('SELECT pg_sleep(0.002)');
+      await insert('recording_event_history', { meeting_id: g.meeting, event_type: type });
+    }
     await db.query('COMMIT');
     const { rows } = await db.query(`SELECT event_type, seq, created_at::text AS created_at FROM recording_event_history WHERE meeting_id = $1 AND event_type IN ('a', 'b', 'c') ORDER BY seq`, [g.meeting]);
     expect(rows.map((r) => r.event_type)).toEqual(['a', 'b', 'c']);
     expect(Number(rows[1].seq)).toBeGreaterThan(Number(rows[0].seq));
     expect(Number(rows[2].seq)).toBeGreaterThan(Number(rows[1].seq));
-    expect(new Set(rows.map((r) => r.created_at)).size).toBe(3);
+    expect(new Set([txStart, ...rows.map((r) => r.created_at)]).size).toBe(4);
   });
 
   it('should not let a caller choose seq', async () => {
