@@ -105,6 +105,22 @@ describe('bus across a Pub/Sub emulator restart', () => {
     await own?.stop();
   });
 
+  it('should give up a publish within seconds while Pub/Sub is down, then publish on the same ordering key once it is back', async () => {
+    const topic = `events-${randomUUID()}`;
+    const bus = createBus({ projectId, emulatorHost: own.host });
+    onTestFinished(() => bus.close());
+    await bus.ensureTopic(topic);
+    await own.stop();
+    const started = Date.now();
+    // The client's default retries a publish for 10 minutes, holding the key's later messages.
+    const during = await bus.publish(topic, 'during', {}, { orderingKey: 'user-1' }).then(() => 'published', (err: Error) => err);
+    const ms = Date.now() - started;
+    await own.restart!();
+    expect(during).toBeInstanceOf(Error);
+    expect(ms).toBeLessThan(20_000);
+    await vi.waitFor(() => bus.publish(topic, 'after', {}, { orderingKey: 'user-1' }), { timeout: 30_000, interval: 500 });
+  }, 120_000);
+
   it('should recreate its topic and subscription and deliver again after the emulator forgot them', async () => {
     const topic = `events-${randomUUID()}`;
     const [sub, publisher] = [createBus({ projectId, emulatorHost: own.host }), createBus({ projectId, emulatorHost: own.host })];

@@ -33,6 +33,18 @@ const RETENTION_SECONDS = 600;
 const HEAL_BACKOFF_MS = [250, 500, 1_000, 2_000, 5_000];
 const CLOSE_TIMEOUT_MS = 5_000;
 const STREAM_RETRY_MAX_SECONDS = 3;
+// Publishes retry for 10 s, not the client's default 10 minutes: callers keep what must not be
+// lost (the event outbox, republished by the sweep), and a publish retrying for minutes would
+// hold every later message of its ordering key behind it.
+const PUBLISH_BACKOFF = {
+  initialRetryDelayMillis: 100,
+  retryDelayMultiplier: 2,
+  maxRetryDelayMillis: 2_000,
+  initialRpcTimeoutMillis: 5_000,
+  rpcTimeoutMultiplier: 1,
+  maxRpcTimeoutMillis: 5_000,
+  totalTimeoutMillis: 10_000,
+};
 const GRPC_NOT_FOUND = 5;
 const GRPC_ALREADY_EXISTS = 6;
 
@@ -55,7 +67,7 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
   const topicFor = (name: string) => {
     let topic = topics.get(name);
     if (!topic) {
-      topic = client.topic(name, { messageOrdering: true });
+      topic = client.topic(name, { messageOrdering: true, gaxOpts: { retry: { backoffSettings: PUBLISH_BACKOFF } } });
       topics.set(name, topic);
     }
     return topic;
