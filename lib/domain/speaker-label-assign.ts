@@ -37,6 +37,10 @@ export async function assignSpeakerLabel(
   personId: string,
 ): Promise<{ updated_count: number }> {
   if (!(await getMeeting(tx, { userId }, meetingId, { forUpdate: true }))) throw notFound('meeting');
+  // Segment writers hold their transcription row (FOR UPDATE) until they commit, and re-apply
+  // stored assignments before that. Waiting for those rows here means a concurrent append either
+  // committed first (our relabel sees its segments) or starts after us (it sees our assignment).
+  await tx.query('speaker_label.lock_transcriptions', 'SELECT 1 FROM transcription WHERE meeting_id = $1 FOR SHARE', [meetingId]);
   const { rows: people } = await tx.query<{ voice_vector: string | null; voice_sample_count: number }>(
     'speaker_label.person',
     'SELECT voice_vector::text AS voice_vector, voice_sample_count FROM person WHERE id = $1 AND user_id = $2 FOR UPDATE',
