@@ -39,6 +39,18 @@ export interface ApiHarness {
   token(name: string, opts?: Parameters<typeof mintDevToken>[2]): Promise<string>;
   serviceToken: string;
   request(method: string, path: string, opts?: RequestOptions): Promise<TestResponse>;
+  /** POST with an Idempotency-Key (a fresh one unless given), as user-facing creates require. */
+  post(token: string, path: string, body?: unknown, key?: string): Promise<TestResponse>;
+  /** The user id behind a token (GET /me). */
+  userId(token: string): Promise<string>;
+  /** A person row of the user, inserted directly; returns its id. */
+  person(ownerId: string, name?: string): Promise<string>;
+  /** A meeting of the user, created through the API; returns its id. */
+  meeting(token: string, sourceType?: string): Promise<string>;
+  /** The user's latest n outbox event payloads, oldest first. */
+  lastEvents(ownerId: string, n: number): Promise<any[]>;
+  /** The user's latest outbox event payload (undefined if none). */
+  lastEvent(ownerId: string): Promise<any>;
   close(): Promise<void>;
 }
 
@@ -93,6 +105,14 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     return { status: res.status, headers: res.headers, body: parsed, text };
   }
 
+  const post = (token: string, path: string, body?: unknown, key: string = randomUUID()) =>
+    request('POST', path, { token, body, headers: { 'idempotency-key': key } });
+
+  async function lastEvents(ownerId: string, n: number): Promise<any[]> {
+    const { rows } = await rt.db.query('test.events', 'SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT $2', [ownerId, n]);
+    return rows.map((r) => r.payload).reverse();
+  }
+
   return {
     url,
     config,
@@ -100,6 +120,15 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     token: (name, opts) => mintDevToken(config.IDENTITY_SECRET_KEY!, name, opts),
     serviceToken: config.SERVICE_AUTH_TOKEN,
     request,
+    post,
+    userId: async (token) => (await request('GET', '/me', { token })).body.id,
+    async person(ownerId, name = `p-${randomUUID().slice(0, 8)}`) {
+      const { rows } = await rt.db.query('test.person', 'INSERT INTO person (user_id, display_name) VALUES ($1, $2) RETURNING id', [ownerId, name]);
+      return rows[0].id;
+    },
+    meeting: async (token, sourceType = 'text') => (await post(token, '/meetings', { title: 'm', source_type: sourceType })).body.id,
+    lastEvents,
+    lastEvent: async (ownerId) => (await lastEvents(ownerId, 1))[0],
     async close() {
       await new Promise((r) => server.close(r));
       await rt.close();

@@ -20,9 +20,6 @@ afterAll(async () => {
   await api?.close();
 });
 
-async function userId(token: string): Promise<string> {
-  return (await api.request('GET', '/me', { token })).body.id;
-}
 const flagsOf = async (token: string) => {
   const res = await api.request('GET', '/feature-flags', { token });
   expect(res.status).toBe(200);
@@ -33,14 +30,14 @@ describe('GET /feature-flags', () => {
   it("should serve the Firestore defaults overlaid with the caller's overrides", async () => {
     const alice = await api.token('alice');
     const bob = await api.token('bob');
-    await firestore.doc(`feature_flags_users/${await userId(alice)}`).set({ flags: { live_insights: true, theme: 'dark', nested: { no: 1 } } });
+    await firestore.doc(`feature_flags_users/${await api.userId(alice)}`).set({ flags: { live_insights: true, theme: 'dark', nested: { no: 1 } } });
     expect(await flagsOf(alice)).toEqual({ flags: { live_insights: true, max_threads: 10, theme: 'dark' } });
     expect(await flagsOf(bob)).toEqual({ flags: { live_insights: false, max_threads: 10 } });
   });
 
   it('should pick up a changed override once the short cache expires', async () => {
     const carol = await api.token('carol');
-    const doc = firestore.doc(`feature_flags_users/${await userId(carol)}`);
+    const doc = firestore.doc(`feature_flags_users/${await api.userId(carol)}`);
     await doc.set({ flags: { max_threads: 3 } });
     expect((await flagsOf(carol)).flags.max_threads).toBe(3);
     await doc.set({ flags: { max_threads: 50 } });

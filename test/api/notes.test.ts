@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type ApiHarness } from '../harness';
+import { twoUsers, type TwoUsers } from './fixture';
 
 let api: ApiHarness;
 let alice: string;
@@ -8,42 +9,14 @@ let bob: string;
 let aliceId: string;
 let alicePerson: string;
 let aliceMeeting: string;
-let bobPerson: string;
-let bobMeeting: string;
 let bobNote: string;
+let resolve: TwoUsers['resolve'];
 
-const post = (token: string, path: string, body: unknown, key: string = randomUUID()) =>
-  api.request('POST', path, { token, body, headers: { 'idempotency-key': key } });
-const create = (token: string, body: unknown, key?: string) => post(token, '/notes', body, key);
-
-async function userId(token: string): Promise<string> {
-  return (await api.request('GET', '/me', { token })).body.id;
-}
-async function person(ownerId: string, name: string): Promise<string> {
-  const { rows } = await api.rt.db.query('test.person', 'INSERT INTO person (user_id, display_name) VALUES ($1, $2) RETURNING id', [ownerId, name]);
-  return rows[0].id;
-}
-async function lastEvent(ownerId: string) {
-  const { rows } = await api.rt.db.query('test.events', 'SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT 1', [ownerId]);
-  return rows[0]?.payload;
-}
-
-// Placeholders resolved once the fixtures exist (describe.each tables are built before beforeAll).
-const resolve = (body: Record<string, unknown>) =>
-  Object.fromEntries(
-    Object.entries(body).map(([k, v]) => [k, ({ ALICE_PERSON: alicePerson, ALICE_MEETING: aliceMeeting, BOB_PERSON: bobPerson, BOB_MEETING: bobMeeting } as Record<string, unknown>)[v as string] ?? v]),
-  );
+const create = (token: string, body: unknown, key?: string) => api.post(token, '/notes', body, key);
 
 beforeAll(async () => {
   api = await startApi();
-  alice = await api.token('alice');
-  bob = await api.token('bob');
-  aliceId = await userId(alice);
-  const bobId = await userId(bob);
-  alicePerson = await person(aliceId, 'Dana');
-  bobPerson = await person(bobId, 'Eve');
-  aliceMeeting = (await post(alice, '/meetings', { title: 'm', source_type: 'text' })).body.id;
-  bobMeeting = (await post(bob, '/meetings', { title: 'm', source_type: 'text' })).body.id;
+  ({ alice, bob, aliceId, alicePerson, aliceMeeting, resolve } = await twoUsers(api));
   bobNote = (await create(bob, { content: 'bob secret' })).body.id;
 });
 afterAll(() => api?.close());
@@ -62,14 +35,14 @@ describe('POST /notes', () => {
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
-    expect(await lastEvent(aliceId)).toMatchObject({ type: 'EntityChanged', entity: 'note', action: 'created', id: res.body.id, meeting_id: aliceMeeting });
+    expect(await api.lastEvent(aliceId)).toMatchObject({ type: 'EntityChanged', entity: 'note', action: 'created', id: res.body.id, meeting_id: aliceMeeting });
     expect((await api.request('GET', `/notes/${res.body.id}`, { token: alice })).body).toEqual(res.body);
   });
 
   it('should create a note about a person, and one about nothing, with meeting_id null in the event', async () => {
     const about = await create(alice, { content: 'Likes tea', subject_type: 'PERSON', subject_id: alicePerson });
     expect(about.status).toBe(201);
-    expect(await lastEvent(aliceId)).toMatchObject({ entity: 'note', id: about.body.id, meeting_id: null });
+    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'note', id: about.body.id, meeting_id: null });
     const free = await create(alice, { content: 'loose thought' });
     expect(free.body).toMatchObject({ subject_type: null, subject_id: null, tags: null });
   });
@@ -123,9 +96,9 @@ describe('GET /notes', () => {
 
   beforeAll(async () => {
     dave = await api.token('dave');
-    const daveId = await userId(dave);
-    m = (await post(dave, '/meetings', { title: 'm', source_type: 'text' })).body.id;
-    p = await person(daveId, 'Fay');
+    const daveId = await api.userId(dave);
+    m = await api.meeting(dave);
+    p = await api.person(daveId, 'Fay');
     await create(dave, { content: 'n1', subject_type: 'MEETING', subject_id: m });
     await create(dave, { content: 'n2', subject_type: 'PERSON', subject_id: p });
     await create(dave, { content: 'n3' });
@@ -178,7 +151,7 @@ describe('PATCH /notes/{id}', () => {
     const moved = await patch(alice, n.id, { content: 'v2', tags: null, subject_type: 'MEETING', subject_id: aliceMeeting });
     expect(moved.status).toBe(200);
     expect(moved.body).toMatchObject({ content: 'v2', tags: null, subject_type: 'MEETING', subject_id: aliceMeeting });
-    expect(await lastEvent(aliceId)).toMatchObject({ entity: 'note', action: 'updated', id: n.id, meeting_id: aliceMeeting });
+    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'note', action: 'updated', id: n.id, meeting_id: aliceMeeting });
     const detached = await patch(alice, n.id, { subject_type: null, subject_id: null });
     expect(detached.body).toMatchObject({ content: 'v2', subject_type: null, subject_id: null });
   });
@@ -210,7 +183,7 @@ describe('GET and DELETE /notes/{id}', () => {
     expect((await api.request('GET', `/notes/${n.id}`, { token: alice })).status).toBe(404);
     const { rows } = await api.rt.db.query('test.note', 'SELECT 1 FROM note WHERE id = $1', [n.id]);
     expect(rows).toHaveLength(0);
-    expect(await lastEvent(aliceId)).toMatchObject({ entity: 'note', action: 'deleted', id: n.id, meeting_id: aliceMeeting });
+    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'note', action: 'deleted', id: n.id, meeting_id: aliceMeeting });
     expect((await api.request('DELETE', `/notes/${n.id}`, { token: alice })).status).toBe(404);
   });
 

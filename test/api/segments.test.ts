@@ -14,8 +14,8 @@ beforeAll(async () => {
   api = await startApi();
   alice = await api.token('alice');
   bob = await api.token('bob');
-  aliceId = (await api.request('GET', '/me', { token: alice })).body.id;
-  bobId = (await api.request('GET', '/me', { token: bob })).body.id;
+  aliceId = await api.userId(alice);
+  bobId = await api.userId(bob);
   svc = api.serviceToken;
 });
 afterAll(() => api?.close());
@@ -23,14 +23,10 @@ afterAll(() => api?.close());
 const sql = async (text: string, params: unknown[] = []) => (await api.rt.db.query('test', text, params)).rows;
 
 async function transcription(token = alice): Promise<{ id: string; meeting_id: string }> {
-  const m = await api.request('POST', '/meetings', { token, body: { title: 'm', source_type: 'recording' }, headers: { 'idempotency-key': randomUUID() } });
-  const t = await api.request('POST', `/meetings/${m.body.id}/transcriptions`, { token, headers: { 'idempotency-key': randomUUID() } });
+  const m = await api.meeting(token, 'recording');
+  const t = await api.post(token, `/meetings/${m}/transcriptions`);
   expect(t.status).toBe(201);
   return t.body;
-}
-
-async function person(userId: string, name = `p-${randomUUID().slice(0, 8)}`): Promise<string> {
-  return (await sql('INSERT INTO person (user_id, display_name) VALUES ($1, $2) RETURNING id', [userId, name]))[0].id;
 }
 
 const post = (id: string, segments: unknown, token = svc) => api.request('POST', `/transcriptions/${id}/segments`, { token, body: { segments } });
@@ -88,7 +84,7 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
 
   it('should apply the stored speaker-label assignment to appended segments', async () => {
     const t = await transcription();
-    const p = await person(aliceId);
+    const p = await api.person(aliceId);
     await sql('INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, $2, $3)', [t.meeting_id, 'SPEAKER_2', p]);
     expect((await post(t.id, [{ speaker_label: 'SPEAKER_2', text: 'hi', start_ms: 1 }, { speaker_label: 'SPEAKER_3', text: 'yo', start_ms: 2 }])).status).toBe(204);
     expect((await stored(t.id)).map((r) => r.person_id)).toEqual([p, null]);
@@ -119,8 +115,8 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
 
   it('should accept a person of the owner and reject another user person with 422', async () => {
     const t = await transcription();
-    const mine = await person(aliceId);
-    const theirs = await person(bobId);
+    const mine = await api.person(aliceId);
+    const theirs = await api.person(bobId);
     expect((await post(t.id, [{ text: 'a', start_ms: 0, person_id: mine }])).status).toBe(204);
     const res = await post(t.id, [{ text: 'b', start_ms: 1, person_id: theirs }]);
     expect(res.status).toBe(422);
@@ -180,7 +176,7 @@ describe('PUT /transcriptions/{id}/segments (replace)', () => {
 
   it('should keep a speaker-label assignment across a rebuild', async () => {
     const t = await transcription();
-    const p = await person(aliceId);
+    const p = await api.person(aliceId);
     await post(t.id, [{ speaker_label: 'SPEAKER_0', text: 'live', start_ms: 0 }]);
     await sql('INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, $2, $3)', [t.meeting_id, 'SPEAKER_0', p]);
     const res = await put(t.id, [
@@ -214,13 +210,13 @@ describe('PUT /transcriptions/{id}/segments (replace)', () => {
   it('should roll back the delete when the new set is invalid (another user person)', async () => {
     const t = await transcription();
     await post(t.id, [{ text: 'keep', start_ms: 0 }]);
-    expect((await put(t.id, [{ text: 'x', start_ms: 0, person_id: await person(bobId) }])).status).toBe(422);
+    expect((await put(t.id, [{ text: 'x', start_ms: 0, person_id: await api.person(bobId) }])).status).toBe(422);
     expect((await stored(t.id)).map((r) => r.text)).toEqual(['keep']);
   });
 
   it('should replace 5,000 segments in one request', async () => {
     const t = await transcription();
-    const p = await person(aliceId);
+    const p = await api.person(aliceId);
     await sql('INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, $2, $3)', [t.meeting_id, 'SPEAKER_1', p]);
     const segments = Array.from({ length: 5000 }, (_, i) => ({
       speaker_label: `SPEAKER_${i % 4}`,

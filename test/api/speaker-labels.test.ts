@@ -22,11 +22,10 @@ const meanOfNormalized = (vs: number[][]) => normalize(sumOf(vs.map(normalize)))
 
 const sql = (text: string, params: unknown[] = []) => api.rt.db.query('test.sql', text, params).then((r) => r.rows);
 
-async function meeting(token: string): Promise<string> {
-  return (await api.request('POST', '/meetings', { token, body: { title: 'm', source_type: 'recording' }, headers: { 'idempotency-key': randomUUID() } })).body.id;
-}
+const meeting = (token: string) => api.meeting(token, 'recording');
+// Through POST /people with the owner's token, unlike api.person's direct insert.
 async function person(token: string, name = `p-${randomUUID().slice(0, 8)}`): Promise<string> {
-  return (await api.request('POST', '/people', { token, body: { display_name: name }, headers: { 'idempotency-key': randomUUID() } })).body.id;
+  return (await api.post(token, '/people', { display_name: name })).body.id;
 }
 async function transcription(meetingId: string): Promise<string> {
   return (await sql(`INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`, [meetingId]))[0].id;
@@ -52,7 +51,7 @@ beforeAll(async () => {
   api = await startApi();
   alice = await api.token('alice');
   bob = await api.token('bob');
-  aliceId = (await api.request('GET', '/me', { token: alice })).body.id;
+  aliceId = await api.userId(alice);
 });
 afterAll(() => api?.close());
 

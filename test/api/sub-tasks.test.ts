@@ -1,44 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type ApiHarness } from '../harness';
+import { twoUsers, type TwoUsers } from './fixture';
 
 let api: ApiHarness;
 let alice: string;
 let bob: string;
 let aliceId: string;
 let alicePerson: string;
-let bobPerson: string;
 let meetingId: string;
 let taskId: string;
 let bobTask: string;
 let bobSub: string;
+let resolve: TwoUsers['resolve'];
 
-const post = (token: string, path: string, body: unknown, key: string = randomUUID()) =>
-  api.request('POST', path, { token, body, headers: { 'idempotency-key': key } });
-const addSub = (token: string, task: string, body: unknown, key?: string) => post(token, `/tasks/${task}/sub-tasks`, body, key);
-
-async function userId(token: string): Promise<string> {
-  return (await api.request('GET', '/me', { token })).body.id;
-}
-async function person(ownerId: string, name: string): Promise<string> {
-  const { rows } = await api.rt.db.query('test.person', 'INSERT INTO person (user_id, display_name) VALUES ($1, $2) RETURNING id', [ownerId, name]);
-  return rows[0].id;
-}
-async function lastEvent(ownerId: string) {
-  const { rows } = await api.rt.db.query('test.events', 'SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT 1', [ownerId]);
-  return rows[0]?.payload;
-}
+const addSub = (token: string, task: string, body: unknown, key?: string) => api.post(token, `/tasks/${task}/sub-tasks`, body, key);
 
 beforeAll(async () => {
   api = await startApi();
-  alice = await api.token('alice');
-  bob = await api.token('bob');
-  aliceId = await userId(alice);
-  alicePerson = await person(aliceId, 'Dana');
-  bobPerson = await person(await userId(bob), 'Eve');
-  meetingId = (await post(alice, '/meetings', { title: 'm', source_type: 'text' })).body.id;
-  taskId = (await post(alice, '/tasks', { content: 'parent', meeting_id: meetingId })).body.id;
-  bobTask = (await post(bob, '/tasks', { content: 'bob' })).body.id;
+  ({ alice, bob, aliceId, alicePerson, aliceMeeting: meetingId, resolve } = await twoUsers(api));
+  taskId = (await api.post(alice, '/tasks', { content: 'parent', meeting_id: meetingId })).body.id;
+  bobTask = (await api.post(bob, '/tasks', { content: 'bob' })).body.id;
   bobSub = (await addSub(bob, bobTask, { content: 'bob sub' })).body.id;
 });
 afterAll(() => api?.close());
@@ -57,7 +39,7 @@ describe('POST /tasks/{id}/sub-tasks', () => {
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
-    expect(await lastEvent(aliceId)).toMatchObject({ type: 'EntityChanged', entity: 'sub_task', action: 'created', id: res.body.id, meeting_id: meetingId });
+    expect(await api.lastEvent(aliceId)).toMatchObject({ type: 'EntityChanged', entity: 'sub_task', action: 'created', id: res.body.id, meeting_id: meetingId });
     expect((await api.request('GET', `/sub-tasks/${res.body.id}`, { token: alice })).body).toEqual(res.body);
   });
 
@@ -80,8 +62,7 @@ describe('POST /tasks/{id}/sub-tasks', () => {
     ['unknown field', { content: 'x', task_id: randomUUID() }, '(body)'],
   ])('with %s', (_name, raw, field) => {
     it(`should answer 422 naming ${field}`, async () => {
-      const body = { ...raw, ...('assigned_to' in raw && raw.assigned_to === 'BOB_PERSON' ? { assigned_to: bobPerson } : {}) };
-      const res = await addSub(alice, taskId, body);
+      const res = await addSub(alice, taskId, resolve(raw));
       expect(res.status).toBe(422);
       expect(res.body.errors.map((e: any) => e.path)).toContain(field);
     });
@@ -90,7 +71,7 @@ describe('POST /tasks/{id}/sub-tasks', () => {
   it("should answer 404 for another user's, a deleted or a missing task", async () => {
     expect((await addSub(alice, bobTask, { content: 'x' })).status).toBe(404);
     expect((await addSub(alice, randomUUID(), { content: 'x' })).status).toBe(404);
-    const gone = (await post(alice, '/tasks', { content: 'gone' })).body.id;
+    const gone = (await api.post(alice, '/tasks', { content: 'gone' })).body.id;
     await api.request('DELETE', `/tasks/${gone}`, { token: alice });
     expect((await addSub(alice, gone, { content: 'x' })).status).toBe(404);
   });
@@ -103,7 +84,7 @@ describe('POST /tasks/{id}/sub-tasks', () => {
 
 describe('GET /tasks/{id}/sub-tasks', () => {
   it('should list the sub-tasks oldest first with pagination', async () => {
-    const t = (await post(alice, '/tasks', { content: 'list' })).body.id;
+    const t = (await api.post(alice, '/tasks', { content: 'list' })).body.id;
     for (const c of ['one', 'two', 'three']) await addSub(alice, t, { content: c });
     const first = await api.request('GET', `/tasks/${t}/sub-tasks?limit=2`, { token: alice });
     expect(first.status).toBe(200);
@@ -115,7 +96,7 @@ describe('GET /tasks/{id}/sub-tasks', () => {
 
   it("should answer 404 for another user's task or a deleted task, 401/403 without a user token", async () => {
     expect((await api.request('GET', `/tasks/${bobTask}/sub-tasks`, { token: alice })).status).toBe(404);
-    const t = (await post(alice, '/tasks', { content: 'doomed' })).body.id;
+    const t = (await api.post(alice, '/tasks', { content: 'doomed' })).body.id;
     const sub = (await addSub(alice, t, { content: 'hidden' })).body.id;
     await api.request('DELETE', `/tasks/${t}`, { token: alice });
     expect((await api.request('GET', `/tasks/${t}/sub-tasks`, { token: alice })).status).toBe(404);
@@ -131,18 +112,17 @@ describe('PATCH /sub-tasks/{id}', () => {
     const res = await api.request('PATCH', `/sub-tasks/${s.id}`, { token: alice, body: { status: 'completed', due_date: null, assigned_to: alicePerson } });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: s.id, content: 'draft', status: 'completed', due_date: null, assigned_to: alicePerson });
-    expect(await lastEvent(aliceId)).toMatchObject({ entity: 'sub_task', action: 'updated', id: s.id, meeting_id: meetingId });
+    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'sub_task', action: 'updated', id: s.id, meeting_id: meetingId });
   });
 
   it.each([
     ['an empty body', {}],
     ['a null content', { content: null }],
     ['a moved task_id', { task_id: randomUUID() }],
-    ["another user's person", 'BOB_PERSON'],
+    ["another user's person", { assigned_to: 'BOB_PERSON' }],
   ])('should answer 422 for %s', async (_name, raw) => {
     const { body: s } = await addSub(alice, taskId, { content: 'keep' });
-    const body = raw === 'BOB_PERSON' ? { assigned_to: bobPerson } : raw;
-    expect((await api.request('PATCH', `/sub-tasks/${s.id}`, { token: alice, body })).status).toBe(422);
+    expect((await api.request('PATCH', `/sub-tasks/${s.id}`, { token: alice, body: resolve(raw) })).status).toBe(422);
     expect((await api.request('GET', `/sub-tasks/${s.id}`, { token: alice })).body).toEqual(s);
   });
 
@@ -160,7 +140,7 @@ describe('DELETE /sub-tasks/{id}', () => {
     expect((await api.request('DELETE', `/sub-tasks/${s.id}`, { token: alice })).status).toBe(204);
     const { rows } = await api.rt.db.query('test.sub', 'SELECT 1 FROM sub_task WHERE id = $1', [s.id]);
     expect(rows).toHaveLength(0);
-    expect(await lastEvent(aliceId)).toMatchObject({ entity: 'sub_task', action: 'deleted', id: s.id, meeting_id: meetingId });
+    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'sub_task', action: 'deleted', id: s.id, meeting_id: meetingId });
     expect((await api.request('DELETE', `/sub-tasks/${s.id}`, { token: alice })).status).toBe(404);
   });
 

@@ -13,8 +13,8 @@ beforeAll(async () => {
   api = await startApi();
   alice = await api.token('alice');
   bob = await api.token('bob');
-  aliceId = (await api.request('GET', '/me', { token: alice })).body.id;
-  bobId = (await api.request('GET', '/me', { token: bob })).body.id;
+  aliceId = await api.userId(alice);
+  bobId = await api.userId(bob);
   svc = api.serviceToken;
 });
 afterAll(() => api?.close());
@@ -22,13 +22,7 @@ afterAll(() => api?.close());
 const sql = async (text: string, params: unknown[] = []) => (await api.rt.db.query('test', text, params)).rows;
 const key = () => ({ 'idempotency-key': randomUUID() });
 
-async function meeting(token = alice): Promise<string> {
-  return (await api.request('POST', '/meetings', { token, body: { title: 'm', source_type: 'recording' }, headers: key() })).body.id;
-}
-
-async function person(userId: string): Promise<string> {
-  return (await sql('INSERT INTO person (user_id, display_name) VALUES ($1, $2) RETURNING id', [userId, `p-${randomUUID()}`]))[0].id;
-}
+const meeting = (token = alice) => api.meeting(token, 'recording');
 
 const create = (meetingId: string, tasks: unknown, opts: { token?: string; headers?: Record<string, string> } = {}) =>
   api.request('POST', `/meetings/${meetingId}/tasks`, { token: opts.token ?? svc, body: { tasks }, headers: opts.headers ?? key() });
@@ -38,7 +32,7 @@ const live = (meetingId: string) => sql('SELECT content, source FROM task WHERE 
 describe('POST /meetings/{id}/tasks', () => {
   it("should create system tasks owned by the meeting's user, in request order", async () => {
     const m = await meeting();
-    const p = await person(aliceId);
+    const p = await api.person(aliceId);
     const res = await create(m, [{ content: 'Send the proposal', due_date: '2026-12-01', assigned_to: p }, { content: 'Book a room' }]);
     expect(res.status).toBe(201);
     expect(res.body.items).toEqual([
@@ -78,7 +72,7 @@ describe('POST /meetings/{id}/tasks', () => {
 
   it("should answer 422 when assigned_to is another user's or an unknown person, creating nothing", async () => {
     const m = await meeting();
-    const bobs = await person(bobId);
+    const bobs = await api.person(bobId);
     const res = await create(m, [{ content: 'ok' }, { content: 'bad', assigned_to: bobs }]);
     expect(res.status).toBe(422);
     expect(res.body.errors[0].path).toBe('assigned_to');

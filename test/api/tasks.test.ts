@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTask } from '@mi/lib/domain/tasks';
 import { startApi, type ApiHarness } from '../harness';
+import { twoUsers, type TwoUsers } from './fixture';
 
 let api: ApiHarness;
 let alice: string;
@@ -12,36 +13,13 @@ let aliceMeeting: string;
 let bobPerson: string;
 let bobMeeting: string;
 let bobTask: string;
+let resolve: TwoUsers['resolve'];
 
-const create = (token: string, body: unknown, key: string = randomUUID()) =>
-  api.request('POST', '/tasks', { token, body, headers: { 'idempotency-key': key } });
-
-async function userId(token: string): Promise<string> {
-  return (await api.request('GET', '/me', { token })).body.id;
-}
-async function person(ownerId: string, name: string): Promise<string> {
-  const { rows } = await api.rt.db.query('test.person', 'INSERT INTO person (user_id, display_name) VALUES ($1, $2) RETURNING id', [ownerId, name]);
-  return rows[0].id;
-}
-async function meeting(token: string): Promise<string> {
-  const res = await api.request('POST', '/meetings', { token, body: { title: 'm', source_type: 'text' }, headers: { 'idempotency-key': randomUUID() } });
-  return res.body.id;
-}
-async function lastEvents(ownerId: string, n: number) {
-  const { rows } = await api.rt.db.query('test.events', 'SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT $2', [ownerId, n]);
-  return rows.map((r) => r.payload).reverse();
-}
+const create = (token: string, body: unknown, key?: string) => api.post(token, '/tasks', body, key);
 
 beforeAll(async () => {
   api = await startApi();
-  alice = await api.token('alice');
-  bob = await api.token('bob');
-  aliceId = await userId(alice);
-  const bobId = await userId(bob);
-  alicePerson = await person(aliceId, 'Dana');
-  bobPerson = await person(bobId, 'Eve');
-  aliceMeeting = await meeting(alice);
-  bobMeeting = await meeting(bob);
+  ({ alice, bob, aliceId, alicePerson, aliceMeeting, bobPerson, bobMeeting, resolve } = await twoUsers(api));
   bobTask = (await create(bob, { content: 'bob private' })).body.id;
 });
 afterAll(() => api?.close());
@@ -64,7 +42,7 @@ describe('POST /tasks', () => {
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
-    expect(await lastEvents(aliceId, 1)).toEqual([
+    expect(await api.lastEvents(aliceId, 1)).toEqual([
       expect.objectContaining({ type: 'EntityChanged', entity: 'task', action: 'created', id: res.body.id, meeting_id: aliceMeeting }),
     ]);
     const got = await api.request('GET', `/tasks/${res.body.id}`, { token: alice });
@@ -117,7 +95,7 @@ describe('POST /tasks', () => {
   });
 
   it('should refuse a soft-deleted meeting or parent task with 422', async () => {
-    const m = await meeting(alice);
+    const m = await api.meeting(alice);
     await api.request('DELETE', `/meetings/${m}`, { token: alice });
     expect((await create(alice, { content: 'x', meeting_id: m })).status).toBe(422);
     const parent = (await create(alice, { content: 'gone' })).body.id;
@@ -140,9 +118,9 @@ describe('GET /tasks', () => {
 
   beforeAll(async () => {
     carol = await api.token('carol');
-    carolId = await userId(carol);
-    m1 = await meeting(carol);
-    dana = await person(carolId, 'Dana');
+    carolId = await api.userId(carol);
+    m1 = await api.meeting(carol);
+    dana = await api.person(carolId, 'Dana');
     ids = {};
     ids.a = (await create(carol, { content: 'a', meeting_id: m1 })).body.id;
     ids.b = (await create(carol, { content: 'b', status: 'completed', assigned_to: dana })).body.id;
@@ -230,7 +208,7 @@ describe('PATCH /tasks/{id}', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ content: 'final', status: 'completed', due_date: null, assigned_to: alicePerson, meeting_id: aliceMeeting, source: 'user' });
     expect(Date.parse(res.body.updated_at)).toBeGreaterThan(Date.parse(t.updated_at));
-    expect(await lastEvents(aliceId, 1)).toEqual([expect.objectContaining({ entity: 'task', action: 'updated', id: t.id, meeting_id: aliceMeeting })]);
+    expect(await api.lastEvents(aliceId, 1)).toEqual([expect.objectContaining({ entity: 'task', action: 'updated', id: t.id, meeting_id: aliceMeeting })]);
     expect((await api.request('GET', `/tasks/${t.id}`, { token: alice })).body).toEqual(res.body);
   });
 
@@ -259,9 +237,7 @@ describe('PATCH /tasks/{id}', () => {
   ])('with %s', (_name, raw) => {
     it('should answer 422 and change nothing', async () => {
       const { body: t } = await create(alice, { content: 'keep' });
-      const swap: Record<string, string> = { BOB_PERSON: bobPerson, BOB_MEETING: bobMeeting, BOB_TASK: bobTask };
-      const body = Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, typeof v === 'string' && v in swap ? swap[v] : v]));
-      expect((await patch(alice, t.id, body)).status).toBe(422);
+      expect((await patch(alice, t.id, resolve(raw, { BOB_TASK: bobTask }))).status).toBe(422);
       expect((await api.request('GET', `/tasks/${t.id}`, { token: alice })).body).toEqual(t);
     });
   });
@@ -287,7 +263,7 @@ describe('DELETE /tasks/{id}', () => {
     expect((await api.request('GET', `/tasks/${other}`, { token: alice })).status).toBe(200);
     const { rows } = await api.rt.db.query('test.deleted', 'SELECT count(*)::int AS n FROM task WHERE id = ANY($1) AND deleted_at IS NOT NULL', [[root, child, grandchild]]);
     expect(rows[0].n).toBe(3);
-    const events = await lastEvents(aliceId, 3);
+    const events = await api.lastEvents(aliceId, 3);
     expect(events.map((e) => e.id).sort()).toEqual([root, child, grandchild].sort());
     expect(events.every((e) => e.entity === 'task' && e.action === 'deleted')).toBe(true);
     expect(events.find((e) => e.id === root).meeting_id).toBe(aliceMeeting);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMessage } from '@mi/lib/domain/threads';
 import { startApi, type ApiHarness } from '../harness';
+import { twoUsers, type TwoUsers } from './fixture';
 
 let api: ApiHarness;
 let alice: string;
@@ -9,42 +10,16 @@ let bob: string;
 let aliceId: string;
 let alicePerson: string;
 let aliceMeeting: string;
-let bobPerson: string;
-let bobMeeting: string;
 let bobThread: string;
 let bobMessage: string;
+let resolve: TwoUsers['resolve'];
 
-const post = (token: string, path: string, body: unknown, key: string = randomUUID()) =>
-  api.request('POST', path, { token, body, headers: { 'idempotency-key': key } });
-const createThread = (token: string, body: unknown, key?: string) => post(token, '/threads', body, key);
-const say = (token: string, thread: string, body: unknown, key?: string) => post(token, `/threads/${thread}/messages`, body, key);
-
-async function userId(token: string): Promise<string> {
-  return (await api.request('GET', '/me', { token })).body.id;
-}
-async function person(ownerId: string, name: string): Promise<string> {
-  const { rows } = await api.rt.db.query('test.person', 'INSERT INTO person (user_id, display_name) VALUES ($1, $2) RETURNING id', [ownerId, name]);
-  return rows[0].id;
-}
-async function lastEvent(ownerId: string) {
-  const { rows } = await api.rt.db.query('test.events', 'SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT 1', [ownerId]);
-  return rows[0]?.payload;
-}
-const resolve = (body: Record<string, unknown>) =>
-  Object.fromEntries(
-    Object.entries(body).map(([k, v]) => [k, ({ ALICE_PERSON: alicePerson, ALICE_MEETING: aliceMeeting, BOB_PERSON: bobPerson, BOB_MEETING: bobMeeting } as Record<string, unknown>)[v as string] ?? v]),
-  );
+const createThread = (token: string, body: unknown, key?: string) => api.post(token, '/threads', body, key);
+const say = (token: string, thread: string, body: unknown, key?: string) => api.post(token, `/threads/${thread}/messages`, body, key);
 
 beforeAll(async () => {
   api = await startApi();
-  alice = await api.token('alice');
-  bob = await api.token('bob');
-  aliceId = await userId(alice);
-  const bobId = await userId(bob);
-  alicePerson = await person(aliceId, 'Dana');
-  bobPerson = await person(bobId, 'Eve');
-  aliceMeeting = (await post(alice, '/meetings', { title: 'm', source_type: 'text' })).body.id;
-  bobMeeting = (await post(bob, '/meetings', { title: 'm', source_type: 'text' })).body.id;
+  ({ alice, bob, aliceId, alicePerson, aliceMeeting, resolve } = await twoUsers(api));
   bobThread = (await createThread(bob, {})).body.id;
   bobMessage = (await say(bob, bobThread, { role: 'user', content: 'bob asks' })).body.id;
 });
@@ -62,7 +37,7 @@ describe('POST /threads', () => {
       deleted_at: null,
       created_at: expect.any(String),
     });
-    expect(await lastEvent(aliceId)).toMatchObject({ type: 'EntityChanged', entity: 'ai_thread', action: 'created', id: res.body.id, meeting_id: aliceMeeting });
+    expect(await api.lastEvent(aliceId)).toMatchObject({ type: 'EntityChanged', entity: 'ai_thread', action: 'created', id: res.body.id, meeting_id: aliceMeeting });
     expect((await api.request('GET', `/threads/${res.body.id}`, { token: alice })).body).toEqual(res.body);
   });
 
@@ -100,7 +75,7 @@ describe('POST /threads', () => {
 describe('GET /threads', () => {
   it('should list only the caller live threads, newest first, filtered and paginated', async () => {
     const carol = await api.token('carol');
-    const m = (await post(carol, '/meetings', { title: 'm', source_type: 'text' })).body.id;
+    const m = await api.meeting(carol);
     const t1 = (await createThread(carol, { context_type: 'MEETING', context_id: m })).body.id;
     const t2 = (await createThread(carol, {})).body.id;
     const t3 = (await createThread(carol, {})).body.id;
@@ -136,7 +111,7 @@ describe('GET and DELETE /threads/{id}', () => {
     const t = (await createThread(alice, { context_type: 'MEETING', context_id: aliceMeeting })).body.id;
     const msg = (await say(alice, t, { role: 'user', content: 'hi' })).body.id;
     expect((await api.request('DELETE', `/threads/${t}`, { token: alice })).status).toBe(204);
-    expect(await lastEvent(aliceId)).toMatchObject({ entity: 'ai_thread', action: 'deleted', id: t, meeting_id: aliceMeeting });
+    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'ai_thread', action: 'deleted', id: t, meeting_id: aliceMeeting });
     expect((await api.request('GET', `/threads/${t}`, { token: alice })).status).toBe(404);
     expect((await api.request('GET', `/threads/${t}/messages`, { token: alice })).status).toBe(404);
     expect((await say(alice, t, { role: 'user', content: 'again' })).status).toBe(404);
@@ -163,7 +138,7 @@ describe('thread messages', () => {
     const first = await say(alice, t, { role: 'user', content: 'When is the launch?' });
     expect(first.status).toBe(201);
     expect(first.body).toEqual({ id: expect.any(String), thread_id: t, role: 'user', content: 'When is the launch?', tool_calls: null, deleted_at: null, created_at: expect.any(String) });
-    expect(await lastEvent(aliceId)).toMatchObject({ entity: 'chat_message', action: 'created', id: first.body.id, meeting_id: null });
+    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'chat_message', action: 'created', id: first.body.id, meeting_id: null });
     const assistant = await say(alice, t, { role: 'assistant', content: '', tool_calls: toolCalls });
     expect(assistant.body.tool_calls).toEqual(toolCalls);
     await say(alice, t, { role: 'tool', content: 'March 3' });
@@ -225,7 +200,7 @@ describe('thread messages', () => {
     const keep = (await say(alice, t, { role: 'user', content: 'keep' })).body.id;
     const drop = (await say(alice, t, { role: 'user', content: 'drop' })).body.id;
     expect((await api.request('DELETE', `/threads/${t}/messages/${drop}`, { token: alice })).status).toBe(204);
-    expect(await lastEvent(aliceId)).toMatchObject({ entity: 'chat_message', action: 'deleted', id: drop, meeting_id: aliceMeeting });
+    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'chat_message', action: 'deleted', id: drop, meeting_id: aliceMeeting });
     expect((await api.request('GET', `/threads/${t}/messages`, { token: alice })).body.items.map((m: any) => m.id)).toEqual([keep]);
     const { rows } = await api.rt.db.query('test.msg', 'SELECT deleted_at FROM chat_message WHERE id = $1', [drop]);
     expect(rows[0].deleted_at).not.toBeNull();
