@@ -87,6 +87,8 @@ export class Recorder {
   private halted = false;
   private flushTimer: NodeJS.Timeout | null = null;
   private graceTimer: NodeJS.Timeout | null = null;
+  /** The least grace of the current detachment (a client told to reconnect gets time to). */
+  private minGraceSeconds = 0;
   private stopping: Promise<void> | null = null;
   private storageFailing = false;
   /** The progress cadence: until the recorder is done. */
@@ -154,10 +156,15 @@ export class Recorder {
     this.cancelGrace('resumed');
   }
 
-  /** The connection closed: what it delivered is written now, not when the take continues. */
-  detach(client: RecorderClient): void {
+  /**
+   * The connection closed: what it delivered is written now, not when the take continues. A
+   * client the server told to reconnect gets at least `minGraceSeconds` before a disconnect stop,
+   * whichever path (close, heartbeat, presence notice) starts the grace.
+   */
+  detach(client: RecorderClient, minGraceSeconds = 0): void {
     if (this.client !== client) return;
     this.client = null;
+    this.minGraceSeconds = minGraceSeconds;
     this.kick();
   }
 
@@ -181,8 +188,9 @@ export class Recorder {
     return this.stopping;
   }
 
-  scheduleGrace(seconds: number): void {
+  scheduleGrace(requestedSeconds: number): void {
     if (this.state !== 'recording' || this.client || this.graceTimer) return;
+    const seconds = Math.max(requestedSeconds, this.minGraceSeconds);
     this.note('disconnect_grace_started', { grace_seconds: seconds });
     if (seconds <= 0) return void this.stop('connection_closed');
     this.graceTimer = setTimeout(() => {

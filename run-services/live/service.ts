@@ -16,7 +16,7 @@ import { Connection, type ConnectionHost } from './connection';
 import { EventStream, latestSeqs } from './event-stream';
 import { CloseCode, FRAME_HEADER_BYTES, type ClientCommand, type HelloMessage } from './protocol';
 import type { Recorder } from './recorder';
-import { Sessions } from './sessions';
+import { ADVISED_RECONNECT_GRACE_SECONDS, Sessions } from './sessions';
 
 export interface LiveServiceOptions {
   /** Names this instance in leases, presence and its subscription; unique per process. */
@@ -46,8 +46,6 @@ export interface LiveService {
   readonly recorders: ReadonlyMap<string, Recorder>;
 }
 
-/** A connection the server closed with ReconnectAdvised keeps its takes at least this long. */
-const ADVISED_RECONNECT_GRACE_SECONDS = 30;
 const PRESENCE_TTL_MS = 60_000;
 const LIFETIME_FLUSH_MS = 2_000;
 /** Shutdown must end within Cloud Run's 10 s (server.ts exits at 8 s). */

@@ -38,6 +38,8 @@ class CommandError extends Error {
 
 /** Firestore lease renewals in flight at once during a heartbeat. */
 const LEASE_RENEWALS_AT_ONCE = 16;
+/** A connection the server closed with ReconnectAdvised keeps its takes at least this long. */
+export const ADVISED_RECONNECT_GRACE_SECONDS = 30;
 
 const FRAME_ERRORS: Partial<Record<ErrorCode, string>> = {
   recording_stopping: 'the recording is stopping; this frame was not stored (upload it as a gap if needed)',
@@ -249,7 +251,7 @@ export class Sessions implements RecorderHost {
     if (!r) return;
     conn.recorder = null;
     r.note('connection_closed', { connection_id: conn.id, instance: this.d.instanceId, reconnect_advised: conn.advised, frames_waiting: r.pendingFrames });
-    r.detach(conn);
+    r.detach(conn, conn.advised ? ADVISED_RECONNECT_GRACE_SECONDS : 0);
   }
 
   /** The user has no connection left anywhere: their detached takes stop after the grace period. */
