@@ -87,7 +87,7 @@ export class Recorder {
   private halted = false;
   private flushTimer: NodeJS.Timeout | null = null;
   private graceTimer: NodeJS.Timeout | null = null;
-  /** The least grace of the current detachment (a client told to reconnect gets time to). */
+  /** The least grace of the current detachment (a client told to reconnect gets time to come back). */
   private minGraceSeconds = 0;
   private stopping: Promise<void> | null = null;
   private storageFailing = false;
