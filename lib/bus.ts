@@ -45,6 +45,9 @@ const PUBLISH_BACKOFF = {
   maxRpcTimeoutMillis: 5_000,
   totalTimeoutMillis: 10_000,
 };
+// gRPC's reconnect backoff grows to 120 s: after an outage of half a minute the channel could sit
+// idle for ~20 s more before it even tries, holding publishes and the subscription's recovery.
+const MAX_RECONNECT_BACKOFF_MS = 5_000;
 const GRPC_NOT_FOUND = 5;
 const GRPC_ALREADY_EXISTS = 6;
 
@@ -52,6 +55,8 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
   const emulatorHost = opts.emulatorHost ?? process.env.PUBSUB_EMULATOR_HOST;
   const client = new PubSub({
     projectId: opts.projectId,
+    // gax hands `grpc.*` options to the channel; ClientConfig does not declare them.
+    ...({ 'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS } as object),
     ...(emulatorHost && {
       apiEndpoint: emulatorHost,
       emulatorMode: true,
