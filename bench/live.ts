@@ -225,7 +225,6 @@ async function stopChild(c: Child): Promise<void> {
   if (c.proc.exitCode === null) c.proc.kill('SIGKILL');
 }
 
-/** A stand-in ML service that takes sessions and counts their frames. */
 /** A stand-in ML service that takes sessions and drops their frames (its own process: it must not slow the database down). */
 async function mlRole(): Promise<void> {
   const server = createServer((req: IncomingMessage, res) => {

@@ -88,7 +88,11 @@ export async function appendUserEvents(tx: Queryable, events: { userId: string; 
   );
   // RETURNING order is not guaranteed: match rows back by user and seq (per user, seqs follow the input order).
   const byUser = new Map<string, StoredEvent[]>();
-  for (const r of rows) byUser.set(r.user_id, [...(byUser.get(r.user_id) ?? []), toStored(r)]);
+  for (const r of rows) {
+    const list = byUser.get(r.user_id);
+    if (list) list.push(toStored(r));
+    else byUser.set(r.user_id, [toStored(r)]);
+  }
   for (const list of byUser.values()) list.sort((a, b) => a.seq - b.seq);
   const taken = new Map<string, number>();
   return events.map((e) => {

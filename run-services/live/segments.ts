@@ -50,7 +50,6 @@ export type SegmentOutcome =
   /** A request without runs: its progress events. */
   | { kind: 'progress'; events: StoredEvent[] };
 
-
 /** Writes the runs' objects (in parallel). */
 export function prepareRuns(store: ObjectStore, take: TakeKey, runs: Run[]): Promise<PreparedRun[]> {
   return Promise.all(
