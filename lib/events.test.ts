@@ -1,19 +1,18 @@
-// The outbox append against a real PGlite: per-user seqs are consecutive in the order given,
+// The outbox append against the run's database engine: per-user seqs are consecutive in the order given,
 // whoever else appends at the same time, and callers get their events back in their order.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded';
 import { createDatabase, type Database } from './db/pool';
 import { appendEvents, appendUserEvents, eventsAfter, type EventBody } from './events';
-import { applySchema } from '../schema/apply';
+import { fileDatabase } from '../test/harness';
+import type { TestDatabase } from '../test/support/database';
 
-let embedded: EmbeddedPostgres;
+let database: TestDatabase;
 let db: Database;
 const users: string[] = [];
 
 beforeAll(async () => {
-  embedded = await startEmbeddedPostgres();
-  await applySchema(embedded.url);
-  db = createDatabase(embedded.url);
+  database = await fileDatabase();
+  db = createDatabase(database.url);
   for (const name of ['ada', 'bob', 'cy']) {
     const { rows } = await db.query<{ id: string }>('test.user', `INSERT INTO app_user (username, email) VALUES ($1, $1 || '@example.com') RETURNING id`, [name]);
     users.push(rows[0].id);
@@ -21,7 +20,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await db?.close();
-  await embedded?.stop();
+  await database?.close();
 });
 
 const body = (n: number): EventBody => ({ type: 'EntityChanged', entity: 'meeting', action: 'updated', id: null, meeting_id: null, n });

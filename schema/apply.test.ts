@@ -1,77 +1,91 @@
-// db:apply against real PGlite databases: fresh, older shapes, destructive diffs.
+// db:apply against real databases of the run's engine: fresh, older shapes, destructive diffs.
+import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded';
+import { fileDatabase } from '../test/harness';
+import type { TestDatabase } from '../test/support/database';
 import { applySchema, DestructiveChangeError } from './apply';
 
-let pg: EmbeddedPostgres;
+let database: TestDatabase;
+let client: pg.Client;
 beforeEach(async () => {
-  pg = await startEmbeddedPostgres();
+  database = await fileDatabase({ schema: false });
+  client = new pg.Client({ connectionString: database.url });
+  await client.connect();
 });
 afterEach(async () => {
-  await pg.stop();
+  await client.end();
+  await database.close();
 });
+// The database under test, as the tests below name it.
+const target = {
+  get url() {
+    return database.url;
+  },
+  db: {
+    query: <R extends pg.QueryResultRow = any>(sql: string, params?: unknown[]) => client.query<R>(sql, params),
+    exec: (sql: string) => client.query(sql),
+  },
+};
 
 const columns = async (table: string) =>
-  (await pg.db.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`, [table])).rows.map(
+  (await target.db.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`, [table])).rows.map(
     (r) => r.column_name,
   );
 const indexExists = async (name: string) =>
-  (await pg.db.query(`SELECT 1 FROM pg_indexes WHERE schemaname = 'public' AND indexname = $1`, [name])).rows.length === 1;
+  (await target.db.query(`SELECT 1 FROM pg_indexes WHERE schemaname = 'public' AND indexname = $1`, [name])).rows.length === 1;
 
 // Each diff boots a scratch PGlite: seconds each on a busy machine.
 describe('applySchema', { timeout: 120_000 }, () => {
   it('should create the schema on an empty database, quickly, and change nothing the second time', async () => {
     const started = performance.now();
-    const first = await applySchema(pg.url);
+    const first = await applySchema(target.url);
     const elapsed = performance.now() - started;
     expect(first.applied).toBe(true);
     expect(await columns('meeting')).toContain('source_type');
     expect(elapsed).toBeLessThan(5000); // the migra path takes seconds; the fast path must not
 
-    const second = await applySchema(pg.url);
+    const second = await applySchema(target.url);
     expect(second).toEqual({ statements: [], applied: false });
   });
 
   it('should reach the same state through the migra diff as through schema.sql', async () => {
-    const plan = await applySchema(pg.url, { dryRun: true });
+    const plan = await applySchema(target.url, { dryRun: true });
     expect(plan.applied).toBe(false);
     expect(await columns('meeting')).toEqual([]); // dry run touched nothing
     expect(plan.statements.some((s) => /create table "public"\."recording_event_history"/.test(s))).toBe(true);
 
-    await pg.db.transaction(async (tx) => {
-      for (const s of plan.statements) await tx.exec(s);
-    });
-    expect(await applySchema(pg.url)).toEqual({ statements: [], applied: false });
+    await target.db.exec(['BEGIN', ...plan.statements, 'COMMIT'].join(';\n'));
+    expect(await applySchema(target.url)).toEqual({ statements: [], applied: false });
   });
 
   it('should print the plan of an older shape on a dry run, then add the missing column and index', async () => {
-    await applySchema(pg.url);
-    await pg.db.exec('ALTER TABLE person DROP COLUMN company; DROP INDEX task_meeting_id_idx;');
+    await applySchema(target.url);
+    await target.db.exec('ALTER TABLE person DROP COLUMN company; DROP INDEX task_meeting_id_idx;');
 
-    const dry = await applySchema(pg.url, { dryRun: true });
+    const dry = await applySchema(target.url, { dryRun: true });
     expect(dry.applied).toBe(false);
     expect(dry.statements).toEqual([expect.stringMatching(/add column "company" text/), expect.stringMatching(/CREATE INDEX task_meeting_id_idx/)]);
     expect(await columns('person')).not.toContain('company');
     expect(await indexExists('task_meeting_id_idx')).toBe(false);
 
     const lines: string[] = [];
-    const result = await applySchema(pg.url, { log: (l) => lines.push(l) });
+    const result = await applySchema(target.url, { log: (l) => lines.push(l) });
     expect(result).toEqual({ statements: dry.statements, applied: true });
     expect(lines.join('\n')).toMatch(/add column "company" text/);
     expect(await columns('person')).toContain('company');
     expect(await indexExists('task_meeting_id_idx')).toBe(true);
-    expect((await applySchema(pg.url)).statements).toEqual([]);
+    expect((await applySchema(target.url)).statements).toEqual([]);
   });
 
   it("should bring a table's storage parameters to schema.sql, which migra does not diff", async () => {
-    await applySchema(pg.url);
-    await pg.db.exec('ALTER TABLE transcript_segment RESET (fillfactor); ALTER TABLE meeting SET (fillfactor = 90);');
-    const result = await applySchema(pg.url);
+    await applySchema(target.url);
+    await target.db.exec('ALTER TABLE transcript_segment RESET (fillfactor); ALTER TABLE meeting SET (fillfactor = 90);');
+    const result = await applySchema(target.url);
     expect(result.statements).toEqual([
       'alter table "public"."meeting" reset (fillfactor);',
       'alter table "public"."transcript_segment" set (fillfactor=70);',
     ]);
-    const { rows } = await pg.db.query(`SELECT relname, reloptions FROM pg_class WHERE relname IN ('meeting', 'transcript_segment') ORDER BY relname`);
+    const { rows } = await target.db.query(`SELECT relname, reloptions FROM pg_class WHERE relname IN ('meeting', 'transcript_segment') ORDER BY relname`);
     expect(rows).toEqual([
       { relname: 'meeting', reloptions: null },
       { relname: 'transcript_segment', reloptions: ['fillfactor=70'] },
@@ -79,37 +93,37 @@ describe('applySchema', { timeout: 120_000 }, () => {
   });
 
   it('should refuse to drop an extra column unless destructive changes are allowed', async () => {
-    await applySchema(pg.url);
-    await pg.db.exec(`ALTER TABLE meeting ADD COLUMN legacy_notes text; INSERT INTO app_user (username, email) VALUES ('a', 'a@example.com');`);
+    await applySchema(target.url);
+    await target.db.exec(`ALTER TABLE meeting ADD COLUMN legacy_notes text; INSERT INTO app_user (username, email) VALUES ('a', 'a@example.com');`);
 
-    const refused = await applySchema(pg.url).catch((e: unknown) => e);
+    const refused = await applySchema(target.url).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(DestructiveChangeError);
     expect((refused as DestructiveChangeError).statements).toEqual([expect.stringMatching(/drop column "legacy_notes"/)]);
     expect(await columns('meeting')).toContain('legacy_notes');
 
-    const allowed = await applySchema(pg.url, { allowDestructive: true });
+    const allowed = await applySchema(target.url, { allowDestructive: true });
     expect(allowed.applied).toBe(true);
     expect(await columns('meeting')).not.toContain('legacy_notes');
-    expect((await pg.db.query(`SELECT email FROM app_user`)).rows).toEqual([{ email: 'a@example.com' }]);
+    expect((await target.db.query(`SELECT email FROM app_user`)).rows).toEqual([{ email: 'a@example.com' }]);
   });
 
   it('should refuse a column type change unless destructive changes are allowed', async () => {
-    await applySchema(pg.url);
-    await pg.db.exec('ALTER TABLE tag ALTER COLUMN name TYPE varchar(20);');
-    await expect(applySchema(pg.url)).rejects.toBeInstanceOf(DestructiveChangeError);
-    await applySchema(pg.url, { allowDestructive: true });
-    const { rows } = await pg.db.query(`SELECT data_type FROM information_schema.columns WHERE table_name = 'tag' AND column_name = 'name'`);
+    await applySchema(target.url);
+    await target.db.exec('ALTER TABLE tag ALTER COLUMN name TYPE varchar(20);');
+    await expect(applySchema(target.url)).rejects.toBeInstanceOf(DestructiveChangeError);
+    await applySchema(target.url, { allowDestructive: true });
+    const { rows } = await target.db.query(`SELECT data_type FROM information_schema.columns WHERE table_name = 'tag' AND column_name = 'name'`);
     expect(rows).toEqual([{ data_type: 'text' }]);
   });
 
   it('should apply all of a plan or nothing', async () => {
-    await applySchema(pg.url);
+    await applySchema(target.url);
     // Duplicate emails make the re-added unique constraint fail after the column was re-added.
-    await pg.db.exec(`
+    await target.db.exec(`
       ALTER TABLE app_user DROP CONSTRAINT app_user_email_key;
       ALTER TABLE person DROP COLUMN company;
       INSERT INTO app_user (username, email) VALUES ('a', 'same@example.com'), ('b', 'same@example.com');`);
-    await expect(applySchema(pg.url)).rejects.toMatchObject({ code: '23505' });
+    await expect(applySchema(target.url)).rejects.toMatchObject({ code: '23505' });
     expect(await columns('person')).not.toContain('company');
   });
 });

@@ -1,5 +1,6 @@
-// Boots the expensive shared parts once for the whole run: the gcloud Pub/Sub and
-// Firestore emulators and our GCS emulator. Each test file gets its own database.
+// Boots the expensive shared parts once for the whole run: the database engine (a native
+// PostgreSQL cluster with the schema's template, or PGlite), the gcloud Pub/Sub and Firestore
+// emulators and our GCS emulator. Each test file gets its own database.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,13 +8,15 @@ import type { TestProject } from 'vitest/node';
 import { loadOrCreateSignerKey } from '../emulators/gcs/signer-key';
 import { startPubsubEmulator, startFirestoreEmulator } from '../emulators/gcloud';
 import { startGcsEmulator } from '../emulators/gcs/server';
+import { startTestEngine, type TestEngine } from './support/database';
 
 export default async function setup(project: TestProject) {
   // The storage client signs URLs with this key; the GCS emulator verifies against it.
   const keyDir = mkdtempSync(join(tmpdir(), 'mi-gcs-key-'));
   const signerKeyFile = join(keyDir, 'gcs-signer.json');
   const signer = loadOrCreateSignerKey(signerKeyFile);
-  const [pubsub, firestore, gcs] = await Promise.all([
+  const [database, pubsub, firestore, gcs] = await Promise.all([
+    startTestEngine(),
     startPubsubEmulator({}),
     startFirestoreEmulator({}),
     startGcsEmulator({ trustedKeys: [signer] }),
@@ -26,8 +29,10 @@ export default async function setup(project: TestProject) {
   };
   Object.assign(process.env, env);
   project.provide('emulatorEnv', env);
+  project.provide('database', database.engine);
+  console.log(`database: ${database.engine.label}${database.engine.kind === 'pglite' ? ` (${database.engine.why})` : ''}`);
   return async () => {
-    await Promise.allSettled([pubsub.stop(), firestore.stop(), gcs.stop()]);
+    await Promise.allSettled([pubsub.stop(), firestore.stop(), gcs.stop(), database.stop()]);
     rmSync(keyDir, { recursive: true, force: true });
   };
 }
@@ -35,5 +40,6 @@ export default async function setup(project: TestProject) {
 declare module 'vitest' {
   export interface ProvidedContext {
     emulatorEnv: Record<string, string>;
+    database: TestEngine;
   }
 }

@@ -1,4 +1,5 @@
-// Test harness: one real API per test file, on a fresh in-memory PGlite (schema applied),
+// Test harness: one real API per test file, on a database of its own (native PostgreSQL cloned
+// from the run's template, or a fresh PGlite; see support/database.ts),
 // the shared emulators from the global setup, served over real HTTP on a free port.
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -7,11 +8,11 @@ import type { DestinationStream } from 'pino';
 import { inject } from 'vitest';
 import { mintDevToken } from '@mi/lib/auth';
 import { loadConfig, type Config } from '@mi/lib/config';
-import { openDatabase } from '@mi/lib/db/open';
+import { createDatabase } from '@mi/lib/db/pool';
 import { createLogger } from '@mi/lib/log';
 import { createRuntime, type Runtime } from '@mi/lib/runtime';
 import { createApp } from '../functions/api/app';
-import { applySchema } from '../schema/apply';
+import { createTestDatabase, type TestDatabase } from './support/database';
 
 export const TEST_SECRETS = {
   IDENTITY_SECRET_KEY: 'test-identity-secret-key-0123456789',
@@ -75,9 +76,9 @@ export interface StartOptions {
 
 export async function startApi(env: Record<string, string> = {}, opts: StartOptions = {}): Promise<ApiHarness> {
   const config = testConfig(env);
-  const database = await openDatabase(config);
-  await applySchema(database.url);
-  const rt = createRuntime(config, database.db, { log: createLogger({ level: config.LOG_LEVEL, name: 'test', destination: opts.logDestination }) });
+  const database = await fileDatabase();
+  const db = createDatabase(database.url);
+  const rt = createRuntime(config, db, { log: createLogger({ level: config.LOG_LEVEL, name: 'test', destination: opts.logDestination }) });
   await rt.store.ensureBucket();
   await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
   const app = createApp(rt);
@@ -132,7 +133,13 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     async close() {
       await new Promise((r) => server.close(r));
       await rt.close();
+      await db.close();
       await database.close();
     },
   };
+}
+
+/** A database of this test file's own on the run's engine (see support/database.ts). */
+export function fileDatabase(opts: { schema?: boolean } = {}): Promise<TestDatabase> {
+  return createTestDatabase(inject('database'), opts);
 }

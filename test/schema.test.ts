@@ -1,25 +1,24 @@
-// schema.sql against the spec, on a real PGlite over the pg wire protocol: every table and
-// column with its type, every delete rule and unique key proven by doing it, the indexes the
+// schema.sql against the spec, on the run's database engine over the pg wire protocol: every
+// table and column with its type, every delete rule and unique key proven by doing it, the indexes the
 // API's queries need, the HNSW voice search, and recording_event_history ordering.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded';
-import { applySchema } from '../schema/apply';
+import { fileDatabase } from './harness';
+import type { TestDatabase } from './support/database';
 import { QUERY_INDEXES, REFERENCES, TABLES } from '../schema/expected-shape';
 
-let embedded: EmbeddedPostgres;
+let database: TestDatabase;
 let db: pg.Client;
 
 beforeAll(async () => {
-  embedded = await startEmbeddedPostgres();
-  await applySchema(embedded.url);
-  db = new pg.Client({ connectionString: embedded.url });
+  database = await fileDatabase();
+  db = new pg.Client({ connectionString: database.url });
   await db.connect();
 });
 afterAll(async () => {
   await db?.end();
-  await embedded?.stop();
+  await database?.close();
 });
 
 const vec = (seed = 1) => `[${Array.from({ length: 192 }, (_, i) => Math.sin(seed * (i + 1)).toFixed(6)).join(',')}]`;

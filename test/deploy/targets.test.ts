@@ -4,25 +4,23 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { mintDevToken } from '@mi/lib/auth';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '@mi/lib/db/embedded';
 import { freePort } from '../../emulators/gcloud';
 import { buildAll } from '../../lib/scripts/build';
-import { applySchema } from '../../schema/apply';
-import { TEST_SECRETS } from '../harness';
+import { fileDatabase, TEST_SECRETS } from '../harness';
+import type { TestDatabase } from '../support/database';
 
-let pg: EmbeddedPostgres;
+let pg: TestDatabase;
 const children: ChildProcess[] = [];
 let env: Record<string, string>;
 
 beforeAll(async () => {
   await buildAll();
-  pg = await startEmbeddedPostgres();
-  await applySchema(pg.url);
+  pg = await fileDatabase();
   env = { ...(process.env as Record<string, string>), ...inject('emulatorEnv'), ...TEST_SECRETS, APP_ENV: 'test', DATABASE_URL: pg.url, STORAGE_BUCKET: 'deploy-test', LOG_LEVEL: 'warn' };
 }, 120_000);
 afterAll(async () => {
   for (const c of children) c.kill('SIGKILL');
-  await pg?.stop();
+  await pg?.close();
 });
 
 async function run(cmd: string, args: string[], extra: Record<string, string>, cwd = '.') {

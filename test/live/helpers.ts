@@ -1,4 +1,4 @@
-// Live-service test kit: a shared in-memory database per file, service instances (REST app and
+// Live-service test kit: a database per file shared by its instances, service instances (REST app and
 // /ws on one real HTTP server, like the local stack), the fake ML service, and a WebSocket
 // client that records what it receives.
 import { randomUUID } from 'node:crypto';
@@ -9,15 +9,15 @@ import { inject } from 'vitest';
 import WebSocket from 'ws';
 import { mintDevToken } from '@mi/lib/auth';
 import { loadConfig, type Config } from '@mi/lib/config';
-import { openDatabase, type OpenedDatabase } from '@mi/lib/db/open';
+import type { OpenedDatabase } from '@mi/lib/db/open';
+import { createDatabase } from '@mi/lib/db/pool';
 import { listManifest } from '@mi/lib/domain/manifest';
 import { createLogger } from '@mi/lib/log';
 import { createRuntime, type Runtime } from '@mi/lib/runtime';
 import { createLiveService, type LiveService, type LiveServiceOptions } from '@mi/live/service';
 import { createApp } from '../../functions/api/app';
 import { startFakeMl, type FakeMl } from '../../emulators/ml/server';
-import { applySchema } from '../../schema/apply';
-import { TEST_SECRETS } from '../harness';
+import { fileDatabase, TEST_SECRETS } from '../harness';
 
 /** Small segment and settle values keep the tests fast. */
 export const FAST_RECORDING_ENV: Record<string, string> = {
@@ -47,9 +47,16 @@ export function fileEnv(): Record<string, string> {
 }
 
 export async function openTestDatabase(): Promise<OpenedDatabase> {
-  const database = await openDatabase({ APP_ENV: 'test', DATA_DIR: '.data-test' });
-  await applySchema(database.url);
-  return database;
+  const database = await fileDatabase();
+  const db = createDatabase(database.url);
+  return {
+    db,
+    url: database.url,
+    async close() {
+      await db.close();
+      await database.close();
+    },
+  };
 }
 
 export interface Instance {

@@ -1,0 +1,64 @@
+// Which database engine the tests run on, chosen once per run: native PostgreSQL + pgvector
+// whenever its binaries and the extension are installed (`npm run db:install-native`), else the
+// embedded PGlite. TEST_DATABASE=pglite forces the embedded one, TEST_DATABASE=native the
+// native one (an error when it is missing). On native, one throwaway cluster serves the run:
+// a template database carries the schema, and each test file clones its own from it.
+import { randomUUID } from 'node:crypto';
+import { startEmbeddedPostgres } from '@mi/lib/db/embedded';
+import { adminQuery, findNativeEngine, startNativeCluster, type ClusterOptions, type NativeCluster } from '@mi/lib/db/native';
+import { applySchema } from '../../schema/apply';
+
+export type TestEngine =
+  | { kind: 'native'; label: string; adminUrl: string }
+  | { kind: 'pglite'; label: string; why: string };
+
+const TEMPLATE = 'mi_template';
+const EMPTY = 'mi_empty';
+
+export interface RunningEngine {
+  engine: TestEngine;
+  /** The native cluster (restart for fault runs); null on PGlite. */
+  cluster: NativeCluster | null;
+  stop(): Promise<void>;
+}
+
+/** Starts the run's engine: a native cluster with the template databases, or nothing (PGlite). */
+export async function startTestEngine(opts: ClusterOptions = {}): Promise<RunningEngine> {
+  const choice = process.env.TEST_DATABASE ?? '';
+  if (!['', 'native', 'pglite'].includes(choice)) throw new Error(`TEST_DATABASE must be native or pglite, not ${choice}`);
+  const found = findNativeEngine();
+  if (choice === 'pglite' || !found.engine) {
+    if (choice === 'native') throw new Error(`TEST_DATABASE=native but ${found.why}`);
+    const why = choice === 'pglite' ? 'TEST_DATABASE=pglite' : found.why;
+    return { engine: { kind: 'pglite', label: 'PGlite (embedded)', why }, cluster: null, stop: async () => {} };
+  }
+  const cluster = await startNativeCluster(found.engine, opts);
+  await adminQuery(cluster.url(), `CREATE DATABASE ${EMPTY}`, `CREATE DATABASE ${TEMPLATE}`);
+  await adminQuery(cluster.url(EMPTY), 'CREATE EXTENSION vector');
+  await adminQuery(cluster.url(TEMPLATE), 'CREATE EXTENSION vector');
+  await applySchema(cluster.url(TEMPLATE));
+  return { engine: { kind: 'native', label: found.engine.label, adminUrl: cluster.url() }, cluster, stop: () => cluster.stop() };
+}
+
+export interface TestDatabase {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A database of its own for one test file (or bench, or fault run): with the schema applied
+ * (default), or empty but for pgvector (`schema: false`, for db:apply's own tests).
+ */
+export async function createTestDatabase(engine: TestEngine, opts: { schema?: boolean } = {}): Promise<TestDatabase> {
+  const withSchema = opts.schema ?? true;
+  if (engine.kind === 'pglite') {
+    const embedded = await startEmbeddedPostgres();
+    if (withSchema) await applySchema(embedded.url);
+    return { url: embedded.url, close: () => embedded.stop() };
+  }
+  const name = `t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  // CREATE DATABASE … TEMPLATE copies files: milliseconds, where applying schema.sql takes seconds.
+  await adminQuery(engine.adminUrl, `CREATE DATABASE ${name} TEMPLATE ${withSchema ? TEMPLATE : EMPTY}`);
+  const url = engine.adminUrl.replace(/\/[^/]*$/, `/${name}`);
+  return { url, close: () => adminQuery(engine.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
