@@ -1,10 +1,15 @@
-// Embedded Postgres for the local stack and tests: PGlite with pgvector, served over the
-// pg wire protocol by pglite-socket so the same `pg` code runs against it as against
-// Cloud SQL. pglite-socket multiplexes connections one transaction at a time.
+// Embedded Postgres for the local stack (`npm start`) and the PGlite test runs: PGlite with
+// pgvector, served over the pg wire protocol so the same `pg` code runs against it as against
+// Cloud SQL. Connections share PGlite's one session, one transaction at a time.
+//
+// Built from pglite-socket's public parts only: our own net server hands each connection to a
+// `PGLiteSocketHandler`, whose documented `queryQueue` option takes our protocol-aware queue
+// (embedded-queue.ts) in place of the package's, which interleaves extended-protocol messages.
 import { mkdirSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { PGLiteSocketHandler, type PGLiteSocketHandlerOptions } from '@electric-sql/pglite-socket';
 import { ProtocolAwareQueue } from './embedded-queue';
 
 export interface EmbeddedPostgres {
@@ -18,15 +23,32 @@ export async function startEmbeddedPostgres(opts: { dataDir?: string; port?: num
   if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
   const db = await PGlite.create({ dataDir: opts.dataDir, extensions: { vector } });
   await db.exec('CREATE EXTENSION IF NOT EXISTS vector');
-  const server = new PGLiteSocketServer({ db, port: opts.port ?? 0, host: '127.0.0.1', maxConnections: 200 });
-  (server as unknown as { queryQueue: ProtocolAwareQueue }).queryQueue = new ProtocolAwareQueue(db);
-  await server.start();
-  const address = (server as unknown as { server: { address(): { port: number } } }).server.address();
+  // The option is typed as the package's queue class; ours has the same public methods.
+  const queryQueue = new ProtocolAwareQueue(db) as unknown as PGLiteSocketHandlerOptions['queryQueue'];
+  const handlers = new Set<PGLiteSocketHandler>();
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    const handler = new PGLiteSocketHandler({ queryQueue, closeOnDetach: true });
+    handlers.add(handler);
+    const forget = () => handlers.delete(handler);
+    handler.addEventListener('close', forget);
+    handler.addEventListener('error', forget);
+    handler.attach(socket).catch(() => socket.destroy());
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
   return {
-    url: `postgres://postgres:postgres@127.0.0.1:${address.port}/postgres`,
+    url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
     db,
     async stop() {
-      await server.stop();
+      await Promise.allSettled([...handlers].map((h) => h.detach(true)));
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
       await db.close();
     },
   };
