@@ -70,7 +70,11 @@ export class ProtocolAwareQueue {
           continue;
         }
         const type = item.message[0];
-        if (type === TERMINATE) this.owner = null;
+        if (type === TERMINATE) {
+          // A client that leaves mid-transaction must not hand its open transaction to the next.
+          if (this.owner === item.handlerId && this.db.isInTransaction()) await this.db.exec('ROLLBACK').catch(() => {});
+          this.owner = null;
+        }
         else if (type === SYNC || type === QUERY) this.owner = this.db.isInTransaction() ? item.handlerId : null;
         else if (EXTENDED.has(type)) this.owner = item.handlerId;
         item.resolve(bytes);
