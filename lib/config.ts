@@ -12,6 +12,10 @@ const schema = z.object({
   // Common
   APP_ENV: z.enum(['development', 'test', 'staging', 'production']).default('development'),
   DATABASE_URL: optionalText,
+  DB_POOL_MAX: int(10, 1),
+  DB_STATEMENT_TIMEOUT_MS: int(15_000),
+  DB_LOCK_TIMEOUT_MS: int(5_000),
+  DB_CONNECT_TIMEOUT_MS: int(5_000, 1),
   PUBSUB_EMULATOR_HOST: optionalText,
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().default('http://localhost:4318'),
   OTEL_ENABLED: z.enum(['true', 'false', '1', '0']).optional(),

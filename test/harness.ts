@@ -8,6 +8,7 @@ import type { DestinationStream } from 'pino';
 import { inject } from 'vitest';
 import { mintDevToken } from '@mi/lib/auth';
 import { loadConfig, type Config } from '@mi/lib/config';
+import { databaseOptions } from '@mi/lib/db/open';
 import { createDatabase } from '@mi/lib/db/pool';
 import { createLogger } from '@mi/lib/log';
 import { createRuntime, type Runtime } from '@mi/lib/runtime';
@@ -72,12 +73,14 @@ export interface TestResponse {
 export interface StartOptions {
   /** Where the API's pino logs go (e.g. a collector in tests that inspect log lines). */
   logDestination?: DestinationStream;
+  /** The database to serve from (default: a new one of this file's, closed with the API). */
+  database?: TestDatabase;
 }
 
 export async function startApi(env: Record<string, string> = {}, opts: StartOptions = {}): Promise<ApiHarness> {
   const config = testConfig(env);
-  const database = await fileDatabase();
-  const db = createDatabase(database.url);
+  const database = opts.database ?? (await fileDatabase());
+  const db = createDatabase(database.url, databaseOptions(config));
   const rt = createRuntime(config, db, { log: createLogger({ level: config.LOG_LEVEL, name: 'test', destination: opts.logDestination }) });
   await rt.store.ensureBucket();
   await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
@@ -134,7 +137,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
       await new Promise((r) => server.close(r));
       await rt.close();
       await db.close();
-      await database.close();
+      if (!opts.database) await database.close();
     },
   };
 }

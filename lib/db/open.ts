@@ -3,7 +3,19 @@
 import path from 'node:path';
 import type { Config } from '../config';
 import { startEmbeddedPostgres } from './embedded';
-import { createDatabase, type Database } from './pool';
+import { createDatabase, type Database, type DatabaseOptions } from './pool';
+
+type DbConfig = Pick<Config, 'DB_POOL_MAX' | 'DB_STATEMENT_TIMEOUT_MS' | 'DB_LOCK_TIMEOUT_MS' | 'DB_CONNECT_TIMEOUT_MS'>;
+
+/** The pool settings of a process, from its configuration. */
+export function databaseOptions(config: DbConfig): DatabaseOptions {
+  return {
+    max: config.DB_POOL_MAX,
+    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+    lockTimeoutMs: config.DB_LOCK_TIMEOUT_MS,
+    connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+  };
+}
 
 export interface OpenedDatabase {
   db: Database;
@@ -11,15 +23,15 @@ export interface OpenedDatabase {
   close(): Promise<void>;
 }
 
-export async function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'APP_ENV'>): Promise<OpenedDatabase> {
+export async function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'APP_ENV'> & DbConfig): Promise<OpenedDatabase> {
   if (config.DATABASE_URL) {
-    const db = createDatabase(config.DATABASE_URL);
+    const db = createDatabase(config.DATABASE_URL, databaseOptions(config));
     return { db, url: config.DATABASE_URL, close: () => db.close() };
   }
   const embedded = await startEmbeddedPostgres({
     dataDir: config.APP_ENV === 'test' ? undefined : path.join(config.DATA_DIR, 'pg'),
   });
-  const db = createDatabase(embedded.url);
+  const db = createDatabase(embedded.url, databaseOptions(config));
   return {
     db,
     url: embedded.url,

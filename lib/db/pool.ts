@@ -24,9 +24,35 @@ export interface Database extends Queryable {
 
 const RETRYABLE = new Set(['40001', '40P01']);
 
+/** How long a client should wait before retrying when the database is busy or unreachable. */
+export const DB_RETRY_AFTER_SECONDS = 2;
+
+// The database is overloaded, restarting or unreachable: a retry later can succeed.
+const UNAVAILABLE_SQLSTATES = new Set([
+  '57014', // query_canceled: statement_timeout
+  '55P03', // lock_not_available: lock_timeout
+  '53000', '53100', '53200', '53300', // insufficient resources, too many connections
+  '57P01', '57P02', '57P03', // admin/crash shutdown, cannot connect now
+  '08000', '08001', '08003', '08004', '08006', // connection exceptions
+]);
+const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
+// pg reports a dropped socket and an exhausted pool only by message.
+const UNAVAILABLE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+
+/** True when the error means "the database cannot serve now", not "this request is wrong". */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return UNAVAILABLE_SQLSTATES.has(e?.code ?? '') || UNAVAILABLE_NODE_CODES.has(e?.code ?? '') || UNAVAILABLE_MESSAGES.test(e?.message ?? '');
+}
+
 /** SQLSTATE → API error. Constraint names make the detail useful without leaking SQL. */
 export function mapDbError(err: unknown, name: string): unknown {
   const e = err as { code?: string; constraint?: string; column?: string };
+  if (err instanceof ApiError) return err;
+  if (isDatabaseUnavailable(err)) {
+    const detail = e?.code === '57014' || e?.code === '55P03' ? 'the database is busy; try again' : 'the database is unavailable; try again';
+    return new ApiError('unavailable', detail, undefined, { 'retry-after': String(DB_RETRY_AFTER_SECONDS) });
+  }
   switch (e?.code) {
     case '23505':
       return new ApiError('conflict', `already exists (${e.constraint ?? name})`);
@@ -47,8 +73,6 @@ export function mapDbError(err: unknown, name: string): unknown {
       return new ApiError('unprocessable', 'invalid value');
     case '54000': // a value too large for an index row
       return new ApiError('unprocessable', 'a value is too large');
-    case '57014':
-      return new ApiError('unavailable', 'query took too long; try again');
     default:
       return err;
   }
@@ -67,9 +91,28 @@ function wrap(client: pg.Pool | pg.PoolClient): Queryable {
   };
 }
 
-export function createDatabase(url: string, opts: { max?: number } = {}): Database {
-  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10 });
-  // An idle client losing its connection must not crash the process.
+export interface DatabaseOptions {
+  /** Connections in this process's pool. */
+  max?: number;
+  /** Each statement's limit (server side, every connection); 0 = none. */
+  statementTimeoutMs?: number;
+  /** How long a statement waits for a lock (server side); 0 = none. */
+  lockTimeoutMs?: number;
+  /** How long a caller waits for a free connection or a new one before a 503. */
+  connectTimeoutMs?: number;
+}
+
+export function createDatabase(url: string, opts: DatabaseOptions = {}): Database {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 10,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 5_000,
+    // Sent as startup parameters: every connection of the pool carries them.
+    ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
+    ...(opts.lockTimeoutMs ? { lock_timeout: opts.lockTimeoutMs } : {}),
+  });
+  // An idle client losing its connection (a database restart) must not crash the process;
+  // the pool drops it and opens a new one on the next checkout.
   pool.on('error', () => {});
   const root = wrap(pool);
   return {
@@ -77,7 +120,9 @@ export function createDatabase(url: string, opts: { max?: number } = {}): Databa
     query: root.query,
     async withTransaction(fn) {
       for (let attempt = 1; ; attempt++) {
-        const client = await pool.connect();
+        const client = await pool.connect().catch((err: unknown) => {
+          throw mapDbError(err, 'connect');
+        });
         let broken = false;
         try {
           await client.query('BEGIN');
@@ -88,7 +133,8 @@ export function createDatabase(url: string, opts: { max?: number } = {}): Databa
           await client.query('ROLLBACK').catch(() => (broken = true));
           const code = (err as { code?: string }).code ?? '';
           if (RETRYABLE.has(code) && attempt < 4) continue;
-          throw RETRYABLE.has(code) ? new ApiError('conflict', 'concurrent update; try again') : err;
+          if (RETRYABLE.has(code)) throw new ApiError('conflict', 'concurrent update; try again');
+          throw mapDbError(err, 'transaction');
         } finally {
           client.release(broken);
         }

@@ -1,0 +1,173 @@
+// Production connection behaviour on native PostgreSQL: statement and lock timeouts, an
+// exhausted pool, a server at max_connections and a database restart each answer 503
+// problem+json with Retry-After (never a 500, never a hang past the timeout), and the service
+// recovers by itself. PGlite has no lock waits, timeouts or connection limits to provoke.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { adminQuery, findNativeEngine, startNativeCluster, type NativeCluster } from '@mi/lib/db/native';
+import { applySchema } from '../../schema/apply';
+import { startApi, type ApiHarness } from '../harness';
+import type { TestDatabase } from '../support/database';
+
+const native = inject('database').kind === 'native';
+if (!native) console.log('test/database/connections.test.ts skipped: PGlite has no lock waits, timeouts or connection limits');
+
+/** A cluster of this file's own (settings of its own, restartable), with the schema applied. */
+async function ownCluster(settings: Record<string, string | number> = {}): Promise<{ cluster: NativeCluster; database: TestDatabase }> {
+  const cluster = await startNativeCluster(findNativeEngine().engine!, { settings });
+  await adminQuery(cluster.url(), 'CREATE EXTENSION vector');
+  await applySchema(cluster.url());
+  return { cluster, database: { url: cluster.url(), close: () => cluster.stop() } };
+}
+
+function expect503(res: { status: number; headers: Headers; body: any }) {
+  expect(res.status).toBe(503);
+  expect(res.headers.get('content-type')).toContain('application/problem+json');
+  expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+  expect(res.body.type).toMatch(/unavailable$/);
+}
+
+/** Holds a lock on the meeting's row from outside the service until released. */
+async function lockMeeting(url: string, meetingId: string) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query('BEGIN');
+  await client.query('SELECT 1 FROM meeting WHERE id = $1 FOR UPDATE', [meetingId]);
+  return async () => {
+    await client.query('ROLLBACK');
+    await client.end();
+  };
+}
+
+describe.skipIf(!native)('timeouts and pool exhaustion', () => {
+  it('should answer 503 with Retry-After when a statement waits past lock_timeout, and change nothing', async () => {
+    const api = await startApi({ DB_LOCK_TIMEOUT_MS: '300', DB_STATEMENT_TIMEOUT_MS: '0' });
+    try {
+      const alice = await api.token('alice');
+      const id = await api.meeting(alice);
+      const release = await lockMeeting(api.rt.db.pool.options.connectionString!, id);
+      const started = Date.now();
+      const res = await api.request('PATCH', `/meetings/${id}`, { token: alice, body: { title: 'changed' } });
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect503(res);
+      await release();
+      expect((await api.request('GET', `/meetings/${id}`, { token: alice })).body.title).toBe('m');
+      expect((await api.request('PATCH', `/meetings/${id}`, { token: alice, body: { title: 'changed' } })).status).toBe(200);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('should answer 503 with Retry-After when a statement runs past statement_timeout', async () => {
+    const api = await startApi({ DB_LOCK_TIMEOUT_MS: '0', DB_STATEMENT_TIMEOUT_MS: '300' });
+    try {
+      const alice = await api.token('alice');
+      const id = await api.meeting(alice);
+      const release = await lockMeeting(api.rt.db.pool.options.connectionString!, id);
+      expect503(await api.request('PATCH', `/meetings/${id}`, { token: alice, body: { title: 'changed' } }));
+      await release();
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('should answer 503 with Retry-After when every pooled connection is busy past the connect timeout', async () => {
+    const api = await startApi({ DB_POOL_MAX: '1', DB_CONNECT_TIMEOUT_MS: '300', DB_LOCK_TIMEOUT_MS: '10000' });
+    try {
+      const alice = await api.token('alice');
+      const id = await api.meeting(alice);
+      const release = await lockMeeting(api.rt.db.pool.options.connectionString!, id);
+      // The first request takes the only connection and waits on the lock.
+      const waiting = api.request('PATCH', `/meetings/${id}`, { token: alice, body: { title: 'first' } });
+      await new Promise((r) => setTimeout(r, 200));
+      const started = Date.now();
+      expect503(await api.request('GET', `/meetings/${id}`, { token: alice }));
+      expect(Date.now() - started).toBeLessThan(3_000);
+      await release();
+      expect((await waiting).status).toBe(200);
+      expect((await api.request('GET', `/meetings/${id}`, { token: alice })).body.title).toBe('first');
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+describe.skipIf(!native)('a server at max_connections', () => {
+  let own: Awaited<ReturnType<typeof ownCluster>>;
+  beforeAll(async () => {
+    own = await ownCluster({ max_connections: 8, superuser_reserved_connections: 0 });
+  });
+  afterAll(async () => {
+    await own?.database.close();
+  });
+
+  it('should answer 503 with Retry-After while the server refuses connections, then recover', async () => {
+    const seed = await startApi({}, { database: own.database });
+    const alice = await seed.token('alice');
+    const id = await seed.meeting(alice);
+    await seed.close(); // its pooled connections go with it
+    const hogs: pg.Client[] = [];
+    for (;;) {
+      const c = new pg.Client({ connectionString: own.cluster.url() });
+      try {
+        await c.connect();
+        hogs.push(c);
+      } catch (err) {
+        expect((err as { code?: string }).code).toBe('53300');
+        break;
+      }
+    }
+    const api = await startApi({}, { database: own.database });
+    try {
+      expect503(await api.request('GET', `/meetings/${id}`, { token: alice }));
+      await Promise.all(hogs.splice(0).map((c) => c.end()));
+      expect((await api.request('GET', `/meetings/${id}`, { token: alice })).status).toBe(200);
+    } finally {
+      await Promise.all(hogs.map((c) => c.end()));
+      await api.close();
+    }
+  });
+});
+
+describe.skipIf(!native)('a database restart under load', () => {
+  let own: Awaited<ReturnType<typeof ownCluster>>;
+  let api: ApiHarness;
+  beforeAll(async () => {
+    own = await ownCluster();
+    api = await startApi({ DB_CONNECT_TIMEOUT_MS: '1000' }, { database: own.database });
+  });
+  afterAll(async () => {
+    await api?.close();
+    await own?.database.close();
+  });
+
+  it('should answer only successes or 503 while the database restarts, and recover by itself', async () => {
+    const alice = await api.token('alice');
+    const id = await api.meeting(alice);
+    const statuses: number[] = [];
+    let running = true;
+    const load = (async () => {
+      for (let i = 0; running && i < 10_000; i++) {
+        const res =
+          i % 2 ? await api.request('GET', `/meetings/${id}`, { token: alice }) : await api.request('PATCH', `/meetings/${id}`, { token: alice, body: { title: `t${i}` } });
+        if (res.status === 503) expect503(res);
+        statuses.push(res.status);
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 500));
+    await own.cluster.restart({ downMs: 2_000 });
+    // Recovery: requests succeed again within a few seconds of the server being back.
+    const backBy = Date.now() + 10_000;
+    let recovered = false;
+    while (!recovered && Date.now() < backBy) {
+      recovered = (await api.request('GET', `/meetings/${id}`, { token: alice })).status === 200;
+      if (!recovered) await new Promise((r) => setTimeout(r, 200));
+    }
+    running = false;
+    await load;
+    expect(recovered).toBe(true);
+    expect(new Set(statuses.filter((s) => s !== 200))).toEqual(new Set([503]));
+    expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(0);
+    expect(statuses.at(-1)).toBe(200);
+  });
+});
