@@ -189,7 +189,7 @@ describe('terraform', () => {
     expect(block(fn, 'build_config')).toMatchObject({ runtime: 'nodejs20', entry_point: '${each.value.entry_point}' });
     const sc = block(fn, 'service_config');
     expect(sc).toMatchObject({ vpc_connector: '${var.vpc_connector_id}', max_instance_request_concurrency: '${each.value.concurrency}' });
-    expect(sc.environment_variables).toBe('${local.env}');
+    expect(sc.environment_variables).toBe('${merge(local.env, { DB_POOL_MAX = tostring(each.value.db_pool_max) })}');
   });
 
   it('environment: every Limits variable that applies in the cloud, with the code defaults', () => {
@@ -279,6 +279,34 @@ describe('terraform', () => {
       member: '${google_service_account.this[each.key].member}',
     });
     expect(locals('modules/iam').signers).toEqual(expect.arrayContaining(['api', 'live']));
+  });
+
+  it('should keep every unit\'s connections, at its instance limit, under Cloud SQL\'s max_connections', () => {
+    // The dev environment's values where it passes them, else the services module's defaults.
+    const services = mod('envs/dev').module.services[0];
+    const devValue = (name: string) => {
+      const v = services[name];
+      const ref = typeof v === 'string' && /^\$\{var\.(\w+)\}$/.exec(v);
+      return ref ? varDefault('envs/dev', ref[1]) : (v ?? varDefault('modules/services', name));
+    };
+    const fns = locals('modules/services').functions;
+    const sweepMax = value('modules/services', fns.sweep.max_instances);
+    const apiPool = value('modules/services', fns.api.db_pool_max);
+    const sweepPool = value('modules/services', fns.sweep.db_pool_max);
+    const live = res('modules/services', 'google_cloud_run_v2_service', 'live');
+    const liveEnv = block(live, 'template', 'containers').env.find((e: Obj) => e.name === 'DB_POOL_MAX');
+    expect(liveEnv.value).toBe('${tostring(var.live_db_pool_max)}');
+    const budget =
+      devValue('api_max_instances') * apiPool + sweepMax * sweepPool + devValue('live_max_instances') * devValue('live_db_pool_max');
+    // Cloud SQL keeps 3 connections for its superuser; dev passes no max_connections of its own.
+    expect(mod('envs/dev').module.database[0].max_connections).toBeUndefined();
+    const maxConnections = varDefault('modules/database', 'max_connections');
+    expect(budget).toBeLessThanOrEqual(maxConnections - 3);
+    // The services module's own defaults fit as well.
+    const defaults =
+      varDefault('modules/services', 'api_max_instances') * apiPool + sweepMax * sweepPool +
+      varDefault('modules/services', 'live_max_instances') * varDefault('modules/services', 'live_db_pool_max');
+    expect(defaults).toBeLessThanOrEqual(maxConnections - 3);
   });
 });
 

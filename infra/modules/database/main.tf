@@ -54,7 +54,8 @@ resource "google_sql_database_instance" "this" {
       query_insights_enabled = true
     }
 
-    # Budget: (api max instances x pool size) + sweep + live instances must stay below this.
+    # Budget: the sum over api, sweep and live of max instances x DB_POOL_MAX stays below this
+    # (test/infra.test.ts checks the defaults and the dev environment).
     database_flags {
       name  = "max_connections"
       value = tostring(var.max_connections)

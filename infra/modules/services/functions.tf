@@ -12,6 +12,7 @@ locals {
       min_instances   = var.api_min_instances
       max_instances   = var.api_max_instances
       concurrency     = var.api_concurrency
+      db_pool_max     = var.api_db_pool_max
     }
     sweep = {
       name            = var.sweep_function_name
@@ -23,6 +24,7 @@ locals {
       min_instances   = 0
       max_instances   = 2
       concurrency     = 4 # an overrunning pass may overlap the next invocation
+      db_pool_max     = var.sweep_db_pool_max
     }
   }
 }
@@ -60,7 +62,7 @@ resource "google_cloudfunctions2_function" "this" {
     all_traffic_on_latest_revision   = true
     vpc_connector                    = var.vpc_connector_id
     vpc_connector_egress_settings    = "PRIVATE_RANGES_ONLY"
-    environment_variables            = local.env
+    environment_variables            = merge(local.env, { DB_POOL_MAX = tostring(each.value.db_pool_max) })
 
     dynamic "secret_environment_variables" {
       for_each = var.secret_ids

@@ -54,6 +54,11 @@ resource "google_cloud_run_v2_service" "live" {
         }
       }
 
+      env {
+        name  = "DB_POOL_MAX"
+        value = tostring(var.live_db_pool_max)
+      }
+
       dynamic "env" {
         for_each = var.secret_ids
         content {

@@ -169,7 +169,7 @@ variable "api_min_instances" {
 }
 
 variable "api_max_instances" {
-  description = "Times the pool size per instance, must stay below the database's max_connections."
+  description = "Times api_db_pool_max, plus sweep's and live's, must stay below the database's max_connections (test/infra.test.ts checks it)."
   type        = number
   default     = 10
 }
@@ -224,4 +224,21 @@ variable "live_memory" {
 variable "deletion_protection" {
   type    = bool
   default = true
+}
+
+# Connection budget: each unit's DB_POOL_MAX times its instance limit, summed over api, sweep and
+# live, stays below Cloud SQL's max_connections less its reserved connections.
+variable "api_db_pool_max" {
+  type    = number
+  default = 8
+}
+
+variable "sweep_db_pool_max" {
+  type    = number
+  default = 2
+}
+
+variable "live_db_pool_max" {
+  type    = number
+  default = 8
 }
