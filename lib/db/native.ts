@@ -1,11 +1,12 @@
 // A private, throwaway native PostgreSQL cluster for tests, benchmarks and fault runs: initdb in
 // a temp dir, loopback only, fsync off. No root needed; when running as root (CI), the server
 // runs as the `postgres` user that Debian's package creates, since postgres refuses root.
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 
 export interface NativeEngine {
@@ -79,9 +80,12 @@ export async function startNativeCluster(engine: NativeEngine, opts: ClusterOpti
     .map(([k, v]) => `-c ${k}=${v}`)
     .join(' ');
   const logFile = path.join(dir, 'server.log');
-  const ctl = (action: string, extra: string[] = []) => run('pg_ctl', [action, '-D', dataDir, '-l', logFile, '-w', '-t', '60', '-o', options, ...extra]);
+  const ctlArgs = (action: string, extra: string[]) => [action, '-D', dataDir, '-l', logFile, '-w', '-t', '60', '-o', options, ...extra];
+  // Asynchronous, so a restart does not stall the event loop of the process that serves from it.
+  const ctl = (action: string, extra: string[] = []) =>
+    promisify(execFile)(path.join(engine.bindir, 'pg_ctl'), ctlArgs(action, extra), { cwd: dir, ...(asUser ?? {}) });
   try {
-    ctl('start');
+    await ctl('start');
   } catch (err) {
     const log = existsSync(logFile) ? readFileSync(logFile, 'utf8') : '';
     throw new Error(`native PostgreSQL did not start: ${(err as Error).message}\n${log}`);
@@ -93,16 +97,12 @@ export async function startNativeCluster(engine: NativeEngine, opts: ClusterOpti
     dataDir,
     url,
     async restart({ downMs = 0 } = {}) {
-      ctl('stop', ['-m', 'fast']);
+      await ctl('stop', ['-m', 'fast']);
       if (downMs) await new Promise((r) => setTimeout(r, downMs));
-      ctl('start');
+      await ctl('start');
     },
     async stop() {
-      try {
-        ctl('stop', ['-m', 'immediate']);
-      } catch {
-        // already stopped
-      }
+      await ctl('stop', ['-m', 'immediate']).catch(() => undefined); // already stopped
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -12,14 +12,14 @@ import { serve, type ServerType } from '@hono/node-server';
 import { mintDevToken } from '@mi/lib/auth';
 import { loadConfig, type Config } from '@mi/lib/config';
 import { createDatabase } from '@mi/lib/db/pool';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '@mi/lib/db/embedded';
 import { createLogger } from '@mi/lib/log';
 import { createRuntime, type Runtime } from '@mi/lib/runtime';
 import { createApp } from '../../functions/api/app';
 import { freePort, startFirestoreEmulator, startPubsubEmulator, type RunningEmulator } from '../../emulators/gcloud';
 import { startGcsEmulator, type GcsEmulator } from '../../emulators/gcs/server';
 import { startFakeMl, type FakeMl } from '../../emulators/ml/server';
-import { applySchema } from '../../schema/apply';
+import type { NativeCluster } from '@mi/lib/db/native';
+import { createTestDatabase, startTestEngine } from '../support/database';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SERVER_ENTRY = 'run-services/live/server.ts';
@@ -152,6 +152,10 @@ export interface Cluster {
   /** Adds an injected GCS fault for this cluster's bucket. */
   gcsFault(spec: { mode: 'error503' | 'stall'; count: number; stall_ms?: number }): Promise<void>;
   clearGcsFaults(): Promise<void>;
+  /** The database engine, as tests print it. */
+  databaseEngine: string;
+  /** Restarts the database (native engine only; null on PGlite, which cannot restart under its clients). */
+  restartDatabase: ((downMs: number) => Promise<void>) | null;
   close(): Promise<void>;
 }
 
@@ -159,14 +163,17 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const log = opts.log ?? (() => {});
   const cleanup: (() => Promise<unknown>)[] = [];
   try {
-    const [pg, firestore, gcs, pubsubPort] = await Promise.all([
-      startEmbeddedPostgres(),
+    // A database engine of its own (native when installed): db-restart faults restart it.
+    const [engine, firestore, gcs, pubsubPort] = await Promise.all([
+      startTestEngine(),
       opts.firestoreHost ? Promise.resolve<RunningEmulator>({ host: opts.firestoreHost, stop: async () => {} }) : startFirestoreEmulator(),
       startGcsEmulator(),
       freePort(),
     ]);
-    cleanup.push(() => pg.stop(), () => firestore.stop(), () => gcs.stop());
-    await applySchema(pg.url);
+    cleanup.push(() => engine.stop(), () => firestore.stop(), () => gcs.stop());
+    const database = await createTestDatabase(engine.engine);
+    cleanup.push(() => database.close());
+    const pg = { url: database.url, engineLabel: engine.engine.label, cluster: engine.cluster };
     // The Pub/Sub emulator (java) boots while the instances load their code.
     const pubsub = startPubsubEmulator({ port: pubsubPort });
     pubsub.catch(() => undefined); // awaited in assemble; this only keeps an early failure from going unhandled
@@ -179,7 +186,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
 }
 
 async function assemble(
-  parts: { pg: EmbeddedPostgres; pubsub: Promise<RunningEmulator>; pubsubHost: string; firestore: RunningEmulator; gcs: GcsEmulator },
+  parts: { pg: { url: string; engineLabel: string; cluster: NativeCluster | null }; pubsub: Promise<RunningEmulator>; pubsubHost: string; firestore: RunningEmulator; gcs: GcsEmulator },
   opts: ClusterOptions,
   log: (line: string) => void,
   cleanup: (() => Promise<unknown>)[],
@@ -238,6 +245,8 @@ async function assemble(
     async clearGcsFaults() {
       await fetch(faultsUrl, { method: 'DELETE' });
     },
+    databaseEngine: parts.pg.engineLabel,
+    restartDatabase: parts.pg.cluster ? (downMs) => parts.pg.cluster!.restart({ downMs }) : null,
     async close() {
       for (const c of cleanup.reverse()) await c().catch((err) => log(`cleanup: ${(err as Error).message}`));
     },

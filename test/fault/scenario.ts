@@ -8,7 +8,7 @@ import { checkMeeting, totals, type NoLossTotals, type TakeReport } from './chec
 import { ResilientClient } from './client';
 import { sleep, startCluster, type Cluster, type ClusterOptions, type LiveChild } from './cluster';
 
-export const FAULT_KINDS = ['sigkill', 'sigterm', 'drop-socket', 'client-offline', 'gcs-503', 'gcs-stall', 'ml-hang', 'ml-refuse', 'pubsub-restart'] as const;
+export const FAULT_KINDS = ['sigkill', 'sigterm', 'drop-socket', 'client-offline', 'gcs-503', 'gcs-stall', 'ml-hang', 'ml-refuse', 'pubsub-restart', 'db-restart'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface NoLossOptions {
@@ -97,7 +97,9 @@ async function drive(cluster: Cluster, opts: NoLossOptions, log: (line: string) 
   // (or that nobody resumed), finalizes stopped ones and republishes the outbox.
   const sweeper = startSweeper(cluster, log);
   const faults = new FaultInjector(cluster, clients, random, log);
-  const kinds = opts.kinds ?? FAULT_KINDS;
+  // PGlite runs inside the API's process and cannot restart under its clients.
+  const kinds = (opts.kinds ?? FAULT_KINDS).filter((k) => k !== 'db-restart' || cluster.restartDatabase);
+  if (!cluster.restartDatabase) log(`db-restart faults left out: ${cluster.databaseEngine}`);
   let deck: FaultKind[] = [];
   try {
     const count = opts.sequence?.length ?? opts.faults ?? 0;
@@ -162,6 +164,7 @@ class FaultInjector {
   injected = 0;
   private readonly background = new Set<Promise<unknown>>();
   private pubsubRestart: Promise<void> | null = null;
+  private dbRestart: Promise<void> | null = null;
 
   constructor(
     private readonly cluster: Cluster,
@@ -229,6 +232,16 @@ class FaultInjector {
         c.ml.setMode(kind === 'ml-hang' ? 'hang' : 'refuse');
         this.later(sleep(ms).then(() => c.ml.setMode('normal')));
         detail = `for ${ms} ms`;
+        break;
+      }
+      case 'db-restart': {
+        // The database goes away under every part at once (Cloud SQL maintenance, a failover).
+        if (!c.restartDatabase) throw new Error(`db-restart needs the native engine, not ${c.databaseEngine}`);
+        if (this.dbRestart) await this.dbRestart;
+        const ms = between(1000, 4000);
+        this.dbRestart = c.restartDatabase(ms).finally(() => (this.dbRestart = null));
+        this.later(this.dbRestart);
+        detail = `down for ${ms} ms`;
         break;
       }
       case 'pubsub-restart':
