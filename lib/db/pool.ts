@@ -111,9 +111,11 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
     ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
     ...(opts.lockTimeoutMs ? { lock_timeout: opts.lockTimeoutMs } : {}),
   });
-  // An idle client losing its connection (a database restart) must not crash the process;
-  // the pool drops it and opens a new one on the next checkout.
+  // A client losing its connection (a database restart) must not crash the process. Idle, the
+  // pool drops it; checked out, pg emits 'error' on the client itself, and its next query fails
+  // (mapped to 503) and the client is released as broken.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const root = wrap(pool);
   return {
     pool,

@@ -5,6 +5,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { adminQuery, findNativeEngine, startNativeCluster, type NativeCluster } from '@mi/lib/db/native';
+import { createDatabase } from '@mi/lib/db/pool';
 import { applySchema } from '../../schema/apply';
 import { startApi, type ApiHarness } from '../harness';
 import type { TestDatabase } from '../support/database';
@@ -139,6 +140,29 @@ describe.skipIf(!native)('a database restart under load', () => {
   afterAll(async () => {
     await api?.close();
     await own?.database.close();
+  });
+
+  it('should survive the database going away under a transaction in progress: 503, then a fresh connection', async () => {
+    const db = createDatabase(own.cluster.url());
+    try {
+      let resume!: () => void;
+      const paused = new Promise<void>((r) => (resume = r));
+      const tx = db.withTransaction(async (t) => {
+        await t.query('test.first', 'SELECT 1');
+        await paused; // the connection sits checked out between statements, as during a storage write
+        await t.query('test.second', 'SELECT 1');
+      });
+      await new Promise((r) => setTimeout(r, 100));
+      // The server terminates the connection: pg emits 'error' on the checked-out client, which
+      // crashed the process when nothing listened.
+      await own.cluster.restart();
+      await new Promise((r) => setTimeout(r, 200));
+      resume();
+      await expect(tx).rejects.toMatchObject({ status: 503, headers: { 'retry-after': expect.any(String) } });
+      expect((await db.query('test.after', 'SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await db.close();
+    }
   });
 
   it('should answer only successes or 503 while the database restarts, and recover by itself', async () => {
