@@ -1,6 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { AppEnv } from '../../env';
 import { registerCreateTranscription } from './create';
+import { registerExportTranscription } from './export';
 import { registerGetTranscription } from './get';
 import { registerTranscriptionHistory } from './history';
 import { registerListTranscriptions } from './list';
@@ -18,4 +19,5 @@ export function registerTranscriptions(app: OpenAPIHono<AppEnv>) {
   registerAppendSegments(app);
   registerReplaceSegments(app);
   registerListSegments(app);
+  registerExportTranscription(app);
 }
