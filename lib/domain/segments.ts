@@ -212,3 +212,21 @@ export async function listSegments(q: Queryable, actor: Actor, transcriptionId: 
   );
   return toPage(rows.map(fromRow), f.limit, (s) => [s.start_ms, s.id]);
 }
+
+export interface SegmentPatch {
+  text?: string;
+  is_highlighted?: boolean;
+}
+
+/** A user's correction of one segment of their meeting; null when not theirs (or not found). */
+export async function updateSegment(tx: Queryable, actor: Actor, id: string, patch: SegmentPatch): Promise<(Segment & { meeting_id: string; user_id: string }) | null> {
+  const { rows } = await tx.query(
+    'segment.update',
+    `UPDATE transcript_segment s SET text = coalesce($3, s.text), is_highlighted = coalesce($4, s.is_highlighted)
+     FROM transcription t JOIN meeting m ON m.id = t.meeting_id
+     WHERE s.id = $1 AND t.id = s.transcription_id AND m.user_id = $2 AND m.deleted_at IS NULL
+     RETURNING ${COLUMNS}, t.meeting_id, m.user_id`,
+    [id, actor.userId, patch.text ?? null, patch.is_highlighted ?? null],
+  );
+  return rows[0] ? (fromRow(rows[0]) as Segment & { meeting_id: string; user_id: string }) : null;
+}

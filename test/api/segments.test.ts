@@ -279,3 +279,42 @@ describe('GET /transcriptions/{id}/segments', () => {
     expect((await api.request('GET', `/transcriptions/${t.id}/segments`)).status).toBe(401);
   });
 });
+
+describe('PATCH /transcript-segments/{id}', () => {
+  const patch = (id: string, body: unknown, token = alice) => api.request('PATCH', `/transcript-segments/${id}`, { token, body });
+
+  it('should correct the text and the highlight, answer the whole segment, and broadcast it to the owner', async () => {
+    const t = await transcription();
+    await post(t.id, [{ speaker_label: 'S0', text: 'helo wrold', start_ms: 0, end_ms: 900, confidence: 0.5, feature_vector: vector(1) }]);
+    const [row] = await stored(t.id);
+    const res = await patch(row.id, { text: 'hello world' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: row.id, transcription_id: t.id, text: 'hello world', is_highlighted: false, speaker_label: 'S0', confidence: 0.5 });
+    expect(res.body.feature_vector).toHaveLength(192);
+    expect(await api.lastEvent(aliceId)).toMatchObject({ type: 'EntityChanged', entity: 'transcript_segment', action: 'updated', id: row.id, meeting_id: t.meeting_id });
+    expect((await patch(row.id, { is_highlighted: true })).body).toMatchObject({ text: 'hello world', is_highlighted: true });
+    expect((await stored(t.id))[0]).toMatchObject({ text: 'hello world', is_highlighted: true });
+  });
+
+  it("should answer 404 for another user's segment and an unknown id, changing nothing", async () => {
+    const t = await transcription();
+    await post(t.id, [{ text: 'mine', start_ms: 0 }]);
+    const [row] = await stored(t.id);
+    expect((await patch(row.id, { text: 'theirs' }, bob)).status).toBe(404);
+    expect((await patch(randomUUID(), { text: 'x' })).status).toBe(404);
+    expect((await stored(t.id))[0].text).toBe('mine');
+  });
+
+  it('should answer 422 to an empty, unknown-field or too-long patch, 401 without a token, 403 to the service token', async () => {
+    const t = await transcription();
+    await post(t.id, [{ text: 'mine', start_ms: 0 }]);
+    const [row] = await stored(t.id);
+    for (const body of [{}, { speaker_label: 'S9' }, { text: 'x'.repeat(100_001) }, { is_highlighted: 'yes' }]) {
+      const res = await patch(row.id, body);
+      expect(res.status, JSON.stringify(body).slice(0, 40)).toBe(422);
+    }
+    expect((await api.request('PATCH', `/transcript-segments/${row.id}`, { body: { text: 'x' } })).status).toBe(401);
+    expect((await patch(row.id, { text: 'x' }, svc)).status).toBe(403); // the ML service may not edit
+    expect((await stored(t.id))[0].text).toBe('mine');
+  });
+});
