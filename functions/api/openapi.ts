@@ -66,6 +66,8 @@ type OpConfig = Omit<RouteConfig, 'security' | 'middleware'> & {
   auth: readonly Scheme[];
   /** Requires Idempotency-Key (creating, retryable POSTs). */
   idempotent?: boolean;
+  /** Honours If-Match against the record's ETag (412 when it no longer matches). */
+  conditional?: boolean;
 };
 
 const securityNames: Record<Scheme, string> = { bearer: 'bearerAuth', service: 'serviceAuth' };
@@ -76,8 +78,9 @@ export function op<const C extends OpConfig>(cfg: C) {
   const headers = z.object({
     ...(cfg.idempotent ? { 'idempotency-key': Uuid.openapi({ description: 'required; a uuid per logical request' }) } : {}),
     'x-client-id': Uuid.optional().openapi({ description: 'originating client; its WebSocket connection gets no echo of the resulting events' }),
+    ...(cfg.conditional ? { 'if-match': z.string().optional().openapi({ description: 'the ETag of the record as last read (or *): 412 when it changed since' }) } : {}),
   });
-  const { auth, idempotent: _i, ...route } = cfg;
+  const { auth, idempotent: _i, conditional: _c, ...route } = cfg;
   return createRoute({
     ...route,
     security: auth.map((s) => ({ [securityNames[s]]: [] })),
@@ -92,6 +95,7 @@ export function op<const C extends OpConfig>(cfg: C) {
       422: problem('validation failed; `errors` lists the fields'),
       500: problem('unexpected error (no internals disclosed)'),
       ...(cfg.idempotent ? { 409: problem('a request with this Idempotency-Key is still in progress, or a conflict') } : {}),
+      ...(cfg.conditional ? { 412: problem('If-Match does not match the record\'s current ETag: it changed since it was read') } : {}),
     },
   } as RouteConfig) as unknown as C;
 }
@@ -103,6 +107,12 @@ export const jsonBody = <T extends z.ZodTypeAny>(schema: T, description?: string
 export const jsonResponse = <T extends z.ZodTypeAny>(schema: T, description: string) => ({
   description,
   content: { 'application/json': { schema } },
+});
+
+/** A response carrying the record's ETag (for If-Match on a later PATCH). */
+export const withEtag = <R extends { description: string }>(response: R) => ({
+  ...response,
+  headers: z.object({ etag: z.string().openapi({ description: 'strong entity tag of the record; send it as If-Match to PATCH only if unchanged' }) }),
 });
 
 export const notFoundResponse = (what: string) => problem(`${what} not found`);

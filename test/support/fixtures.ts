@@ -21,6 +21,7 @@ const PATH_RESOURCE: Record<string, string> = {
   tags: 'tag',
   transcriptions: 'transcription',
   segments: 'segment',
+  'transcript-segments': 'segment',
   topics: 'topic',
   'talking-points': 'talkingPoint',
 };

@@ -3,7 +3,8 @@ import { notFound } from '@mi/lib/errors';
 import { getMeeting } from '@mi/lib/domain/meetings';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
-import { IdParam, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { setEtag } from '../../etag';
+import { IdParam, jsonResponse, notFoundResponse, op, withEtag } from '../../openapi';
 import { MeetingSchema } from './schema';
 
 const route = op({
@@ -14,13 +15,15 @@ const route = op({
   summary: 'Get a meeting',
   auth: ['bearer', 'service'],
   request: { params: IdParam },
-  responses: { 200: jsonResponse(MeetingSchema, 'the meeting'), 404: notFoundResponse('meeting') },
+  responses: { 200: withEtag(jsonResponse(MeetingSchema, 'the meeting')), 404: notFoundResponse('meeting') },
 });
 
 export function registerGetMeeting(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const meeting = await getMeeting(c.var.deps.db, actorOf(c), c.req.valid('param').id);
     if (!meeting) throw notFound('meeting');
-    return c.json(JSON.parse(JSON.stringify(meeting)), 200);
+    const body = JSON.parse(JSON.stringify(meeting));
+    setEtag(c, body);
+    return c.json(body, 200);
   });
 }

@@ -1,10 +1,11 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { updateMeeting } from '@mi/lib/domain/meetings';
+import { getMeeting, updateMeeting } from '@mi/lib/domain/meetings';
 import { actorOf } from '../../actor';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
-import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { assertIfMatch, setEtag } from '../../etag';
+import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, withEtag } from '../../openapi';
 import { MeetingSchema, PatchMeetingBody } from './schema';
 
 const route = op({
@@ -14,9 +15,10 @@ const route = op({
   tags: ['meetings'],
   summary: 'Partially update meeting metadata (the ML service sets headline)',
   description: 'Broadcasts EntityChanged { entity: meeting, action: updated }.',
+  conditional: true,
   auth: ['bearer', 'service'],
   request: { params: IdParam, ...jsonBody(PatchMeetingBody) },
-  responses: { 200: jsonResponse(MeetingSchema, 'the full meeting'), 404: notFoundResponse('meeting') },
+  responses: { 200: withEtag(jsonResponse(MeetingSchema, 'the full meeting')), 404: notFoundResponse('meeting') },
 });
 
 export function registerUpdateMeeting(app: OpenAPIHono<AppEnv>) {
@@ -24,9 +26,11 @@ export function registerUpdateMeeting(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     const patch = c.req.valid('json');
     return commit(c, 200, async (tx, emit) => {
+      await assertIfMatch(c, () => getMeeting(tx, actorOf(c), id, { forUpdate: true }));
       const meeting = await updateMeeting(tx, actorOf(c), id, patch);
       if (!meeting) throw notFound('meeting');
       await emit(meeting.user_id, { type: 'EntityChanged', entity: 'meeting', action: 'updated', id: meeting.id, meeting_id: meeting.id });
+      setEtag(c, JSON.parse(JSON.stringify(meeting)));
       return meeting;
     }) as never;
   });

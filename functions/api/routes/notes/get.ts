@@ -3,7 +3,8 @@ import { notFound } from '@mi/lib/errors';
 import { getNote } from '@mi/lib/domain/notes';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
-import { IdParam, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { setEtag } from '../../etag';
+import { IdParam, jsonResponse, notFoundResponse, op, withEtag } from '../../openapi';
 import { NoteSchema } from './schema';
 
 const route = op({
@@ -14,13 +15,15 @@ const route = op({
   summary: 'Get a note',
   auth: ['bearer'],
   request: { params: IdParam },
-  responses: { 200: jsonResponse(NoteSchema, 'the note'), 404: notFoundResponse('note') },
+  responses: { 200: withEtag(jsonResponse(NoteSchema, 'the note')), 404: notFoundResponse('note') },
 });
 
 export function registerGetNote(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const note = await getNote(c.var.deps.db, actorOf(c), c.req.valid('param').id);
     if (!note) throw notFound('note');
-    return c.json(JSON.parse(JSON.stringify(note)), 200);
+    const body = JSON.parse(JSON.stringify(note));
+    setEtag(c, body);
+    return c.json(body, 200);
   });
 }

@@ -1,10 +1,11 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { meetingOf, updateNote } from '@mi/lib/domain/notes';
+import { getNote, meetingOf, updateNote } from '@mi/lib/domain/notes';
 import { actorOf } from '../../actor';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
-import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { assertIfMatch, setEtag } from '../../etag';
+import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, withEtag } from '../../openapi';
 import { NoteSchema, PatchNoteBody } from './schema';
 
 const route = op({
@@ -14,9 +15,10 @@ const route = op({
   tags: ['notes'],
   summary: 'Partially update a note',
   description: 'subject_type and subject_id change together (both null detaches the note). Broadcasts EntityChanged { entity: note, action: updated }.',
+  conditional: true,
   auth: ['bearer'],
   request: { params: IdParam, ...jsonBody(PatchNoteBody) },
-  responses: { 200: jsonResponse(NoteSchema, 'the full note'), 404: notFoundResponse('note') },
+  responses: { 200: withEtag(jsonResponse(NoteSchema, 'the full note')), 404: notFoundResponse('note') },
 });
 
 export function registerUpdateNote(app: OpenAPIHono<AppEnv>) {
@@ -24,9 +26,11 @@ export function registerUpdateNote(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     const patch = c.req.valid('json');
     return commit(c, 200, async (tx, emit) => {
+      await assertIfMatch(c, () => getNote(tx, actorOf(c), id, { forUpdate: true }));
       const note = await updateNote(tx, actorOf(c), id, patch);
       if (!note) throw notFound('note');
       await emit(note.user_id, { type: 'EntityChanged', entity: 'note', action: 'updated', id, meeting_id: meetingOf(note.subject_type, note.subject_id) });
+      setEtag(c, JSON.parse(JSON.stringify(note)));
       return note;
     }) as never;
   });

@@ -3,7 +3,8 @@ import { notFound } from '@mi/lib/errors';
 import { getPerson } from '@mi/lib/domain/people';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
-import { IdParam, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { setEtag } from '../../etag';
+import { IdParam, jsonResponse, notFoundResponse, op, withEtag } from '../../openapi';
 import { PersonSchema } from './schema';
 
 const route = op({
@@ -14,13 +15,15 @@ const route = op({
   summary: 'Get a person, with voice_vector',
   auth: ['bearer', 'service'],
   request: { params: IdParam },
-  responses: { 200: jsonResponse(PersonSchema, 'the person'), 404: notFoundResponse('person') },
+  responses: { 200: withEtag(jsonResponse(PersonSchema, 'the person')), 404: notFoundResponse('person') },
 });
 
 export function registerGetPerson(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const person = await getPerson(c.var.deps.db, actorOf(c), c.req.valid('param').id);
     if (!person) throw notFound('person');
-    return c.json(JSON.parse(JSON.stringify(person)), 200);
+    const body = JSON.parse(JSON.stringify(person));
+    setEtag(c, body);
+    return c.json(body, 200);
   });
 }

@@ -1,10 +1,11 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { updatePerson } from '@mi/lib/domain/people';
+import { getPerson, updatePerson } from '@mi/lib/domain/people';
 import { userIdOf } from '../../actor';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
-import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, problemResponse } from '../../openapi';
+import { assertIfMatch, setEtag } from '../../etag';
+import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, problemResponse, withEtag } from '../../openapi';
 import { PatchPersonBody, PersonSchema } from './schema';
 
 const route = op({
@@ -13,10 +14,11 @@ const route = op({
   operationId: 'updatePerson',
   tags: ['people'],
   summary: "Partially update a person's user fields (voice fields are not writable)",
+  conditional: true,
   auth: ['bearer'],
   request: { params: IdParam, ...jsonBody(PatchPersonBody) },
   responses: {
-    200: jsonResponse(PersonSchema, 'the full person'),
+    200: withEtag(jsonResponse(PersonSchema, 'the full person')),
     404: notFoundResponse('person'),
     409: problemResponse('display_name already used by another of your people'),
   },
@@ -28,9 +30,11 @@ export function registerUpdatePerson(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     const patch = c.req.valid('json');
     return commit(c, 200, async (tx, emit) => {
+      await assertIfMatch(c, () => getPerson(tx, { userId }, id, { forUpdate: true }));
       const person = await updatePerson(tx, { userId }, id, patch);
       if (!person) throw notFound('person');
       await emit(userId, { type: 'EntityChanged', entity: 'person', action: 'updated', id, meeting_id: null });
+      setEtag(c, JSON.parse(JSON.stringify(person)));
       return person;
     }) as never;
   });

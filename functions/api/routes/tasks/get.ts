@@ -3,7 +3,8 @@ import { notFound } from '@mi/lib/errors';
 import { getTask } from '@mi/lib/domain/tasks';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
-import { IdParam, jsonResponse, notFoundResponse, op } from '../../openapi';
+import { setEtag } from '../../etag';
+import { IdParam, jsonResponse, notFoundResponse, op, withEtag } from '../../openapi';
 import { TaskSchema } from './schema';
 
 const route = op({
@@ -14,13 +15,15 @@ const route = op({
   summary: 'Get a task',
   auth: ['bearer'],
   request: { params: IdParam },
-  responses: { 200: jsonResponse(TaskSchema, 'the task'), 404: notFoundResponse('task') },
+  responses: { 200: withEtag(jsonResponse(TaskSchema, 'the task')), 404: notFoundResponse('task') },
 });
 
 export function registerGetTask(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const task = await getTask(c.var.deps.db, actorOf(c), c.req.valid('param').id);
     if (!task) throw notFound('task');
-    return c.json(JSON.parse(JSON.stringify(task)), 200);
+    const body = JSON.parse(JSON.stringify(task));
+    setEtag(c, body);
+    return c.json(body, 200);
   });
 }
