@@ -33,6 +33,12 @@ const schema = z.object({
   PUBSUB_TOPIC_RECORDING_FINALIZED: z.string().min(1).default('recording.finalized'),
   ML_SERVICE_URL: z.string().url().default('http://localhost:4003'),
   API_MAX_JSON_BYTES: int(33_554_432, 1024),
+  // Comma list of browser origins allowed to call the API (CORS).
+  CORS_ALLOWED_ORIGINS: z
+    .string()
+    .transform((s) => s.split(',').map((o) => o.trim()).filter(Boolean))
+    .pipe(z.array(z.string().url().refine((o) => new URL(o).origin === o, 'must be an origin: scheme://host[:port], nothing after')))
+    .optional(),
   FEATURE_FLAGS_CACHE_SECONDS: num(30),
   // Live service
   LIVE_CONNECTION_LIFETIME_SECONDS: int(3300, 1),
@@ -87,7 +93,8 @@ const schema = z.object({
 });
 
 type Parsed = z.infer<typeof schema>;
-export type Config = Omit<Parsed, 'SERVICE_AUTH_TOKEN' | 'AUDIO_URL_SIGNING_KEY' | 'PUBLIC_BASE_URL' | 'OTEL_ENABLED'> & {
+export type Config = Omit<Parsed, 'SERVICE_AUTH_TOKEN' | 'AUDIO_URL_SIGNING_KEY' | 'PUBLIC_BASE_URL' | 'OTEL_ENABLED' | 'CORS_ALLOWED_ORIGINS'> & {
+  CORS_ALLOWED_ORIGINS: string[];
   PUBLIC_BASE_URL: string;
   OTEL_ENABLED: boolean;
   SERVICE_AUTH_TOKEN: string;
@@ -145,6 +152,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // The spec's default applies to the local stack only; production talks to real Pub/Sub.
     PUBSUB_EMULATOR_HOST: c.PUBSUB_EMULATOR_HOST ?? (local ? 'localhost:8085' : undefined),
     PUBLIC_BASE_URL: c.PUBLIC_BASE_URL ?? `http://localhost:${c.CORE_PORT}`,
+    // The browser app's local address; in the cloud only what is set.
+    CORS_ALLOWED_ORIGINS: c.CORS_ALLOWED_ORIGINS ?? (local ? [`http://localhost:${c.APP_PORT}`] : []),
     // Spans are exported everywhere but in tests unless said otherwise.
     OTEL_ENABLED: c.OTEL_ENABLED === undefined ? c.APP_ENV !== 'test' : c.OTEL_ENABLED === 'true' || c.OTEL_ENABLED === '1',
     SERVICE_AUTH_TOKEN: c.SERVICE_AUTH_TOKEN!,

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
+import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { ApiError, errorStatus, PROBLEM_CONTENT_TYPE, toProblem, type ErrorCode } from '@mi/lib/errors';
 import { StorageUnavailableError } from '@mi/lib/storage';
@@ -44,6 +45,19 @@ export function createApp(deps: AppDeps) {
       throw new ApiError('unprocessable', `validation failed: ${errors.map((e) => e.path).join(', ')}`, errors);
     },
   });
+
+  // Browsers (decisions.md section 6): a listed origin is echoed on every answer, preflights
+  // answer 204; an unlisted one gets no CORS header at all.
+  const origins = new Set(deps.config.CORS_ALLOWED_ORIGINS);
+  const corsOfListed = cors({
+    origin: (origin) => origin,
+    allowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    allowHeaders: ['authorization', 'content-type', 'idempotency-key', 'x-client-id', 'traceparent', 'tracestate', 'content-digest', 'if-match'],
+    exposeHeaders: ['Idempotent-Replayed', 'Retry-After', 'Location', 'ETag'],
+    maxAge: 600,
+  });
+  // Hono's middleware adds its allow/expose headers for any origin; only listed ones get them.
+  app.use('*', (c, next) => (origins.has(c.req.header('origin') ?? '') ? corsOfListed(c, next) : next()));
 
   app.use('*', async (c, next) => {
     c.set('deps', deps);

@@ -156,6 +156,7 @@ module "services" {
   identity_issuer           = var.identity_issuer
   identity_audience         = var.identity_audience
   recording_settings        = var.recording_settings
+  app_origins               = var.app_origins
 
   api_max_instances     = var.api_max_instances
   sweep_timeout_seconds = var.sweep_timeout_seconds

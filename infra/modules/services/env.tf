@@ -37,6 +37,7 @@ locals {
     IDENTITY_ISSUER                  = var.identity_issuer
     IDENTITY_AUDIENCE                = var.identity_audience
     LIVE_CONNECTION_LIFETIME_SECONDS = tostring(var.live_connection_lifetime_seconds)
+    CORS_ALLOWED_ORIGINS             = join(",", var.app_origins)
   })
 
   # Optional values left empty are not set at all.

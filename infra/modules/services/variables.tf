@@ -242,3 +242,8 @@ variable "live_db_pool_max" {
   type    = number
   default = 8
 }
+
+variable "app_origins" {
+  description = "Browser origins of the app, allowed to call the API (CORS_ALLOWED_ORIGINS)."
+  type        = list(string)
+}
