@@ -40,6 +40,8 @@ export interface Authenticator {
   authenticate(header: string | undefined | null, accepts: readonly Scheme[]): Promise<Credential>;
 }
 
+const MAX_CLOCK_SKEW_SECONDS = 60;
+
 export function createAuthenticator(config: Config): Authenticator {
   const local = config.APP_ENV === 'development' || config.APP_ENV === 'test';
   const key: Uint8Array | JWTVerifyGetKey = local
@@ -58,7 +60,12 @@ export function createAuthenticator(config: Config): Authenticator {
     } catch {
       throw new ApiError('unauthorized', 'invalid or expired credentials');
     }
+    // An identity needs a name, and a token cannot be issued in the future (60 s of clock skew).
     const sub = payload.sub!;
+    if (typeof sub !== 'string' || !sub.trim()) throw new ApiError('unauthorized', 'invalid credentials: the token names no subject');
+    if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + MAX_CLOCK_SKEW_SECONDS) {
+      throw new ApiError('unauthorized', 'invalid credentials: the token was issued in the future');
+    }
     const name = [payload.username, payload.name, payload.preferred_username].find((v) => typeof v === 'string' && v) as string | undefined;
     const email = typeof payload.email === 'string' && payload.email ? payload.email : `${sub}@users.invalid`;
     return { identityId: sub, email, username: name ?? email.split('@')[0] };

@@ -120,7 +120,7 @@ describe('applySchema', { timeout: 120_000 }, () => {
     await applySchema(target.url);
     // Duplicate emails make the re-added unique constraint fail after the column was re-added.
     await target.db.exec(`
-      ALTER TABLE app_user DROP CONSTRAINT app_user_email_key;
+      DROP INDEX app_user_email_key;
       ALTER TABLE person DROP COLUMN company;
       INSERT INTO app_user (username, email) VALUES ('a', 'same@example.com'), ('b', 'same@example.com');`);
     await expect(applySchema(target.url)).rejects.toMatchObject({ code: '23505' });

@@ -20,9 +20,10 @@ CREATE TABLE app_user (
   person_id uuid,
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now(),
-  CONSTRAINT app_user_email_key UNIQUE (email),
   CONSTRAINT app_user_identity_id_key UNIQUE (identity_id)
 );
+-- Email is unique case-insensitively (ALICE@example.test is alice@example.test).
+CREATE UNIQUE INDEX app_user_email_key ON app_user (lower(email));
 
 CREATE TABLE person (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),

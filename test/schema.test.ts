@@ -183,11 +183,12 @@ describe('delete rules', () => {
 });
 
 describe('constraints', () => {
-  it('should keep email and identity_id unique across users (many users may lack an identity_id)', async () => {
+  it('should keep email (case-insensitively) and identity_id unique across users (many users may lack an identity_id)', async () => {
     const email = `${randomUUID()}@example.com`;
     const identity = randomUUID();
     await insert('app_user', { username: 'a', email, identity_id: identity });
     expect(await sqlstate(insert('app_user', { username: 'b', email }))).toBe('23505');
+    expect(await sqlstate(insert('app_user', { username: 'b', email: email.toUpperCase() }))).toBe('23505');
     expect(await sqlstate(insert('app_user', { username: 'b', email: `${randomUUID()}@x.com`, identity_id: identity }))).toBe('23505');
     expect(await sqlstate(insert('app_user', { username: 'c', email: `${randomUUID()}@x.com` }))).toBe('no error');
     expect(await sqlstate(insert('app_user', { username: 'd', email: `${randomUUID()}@x.com` }))).toBe('no error');

@@ -94,7 +94,8 @@ export function op<const C extends OpConfig>(cfg: C) {
       413: problem('body too large'),
       422: problem('validation failed; `errors` lists the fields'),
       500: problem('unexpected error (no internals disclosed)'),
-      ...(cfg.idempotent ? { 409: problem('a request with this Idempotency-Key is still in progress, or a conflict') } : {}),
+      ...(cfg.auth.includes('bearer') && !(409 in (route.responses ?? {})) ? { 409: problem("account_conflict: the token's email belongs to another account (emails are unique case-insensitively)") } : {}),
+      ...(cfg.idempotent ? { 409: problem('a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above)') } : {}),
       ...(cfg.conditional ? { 412: problem('If-Match does not match the record\'s current ETag: it changed since it was read') } : {}),
     },
   } as RouteConfig) as unknown as C;

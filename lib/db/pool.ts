@@ -45,23 +45,42 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return UNAVAILABLE_SQLSTATES.has(e?.code ?? '') || UNAVAILABLE_NODE_CODES.has(e?.code ?? '') || UNAVAILABLE_MESSAGES.test(e?.message ?? '');
 }
 
-/** SQLSTATE → API error. Constraint names make the detail useful without leaking SQL. */
-export function mapDbError(err: unknown, name: string): unknown {
-  const e = err as { code?: string; constraint?: string; column?: string };
+/**
+ * The columns of a key violation ("Key (user_id, display_name)=(…) already exists."), without
+ * the tenant column and function wrappers: a detail names fields, never constraints or SQL.
+ */
+function keyFields(detail: string | undefined): string[] {
+  const key = /^Key \((.+?)\)=/.exec(detail ?? '')?.[1] ?? '';
+  return key
+    .split(', ')
+    .map((c) => c.replace(/^lower\((\w+)(::\w+)?\)$/, '$1'))
+    .filter((c) => /^\w+$/.test(c) && c !== 'user_id');
+}
+
+/** SQLSTATE → API error. Details name the fields involved, never a constraint or a table. */
+export function mapDbError(err: unknown, _name: string): unknown {
+  const e = err as { code?: string; constraint?: string; column?: string; table?: string; detail?: string };
   if (err instanceof ApiError) return err;
   if (isDatabaseUnavailable(err)) {
     const detail = e?.code === '57014' || e?.code === '55P03' ? 'the database is busy; try again' : 'the database is unavailable; try again';
     return new ApiError('unavailable', detail, undefined, { 'retry-after': String(DB_RETRY_AFTER_SECONDS) });
   }
   switch (e?.code) {
-    case '23505':
-      return new ApiError('conflict', `already exists (${e.constraint ?? name})`);
-    case '23503':
-      return new ApiError('unprocessable', `references a record that does not exist (${e.constraint ?? name})`);
+    case '23505': {
+      const fields = keyFields(e.detail);
+      return new ApiError('conflict', fields.length ? `a record with this ${fields.join(' and ')} already exists` : 'this record already exists');
+    }
+    case '23503': {
+      const fields = keyFields(e.detail);
+      return new ApiError('unprocessable', `${fields.length ? fields.join(', ') : 'a reference'}: references a record that does not exist`);
+    }
     case '23502':
       return new ApiError('unprocessable', `missing required field ${e.column ?? ''}`.trim());
-    case '23514':
-      return new ApiError('unprocessable', `value not allowed (${e.constraint ?? name})`);
+    case '23514': {
+      // Check constraints are named {table}_{column}_check.
+      const field = e.table && e.constraint?.startsWith(`${e.table}_`) ? e.constraint.slice(e.table.length + 1).replace(/_check$/, '') : '';
+      return new ApiError('unprocessable', field ? `value not allowed for ${field}` : 'value not allowed');
+    }
     case '22P02':
     case '22001':
     case '22021': // character not in repertoire (NUL in text)

@@ -1,6 +1,11 @@
 // Users are created on first sight of their token (upsert by identity_id).
 import type { UserClaims } from '../auth';
 import type { Queryable } from '../db/pool';
+import { ApiError } from '../errors';
+
+/** A valid identity whose email another identity already has (decisions.md section 6, Identities). */
+export const accountConflict = () =>
+  new ApiError('account_conflict', 'another account already uses this email address; sign in with that account or change the email at your identity provider');
 
 export interface User {
   id: string;
@@ -18,13 +23,16 @@ export async function findOrCreateUser(q: Queryable, claims: UserClaims): Promis
   const found = await q.query<User>('user.by_identity', `SELECT ${COLUMNS} FROM app_user WHERE identity_id = $1`, [claims.identityId]);
   const existing = found.rows[0];
   if (existing && existing.email === claims.email && existing.username === claims.username) return existing;
+  // The identity is upserted; the only unique key left to collide is the email (any case).
   const { rows } = await q.query<User>(
     'user.upsert',
     `INSERT INTO app_user (identity_id, email, username) VALUES ($1, $2, $3)
      ON CONFLICT (identity_id) DO UPDATE SET email = EXCLUDED.email, username = EXCLUDED.username, updated_at = now()
      RETURNING ${COLUMNS}`,
     [claims.identityId, claims.email, claims.username],
-  );
+  ).catch((err: unknown) => {
+    throw err instanceof ApiError && err.code === 'conflict' ? accountConflict() : err;
+  });
   return rows[0];
 }
 

@@ -8,6 +8,8 @@ export const CloseCode = {
   badHello: 4400,
   unauthorized: 4401,
   helloTimeout: 4408,
+  /** The token is valid but its email belongs to another account (decisions.md section 6). */
+  accountConflict: 4409,
   /** The client did not read what the server sent fast enough (send queue bound). */
   slowReader: 4413,
   tooManyConnections: 4429,

@@ -149,6 +149,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         userId = (await findOrCreateUser(rt.db, credential.claims)).id;
       } catch (err) {
         if ((err as { status?: number }).status === 401) return conn.close(CloseCode.unauthorized, 'invalid or expired credentials');
+        if ((err as { code?: string }).code === 'account_conflict') return conn.close(CloseCode.accountConflict, 'another account already uses this email address');
         throw err;
       }
       const elsewhere = await coordination.countPresence(userId).catch(() => 0);
