@@ -49,6 +49,8 @@ export interface ApiHarness {
   person(ownerId: string, name?: string): Promise<string>;
   /** A meeting of the user, created through the API; returns its id. */
   meeting(token: string, sourceType?: string): Promise<string>;
+  /** n transcript segments of the meeting (a new transcription of it); their ids by start_ms. */
+  segments(token: string, meetingId: string, n: number): Promise<string[]>;
   /** The user's latest n outbox event payloads, oldest first. */
   lastEvents(ownerId: string, n: number): Promise<any[]>;
   /** The user's latest outbox event payload (undefined if none). */
@@ -131,6 +133,14 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
       return rows[0].id;
     },
     meeting: async (token, sourceType = 'text') => (await post(token, '/meetings', { title: 'm', source_type: sourceType })).body.id,
+    async segments(token, meetingId, n) {
+      const t = (await post(token, `/meetings/${meetingId}/transcriptions`)).body.id;
+      const segments = Array.from({ length: n }, (_, i) => ({ text: `s${i}`, start_ms: i * 1000 }));
+      const appended = await request('POST', `/transcriptions/${t}/segments`, { token: config.SERVICE_AUTH_TOKEN, body: { segments } });
+      if (appended.status !== 204) throw new Error(`appending segments answered ${appended.status}`);
+      const { rows } = await rt.db.query('test.segments', 'SELECT id FROM transcript_segment WHERE transcription_id = $1 ORDER BY start_ms', [t]);
+      return rows.map((r) => r.id);
+    },
     lastEvents,
     lastEvent: async (ownerId) => (await lastEvents(ownerId, 1))[0],
     async close() {

@@ -101,11 +101,14 @@ export async function updateMeeting(q: Queryable, actor: Actor, id: string, patc
   return rows[0] ?? null;
 }
 
-export async function softDeleteMeeting(q: Queryable, actor: Actor, id: string): Promise<Meeting | null> {
-  const { rows } = await q.query<Meeting>(
+/** Soft-deletes the meeting and detaches its tasks (they live on without it); the ids of those tasks. */
+export async function softDeleteMeeting(tx: Queryable, actor: Actor, id: string): Promise<{ meeting: Meeting; detachedTaskIds: string[] } | null> {
+  const { rows } = await tx.query<Meeting>(
     'meeting.soft_delete',
     `UPDATE meeting SET deleted_at = now() WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) AND deleted_at IS NULL RETURNING ${COLUMNS}`,
     [id, actor.userId],
   );
-  return rows[0] ?? null;
+  if (!rows[0]) return null;
+  const tasks = await tx.query<{ id: string }>('task.detach_from_meeting', 'UPDATE task SET meeting_id = NULL, updated_at = now() WHERE meeting_id = $1 RETURNING id', [id]);
+  return { meeting: rows[0], detachedTaskIds: tasks.rows.map((t) => t.id) };
 }

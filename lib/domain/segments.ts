@@ -230,3 +230,22 @@ export async function updateSegment(tx: Queryable, actor: Actor, id: string, pat
   );
   return rows[0] ? (fromRow(rows[0]) as Segment & { meeting_id: string; user_id: string }) : null;
 }
+
+/**
+ * 422 unless every id names a transcript segment of this meeting (the service may only link
+ * its own meeting's segments; another meeting's or user's count as nonexistent).
+ */
+export async function assertSegmentsOfMeeting(q: Queryable, meetingId: string, ids: string[], field: string): Promise<void> {
+  const unique = [...new Set(ids)];
+  if (!unique.length) return;
+  const { rows } = await q.query<{ missing: string[] }>(
+    'segment.of_meeting',
+    `SELECT coalesce(array_agg(u.id), '{}') AS missing FROM unnest($2::uuid[]) AS u(id)
+     WHERE NOT EXISTS (SELECT 1 FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id WHERE s.id = u.id AND t.meeting_id = $1)`,
+    [meetingId, unique],
+  );
+  const missing = rows[0].missing;
+  if (missing.length) {
+    throw unprocessable(`${field}: ${missing.length} id(s) are not segments of this meeting`, missing.slice(0, 10).map((id) => ({ path: field, message: `${id} is not a segment of this meeting` })));
+  }
+}

@@ -2,6 +2,7 @@
 // service replaces them wholesale after post-meeting processing, in one transaction.
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/pool';
+import { assertSegmentsOfMeeting } from './segments';
 import type { Actor } from './actor';
 import { decodeCursor, toPage, type Page } from './pagination';
 import { micros } from './transcriptions';
@@ -42,6 +43,7 @@ export async function replaceSynthesis(tx: Queryable, meetingId: string, input: 
 }
 
 async function replaceTopics(tx: Queryable, meetingId: string, topics: TopicInput[]): Promise<void> {
+  for (const [i, t] of topics.entries()) await assertSegmentsOfMeeting(tx, meetingId, t.segment_ids ?? [], `topics.${i}.segment_ids`);
   // Talking points keep living; their topic_id becomes empty through the foreign key.
   await tx.query('topic.delete_of_meeting', 'DELETE FROM topic WHERE meeting_id = $1', [meetingId]);
   if (!topics.length) return;

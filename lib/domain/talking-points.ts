@@ -1,6 +1,7 @@
 // Talking points (live insights from the ML service) with their linked segments.
 // Scoped through the meeting; soft-deleted talking points and meetings are hidden.
 import type { Queryable } from '../db/pool';
+import { assertSegmentsOfMeeting } from './segments';
 import { unprocessable } from '../errors';
 import type { Actor } from './actor';
 import { decodeCursor, toPage, type Page } from './pagination';
@@ -33,6 +34,7 @@ export async function createTalkingPoint(tx: Queryable, meetingId: string, input
     const { rows } = await tx.query('topic.of_meeting', 'SELECT 1 FROM topic WHERE id = $1 AND meeting_id = $2', [input.topic_id, meetingId]);
     if (!rows.length) throw unprocessable('topic_id does not exist in this meeting', [{ path: 'topic_id', message: 'not a topic of this meeting' }]);
   }
+  await assertSegmentsOfMeeting(tx, meetingId, input.segment_ids ?? [], 'segment_ids');
   const { rows } = await tx.query<{ id: string }>(
     'talking_point.create',
     'INSERT INTO talking_point (meeting_id, topic_id, content, is_final) VALUES ($1, $2, $3, $4) RETURNING id',

@@ -148,3 +148,19 @@ describe('service endpoints', () => {
     expect(res.body).toMatchObject({ username: 'erin', email: 'erin@example.test', identity_id: 'dev|erin' });
   });
 });
+
+describe('deleting a meeting', () => {
+  it("should clear its tasks' meeting_id in the same transaction and broadcast each task as updated", async () => {
+    const m = await api.meeting(alice);
+    const task = (await api.post(alice, '/tasks', { content: 'follow up', meeting_id: m })).body.id;
+    const other = (await api.post(alice, '/tasks', { content: 'unrelated' })).body.id;
+    expect((await api.request('GET', `/tasks?meeting_id=${m}`, { token: alice })).body.items.map((t: any) => t.id)).toEqual([task]);
+    expect((await api.request('DELETE', `/meetings/${m}`, { token: alice })).status).toBe(204);
+    expect((await api.request('GET', `/tasks/${task}`, { token: alice })).body).toMatchObject({ id: task, meeting_id: null, content: 'follow up' });
+    expect((await api.request('GET', `/tasks?meeting_id=${m}`, { token: alice })).body.items).toEqual([]);
+    expect((await api.request('GET', `/tasks/${other}`, { token: alice })).body.meeting_id).toBeNull();
+    const [deleted, detached] = await api.lastEvents(await api.userId(alice), 2);
+    expect(deleted).toMatchObject({ type: 'EntityChanged', entity: 'meeting', action: 'deleted', id: m });
+    expect(detached).toMatchObject({ type: 'EntityChanged', entity: 'task', action: 'updated', id: task, meeting_id: null });
+  });
+});

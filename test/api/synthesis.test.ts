@@ -47,9 +47,20 @@ describe('PUT /meetings/{id}/synthesis', () => {
     expect(await getMeeting(m)).toMatchObject({ summary: 'c', key_points: null, headline: null });
   });
 
+  it("should answer 422 to a topic's segment_ids of another meeting, and change nothing", async () => {
+    const m = await meeting();
+    const [own] = await api.segments(alice, m, 1);
+    const [foreign] = await api.segments(alice, await meeting(), 1);
+    expect((await put(m, { summary: 'kept', key_points: [], topics: [{ name: 'A', summary: 'a', segment_ids: [own] }] })).status).toBe(204);
+    const res = await put(m, { summary: 'new', key_points: [], topics: [{ name: 'B', summary: 'b' }, { name: 'C', summary: 'c', segment_ids: [own, foreign] }] });
+    expect(res.status).toBe(422);
+    expect(res.body.errors).toEqual([{ path: 'topics.1.segment_ids', message: `${foreign} is not a segment of this meeting` }]);
+    expect((await topics(m)).map((t: any) => [t.name, t.segment_ids])).toEqual([['A', [own]]]);
+  });
+
   it('should replace all topics with their segment ids when topics is given, and keep them otherwise', async () => {
     const m = await meeting();
-    const [s1, s2, s3] = [randomUUID(), randomUUID(), randomUUID()];
+    const [s1, s2, s3] = await api.segments(alice, m, 3);
     await put(m, { summary: 's', key_points: [], topics: [{ name: 'Old', summary: 'gone soon' }] });
     const res = await put(m, {
       summary: 's',

@@ -37,10 +37,23 @@ async function topicOf(meetingId: string): Promise<string> {
 }
 
 describe('POST /meetings/{id}/talking-points', () => {
+  it("should answer 422 to segment_ids of another meeting or user, or unknown, and store nothing", async () => {
+    const m = await meeting();
+    const [own] = await api.segments(alice, m, 1);
+    const [otherMeeting] = await api.segments(alice, await meeting(), 1);
+    const [bobs] = await api.segments(bob, await meeting(bob), 1);
+    for (const foreign of [otherMeeting, bobs, randomUUID()]) {
+      const res = await create(m, { content: 'x', segment_ids: [own, foreign] });
+      expect(res.status).toBe(422);
+      expect(res.body.errors).toEqual([{ path: 'segment_ids', message: `${foreign} is not a segment of this meeting` }]);
+    }
+    expect((await api.request('GET', `/meetings/${m}/talking-points`, { token: alice })).body.items).toEqual([]);
+  });
+
   it('should create the full talking point with its segment ids and broadcast TalkingPointEvent', async () => {
     const m = await meeting();
     const topic = await topicOf(m);
-    const [s1, s2] = [randomUUID(), randomUUID()].sort();
+    const [s1, s2] = (await api.segments(alice, m, 2)).sort();
     const res = await create(m, { content: 'Budget approved', topic_id: topic, is_final: true, segment_ids: [s2, s1, s2] });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({

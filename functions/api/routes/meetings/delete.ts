@@ -12,6 +12,8 @@ const route = op({
   operationId: 'deleteMeeting',
   tags: ['meetings'],
   summary: 'Soft-delete a meeting (sets deleted_at)',
+  description:
+    'Its tasks live on without it: their meeting_id is cleared in the same transaction. Broadcasts EntityChanged { entity: meeting, action: deleted } and { entity: task, action: updated } for each detached task.',
   auth: ['bearer'],
   request: { params: IdParam },
   responses: { 204: { description: 'deleted' }, 404: notFoundResponse('meeting') },
@@ -21,9 +23,11 @@ export function registerDeleteMeeting(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
     return commit(c, 204, async (tx, emit) => {
-      const meeting = await softDeleteMeeting(tx, actorOf(c), id);
-      if (!meeting) throw notFound('meeting');
-      await emit(meeting.user_id, { type: 'EntityChanged', entity: 'meeting', action: 'deleted', id, meeting_id: id });
+      const deleted = await softDeleteMeeting(tx, actorOf(c), id);
+      if (!deleted) throw notFound('meeting');
+      const owner = deleted.meeting.user_id;
+      await emit(owner, { type: 'EntityChanged', entity: 'meeting', action: 'deleted', id, meeting_id: id });
+      for (const taskId of deleted.detachedTaskIds) await emit(owner, { type: 'EntityChanged', entity: 'task', action: 'updated', id: taskId, meeting_id: null });
     }) as never;
   });
 }
