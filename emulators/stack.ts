@@ -99,7 +99,7 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(config.CORE_PORT, '0.0.0.0', resolve);
+      server.listen(config.CORE_PORT, config.HOST, resolve);
     });
     stops.push(() => new Promise((r) => server.close(r)));
     const port = (server.address() as AddressInfo).port;

@@ -22,6 +22,8 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   // Core service
   CORE_PORT: int(4002, 0).pipe(z.number().max(65535)),
+  // The interface the local stack listens on (its development token endpoint mints any user).
+  HOST: z.string().min(1).default('127.0.0.1'),
   STORAGE_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/, 'must be a valid bucket name').default('local-audio'),
   DATA_DIR: z.string().min(1).default('.data'),
   PUBLIC_BASE_URL: z.string().url().optional(),

@@ -16,6 +16,20 @@ afterAll(() => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
+/** The local addresses a TCP port is listening on, from the kernel's socket table. */
+function listeningAddresses(port: number): string[] {
+  const LISTEN = '0A';
+  const rows = ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((f) => readFileSync(f, 'utf8').trim().split('\n').slice(1));
+  return rows
+    .map((r) => r.trim().split(/\s+/))
+    .filter((cols) => cols[3] === LISTEN && parseInt(cols[1].split(':')[1], 16) === port)
+    .map((cols) => {
+      const hex = cols[1].split(':')[0];
+      // IPv4 in little-endian hex; anything else (IPv6) reported as is.
+      return hex.length === 8 ? hex.match(/../g)!.reverse().map((b) => parseInt(b, 16)).join('.') : hex;
+    });
+}
+
 async function startStack(): Promise<{ url: string; stop(): Promise<void> }> {
   const [port, mlPort] = [await freePort(), await freePort()];
   const child = spawn('npm', ['start'], {
@@ -56,6 +70,8 @@ async function startStack(): Promise<{ url: string; stop(): Promise<void> }> {
 describe('npm start', () => {
   it('should serve the stack from a clean DATA_DIR and keep data across restarts', async () => {
     const first = await startStack();
+    // Loopback only (HOST unset): the development token endpoint mints any user's token.
+    expect(listeningAddresses(Number(new URL(first.url).port))).toEqual(['127.0.0.1']);
     const secrets = JSON.parse(readFileSync(path.join(dataDir, 'dev-secrets.json'), 'utf8'));
     expect(new Set([secrets.IDENTITY_SECRET_KEY, secrets.SERVICE_AUTH_TOKEN, secrets.AUDIO_URL_SIGNING_KEY]).size).toBe(3);
     const auth = { authorization: `Bearer ${await mintDevToken(secrets.IDENTITY_SECRET_KEY, 'stacy')}` };
