@@ -81,8 +81,14 @@ export function createApp(deps: AppDeps) {
   app.use('*', limitBodies(deps.config.API_MAX_JSON_BYTES));
 
   app.onError((err, c) => {
+    const log = c.var.log ?? deps.log;
+    // A client that went away mid-request (an upload cut short) is nobody's failure; nobody reads the answer.
+    if (c.req.raw.signal.aborted) {
+      log.info({ method: c.req.method, path: c.req.path, err: (err as Error).message }, 'client aborted the request');
+      return problemResponse(c, new ApiError('bad_request', 'the request was aborted by the client'));
+    }
     const mapped = asApiError(err);
-    if (!(mapped instanceof ApiError)) (c.var.log ?? deps.log).error({ err }, 'unhandled error');
+    if (!(mapped instanceof ApiError)) log.error({ err }, 'unhandled error');
     return problemResponse(c, mapped);
   });
 
