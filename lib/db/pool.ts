@@ -18,6 +18,8 @@ export interface Queryable {
 
 export interface Database extends Queryable {
   readonly pool: pg.Pool;
+  /** Transactions retried after a serialization failure or deadlock (40001, 40P01), since start. */
+  readonly retries: number;
   withTransaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
@@ -136,8 +138,12 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
   const root = wrap(pool);
+  let retries = 0;
   return {
     pool,
+    get retries() {
+      return retries;
+    },
     query: root.query,
     async withTransaction(fn) {
       for (let attempt = 1; ; attempt++) {
@@ -153,7 +159,10 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
         } catch (err) {
           await client.query('ROLLBACK').catch(() => (broken = true));
           const code = (err as { code?: string }).code ?? '';
-          if (RETRYABLE.has(code) && attempt < 4) continue;
+          if (RETRYABLE.has(code) && attempt < 4) {
+            retries++;
+            continue;
+          }
           if (RETRYABLE.has(code)) throw new ApiError('conflict', 'concurrent update; try again');
           throw mapDbError(err, 'transaction');
         } finally {

@@ -32,7 +32,8 @@ export async function startTestEngine(opts: ClusterOptions = {}): Promise<Runnin
     const why = choice === 'pglite' ? 'TEST_DATABASE=pglite' : found.why;
     return { engine: { kind: 'pglite', label: 'PGlite (embedded)', why }, cluster: null, stop: async () => {} };
   }
-  const cluster = await startNativeCluster(found.engine, opts);
+  // Commit timestamps let tests compare commit order with the order of what was committed.
+  const cluster = await startNativeCluster(found.engine, { ...opts, settings: { track_commit_timestamp: 'on', ...opts.settings } });
   await adminQuery(cluster.url(), `CREATE DATABASE ${EMPTY}`, `CREATE DATABASE ${TEMPLATE}`);
   await adminQuery(cluster.url(EMPTY), 'CREATE EXTENSION vector');
   await adminQuery(cluster.url(TEMPLATE), 'CREATE EXTENSION vector');

@@ -1,0 +1,203 @@
+// Races only a server with real concurrency can lose: the API (a pg pool of 10) on native
+// PostgreSQL, many requests at once. PGlite runs one transaction at a time, so there these
+// cannot interleave and the file is skipped with the reason printed.
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { listManifest } from '@mi/lib/domain/manifest';
+import { startApi, type ApiHarness } from '../harness';
+import { createTake, framesBytes, stopTake, storeLiveSegment } from '../recording-fixtures';
+
+const native = inject('database').kind === 'native';
+if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
+
+let api: ApiHarness;
+let alice: string;
+let aliceId: string;
+let dbUrl: string;
+
+beforeAll(async () => {
+  if (!native) return;
+  api = await startApi();
+  alice = await api.token('alice');
+  aliceId = await api.userId(alice);
+  dbUrl = api.rt.db.pool.options.connectionString!;
+});
+afterAll(() => api?.close());
+
+const sql = async (text: string, params: unknown[] = []) => (await api.rt.db.query('test', text, params)).rows;
+const statuses = (answers: { status: number }[]) => [...new Set(answers.map((a) => a.status))].sort();
+
+describe.skipIf(!native)('idempotency under concurrency', () => {
+  it('should run one effect for one Idempotency-Key fired 20 times at once; the rest are 409 or its replay', async () => {
+    const key = randomUUID();
+    const title = `once ${key}`;
+    const answers = await Promise.all(Array.from({ length: 20 }, () => api.post(alice, '/meetings', { title, source_type: 'text' }, key)));
+    expect(answers.every((a) => a.status === 201 || a.status === 409)).toBe(true);
+    const created = answers.filter((a) => a.status === 201);
+    expect(created.filter((a) => a.headers.get('idempotent-replayed') !== 'true')).toHaveLength(1);
+    expect(new Set(created.map((a) => a.body.id)).size).toBe(1);
+    expect(await sql('SELECT count(*)::int AS n FROM meeting WHERE title = $1', [title])).toEqual([{ n: 1 }]);
+  });
+
+  it('should store a gap-upload range once when the same upload arrives 20 times at once', async () => {
+    const take = await createTake(api, alice);
+    await storeLiveSegment(api, take, 0, 9);
+    await storeLiveSegment(api, take, 20, 29);
+    await stopTake(api, take);
+    const bytes = framesBytes(10, 19);
+    const path = `/meetings/${take.meetingId}/recording/audio/10-19?audio_version=${take.audioVersion}`;
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => api.request('PUT', path, { token: alice, raw: bytes, headers: { 'content-type': 'application/octet-stream' } })),
+    );
+    expect(answers.filter((a) => a.status >= 500)).toEqual([]);
+    expect(answers.filter((a) => a.status === 201).length).toBeGreaterThanOrEqual(1);
+    for (const a of answers) expect([200, 201, 409]).toContain(a.status);
+    const rows = (await listManifest(api.rt.db, take.meetingId, take.audioVersion)).filter((r) => r.start_sequence <= 19 && r.end_sequence >= 10);
+    expect(rows.map((r) => [r.start_sequence, r.end_sequence])).toEqual([[10, 19]]);
+  });
+});
+
+describe.skipIf(!native)("one user's event sequence", () => {
+  it('should give 50 concurrent writers gapless, increasing seqs, in commit order', async () => {
+    const [{ max: before }] = await sql('SELECT coalesce(max(seq), 0)::int AS max FROM event_outbox WHERE user_id = $1', [aliceId]);
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => api.post(alice, '/meetings', { title: `w${i}`, source_type: 'text' })));
+    expect(statuses(answers)).toEqual([201]);
+    // The outbox row is updated once published; the meeting row keeps its creating transaction.
+    const rows = await sql(
+      `SELECT e.seq, pg_xact_commit_timestamp(m.xmin) AS committed FROM event_outbox e JOIN meeting m ON m.id = (e.payload->>'id')::uuid
+       WHERE e.user_id = $1 AND e.seq > $2 ORDER BY e.seq`,
+      [aliceId, before],
+    );
+    expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 50 }, (_, i) => before + 1 + i));
+    // Replay (by seq) gives the events in the order their transactions committed.
+    const committed = rows.map((r) => r.committed.getTime());
+    expect(committed).toEqual([...committed].sort((a, b) => a - b));
+  });
+});
+
+describe.skipIf(!native)('speaker labels and segment appends', () => {
+  it('should attribute every appended segment of an assigned label, whatever commits first (10 rounds)', async () => {
+    const person = await api.person(aliceId);
+    for (let round = 0; round < 10; round++) {
+      const m = await api.meeting(alice, 'recording');
+      const t = (await api.post(alice, `/meetings/${m}/transcriptions`)).body.id;
+      const appends = Array.from({ length: 6 }, (_, i) =>
+        api.request('POST', `/transcriptions/${t}/segments`, {
+          token: api.serviceToken,
+          body: { segments: Array.from({ length: 20 }, (_, j) => ({ speaker_label: 'S0', text: `r${round} a${i} s${j}`, start_ms: i * 100_000 + j * 1000 })) },
+        }),
+      );
+      const assign = api.request('POST', `/meetings/${m}/speaker-labels`, {
+        token: alice,
+        body: { speaker_label: 'S0', person_id: person },
+        headers: { 'idempotency-key': randomUUID() },
+      });
+      const answers = await Promise.all([assign, ...appends]);
+      expect(answers.map((a) => a.status)).toEqual([200, 204, 204, 204, 204, 204, 204]);
+      const unattributed = await sql(`SELECT count(*)::int AS n FROM transcript_segment WHERE transcription_id = $1 AND person_id IS DISTINCT FROM $2`, [t, person]);
+      expect(unattributed, `round ${round}`).toEqual([{ n: 0 }]);
+    }
+  });
+});
+
+describe.skipIf(!native)('no lost update', () => {
+  it('should keep every field of concurrent PATCHes of one task', async () => {
+    const task = (await api.post(alice, '/tasks', { content: 'draft' })).body.id;
+    const person = await api.person(aliceId);
+    const m = await api.meeting(alice);
+    const patches = [{ content: 'final' }, { status: 'completed' }, { due_date: '2026-12-24' }, { assigned_to: person }, { meeting_id: m }];
+    const answers = await Promise.all(patches.map((body) => api.request('PATCH', `/tasks/${task}`, { token: alice, body })));
+    expect(statuses(answers)).toEqual([200]);
+    const got = (await api.request('GET', `/tasks/${task}`, { token: alice })).body;
+    expect(got).toMatchObject({ content: 'final', status: 'completed', due_date: '2026-12-24', assigned_to: person, meeting_id: m });
+  });
+
+  it('should let at most one of two opposite re-parentings win, so no cycle forms (20 rounds)', async () => {
+    for (let round = 0; round < 20; round++) {
+      const [a, b] = [(await api.post(alice, '/tasks', { content: `a${round}` })).body.id, (await api.post(alice, '/tasks', { content: `b${round}` })).body.id];
+      const answers = await Promise.all([
+        api.request('PATCH', `/tasks/${a}`, { token: alice, body: { parent_task_id: b } }),
+        api.request('PATCH', `/tasks/${b}`, { token: alice, body: { parent_task_id: a } }),
+      ]);
+      expect(answers.map((x) => x.status).sort()).toEqual([200, 422]);
+      const parents = await sql('SELECT id, parent_task_id FROM task WHERE id = ANY($1)', [[a, b]]);
+      expect(parents.filter((p) => p.parent_task_id !== null)).toHaveLength(1);
+    }
+  });
+
+  it("should count both meetings' embeddings when one person's voice is refined from two meetings at once", async () => {
+    const person = await api.person(aliceId);
+    const vector = (seed: number) => Array.from({ length: 192 }, (_, i) => Math.sin(seed * (i + 1)));
+    const meetings = await Promise.all(
+      [1, 2].map(async (seed) => {
+        const m = await api.meeting(alice, 'recording');
+        const t = (await api.post(alice, `/meetings/${m}/transcriptions`)).body.id;
+        const segments = Array.from({ length: 5 }, (_, j) => ({ speaker_label: 'S0', text: 'x', start_ms: j * 1000, feature_vector: vector(seed * 10 + j) }));
+        expect((await api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: { segments } })).status).toBe(204);
+        return m;
+      }),
+    );
+    const answers = await Promise.all(
+      meetings.map((m) => api.request('POST', `/meetings/${m}/speaker-labels`, { token: alice, body: { speaker_label: 'S0', person_id: person }, headers: { 'idempotency-key': randomUUID() } })),
+    );
+    expect(answers.map((a) => a.status)).toEqual([200, 200]);
+    expect((await sql('SELECT voice_sample_count FROM person WHERE id = $1', [person]))[0].voice_sample_count).toBe(10);
+  });
+});
+
+describe.skipIf(!native)('serialization failures and deadlocks', () => {
+  it('should retry a transaction chosen as a deadlock victim (40P01) and answer 200', async () => {
+    const person = await api.person(aliceId);
+    const m = await api.meeting(alice, 'recording');
+    const t = (await api.post(alice, `/meetings/${m}/transcriptions`)).body.id;
+    await api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: { segments: [{ speaker_label: 'S0', text: 'x', start_ms: 0 }] } });
+    const outside = new pg.Client({ connectionString: dbUrl });
+    await outside.connect();
+    try {
+      const [{ deadlocks: before }] = (await outside.query('SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()')).rows;
+      const retriesBefore = api.rt.db.retries;
+      await outside.query('BEGIN');
+      await outside.query('SELECT 1 FROM person WHERE id = $1 FOR UPDATE', [person]);
+      // The assignment locks the meeting, then waits for the person this transaction holds…
+      const assign = api.request('POST', `/meetings/${m}/speaker-labels`, { token: alice, body: { speaker_label: 'S0', person_id: person }, headers: { 'idempotency-key': randomUUID() } });
+      await new Promise((r) => setTimeout(r, 300));
+      // …and this one now waits for the meeting: a cycle. The assignment waited longer, so its
+      // deadlock check runs first and it is the victim; its retry then waits for us.
+      const outsideWaits = outside.query('SELECT 1 FROM meeting WHERE id = $1 FOR UPDATE', [m]);
+      await outsideWaits;
+      await outside.query('COMMIT');
+      const answer = await assign;
+      expect(answer.status, answer.text).toBe(200);
+      const [{ deadlocks: after }] = (await outside.query('SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()')).rows;
+      expect(after).toBeGreaterThan(before);
+      expect(api.rt.db.retries).toBeGreaterThan(retriesBefore);
+    } finally {
+      await outside.end();
+    }
+  });
+
+  it('should retry serialization failures (40001) and answer success or a clean 409, never a 500', async () => {
+    const outside = new pg.Client({ connectionString: dbUrl });
+    await outside.connect();
+    const database = (await outside.query('SELECT current_database() AS d')).rows[0].d;
+    // Every new transaction of this database runs REPEATABLE READ: concurrent updates of one row fail with 40001.
+    await outside.query(`ALTER DATABASE ${database} SET default_transaction_isolation = 'repeatable read'`);
+    const serializable = await startApi({}, { database: { url: dbUrl, close: async () => {} } });
+    try {
+      const token = await serializable.token('alice');
+      const m = await serializable.meeting(token);
+      const retriesBefore = serializable.rt.db.retries;
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => serializable.request('PATCH', `/meetings/${m}`, { token, body: { title: `t${i}` } })));
+      expect(answers.filter((a) => a.status !== 200 && a.status !== 409)).toEqual([]);
+      for (const a of answers.filter((x) => x.status === 409)) expect(a.body.detail).toBe('concurrent update; try again');
+      expect(serializable.rt.db.retries).toBeGreaterThan(retriesBefore);
+      const winners = answers.filter((a) => a.status === 200).map((a) => a.body.title);
+      expect(winners).toContain((await serializable.request('GET', `/meetings/${m}`, { token })).body.title);
+    } finally {
+      await serializable.close();
+      await outside.query(`ALTER DATABASE ${database} RESET default_transaction_isolation`);
+      await outside.end();
+    }
+  });
+});
