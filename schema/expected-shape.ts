@@ -58,7 +58,7 @@ export const TABLES: Record<string, string[]> = {
   // Internal tables of the design.
   idempotency_record: [
     'principal text required', 'key uuid required', 'method text required', 'path text required', 'request_hash text required', 'state text required',
-    'response_status integer', 'response_body jsonb', 'response_headers jsonb', 'created_at timestamptz required = now()', 'expires_at timestamptz required',
+    'response_status integer', 'response_body jsonb', 'response_headers jsonb', 'response_raw text', 'created_at timestamptz required = now()', 'expires_at timestamptz required',
   ],
   event_sequence: ['user_id uuid required', 'last_seq bigint required = 0'],
   event_outbox: [

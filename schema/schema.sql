@@ -321,8 +321,11 @@ CREATE TABLE idempotency_record (
   state text NOT NULL
     CONSTRAINT idempotency_record_state_check CHECK (state IN ('in_flight', 'done')),
   response_status integer,
+  -- Records written before response_raw existed (kept until they expire, at most 24 h).
   response_body jsonb,
   response_headers jsonb,
+  -- The first response's exact body: a replay sends these bytes, not a re-serialisation.
+  response_raw text,
   created_at timestamptz NOT NULL DEFAULT now(),
   expires_at timestamptz NOT NULL,
   PRIMARY KEY (principal, key)

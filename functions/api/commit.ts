@@ -17,7 +17,9 @@ export async function commit<T>(
   const claim = c.var.idempotency;
   const emitted: StoredEvent[] = [];
   const ctx = { originClientId: c.var.clientId, trace: c.var.trace };
-  const body = await db.withTransaction(async (tx) => {
+  // What the client receives (dates as ISO strings), serialised once: a replay sends these bytes.
+  let headers: Record<string, string> = {};
+  const raw = await db.withTransaction(async (tx) => {
     // Collected, then written in one statement per user at the end of the transaction.
     const pending = new Map<string, EventBody[]>();
     const emit: Emit = async (userId, event) => {
@@ -25,16 +27,25 @@ export async function commit<T>(
     };
     const result = await fn(tx, emit);
     for (const [userId, bodies] of pending) emitted.push(...(await appendEvents(tx, userId, bodies, ctx)));
-    const stored = status === 204 ? null : toJson(result);
-    if (claim) await completeIdempotency(tx, claim, status, stored);
-    return stored;
+    const text = status === 204 ? null : JSON.stringify(result);
+    headers = replayedHeaders(c, text);
+    if (claim) await completeIdempotency(tx, claim, status, text, headers);
+    return text;
   });
   if (claim) claim.completed = true;
   await events.publish(emitted);
-  return status === 204 ? c.body(null, 204) : c.json(body as object, status);
+  return raw === null ? c.body(null, 204, headers) : c.body(raw, status as 200 | 201, headers);
 }
 
-/** What the client receives (dates as ISO strings), also what a replay returns. */
-function toJson(v: unknown): unknown {
-  return JSON.parse(JSON.stringify(v));
+// The headers that describe the representation (set by the handler: ETag, Location); the rest
+// (CORS, tracing) belong to each request.
+const REPLAYED = ['etag', 'location'];
+
+function replayedHeaders(c: Context<AppEnv>, text: string | null): Record<string, string> {
+  const out: Record<string, string> = text === null ? {} : { 'content-type': 'application/json' };
+  for (const name of REPLAYED) {
+    const value = c.res.headers.get(name);
+    if (value !== null) out[name] = value;
+  }
+  return out;
 }

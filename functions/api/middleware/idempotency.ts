@@ -21,6 +21,7 @@ interface StoredRecord {
   response_status: number | null;
   response_body: unknown;
   response_headers: Record<string, string> | null;
+  response_raw: string | null;
 }
 
 export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -46,7 +47,7 @@ export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
     if (claimed.rowCount === 1) return null;
     const { rows } = await tx.query<StoredRecord>(
       'idempotency.get',
-      `SELECT request_hash, state, response_status, response_body, response_headers,
+      `SELECT request_hash, state, response_status, response_body, response_headers, response_raw,
               created_at < now() - interval '${ABANDONED_AFTER}' AS abandoned
        FROM idempotency_record WHERE principal = $1 AND key = $2 FOR UPDATE`,
       [principal, key],
@@ -63,6 +64,7 @@ export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
     if (existing.request_hash !== hash) throw new ApiError('unprocessable', 'Idempotency-Key was already used with a different request');
     if (existing.state === 'in_flight') throw new ApiError('conflict', 'a request with this Idempotency-Key is still in progress');
     const headers = { ...(existing.response_headers ?? {}), 'Idempotent-Replayed': 'true' };
+    if (existing.response_raw !== null) return c.body(existing.response_raw, existing.response_status as 200, headers);
     if (existing.response_status === 204 || existing.response_body === null) return c.body(null, existing.response_status as 204, headers);
     return c.json(existing.response_body as object, existing.response_status as 200, headers);
   }
@@ -80,11 +82,11 @@ async function release(db: Queryable, claim: IdempotencyClaim) {
   await db.query('idempotency.release', `DELETE FROM idempotency_record WHERE principal = $1 AND key = $2 AND state = 'in_flight'`, [claim.principal, claim.key]);
 }
 
-/** Stores the response inside the effect's transaction (called by `commit`). */
-export async function completeIdempotency(tx: Queryable, claim: IdempotencyClaim, status: number, body: unknown) {
+/** Stores the response's exact body and headers inside the effect's transaction (called by `commit`). */
+export async function completeIdempotency(tx: Queryable, claim: IdempotencyClaim, status: number, raw: string | null, headers: Record<string, string>) {
   await tx.query(
     'idempotency.complete',
-    `UPDATE idempotency_record SET state = 'done', response_status = $3, response_body = $4 WHERE principal = $1 AND key = $2`,
-    [claim.principal, claim.key, status, body === null || body === undefined ? null : JSON.stringify(body)],
+    `UPDATE idempotency_record SET state = 'done', response_status = $3, response_raw = $4, response_headers = $5 WHERE principal = $1 AND key = $2`,
+    [claim.principal, claim.key, status, raw, JSON.stringify(headers)],
   );
 }
