@@ -72,6 +72,7 @@ export async function startRecording(tx: Queryable, input: StartInput): Promise<
 
 /** A take, or the latest take of the meeting when audioVersion is omitted. */
 export async function getRecording(q: Queryable, meetingId: string, audioVersion?: number, opts: { forUpdate?: boolean } = {}): Promise<Recording | null> {
+  if (audioVersion !== undefined && audioVersion > 2_147_483_647) return null; // beyond the int column: no such take
   const { rows } = await q.query<Recording>(
     'recording.get',
     `SELECT * FROM recording WHERE meeting_id = $1 AND ($2::int IS NULL OR audio_version = $2)

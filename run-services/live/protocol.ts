@@ -33,11 +33,16 @@ export type ErrorCode =
 
 const uuid = z.string().uuid();
 
+/** The largest value of an integer (int4) column, e.g. audio_version. */
+export const INT4_MAX = 2_147_483_647;
+// Integers beyond this lose precision in JSON numbers; every integer field is bounded by it.
+const int = () => z.number().int().max(Number.MAX_SAFE_INTEGER);
+
 export const Hello = z.object({
   type: z.literal('hello'),
   token: z.string().min(1).max(16_384),
   client_id: uuid,
-  last_seq: z.number().int().min(0).optional(),
+  last_seq: int().min(0).optional(),
 });
 
 export const StartRecording = z
@@ -46,12 +51,12 @@ export const StartRecording = z
     meeting_id: uuid,
     encoding: z.enum(['pcm_s16le', 'webm_opus']),
     sample_rate: z.number().int().min(8_000).max(192_000).default(16_000),
-    max_duration_seconds: z.number().int().min(1).optional(),
+    max_duration_seconds: z.number().int().min(1).max(INT4_MAX).optional(),
   })
   .strict();
 
 export const ResumeRecording = z
-  .object({ type: z.literal('ResumeRecordingCommand'), meeting_id: uuid, audio_version: z.number().int().min(1) })
+  .object({ type: z.literal('ResumeRecordingCommand'), meeting_id: uuid, audio_version: int().min(1) })
   .strict();
 
 export const StopRecording = z.object({ type: z.literal('StopRecordingCommand'), meeting_id: uuid }).strict();

@@ -10,7 +10,7 @@ import { claimRecording, getRecording, recordingLeaseKey, startRecording, touchO
 import { createTranscription } from '@mi/lib/domain/transcriptions';
 import type { Runtime } from '@mi/lib/runtime';
 import type { Connection } from './connection';
-import { FRAME_HEADER_BYTES, frameSequence, type ErrorCode, type ResumeCommand, type StartCommand, type StopCommand } from './protocol';
+import { FRAME_HEADER_BYTES, frameSequence, INT4_MAX, type ErrorCode, type ResumeCommand, type StartCommand, type StopCommand } from './protocol';
 import { Recorder, type RecorderHost, type Take } from './recorder';
 import { SegmentCommitter } from './segments';
 
@@ -186,6 +186,8 @@ export class Sessions implements RecorderHost {
       return conn.error('recording_in_progress', 'this connection is already recording another take', cmd.type);
     }
     if (!(await getMeeting(this.d.rt.db, { userId }, cmd.meeting_id))) return conn.error('meeting_not_found', 'meeting not found', cmd.type);
+    // Beyond the column's range no take can exist (decisions.md section 6).
+    if (cmd.audio_version > INT4_MAX) return conn.error('recording_not_found', 'no such recording take', cmd.type);
 
     await this.exclusive(key, async () => {
       const local = this.recorders.get(key);

@@ -48,4 +48,5 @@ export const GapUploadResultSchema = z
   })
   .openapi('GapUploadResult');
 
-export const AudioVersionQuery = z.coerce.number().int().min(1).max(2_147_483_647);
+// Beyond the column's range (int4) a take cannot exist: such a value answers 404, like any unknown take.
+export const AudioVersionQuery = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
