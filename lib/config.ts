@@ -34,7 +34,8 @@ const schema = z.object({
   PUBSUB_TOPIC_EVENTS: z.string().min(1).default('events'),
   PUBSUB_TOPIC_RECORDING_FINALIZED: z.string().min(1).default('recording.finalized'),
   ML_SERVICE_URL: z.string().url().default('http://localhost:4003'),
-  API_MAX_JSON_BYTES: int(33_554_432, 1024),
+  API_MAX_JSON_BYTES: int(1_048_576, 1024),
+  API_MAX_BULK_JSON_BYTES: int(33_554_432, 1024),
   // Comma list of browser origins allowed to call the API (CORS).
   CORS_ALLOWED_ORIGINS: z
     .string()
@@ -42,6 +43,9 @@ const schema = z.object({
     .pipe(z.array(z.string().url().refine((o) => new URL(o).origin === o, 'must be an origin: scheme://host[:port], nothing after')))
     .optional(),
   FEATURE_FLAGS_CACHE_SECONDS: num(30),
+  // Voice matches (bench/voice.ts measures both on clustered and uniform vectors).
+  VOICE_MATCH_EF_SEARCH: int(100, 1).pipe(z.number().max(1000)),
+  VOICE_MATCH_EXACT_BELOW_SIMILARITY: num(0.5).pipe(z.number().max(1)),
   // Live service
   LIVE_CONNECTION_LIFETIME_SECONDS: int(3300, 1),
   LIVE_MAX_CONNECTIONS_PER_USER: int(20, 1),

@@ -78,7 +78,7 @@ export function createApp(deps: AppDeps) {
   });
 
   // Bodies are bounded before being read whole; raw audio routes stream with their own limits.
-  app.use('*', limitBodies(deps.config.API_MAX_JSON_BYTES));
+  app.use('*', limitBodies({ json: deps.config.API_MAX_JSON_BYTES, bulk: deps.config.API_MAX_BULK_JSON_BYTES }));
 
   app.onError((err, c) => {
     const log = c.var.log ?? deps.log;

@@ -47,11 +47,21 @@ function depthWithin(value: unknown, max: number): boolean {
   return true;
 }
 
-/** JSON value (jsonb columns), nested at most MAX_JSON_DEPTH levels: deeper values overflow the stack when serialised. */
+/** A free-form member's bound, serialised (decisions.md section 6): lists stay small enough to send. */
+export const MAX_JSON_MEMBER_BYTES = 256 * 1024;
+
+/**
+ * JSON value (jsonb columns), nested at most MAX_JSON_DEPTH levels (deeper values overflow the
+ * stack when serialised) and at most MAX_JSON_MEMBER_BYTES serialised.
+ */
 export const Json = z
   .any()
-  .refine((v) => depthWithin(v, MAX_JSON_DEPTH), `must not nest deeper than ${MAX_JSON_DEPTH} levels`)
-  .openapi({ description: `any JSON value, nested at most ${MAX_JSON_DEPTH} levels` });
+  .superRefine((v, ctx) => {
+    // Depth first: serialising a deeper value would overflow the stack.
+    if (!depthWithin(v, MAX_JSON_DEPTH)) ctx.addIssue({ code: 'custom', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` });
+    else if (v !== undefined && Buffer.byteLength(JSON.stringify(v)) > MAX_JSON_MEMBER_BYTES) ctx.addIssue({ code: 'custom', message: `must be at most ${MAX_JSON_MEMBER_BYTES / 1024} KiB serialised` });
+  })
+  .openapi({ description: `any JSON value, nested at most ${MAX_JSON_DEPTH} levels, at most ${MAX_JSON_MEMBER_BYTES / 1024} KiB serialised` });
 
 export const PageQuery = {
   limit: z.coerce.number().int().min(1).max(200).default(50).openapi({ description: 'page size (1-200, default 50)' }),

@@ -22,11 +22,23 @@ export function decodeCursor(cursor: string | undefined, arity: number): unknown
   throw new ApiError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
 }
 
-/** Fetch limit + 1 rows, then call this: it trims and builds next_cursor from the last item. */
+/** A page is cut short (with a next_cursor) rather than exceed this, serialised (decisions.md section 6). */
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Fetch limit + 1 rows, then call this: it trims to `limit`, or fewer where the items would
+ * pass MAX_PAGE_BYTES (never fewer than one), and builds next_cursor from the last item kept.
+ */
 export function toPage<T>(rows: T[], limit: number, keyOf: (row: T) => unknown[]): Page<T> {
-  const more = rows.length > limit;
-  const items = more ? rows.slice(0, limit) : rows;
-  return { items, next_cursor: more ? encodeCursor(keyOf(items[items.length - 1])) : null };
+  let bytes = 0;
+  let kept = 0;
+  while (kept < Math.min(limit, rows.length)) {
+    bytes += Buffer.byteLength(JSON.stringify(rows[kept]));
+    if (kept > 0 && bytes > MAX_PAGE_BYTES) break;
+    kept++;
+  }
+  const items = rows.slice(0, kept);
+  return { items, next_cursor: kept < rows.length ? encodeCursor(keyOf(items[items.length - 1])) : null };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

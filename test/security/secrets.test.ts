@@ -108,8 +108,8 @@ describe('AUDIO_URL_SIGNING_KEY', () => {
     expect(api.config.AUDIO_URL_SIGNING_KEY).not.toBe(api.config.IDENTITY_SECRET_KEY);
   });
 
-  it('should sign proxy links with that key and with nothing else', async ({ skip }) => {
-    if (!has('getMeetingAudioUrl')) skip();
+  it('should sign proxy links with that key and with nothing else', async () => {
+    expect(has('getMeetingAudioUrl'), 'the operation this test covers is missing: renamed?').toBe(true);
     const links = await api.request('GET', `/meetings/${ids.meetingWithAudio}/audio-url`, { token: world.owner.token });
     const proxy = new URL(links.body.proxy_url);
     const { uid, exp, sig } = Object.fromEntries(proxy.searchParams);
