@@ -38,7 +38,8 @@ export async function createTake(api: ApiHarness, token: string, opts: { encodin
       meetingId: meetingId!,
       transcriptionId: t.id,
       encoding: opts.encoding ?? 'pcm_s16le',
-      sampleRate: opts.sampleRate ?? 16000,
+      // 500 Hz makes a PCM frame 100 bytes (sample_rate / 10 × 2), which keeps the fixtures small.
+      sampleRate: opts.sampleRate ?? 500,
       maxDurationSeconds: 14400,
       ownerInstance: 'test-instance',
     });

@@ -85,7 +85,7 @@ describe('runSweep: finalize', () => {
     const path = file.rows[0].storage_path as string;
     expect(path).toBe(`recordings/${take.meetingId}/v1/audio.wav`);
     const wav = parseWav(await api.rt.store.readAll(path));
-    expect(wav).toMatchObject({ riff: 'RIFF', riffSize: 36 + 8000, wave: 'WAVE', format: 1, channels: 1, sampleRate: 16000, byteRate: 32000, bits: 16, dataTag: 'data', dataSize: 8000 });
+    expect(wav).toMatchObject({ riff: 'RIFF', riffSize: 36 + 8000, wave: 'WAVE', format: 1, channels: 1, sampleRate: 500, byteRate: 1000, bits: 16, dataTag: 'data', dataSize: 8000 });
     expect(wav.data.equals(framesBytes(0, 79))).toBe(true);
     expect((await api.rt.store.stat(path))?.contentType).toBe('audio/wav');
     expect(await api.rt.store.list(`recordings/${take.meetingId}/v1/header`)).toEqual([]);

@@ -181,3 +181,6 @@ export async function releaseOwner(q: Queryable, meetingId: string, audioVersion
 
 /** The Firestore lease key of a take's owning live instance (shared by the live service and the sweep). */
 export const recordingLeaseKey = (meetingId: string, audioVersion: number) => `recording:${meetingId}:${audioVersion}`;
+
+/** A pcm_s16le frame's size: 100 ms of 16-bit mono samples (decisions.md section 6). */
+export const pcmFrameBytes = (sampleRate: number) => Math.round(sampleRate / 10) * 2;

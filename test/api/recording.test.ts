@@ -189,7 +189,30 @@ describe('PUT /meetings/{id}/recording/audio/{start}-{end}', () => {
       },
     });
     expect((await put(gapPath(take, 10, 19), stream)).status).toBe(413);
-    expect((await put(gapPath(take, 10, 19), Buffer.alloc(MAX_CHUNK, 7))).status).toBe(201);
+    expect((await put(gapPath(take, 10, 19), framesBytes(10, 19))).status).toBe(201);
+  });
+
+  it('should answer 422 to a range at or past the take\'s ceiling and to a body that is not whole frames, storing nothing', async () => {
+    const take = await stoppedTakeWithGap(); // max_duration_seconds 14,400: sequences 0-143,999
+    for (const [start, end] of [[999_999_999_999_998, 999_999_999_999_999], [1000, 999_999_999_999_990], [143_999, 144_000]]) {
+      const res = await put(gapPath(take, start, end), Buffer.alloc(2, 1));
+      expect(res.status, `${start}-${end}`).toBe(422);
+      expect(res.body.detail).toMatch(/sequence_out_of_range/);
+    }
+    // pcm_s16le at 500 Hz: exactly 100 bytes a frame.
+    for (const bytes of [Buffer.alloc(1, 1), framesBytes(10, 19).subarray(1), Buffer.concat([framesBytes(10, 19), Buffer.alloc(1)])]) {
+      const res = await put(gapPath(take, 10, 19), bytes);
+      expect(res.status, `${bytes.length} bytes`).toBe(422);
+      expect(res.body.errors).toEqual([{ path: 'body', message: 'must be 1000 bytes' }]);
+    }
+    const recording = await api.request('GET', `/meetings/${take.meetingId}/recording`, { token: alice });
+    expect(recording.body).toMatchObject({ frames_stored: 20, missing_ranges: [[10, 19]] });
+    const opus = await createTake(api, alice, { encoding: 'webm_opus' });
+    await storeLiveSegment(api, opus, 0, 9);
+    await storeLiveSegment(api, opus, 20, 29);
+    await stopTake(api, opus);
+    expect((await put(gapPath(opus, 10, 19), Buffer.alloc(9, 1))).status).toBe(422); // less than a byte a frame
+    expect((await put(gapPath(opus, 10, 19), Buffer.alloc(10, 1))).status).toBe(201);
   });
 
   it('should answer 409 while capture is open, 410 after the deadline or once finalized', async () => {

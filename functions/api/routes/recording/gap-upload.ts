@@ -3,7 +3,7 @@ import { notFound, unprocessable } from '@mi/lib/errors';
 import { appendEvent, type StoredEvent } from '@mi/lib/events';
 import { assertAcceptsGaps, uploadGapRange } from '@mi/lib/domain/gap-recovery';
 import { getMeeting } from '@mi/lib/domain/meetings';
-import { getRecording } from '@mi/lib/domain/recordings';
+import { getRecording, pcmFrameBytes, type Recording } from '@mi/lib/domain/recordings';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, op, problemResponse, z } from '../../openapi';
@@ -68,9 +68,10 @@ export function registerUploadRecordingGap(app: OpenAPIHono<AppEnv>) {
     const rec = await getRecording(db, id, audio_version);
     if (!rec) throw notFound(`recording audio_version ${audio_version}`);
     assertAcceptsGaps(rec);
+    assertRangeFits(rec, start, end, c.req.header('content-length'));
 
     const bytes = await readBounded(c.req.raw.body, maxBytes);
-    if (bytes.length === 0) throw unprocessable('the body is empty; send the frames\' bytes');
+    assertFrameBytes(rec, start, end, bytes.length);
     assertDigests(digests, bytes);
 
     const emitted: StoredEvent[] = [];
@@ -81,4 +82,31 @@ export function registerUploadRecordingGap(app: OpenAPIHono<AppEnv>) {
     await events.publish(emitted);
     return c.json(result, status);
   });
+}
+
+/** Nothing at or past the take's ceiling (max_duration_seconds × 10 frames) is ever stored. */
+function assertRangeFits(rec: Recording, start: number, end: number, declaredLength: string | undefined): void {
+  const ceiling = rec.max_duration_seconds * 10;
+  if (end >= ceiling) {
+    throw unprocessable(`sequence_out_of_range: the take holds sequences 0-${ceiling - 1} (max_duration_seconds × 10)`, [{ path: 'range', message: `must end below ${ceiling}` }]);
+  }
+  if (declaredLength !== undefined) assertFrameBytes(rec, start, end, Number(declaredLength));
+}
+
+/**
+ * pcm_s16le frames are exactly sample_rate / 10 samples of 2 bytes, so a range's body has one
+ * size; webm_opus frames are at least a byte each (decisions.md section 6).
+ */
+function assertFrameBytes(rec: Recording, start: number, end: number, length: number): void {
+  const frames = end - start + 1;
+  if (rec.encoding === 'pcm_s16le') {
+    const expected = frames * pcmFrameBytes(rec.sample_rate);
+    if (length !== expected) {
+      throw unprocessable(`the body must be ${expected} bytes: ${frames} frame(s) of ${pcmFrameBytes(rec.sample_rate)} bytes (pcm_s16le at ${rec.sample_rate} Hz)`, [
+        { path: 'body', message: `must be ${expected} bytes` },
+      ]);
+    }
+  } else if (length < frames) {
+    throw unprocessable(`the body must hold at least a byte per frame (${frames})`, [{ path: 'body', message: `must be at least ${frames} bytes` }]);
+  }
 }
