@@ -64,8 +64,6 @@ const MAX_PENDING_BYTES = 4 * 1024 * 1024;
 /** A backlog is written in objects of up to this many segment targets (see FrameBuffer.dueRuns). */
 const BACKLOG_SEGMENTS_PER_OBJECT = 8;
 const BACKOFF_MS = [100, 200, 500, 1_000, 2_000, 5_000];
-/** Frames beyond the duration ceiling by this many are refused outright. */
-const SEQUENCE_SLACK_FRAMES = 600;
 const DURATION_WARNING_LEAD_MS = 60_000;
 const LET_GO_FLUSH_MS = 5_000;
 
@@ -96,7 +94,7 @@ export class Recorder {
   /** Duration warning and ceiling: until the stop begins. */
   private readonly durationTimers: NodeJS.Timeout[] = [];
   private readonly targetFrames: number;
-  private readonly maxFrames: number;
+  private readonly ceiling: number;
 
   constructor(
     private readonly host: RecorderHost,
@@ -106,7 +104,8 @@ export class Recorder {
     this.key = recordingLeaseKey(take.meetingId, take.audioVersion);
     const c = host.rt.config;
     this.targetFrames = Math.max(1, Math.round(c.RECORDING_SEGMENT_TARGET_MS / FRAME_MS));
-    this.maxFrames = Math.ceil((take.maxDurationSeconds * 1000) / FRAME_MS) + SEQUENCE_SLACK_FRAMES;
+    // The take's ceiling: sequences 0 .. ceiling − 1 (decisions.md section 6), during the settle time too.
+    this.ceiling = Math.ceil((take.maxDurationSeconds * 1000) / FRAME_MS);
     this.frames = new FrameBuffer(RangeSet.of(stored.map((r) => [r.start_sequence, r.end_sequence] as const)));
     this.bytesStored = stored.reduce((n, r) => n + r.byte_count, 0);
     for (const r of stored) if (r.end_sequence > this.frames.durable.contiguous) this.knownRows.set(rowKey(r), r.end_sequence);
@@ -171,7 +170,7 @@ export class Recorder {
   /** One binary message ([u64 seq][bytes]); null when taken (or a harmless duplicate). */
   frame(seq: number, message: Buffer): ErrorCode | null {
     if (this.state === 'finishing' || this.state === 'done') return 'recording_stopping';
-    if (seq > this.maxFrames) return 'sequence_out_of_range';
+    if (seq >= this.ceiling) return 'sequence_out_of_range';
     if (this.frames.bytes >= MAX_PENDING_BYTES) return 'buffer_full';
     if (!this.frames.add(seq, message.subarray(8), Date.now())) return null;
     this.ml?.send(message, seq);

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { getRecording } from '@mi/lib/domain/recordings';
+import { listManifest } from '@mi/lib/domain/manifest';
 import type { FakeMl } from '../../emulators/ml/server';
 import {
   TestClient,
@@ -212,6 +213,22 @@ describe('max duration', () => {
     const stopped = await client.waitFor((m) => m.type === 'RecordingStopped', 15_000);
     expect(stopped).toMatchObject({ reason: 'max_duration', highest_contiguous_sequence: 0 });
     expect(await eventTypes(meetingId)).toEqual(expect.arrayContaining(['duration_warning', 'recording_stopped']));
+    client.close();
+  });
+
+  it('should store nothing at or past the ceiling (max_duration_seconds × 10 frames), the settle time included', async () => {
+    const meetingId = await createMeeting(core, alice);
+    const client = await TestClient.connect(core.wsUrl, alice);
+    await client.start(meetingId, { max_duration_seconds: 2 });
+    for (const seq of range(0, 19)) client.frame(seq);
+    const from = client.messages.length;
+    client.frame(20);
+    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({ code: 'sequence_out_of_range', ref: 'audio' });
+    for (const seq of range(21, 31)) client.frame(seq); // more past the ceiling, also while the stop settles
+    const stopped = await client.waitFor((m) => m.type === 'RecordingStopped', 15_000);
+    expect(stopped).toMatchObject({ reason: 'max_duration', highest_contiguous_sequence: 19, missing_ranges: [] });
+    const rows = await listManifest(core.rt.db, meetingId, 1);
+    expect(Math.max(...rows.map((r) => r.end_sequence))).toBe(19);
     client.close();
   });
 
