@@ -20,6 +20,7 @@ export type ErrorCode =
   | 'bad_frame'
   | 'frame_too_large'
   | 'sequence_out_of_range'
+  | 'too_many_gaps'
   | 'buffer_full'
   | 'meeting_not_found'
   | 'not_a_recording_meeting'

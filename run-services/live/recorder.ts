@@ -11,6 +11,7 @@ import {
   getRecording,
   markStopped,
   markStopping,
+  pcmFrameBytes,
   recordingLeaseKey,
   releaseOwner,
   type Encoding,
@@ -65,6 +66,8 @@ const MAX_PENDING_BYTES = 4 * 1024 * 1024;
 const BACKLOG_SEGMENTS_PER_OBJECT = 8;
 const BACKOFF_MS = [100, 200, 500, 1_000, 2_000, 5_000];
 const DURATION_WARNING_LEAD_MS = 60_000;
+/** Holes a live take may hold below its highest frame (decisions.md section 6). */
+export const MAX_MISSING_RANGES = 64;
 const LET_GO_FLUSH_MS = 5_000;
 
 export class Recorder {
@@ -95,6 +98,8 @@ export class Recorder {
   private readonly durationTimers: NodeJS.Timeout[] = [];
   private readonly targetFrames: number;
   private readonly ceiling: number;
+  /** Every frame stored or waiting to be: what the hole bound counts. */
+  private readonly received: RangeSet;
 
   constructor(
     private readonly host: RecorderHost,
@@ -107,6 +112,7 @@ export class Recorder {
     // The take's ceiling: sequences 0 .. ceiling − 1 (decisions.md section 6), during the settle time too.
     this.ceiling = Math.ceil((take.maxDurationSeconds * 1000) / FRAME_MS);
     this.frames = new FrameBuffer(RangeSet.of(stored.map((r) => [r.start_sequence, r.end_sequence] as const)));
+    this.received = this.frames.durable.clone();
     this.bytesStored = stored.reduce((n, r) => n + r.byte_count, 0);
     for (const r of stored) if (r.end_sequence > this.frames.durable.contiguous) this.knownRows.set(rowKey(r), r.end_sequence);
     this.lastProgress = { frames: this.frames.durable.size, at: Date.now() };
@@ -171,8 +177,14 @@ export class Recorder {
   frame(seq: number, message: Buffer): ErrorCode | null {
     if (this.state === 'finishing' || this.state === 'done') return 'recording_stopping';
     if (seq >= this.ceiling) return 'sequence_out_of_range';
+    const audio = message.subarray(8);
+    // pcm_s16le frames are exactly 100 ms of samples; any other size would shift what follows.
+    if (this.take.encoding === 'pcm_s16le' ? audio.length !== pcmFrameBytes(this.take.sampleRate) : audio.length === 0) return 'bad_frame';
     if (this.frames.bytes >= MAX_PENDING_BYTES) return 'buffer_full';
-    if (!this.frames.add(seq, message.subarray(8), Date.now())) return null;
+    // A frame past the end opens a hole: bounded, so sparse frames cannot make unbounded work.
+    if (seq > this.received.max + 1 && this.received.missing().length >= MAX_MISSING_RANGES) return 'too_many_gaps';
+    if (!this.frames.add(seq, audio, Date.now())) return null;
+    this.received.add(seq, seq);
     this.ml?.send(message, seq);
     if (this.frames.size >= this.targetFrames) this.kick();
     else if (!this.flushTimer && !this.pumping) this.armFlushTimer();

@@ -11,7 +11,7 @@ import { createTranscription } from '@mi/lib/domain/transcriptions';
 import type { Runtime } from '@mi/lib/runtime';
 import type { Connection } from './connection';
 import { FRAME_HEADER_BYTES, frameSequence, INT4_MAX, type ErrorCode, type ResumeCommand, type StartCommand, type StopCommand } from './protocol';
-import { Recorder, type RecorderHost, type Take } from './recorder';
+import { MAX_MISSING_RANGES, Recorder, type RecorderHost, type Take } from './recorder';
 import { SegmentCommitter } from './segments';
 
 export interface SessionsDeps {
@@ -45,6 +45,8 @@ const FRAME_ERRORS: Partial<Record<ErrorCode, string>> = {
   recording_stopping: 'the recording is stopping; this frame was not stored (upload it as a gap if needed)',
   sequence_out_of_range: 'the sequence number is beyond the recording\'s maximum duration',
   buffer_full: 'too much audio is waiting for storage; this frame was not stored, resend it later',
+  bad_frame: 'a pcm_s16le frame is exactly sample_rate / 10 × 2 bytes of audio (3,200 at 16 kHz); a webm_opus frame at least one byte',
+  too_many_gaps: `the take already misses ${MAX_MISSING_RANGES} ranges; this frame was not stored: send the missing frames first, then this one again`,
 };
 
 export class Sessions implements RecorderHost {

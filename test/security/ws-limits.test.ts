@@ -47,7 +47,7 @@ describe('frame size', () => {
     const t = await token(a.config, 'big-frames');
     const meetingId = await createMeeting(a, t);
     const client = await TestClient.connect(a.wsUrl, t);
-    await client.start(meetingId);
+    await client.start(meetingId, { encoding: 'webm_opus' }); // opus frames have no fixed size
     client.frame(0, Buffer.alloc(MAX_FRAME, 1)); // exactly the limit: taken
     const from = client.messages.length;
     client.frame(1, Buffer.alloc(MAX_FRAME + 1, 2));
@@ -88,6 +88,51 @@ describe('hello', () => {
     const streamer = await TestClient.open(a.wsUrl);
     streamer.ws.send(frameMessage(0, pcmFrame(0)));
     expect((await streamer.closed).code).toBe(4401);
+  });
+});
+
+describe('frames that cannot be stored as they are', () => {
+  it('should refuse a pcm_s16le frame that is not exactly 100 ms of samples, and an empty opus frame, with bad_frame', async () => {
+    const t = await token(a.config, 'odd-frames');
+    const meetingId = await createMeeting(a, t);
+    const client = await TestClient.connect(a.wsUrl, t);
+    await client.start(meetingId); // pcm_s16le at 16 kHz: 3,200 bytes a frame
+    client.frame(0);
+    for (const size of [1, 3199, 3201]) {
+      const from = client.messages.length;
+      client.frame(1, Buffer.alloc(size, 1));
+      expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({ code: 'bad_frame', ref: 'audio' });
+      await sleep(1_100); // one error per code a second
+    }
+    client.frame(1);
+    expect(await client.stop(meetingId)).toMatchObject({ highest_contiguous_sequence: 1, missing_ranges: [] });
+    const rows = await listManifest(a.rt.db, meetingId, 1);
+    expect(rows.reduce((n, r) => n + r.byte_count, 0)).toBe(2 * 3200);
+
+    const opusMeeting = await createMeeting(a, t);
+    await client.start(opusMeeting, { encoding: 'webm_opus' });
+    const from = client.messages.length;
+    client.frame(0, Buffer.alloc(0));
+    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({ code: 'bad_frame', ref: 'audio' });
+    await client.stop(opusMeeting);
+    client.close();
+  });
+
+  it('should refuse a frame that would open a 65th missing range with too_many_gaps, and take it once the holes are filled', async () => {
+    const t = await token(a.config, 'sparse');
+    const meetingId = await createMeeting(a, t);
+    const client = await TestClient.connect(a.wsUrl, t);
+    await client.start(meetingId);
+    // Every other frame: 1, 3, …, 127 leave 64 holes (0, 2, …, 126).
+    for (let seq = 1; seq <= 127; seq += 2) client.frame(seq);
+    const from = client.messages.length;
+    client.frame(129);
+    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({ code: 'too_many_gaps', ref: 'audio' });
+    client.frame(128); // no new hole: taken
+    for (let seq = 0; seq <= 126; seq += 2) client.frame(seq);
+    client.frame(129);
+    expect(await client.stop(meetingId)).toMatchObject({ highest_contiguous_sequence: 129, missing_ranges: [] });
+    client.close();
   });
 });
 
