@@ -4,7 +4,9 @@
 //     no lease) and that nobody resumed within RECORDING_DISCONNECT_GRACE_SECONDS,
 //  2. finalizes stopped takes with no missing range or past their gap upload deadline
 //     (lib/domain/finalize.ts), retrying claims a crashed sweep left behind,
-//  3. republishes outbox events whose publish failed.
+//  3. republishes outbox events whose publish failed,
+//  4. deletes outbox events past EVENT_RETENTION_HOURS and expired idempotency records, in
+//     bounded batches (lib/domain/retention.ts).
 // Auth of the HTTP target: in staging/production the function is private — only the Cloud
 // Scheduler's service account holds run.invoker and Google's front end verifies its OIDC token
 // before any code runs — so the handler checks nothing more. In development/test (no IAM in
@@ -15,6 +17,7 @@ import { claimForFinalize, dueTakes, finalizeClaimed, reclaimStale, releaseClaim
 import { coverage } from '@mi/lib/domain/manifest';
 import { recordEvent } from '@mi/lib/domain/recording-events';
 import { CAPTURE_OPEN, markStopped, markStopping, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/domain/recordings';
+import { pruneExpired } from '@mi/lib/domain/retention';
 import { appendEvent, type StoredEvent } from '@mi/lib/events';
 import type { Runtime } from '@mi/lib/runtime';
 
@@ -37,12 +40,16 @@ export interface SweepCounts {
   degraded: number;
   failed: number;
   republished: number;
+  prunedEvents: number;
+  prunedIdempotencyRecords: number;
 }
 
 const STALE_FINALIZING_MS = 10 * 60_000;
 
+export const NO_COUNTS: SweepCounts = { stopped: 0, finalized: 0, degraded: 0, failed: 0, republished: 0, prunedEvents: 0, prunedIdempotencyRecords: 0 };
+
 export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promise<SweepCounts> {
-  const counts: SweepCounts = { stopped: 0, finalized: 0, degraded: 0, failed: 0, republished: 0 };
+  const counts: SweepCounts = { ...NO_COUNTS };
   const batch = opts.batch ?? 100;
   counts.stopped = await stopOrphanedTakes(rt, opts.coordination, batch);
 
@@ -66,6 +73,9 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   }
 
   counts.republished = await rt.events.republishPending(opts.outboxMinAgeMs);
+  const pruned = await pruneExpired(rt.db, rt.config.EVENT_RETENTION_HOURS);
+  counts.prunedEvents = pruned.events;
+  counts.prunedIdempotencyRecords = pruned.idempotencyRecords;
   return counts;
 }
 
@@ -154,7 +164,7 @@ export function sweepHandler(rt: SweepRuntime, opts: SweepOptions = {}) {
     const requested = Number((req.body as { period_seconds?: unknown } | undefined)?.period_seconds ?? 0);
     const periodMs = Math.min(MAX_PERIOD_SECONDS, Number.isFinite(requested) && requested > 0 ? requested : 0) * 1000;
     const intervalMs = rt.config.RECORDING_GAP_SWEEP_INTERVAL_SECONDS * 1000;
-    const total: SweepCounts & { passes: number } = { passes: 0, stopped: 0, finalized: 0, degraded: 0, failed: 0, republished: 0 };
+    const total: SweepCounts & { passes: number } = { passes: 0, ...NO_COUNTS };
     const started = Date.now();
     try {
       do {

@@ -43,9 +43,11 @@ const schema = z.object({
     .pipe(z.array(z.string().url().refine((o) => new URL(o).origin === o, 'must be an origin: scheme://host[:port], nothing after')))
     .optional(),
   FEATURE_FLAGS_CACHE_SECONDS: num(30),
+  // Outbox events are kept this long (replay by last_seq is promised for 24 h).
+  EVENT_RETENTION_HOURS: num(48, 24),
   // Voice matches (bench/voice.ts measures both on clustered and uniform vectors).
-  VOICE_MATCH_EF_SEARCH: int(100, 1).pipe(z.number().max(1000)),
-  VOICE_MATCH_EXACT_BELOW_SIMILARITY: num(0.5).pipe(z.number().max(1)),
+  VOICE_MATCH_EF_SEARCH: int(40, 1).pipe(z.number().max(1000)),
+  VOICE_MATCH_EXACT_BELOW_SIMILARITY: num(0.4).pipe(z.number().max(1)),
   // Live service
   LIVE_CONNECTION_LIFETIME_SECONDS: int(3300, 1),
   LIVE_MAX_CONNECTIONS_PER_USER: int(20, 1),

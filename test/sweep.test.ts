@@ -9,6 +9,7 @@ import { gapObjectName, sha256Hex } from '@mi/lib/domain/gap-recovery';
 import { listManifest, segmentObjectName } from '@mi/lib/domain/manifest';
 import { getRecording, recordingLeaseKey } from '@mi/lib/domain/recordings';
 import { runSweep, sweepHandler } from '../functions/sweep';
+import { RETENTION_BATCH_ROWS } from '@mi/lib/domain/retention';
 import { startApi, type ApiHarness } from './harness';
 import { createTake, expireGapDeadline, framesBytes, stopTake, storeLiveSegment, type Take } from './recording-fixtures';
 
@@ -205,6 +206,49 @@ describe('runSweep: finalize', () => {
     expect((await getRecording(api.rt.db, take.meetingId))?.state).toBe('stopped');
     expect(messagesFor(take)).toEqual([]);
     await api.rt.db.query('test.cleanup', 'DELETE FROM recording WHERE meeting_id = $1', [take.meetingId]);
+  });
+});
+
+describe('runSweep: retention', () => {
+  it('should delete outbox events past EVENT_RETENTION_HOURS and expired idempotency records, in batches, and nothing younger', async () => {
+    const user = await api.userId(await api.token(`retention-${randomUUID().slice(0, 6)}`));
+    const n = RETENTION_BATCH_ROWS + 1_234; // more than one batch
+    await api.rt.db.query(
+      'test.old_events',
+      `INSERT INTO event_outbox (user_id, seq, event_type, payload, created_at, published_at)
+       SELECT $1, g, 'EntityChanged', '{}'::jsonb, now() - interval '49 hours', now() - interval '49 hours' FROM generate_series(1, $2) g`,
+      [user, n],
+    );
+    await api.rt.db.query(
+      'test.young_events',
+      `INSERT INTO event_outbox (user_id, seq, event_type, payload, created_at, published_at) SELECT $1, $2 + g, 'EntityChanged', '{"type":"EntityChanged","entity":"note","action":"updated","id":null,"meeting_id":null}'::jsonb, now() - interval '47 hours', now() FROM generate_series(1, 10) g`,
+      [user, n],
+    );
+    await api.rt.db.query(
+      'test.idempotency',
+      `INSERT INTO idempotency_record (principal, key, method, path, request_hash, state, expires_at)
+       SELECT $1, gen_random_uuid(), 'POST', '/x', 'h', 'done', now() + CASE WHEN g <= 20 THEN interval '-1 minute' ELSE interval '1 hour' END FROM generate_series(1, 25) g`,
+      [user],
+    );
+    const counts = await runSweep(api.rt);
+    expect(counts.prunedEvents).toBeGreaterThanOrEqual(n);
+    expect(counts.prunedIdempotencyRecords).toBeGreaterThanOrEqual(20);
+    const left = await api.rt.db.query('test.left', 'SELECT min(seq)::int AS oldest, count(*)::int AS n FROM event_outbox WHERE user_id = $1', [user]);
+    expect(left.rows[0]).toEqual({ oldest: n + 1, n: 10 });
+    const records = await api.rt.db.query('test.left_idem', 'SELECT count(*)::int AS n FROM idempotency_record WHERE principal = $1', [user]);
+    expect(records.rows[0].n).toBe(5);
+  });
+
+  it('should walk the created_at index for a batch, not scan the outbox', async () => {
+    const plan = await api.rt.db.withTransaction(async (tx) => {
+      await tx.query('test.no_seqscan', 'SET LOCAL enable_seqscan = off');
+      const { rows } = await tx.query(
+        'test.explain',
+        `EXPLAIN (FORMAT JSON) SELECT id FROM event_outbox WHERE created_at < now() - make_interval(hours => 48) ORDER BY created_at LIMIT 5000`,
+      );
+      return JSON.stringify(rows[0]);
+    });
+    expect(plan).toContain('event_outbox_created_at_idx');
   });
 });
 

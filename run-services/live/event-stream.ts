@@ -35,6 +35,12 @@ export async function latestSeq(q: Queryable, userId: string): Promise<number> {
   return rows[0]?.last_seq ?? 0;
 }
 
+/** The user's oldest event still in the outbox (retention deletes older ones); null when none. */
+async function oldestKeptSeq(q: Queryable, userId: string): Promise<number | null> {
+  const { rows } = await q.query<{ seq: number | null }>('events.oldest_seq', 'SELECT min(seq) AS seq FROM event_outbox WHERE user_id = $1', [userId]);
+  return rows[0]?.seq ?? null;
+}
+
 export function toClientMessage(e: StoredEvent): Record<string, unknown> {
   return { ...e.body, event_id: e.event_id, seq: e.seq, occurred_at: e.occurred_at };
 }
@@ -60,7 +66,13 @@ export class EventStream {
         this.lastSeq = latest;
         return;
       }
-      this.lastSeq = lastSeq;
+      // Events past the retention window are gone: the client must refetch what it shows.
+      const oldest = await this.read(() => oldestKeptSeq(this.db, this.userId));
+      const firstKept = oldest ?? latest + 1;
+      if (firstKept > lastSeq + 1) {
+        if (!this.sink.send({ type: 'ResyncRequired', oldest_seq: firstKept })) return void (this.closed = true);
+        this.lastSeq = firstKept - 1;
+      } else this.lastSeq = lastSeq;
       await this.fill(latest);
     });
   }

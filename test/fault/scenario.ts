@@ -3,7 +3,7 @@
 // everything heals, the clients stop and upload their gaps, the sweep finalizes, and the
 // checker compares what was acknowledged with what is stored.
 import { randomUUID } from 'node:crypto';
-import { runSweep, type SweepCounts } from '../../functions/sweep';
+import { NO_COUNTS, runSweep, type SweepCounts } from '../../functions/sweep';
 import { checkMeeting, totals, type NoLossTotals, type TakeReport } from './checker';
 import { ResilientClient } from './client';
 import { sleep, startCluster, type Cluster, type ClusterOptions, type LiveChild } from './cluster';
@@ -296,7 +296,7 @@ function startSweeper(cluster: Cluster, log: (line: string) => void): { stop(): 
     while (running) {
       await sleep(SWEEP_INTERVAL_MS);
       if (!running) break;
-      passes.push(await sweep(cluster).catch((err) => (log(`sweep failed: ${(err as Error).message}`), ZERO)));
+      passes.push(await sweep(cluster).catch((err) => (log(`sweep failed: ${(err as Error).message}`), NO_COUNTS)));
     }
   })();
   return {
@@ -308,10 +308,9 @@ function startSweeper(cluster: Cluster, log: (line: string) => void): { stop(): 
   };
 }
 
-const ZERO: SweepCounts = { stopped: 0, finalized: 0, degraded: 0, failed: 0, republished: 0 };
 
 function sumSweeps(passes: SweepCounts[]): SweepCounts {
-  const total = { ...ZERO };
+  const total = { ...NO_COUNTS };
   for (const p of passes) for (const k of Object.keys(total) as (keyof SweepCounts)[]) total[k] += p[k];
   return total;
 }
