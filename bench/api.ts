@@ -1,4 +1,5 @@
-// `npm run bench:api`: REST performance on the local stack (embedded PGlite + emulators).
+// `npm run bench:api`: REST performance on the local stack with the test engine's database
+// (native PostgreSQL + pgvector when installed, else PGlite; TEST_DATABASE chooses) and emulators.
 // Each figure has a baseline measured in the same run: the same work as raw SQL (segments,
 // labels), an exact scan (voice matches), GET /healthz under the same load (meeting list).
 import { randomUUID } from 'node:crypto';
@@ -8,14 +9,15 @@ import path from 'node:path';
 import pgvector from 'pgvector';
 import { mintDevToken } from '@mi/lib/auth';
 import { startLocalStack } from '../emulators/stack';
+import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { ms, percentile, table, writeSection, type Row } from './report';
 
-const PEOPLE = Number(process.env.BENCH_PEOPLE ?? 100_000);
-const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
 const LIST_REQUESTS = Number(process.env.BENCH_LIST_REQUESTS ?? 2000);
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-bench-api-'));
-const stack = await startLocalStack({ ...process.env, APP_ENV: 'development', DATA_DIR: dataDir, CORE_PORT: '0', ML_PORT: '0', LOG_LEVEL: 'error' });
+const engine = await startTestEngine();
+const database = await createTestDatabase(engine.engine);
+const stack = await startLocalStack({ ...process.env, APP_ENV: 'development', DATA_DIR: dataDir, CORE_PORT: '0', ML_PORT: '0', LOG_LEVEL: 'error', DATABASE_URL: database.url });
 const { rt, url } = stack;
 const db = rt.db;
 const user = await mintDevToken(rt.config.IDENTITY_SECRET_KEY!, 'bench');
@@ -94,64 +96,10 @@ for (let i = 0; i < 6; i++) {
 }
 rows.push({ measure: 'speaker-label assignment, 10,000 segments (median of 6)', result: ms(median(labelTimes)), baseline: `raw UPDATE ${ms(median(rawLabelTimes))}`, ratio: (median(labelTimes) / median(rawLabelTimes)).toFixed(2), target: '≤ 0.5 s' });
 
-// 3. Voice matches over PEOPLE people of one user.
+// Voice matches have their own benchmark: bench/voice.ts.
 const me = await call('GET', '/me', user);
-const vectors: number[][] = [];
-const seedStart = performance.now();
-// Bulk load as one would in production: rows first, then the HNSW index in one build.
-const { rows: [hnsw] } = await db.query<{ def: string }>('bench.hnsw_def', `SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indexrelid = 'person_voice_vector_idx'::regclass`);
-await db.query('bench.drop_hnsw', 'DROP INDEX person_voice_vector_idx');
-for (let offset = 0; offset < PEOPLE; offset += 5000) {
-  const batch = Array.from({ length: Math.min(5000, PEOPLE - offset) }, () => randomVector());
-  vectors.push(...batch);
-  await db.query(
-    'bench.people',
-    `INSERT INTO person (user_id, display_name, voice_vector, voice_model_status, voice_sample_count)
-     SELECT $1, 'p' || ($2::int + n), v::vector, 'ready', 1 FROM unnest($3::text[]) WITH ORDINALITY AS t(v, n)`,
-    [me.id, offset, batch.map((v) => pgvector.toSql(v))],
-  );
-}
-const loadMs = performance.now() - seedStart;
-// The graph must fit in maintenance_work_mem (64 MB by default), or the build goes to disk.
-await db.withTransaction(async (tx) => {
-  await tx.query('bench.build_memory', `SET LOCAL maintenance_work_mem = '1GB'`);
-  await tx.query('bench.create_hnsw', hnsw.def);
-});
-const seedMs = performance.now() - seedStart;
-// What autovacuum does after a bulk load (PGlite has no autovacuum): without statistics the
-// planner takes this user for 0.5% of the rows and scans them exactly instead of using the index.
-await db.query('bench.analyze', 'ANALYZE person');
-const matchTimes: number[] = [];
-const exactTimes: number[] = [];
-let hits = 0;
-for (let q = 0; q < QUERIES; q++) {
-  const base = vectors[Math.floor(Math.random() * vectors.length)];
-  const query = unit(base.map((x) => x + (Math.random() * 2 - 1) * 0.05));
-  let got: { items: { person: { id: string } }[] } | undefined;
-  matchTimes.push(await timed(async () => (got = await call('POST', '/people/voice-matches', user, { feature_vector: query, limit: 10 }))));
-  let exact: string[] = [];
-  exactTimes.push(
-    await timed(async () => {
-      exact = await db.withTransaction(async (tx) => {
-        await tx.query('bench.exact_off', 'SET LOCAL enable_indexscan = off');
-        const { rows: r } = await tx.query<{ id: string }>('bench.exact', 'SELECT id FROM person WHERE user_id = $1 AND voice_vector IS NOT NULL ORDER BY voice_vector <=> $2 LIMIT 10', [me.id, pgvector.toSql(query)]);
-        return r.map((x) => x.id);
-      });
-    }),
-  );
-  const found = new Set(got!.items.map((i) => i.person.id));
-  hits += exact.filter((id) => found.has(id)).length;
-}
-const recall = hits / (QUERIES * 10);
-rows.push({
-  measure: `voice-matches over ${PEOPLE.toLocaleString('en')} people, p50 / p99 (${QUERIES} queries)`,
-  result: `${ms(percentile(matchTimes, 50))} / ${ms(percentile(matchTimes, 99))}; recall@10 ${recall.toFixed(3)}`,
-  baseline: `exact scan p50 ${ms(percentile(exactTimes, 50))}`,
-  ratio: (percentile(matchTimes, 50) / percentile(exactTimes, 50)).toFixed(2),
-  target: 'recall@10 ≥ 0.99, p99 ≤ 20 ms',
-});
 
-// 4. GET /meetings under 32 concurrent clients (1,000 meetings of the user).
+// 3. GET /meetings under 32 concurrent clients (1,000 meetings of the user).
 await db.query(
   'bench.meetings',
   `INSERT INTO meeting (user_id, title, source_type, start_time) SELECT $1, 'm' || n, 'text', now() - n * interval '1 minute' FROM generate_series(1, 1000) n`,
@@ -184,8 +132,10 @@ rows.push({
   target: '',
 });
 
-const out = `${table(rows)}\n\nSeeding ${PEOPLE.toLocaleString('en')} people with voice vectors took ${(loadMs / 1000).toFixed(1)} s, building the HNSW index ${((seedMs - loadMs) / 1000).toFixed(1)} s. Ratio = result / baseline (lower is better; the baseline does the same work without HTTP, validation, events or idempotency, except for the exact scan, which is the alternative to the index).`;
+const out = `Engine: ${engine.engine.label}.\n\n${table(rows)}\n\nRatio = result / baseline (lower is better; the baseline does the same work without HTTP, validation, events or idempotency). Voice matches: see their own section (npm run bench:voice).`;
 console.log(out);
 writeSection('API', out);
 await stack.stop();
+await database.close();
+await engine.stop();
 rmSync(dataDir, { recursive: true, force: true });

@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import WebSocket, { WebSocketServer } from 'ws';
 import { mintDevToken } from '@mi/lib/auth';
 import { loadConfig } from '@mi/lib/config';
-import { startEmbeddedPostgres } from '@mi/lib/db/embedded';
+import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
 import { createMeeting } from '@mi/lib/domain/meetings';
 import { findOrCreateUser } from '@mi/lib/domain/users';
@@ -30,7 +30,6 @@ import { createRuntime } from '@mi/lib/runtime';
 import { createObjectStore } from '@mi/lib/storage';
 import { createLiveService } from '@mi/live/service';
 import { freePort, startFirestoreEmulator, startPubsubEmulator } from '../emulators/gcloud';
-import { applySchema } from '../schema/apply';
 import { ms, percentile, table, writeSection, type Row } from './report';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -253,9 +252,10 @@ async function orchestrate(): Promise<void> {
     const gcsPort = await freePort();
     const gcs = spawn(process.execPath, ['--import', 'tsx', 'emulators/gcs/main.ts', '--port', String(gcsPort)], { cwd: ROOT, stdio: 'ignore' });
     stops.push(async () => gcs.kill('SIGTERM'));
-    const pg = await startEmbeddedPostgres();
-    stops.push(pg.stop);
-    await applySchema(pg.url);
+    // The test engine: native PostgreSQL when installed, else PGlite (TEST_DATABASE chooses).
+    const engine = await startTestEngine();
+    stops.push(engine.stop);
+    const pg = await createTestDatabase(engine.engine);
     const ml = child(['ml'], process.env);
     stops.push(() => stopChild(ml));
     const mlUrl = `http://127.0.0.1:${(await ml.ready).ready}`;
@@ -319,7 +319,7 @@ async function orchestrate(): Promise<void> {
     }
     const body = [
       `${seconds} s of 10 frames/s per recording (3,200-byte PCM frames) against one live instance (\`createLiveService\` in its own process), then the same load against a bare \`ws\` server that only counts frames.`,
-      `Frames/s: frames made durable (covered by an AudioStoredProgressEvent) or, for the bare server, received, over the ${seconds} s; ratio: durable / bare; ack: frame sent → first progress event covering it (RECORDING_SEGMENT_TARGET_MS=2000, RECORDING_PROGRESS_EVERY_FRAMES=20: one progress per segment). Embedded PGlite, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator (in memory) and an ML sink run in other processes on the same machine.`,
+      `Frames/s: frames made durable (covered by an AudioStoredProgressEvent) or, for the bare server, received, over the ${seconds} s; ratio: durable / bare; ack: frame sent → first progress event covering it (RECORDING_SEGMENT_TARGET_MS=2000, RECORDING_PROGRESS_EVERY_FRAMES=20: one progress per segment). ${engine.engine.label} as the database, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator (in memory) and an ML sink run in other processes on the same machine.`,
       '',
       table(rows),
     ].join('\n');

@@ -1,6 +1,7 @@
 // Voice embeddings: the refinement formula and the cosine-similarity search over people.
 import pgvector from 'pgvector';
-import type { Database } from '../db/pool';
+import type { Config } from '../config';
+import type { Database, Queryable } from '../db/pool';
 import { BRIEF_COLUMNS, type PersonBrief } from './people';
 
 export interface VoiceModel {
@@ -39,27 +40,49 @@ export interface VoiceMatch {
   similarity: number;
 }
 
+export interface VoiceSearchSettings {
+  /** hnsw.ef_search of the index walk. */
+  efSearch: number;
+  /** Below this similarity at the last rank, the walk's answer is not trusted: an exact scan answers. */
+  exactBelowSimilarity: number;
+}
+
+export const voiceSearchSettings = (config: Pick<Config, 'VOICE_MATCH_EF_SEARCH' | 'VOICE_MATCH_EXACT_BELOW_SIMILARITY'>): VoiceSearchSettings => ({
+  efSearch: config.VOICE_MATCH_EF_SEARCH,
+  exactBelowSimilarity: config.VOICE_MATCH_EXACT_BELOW_SIMILARITY,
+});
+
 /**
- * The user's people with a voice_vector, most similar first. The planner picks by the user's
- * share of the rows (from ANALYZE statistics): an exact scan of a user with few people (their
- * (user_id, ...) index, then a sort), else the HNSW cosine index, the user filter applied while
- * the graph is walked (iterative scan, strict order) so a filtered walk still yields `limit`.
+ * The user's people with a voice_vector, most similar first. First the HNSW cosine index, the
+ * user filter applied while the graph is walked (iterative scan, strict order) so a filtered walk
+ * still yields `limit`. Where speakers form clusters, as real embeddings do, a modest ef_search
+ * finds the true neighbours. Where the nearest people are all far (unstructured vectors, or a
+ * voice unlike anyone's), the walk misses true neighbours, so then an exact scan answers: a little
+ * more than the scan alone, with every neighbour found (bench/voice.ts, BENCHMARKS.md).
+ * A user with few people gets the planner's exact scan from the start (ANALYZE statistics).
  */
-export async function findVoiceMatches(db: Database, userId: string, vector: number[], limit: number): Promise<VoiceMatch[]> {
-  return db.withTransaction(async (tx) => {
-    // ef_search at pgvector's maximum: on 100,000 random vectors it finds 99.7% of the true
-    // top 10 (m = 32, ef_construction = 200); at 400, 97.7% (bench/api.ts, BENCHMARKS.md).
-    await tx.query(
-      'voice.scan_settings',
-      `SELECT set_config('hnsw.ef_search', '1000', true), set_config('hnsw.iterative_scan', 'strict_order', true)`,
-    );
-    const { rows } = await tx.query<PersonBrief & { similarity: number }>(
+export async function findVoiceMatches(db: Database, userId: string, vector: number[], limit: number, settings: VoiceSearchSettings): Promise<VoiceMatch[]> {
+  const query = pgvector.toSql(vector);
+  const search = (tx: Queryable) =>
+    tx.query<PersonBrief & { similarity: number }>(
       'voice.matches',
       `SELECT ${BRIEF_COLUMNS}, 1 - (voice_vector <=> $2::vector) AS similarity FROM person
        WHERE user_id = $1 AND voice_vector IS NOT NULL
        ORDER BY voice_vector <=> $2::vector LIMIT $3`,
-      [userId, pgvector.toSql(vector), limit],
+      [userId, query, limit],
     );
-    return rows.map(({ similarity, ...person }) => ({ person, similarity }));
+  const rows = await db.withTransaction(async (tx) => {
+    await tx.query(
+      'voice.scan_settings',
+      `SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true)`,
+      [String(settings.efSearch)],
+    );
+    const walked = (await search(tx)).rows;
+    const last = walked.at(-1);
+    if (!last || last.similarity >= settings.exactBelowSimilarity) return walked;
+    // Serial: a parallel scan per request costs more CPU than it saves under concurrent load.
+    await tx.query('voice.exact_settings', `SELECT set_config('enable_indexscan', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`);
+    return (await search(tx)).rows;
   });
+  return rows.map(({ similarity, ...person }) => ({ person, similarity }));
 }

@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { findVoiceMatches } from '@mi/lib/domain/voice';
+import { findVoiceMatches, voiceSearchSettings } from '@mi/lib/domain/voice';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op, Vector192, z } from '../../openapi';
@@ -35,7 +35,7 @@ const route = op({
 export function registerFindVoiceMatches(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const { feature_vector, limit } = c.req.valid('json');
-    const items = await findVoiceMatches(c.var.deps.db, userIdOf(c), feature_vector, limit);
+    const items = await findVoiceMatches(c.var.deps.db, userIdOf(c), feature_vector, limit, voiceSearchSettings(c.var.deps.config));
     return c.json(JSON.parse(JSON.stringify({ items })), 200);
   });
 }
