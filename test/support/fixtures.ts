@@ -234,7 +234,8 @@ const STEPS: { key: string; needs: string[]; make: (call: Call, ids: Ids, first:
       const meetingId = ids['meeting.recording'];
       const transcription = await call('createTranscription', 'owner', {}, { ...ids, meeting: meetingId });
       await world.api.rt.db.withTransaction(async (tx) => {
-        const rec = await startRecording(tx, { meetingId, transcriptionId: transcription.id, encoding: 'pcm_s16le', sampleRate: 16_000, maxDurationSeconds: 3_600, ownerInstance: 'fixtures' });
+        // Opus frames have no fixed size, so the generic raw sample body fits a range of them.
+        const rec = await startRecording(tx, { meetingId, transcriptionId: transcription.id, encoding: 'webm_opus', sampleRate: 16_000, maxDurationSeconds: 3_600, ownerInstance: 'fixtures' });
         await markStopping(tx, meetingId, rec.audio_version, 'user');
         await markStopped(tx, meetingId, rec.audio_version, 3_600);
       });
