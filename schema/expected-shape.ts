@@ -69,7 +69,7 @@ export const TABLES: Record<string, string[]> = {
     'meeting_id uuid required', 'audio_version integer required', 'transcription_id uuid', 'state text required', 'encoding text required',
     'sample_rate integer required = 16000', 'max_duration_seconds integer required', 'started_at timestamptz required = now()', 'stopped_at timestamptz',
     'stop_reason text', 'gap_upload_deadline timestamptz', 'finalized_at timestamptz', 'owner_instance text',
-    'created_at timestamptz required = now()', 'updated_at timestamptz required = now()',
+    'created_at timestamptz required = now()', 'updated_at timestamptz required = now()', 'trace_context jsonb',
   ],
 };
 

@@ -376,6 +376,9 @@ CREATE TABLE recording (
   owner_instance text,
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now(),
+  -- W3C trace context of the client's start (traceparent, tracestate): the take's ML calls and
+  -- its recording.finalized message continue that trace.
+  trace_context jsonb,
   PRIMARY KEY (meeting_id, audio_version)
 );
 CREATE INDEX recording_state_gap_upload_deadline_idx ON recording (state, gap_upload_deadline);

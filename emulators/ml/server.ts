@@ -39,6 +39,8 @@ export interface FakeMl {
   setMode(mode: FakeMlMode): void;
   /** Open sessions (for tests: counters, init). */
   sessions(): StreamingSession[];
+  /** The trace context each streaming request arrived with, in order (for tests of propagation). */
+  requestTraces(): { request: 'start' | 'audio' | 'drain'; session: string; trace: Record<string, string> }[];
 }
 
 /** One subscription shared by every fake ML process: a work queue, each message handled once. */
@@ -98,6 +100,7 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
     const token = bearerToken(req.headers.authorization);
     return token !== null && safeEqual(token, serviceToken);
   };
+  const requestTraces: ReturnType<FakeMl['requestTraces']> = [];
   const traceOf = (req: IncomingMessage) =>
     Object.fromEntries(TRACE_HEADERS.flatMap((h) => (typeof req.headers[h] === 'string' ? [[h, req.headers[h] as string]] : [])));
 
@@ -118,6 +121,7 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
         return send(res, 400, 'malformed JSON body');
       }
       const id = randomUUID();
+      requestTraces.push({ request: 'start', session: id, trace: traceOf(req) });
       const session = new StreamingSession({ id, ...body }, config, core, log, () => mode === 'hang', traceOf(req));
       sessions.set(id, session);
       return send(res, 201, { id, audio_url: `${baseUrl.replace(/^http/, 'ws')}/streaming/${id}/audio` });
@@ -128,6 +132,7 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
       if (req.method !== 'DELETE') return send(res, 405, 'use DELETE');
       const session = sessions.get(m[1]);
       if (!session) return send(res, 404, 'unknown streaming session');
+      requestTraces.push({ request: 'drain', session: m[1], trace: traceOf(req) });
       if (mode === 'hang') {
         heldRequests.add(res); // never answered; released by stop()
         res.on('close', () => heldRequests.delete(res));
@@ -158,6 +163,7 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
     if (!authorized(req)) return refuse(401, 'Unauthorized');
     if (!session) return refuse(404, 'Not Found');
     if (session.socket) return refuse(409, 'Conflict');
+    requestTraces.push({ request: 'audio', session: m![1], trace: traceOf(req) });
     wss.handleUpgrade(req, socket, head, (ws) => {
       session.socket = ws;
       ws.on('message', (data, isBinary) => {
@@ -203,6 +209,7 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
       if (next !== 'hang') for (const s of sessions.values()) s.pump();
     },
     sessions: () => [...sessions.values()],
+    requestTraces: () => [...requestTraces],
     async stop() {
       await subscription.close();
       if (ownBus) await bus.close();

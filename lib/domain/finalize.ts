@@ -144,7 +144,8 @@ export async function finalizeClaimed(deps: FinalizeDeps, rec: Recording): Promi
     is_degraded: cov.missing_ranges.length > 0,
     missing_ranges: cov.missing_ranges,
   };
-  await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, { meeting_id: rec.meeting_id, audio_version: String(rec.audio_version) });
+  // The client's trace of the take's start goes on to the ML batch worker.
+  await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, { meeting_id: rec.meeting_id, audio_version: String(rec.audio_version), ...rec.trace_context });
 
   const emitted: StoredEvent[] = [];
   const done = await deps.db.withTransaction(async (tx) => {

@@ -17,6 +17,7 @@ export interface Recording {
   encoding: Encoding;
   sample_rate: number;
   max_duration_seconds: number;
+  trace_context: Record<string, string> | null;
   started_at: Date;
   stopped_at: Date | null;
   stop_reason: StopReason | null;
@@ -36,6 +37,8 @@ export interface StartInput {
   sampleRate: number;
   maxDurationSeconds: number;
   ownerInstance: string;
+  /** traceparent/tracestate of the client's command, if it sent one. */
+  trace?: Record<string, string> | null;
 }
 
 /**
@@ -54,10 +57,10 @@ export async function startRecording(tx: Queryable, input: StartInput): Promise<
   }
   const { rows } = await tx.query<Recording>(
     'recording.start',
-    `INSERT INTO recording (meeting_id, audio_version, transcription_id, state, encoding, sample_rate, max_duration_seconds, owner_instance)
-     SELECT $1, COALESCE(MAX(audio_version), 0) + 1, $2, 'recording', $3, $4, $5, $6 FROM recording WHERE meeting_id = $1
+    `INSERT INTO recording (meeting_id, audio_version, transcription_id, state, encoding, sample_rate, max_duration_seconds, owner_instance, trace_context)
+     SELECT $1, COALESCE(MAX(audio_version), 0) + 1, $2, 'recording', $3, $4, $5, $6, $7 FROM recording WHERE meeting_id = $1
      RETURNING *`,
-    [input.meetingId, input.transcriptionId, input.encoding, input.sampleRate, input.maxDurationSeconds, input.ownerInstance],
+    [input.meetingId, input.transcriptionId, input.encoding, input.sampleRate, input.maxDurationSeconds, input.ownerInstance, input.trace && Object.keys(input.trace).length ? JSON.stringify(input.trace) : null],
   );
   const rec = rows[0];
   await recordEvent(tx, input.meetingId, 'recording_started', {

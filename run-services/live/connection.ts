@@ -29,6 +29,8 @@ export class Connection implements RecorderClient, EventSink {
   readonly id = randomUUID();
   userId: string | null = null;
   clientId: string | null = null;
+  /** W3C trace context of the upgrade request or the hello: the default of its takes' traces. */
+  trace: Record<string, string> | null = null;
   ready = false;
   recorder: Recorder | null = null;
   stream: EventStream | null = null;

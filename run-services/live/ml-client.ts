@@ -35,6 +35,8 @@ export interface MlStreamOptions {
   token: string;
   init: MlSessionInit;
   log: Logger;
+  /** traceparent/tracestate sent with every request of the session (POST, upgrade, DELETE). */
+  trace: Record<string, string>;
   onHealth(h: MlHealth): void;
 }
 
@@ -96,7 +98,7 @@ export class MlStream {
     try {
       const res = await fetch(`${this.o.baseUrl}/streaming/${id}`, {
         method: 'DELETE',
-        headers: { authorization: `Bearer ${this.o.token}` },
+        headers: { authorization: `Bearer ${this.o.token}`, ...this.o.trace },
         signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
       });
       if (!res.ok) return { drained: false, error: `DELETE answered ${res.status}` };
@@ -128,7 +130,7 @@ export class MlStream {
     try {
       const res = await fetch(`${this.o.baseUrl}/streaming`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${this.o.token}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${this.o.token}`, 'content-type': 'application/json', ...this.o.trace },
         body: JSON.stringify({ ...this.o.init, start_sequence: this.queuedFrom() }),
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
@@ -137,7 +139,7 @@ export class MlStream {
       if (this.closed) return;
       this.id = session.id;
       // Audio does not compress: no permessage-deflate, whatever the ML service offers.
-      this.attach(new WebSocket(session.audio_url, { headers: { authorization: `Bearer ${this.o.token}` }, perMessageDeflate: false }));
+      this.attach(new WebSocket(session.audio_url, { headers: { authorization: `Bearer ${this.o.token}`, ...this.o.trace }, perMessageDeflate: false }));
     } catch (err) {
       this.retry((err as Error).message);
     }

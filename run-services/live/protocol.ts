@@ -39,11 +39,17 @@ export const INT4_MAX = 2_147_483_647;
 // Integers beyond this lose precision in JSON numbers; every integer field is bounded by it.
 const int = () => z.number().int().max(Number.MAX_SAFE_INTEGER);
 
+// W3C trace context a client may send with hello or a start (decisions.md section 6 traces).
+const traceparent = z.string().regex(/^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/, 'must be a W3C traceparent').optional();
+const tracestate = z.string().max(512).optional();
+
 export const Hello = z.object({
   type: z.literal('hello'),
   token: z.string().min(1).max(16_384),
   client_id: uuid,
   last_seq: int().min(0).optional(),
+  traceparent,
+  tracestate,
 });
 
 export const StartRecording = z
@@ -53,6 +59,8 @@ export const StartRecording = z
     encoding: z.enum(['pcm_s16le', 'webm_opus']),
     sample_rate: z.number().int().min(8_000).max(192_000).default(16_000),
     max_duration_seconds: z.number().int().min(1).max(INT4_MAX).optional(),
+    traceparent,
+    tracestate,
   })
   .strict();
 
@@ -68,6 +76,12 @@ export type StopCommand = z.infer<typeof StopRecording>;
 
 export const Command = z.discriminatedUnion('type', [StartRecording, ResumeRecording, StopRecording]);
 export type HelloMessage = z.infer<typeof Hello>;
+
+/** The trace context a message (or an upgrade request's headers) carries; null when none. */
+export function traceOf(m: { traceparent?: unknown; tracestate?: unknown }): Record<string, string> | null {
+  if (typeof m.traceparent !== 'string' || !Hello.shape.traceparent.safeParse(m.traceparent).success) return null;
+  return typeof m.tracestate === 'string' && m.tracestate.length <= 512 ? { traceparent: m.traceparent, tracestate: m.tracestate } : { traceparent: m.traceparent };
+}
 export type ClientCommand = z.infer<typeof Command>;
 
 /** The header of every binary message: the frame's sequence number, u64 big-endian. */

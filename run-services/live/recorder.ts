@@ -33,6 +33,8 @@ export interface Take {
   sampleRate: number;
   maxDurationSeconds: number;
   startedAt: Date;
+  /** The client's trace context of the start: the take's ML calls continue it. */
+  trace: Record<string, string> | null;
 }
 
 /** The connection a recorder reports to. */
@@ -122,6 +124,7 @@ export class Recorder {
         baseUrl: host.mlUrl,
         token: c.SERVICE_AUTH_TOKEN,
         log: host.rt.log,
+        trace: take.trace ?? {},
         init: {
           meeting_id: take.meetingId,
           transcription_id: take.transcriptionId,

@@ -14,7 +14,7 @@ import type { BusMessage } from '@mi/lib/bus';
 import type { Runtime } from '@mi/lib/runtime';
 import { Connection, type ConnectionHost } from './connection';
 import { EventStream, latestSeqs } from './event-stream';
-import { CloseCode, FRAME_HEADER_BYTES, type ClientCommand, type HelloMessage } from './protocol';
+import { CloseCode, FRAME_HEADER_BYTES, traceOf, type ClientCommand, type HelloMessage } from './protocol';
 import type { Recorder } from './recorder';
 import { ADVISED_RECONNECT_GRACE_SECONDS, Sessions } from './sessions';
 
@@ -159,6 +159,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       if (!conn.open) return;
       conn.userId = userId;
       conn.clientId = hello.client_id;
+      conn.trace = traceOf(hello) ?? conn.trace;
       conn.ready = true;
       conn.stream = new EventStream(rt.db, userId, hello.client_id, conn, log);
       conn.send({ type: 'ready', connection_id: conn.id });
@@ -226,7 +227,9 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       }
       wss.handleUpgrade(req, socket, head, (ws) => {
         if (state !== 'running') return void ws.close(CloseCode.reconnect, 'server shutting down');
-        connections.add(new Connection(ws, host));
+        const conn = new Connection(ws, host);
+        conn.trace = traceOf({ traceparent: req.headers.traceparent, tracestate: req.headers.tracestate });
+        connections.add(conn);
       });
     },
 

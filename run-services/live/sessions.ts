@@ -10,7 +10,7 @@ import { claimRecording, getRecording, recordingLeaseKey, startRecording, touchO
 import { createTranscription } from '@mi/lib/domain/transcriptions';
 import type { Runtime } from '@mi/lib/runtime';
 import type { Connection } from './connection';
-import { FRAME_HEADER_BYTES, frameSequence, INT4_MAX, type ErrorCode, type ResumeCommand, type StartCommand, type StopCommand } from './protocol';
+import { FRAME_HEADER_BYTES, frameSequence, INT4_MAX, traceOf, type ErrorCode, type ResumeCommand, type StartCommand, type StopCommand } from './protocol';
 import { MAX_MISSING_RANGES, Recorder, type RecorderHost, type Take } from './recorder';
 import { SegmentCommitter } from './segments';
 
@@ -155,6 +155,7 @@ export class Sessions implements RecorderHost {
           sampleRate: cmd.sample_rate,
           maxDurationSeconds: maxDuration,
           ownerInstance: this.d.instanceId,
+          trace: traceOf(cmd) ?? conn.trace,
         });
         const ctx = { originClientId: conn.clientId };
         const events = [
@@ -294,6 +295,7 @@ export class Sessions implements RecorderHost {
       sampleRate: rec.sample_rate,
       maxDurationSeconds: rec.max_duration_seconds,
       startedAt: new Date(rec.started_at),
+      trace: rec.trace_context,
     };
     const r = new Recorder(this, take, stored);
     this.recorders.set(r.key, r);
