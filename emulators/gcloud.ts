@@ -5,6 +5,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
+import { freePort } from '@mi/lib/free-port';
+
+export { freePort };
 
 export interface RunningEmulator {
   /** 127.0.0.1:PORT, the value for PUBSUB_EMULATOR_HOST / FIRESTORE_EMULATOR_HOST. */
@@ -142,17 +145,6 @@ async function groupGone(child: ChildProcess, withinMs: number): Promise<boolean
     await sleep(100);
   }
   return false;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function portFree(port: number): Promise<boolean> {

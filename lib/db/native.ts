@@ -3,11 +3,11 @@
 // runs as the `postgres` user that Debian's package creates, since postgres refuses root.
 import { execFile, execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { freePort } from '../free-port';
 
 export interface NativeEngine {
   bindir: string;
@@ -117,17 +117,6 @@ function runAs(): { uid: number; gid: number } | null {
   if (!line) throw new Error('running as root and no `postgres` user to run the server as (run npm run db:install-native)');
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** Runs statements on one short-lived superuser connection. */

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import WebSocket from 'ws';
 import { mintDevToken } from '@mi/lib/auth';
 import { loadConfig, type Config } from '@mi/lib/config';
@@ -55,6 +55,31 @@ export async function openTestDatabase(): Promise<OpenedDatabase> {
     async close() {
       await db.close();
       await database.close();
+    },
+  };
+}
+
+/**
+ * One live instance without an ML service on a database of the calling test file's own, started
+ * before its tests and closed after them; read its parts inside the tests.
+ */
+export function useInstance(env: Record<string, string> = {}): { readonly instance: Instance; readonly database: OpenedDatabase } {
+  let database: OpenedDatabase;
+  let instance: Instance;
+  beforeAll(async () => {
+    database = await openTestDatabase();
+    instance = await startInstance(database, { ...fileEnv(), ML_SERVICE_URL: 'http://127.0.0.1:9', ...env });
+  }, 60_000);
+  afterAll(async () => {
+    await instance?.close();
+    await database?.close();
+  });
+  return {
+    get instance() {
+      return instance;
+    },
+    get database() {
+      return database;
     },
   };
 }

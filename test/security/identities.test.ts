@@ -4,22 +4,11 @@
 // constraint.
 import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OpenedDatabase } from '@mi/lib/db/open';
+import { describe, expect, it } from 'vitest';
 import { TEST_SECRETS } from '../harness';
-import { TestClient, fileEnv, openTestDatabase, startInstance, type Instance } from '../live/helpers';
+import { TestClient, useInstance } from '../live/helpers';
 
-let database: OpenedDatabase;
-let instance: Instance;
-
-beforeAll(async () => {
-  database = await openTestDatabase();
-  instance = await startInstance(database, { ...fileEnv(), ML_SERVICE_URL: 'http://127.0.0.1:9' });
-}, 60_000);
-afterAll(async () => {
-  await instance?.close();
-  await database?.close();
-});
+const live = useInstance();
 
 /** A token as an identity provider would sign it, with the claims given. */
 async function jwt(claims: { sub?: string; email?: string; iat?: number }): Promise<string> {
@@ -33,7 +22,7 @@ async function jwt(claims: { sub?: string; email?: string; iat?: number }): Prom
 }
 
 const me = async (token: string) => {
-  const res = await fetch(`${instance.url}/me`, { headers: { authorization: `Bearer ${token}` } });
+  const res = await fetch(`${live.instance.url}/me`, { headers: { authorization: `Bearer ${token}` } });
   return { status: res.status, body: (await res.json()) as any };
 };
 
@@ -50,12 +39,12 @@ describe('identities', () => {
         expect(res.body.type).toMatch(/\/account_conflict$/);
         expect(res.body.detail).not.toMatch(/_key|_check|_fkey|constraint|app_user/);
       }
-      const ws = await TestClient.open(instance.wsUrl);
+      const ws = await TestClient.open(live.instance.wsUrl);
       ws.send({ type: 'hello', token, client_id: randomUUID() });
       expect((await ws.closed).code).toBe(4409);
       expect(ws.ofType('ready')).toEqual([]);
     }
-    const count = await database.db.query('test.users', 'SELECT count(*)::int AS n FROM app_user WHERE lower(email) = lower($1)', [email]);
+    const count = await live.database.db.query('test.users', 'SELECT count(*)::int AS n FROM app_user WHERE lower(email) = lower($1)', [email]);
     expect(count.rows[0].n).toBe(1);
   });
 
@@ -76,7 +65,7 @@ describe('identities', () => {
       expect(res.status, JSON.stringify(claims)).toBe(401);
     }
     expect((await me(await jwt({ sub: `idp|${randomUUID()}`, iat: now + 30 }))).status).toBe(200); // within the clock skew
-    const ws = await TestClient.open(instance.wsUrl);
+    const ws = await TestClient.open(live.instance.wsUrl);
     ws.send({ type: 'hello', token: await jwt({ sub: '' }), client_id: randomUUID() });
     expect((await ws.closed).code).toBe(4401);
   });
@@ -84,7 +73,7 @@ describe('identities', () => {
   it('should name fields, never constraints, in the details of conflicts and bad references', async () => {
     const token = await jwt({ sub: `idp|${randomUUID()}`, email: `f-${randomUUID().slice(0, 6)}@example.test` });
     const post = (path: string, body: unknown) =>
-      fetch(`${instance.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() }, body: JSON.stringify(body) }).then(
+      fetch(`${live.instance.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() }, body: JSON.stringify(body) }).then(
         async (r) => ({ status: r.status, body: (await r.json()) as any }),
       );
     expect((await post('/people', { display_name: 'Frank' })).status).toBe(201);
