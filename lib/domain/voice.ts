@@ -40,6 +40,20 @@ export interface VoiceMatch {
   similarity: number;
 }
 
+/**
+ * Users whose last search had to fall back to the exact scan: their people have no structure
+ * the walk can use, so for a while their searches skip the walk (bounded map, oldest first out).
+ */
+const exactUntil = new Map<string, number>();
+const EXACT_HINT_MS = 10 * 60_000;
+const EXACT_HINT_USERS = 10_000;
+
+function rememberExact(userId: string): void {
+  exactUntil.delete(userId);
+  exactUntil.set(userId, Date.now() + EXACT_HINT_MS);
+  if (exactUntil.size > EXACT_HINT_USERS) exactUntil.delete(exactUntil.keys().next().value!);
+}
+
 export interface VoiceSearchSettings {
   /** hnsw.ef_search of the index walk. */
   efSearch: number;
@@ -57,8 +71,9 @@ export const voiceSearchSettings = (config: Pick<Config, 'VOICE_MATCH_EF_SEARCH'
  * user filter applied while the graph is walked (iterative scan, strict order) so a filtered walk
  * still yields `limit`. Where speakers form clusters, as real embeddings do, a modest ef_search
  * finds the true neighbours. Where the nearest people are all far (unstructured vectors, or a
- * voice unlike anyone's), the walk misses true neighbours, so then an exact scan answers: a little
- * more than the scan alone, with every neighbour found (bench/voice.ts, BENCHMARKS.md).
+ * voice unlike anyone's), the walk misses true neighbours, so then an exact scan answers, with
+ * every neighbour found, and that user's next searches for a while go to it directly
+ * (bench/voice.ts, BENCHMARKS.md).
  * A user with few people gets the planner's exact scan from the start (ANALYZE statistics).
  */
 export async function findVoiceMatches(db: Database, userId: string, vector: number[], limit: number, settings: VoiceSearchSettings): Promise<VoiceMatch[]> {
@@ -71,7 +86,13 @@ export async function findVoiceMatches(db: Database, userId: string, vector: num
        ORDER BY voice_vector <=> $2::vector LIMIT $3`,
       [userId, query, limit],
     );
+  const exact = async (tx: Queryable) => {
+    // Serial: a parallel scan per request costs more CPU than it saves under concurrent load.
+    await tx.query('voice.exact_settings', `SELECT set_config('enable_indexscan', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`);
+    return (await search(tx)).rows;
+  };
   const rows = await db.withTransaction(async (tx) => {
+    if ((exactUntil.get(userId) ?? 0) > Date.now()) return exact(tx);
     await tx.query(
       'voice.scan_settings',
       `SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true)`,
@@ -80,9 +101,8 @@ export async function findVoiceMatches(db: Database, userId: string, vector: num
     const walked = (await search(tx)).rows;
     const last = walked.at(-1);
     if (!last || last.similarity >= settings.exactBelowSimilarity) return walked;
-    // Serial: a parallel scan per request costs more CPU than it saves under concurrent load.
-    await tx.query('voice.exact_settings', `SELECT set_config('enable_indexscan', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`);
-    return (await search(tx)).rows;
+    rememberExact(userId);
+    return exact(tx);
   });
   return rows.map(({ similarity, ...person }) => ({ person, similarity }));
 }
