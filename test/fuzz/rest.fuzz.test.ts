@@ -66,6 +66,10 @@ const mutation = (fixtureIds: string[]): fc.Arbitrary<Mutation> =>
   );
 
 /** Every member position of a JSON value, as key paths. */
+/** A generated value may be one shared instance (a constant): each use gets its own copy, or a
+ * later mutation at a position inside it would make the body circular. */
+const fresh = <T>(value: T): T => structuredClone(value);
+
 function positions(value: unknown, path: (string | number)[] = [], out: (string | number)[][] = []): (string | number)[][] {
   if (value && typeof value === 'object' && !ArrayBuffer.isView(value)) {
     for (const [k, v] of Object.entries(value)) {
@@ -113,16 +117,16 @@ function prepare(op: Operation, muts: Mutation[]): Prepared {
     switch (m.kind) {
       case 'value': {
         const all = positions(body);
-        if (!all.length) body = m.value;
+        if (!all.length) body = fresh(m.value);
         else {
           const p = all[m.at % all.length];
-          parentOf(body, p)[p[p.length - 1]] = m.value;
+          parentOf(body, p)[p[p.length - 1]] = fresh(m.value);
         }
         break;
       }
       case 'extra':
-        if (body && typeof body === 'object' && !Array.isArray(body)) Object.defineProperty(body, m.key, { value: m.value, enumerable: true, writable: true, configurable: true });
-        else body = { [m.key]: m.value };
+        if (body && typeof body === 'object' && !Array.isArray(body)) Object.defineProperty(body, m.key, { value: fresh(m.value), enumerable: true, writable: true, configurable: true });
+        else body = { [m.key]: fresh(m.value) };
         break;
       case 'drop': {
         const all = positions(body);
@@ -135,7 +139,7 @@ function prepare(op: Operation, muts: Mutation[]): Prepared {
         break;
       }
       case 'whole':
-        body = m.value;
+        body = fresh(m.value);
         break;
       case 'text': {
         const valid = body === undefined ? '{}' : serialize(body);
