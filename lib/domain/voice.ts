@@ -78,12 +78,14 @@ export const voiceSearchSettings = (config: Pick<Config, 'VOICE_MATCH_EF_SEARCH'
  */
 export async function findVoiceMatches(db: Database, userId: string, vector: number[], limit: number, settings: VoiceSearchSettings): Promise<VoiceMatch[]> {
   const query = pgvector.toSql(vector);
+  // The distance once per row (ORDER BY its alias still walks the index): an exact scan computes
+  // it for every person, and a second copy in the select list doubled that.
   const search = (tx: Queryable) =>
-    tx.query<PersonBrief & { similarity: number }>(
+    tx.query<PersonBrief & { distance: number }>(
       'voice.matches',
-      `SELECT ${BRIEF_COLUMNS}, 1 - (voice_vector <=> $2::vector) AS similarity FROM person
+      `SELECT ${BRIEF_COLUMNS}, voice_vector <=> $2::vector AS distance FROM person
        WHERE user_id = $1 AND voice_vector IS NOT NULL
-       ORDER BY voice_vector <=> $2::vector LIMIT $3`,
+       ORDER BY distance LIMIT $3`,
       [userId, query, limit],
     );
   const exact = async (tx: Queryable) => {
@@ -100,9 +102,9 @@ export async function findVoiceMatches(db: Database, userId: string, vector: num
     );
     const walked = (await search(tx)).rows;
     const last = walked.at(-1);
-    if (!last || last.similarity >= settings.exactBelowSimilarity) return walked;
+    if (!last || 1 - last.distance >= settings.exactBelowSimilarity) return walked;
     rememberExact(userId);
     return exact(tx);
   });
-  return rows.map(({ similarity, ...person }) => ({ person, similarity }));
+  return rows.map(({ distance, ...person }) => ({ person, similarity: 1 - distance }));
 }
