@@ -72,8 +72,10 @@ class GcsHandler {
     const segs = rawPath.split('/').slice(1);
     // With STORAGE_EMULATOR_HOST the client calls /b/...; with apiEndpoint, /storage/v1/b/...
     if (segs[0] === 'storage' && segs[1] === 'v1') return this.jsonApi(req, res, segs.slice(2), q);
-    if (segs[0] === 'upload' && segs[1] === 'storage' && segs[2] === 'v1' && segs[3] === 'b' && segs[5] === 'o' && segs.length === 6) {
-      return this.uploads.handle(req, res, safeDecode(segs[4]), q);
+    // gcloud starts resumable uploads under /resumable/upload/...; the rest of the path is the same.
+    const uploadSegs = segs[0] === 'resumable' ? segs.slice(1) : segs;
+    if (uploadSegs[0] === 'upload' && uploadSegs[1] === 'storage' && uploadSegs[2] === 'v1' && uploadSegs[3] === 'b' && uploadSegs[5] === 'o' && uploadSegs.length === 6) {
+      return this.uploads.handle(req, res, safeDecode(uploadSegs[4]), q);
     }
     if (segs[0] === 'download' && segs[1] === 'storage' && segs[2] === 'v1') return this.jsonApi(req, res, segs.slice(3), q);
     if (segs[0] === 'b') return this.jsonApi(req, res, segs, q);
@@ -85,6 +87,8 @@ class GcsHandler {
     const base = baseUrlOf(req);
     if (segs[0] !== 'b') throw new GcsError(404, 'Not Found', 'notFound');
     if (segs.length === 1) {
+      // One project: the `project` parameter of the list is not checked.
+      if (method === 'GET') return sendJson(res, 200, { kind: 'storage#buckets', items: this.store.listBuckets().map(bucketResource) });
       if (method !== 'POST') throw new GcsError(405, 'Method not allowed.', 'methodNotAllowed');
       const body = await readJson(req);
       return sendJson(res, 200, bucketResource(await this.store.createBucket(String(body.name ?? ''))));
