@@ -98,6 +98,11 @@ class GcsHandler {
       if (method !== 'GET') throw new GcsError(405, 'Method not allowed.', 'methodNotAllowed');
       return sendJson(res, 200, bucketResource(this.store.getBucket(bucket)));
     }
+    // gcloud storage rm --recursive asks whether folders need deleting too: not in a flat bucket.
+    if (segs.length === 3 && segs[2] === 'storageLayout' && method === 'GET') {
+      this.store.getBucket(bucket);
+      return sendJson(res, 200, { kind: 'storage#storageLayout', bucket, location: 'US', locationType: 'multi-region', hierarchicalNamespace: { enabled: false } });
+    }
     if (segs[2] !== 'o') throw new GcsError(404, 'Not Found', 'notFound');
     if (segs.length === 3) {
       if (method !== 'GET') throw new GcsError(405, 'Method not allowed.', 'methodNotAllowed');
