@@ -1,6 +1,7 @@
-// A Cloud Storage JSON-API emulator for the real @google-cloud/storage client: buckets,
-// objects (media/multipart/resumable uploads, Range downloads, list, delete, compose),
-// generation preconditions, V4 signed-URL GETs, and injected faults for reliability tests.
+// A Cloud Storage JSON-API emulator for the real @google-cloud/storage client and the real
+// `gcloud storage` CLI: buckets, objects (media/multipart/resumable uploads, Range downloads,
+// list, delete, compose), generation preconditions, V4 signed-URL GETs, and injected faults for
+// reliability tests.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
