@@ -1,6 +1,7 @@
-// A Cloud Storage JSON-API emulator for the real @google-cloud/storage client: buckets,
-// objects (media/multipart/resumable uploads, Range downloads, list, delete, compose),
-// generation preconditions, V4 signed-URL GETs, and injected faults for reliability tests.
+// A Cloud Storage JSON-API emulator for the real @google-cloud/storage client and the real
+// `gcloud storage` CLI: buckets, objects (media/multipart/resumable uploads, Range downloads,
+// list, delete, compose), generation preconditions, V4 signed-URL GETs, and injected faults for
+// reliability tests.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -72,8 +73,10 @@ class GcsHandler {
     const segs = rawPath.split('/').slice(1);
     // With STORAGE_EMULATOR_HOST the client calls /b/...; with apiEndpoint, /storage/v1/b/...
     if (segs[0] === 'storage' && segs[1] === 'v1') return this.jsonApi(req, res, segs.slice(2), q);
-    if (segs[0] === 'upload' && segs[1] === 'storage' && segs[2] === 'v1' && segs[3] === 'b' && segs[5] === 'o' && segs.length === 6) {
-      return this.uploads.handle(req, res, safeDecode(segs[4]), q);
+    // gcloud starts resumable uploads under /resumable/upload/...; the rest of the path is the same.
+    const uploadSegs = segs[0] === 'resumable' ? segs.slice(1) : segs;
+    if (uploadSegs[0] === 'upload' && uploadSegs[1] === 'storage' && uploadSegs[2] === 'v1' && uploadSegs[3] === 'b' && uploadSegs[5] === 'o' && uploadSegs.length === 6) {
+      return this.uploads.handle(req, res, safeDecode(uploadSegs[4]), q);
     }
     if (segs[0] === 'download' && segs[1] === 'storage' && segs[2] === 'v1') return this.jsonApi(req, res, segs.slice(3), q);
     if (segs[0] === 'b') return this.jsonApi(req, res, segs, q);
@@ -85,6 +88,8 @@ class GcsHandler {
     const base = baseUrlOf(req);
     if (segs[0] !== 'b') throw new GcsError(404, 'Not Found', 'notFound');
     if (segs.length === 1) {
+      // One project: the `project` parameter of the list is not checked.
+      if (method === 'GET') return sendJson(res, 200, { kind: 'storage#buckets', items: this.store.listBuckets().map(bucketResource) });
       if (method !== 'POST') throw new GcsError(405, 'Method not allowed.', 'methodNotAllowed');
       const body = await readJson(req);
       return sendJson(res, 200, bucketResource(await this.store.createBucket(String(body.name ?? ''))));
@@ -93,6 +98,11 @@ class GcsHandler {
     if (segs.length === 2) {
       if (method !== 'GET') throw new GcsError(405, 'Method not allowed.', 'methodNotAllowed');
       return sendJson(res, 200, bucketResource(this.store.getBucket(bucket)));
+    }
+    // gcloud storage rm --recursive asks whether folders need deleting too: not in a flat bucket.
+    if (segs.length === 3 && segs[2] === 'storageLayout' && method === 'GET') {
+      this.store.getBucket(bucket);
+      return sendJson(res, 200, { kind: 'storage#storageLayout', bucket, location: 'US', locationType: 'multi-region', hierarchicalNamespace: { enabled: false } });
     }
     if (segs[2] !== 'o') throw new GcsError(404, 'Not Found', 'notFound');
     if (segs.length === 3) {

@@ -98,6 +98,10 @@ export class GcsStore {
     return meta;
   }
 
+  listBuckets(): BucketMeta[] {
+    return [...this.buckets.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
   getBucket(name: string): BucketMeta {
     const b = this.buckets.get(name);
     if (!b) throw new GcsError(404, 'The specified bucket does not exist.', 'notFound');

@@ -37,27 +37,59 @@ function expectedHashOf(req: IncomingMessage): { crc32c?: string; md5?: string }
   return out;
 }
 
-/** Splits a multipart/related body into its parts (headers lowercased). */
-function parseMultipart(body: Buffer, contentType: string): { headers: Record<string, string>; data: Buffer }[] {
-  const boundary = /boundary="?([^";]+)"?/i.exec(contentType)?.[1];
+/**
+ * The boundary parameter of a multipart Content-Type. gcloud (apitools) writes it as a Python
+ * repr, in single quotes (`boundary='===...=='`), so both quote styles are stripped.
+ */
+function boundaryOf(contentType: string): string {
+  const m = /;\s*boundary=(?:"([^"]+)"|'([^']+)'|([^\s;]+))/i.exec(contentType);
+  const boundary = m?.[1] ?? m?.[2] ?? m?.[3];
   if (!boundary) throw new GcsError(400, 'Missing multipart boundary.', 'invalid');
-  const delimiter = Buffer.from(`--${boundary}`);
+  return boundary;
+}
+
+/** The length of the line break (CRLF or a bare LF) at pos, 0 when there is none. */
+function lineBreakAt(body: Buffer, pos: number): number {
+  if (body[pos] === 0x0d && body[pos + 1] === 0x0a) return 2;
+  return body[pos] === 0x0a ? 1 : 0;
+}
+
+/** The first empty line of a part, which ends its headers. */
+function blankLineIn(part: Buffer): { headersEnd: number; dataStart: number } | undefined {
+  if (lineBreakAt(part, 0)) return { headersEnd: 0, dataStart: lineBreakAt(part, 0) }; // a part without headers
+  for (let i = part.indexOf(0x0a); i >= 0; i = part.indexOf(0x0a, i + 1)) {
+    const br = lineBreakAt(part, i + 1);
+    if (br) return { headersEnd: i, dataStart: i + 1 + br };
+  }
+  return undefined;
+}
+
+/**
+ * Splits a multipart/related body into its parts (headers lowercased). Line breaks may be
+ * CRLF (RFC 2046, @google-cloud/storage) or bare LF (gcloud's Python email generator); the
+ * break before each delimiter belongs to the delimiter, not to the part's data.
+ */
+function parseMultipart(body: Buffer, contentType: string): { headers: Record<string, string>; data: Buffer }[] {
+  const delimiter = Buffer.from(`--${boundaryOf(contentType)}`);
   const parts: { headers: Record<string, string>; data: Buffer }[] = [];
   let pos = body.indexOf(delimiter);
   while (pos >= 0) {
-    const start = pos + delimiter.length;
-    if (body.subarray(start, start + 2).toString() === '--') break;
+    const afterDelimiter = pos + delimiter.length;
+    if (body.subarray(afterDelimiter, afterDelimiter + 2).toString() === '--') break;
+    const start = afterDelimiter + lineBreakAt(body, afterDelimiter);
     const next = body.indexOf(delimiter, start);
     if (next < 0) break;
-    const part = body.subarray(start + 2, next - 2); // drop the CRLF after the delimiter and before the next
-    const split = part.indexOf('\r\n\r\n');
-    if (split < 0) throw new GcsError(400, 'Malformed multipart body.', 'invalid');
+    let end = next;
+    if (body[end - 1] === 0x0a) end -= body[end - 2] === 0x0d ? 2 : 1;
+    const part = body.subarray(start, end);
+    const split = blankLineIn(part);
+    if (!split) throw new GcsError(400, 'Malformed multipart body.', 'invalid');
     const headers: Record<string, string> = {};
-    for (const line of part.subarray(0, split).toString('utf8').split('\r\n')) {
+    for (const line of part.subarray(0, split.headersEnd).toString('utf8').split(/\r?\n/)) {
       const i = line.indexOf(':');
       if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
     }
-    parts.push({ headers, data: part.subarray(split + 4) });
+    parts.push({ headers, data: part.subarray(split.dataStart) });
     pos = next;
   }
   if (parts.length !== 2) throw new GcsError(400, 'A multipart upload needs a metadata part and a media part.', 'invalid');
