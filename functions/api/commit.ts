@@ -1,6 +1,7 @@
 // The one way a REST mutation is written: the handler's rows, its outbox events and the
 // idempotency record in one transaction; after commit the events are published.
-import type { Context } from 'hono';
+import type { Context, TypedResponse } from 'hono';
+import type { JSONParsed } from 'hono/utils/types';
 import type { Queryable } from '@mi/lib/db/pool';
 import { appendEvents, type EventBody, type StoredEvent } from '@mi/lib/events';
 import type { AppEnv } from './env';
@@ -8,11 +9,14 @@ import { completeIdempotency } from './middleware/idempotency';
 
 export type Emit = (userId: string, event: EventBody) => Promise<void>;
 
-export async function commit<T>(
+/** What a handler answers: the result as JSON (dates as strings), or nothing with 204. */
+export type Committed<T, S extends 200 | 201 | 204> = Response & (S extends 204 ? TypedResponse<null, 204, 'body'> : TypedResponse<JSONParsed<T>, S, 'json'>);
+
+export async function commit<T, S extends 200 | 201 | 204>(
   c: Context<AppEnv>,
-  status: 200 | 201 | 204,
+  status: S,
   fn: (tx: Queryable, emit: Emit) => Promise<T>,
-): Promise<Response> {
+): Promise<Committed<T, S>> {
   const { db, events } = c.var.deps;
   const claim = c.var.idempotency;
   const emitted: StoredEvent[] = [];
@@ -34,7 +38,8 @@ export async function commit<T>(
   });
   if (claim) claim.completed = true;
   await events.publish(emitted);
-  return raw === null ? c.body(null, 204, headers) : c.body(raw, status as 200 | 201, headers);
+  // The body is the JSON text of the result: typed as the JSON it is, so routes check it against their schema.
+  return (raw === null ? c.body(null, 204, headers) : c.body(raw, status as 200 | 201, headers)) as Committed<T, S>;
 }
 
 // The headers that describe the representation (set by the handler: ETag, Location); the rest

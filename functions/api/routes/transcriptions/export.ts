@@ -44,9 +44,10 @@ export function registerExportTranscription(app: OpenAPIHono<AppEnv>) {
     const transcription = await getTranscription(db, actorOf(c), id);
     if (!transcription) throw notFound('transcription');
     const body = formatTranscript(format, await exportLines(db, id), { transcription_id: id, meeting_id: transcription.meeting_id });
-    return c.body(body, 200, {
+    // c.text with the format's own Content-Type (it replaces text/plain).
+    return c.text(body, 200, {
       'content-type': EXPORT_CONTENT_TYPES[format],
       'content-disposition': `attachment; filename="transcript-${id}.${format}"`,
-    }) as never;
+    });
   });
 }

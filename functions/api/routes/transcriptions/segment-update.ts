@@ -37,6 +37,6 @@ export function registerUpdateSegment(app: OpenAPIHono<AppEnv>) {
       const { meeting_id, user_id, ...segment } = found;
       await emit(user_id, { type: 'EntityChanged', entity: 'transcript_segment', action: 'updated', id, meeting_id });
       return segment;
-    }) as never;
+    });
   });
 }
