@@ -82,7 +82,10 @@ type OpConfig = Omit<RouteConfig, 'security' | 'middleware'> & {
 
 const securityNames: Record<Scheme, string> = { bearer: 'bearerAuth', service: 'serviceAuth' };
 
-export function op<const C extends OpConfig>(cfg: C) {
+/** What `op` declares: the route as written (minus our own keys), so handlers stay typed by its schemas. */
+type Declared<C extends OpConfig> = ReturnType<typeof createRoute<C['path'], Omit<C, 'auth' | 'idempotent' | 'conditional'>>>;
+
+export function op<const C extends OpConfig>(cfg: C): Declared<C> {
   const middleware: MiddlewareHandler<AppEnv>[] = [requireAuth(cfg.auth)];
   if (cfg.idempotent) middleware.push(idempotent);
   const headers = z.object({
@@ -94,7 +97,7 @@ export function op<const C extends OpConfig>(cfg: C) {
   return createRoute({
     ...route,
     security: auth.map((s) => ({ [securityNames[s]]: [] })),
-    middleware: middleware as never,
+    middleware,
     request: { headers, ...(route.request ?? {}) },
     responses: {
       ...route.responses,
@@ -108,7 +111,7 @@ export function op<const C extends OpConfig>(cfg: C) {
       ...(cfg.idempotent ? { 409: problem('a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above)') } : {}),
       ...(cfg.conditional ? { 412: problem('If-Match does not match the record\'s current ETag: it changed since it was read') } : {}),
     },
-  } as RouteConfig) as unknown as C;
+  } as RouteConfig) as Declared<C>;
 }
 
 export const jsonBody = <T extends z.ZodTypeAny>(schema: T, description?: string) => ({

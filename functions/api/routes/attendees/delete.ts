@@ -31,6 +31,6 @@ export function registerRemoveAttendee(app: OpenAPIHono<AppEnv>) {
       if (await removeAttendee(tx, id, personId)) {
         await emit(userId, { type: 'EntityChanged', entity: 'meeting_attendee', action: 'deleted', id: personId, meeting_id: id });
       }
-    }) as never;
+    });
   });
 }

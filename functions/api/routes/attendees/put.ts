@@ -31,6 +31,6 @@ export function registerAddAttendee(app: OpenAPIHono<AppEnv>) {
       if (await addAttendee(tx, id, personId)) {
         await emit(userId, { type: 'EntityChanged', entity: 'meeting_attendee', action: 'created', id: personId, meeting_id: id });
       }
-    }) as never;
+    });
   });
 }

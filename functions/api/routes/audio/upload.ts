@@ -1,3 +1,4 @@
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { OpenAPIHono } from '@hono/zod-openapi';
@@ -54,7 +55,7 @@ export function registerUploadAudio(app: OpenAPIHono<AppEnv>) {
     const name = `uploads/${id}/${randomUUID()}`;
     let stored: StoredObject;
     try {
-      stored = await store.write(name, Readable.fromWeb(body as never), { contentType, maxBytes, createOnly: true });
+      stored = await store.write(name, Readable.fromWeb(body as WebReadableStream), { contentType, maxBytes, createOnly: true });
     } catch (err) {
       if (err instanceof ObjectTooLargeError) throw new ApiError('payload_too_large', `the audio exceeds ${maxBytes} bytes`);
       throw err;
@@ -75,7 +76,7 @@ export function registerUploadAudio(app: OpenAPIHono<AppEnv>) {
         return { meeting_id: id, storage_path: name, content_type: contentType, byte_count: stored.size, created_at: set.file.created_at };
       });
       if (previous && previous !== name) await store.delete(previous).catch(() => undefined);
-      return res as never;
+      return res;
     } catch (err) {
       await discard();
       throw err;

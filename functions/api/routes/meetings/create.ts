@@ -26,6 +26,6 @@ export function registerCreateMeeting(app: OpenAPIHono<AppEnv>) {
       const meeting = await createMeeting(tx, userId, body);
       await emit(userId, { type: 'EntityChanged', entity: 'meeting', action: 'created', id: meeting.id, meeting_id: meeting.id });
       return meeting;
-    }) as never;
+    });
   });
 }

@@ -28,6 +28,6 @@ export function registerDeleteMeeting(app: OpenAPIHono<AppEnv>) {
       const owner = deleted.meeting.user_id;
       await emit(owner, { type: 'EntityChanged', entity: 'meeting', action: 'deleted', id, meeting_id: id });
       for (const taskId of deleted.detachedTaskIds) await emit(owner, { type: 'EntityChanged', entity: 'task', action: 'updated', id: taskId, meeting_id: null });
-    }) as never;
+    });
   });
 }

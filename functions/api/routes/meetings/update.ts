@@ -32,6 +32,6 @@ export function registerUpdateMeeting(app: OpenAPIHono<AppEnv>) {
       await emit(meeting.user_id, { type: 'EntityChanged', entity: 'meeting', action: 'updated', id: meeting.id, meeting_id: meeting.id });
       setEtag(c, JSON.parse(JSON.stringify(meeting)));
       return meeting;
-    }) as never;
+    });
   });
 }

@@ -27,6 +27,6 @@ export function registerCreateNote(app: OpenAPIHono<AppEnv>) {
       const note = await createNote(tx, userId, body);
       await emit(userId, { type: 'EntityChanged', entity: 'note', action: 'created', id: note.id, meeting_id: meetingOf(note.subject_type, note.subject_id) });
       return note;
-    }) as never;
+    });
   });
 }

@@ -25,6 +25,6 @@ export function registerDeleteNote(app: OpenAPIHono<AppEnv>) {
       const note = await deleteNote(tx, actorOf(c), id);
       if (!note) throw notFound('note');
       await emit(note.user_id, { type: 'EntityChanged', entity: 'note', action: 'deleted', id, meeting_id: meetingOf(note.subject_type, note.subject_id) });
-    }) as never;
+    });
   });
 }

@@ -32,6 +32,6 @@ export function registerUpdateNote(app: OpenAPIHono<AppEnv>) {
       await emit(note.user_id, { type: 'EntityChanged', entity: 'note', action: 'updated', id, meeting_id: meetingOf(note.subject_type, note.subject_id) });
       setEtag(c, JSON.parse(JSON.stringify(note)));
       return note;
-    }) as never;
+    });
   });
 }

@@ -27,6 +27,6 @@ export function registerCreatePerson(app: OpenAPIHono<AppEnv>) {
       const person = await createPerson(tx, userId, body);
       await emit(userId, { type: 'EntityChanged', entity: 'person', action: 'created', id: person.id, meeting_id: null });
       return person;
-    }) as never;
+    });
   });
 }

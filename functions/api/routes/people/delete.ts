@@ -26,6 +26,6 @@ export function registerDeletePerson(app: OpenAPIHono<AppEnv>) {
     return commit(c, 204, async (tx, emit) => {
       if (!(await deletePerson(tx, { userId }, id))) throw notFound('person');
       await emit(userId, { type: 'EntityChanged', entity: 'person', action: 'deleted', id, meeting_id: null });
-    }) as never;
+    });
   });
 }

@@ -27,6 +27,6 @@ export function registerSetMyPerson(app: OpenAPIHono<AppEnv>) {
       if (!user) throw unprocessable('person_id does not exist', [{ path: 'person_id', message: 'person does not exist' }]);
       await emit(userId, { type: 'EntityChanged', entity: 'user', action: 'updated', id: userId, meeting_id: null });
       return user;
-    }) as never;
+    });
   });
 }

@@ -36,6 +36,6 @@ export function registerUpdatePerson(app: OpenAPIHono<AppEnv>) {
       await emit(userId, { type: 'EntityChanged', entity: 'person', action: 'updated', id, meeting_id: null });
       setEtag(c, JSON.parse(JSON.stringify(person)));
       return person;
-    }) as never;
+    });
   });
 }

@@ -29,6 +29,6 @@ export function registerCreateSummary(app: OpenAPIHono<AppEnv>) {
       if (!summary) throw notFound('person');
       await emit(userId, { type: 'EntityChanged', entity: 'person_summary', action: 'created', id: summary.id, meeting_id: null });
       return summary;
-    }) as never;
+    });
   });
 }

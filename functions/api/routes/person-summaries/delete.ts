@@ -25,6 +25,6 @@ export function registerDeleteSummary(app: OpenAPIHono<AppEnv>) {
       const deleted = await deleteSummary(tx, { userId }, id);
       if (!deleted) throw notFound('person summary');
       await emit(deleted.owner_id, { type: 'EntityChanged', entity: 'person_summary', action: 'deleted', id, meeting_id: null });
-    }) as never;
+    });
   });
 }

@@ -29,6 +29,6 @@ export function registerUpdateSummary(app: OpenAPIHono<AppEnv>) {
       const { owner_id, ...summary } = updated;
       await emit(owner_id, { type: 'EntityChanged', entity: 'person_summary', action: 'updated', id, meeting_id: null });
       return summary;
-    }) as never;
+    });
   });
 }

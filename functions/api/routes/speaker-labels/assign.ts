@@ -40,6 +40,6 @@ export function registerAssignSpeakerLabel(app: OpenAPIHono<AppEnv>) {
       await emit(userId, { type: 'EntityChanged', entity: 'transcript_segment', action: 'updated', id: null, meeting_id: id });
       await emit(userId, { type: 'EntityChanged', entity: 'person', action: 'updated', id: person_id, meeting_id: null });
       return result;
-    }) as never;
+    });
   });
 }

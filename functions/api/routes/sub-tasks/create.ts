@@ -32,6 +32,6 @@ export function registerCreateSubTask(app: OpenAPIHono<AppEnv>) {
       const sub = await createSubTask(tx, task.user_id, task.id, body);
       await emit(task.user_id, { type: 'EntityChanged', entity: 'sub_task', action: 'created', id: sub.id, meeting_id: task.meeting_id });
       return sub;
-    }) as never;
+    });
   });
 }

@@ -25,6 +25,6 @@ export function registerDeleteSubTask(app: OpenAPIHono<AppEnv>) {
       const found = await deleteSubTask(tx, actorOf(c), id);
       if (!found) throw notFound('sub-task');
       await emit(found.user_id, { type: 'EntityChanged', entity: 'sub_task', action: 'deleted', id, meeting_id: found.meeting_id });
-    }) as never;
+    });
   });
 }

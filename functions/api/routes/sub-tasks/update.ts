@@ -28,6 +28,6 @@ export function registerUpdateSubTask(app: OpenAPIHono<AppEnv>) {
       if (!found) throw notFound('sub-task');
       await emit(found.user_id, { type: 'EntityChanged', entity: 'sub_task', action: 'updated', id, meeting_id: found.meeting_id });
       return found.sub_task;
-    }) as never;
+    });
   });
 }

@@ -31,6 +31,6 @@ export function registerReplaceSynthesis(app: OpenAPIHono<AppEnv>) {
       await replaceSynthesis(tx, id, body);
       await emit(meeting.user_id, { type: 'EntityChanged', entity: 'meeting', action: 'updated', id, meeting_id: id });
       if (body.topics) await emit(meeting.user_id, { type: 'EntityChanged', entity: 'topic', action: 'updated', id: null, meeting_id: id });
-    }) as never;
+    });
   });
 }

@@ -31,6 +31,6 @@ export function registerCreateSystemTasks(app: OpenAPIHono<AppEnv>) {
       const items = await createSystemTasks(tx, meeting, tasks);
       for (const t of items) await emit(meeting.user_id, { type: 'EntityChanged', entity: 'task', action: 'created', id: t.id, meeting_id: id });
       return { items };
-    }) as never;
+    });
   });
 }

@@ -29,6 +29,6 @@ export function registerDeleteSystemTasks(app: OpenAPIHono<AppEnv>) {
       for (const taskId of await softDeleteSystemTasks(tx, id)) {
         await emit(meeting.user_id, { type: 'EntityChanged', entity: 'task', action: 'deleted', id: taskId, meeting_id: id });
       }
-    }) as never;
+    });
   });
 }

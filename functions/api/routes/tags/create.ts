@@ -26,6 +26,6 @@ export function registerCreateTag(app: OpenAPIHono<AppEnv>) {
       const tag = await createTag(tx, userId, name);
       await emit(userId, { type: 'EntityChanged', entity: 'tag', action: 'created', id: tag.id, meeting_id: null });
       return tag;
-    }) as never;
+    });
   });
 }

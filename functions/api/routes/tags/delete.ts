@@ -24,6 +24,6 @@ export function registerDeleteTag(app: OpenAPIHono<AppEnv>) {
     return commit(c, 204, async (tx, emit) => {
       if (!(await deleteTag(tx, { userId }, id))) throw notFound('tag');
       await emit(userId, { type: 'EntityChanged', entity: 'tag', action: 'deleted', id, meeting_id: null });
-    }) as never;
+    });
   });
 }

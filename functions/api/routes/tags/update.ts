@@ -28,6 +28,6 @@ export function registerUpdateTag(app: OpenAPIHono<AppEnv>) {
       if (!tag) throw notFound('tag');
       await emit(userId, { type: 'EntityChanged', entity: 'tag', action: 'updated', id, meeting_id: null });
       return tag;
-    }) as never;
+    });
   });
 }

@@ -31,6 +31,6 @@ export function registerCreateTalkingPoint(app: OpenAPIHono<AppEnv>) {
       const tp = await createTalkingPoint(tx, meeting.id, body);
       await emit(meeting.user_id, { type: 'TalkingPointEvent', meeting_id: meeting.id, talking_point: JSON.parse(JSON.stringify(tp)) });
       return tp;
-    }) as never;
+    });
   });
 }

@@ -24,6 +24,6 @@ export function registerDeleteTalkingPoint(app: OpenAPIHono<AppEnv>) {
       const tp = await softDeleteTalkingPoint(tx, actorOf(c), id);
       if (!tp) throw notFound('talking point');
       await emit(tp.user_id, { type: 'EntityChanged', entity: 'talking_point', action: 'deleted', id, meeting_id: tp.meeting_id });
-    }) as never;
+    });
   });
 }

@@ -27,6 +27,6 @@ export function registerCreateTask(app: OpenAPIHono<AppEnv>) {
       const task = await createTask(tx, userId, body, 'user');
       await emit(userId, { type: 'EntityChanged', entity: 'task', action: 'created', id: task.id, meeting_id: task.meeting_id });
       return task;
-    }) as never;
+    });
   });
 }

@@ -25,6 +25,6 @@ export function registerDeleteTask(app: OpenAPIHono<AppEnv>) {
       const deleted = await softDeleteTask(tx, actorOf(c), id);
       if (!deleted.length) throw notFound('task');
       for (const t of deleted) await emit(t.user_id, { type: 'EntityChanged', entity: 'task', action: 'deleted', id: t.id, meeting_id: t.meeting_id });
-    }) as never;
+    });
   });
 }

@@ -33,6 +33,6 @@ export function registerUpdateTask(app: OpenAPIHono<AppEnv>) {
       await emit(task.user_id, { type: 'EntityChanged', entity: 'task', action: 'updated', id: task.id, meeting_id: task.meeting_id });
       setEtag(c, JSON.parse(JSON.stringify(task)));
       return task;
-    }) as never;
+    });
   });
 }

@@ -28,6 +28,6 @@ export function registerCreateThread(app: OpenAPIHono<AppEnv>) {
       const thread = await createThread(tx, userId, body);
       await emit(userId, { type: 'EntityChanged', entity: 'ai_thread', action: 'created', id: thread.id, meeting_id: meetingOf(thread.context_type, thread.context_id) });
       return thread;
-    }) as never;
+    });
   });
 }

@@ -26,6 +26,6 @@ export function registerDeleteThread(app: OpenAPIHono<AppEnv>) {
       const thread = await softDeleteThread(tx, actorOf(c), id);
       if (!thread) throw notFound('thread');
       await emit(thread.user_id, { type: 'EntityChanged', entity: 'ai_thread', action: 'deleted', id, meeting_id: meetingOf(thread.context_type, thread.context_id) });
-    }) as never;
+    });
   });
 }

@@ -55,7 +55,7 @@ export function registerMessages(app: OpenAPIHono<AppEnv>) {
       const message = await addMessage(tx, thread.id, body);
       await emit(thread.user_id, { type: 'EntityChanged', entity: 'chat_message', action: 'created', id: message.id, meeting_id: meetingOf(thread.context_type, thread.context_id) });
       return message;
-    }) as never;
+    });
   });
 
   app.openapi(list, async (c) => {
@@ -73,6 +73,6 @@ export function registerMessages(app: OpenAPIHono<AppEnv>) {
       const message = thread && (await softDeleteMessage(tx, actorOf(c), id, messageId));
       if (!thread || !message) throw notFound('message');
       await emit(thread.user_id, { type: 'EntityChanged', entity: 'chat_message', action: 'deleted', id: messageId, meeting_id: meetingOf(thread.context_type, thread.context_id) });
-    }) as never;
+    });
   });
 }

@@ -30,6 +30,6 @@ export function registerCreateTranscription(app: OpenAPIHono<AppEnv>) {
       const t = await createTranscription(tx, meeting.id);
       await emit(meeting.user_id, { type: 'EntityChanged', entity: 'transcription', action: 'created', id: t.id, meeting_id: meeting.id });
       return t;
-    }) as never;
+    });
   });
 }

@@ -34,6 +34,6 @@ export function registerAppendSegments(app: OpenAPIHono<AppEnv>) {
       for (const segment of broadcast) {
         await emit(t.user_id, { type: 'TranscriptSegmentEvent', meeting_id: t.meeting_id, transcription_id: id, segment });
       }
-    }) as never;
+    });
   });
 }

@@ -37,6 +37,6 @@ export function registerReplaceSegments(app: OpenAPIHono<AppEnv>) {
       await assertPeopleOf(tx, t.user_id, segments.map((s) => s.person_id));
       await replaceSegments(tx, id, segments);
       await emit(t.user_id, { type: 'EntityChanged', entity: 'transcript_segment', action: 'updated', id: null, meeting_id: t.meeting_id });
-    }) as never;
+    });
   });
 }

@@ -29,6 +29,6 @@ export function registerUpdateTranscription(app: OpenAPIHono<AppEnv>) {
       const { user_id, ...t } = await updateTranscription(tx, id, patch);
       await emit(user_id, { type: 'EntityChanged', entity: 'transcription', action: 'updated', id: t.id, meeting_id: t.meeting_id });
       return t;
-    }) as never;
+    });
   });
 }
