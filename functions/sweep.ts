@@ -18,8 +18,9 @@ import { coverage } from '@mi/lib/domain/manifest';
 import { recordEvent } from '@mi/lib/domain/recording-events';
 import { CAPTURE_OPEN, markStopped, markStopping, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/domain/recordings';
 import { pruneExpired } from '@mi/lib/domain/retention';
-import { appendEvent, type StoredEvent } from '@mi/lib/events';
+import { recordingChanged } from '@mi/lib/event-catalogue';
 import type { Runtime } from '@mi/lib/runtime';
+import { inUnitOfWork } from '@mi/lib/unit-of-work';
 
 export type SweepRuntime = Pick<Runtime, 'config' | 'db' | 'store' | 'bus' | 'events' | 'log'>;
 
@@ -101,8 +102,7 @@ async function stopOrphanedTakes(rt: SweepRuntime, leases: Pick<Coordination, 'g
 }
 
 async function stopTake(rt: SweepRuntime, take: Recording, idleSeconds: number): Promise<boolean> {
-  const emitted: StoredEvent[] = [];
-  const done = await rt.db.withTransaction(async (tx) => {
+  return inUnitOfWork(rt, async (tx, emit) => {
     // Re-checked under the row lock: a resume that claimed the take meanwhile touched updated_at.
     const { rows } = await tx.query<Recording & { user_id: string }>(
       'sweep.lock_orphaned_take',
@@ -126,11 +126,9 @@ async function stopTake(rt: SweepRuntime, take: Recording, idleSeconds: number):
       missing_ranges: cov.missing_ranges,
       gap_upload_deadline: rec.gap_upload_deadline?.toISOString() ?? null,
     });
-    emitted.push(await appendEvent(tx, locked.user_id, { type: 'EntityChanged', entity: 'recording', action: 'updated', id: take.meeting_id, meeting_id: take.meeting_id }));
+    emit(locked.user_id, recordingChanged(take.meeting_id));
     return true;
   });
-  await rt.events.publish(emitted);
-  return done;
 }
 
 /** The slice of a functions-framework (Express) request/response the handler uses. */

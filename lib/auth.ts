@@ -4,7 +4,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Config } from './config';
-import { ApiError } from './errors';
+import { DomainError } from './errors';
 
 export type Scheme = 'bearer' | 'service';
 
@@ -34,7 +34,7 @@ export function bearerToken(header: string | undefined | null): string | null {
 }
 
 export interface Authenticator {
-  /** Verifies a raw token; throws 401 ApiError. */
+  /** Verifies a raw token; throws 401 DomainError. */
   verify(token: string): Promise<Credential>;
   /** Verifies and checks the scheme against what the operation accepts (403 otherwise). */
   authenticate(header: string | undefined | null, accepts: readonly Scheme[]): Promise<Credential>;
@@ -58,13 +58,13 @@ export function createAuthenticator(config: Config): Authenticator {
         requiredClaims: ['sub', 'exp'],
       }));
     } catch {
-      throw new ApiError('unauthorized', 'invalid or expired credentials');
+      throw new DomainError('unauthorized', 'invalid or expired credentials');
     }
     // An identity needs a name, and a token cannot be issued in the future (60 s of clock skew).
     const sub = payload.sub!;
-    if (typeof sub !== 'string' || !sub.trim()) throw new ApiError('unauthorized', 'invalid credentials: the token names no subject');
+    if (typeof sub !== 'string' || !sub.trim()) throw new DomainError('unauthorized', 'invalid credentials: the token names no subject');
     if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + MAX_CLOCK_SKEW_SECONDS) {
-      throw new ApiError('unauthorized', 'invalid credentials: the token was issued in the future');
+      throw new DomainError('unauthorized', 'invalid credentials: the token was issued in the future');
     }
     const name = [payload.username, payload.name, payload.preferred_username].find((v) => typeof v === 'string' && v) as string | undefined;
     const email = typeof payload.email === 'string' && payload.email ? payload.email : `${sub}@users.invalid`;
@@ -80,10 +80,10 @@ export function createAuthenticator(config: Config): Authenticator {
     verify,
     async authenticate(header, accepts) {
       const token = bearerToken(header);
-      if (!token) throw new ApiError('unauthorized', 'missing credentials: send Authorization: Bearer <token>', undefined, { 'WWW-Authenticate': 'Bearer' });
+      if (!token) throw new DomainError('unauthorized', 'missing credentials: send Authorization: Bearer <token>');
       const cred = await verify(token);
       if (!accepts.includes(cred.scheme)) {
-        throw new ApiError('forbidden', `this operation does not accept ${cred.scheme === 'service' ? 'service' : 'user'} credentials`);
+        throw new DomainError('forbidden', `this operation does not accept ${cred.scheme === 'service' ? 'service' : 'user'} credentials`);
       }
       return cred;
     },

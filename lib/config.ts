@@ -8,7 +8,8 @@ const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(d
 const num = (def: number, min = 0) => z.coerce.number().min(min).default(def);
 const optionalText = z.string().min(1).optional();
 
-const schema = z.object({
+/** Every variable the services read (exported for the docs test: each must be documented). */
+export const configSchema = z.object({
   // Common
   APP_ENV: z.enum(['development', 'test', 'staging', 'production']).default('development'),
   DATABASE_URL: optionalText,
@@ -100,7 +101,7 @@ const schema = z.object({
   PROVIDER_B_API_KEY: optionalText,
 });
 
-type Parsed = z.infer<typeof schema>;
+type Parsed = z.infer<typeof configSchema>;
 export type Config = Omit<Parsed, 'SERVICE_AUTH_TOKEN' | 'AUDIO_URL_SIGNING_KEY' | 'PUBLIC_BASE_URL' | 'OTEL_ENABLED' | 'CORS_ALLOWED_ORIGINS'> & {
   CORS_ALLOWED_ORIGINS: string[];
   PUBLIC_BASE_URL: string;
@@ -125,7 +126,7 @@ export function deriveTestSigningKey(serviceToken: string): string {
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // Empty strings count as unset, as in most deployment tools.
   const input = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const result = schema.safeParse(input);
+  const result = configSchema.safeParse(input);
   if (!result.success) {
     throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
   }

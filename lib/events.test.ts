@@ -23,7 +23,8 @@ afterAll(async () => {
   await database?.close();
 });
 
-const body = (n: number): EventBody => ({ type: 'EntityChanged', entity: 'meeting', action: 'updated', id: null, meeting_id: null, n });
+// `n` rides along in the stored payload to follow each event's place.
+const body = (n: number) => ({ type: 'EntityChanged', entity: 'meeting', action: 'updated', id: null, meeting_id: null, n }) as EventBody;
 const nOf = (b: EventBody) => (b as { n?: number }).n;
 
 describe('appendUserEvents', () => {

@@ -3,18 +3,11 @@
 // client id and trace context as attributes. Rows left unpublished (bus down, crash) are
 // republished by the sweep, oldest first, so every event reaches the live instances.
 import type { Bus } from './bus';
+import type { EventBody } from './event-catalogue';
 import type { Queryable } from './db/pool';
 import type { Logger } from './log';
 
-export type EntityAction = 'created' | 'updated' | 'deleted';
-
-/** Events as sent to WebSocket clients (decisions.md section 5), minus the envelope. */
-export type EventBody =
-  | { type: 'EntityChanged'; entity: string; action: EntityAction; id: string | null; meeting_id: string | null }
-  | { type: 'TranscriptSegmentEvent'; meeting_id: string; transcription_id: string; segment: Record<string, unknown> }
-  | { type: 'TalkingPointEvent'; meeting_id: string; talking_point: Record<string, unknown> }
-  | { type: 'AudioStoredProgressEvent'; meeting_id: string; audio_version: number; highest_contiguous_sequence: number; frames_stored: number; bytes_stored: number }
-  | { type: string; [k: string]: unknown };
+export type { EntityAction, EventBody } from './event-catalogue';
 
 /** The envelope every delivered event carries. */
 export interface EventEnvelope {

@@ -4,13 +4,14 @@
 import type { Context, Hono } from 'hono';
 import { mintDevToken } from '@mi/lib/auth';
 import type { Config } from '@mi/lib/config';
-import { ApiError, PROBLEM_CONTENT_TYPE, toProblem } from '@mi/lib/errors';
+import { DomainError } from '@mi/lib/errors';
+import { PROBLEM_CONTENT_TYPE, toProblem } from '@mi/functions/api/problem';
 import { consoleAssets } from './bundle';
 import { renderPage } from './page';
 
 const NAME = /^[\w.-]{1,64}$/;
 
-function problem(err: ApiError): Response {
+function problem(err: DomainError): Response {
   const { problem, headers } = toProblem(err);
   return new Response(JSON.stringify(problem), { status: problem.status, headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, ...headers } });
 }
@@ -40,11 +41,11 @@ export function registerConsole(app: Hono<any, any, any>, config: ConsoleConfig)
     try {
       body = await c.req.json();
     } catch {
-      return problem(new ApiError('bad_request', 'body must be JSON: {"name": "alice"}'));
+      return problem(new DomainError('bad_request', 'body must be JSON: {"name": "alice"}'));
     }
     const name = (body as { name?: unknown } | null)?.name;
     if (typeof name !== 'string' || !NAME.test(name)) {
-      return problem(new ApiError('unprocessable', 'name: 1-64 letters, digits, . _ -', [{ path: 'name', message: 'must match [A-Za-z0-9_.-]{1,64}' }]));
+      return problem(new DomainError('unprocessable', 'name: 1-64 letters, digits, . _ -', [{ path: 'name', message: 'must match [A-Za-z0-9_.-]{1,64}' }]));
     }
     return c.json({ token: await mintDevToken(config.IDENTITY_SECRET_KEY!, name) }, 200, { 'Cache-Control': 'no-store' });
   });

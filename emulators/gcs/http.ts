@@ -27,7 +27,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
-/** The JSON API error body; the client turns it into an ApiError carrying `code`. */
+/** The JSON API error body; the client turns it into an DomainError carrying `code`. */
 export function sendJsonError(res: ServerResponse, status: number, message: string, reason: string): void {
   sendJson(res, status, { error: { code: status, message, errors: [{ message, domain: 'global', reason }] } });
 }

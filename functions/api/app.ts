@@ -5,34 +5,35 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
-import { ApiError, errorStatus, PROBLEM_CONTENT_TYPE, toProblem, type ErrorCode } from '@mi/lib/errors';
+import { DomainError } from '@mi/lib/errors';
 import { StorageUnavailableError } from '@mi/lib/storage';
 import { currentTraceHeaders, currentTraceId, withIncomingSpan } from '@mi/lib/telemetry';
 import type { AppDeps, AppEnv } from './env';
 import { registerDocs } from './docs';
 import { limitBodies } from './middleware/body-limit';
+import { codeOfStatus, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 import { registerRoutes } from './routes';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export function problemResponse(c: Context, err: unknown): Response {
+export function problemResponse(c: Context, err: unknown, extraHeaders: Record<string, string> = {}): Response {
   const { problem, headers } = toProblem(err);
   return new Response(JSON.stringify(problem), {
     status: problem.status,
-    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, ...headers },
+    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, ...headers, ...extraHeaders },
   });
 }
 
 /** Maps what Hono and its validators throw onto our closed set of API errors. */
-function asApiError(err: unknown): unknown {
-  if (err instanceof ApiError) return err;
+function asDomainError(err: unknown): unknown {
+  if (err instanceof DomainError) return err;
   if (err instanceof StorageUnavailableError) {
-    return new ApiError('unavailable', 'object storage is unavailable; nothing was stored, retry shortly', undefined, { 'Retry-After': '2' });
+    return new DomainError('unavailable', 'object storage is unavailable; nothing was stored, retry shortly', undefined, 2);
   }
   if (err instanceof HTTPException) {
     // Validators and middleware throw these; keep their status within our closed set.
-    const code = (Object.keys(errorStatus) as ErrorCode[]).find((k) => errorStatus[k] === err.status);
-    if (code && err.status < 500) return new ApiError(code, err.message || code.replace(/_/g, ' '));
+    const code = codeOfStatus(err.status);
+    if (code) return new DomainError(code, err.message || code.replace(/_/g, ' '));
   }
   return err;
 }
@@ -42,7 +43,7 @@ export function createApp(deps: AppDeps) {
     defaultHook: (result) => {
       if (result.success) return;
       const errors = result.error.issues.map((i) => ({ path: i.path.join('.') || '(body)', message: i.message }));
-      throw new ApiError('unprocessable', `validation failed: ${errors.map((e) => e.path).join(', ')}`, errors);
+      throw new DomainError('unprocessable', `validation failed: ${errors.map((e) => e.path).join(', ')}`, errors);
     },
   });
 
@@ -85,10 +86,10 @@ export function createApp(deps: AppDeps) {
     // A client that went away mid-request (an upload cut short) is nobody's failure; nobody reads the answer.
     if (c.req.raw.signal.aborted) {
       log.info({ method: c.req.method, path: c.req.path, err: (err as Error).message }, 'client aborted the request');
-      return problemResponse(c, new ApiError('bad_request', 'the request was aborted by the client'));
+      return problemResponse(c, new DomainError('bad_request', 'the request was aborted by the client'));
     }
-    const mapped = asApiError(err);
-    if (!(mapped instanceof ApiError)) log.error({ err }, 'unhandled error');
+    const mapped = asDomainError(err);
+    if (!(mapped instanceof DomainError)) log.error({ err }, 'unhandled error');
     return problemResponse(c, mapped);
   });
 
@@ -99,9 +100,9 @@ export function createApp(deps: AppDeps) {
   app.notFound((c) => {
     const allowed = allowedMethods(app, c.req.path);
     if (allowed.length) {
-      return problemResponse(c, new ApiError('method_not_allowed', `${c.req.method} is not allowed here`, undefined, { Allow: allowed.join(', ') }));
+      return problemResponse(c, new DomainError('method_not_allowed', `${c.req.method} is not allowed here`), { Allow: allowed.join(', ') });
     }
-    return problemResponse(c, new ApiError('not_found', `no route for ${c.req.method} ${c.req.path}`));
+    return problemResponse(c, new DomainError('not_found', `no route for ${c.req.method} ${c.req.path}`));
   });
   return app;
 }

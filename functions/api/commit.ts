@@ -1,13 +1,11 @@
-// The one way a REST mutation is written: the handler's rows, its outbox events and the
-// idempotency record in one transaction; after commit the events are published.
+// The one way a REST mutation is written: the unit of work (rows, events, publish after commit)
+// with the idempotency record and the exact response bytes in the same transaction.
 import type { Context, TypedResponse } from 'hono';
 import type { JSONParsed } from 'hono/utils/types';
 import type { Queryable } from '@mi/lib/db/pool';
-import { appendEvents, type EventBody, type StoredEvent } from '@mi/lib/events';
+import { inUnitOfWork, type Emit } from '@mi/lib/unit-of-work';
 import type { AppEnv } from './env';
 import { completeIdempotency } from './middleware/idempotency';
-
-export type Emit = (userId: string, event: EventBody) => Promise<void>;
 
 /** What a handler answers: the result as JSON (dates as strings), or nothing with 204. */
 export type Committed<T, S extends 200 | 201 | 204> = Response & (S extends 204 ? TypedResponse<null, 204, 'body'> : TypedResponse<JSONParsed<T>, S, 'json'>);
@@ -17,27 +15,19 @@ export async function commit<T, S extends 200 | 201 | 204>(
   status: S,
   fn: (tx: Queryable, emit: Emit) => Promise<T>,
 ): Promise<Committed<T, S>> {
-  const { db, events } = c.var.deps;
   const claim = c.var.idempotency;
-  const emitted: StoredEvent[] = [];
-  const ctx = { originClientId: c.var.clientId, trace: c.var.trace };
   // What the client receives (dates as ISO strings), serialised once: a replay sends these bytes.
+  let raw: string | null = null;
   let headers: Record<string, string> = {};
-  const raw = await db.withTransaction(async (tx) => {
-    // Collected, then written in one statement per user at the end of the transaction.
-    const pending = new Map<string, EventBody[]>();
-    const emit: Emit = async (userId, event) => {
-      pending.set(userId, [...(pending.get(userId) ?? []), event]);
-    };
-    const result = await fn(tx, emit);
-    for (const [userId, bodies] of pending) emitted.push(...(await appendEvents(tx, userId, bodies, ctx)));
-    const text = status === 204 ? null : JSON.stringify(result);
-    headers = replayedHeaders(c, text);
-    if (claim) await completeIdempotency(tx, claim, status, text, headers);
-    return text;
+  await inUnitOfWork(c.var.deps, fn, {
+    ctx: { originClientId: c.var.clientId, trace: c.var.trace },
+    beforeCommit: async (tx, result) => {
+      raw = status === 204 ? null : JSON.stringify(result);
+      headers = replayedHeaders(c, raw);
+      if (claim) await completeIdempotency(tx, claim, status, raw, headers);
+    },
   });
   if (claim) claim.completed = true;
-  await events.publish(emitted);
   // The body is the JSON text of the result: typed as the JSON it is, so routes check it against their schema.
   return (raw === null ? c.body(null, 204, headers) : c.body(raw, status as 200 | 201, headers)) as Committed<T, S>;
 }

@@ -3,7 +3,7 @@
 // column is needed. A PATCH with If-Match checks it against the row it has locked.
 import { createHash } from 'node:crypto';
 import type { Context } from 'hono';
-import { ApiError } from '@mi/lib/errors';
+import { DomainError } from '@mi/lib/errors';
 import type { AppEnv } from './env';
 
 /** A strong tag of the record as the API renders it (dates as ISO strings). */
@@ -28,6 +28,6 @@ export async function assertIfMatch(c: Context<AppEnv>, current: () => Promise<u
   if (record === null || header.trim() === '*') return;
   const tag = etagOf(JSON.parse(JSON.stringify(record)));
   if (!header.split(',').some((t) => t.trim() === tag)) {
-    throw new ApiError('precondition_failed', 'the record changed since it was read (If-Match does not match its ETag); fetch it again and reapply the change');
+    throw new DomainError('precondition_failed', 'the record changed since it was read (If-Match does not match its ETag); fetch it again and reapply the change');
   }
 }

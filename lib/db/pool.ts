@@ -3,7 +3,7 @@
 // Names are not server-side prepared statements: pglite-socket shares one backend session
 // between connections, where a named statement would collide.
 import pg from 'pg';
-import { ApiError } from '../errors';
+import { DomainError } from '../errors';
 
 // Return bigint (int8) and numeric as JS numbers: sequences, byte counts and decimals of this
 // domain stay far below 2^53, and the API speaks JSON numbers.
@@ -62,26 +62,26 @@ function keyFields(detail: string | undefined): string[] {
 /** SQLSTATE → API error. Details name the fields involved, never a constraint or a table. */
 export function mapDbError(err: unknown, _name: string): unknown {
   const e = err as { code?: string; constraint?: string; column?: string; table?: string; detail?: string };
-  if (err instanceof ApiError) return err;
+  if (err instanceof DomainError) return err;
   if (isDatabaseUnavailable(err)) {
     const detail = e?.code === '57014' || e?.code === '55P03' ? 'the database is busy; try again' : 'the database is unavailable; try again';
-    return new ApiError('unavailable', detail, undefined, { 'retry-after': String(DB_RETRY_AFTER_SECONDS) });
+    return new DomainError('unavailable', detail, undefined, DB_RETRY_AFTER_SECONDS);
   }
   switch (e?.code) {
     case '23505': {
       const fields = keyFields(e.detail);
-      return new ApiError('conflict', fields.length ? `a record with this ${fields.join(' and ')} already exists` : 'this record already exists');
+      return new DomainError('already_exists', fields.length ? `a record with this ${fields.join(' and ')} already exists` : 'this record already exists');
     }
     case '23503': {
       const fields = keyFields(e.detail);
-      return new ApiError('unprocessable', `${fields.length ? fields.join(', ') : 'a reference'}: references a record that does not exist`);
+      return new DomainError('unprocessable', `${fields.length ? fields.join(', ') : 'a reference'}: references a record that does not exist`);
     }
     case '23502':
-      return new ApiError('unprocessable', `missing required field ${e.column ?? ''}`.trim());
+      return new DomainError('unprocessable', `missing required field ${e.column ?? ''}`.trim());
     case '23514': {
       // Check constraints are named {table}_{column}_check.
       const field = e.table && e.constraint?.startsWith(`${e.table}_`) ? e.constraint.slice(e.table.length + 1).replace(/_check$/, '') : '';
-      return new ApiError('unprocessable', field ? `value not allowed for ${field}` : 'value not allowed');
+      return new DomainError('unprocessable', field ? `value not allowed for ${field}` : 'value not allowed');
     }
     case '22P02':
     case '22001':
@@ -91,9 +91,9 @@ export function mapDbError(err: unknown, _name: string): unknown {
     case '22007':
     case '22008':
     case '22023':
-      return new ApiError('unprocessable', 'invalid value');
+      return new DomainError('unprocessable', 'invalid value');
     case '54000': // a value too large for an index row
-      return new ApiError('unprocessable', 'a value is too large');
+      return new DomainError('unprocessable', 'a value is too large');
     default:
       return err;
   }
@@ -163,7 +163,7 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
             retries++;
             continue;
           }
-          if (RETRYABLE.has(code)) throw new ApiError('conflict', 'concurrent update; try again');
+          if (RETRYABLE.has(code)) throw new DomainError('concurrent_update', 'concurrent update; try again');
           throw mapDbError(err, 'transaction');
         } finally {
           client.release(broken);

@@ -7,7 +7,7 @@
 import type { Bus } from '../bus';
 import type { Config } from '../config';
 import type { Database, Queryable } from '../db/pool';
-import { appendEvent, type EventPublisher, type StoredEvent } from '../events';
+import type { EventPublisher } from '../events';
 import type { Logger } from '../log';
 import type { ObjectStore } from '../storage';
 import { wavHeader } from '../wav';
@@ -15,6 +15,8 @@ import { gapPrefix } from './gap-recovery';
 import { coverageOf, listManifest, segmentPrefix, type ManifestRow } from './manifest';
 import { recordEvent } from './recording-events';
 import type { Recording } from './recordings';
+import { changed, type Entity } from '../event-catalogue';
+import { inUnitOfWork } from '../unit-of-work';
 
 export interface FinalizeDeps {
   db: Database;
@@ -147,8 +149,7 @@ export async function finalizeClaimed(deps: FinalizeDeps, rec: Recording): Promi
   // The client's trace of the take's start goes on to the ML batch worker.
   await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, { meeting_id: rec.meeting_id, audio_version: String(rec.audio_version), ...rec.trace_context });
 
-  const emitted: StoredEvent[] = [];
-  const done = await deps.db.withTransaction(async (tx) => {
+  const done = await inUnitOfWork(deps, async (tx, emitFor) => {
     const { rows: marked } = await tx.query<{ user_id: string }>(
       'finalize.mark',
       `UPDATE recording r SET state = 'finalized', finalized_at = now(), updated_at = now()
@@ -158,9 +159,7 @@ export async function finalizeClaimed(deps: FinalizeDeps, rec: Recording): Promi
     );
     if (!marked.length) return false; // finalized meanwhile by a sweep that re-claimed it
     const userId = marked[0].user_id;
-    const emit = async (entity: string, id: string) => {
-      emitted.push(await appendEvent(tx, userId, { type: 'EntityChanged', entity, action: 'updated', id, meeting_id: rec.meeting_id }));
-    };
+    const emit = (entity: Entity, id: string) => emitFor(userId, changed(entity, 'updated', id, rec.meeting_id));
     if (storagePath) {
       // An older take finishing late must not replace a newer take's audio.
       await tx.query(
@@ -170,13 +169,13 @@ export async function finalizeClaimed(deps: FinalizeDeps, rec: Recording): Promi
          ON CONFLICT (meeting_id) DO UPDATE SET storage_path = EXCLUDED.storage_path, created_at = now()`,
         [rec.meeting_id, storagePath, rec.audio_version],
       );
-      await emit('meeting_audio_file', rec.meeting_id);
+      emit('meeting_audio_file', rec.meeting_id);
     }
     if (message.is_degraded && rec.transcription_id) {
       const { rowCount } = await tx.query('finalize.degrade', 'UPDATE transcription SET is_degraded = true, updated_at = now() WHERE id = $1 AND NOT is_degraded', [
         rec.transcription_id,
       ]);
-      if (rowCount) await emit('transcription', rec.transcription_id);
+      if (rowCount) emit('transcription', rec.transcription_id);
     }
     await recordEvent(tx, rec.meeting_id, 'finalized', {
       audio_version: rec.audio_version,
@@ -186,10 +185,9 @@ export async function finalizeClaimed(deps: FinalizeDeps, rec: Recording): Promi
       frames_stored: cov.frames_stored,
       bytes_stored: chain.reduce((n, r) => n + r.byte_count, 0),
     });
-    await emit('recording', rec.meeting_id);
+    emit('recording', rec.meeting_id);
     return true;
   });
-  await deps.events.publish(emitted);
   if (done) {
     await deleteUnreferenced(deps, rec, rows).catch((err) => deps.log.warn({ err: (err as Error).message }, 'could not delete unreferenced objects of a finalized take'));
   }

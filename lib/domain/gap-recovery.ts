@@ -2,11 +2,13 @@
 // inclusive sequence range per request, until the gap upload deadline. A range is stored once
 // (create-only object + manifest row with its sha256); resending identical bytes is a no-op.
 import { createHash } from 'node:crypto';
-import type { Database, Queryable } from '../db/pool';
-import { ApiError } from '../errors';
+import type { Queryable } from '../db/pool';
+import { DomainError } from '../errors';
+import type { EventContext } from '../events';
 import { ObjectExistsError, type ObjectStore, type StoredObject } from '../storage';
 import { coverage, insertManifestRow, overlappingRows, type Coverage, type ManifestRow } from './manifest';
 import { recordEvent } from './recording-events';
+import { inUnitOfWork, type Emit, type UnitOfWorkDeps } from '../unit-of-work';
 import { CAPTURE_OPEN, getRecording, type Recording } from './recordings';
 
 const FRAME_MS = 100;
@@ -40,11 +42,11 @@ export const gapObjectName = (meetingId: string, audioVersion: number, start: nu
  */
 export function assertAcceptsGaps(rec: Recording, now = new Date()): void {
   if (CAPTURE_OPEN.includes(rec.state)) {
-    throw new ApiError('conflict', `audio_version ${rec.audio_version} is still recording; send frames over the WebSocket (gap uploads open once it stopped)`);
+    throw new DomainError('recording_open', `audio_version ${rec.audio_version} is still recording; send frames over the WebSocket (gap uploads open once it stopped)`);
   }
-  if (rec.state !== 'stopped') throw new ApiError('gone', `audio_version ${rec.audio_version} is ${rec.state}; gap uploads are closed`);
+  if (rec.state !== 'stopped') throw new DomainError('gone', `audio_version ${rec.audio_version} is ${rec.state}; gap uploads are closed`);
   if (rec.gap_upload_deadline && rec.gap_upload_deadline.getTime() <= now.getTime()) {
-    throw new ApiError('gone', `the gap upload deadline (${rec.gap_upload_deadline.toISOString()}) has passed`);
+    throw new DomainError('gone', `the gap upload deadline (${rec.gap_upload_deadline.toISOString()}) has passed`);
   }
 }
 
@@ -53,10 +55,11 @@ export function assertAcceptsGaps(rec: Recording, now = new Date()): void {
  * events). Returns 201 when stored, 200 when the identical range was already there.
  */
 export async function uploadGapRange(
-  db: Database,
+  deps: UnitOfWorkDeps,
   store: ObjectStore,
   up: GapUpload,
-  onStored: (tx: Queryable, rec: Recording) => Promise<void>,
+  ctx: EventContext,
+  onStored: (emit: Emit, rec: Recording) => void,
 ): Promise<{ status: 200 | 201; result: GapResult }> {
   const sha = sha256Hex(up.bytes);
   const name = gapObjectName(up.meetingId, up.audioVersion, up.start, up.end, sha);
@@ -73,9 +76,9 @@ export async function uploadGapRange(
 
   let outcome: { status: 200 | 201; result: GapResult; objectName: string } | undefined;
   try {
-    outcome = await db.withTransaction(async (tx) => {
+    outcome = await inUnitOfWork(deps, async (tx, emit) => {
       const rec = await getRecording(tx, up.meetingId, up.audioVersion, { forUpdate: true });
-      if (!rec) throw new ApiError('not_found', `recording audio_version ${up.audioVersion} not found`);
+      if (!rec) throw new DomainError('not_found', `recording audio_version ${up.audioVersion} not found`);
       assertAcceptsGaps(rec);
       const overlaps = await overlappingRows(tx, up.meetingId, up.audioVersion, up.start, up.end);
       const resultOf = async () => {
@@ -96,7 +99,7 @@ export async function uploadGapRange(
           return { status: 200 as const, result: await resultOf(), objectName: row.object_name };
         }
         const ranges = overlaps.map((r) => `${r.start_sequence}-${r.end_sequence}`).join(', ');
-        throw new ApiError('conflict', `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; upload only the missing ranges`);
+        throw new DomainError('already_exists', `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; upload only the missing ranges`);
       }
       await insertManifestRow(tx, {
         meeting_id: up.meetingId,
@@ -112,13 +115,13 @@ export async function uploadGapRange(
         sha256: sha,
       });
       await recordEvent(tx, up.meetingId, 'gap_uploaded', { audio_version: up.audioVersion, start_sequence: up.start, end_sequence: up.end, byte_count: up.bytes.length, sha256: sha });
-      await onStored(tx, rec);
+      onStored(emit, rec);
       return { status: 201 as const, result: await resultOf(), objectName: name };
-    });
+    }, { ctx });
     return { status: outcome.status, result: outcome.result };
   } finally {
     // Our object is garbage unless a row references it (a concurrent identical upload may).
-    if (created && outcome?.objectName !== name && !(await referenced(db, up, name))) await store.delete(name).catch(() => undefined);
+    if (created && outcome?.objectName !== name && !(await referenced(deps.db, up, name))) await store.delete(name).catch(() => undefined);
   }
 }
 

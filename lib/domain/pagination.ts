@@ -1,5 +1,5 @@
 // Keyset pagination with an opaque cursor: base64url of the last row's sort key.
-import { ApiError } from '../errors';
+import { DomainError } from '../errors';
 
 export interface Page<T> {
   items: T[];
@@ -19,7 +19,7 @@ export function decodeCursor(cursor: string | undefined, arity: number): unknown
   } catch {
     // fall through
   }
-  throw new ApiError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
+  throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
 }
 
 /** A page is cut short (with a next_cursor) rather than exceed this, serialised (decisions.md section 6). */
@@ -46,6 +46,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A cursor holding the last row's id (the sort key is read back from that row in SQL). */
 export function decodeIdCursor(cursor: string | undefined): string | null {
   const key = decodeCursor(cursor, 1);
-  if (key && !(typeof key[0] === 'string' && UUID.test(key[0]))) throw new ApiError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
+  if (key && !(typeof key[0] === 'string' && UUID.test(key[0]))) throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
   return key ? (key[0] as string) : null;
 }

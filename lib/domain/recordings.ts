@@ -2,7 +2,7 @@
 // States: recording (capture open) → stopping (settle + ML drain) → stopped (gap uploads until
 // the deadline) → finalizing → finalized. "In processing" (decisions.md 4) = recording|stopping.
 import type { Queryable } from '../db/pool';
-import { ApiError } from '../errors';
+import { DomainError } from '../errors';
 import { recordEvent } from './recording-events';
 
 export type RecordingState = 'recording' | 'stopping' | 'stopped' | 'finalizing' | 'finalized';
@@ -53,7 +53,7 @@ export async function startRecording(tx: Queryable, input: StartInput): Promise<
     [input.meetingId, CAPTURE_OPEN],
   );
   if (open.length) {
-    throw new ApiError('conflict', `audio_version ${open[0].audio_version} of this meeting is still recording; resume or stop it first`);
+    throw new DomainError('recording_open', `audio_version ${open[0].audio_version} of this meeting is still recording; resume or stop it first`);
   }
   const { rows } = await tx.query<Recording>(
     'recording.start',

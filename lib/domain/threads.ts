@@ -1,7 +1,7 @@
 // AI threads and their chat messages: every query tenant-scoped through the Actor (messages
 // through their thread); soft-deleted threads hide their messages, soft-deleted rows are hidden.
 import type { Queryable } from '../db/pool';
-import { ApiError } from '../errors';
+import { DomainError } from '../errors';
 import type { Actor } from './actor';
 import { subjectRef, type SubjectType } from './notes';
 import { decodeCursor, toPage, type Page } from './pagination';
@@ -113,7 +113,7 @@ export async function listMessages(q: Queryable, actor: Actor, threadId: string,
   // The cursor is the last message's id: its stored created_at keeps microsecond order, which a
   // JSON timestamp (milliseconds) would lose. Messages are never hard-deleted on their own.
   const after = decodeCursor(f.cursor, 1)?.[0];
-  if (after !== undefined && !UUID.test(String(after))) throw new ApiError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
+  if (after !== undefined && !UUID.test(String(after))) throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
   const { rows } = await q.query<ChatMessage>(
     'chat_message.list',
     `SELECT ${MESSAGE_COLUMNS} FROM chat_message m

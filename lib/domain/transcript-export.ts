@@ -3,7 +3,7 @@
 // `subtitle` library; the cue text is ours: a WebVTT voice span, escaped as the format requires.
 import { stringifySync, type NodeList } from 'subtitle';
 import type { Queryable } from '../db/pool';
-import { ApiError } from '../errors';
+import { DomainError } from '../errors';
 
 export const EXPORT_FORMATS = ['vtt', 'srt', 'txt', 'json'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -28,7 +28,7 @@ export async function exportLines(q: Queryable, transcriptionId: string): Promis
      WHERE s.transcription_id = $1 ORDER BY s.start_ms, s.id LIMIT $2`,
     [transcriptionId, EXPORT_MAX_SEGMENTS + 1],
   );
-  if (rows.length > EXPORT_MAX_SEGMENTS) throw new ApiError('payload_too_large', `a transcript of more than ${EXPORT_MAX_SEGMENTS} segments cannot be exported at once`);
+  if (rows.length > EXPORT_MAX_SEGMENTS) throw new DomainError('payload_too_large', `a transcript of more than ${EXPORT_MAX_SEGMENTS} segments cannot be exported at once`);
   return rows;
 }
 

@@ -1,7 +1,7 @@
 // Transcriptions repository: the status state machine and its append-only history.
 // Tenant scope comes from the meeting (transcription has no user_id of its own).
 import type { Queryable } from '../db/pool';
-import { ApiError, notFound } from '../errors';
+import { DomainError, notFound } from '../errors';
 import type { Actor } from './actor';
 import { decodeCursor, toPage, type Page } from './pagination';
 
@@ -110,7 +110,7 @@ export async function updateTranscription(tx: Queryable, id: string, patch: Tran
   if (!current) throw notFound('transcription');
   const changes = patch.status !== undefined && patch.status !== current.status;
   if (changes && !canTransition(current.status, patch.status!)) {
-    throw new ApiError('conflict', `transcription cannot go from ${current.status} to ${patch.status}`);
+    throw new DomainError('invalid_state', `transcription cannot go from ${current.status} to ${patch.status}`);
   }
   const { rows } = await tx.query<Transcription>(
     'transcription.update',
@@ -126,7 +126,7 @@ export async function updateTranscription(tx: Queryable, id: string, patch: Tran
 
 /** Moves a transcription to `status` (409 if the machine forbids it); `message` replaces status_message when given. */
 export function setTranscriptionStatus(tx: Queryable, id: string, status: string, message?: string | null): Promise<Transcription & { user_id: string }> {
-  if (!(TRANSCRIPTION_STATUSES as readonly string[]).includes(status)) throw new ApiError('unprocessable', `unknown transcription status ${status}`);
+  if (!(TRANSCRIPTION_STATUSES as readonly string[]).includes(status)) throw new DomainError('unprocessable', `unknown transcription status ${status}`);
   return updateTranscription(tx, id, { status: status as TranscriptionStatus, ...(message !== undefined ? { status_message: message } : {}) });
 }
 

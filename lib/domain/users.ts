@@ -1,11 +1,11 @@
 // Users are created on first sight of their token (upsert by identity_id).
 import type { UserClaims } from '../auth';
 import type { Queryable } from '../db/pool';
-import { ApiError } from '../errors';
+import { DomainError } from '../errors';
 
 /** A valid identity whose email another identity already has (decisions.md section 6, Identities). */
 export const accountConflict = () =>
-  new ApiError('account_conflict', 'another account already uses this email address; sign in with that account or change the email at your identity provider');
+  new DomainError('account_conflict', 'another account already uses this email address; sign in with that account or change the email at your identity provider');
 
 export interface User {
   id: string;
@@ -31,7 +31,7 @@ export async function findOrCreateUser(q: Queryable, claims: UserClaims): Promis
      RETURNING ${COLUMNS}`,
     [claims.identityId, claims.email, claims.username],
   ).catch((err: unknown) => {
-    throw err instanceof ApiError && err.code === 'conflict' ? accountConflict() : err;
+    throw err instanceof DomainError && err.code === 'already_exists' ? accountConflict() : err;
   });
   return rows[0];
 }

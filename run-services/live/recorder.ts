@@ -23,6 +23,7 @@ import { MlStream, type DrainResult, type MlHealth } from './ml-client';
 import { FRAME_MS, type ErrorCode } from './protocol';
 import { RangeSet } from './ranges';
 import { MAX_BATCH_RUNS, prepareRuns, type SegmentCommitter } from './segments';
+import { recordingChanged } from '@mi/lib/event-catalogue';
 
 export interface Take {
   meetingId: string;
@@ -475,7 +476,7 @@ export class Recorder {
         });
         const events = [
           await appendEvent(tx, this.take.userId, this.progressBody(this.frames.durable, this.bytesStored)),
-          await appendEvent(tx, this.take.userId, { type: 'EntityChanged', entity: 'recording', action: 'updated', id: meetingId, meeting_id: meetingId }),
+          await appendEvent(tx, this.take.userId, recordingChanged(meetingId)),
         ];
         return { cov, deadline, events };
       }),

@@ -1,8 +1,8 @@
 // The recordings of this instance and the commands that move them: start, resume (taking a take
 // over from any instance), stop, audio frames, and the disconnect grace stop.
 import type { Coordination } from '@mi/lib/coordination';
-import { ApiError } from '@mi/lib/errors';
-import { appendEvent, type StoredEvent } from '@mi/lib/events';
+import { DomainError } from '@mi/lib/errors';
+import type { StoredEvent } from '@mi/lib/events';
 import { listManifest, type ManifestRow } from '@mi/lib/domain/manifest';
 import { getMeeting } from '@mi/lib/domain/meetings';
 import { recordEvent } from '@mi/lib/domain/recording-events';
@@ -13,6 +13,8 @@ import type { Connection } from './connection';
 import { FRAME_HEADER_BYTES, frameSequence, INT4_MAX, traceOf, type ErrorCode, type ResumeCommand, type StartCommand, type StopCommand } from './protocol';
 import { MAX_MISSING_RANGES, Recorder, type RecorderHost, type Take } from './recorder';
 import { SegmentCommitter } from './segments';
+import { changed, recordingChanged } from '@mi/lib/event-catalogue';
+import { inUnitOfWork, type UnitOfWorkDeps } from '@mi/lib/unit-of-work';
 
 export interface SessionsDeps {
   rt: Runtime;
@@ -56,7 +58,11 @@ export class Sessions implements RecorderHost {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private beating = false;
 
+  /** This instance's unit of work: committed events reach its own connections first, then Pub/Sub. */
+  private readonly uow: UnitOfWorkDeps;
+
   constructor(private readonly d: SessionsDeps) {
+    this.uow = { db: d.rt.db, events: { publish: async (events) => d.dispatch(events) } };
     this.committer = new SegmentCommitter(d.rt.db, d.rt.store, (events) => events.length && d.dispatch(events), d.rt.log);
   }
 
@@ -139,9 +145,9 @@ export class Sessions implements RecorderHost {
     if (conn.recorder) return conn.error('recording_in_progress', 'this connection is already recording; stop it first', cmd.type);
     const userId = conn.userId!;
     const maxDuration = Math.min(cmd.max_duration_seconds ?? c.RECORDING_MAX_DURATION_SECONDS, c.RECORDING_MAX_DURATION_SECONDS);
-    let created: { rec: Recording; events: StoredEvent[] };
+    let created: Recording;
     try {
-      created = await this.d.rt.db.withTransaction(async (tx) => {
+      created = await inUnitOfWork(this.uow, async (tx, emit) => {
         const meeting = await getMeeting(tx, { userId }, cmd.meeting_id, { forUpdate: true });
         if (!meeting) throw new CommandError('meeting_not_found', 'meeting not found');
         if (meeting.source_type !== 'recording') {
@@ -157,27 +163,23 @@ export class Sessions implements RecorderHost {
           ownerInstance: this.d.instanceId,
           trace: traceOf(cmd) ?? conn.trace,
         });
-        const ctx = { originClientId: conn.clientId };
-        const events = [
-          await appendEvent(tx, userId, { type: 'EntityChanged', entity: 'transcription', action: 'created', id: transcription.id, meeting_id: meeting.id }, ctx),
-          await appendEvent(tx, userId, { type: 'EntityChanged', entity: 'recording', action: 'created', id: meeting.id, meeting_id: meeting.id }, ctx),
-        ];
-        return { rec, events };
-      });
+        emit(userId, changed('transcription', 'created', transcription.id, meeting.id));
+        emit(userId, recordingChanged(meeting.id, 'created'));
+        return rec;
+      }, { ctx: { originClientId: conn.clientId } });
     } catch (err) {
       if (err instanceof CommandError) return conn.error(err.code, err.message, cmd.type);
-      if (err instanceof ApiError && err.code === 'conflict') return conn.error('recording_open', err.message, cmd.type);
+      if (err instanceof DomainError && err.code === 'recording_open') return conn.error('recording_open', err.message, cmd.type);
       throw err;
     }
-    const r = this.adopt(conn, created.rec, userId, []);
+    const r = this.adopt(conn, created, userId, []);
     await this.d.coordination.acquire(r.key, this.d.instanceId, this.d.leaseTtlMs).catch((err) => this.warn(err, 'could not take the lease of a new take'));
-    this.d.dispatch(created.events);
     conn.send({
       type: 'RecordingStarted',
-      meeting_id: created.rec.meeting_id,
-      audio_version: created.rec.audio_version,
-      transcription_id: created.rec.transcription_id,
-      max_duration_seconds: created.rec.max_duration_seconds,
+      meeting_id: created.meeting_id,
+      audio_version: created.audio_version,
+      transcription_id: created.transcription_id,
+      max_duration_seconds: created.max_duration_seconds,
     });
   }
 

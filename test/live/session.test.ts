@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { appendEvent, type StoredEvent } from '@mi/lib/events';
+import { segmentEvent } from '@mi/lib/event-catalogue';
 import { TestClient, createMeeting, fileEnv, openTestDatabase, range, sleep, startInstance, storedAudio, token, type Instance } from './helpers';
 
 let database: OpenedDatabase;
@@ -152,7 +153,7 @@ describe('events', () => {
       const meetingId = await createMeeting(slow, hank);
       (client.ws as unknown as { _socket: { pause(): void } })._socket.pause();
       const userId: string = (await slow.rt.db.query('test.user', 'SELECT user_id FROM meeting WHERE id = $1', [meetingId])).rows[0].user_id;
-      const big = { type: 'TranscriptSegmentEvent', meeting_id: meetingId, transcription_id: randomUUID(), segment: { text: 'x'.repeat(200_000) } };
+      const big = segmentEvent(meetingId, randomUUID(), { text: 'x'.repeat(200_000) });
       const events = await slow.rt.db.withTransaction(async (tx) => Promise.all(range(1, 60).map(() => appendEvent(tx, userId, big))));
       await slow.rt.events.publish(events.sort((x, y) => x.seq - y.seq));
       await sleep(3000); // the server gives up on it meanwhile; reading again shows how it ended

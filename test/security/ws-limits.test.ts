@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { listManifest } from '@mi/lib/domain/manifest';
 import { appendEvent, appendEvents } from '@mi/lib/events';
+import { changed, segmentEvent } from '@mi/lib/event-catalogue';
 import { TestClient, createMeeting, fileEnv, frameMessage, openTestDatabase, pcmFrame, range, sleep, startInstance, token, type Instance } from '../live/helpers';
 
 const MAX_FRAME = 4096;
@@ -187,11 +188,11 @@ describe('slow readers', () => {
     try {
       // 16 MB for the slow reader (far beyond the kernel's socket buffers) in events well under the
       // bound, and a little for the other user.
-      const big = { type: 'TranscriptSegmentEvent', meeting_id: randomUUID(), transcription_id: randomUUID(), segment: { text: 'x'.repeat(40_000) } };
+      const big = segmentEvent(randomUUID(), randomUUID(), { text: 'x'.repeat(40_000) });
       for (let round = 0; round < 6; round++) {
         const [slowEvents, fastEvent] = await a.rt.db.withTransaction(async (tx) => [
           await appendEvents(tx, slowUser, range(1, 67).map(() => big)),
-          await appendEvent(tx, fastUser, { type: 'EntityChanged', entity: 'meeting', action: 'updated', id: fastMeeting, meeting_id: fastMeeting }),
+          await appendEvent(tx, fastUser, changed('meeting', 'updated', fastMeeting, fastMeeting)),
         ] as const);
         await a.rt.events.publish([...slowEvents, fastEvent]);
       }

@@ -6,7 +6,7 @@
 // RECORDING_MAX_CHUNK_BYTES).
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { ApiError } from '@mi/lib/errors';
+import { DomainError } from '@mi/lib/errors';
 import type { AppEnv } from '../env';
 
 export const RAW_BODY_TYPE = /^\s*(audio\/|application\/octet-stream\b)/i;
@@ -18,7 +18,7 @@ const limitOf = (maxSize: number) =>
   bodyLimit({
     maxSize,
     onError: () => {
-      throw new ApiError('payload_too_large', `request body exceeds ${maxSize} bytes`);
+      throw new DomainError('payload_too_large', `request body exceeds ${maxSize} bytes`);
     },
   });
 

@@ -4,7 +4,7 @@
 // request releases the marker so the client may retry with the same key.
 import { createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
-import { ApiError } from '@mi/lib/errors';
+import { DomainError } from '@mi/lib/errors';
 import type { Queryable } from '@mi/lib/db/pool';
 import type { AppEnv, IdempotencyClaim } from '../env';
 import { RAW_BODY_TYPE } from './body-limit';
@@ -26,13 +26,13 @@ interface StoredRecord {
 
 export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
   const key = c.req.header('idempotency-key');
-  if (!key) throw new ApiError('bad_request', 'Idempotency-Key header is required for this operation');
-  if (!UUID.test(key)) throw new ApiError('bad_request', 'Idempotency-Key must be a uuid');
+  if (!key) throw new DomainError('bad_request', 'Idempotency-Key header is required for this operation');
+  if (!UUID.test(key)) throw new DomainError('bad_request', 'Idempotency-Key must be a uuid');
   const { db } = c.var.deps;
   const principal = c.var.principal.userId ?? 'service';
   // Raw bodies are not bounded by the app's body limit; no idempotent operation takes one, so
   // refuse it rather than read it whole.
-  if (RAW_BODY_TYPE.test(c.req.header('content-type') ?? '')) throw new ApiError('unsupported_media_type', 'this operation takes a JSON body');
+  if (RAW_BODY_TYPE.test(c.req.header('content-type') ?? '')) throw new DomainError('unsupported_media_type', 'this operation takes a JSON body');
   const body = await c.req.text(); // Hono caches it for the validator
   const hash = createHash('sha256').update(`${c.req.method} ${c.req.path}\n${body}`).digest('hex');
 
@@ -61,8 +61,8 @@ export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
   });
 
   if (existing) {
-    if (existing.request_hash !== hash) throw new ApiError('unprocessable', 'Idempotency-Key was already used with a different request');
-    if (existing.state === 'in_flight') throw new ApiError('conflict', 'a request with this Idempotency-Key is still in progress');
+    if (existing.request_hash !== hash) throw new DomainError('unprocessable', 'Idempotency-Key was already used with a different request');
+    if (existing.state === 'in_flight') throw new DomainError('in_progress', 'a request with this Idempotency-Key is still in progress');
     const headers = { ...(existing.response_headers ?? {}), 'Idempotent-Replayed': 'true' };
     if (existing.response_raw !== null) return c.body(existing.response_raw, existing.response_status as 200, headers);
     if (existing.response_status === 204 || existing.response_body === null) return c.body(null, existing.response_status as 204, headers);

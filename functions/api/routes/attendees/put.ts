@@ -8,6 +8,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { notFoundResponse, op } from '../../openapi';
 import { AttendeeParams } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'put',
@@ -29,7 +30,7 @@ export function registerAddAttendee(app: OpenAPIHono<AppEnv>) {
       if (!(await getMeeting(tx, { userId }, id))) throw notFound('meeting');
       if (!(await ownsPerson(tx, userId, personId))) throw unprocessable('person does not exist', [{ path: 'personId', message: 'person does not exist' }]);
       if (await addAttendee(tx, id, personId)) {
-        await emit(userId, { type: 'EntityChanged', entity: 'meeting_attendee', action: 'created', id: personId, meeting_id: id });
+        emit(userId, changed('meeting_attendee', 'created', personId, id));
       }
     });
   });

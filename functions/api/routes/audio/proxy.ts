@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { verifyAudioLink } from '@mi/lib/audio-links';
-import { ApiError } from '@mi/lib/errors';
+import { DomainError } from '@mi/lib/errors';
 import { getAudioFile } from '@mi/lib/domain/audio';
 import { getMeeting } from '@mi/lib/domain/meetings';
 import type { AppEnv } from '../../env';
@@ -41,7 +41,7 @@ const route = createRoute({
   },
 });
 
-const forbidden = () => new ApiError('forbidden', 'this playback link is not valid (bad signature, expired, or not for this meeting)');
+const forbidden = () => new DomainError('forbidden', 'this playback link is not valid (bad signature, expired, or not for this meeting)');
 
 export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
@@ -54,7 +54,7 @@ export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
     if (!(await getMeeting(db, { userId: uid }, id))) throw forbidden();
     const audio = await getAudioFile(db, id);
     const object = audio && (await store.stat(audio.storage_path));
-    if (!audio || !object) throw new ApiError('not_found', 'meeting has no audio');
+    if (!audio || !object) throw new DomainError('not_found', 'meeting has no audio');
 
     const headers: Record<string, string> = {
       'Content-Type': object.contentType ?? 'application/octet-stream',

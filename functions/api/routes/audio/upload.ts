@@ -2,7 +2,7 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { ApiError, notFound, unprocessable } from '@mi/lib/errors';
+import { DomainError, notFound, unprocessable } from '@mi/lib/errors';
 import { getAudioFile, setAudioFile } from '@mi/lib/domain/audio';
 import { getMeeting } from '@mi/lib/domain/meetings';
 import { ObjectTooLargeError, type StoredObject } from '@mi/lib/storage';
@@ -12,6 +12,7 @@ import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, problemResponse } from '../../openapi';
 import { assertDeclaredLength } from '../recording/body';
 import { AudioFileSchema, binaryContent } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const AUDIO_TYPE = /^audio\/[a-z0-9][a-z0-9.+-]*$/i;
 
@@ -43,12 +44,12 @@ export function registerUploadAudio(app: OpenAPIHono<AppEnv>) {
     const userId = userIdOf(c);
     const { id } = c.req.valid('param');
     const contentType = (c.req.header('content-type') ?? '').split(';')[0].trim();
-    if (!AUDIO_TYPE.test(contentType)) throw new ApiError('unsupported_media_type', 'Content-Type must be audio/*');
+    if (!AUDIO_TYPE.test(contentType)) throw new DomainError('unsupported_media_type', 'Content-Type must be audio/*');
     const maxBytes = config.RECORDING_MAX_UPLOAD_BYTES;
     assertDeclaredLength(c.req.header('content-length'), maxBytes);
     const meeting = await getMeeting(db, { userId }, id);
     if (!meeting) throw notFound('meeting');
-    if (meeting.source_type !== 'upload') throw new ApiError('conflict', `audio can only be uploaded to a meeting of source_type upload (this one is ${meeting.source_type})`);
+    if (meeting.source_type !== 'upload') throw new DomainError('invalid_state', `audio can only be uploaded to a meeting of source_type upload (this one is ${meeting.source_type})`);
     const body = c.req.raw.body;
     if (!body) throw unprocessable('the body is empty; send the audio file');
 
@@ -57,7 +58,7 @@ export function registerUploadAudio(app: OpenAPIHono<AppEnv>) {
     try {
       stored = await store.write(name, Readable.fromWeb(body as WebReadableStream), { contentType, maxBytes, createOnly: true });
     } catch (err) {
-      if (err instanceof ObjectTooLargeError) throw new ApiError('payload_too_large', `the audio exceeds ${maxBytes} bytes`);
+      if (err instanceof ObjectTooLargeError) throw new DomainError('payload_too_large', `the audio exceeds ${maxBytes} bytes`);
       throw err;
     }
     const discard = () => store.delete(name).catch(() => undefined);
@@ -72,7 +73,7 @@ export function registerUploadAudio(app: OpenAPIHono<AppEnv>) {
       const res = await commit(c, had ? 200 : 201, async (tx, emit) => {
         const set = await setAudioFile(tx, id, name);
         previous = set.previous;
-        await emit(userId, { type: 'EntityChanged', entity: 'meeting_audio_file', action: set.previous ? 'updated' : 'created', id, meeting_id: id });
+        emit(userId, changed('meeting_audio_file', set.previous ? 'updated' : 'created', id, id));
         return { meeting_id: id, storage_path: name, content_type: contentType, byte_count: stored.size, created_at: set.file.created_at };
       });
       if (previous && previous !== name) await store.delete(previous).catch(() => undefined);

@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { audioProxyUrl } from '@mi/lib/audio-links';
-import { ApiError, notFound } from '@mi/lib/errors';
+import { DomainError, notFound } from '@mi/lib/errors';
 import { getAudioFile } from '@mi/lib/domain/audio';
 import { getMeeting } from '@mi/lib/domain/meetings';
 import { userIdOf } from '../../actor';
@@ -35,7 +35,7 @@ export function registerAudioUrl(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     if (!(await getMeeting(db, { userId }, id))) throw notFound('meeting');
     const audio = await getAudioFile(db, id);
-    if (!audio) throw new ApiError('not_found', 'meeting has no audio');
+    if (!audio) throw new DomainError('not_found', 'meeting has no audio');
     const { url, expiresAt } = await store.signedReadUrl(audio.storage_path, config.RECORDING_AUDIO_URL_TTL_SECONDS);
     const exp = Math.floor(expiresAt.getTime() / 1000);
     c.header('Cache-Control', 'private, no-store');

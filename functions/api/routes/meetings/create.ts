@@ -5,6 +5,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op } from '../../openapi';
 import { CreateMeetingBody, MeetingSchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -24,7 +25,7 @@ export function registerCreateMeeting(app: OpenAPIHono<AppEnv>) {
     const body = c.req.valid('json');
     return commit(c, 201, async (tx, emit) => {
       const meeting = await createMeeting(tx, userId, body);
-      await emit(userId, { type: 'EntityChanged', entity: 'meeting', action: 'created', id: meeting.id, meeting_id: meeting.id });
+      emit(userId, changed('meeting', 'created', meeting.id, meeting.id));
       return meeting;
     });
   });

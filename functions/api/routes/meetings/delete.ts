@@ -5,6 +5,7 @@ import { actorOf } from '../../actor';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -26,8 +27,8 @@ export function registerDeleteMeeting(app: OpenAPIHono<AppEnv>) {
       const deleted = await softDeleteMeeting(tx, actorOf(c), id);
       if (!deleted) throw notFound('meeting');
       const owner = deleted.meeting.user_id;
-      await emit(owner, { type: 'EntityChanged', entity: 'meeting', action: 'deleted', id, meeting_id: id });
-      for (const taskId of deleted.detachedTaskIds) await emit(owner, { type: 'EntityChanged', entity: 'task', action: 'updated', id: taskId, meeting_id: null });
+      emit(owner, changed('meeting', 'deleted', id, id));
+      for (const taskId of deleted.detachedTaskIds) emit(owner, changed('task', 'updated', taskId, null));
     });
   });
 }

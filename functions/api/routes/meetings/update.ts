@@ -7,6 +7,7 @@ import type { AppEnv } from '../../env';
 import { assertIfMatch, setEtag } from '../../etag';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, withEtag } from '../../openapi';
 import { MeetingSchema, PatchMeetingBody } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -29,7 +30,7 @@ export function registerUpdateMeeting(app: OpenAPIHono<AppEnv>) {
       await assertIfMatch(c, () => getMeeting(tx, actorOf(c), id, { forUpdate: true }));
       const meeting = await updateMeeting(tx, actorOf(c), id, patch);
       if (!meeting) throw notFound('meeting');
-      await emit(meeting.user_id, { type: 'EntityChanged', entity: 'meeting', action: 'updated', id: meeting.id, meeting_id: meeting.id });
+      emit(meeting.user_id, changed('meeting', 'updated', meeting.id, meeting.id));
       setEtag(c, JSON.parse(JSON.stringify(meeting)));
       return meeting;
     });

@@ -5,6 +5,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op } from '../../openapi';
 import { CreateNoteBody, NoteSchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -25,7 +26,7 @@ export function registerCreateNote(app: OpenAPIHono<AppEnv>) {
     const body = c.req.valid('json');
     return commit(c, 201, async (tx, emit) => {
       const note = await createNote(tx, userId, body);
-      await emit(userId, { type: 'EntityChanged', entity: 'note', action: 'created', id: note.id, meeting_id: meetingOf(note.subject_type, note.subject_id) });
+      emit(userId, changed('note', 'created', note.id, meetingOf(note.subject_type, note.subject_id)));
       return note;
     });
   });

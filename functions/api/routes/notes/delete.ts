@@ -5,6 +5,7 @@ import { actorOf } from '../../actor';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -24,7 +25,7 @@ export function registerDeleteNote(app: OpenAPIHono<AppEnv>) {
     return commit(c, 204, async (tx, emit) => {
       const note = await deleteNote(tx, actorOf(c), id);
       if (!note) throw notFound('note');
-      await emit(note.user_id, { type: 'EntityChanged', entity: 'note', action: 'deleted', id, meeting_id: meetingOf(note.subject_type, note.subject_id) });
+      emit(note.user_id, changed('note', 'deleted', id, meetingOf(note.subject_type, note.subject_id)));
     });
   });
 }

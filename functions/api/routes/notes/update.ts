@@ -7,6 +7,7 @@ import type { AppEnv } from '../../env';
 import { assertIfMatch, setEtag } from '../../etag';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, withEtag } from '../../openapi';
 import { NoteSchema, PatchNoteBody } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -29,7 +30,7 @@ export function registerUpdateNote(app: OpenAPIHono<AppEnv>) {
       await assertIfMatch(c, () => getNote(tx, actorOf(c), id, { forUpdate: true }));
       const note = await updateNote(tx, actorOf(c), id, patch);
       if (!note) throw notFound('note');
-      await emit(note.user_id, { type: 'EntityChanged', entity: 'note', action: 'updated', id, meeting_id: meetingOf(note.subject_type, note.subject_id) });
+      emit(note.user_id, changed('note', 'updated', id, meetingOf(note.subject_type, note.subject_id)));
       setEtag(c, JSON.parse(JSON.stringify(note)));
       return note;
     });

@@ -5,6 +5,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op } from '../../openapi';
 import { CreatePersonBody, PersonSchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -25,7 +26,7 @@ export function registerCreatePerson(app: OpenAPIHono<AppEnv>) {
     const body = c.req.valid('json');
     return commit(c, 201, async (tx, emit) => {
       const person = await createPerson(tx, userId, body);
-      await emit(userId, { type: 'EntityChanged', entity: 'person', action: 'created', id: person.id, meeting_id: null });
+      emit(userId, changed('person', 'created', person.id, null));
       return person;
     });
   });

@@ -5,6 +5,7 @@ import { userIdOf } from '../../actor';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -25,7 +26,7 @@ export function registerDeletePerson(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     return commit(c, 204, async (tx, emit) => {
       if (!(await deletePerson(tx, { userId }, id))) throw notFound('person');
-      await emit(userId, { type: 'EntityChanged', entity: 'person', action: 'deleted', id, meeting_id: null });
+      emit(userId, changed('person', 'deleted', id, null));
     });
   });
 }

@@ -6,6 +6,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op, Uuid, z } from '../../openapi';
 import { UserSchema } from '../me';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'put',
@@ -25,7 +26,7 @@ export function registerSetMyPerson(app: OpenAPIHono<AppEnv>) {
     return commit(c, 200, async (tx, emit) => {
       const user = await setOwnPerson(tx, userId, person_id);
       if (!user) throw unprocessable('person_id does not exist', [{ path: 'person_id', message: 'person does not exist' }]);
-      await emit(userId, { type: 'EntityChanged', entity: 'user', action: 'updated', id: userId, meeting_id: null });
+      emit(userId, changed('user', 'updated', userId, null));
       return user;
     });
   });

@@ -7,6 +7,7 @@ import type { AppEnv } from '../../env';
 import { assertIfMatch, setEtag } from '../../etag';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, problemResponse, withEtag } from '../../openapi';
 import { PatchPersonBody, PersonSchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -33,7 +34,7 @@ export function registerUpdatePerson(app: OpenAPIHono<AppEnv>) {
       await assertIfMatch(c, () => getPerson(tx, { userId }, id, { forUpdate: true }));
       const person = await updatePerson(tx, { userId }, id, patch);
       if (!person) throw notFound('person');
-      await emit(userId, { type: 'EntityChanged', entity: 'person', action: 'updated', id, meeting_id: null });
+      emit(userId, changed('person', 'updated', id, null));
       setEtag(c, JSON.parse(JSON.stringify(person)));
       return person;
     });

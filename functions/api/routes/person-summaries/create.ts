@@ -6,6 +6,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { CreateSummaryBody, PersonSummarySchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -27,7 +28,7 @@ export function registerCreateSummary(app: OpenAPIHono<AppEnv>) {
     return commit(c, 201, async (tx, emit) => {
       const summary = await createSummary(tx, userId, id, body);
       if (!summary) throw notFound('person');
-      await emit(userId, { type: 'EntityChanged', entity: 'person_summary', action: 'created', id: summary.id, meeting_id: null });
+      emit(userId, changed('person_summary', 'created', summary.id, null));
       return summary;
     });
   });

@@ -5,6 +5,7 @@ import { userIdOf } from '../../actor';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -24,7 +25,7 @@ export function registerDeleteSummary(app: OpenAPIHono<AppEnv>) {
     return commit(c, 204, async (tx, emit) => {
       const deleted = await deleteSummary(tx, { userId }, id);
       if (!deleted) throw notFound('person summary');
-      await emit(deleted.owner_id, { type: 'EntityChanged', entity: 'person_summary', action: 'deleted', id, meeting_id: null });
+      emit(deleted.owner_id, changed('person_summary', 'deleted', id, null));
     });
   });
 }

@@ -6,6 +6,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { PatchSummaryBody, PersonSummarySchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -27,7 +28,7 @@ export function registerUpdateSummary(app: OpenAPIHono<AppEnv>) {
       const updated = await updateSummary(tx, { userId }, id, patch);
       if (!updated) throw notFound('person summary');
       const { owner_id, ...summary } = updated;
-      await emit(owner_id, { type: 'EntityChanged', entity: 'person_summary', action: 'updated', id, meeting_id: null });
+      emit(owner_id, changed('person_summary', 'updated', id, null));
       return summary;
     });
   });

@@ -1,7 +1,7 @@
 // Content-Digest (RFC 9530): a structured-field dictionary such as `sha-256=:<base64>:`.
 // sha-256 and sha-512 are checked; other algorithms are ignored, as the RFC allows.
 import { createHash } from 'node:crypto';
-import { ApiError } from '@mi/lib/errors';
+import { DomainError } from '@mi/lib/errors';
 
 const SUPPORTED: Record<string, string> = { 'sha-256': 'sha256', 'sha-512': 'sha512' };
 const MEMBER = /^([a-z][a-z0-9_.*-]*)=:([A-Za-z0-9+/]*={0,2}):$/;
@@ -17,7 +17,7 @@ export function parseContentDigest(header: string | undefined): Digest[] {
   const digests: Digest[] = [];
   for (const raw of header.split(',')) {
     const m = MEMBER.exec(raw.trim());
-    if (!m) throw new ApiError('bad_request', 'Content-Digest must look like sha-256=:<base64>: (RFC 9530)');
+    if (!m) throw new DomainError('bad_request', 'Content-Digest must look like sha-256=:<base64>: (RFC 9530)');
     if (SUPPORTED[m[1]]) digests.push({ algorithm: m[1], value: Buffer.from(m[2], 'base64') });
   }
   return digests;
@@ -27,7 +27,7 @@ export function parseContentDigest(header: string | undefined): Digest[] {
 export function assertDigests(digests: Digest[], bytes: Buffer): void {
   for (const d of digests) {
     if (!createHash(SUPPORTED[d.algorithm]).update(bytes).digest().equals(d.value)) {
-      throw new ApiError('unprocessable', `Content-Digest ${d.algorithm} does not match the body`);
+      throw new DomainError('unprocessable', `Content-Digest ${d.algorithm} does not match the body`);
     }
   }
 }

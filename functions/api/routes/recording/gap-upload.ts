@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound, unprocessable } from '@mi/lib/errors';
-import { appendEvent, type StoredEvent } from '@mi/lib/events';
+import { recordingChanged } from '@mi/lib/event-catalogue';
 import { assertAcceptsGaps, uploadGapRange } from '@mi/lib/domain/gap-recovery';
 import { getMeeting } from '@mi/lib/domain/meetings';
 import { getRecording, pcmFrameBytes, type Recording } from '@mi/lib/domain/recordings';
@@ -55,7 +55,7 @@ const route = op({
 
 export function registerUploadRecordingGap(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
-    const { db, store, config, events } = c.var.deps;
+    const { db, store, config } = c.var.deps;
     const { id, range } = c.req.valid('param');
     const { audio_version } = c.req.valid('query');
     const [start, end] = range.split('-').map(Number);
@@ -76,12 +76,10 @@ export function registerUploadRecordingGap(app: OpenAPIHono<AppEnv>) {
     assertFrameBytes(rec, start, end, bytes.length);
     assertDigests(digests, bytes);
 
-    const emitted: StoredEvent[] = [];
     const ctx = { originClientId: c.var.clientId, trace: c.var.trace };
-    const { status, result } = await uploadGapRange(db, store, { meetingId: id, audioVersion: audio_version, start, end, bytes }, async (tx) => {
-      emitted.push(await appendEvent(tx, meeting.user_id, { type: 'EntityChanged', entity: 'recording', action: 'updated', id, meeting_id: id }, ctx));
-    });
-    await events.publish(emitted);
+    const { status, result } = await uploadGapRange(c.var.deps, store, { meetingId: id, audioVersion: audio_version, start, end, bytes }, ctx, (emit) =>
+      emit(meeting.user_id, recordingChanged(id)),
+    );
     return c.json(result, status);
   });
 }

@@ -5,6 +5,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { AssignLabelBody, AssignLabelResult } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -37,8 +38,8 @@ export function registerAssignSpeakerLabel(app: OpenAPIHono<AppEnv>) {
     return commit(c, 200, async (tx, emit) => {
       const result = await assignSpeakerLabel(tx, userId, id, speaker_label, person_id);
       // One event for the bulk relabel: id null, the client refetches the meeting's segments.
-      await emit(userId, { type: 'EntityChanged', entity: 'transcript_segment', action: 'updated', id: null, meeting_id: id });
-      await emit(userId, { type: 'EntityChanged', entity: 'person', action: 'updated', id: person_id, meeting_id: null });
+      emit(userId, changed('transcript_segment', 'updated', null, id));
+      emit(userId, changed('person', 'updated', person_id, null));
       return result;
     });
   });

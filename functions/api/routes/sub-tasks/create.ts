@@ -7,6 +7,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { CreateSubTaskBody, SubTaskSchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -30,7 +31,7 @@ export function registerCreateSubTask(app: OpenAPIHono<AppEnv>) {
       const task = await getTask(tx, actorOf(c), id, { forUpdate: true });
       if (!task) throw notFound('task');
       const sub = await createSubTask(tx, task.user_id, task.id, body);
-      await emit(task.user_id, { type: 'EntityChanged', entity: 'sub_task', action: 'created', id: sub.id, meeting_id: task.meeting_id });
+      emit(task.user_id, changed('sub_task', 'created', sub.id, task.meeting_id));
       return sub;
     });
   });

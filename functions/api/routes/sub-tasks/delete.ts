@@ -5,6 +5,7 @@ import { actorOf } from '../../actor';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -24,7 +25,7 @@ export function registerDeleteSubTask(app: OpenAPIHono<AppEnv>) {
     return commit(c, 204, async (tx, emit) => {
       const found = await deleteSubTask(tx, actorOf(c), id);
       if (!found) throw notFound('sub-task');
-      await emit(found.user_id, { type: 'EntityChanged', entity: 'sub_task', action: 'deleted', id, meeting_id: found.meeting_id });
+      emit(found.user_id, changed('sub_task', 'deleted', id, found.meeting_id));
     });
   });
 }

@@ -6,6 +6,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { PatchSubTaskBody, SubTaskSchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -26,7 +27,7 @@ export function registerUpdateSubTask(app: OpenAPIHono<AppEnv>) {
     return commit(c, 200, async (tx, emit) => {
       const found = await updateSubTask(tx, actorOf(c), id, patch);
       if (!found) throw notFound('sub-task');
-      await emit(found.user_id, { type: 'EntityChanged', entity: 'sub_task', action: 'updated', id, meeting_id: found.meeting_id });
+      emit(found.user_id, changed('sub_task', 'updated', id, found.meeting_id));
       return found.sub_task;
     });
   });

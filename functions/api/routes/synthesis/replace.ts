@@ -7,6 +7,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, notFoundResponse, op } from '../../openapi';
 import { SynthesisBody } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'put',
@@ -29,8 +30,8 @@ export function registerReplaceSynthesis(app: OpenAPIHono<AppEnv>) {
       const meeting = await getMeeting(tx, SERVICE, id, { forUpdate: true });
       if (!meeting) throw notFound('meeting');
       await replaceSynthesis(tx, id, body);
-      await emit(meeting.user_id, { type: 'EntityChanged', entity: 'meeting', action: 'updated', id, meeting_id: id });
-      if (body.topics) await emit(meeting.user_id, { type: 'EntityChanged', entity: 'topic', action: 'updated', id: null, meeting_id: id });
+      emit(meeting.user_id, changed('meeting', 'updated', id, id));
+      if (body.topics) emit(meeting.user_id, changed('topic', 'updated', null, id));
     });
   });
 }

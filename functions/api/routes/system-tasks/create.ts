@@ -7,6 +7,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { CreateSystemTasksBody, SystemTaskList } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -29,7 +30,7 @@ export function registerCreateSystemTasks(app: OpenAPIHono<AppEnv>) {
       const meeting = await getMeeting(tx, SERVICE, id);
       if (!meeting) throw notFound('meeting');
       const items = await createSystemTasks(tx, meeting, tasks);
-      for (const t of items) await emit(meeting.user_id, { type: 'EntityChanged', entity: 'task', action: 'created', id: t.id, meeting_id: id });
+      for (const t of items) emit(meeting.user_id, changed('task', 'created', t.id, id));
       return { items };
     });
   });

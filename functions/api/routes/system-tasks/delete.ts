@@ -7,6 +7,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
 import { DeleteSystemTasksQuery } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -27,7 +28,7 @@ export function registerDeleteSystemTasks(app: OpenAPIHono<AppEnv>) {
       const meeting = await getMeeting(tx, SERVICE, id);
       if (!meeting) throw notFound('meeting');
       for (const taskId of await softDeleteSystemTasks(tx, id)) {
-        await emit(meeting.user_id, { type: 'EntityChanged', entity: 'task', action: 'deleted', id: taskId, meeting_id: id });
+        emit(meeting.user_id, changed('task', 'deleted', taskId, id));
       }
     });
   });

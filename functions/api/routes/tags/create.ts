@@ -5,6 +5,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op } from '../../openapi';
 import { TagBody, TagSchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -24,7 +25,7 @@ export function registerCreateTag(app: OpenAPIHono<AppEnv>) {
     const { name } = c.req.valid('json');
     return commit(c, 201, async (tx, emit) => {
       const tag = await createTag(tx, userId, name);
-      await emit(userId, { type: 'EntityChanged', entity: 'tag', action: 'created', id: tag.id, meeting_id: null });
+      emit(userId, changed('tag', 'created', tag.id, null));
       return tag;
     });
   });

@@ -5,6 +5,7 @@ import { userIdOf } from '../../actor';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -23,7 +24,7 @@ export function registerDeleteTag(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     return commit(c, 204, async (tx, emit) => {
       if (!(await deleteTag(tx, { userId }, id))) throw notFound('tag');
-      await emit(userId, { type: 'EntityChanged', entity: 'tag', action: 'deleted', id, meeting_id: null });
+      emit(userId, changed('tag', 'deleted', id, null));
     });
   });
 }

@@ -6,6 +6,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { TagBody, TagSchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -26,7 +27,7 @@ export function registerUpdateTag(app: OpenAPIHono<AppEnv>) {
     return commit(c, 200, async (tx, emit) => {
       const tag = await renameTag(tx, { userId }, id, name);
       if (!tag) throw notFound('tag');
-      await emit(userId, { type: 'EntityChanged', entity: 'tag', action: 'updated', id, meeting_id: null });
+      emit(userId, changed('tag', 'updated', id, null));
       return tag;
     });
   });

@@ -7,6 +7,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { CreateTalkingPointBody, TalkingPointSchema } from './schema';
+import { talkingPointEvent } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -29,7 +30,7 @@ export function registerCreateTalkingPoint(app: OpenAPIHono<AppEnv>) {
       const meeting = await getMeeting(tx, SERVICE, id);
       if (!meeting) throw notFound('meeting');
       const tp = await createTalkingPoint(tx, meeting.id, body);
-      await emit(meeting.user_id, { type: 'TalkingPointEvent', meeting_id: meeting.id, talking_point: JSON.parse(JSON.stringify(tp)) });
+      emit(meeting.user_id, talkingPointEvent(meeting.id, JSON.parse(JSON.stringify(tp))));
       return tp;
     });
   });

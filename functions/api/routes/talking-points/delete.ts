@@ -5,6 +5,7 @@ import { actorOf } from '../../actor';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -23,7 +24,7 @@ export function registerDeleteTalkingPoint(app: OpenAPIHono<AppEnv>) {
     return commit(c, 204, async (tx, emit) => {
       const tp = await softDeleteTalkingPoint(tx, actorOf(c), id);
       if (!tp) throw notFound('talking point');
-      await emit(tp.user_id, { type: 'EntityChanged', entity: 'talking_point', action: 'deleted', id, meeting_id: tp.meeting_id });
+      emit(tp.user_id, changed('talking_point', 'deleted', id, tp.meeting_id));
     });
   });
 }

@@ -5,6 +5,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op } from '../../openapi';
 import { CreateTaskBody, TaskSchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -25,7 +26,7 @@ export function registerCreateTask(app: OpenAPIHono<AppEnv>) {
     const body = c.req.valid('json');
     return commit(c, 201, async (tx, emit) => {
       const task = await createTask(tx, userId, body, 'user');
-      await emit(userId, { type: 'EntityChanged', entity: 'task', action: 'created', id: task.id, meeting_id: task.meeting_id });
+      emit(userId, changed('task', 'created', task.id, task.meeting_id));
       return task;
     });
   });

@@ -5,6 +5,7 @@ import { actorOf } from '../../actor';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -24,7 +25,7 @@ export function registerDeleteTask(app: OpenAPIHono<AppEnv>) {
     return commit(c, 204, async (tx, emit) => {
       const deleted = await softDeleteTask(tx, actorOf(c), id);
       if (!deleted.length) throw notFound('task');
-      for (const t of deleted) await emit(t.user_id, { type: 'EntityChanged', entity: 'task', action: 'deleted', id: t.id, meeting_id: t.meeting_id });
+      for (const t of deleted) emit(t.user_id, changed('task', 'deleted', t.id, t.meeting_id));
     });
   });
 }

@@ -7,6 +7,7 @@ import type { AppEnv } from '../../env';
 import { assertIfMatch, setEtag } from '../../etag';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, withEtag } from '../../openapi';
 import { PatchTaskBody, TaskSchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -30,7 +31,7 @@ export function registerUpdateTask(app: OpenAPIHono<AppEnv>) {
       await assertIfMatch(c, () => getTask(tx, actorOf(c), id, { forUpdate: true }));
       const task = await updateTask(tx, actorOf(c), id, patch);
       if (!task) throw notFound('task');
-      await emit(task.user_id, { type: 'EntityChanged', entity: 'task', action: 'updated', id: task.id, meeting_id: task.meeting_id });
+      emit(task.user_id, changed('task', 'updated', task.id, task.meeting_id));
       setEtag(c, JSON.parse(JSON.stringify(task)));
       return task;
     });

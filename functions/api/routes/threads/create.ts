@@ -6,6 +6,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op } from '../../openapi';
 import { AiThreadSchema, CreateThreadBody } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -26,7 +27,7 @@ export function registerCreateThread(app: OpenAPIHono<AppEnv>) {
     const body = c.req.valid('json');
     return commit(c, 201, async (tx, emit) => {
       const thread = await createThread(tx, userId, body);
-      await emit(userId, { type: 'EntityChanged', entity: 'ai_thread', action: 'created', id: thread.id, meeting_id: meetingOf(thread.context_type, thread.context_id) });
+      emit(userId, changed('ai_thread', 'created', thread.id, meetingOf(thread.context_type, thread.context_id)));
       return thread;
     });
   });

@@ -6,6 +6,7 @@ import { actorOf } from '../../actor';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -25,7 +26,7 @@ export function registerDeleteThread(app: OpenAPIHono<AppEnv>) {
     return commit(c, 204, async (tx, emit) => {
       const thread = await softDeleteThread(tx, actorOf(c), id);
       if (!thread) throw notFound('thread');
-      await emit(thread.user_id, { type: 'EntityChanged', entity: 'ai_thread', action: 'deleted', id, meeting_id: meetingOf(thread.context_type, thread.context_id) });
+      emit(thread.user_id, changed('ai_thread', 'deleted', id, meetingOf(thread.context_type, thread.context_id)));
     });
   });
 }

@@ -8,6 +8,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, page, PageQuery, z } from '../../openapi';
 import { ChatMessageSchema, CreateMessageBody, MessageParams } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const create = op({
   method: 'post',
@@ -53,7 +54,7 @@ export function registerMessages(app: OpenAPIHono<AppEnv>) {
       const thread = await getThread(tx, actorOf(c), id);
       if (!thread) throw notFound('thread');
       const message = await addMessage(tx, thread.id, body);
-      await emit(thread.user_id, { type: 'EntityChanged', entity: 'chat_message', action: 'created', id: message.id, meeting_id: meetingOf(thread.context_type, thread.context_id) });
+      emit(thread.user_id, changed('chat_message', 'created', message.id, meetingOf(thread.context_type, thread.context_id)));
       return message;
     });
   });
@@ -72,7 +73,7 @@ export function registerMessages(app: OpenAPIHono<AppEnv>) {
       const thread = await getThread(tx, actorOf(c), id);
       const message = thread && (await softDeleteMessage(tx, actorOf(c), id, messageId));
       if (!thread || !message) throw notFound('message');
-      await emit(thread.user_id, { type: 'EntityChanged', entity: 'chat_message', action: 'deleted', id: messageId, meeting_id: meetingOf(thread.context_type, thread.context_id) });
+      emit(thread.user_id, changed('chat_message', 'deleted', messageId, meetingOf(thread.context_type, thread.context_id)));
     });
   });
 }

@@ -7,6 +7,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { TranscriptionSchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -28,7 +29,7 @@ export function registerCreateTranscription(app: OpenAPIHono<AppEnv>) {
       const meeting = await getMeeting(tx, actorOf(c), id, { forUpdate: true });
       if (!meeting) throw notFound('meeting');
       const t = await createTranscription(tx, meeting.id);
-      await emit(meeting.user_id, { type: 'EntityChanged', entity: 'transcription', action: 'created', id: t.id, meeting_id: meeting.id });
+      emit(meeting.user_id, changed('transcription', 'created', t.id, meeting.id));
       return t;
     });
   });

@@ -6,6 +6,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, z } from '../../openapi';
 import { SegmentSchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const PatchSegmentBody = z
   .object({ text: z.string().max(100_000).optional(), is_highlighted: z.boolean().optional() })
@@ -35,7 +36,7 @@ export function registerUpdateSegment(app: OpenAPIHono<AppEnv>) {
       const found = await updateSegment(tx, actorOf(c), id, patch);
       if (!found) throw notFound('segment');
       const { meeting_id, user_id, ...segment } = found;
-      await emit(user_id, { type: 'EntityChanged', entity: 'transcript_segment', action: 'updated', id, meeting_id });
+      emit(user_id, changed('transcript_segment', 'updated', id, meeting_id));
       return segment;
     });
   });

@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { ApiError, notFound } from '@mi/lib/errors';
+import { DomainError, notFound } from '@mi/lib/errors';
 import { appendSegments, assertPeopleOf, MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/domain/segments';
 import { getTranscription } from '@mi/lib/domain/transcriptions';
 import { SERVICE } from '@mi/lib/domain/actor';
@@ -7,6 +7,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, notFoundResponse, op } from '../../openapi';
 import { SegmentsBody } from './schema';
+import { segmentEvent } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -25,14 +26,14 @@ export function registerAppendSegments(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
     const { segments } = c.req.valid('json');
-    if (segments.length > MAX_SEGMENTS_PER_REQUEST) throw new ApiError('payload_too_large', `at most ${MAX_SEGMENTS_PER_REQUEST} segments per request`);
+    if (segments.length > MAX_SEGMENTS_PER_REQUEST) throw new DomainError('payload_too_large', `at most ${MAX_SEGMENTS_PER_REQUEST} segments per request`);
     return commit(c, 204, async (tx, emit) => {
       const t = await getTranscription(tx, SERVICE, id, { forUpdate: true });
       if (!t) throw notFound('transcription');
       await assertPeopleOf(tx, t.user_id, segments.map((s) => s.person_id));
       const { broadcast } = await appendSegments(tx, id, segments);
       for (const segment of broadcast) {
-        await emit(t.user_id, { type: 'TranscriptSegmentEvent', meeting_id: t.meeting_id, transcription_id: id, segment });
+        emit(t.user_id, segmentEvent(t.meeting_id, id, segment));
       }
     });
   });

@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { ApiError, notFound } from '@mi/lib/errors';
+import { DomainError, notFound } from '@mi/lib/errors';
 import { assertPeopleOf, isInProcessing, MAX_SEGMENTS_PER_REQUEST, replaceSegments } from '@mi/lib/domain/segments';
 import { getTranscription } from '@mi/lib/domain/transcriptions';
 import { SERVICE } from '@mi/lib/domain/actor';
@@ -7,6 +7,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, notFoundResponse, op, problemResponse } from '../../openapi';
 import { SegmentsBody } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'put',
@@ -29,14 +30,14 @@ export function registerReplaceSegments(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
     const { segments } = c.req.valid('json');
-    if (segments.length > MAX_SEGMENTS_PER_REQUEST) throw new ApiError('payload_too_large', `at most ${MAX_SEGMENTS_PER_REQUEST} segments per request`);
+    if (segments.length > MAX_SEGMENTS_PER_REQUEST) throw new DomainError('payload_too_large', `at most ${MAX_SEGMENTS_PER_REQUEST} segments per request`);
     return commit(c, 204, async (tx, emit) => {
       const t = await getTranscription(tx, SERVICE, id, { forUpdate: true });
       if (!t) throw notFound('transcription');
-      if (await isInProcessing(tx, id)) throw new ApiError('conflict', 'transcription is still in processing state');
+      if (await isInProcessing(tx, id)) throw new DomainError('invalid_state', 'transcription is still in processing state');
       await assertPeopleOf(tx, t.user_id, segments.map((s) => s.person_id));
       await replaceSegments(tx, id, segments);
-      await emit(t.user_id, { type: 'EntityChanged', entity: 'transcript_segment', action: 'updated', id: null, meeting_id: t.meeting_id });
+      emit(t.user_id, changed('transcript_segment', 'updated', null, t.meeting_id));
     });
   });
 }

@@ -4,6 +4,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, problemResponse } from '../../openapi';
 import { PatchTranscriptionBody, TranscriptionSchema } from './schema';
+import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -27,7 +28,7 @@ export function registerUpdateTranscription(app: OpenAPIHono<AppEnv>) {
     const patch = c.req.valid('json');
     return commit(c, 200, async (tx, emit) => {
       const { user_id, ...t } = await updateTranscription(tx, id, patch);
-      await emit(user_id, { type: 'EntityChanged', entity: 'transcription', action: 'updated', id: t.id, meeting_id: t.meeting_id });
+      emit(user_id, changed('transcription', 'updated', t.id, t.meeting_id));
       return t;
     });
   });

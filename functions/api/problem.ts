@@ -1,0 +1,63 @@
+// The REST edge's one error mapping: a domain error becomes RFC 9457 problem+json. Unknown
+// errors become a generic 500 without internals. Problem types are part of the contract: the
+// specific conflicts of the domain all answer `…/conflict`.
+import { DomainError, type ErrorCode, type FieldError } from '@mi/lib/errors';
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  errors?: FieldError[];
+}
+
+export const PROBLEM_TYPE_BASE = 'https://meeting-intelligence.dev/problems/';
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+const http: Record<ErrorCode, { status: number; type: string; title: string }> = {
+  bad_request: { status: 400, type: 'bad_request', title: 'Bad Request' },
+  unauthorized: { status: 401, type: 'unauthorized', title: 'Unauthorized' },
+  forbidden: { status: 403, type: 'forbidden', title: 'Forbidden' },
+  not_found: { status: 404, type: 'not_found', title: 'Not Found' },
+  method_not_allowed: { status: 405, type: 'method_not_allowed', title: 'Method Not Allowed' },
+  already_exists: { status: 409, type: 'conflict', title: 'Conflict' },
+  concurrent_update: { status: 409, type: 'conflict', title: 'Conflict' },
+  recording_open: { status: 409, type: 'conflict', title: 'Conflict' },
+  invalid_state: { status: 409, type: 'conflict', title: 'Conflict' },
+  in_progress: { status: 409, type: 'conflict', title: 'Conflict' },
+  account_conflict: { status: 409, type: 'account_conflict', title: 'Account Conflict' },
+  gone: { status: 410, type: 'gone', title: 'Gone' },
+  precondition_failed: { status: 412, type: 'precondition_failed', title: 'Precondition Failed' },
+  payload_too_large: { status: 413, type: 'payload_too_large', title: 'Payload Too Large' },
+  unsupported_media_type: { status: 415, type: 'unsupported_media_type', title: 'Unsupported Media Type' },
+  unprocessable: { status: 422, type: 'unprocessable', title: 'Unprocessable Content' },
+  too_many_requests: { status: 429, type: 'too_many_requests', title: 'Too Many Requests' },
+  internal: { status: 500, type: 'internal', title: 'Internal Server Error' },
+  unavailable: { status: 503, type: 'unavailable', title: 'Service Unavailable' },
+};
+
+// The client errors Hono's validators and middleware raise as HTTPException.
+const FRAMEWORK_CODES: Record<number, ErrorCode> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'unprocessable',
+};
+
+/** The domain error of an HTTP status raised by the framework, if it is one of its client errors. */
+export const codeOfStatus = (status: number): ErrorCode | undefined => FRAMEWORK_CODES[status];
+
+export function toProblem(err: unknown): { problem: Problem; headers?: Record<string, string> } {
+  const e = err instanceof DomainError ? err : new DomainError('internal', 'An unexpected error occurred.');
+  const { status, type, title } = http[e.code];
+  const problem: Problem = { type: PROBLEM_TYPE_BASE + type, title, status, detail: e.message };
+  if (e.errors?.length) problem.errors = e.errors;
+  const headers: Record<string, string> = {};
+  if (e.retryAfterSeconds !== undefined) headers['Retry-After'] = String(e.retryAfterSeconds);
+  if (e.code === 'unauthorized') headers['WWW-Authenticate'] = 'Bearer'; // RFC 6750
+  return { problem, headers };
+}
