@@ -1,6 +1,7 @@
 // Runs the gcloud Pub/Sub and Firestore emulators as child processes. gcloud is a Python
 // wrapper that spawns java (through a shell script for Firestore), so each emulator is started
 // in its own process group and stopped by signalling the whole group: nothing outlives stop().
+import { sleep } from '@mi/lib/async';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -166,7 +167,6 @@ function onPath(command: string): boolean {
   });
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The emulator named by PUBSUB_EMULATOR_HOST / FIRESTORE_EMULATOR_HOST when it is set (stop()

@@ -1,6 +1,7 @@
 // Broadcast bus on Pub/Sub: every service instance has its own subscription on a topic, so each
 // instance receives every message. Messages are JSON; per-user events carry an ordering key so
 // one user's events arrive in order. Delivery is at least once: handlers must be idempotent.
+import { backoffMs, KeyedQueue, sleep, withTimeout } from './async';
 import { Duration, PubSub, type Message, type Subscription, type Topic } from '@google-cloud/pubsub';
 import { createLogger, type Logger } from './log';
 
@@ -130,7 +131,7 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
     const subscription: Subscription = client.subscription(name, {
       streamingOptions: { retryMaxBackoff: Duration.from({ seconds: STREAM_RETRY_MAX_SECONDS }) },
     });
-    const keyChains = new Map<string, Promise<void>>();
+    const keyChains = new KeyedQueue();
     let closing = false;
 
     const deliver = async (message: Message) => {
@@ -155,11 +156,7 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
     subscription.on('message', (message: Message) => {
       const key = message.orderingKey;
       if (!key) return void deliver(message);
-      const next = (keyChains.get(key) ?? Promise.resolve()).then(() => deliver(message));
-      keyChains.set(key, next);
-      void next.then(() => {
-        if (keyChains.get(key) === next) keyChains.delete(key);
-      });
+      void keyChains.run(key, () => deliver(message));
     });
     subscription.on('error', (err) => warn(err, `bus: subscription ${name} error`));
     // The stream closes itself on a non-retryable error (e.g. the subscription vanished when the
@@ -175,7 +172,7 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
           return;
         } catch (err) {
           warn(err, `bus: recreating subscription ${name} failed`);
-          await sleep(HEAL_BACKOFF_MS[Math.min(attempt, HEAL_BACKOFF_MS.length - 1)]);
+          await sleep(backoffMs(HEAL_BACKOFF_MS, attempt));
         }
       }
     };
@@ -217,12 +214,3 @@ export function instanceSubscriptionName(topic: string, instanceId: string): str
 }
 
 const codeOf = (err: unknown) => (err as { code?: unknown }).code;
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

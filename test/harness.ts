@@ -14,6 +14,8 @@ import { createLogger } from '@mi/lib/log';
 import { createRuntime, type Runtime } from '@mi/lib/runtime';
 import { createApp } from '../functions/api/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
+import type { Doc } from './support/openapi';
+import { responseChecker, type ResponseChecker } from './support/response-schemas';
 
 export const TEST_SECRETS = {
   IDENTITY_SECRET_KEY: 'test-identity-secret-key-0123456789',
@@ -108,8 +110,13 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     } catch {
       parsed = undefined;
     }
+    if (res.status >= 200 && res.status < 300 && parsed !== undefined && path !== '/openapi.json') {
+      checkResponse ??= responseChecker((await (await fetch(`${url}/openapi.json`)).json()) as Doc);
+      checkResponse(method, path, res.status, parsed);
+    }
     return { status: res.status, headers: res.headers, body: parsed, text };
   }
+  let checkResponse: ResponseChecker | undefined;
 
   const post = (token: string, path: string, body?: unknown, key: string = randomUUID()) =>
     request('POST', path, { token, body, headers: { 'idempotency-key': key } });

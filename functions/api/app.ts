@@ -1,5 +1,6 @@
 // The one factory of the REST app. The functions-framework target `api`, the local stack and
 // the tests all build the app through `createApp(deps)`.
+import { UUID_PATTERN } from '@mi/lib/async';
 import { randomUUID } from 'node:crypto';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
@@ -14,7 +15,6 @@ import { limitBodies } from './middleware/body-limit';
 import { codeOfStatus, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 import { registerRoutes } from './routes';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function problemResponse(c: Context, err: unknown, extraHeaders: Record<string, string> = {}): Response {
   const { problem, headers } = toProblem(err);
@@ -63,7 +63,7 @@ export function createApp(deps: AppDeps) {
   app.use('*', async (c, next) => {
     c.set('deps', deps);
     const clientId = c.req.header('x-client-id');
-    c.set('clientId', clientId && UUID.test(clientId) ? clientId : null);
+    c.set('clientId', clientId && UUID_PATTERN.test(clientId) ? clientId : null);
     const incoming = { traceparent: c.req.header('traceparent'), tracestate: c.req.header('tracestate') };
     await withIncomingSpan(`${c.req.method} ${c.req.path}`, incoming, async (span) => {
       // Our span's context goes on to Pub/Sub attributes and outgoing calls (same trace id).

@@ -26,7 +26,7 @@ export async function assertIfMatch(c: Context<AppEnv>, current: () => Promise<u
   if (header === undefined) return;
   const record = await current();
   if (record === null || header.trim() === '*') return;
-  const tag = etagOf(JSON.parse(JSON.stringify(record)));
+  const tag = etagOf(record);
   if (!header.split(',').some((t) => t.trim() === tag)) {
     throw new DomainError('precondition_failed', 'the record changed since it was read (If-Match does not match its ETag); fetch it again and reapply the change');
   }

@@ -1,4 +1,5 @@
 // Keyset pagination with an opaque cursor: base64url of the last row's sort key.
+import { UUID_PATTERN } from '../async';
 import { DomainError } from '../errors';
 
 export interface Page<T> {
@@ -41,11 +42,10 @@ export function toPage<T>(rows: T[], limit: number, keyOf: (row: T) => unknown[]
   return { items, next_cursor: kept < rows.length ? encodeCursor(keyOf(items[items.length - 1])) : null };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A cursor holding the last row's id (the sort key is read back from that row in SQL). */
 export function decodeIdCursor(cursor: string | undefined): string | null {
   const key = decodeCursor(cursor, 1);
-  if (key && !(typeof key[0] === 'string' && UUID.test(key[0]))) throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
+  if (key && !(typeof key[0] === 'string' && UUID_PATTERN.test(key[0]))) throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
   return key ? (key[0] as string) : null;
 }

@@ -1,5 +1,6 @@
 // AI threads and their chat messages: every query tenant-scoped through the Actor (messages
 // through their thread); soft-deleted threads hide their messages, soft-deleted rows are hidden.
+import { UUID_PATTERN } from '../async';
 import type { Queryable } from '../db/pool';
 import { DomainError } from '../errors';
 import type { Actor } from './actor';
@@ -43,7 +44,6 @@ export interface MessageInput {
 const THREAD_COLUMNS = 'id, user_id, context_type, context_id, deleted_at, created_at';
 const MESSAGE_COLUMNS = 'm.id, m.thread_id, m.role, m.content, m.tool_calls, m.deleted_at, m.created_at';
 const VISIBLE = '($2::uuid IS NULL OR user_id = $2) AND deleted_at IS NULL';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
 
 export async function createThread(q: Queryable, userId: string, input: ThreadInput): Promise<AiThread> {
@@ -113,7 +113,7 @@ export async function listMessages(q: Queryable, actor: Actor, threadId: string,
   // The cursor is the last message's id: its stored created_at keeps microsecond order, which a
   // JSON timestamp (milliseconds) would lose. Messages are never hard-deleted on their own.
   const after = decodeCursor(f.cursor, 1)?.[0];
-  if (after !== undefined && !UUID.test(String(after))) throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
+  if (after !== undefined && !UUID_PATTERN.test(String(after))) throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
   const { rows } = await q.query<ChatMessage>(
     'chat_message.list',
     `SELECT ${MESSAGE_COLUMNS} FROM chat_message m

@@ -1,6 +1,7 @@
 // One client WebSocket: the hello handshake, a bounded send queue, ordered handling of what the
 // client sends (commands and the frames after them stay in order, even while a command waits on
 // the database), the lifetime limit and the close.
+import { sleep } from '@mi/lib/async';
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import type { Config } from '@mi/lib/config';
@@ -187,4 +188,3 @@ function toBuffer(data: WebSocket.RawData): Buffer {
   return Buffer.from(data);
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

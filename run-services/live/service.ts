@@ -2,6 +2,7 @@
 // one port, or the Cloud Run entry in server.ts). Per instance: one Pub/Sub subscription on the
 // events topic (fan-out to this instance's connections), Firestore presence of its connections,
 // and the recordings it owns (sessions.ts).
+import { settleWithin } from '@mi/lib/async';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -148,7 +149,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         if (credential.scheme !== 'bearer') return conn.close(CloseCode.unauthorized, 'user credentials required');
         userId = (await findOrCreateUser(rt.db, credential.claims)).id;
       } catch (err) {
-        if ((err as { status?: number }).status === 401) return conn.close(CloseCode.unauthorized, 'invalid or expired credentials');
+        if ((err as { code?: string }).code === 'unauthorized') return conn.close(CloseCode.unauthorized, 'invalid or expired credentials');
         if ((err as { code?: string }).code === 'account_conflict') return conn.close(CloseCode.accountConflict, 'another account already uses this email address');
         throw err;
       }
@@ -266,19 +267,14 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
           }
           // Frames that came in between are written here too; then each take waits for a resume.
           await sessions.releaseAll(SHUTDOWN_RELEASE_MS);
-          await Promise.allSettled(present.map((c) => withTimeout(coordination.removePresence(c.userId, c.id), 1_000)));
+          await Promise.allSettled(present.map((c) => settleWithin(coordination.removePresence(c.userId, c.id), 1_000)));
         }
-        await withTimeout(subscription?.close() ?? Promise.resolve(), 2_000).catch(() => undefined);
-        if (!opts.coordination) await withTimeout(coordination.close(), 1_000).catch(() => undefined);
+        await settleWithin(subscription?.close() ?? Promise.resolve(), 2_000);
+        if (!opts.coordination) await settleWithin(coordination.close(), 1_000);
         wss.close();
         state = 'stopped';
       })();
       return stopped;
     },
   };
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([p, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms)))]).finally(() => clearTimeout(timer));
 }

@@ -15,6 +15,7 @@ import { MAX_MISSING_RANGES, Recorder, type RecorderHost, type Take } from './re
 import { SegmentCommitter } from './segments';
 import { changed, recordingChanged } from '@mi/lib/event-catalogue';
 import { inUnitOfWork, type UnitOfWorkDeps } from '@mi/lib/unit-of-work';
+import { KeyedQueue, settleWithin } from '@mi/lib/async';
 
 export interface SessionsDeps {
   rt: Runtime;
@@ -54,7 +55,8 @@ const FRAME_ERRORS: Partial<Record<ErrorCode, string>> = {
 export class Sessions implements RecorderHost {
   readonly recorders = new Map<string, Recorder>();
   readonly committer: SegmentCommitter;
-  private readonly locks = new Map<string, Promise<unknown>>();
+  /** One resume per take at a time on this instance. */
+  private readonly resumes = new KeyedQueue();
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private beating = false;
 
@@ -194,7 +196,7 @@ export class Sessions implements RecorderHost {
     // Beyond the column's range no take can exist (decisions.md section 6).
     if (cmd.audio_version > INT4_MAX) return conn.error('recording_not_found', 'no such recording take', cmd.type);
 
-    await this.exclusive(key, async () => {
+    await this.resumes.run(key, async () => {
       const local = this.recorders.get(key);
       if (local) {
         if (local.state !== 'recording') return conn.error('recording_stopping', 'the recording is stopping', cmd.type);
@@ -281,7 +283,7 @@ export class Sessions implements RecorderHost {
   /** Stops already under way may finish; every other take is left for a resume elsewhere. */
   async releaseAll(timeoutMs: number): Promise<void> {
     await Promise.allSettled(
-      [...this.recorders.values()].map((r) => (r.state === 'recording' ? r.letGo('shutdown', timeoutMs) : withTimeout(r.stop('user'), timeoutMs))),
+      [...this.recorders.values()].map((r) => (r.state === 'recording' ? r.letGo('shutdown', timeoutMs) : settleWithin(r.stop('user'), timeoutMs))),
     );
   }
 
@@ -327,24 +329,7 @@ export class Sessions implements RecorderHost {
     return (await this.d.countPresence(userId).catch(() => 1)) === 0;
   }
 
-  /** One resume per take at a time on this instance. */
-  private async exclusive(key: string, fn: () => Promise<void>): Promise<void> {
-    const prev = this.locks.get(key) ?? Promise.resolve();
-    const next = prev.then(fn);
-    const settled = next.catch(() => undefined);
-    this.locks.set(key, settled);
-    try {
-      await next;
-    } finally {
-      if (this.locks.get(key) === settled) this.locks.delete(key);
-    }
-  }
-
   private warn(err: unknown, msg: string): void {
     this.d.rt.log.warn({ err: (err as Error).message }, msg);
   }
-}
-
-function withTimeout(p: Promise<void>, ms: number): Promise<void> {
-  return Promise.race([p, new Promise<void>((r) => setTimeout(r, ms).unref())]);
 }

@@ -2,6 +2,7 @@
 // the key (an in-flight marker, so a concurrent duplicate answers 409 instead of running twice);
 // the final response is written by `commit` in the same transaction as the effect. A failed
 // request releases the marker so the client may retry with the same key.
+import { UUID_PATTERN } from '@mi/lib/async';
 import { createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { DomainError } from '@mi/lib/errors';
@@ -9,7 +10,6 @@ import type { Queryable } from '@mi/lib/db/pool';
 import type { AppEnv, IdempotencyClaim } from '../env';
 import { RAW_BODY_TYPE } from './body-limit';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TTL = '24 hours';
 /** An in-flight marker older than this belongs to a request that died; it may be taken over. */
 const ABANDONED_AFTER = '2 minutes';
@@ -27,7 +27,7 @@ interface StoredRecord {
 export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
   const key = c.req.header('idempotency-key');
   if (!key) throw new DomainError('bad_request', 'Idempotency-Key header is required for this operation');
-  if (!UUID.test(key)) throw new DomainError('bad_request', 'Idempotency-Key must be a uuid');
+  if (!UUID_PATTERN.test(key)) throw new DomainError('bad_request', 'Idempotency-Key must be a uuid');
   const { db } = c.var.deps;
   const principal = c.var.principal.userId ?? 'service';
   // Raw bodies are not bounded by the app's body limit; no idempotent operation takes one, so

@@ -28,6 +28,6 @@ export function registerMe(app: OpenAPIHono<AppEnv>) {
   app.openapi(getMe, (c) => {
     const p = c.var.principal;
     if (p.kind !== 'user') throw new Error('unreachable: bearer only');
-    return c.json(JSON.parse(JSON.stringify(p.user)), 200);
+    return c.json(p.user, 200);
   });
 }

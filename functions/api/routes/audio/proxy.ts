@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { UUID_PATTERN } from '@mi/lib/async';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { verifyAudioLink } from '@mi/lib/audio-links';
 import { DomainError } from '@mi/lib/errors';
@@ -9,7 +10,6 @@ import { IdParam, problemResponse, z } from '../../openapi';
 import { parseRange } from './range';
 import { binaryContent } from './schema';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const AUDIO_TYPES = ['audio/wav', 'audio/webm', 'audio/*'];
 
 // No security scheme: the signed query is the credential (a per-user capability).
@@ -48,7 +48,7 @@ export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
     const { db, store, config } = c.var.deps;
     const { id } = c.req.valid('param');
     const { uid, exp, sig } = c.req.valid('query');
-    if (!uid || !UUID.test(uid) || !exp || !/^\d{1,12}$/.test(exp) || !sig || sig.length > 100) throw forbidden();
+    if (!uid || !UUID_PATTERN.test(uid) || !exp || !/^\d{1,12}$/.test(exp) || !sig || sig.length > 100) throw forbidden();
     if (!verifyAudioLink(config.AUDIO_URL_SIGNING_KEY, id, { uid, exp: Number(exp), sig })) throw forbidden();
     // A genuine link of a user who does not own the meeting (or a deleted one) grants nothing.
     if (!(await getMeeting(db, { userId: uid }, id))) throw forbidden();

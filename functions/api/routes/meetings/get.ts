@@ -22,8 +22,7 @@ export function registerGetMeeting(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const meeting = await getMeeting(c.var.deps.db, actorOf(c), c.req.valid('param').id);
     if (!meeting) throw notFound('meeting');
-    const body = JSON.parse(JSON.stringify(meeting));
-    setEtag(c, body);
-    return c.json(body, 200);
+    setEtag(c, meeting);
+    return c.json(meeting, 200);
   });
 }

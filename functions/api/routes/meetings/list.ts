@@ -27,6 +27,6 @@ const route = op({
 export function registerListMeetings(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const result = await listMeetings(c.var.deps.db, userIdOf(c), c.req.valid('query'));
-    return c.json(JSON.parse(JSON.stringify(result)), 200);
+    return c.json(result, 200);
   });
 }

@@ -31,7 +31,7 @@ export function registerUpdateMeeting(app: OpenAPIHono<AppEnv>) {
       const meeting = await updateMeeting(tx, actorOf(c), id, patch);
       if (!meeting) throw notFound('meeting');
       emit(meeting.user_id, changed('meeting', 'updated', meeting.id, meeting.id));
-      setEtag(c, JSON.parse(JSON.stringify(meeting)));
+      setEtag(c, meeting);
       return meeting;
     });
   });

@@ -22,8 +22,7 @@ export function registerGetNote(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const note = await getNote(c.var.deps.db, actorOf(c), c.req.valid('param').id);
     if (!note) throw notFound('note');
-    const body = JSON.parse(JSON.stringify(note));
-    setEtag(c, body);
-    return c.json(body, 200);
+    setEtag(c, note);
+    return c.json(note, 200);
   });
 }

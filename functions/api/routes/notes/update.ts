@@ -31,7 +31,7 @@ export function registerUpdateNote(app: OpenAPIHono<AppEnv>) {
       const note = await updateNote(tx, actorOf(c), id, patch);
       if (!note) throw notFound('note');
       emit(note.user_id, changed('note', 'updated', id, meetingOf(note.subject_type, note.subject_id)));
-      setEtag(c, JSON.parse(JSON.stringify(note)));
+      setEtag(c, note);
       return note;
     });
   });

@@ -22,8 +22,7 @@ export function registerGetPerson(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const person = await getPerson(c.var.deps.db, actorOf(c), c.req.valid('param').id);
     if (!person) throw notFound('person');
-    const body = JSON.parse(JSON.stringify(person));
-    setEtag(c, body);
-    return c.json(body, 200);
+    setEtag(c, person);
+    return c.json(person, 200);
   });
 }

@@ -35,7 +35,7 @@ export function registerUpdatePerson(app: OpenAPIHono<AppEnv>) {
       const person = await updatePerson(tx, { userId }, id, patch);
       if (!person) throw notFound('person');
       emit(userId, changed('person', 'updated', id, null));
-      setEtag(c, JSON.parse(JSON.stringify(person)));
+      setEtag(c, person);
       return person;
     });
   });

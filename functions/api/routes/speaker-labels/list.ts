@@ -27,6 +27,6 @@ export function registerListSpeakerLabels(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     if (!(await getMeeting(db, { userId: userIdOf(c) }, id))) throw notFound('meeting');
     const items = await listLabelAssignments(db, id);
-    return c.json(JSON.parse(JSON.stringify({ items })), 200);
+    return c.json({ items }, 200);
   });
 }

@@ -21,6 +21,6 @@ export function registerGetSubTask(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const found = await getSubTask(c.var.deps.db, actorOf(c), c.req.valid('param').id);
     if (!found) throw notFound('sub-task');
-    return c.json(JSON.parse(JSON.stringify(found.sub_task)), 200);
+    return c.json(found.sub_task, 200);
   });
 }

@@ -24,6 +24,6 @@ export function registerListSubTasks(app: OpenAPIHono<AppEnv>) {
     const { db } = c.var.deps;
     if (!(await getTask(db, actorOf(c), id))) throw notFound('task');
     const result = await listSubTasks(db, actorOf(c), id, c.req.valid('query'));
-    return c.json(JSON.parse(JSON.stringify(result)), 200);
+    return c.json(result, 200);
   });
 }

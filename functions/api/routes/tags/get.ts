@@ -21,6 +21,6 @@ export function registerGetTag(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const tag = await getTag(c.var.deps.db, { userId: userIdOf(c) }, c.req.valid('param').id);
     if (!tag) throw notFound('tag');
-    return c.json(JSON.parse(JSON.stringify(tag)), 200);
+    return c.json(tag, 200);
   });
 }

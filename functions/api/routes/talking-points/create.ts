@@ -30,7 +30,7 @@ export function registerCreateTalkingPoint(app: OpenAPIHono<AppEnv>) {
       const meeting = await getMeeting(tx, SERVICE, id);
       if (!meeting) throw notFound('meeting');
       const tp = await createTalkingPoint(tx, meeting.id, body);
-      emit(meeting.user_id, talkingPointEvent(meeting.id, JSON.parse(JSON.stringify(tp))));
+      emit(meeting.user_id, talkingPointEvent(meeting.id, { ...tp }));
       return tp;
     });
   });

@@ -23,6 +23,6 @@ export function registerListTaskChildren(app: OpenAPIHono<AppEnv>) {
     const { db } = c.var.deps;
     if (!(await getTask(db, actorOf(c), id))) throw notFound('task');
     const result = await listTasks(db, userIdOf(c), { ...c.req.valid('query'), parent_task_id: id });
-    return c.json(JSON.parse(JSON.stringify(result)), 200);
+    return c.json(result, 200);
   });
 }

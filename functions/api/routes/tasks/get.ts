@@ -22,8 +22,7 @@ export function registerGetTask(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const task = await getTask(c.var.deps.db, actorOf(c), c.req.valid('param').id);
     if (!task) throw notFound('task');
-    const body = JSON.parse(JSON.stringify(task));
-    setEtag(c, body);
-    return c.json(body, 200);
+    setEtag(c, task);
+    return c.json(task, 200);
   });
 }

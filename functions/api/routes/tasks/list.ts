@@ -30,6 +30,6 @@ const route = op({
 export function registerListTasks(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const result = await listTasks(c.var.deps.db, userIdOf(c), c.req.valid('query'));
-    return c.json(JSON.parse(JSON.stringify(result)), 200);
+    return c.json(result, 200);
   });
 }

@@ -32,7 +32,7 @@ export function registerUpdateTask(app: OpenAPIHono<AppEnv>) {
       const task = await updateTask(tx, actorOf(c), id, patch);
       if (!task) throw notFound('task');
       emit(task.user_id, changed('task', 'updated', task.id, task.meeting_id));
-      setEtag(c, JSON.parse(JSON.stringify(task)));
+      setEtag(c, task);
       return task;
     });
   });

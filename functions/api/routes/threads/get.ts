@@ -21,6 +21,6 @@ export function registerGetThread(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const thread = await getThread(c.var.deps.db, actorOf(c), c.req.valid('param').id);
     if (!thread) throw notFound('thread');
-    return c.json(JSON.parse(JSON.stringify(thread)), 200);
+    return c.json(thread, 200);
   });
 }

@@ -20,6 +20,6 @@ const route = op({
 export function registerListThreads(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const result = await listThreads(c.var.deps.db, userIdOf(c), c.req.valid('query'));
-    return c.json(JSON.parse(JSON.stringify(result)), 200);
+    return c.json(result, 200);
   });
 }

@@ -64,7 +64,7 @@ export function registerMessages(app: OpenAPIHono<AppEnv>) {
     const { db } = c.var.deps;
     if (!(await getThread(db, actorOf(c), id))) throw notFound('thread');
     const result = await listMessages(db, actorOf(c), id, c.req.valid('query'));
-    return c.json(JSON.parse(JSON.stringify(result)), 200);
+    return c.json(result, 200);
   });
 
   app.openapi(remove, (c) => {

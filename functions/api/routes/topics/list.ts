@@ -24,6 +24,6 @@ export function registerListTopics(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     if (!(await getMeeting(db, actorOf(c), id))) throw notFound('meeting');
     const result = await listTopics(db, actorOf(c), id, c.req.valid('query'));
-    return c.json(JSON.parse(JSON.stringify(result)), 200);
+    return c.json(result, 200);
   });
 }

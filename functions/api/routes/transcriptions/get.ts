@@ -22,6 +22,6 @@ export function registerGetTranscription(app: OpenAPIHono<AppEnv>) {
     const found = await getTranscription(c.var.deps.db, actorOf(c), c.req.valid('param').id);
     if (!found) throw notFound('transcription');
     const { user_id: _owner, ...t } = found;
-    return c.json(JSON.parse(JSON.stringify(t)), 200);
+    return c.json(t, 200);
   });
 }

@@ -26,6 +26,6 @@ export function registerTranscriptionHistory(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     if (!(await getTranscription(db, actorOf(c), id))) throw notFound('transcription');
     const result = await listStatusHistory(db, actorOf(c), id, c.req.valid('query'));
-    return c.json(JSON.parse(JSON.stringify(result)), 200);
+    return c.json(result, 200);
   });
 }

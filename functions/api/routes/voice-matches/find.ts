@@ -36,6 +36,6 @@ export function registerFindVoiceMatches(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const { feature_vector, limit } = c.req.valid('json');
     const items = await findVoiceMatches(c.var.deps.db, userIdOf(c), feature_vector, limit, voiceSearchSettings(c.var.deps.config));
-    return c.json(JSON.parse(JSON.stringify({ items })), 200);
+    return c.json({ items }, 200);
   });
 }
