@@ -9,7 +9,7 @@ import { gapObjectName, sha256Hex } from '@mi/lib/domain/gap-recovery';
 import { listManifest, segmentObjectName } from '@mi/lib/domain/manifest';
 import { getRecording, recordingLeaseKey } from '@mi/lib/domain/recordings';
 import { runSweep, sweepHandler } from '../functions/sweep';
-import { RETENTION_BATCH_ROWS } from '@mi/lib/domain/retention';
+import { DELETE_EXPIRED_EVENTS, DELETE_EXPIRED_IDEMPOTENCY_RECORDS, RETENTION_BATCH_ROWS } from '@mi/lib/domain/retention';
 import { startApi, type ApiHarness } from './harness';
 import { createTake, expireGapDeadline, framesBytes, stopTake, storeLiveSegment, type Take } from './recording-fixtures';
 
@@ -239,16 +239,36 @@ describe('runSweep: retention', () => {
     expect(records.rows[0].n).toBe(5);
   });
 
-  it('should walk the created_at index for a batch, not scan the outbox', async () => {
-    const plan = await api.rt.db.withTransaction(async (tx) => {
-      await tx.query('test.no_seqscan', 'SET LOCAL enable_seqscan = off');
-      const { rows } = await tx.query(
-        'test.explain',
-        `EXPLAIN (FORMAT JSON) SELECT id FROM event_outbox WHERE created_at < now() - make_interval(hours => 48) ORDER BY created_at LIMIT 5000`,
-      );
+  it('should delete each batch by walking the indexes, never scanning a whole table', async () => {
+    // Enough rows, analyzed, a third of them expired (as in steady state: 72 h of events, 48 h
+    // kept), that the planner scans the table sequentially when a statement's shape lets it (as
+    // `DELETE … WHERE id IN (SELECT … LIMIT n)` did). EXPLAIN deletes nothing; cleaned up below.
+    const user = await api.userId(await api.token(`plan-${randomUUID().slice(0, 6)}`));
+    await api.rt.db.query(
+      'test.many_events',
+      `INSERT INTO event_outbox (user_id, seq, event_type, payload, created_at, published_at)
+       SELECT $1, g, 'EntityChanged', '{}'::jsonb, now() - make_interval(secs => 72 * 36 * (100000 - g) / 1000), now() FROM generate_series(1, 100000) g`,
+      [user],
+    );
+    await api.rt.db.query(
+      'test.many_records',
+      `INSERT INTO idempotency_record (principal, key, method, path, request_hash, state, expires_at)
+       SELECT $1, gen_random_uuid(), 'POST', '/x', 'h', 'done', now() + make_interval(secs => g - 33000) FROM generate_series(1, 100000) g`,
+      [user],
+    );
+    await api.rt.db.query('test.analyze', 'ANALYZE event_outbox, idempotency_record');
+    const explain = async (sql: string, params: unknown[]) => {
+      const { rows } = await api.rt.db.query('test.explain', `EXPLAIN (FORMAT JSON) ${sql}`, params);
       return JSON.stringify(rows[0]);
-    });
-    expect(plan).toContain('event_outbox_created_at_idx');
+    };
+    const events = await explain(DELETE_EXPIRED_EVENTS, [48, RETENTION_BATCH_ROWS]);
+    expect(events).not.toContain('Seq Scan');
+    expect(events).toContain('event_outbox_created_at_idx');
+    const records = await explain(DELETE_EXPIRED_IDEMPOTENCY_RECORDS, [RETENTION_BATCH_ROWS]);
+    expect(records).not.toContain('Seq Scan');
+    expect(records).toContain('idempotency_record_expires_at_idx');
+    await api.rt.db.query('test.cleanup', 'DELETE FROM event_outbox WHERE user_id = $1', [user]);
+    await api.rt.db.query('test.cleanup', 'DELETE FROM idempotency_record WHERE principal = $1', [user]);
   });
 });
 

@@ -9,6 +9,7 @@ import { HTTPException } from 'hono/http-exception';
 import { DomainError } from '@mi/lib/errors';
 import { StorageUnavailableError } from '@mi/lib/storage';
 import { currentTraceHeaders, currentTraceId, withIncomingSpan } from '@mi/lib/telemetry';
+import { validTraceContext } from '@mi/lib/trace-context';
 import type { AppDeps, AppEnv } from './env';
 import { registerDocs } from './docs';
 import { limitBodies } from './middleware/body-limit';
@@ -64,7 +65,8 @@ export function createApp(deps: AppDeps) {
     c.set('deps', deps);
     const clientId = c.req.header('x-client-id');
     c.set('clientId', clientId && UUID_PATTERN.test(clientId) ? clientId : null);
-    const incoming = { traceparent: c.req.header('traceparent'), tracestate: c.req.header('tracestate') };
+    // The same rule as the live service's (lib/trace-context.ts): what is invalid is dropped.
+    const incoming = validTraceContext({ traceparent: c.req.header('traceparent'), tracestate: c.req.header('tracestate') }) ?? {};
     await withIncomingSpan(`${c.req.method} ${c.req.path}`, incoming, async (span) => {
       // Our span's context goes on to Pub/Sub attributes and outgoing calls (same trace id).
       c.set('trace', currentTraceHeaders());

@@ -10,6 +10,7 @@ import type { Database, Queryable } from '../db/pool';
 import type { EventPublisher } from '../events';
 import type { Logger } from '../log';
 import type { ObjectStore } from '../storage';
+import { validTraceContext } from '../trace-context';
 import { wavHeader } from '../wav';
 import { gapPrefix } from './gap-recovery';
 import { coverageOf, listManifest, segmentPrefix, type ManifestRow } from './manifest';
@@ -146,8 +147,9 @@ export async function finalizeClaimed(deps: FinalizeDeps, rec: Recording): Promi
     is_degraded: cov.missing_ranges.length > 0,
     missing_ranges: cov.missing_ranges,
   };
-  // The client's trace of the take's start goes on to the ML batch worker.
-  await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, { meeting_id: rec.meeting_id, audio_version: String(rec.audio_version), ...rec.trace_context });
+  // The client's trace of the take's start goes on to the ML batch worker (checked again: a row
+  // stored before validation existed must not fail the publish).
+  await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, { meeting_id: rec.meeting_id, audio_version: String(rec.audio_version), ...validTraceContext(rec.trace_context) });
 
   const done = await inUnitOfWork(deps, async (tx, emitFor) => {
     const { rows: marked } = await tx.query<{ user_id: string }>(

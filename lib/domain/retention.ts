@@ -1,12 +1,22 @@
 // Retention (decisions.md section 6): outbox events older than EVENT_RETENTION_HOURS (replay is
 // promised for 24 h) and expired idempotency records are deleted by the sweep, in bounded
-// batches so one pass never holds locks or a transaction long, each batch walking an index
-// (event_outbox_created_at_idx, idempotency_record_expires_at_idx) from its oldest row.
+// batches so one pass never holds locks or a transaction long.
+// Each DELETE takes the row addresses (ctid) of its batch from an index walk
+// (event_outbox_created_at_idx, idempotency_record_expires_at_idx) from the oldest row and
+// deletes by address (a Tid Scan). `WHERE id IN (SELECT … LIMIT n)` reads the same but native
+// PostgreSQL plans it as a hash semi-join over a sequential scan of the whole table.
 import type { Queryable } from '../db/pool';
 
 export const RETENTION_BATCH_ROWS = 5_000;
 /** Batches per table per sweep pass: a backlog is worked off over several passes. */
 export const RETENTION_MAX_BATCHES = 40;
+
+/** $1 retention hours, $2 batch size. */
+export const DELETE_EXPIRED_EVENTS = `DELETE FROM event_outbox WHERE ctid = ANY(ARRAY(
+  SELECT ctid FROM event_outbox WHERE created_at < now() - make_interval(hours => $1) ORDER BY created_at LIMIT $2))`;
+/** $1 batch size. */
+export const DELETE_EXPIRED_IDEMPOTENCY_RECORDS = `DELETE FROM idempotency_record WHERE ctid = ANY(ARRAY(
+  SELECT ctid FROM idempotency_record WHERE expires_at < now() ORDER BY expires_at LIMIT $1))`;
 
 export interface Pruned {
   events: number;
@@ -14,22 +24,8 @@ export interface Pruned {
 }
 
 export async function pruneExpired(db: Queryable, retentionHours: number): Promise<Pruned> {
-  const events = await inBatches(() =>
-    db.query(
-      'retention.events',
-      `DELETE FROM event_outbox WHERE id IN (
-         SELECT id FROM event_outbox WHERE created_at < now() - make_interval(hours => $1) ORDER BY created_at LIMIT $2)`,
-      [retentionHours, RETENTION_BATCH_ROWS],
-    ),
-  );
-  const idempotencyRecords = await inBatches(() =>
-    db.query(
-      'retention.idempotency',
-      `DELETE FROM idempotency_record WHERE (principal, key) IN (
-         SELECT principal, key FROM idempotency_record WHERE expires_at < now() ORDER BY expires_at LIMIT $1)`,
-      [RETENTION_BATCH_ROWS],
-    ),
-  );
+  const events = await inBatches(() => db.query('retention.events', DELETE_EXPIRED_EVENTS, [retentionHours, RETENTION_BATCH_ROWS]));
+  const idempotencyRecords = await inBatches(() => db.query('retention.idempotency', DELETE_EXPIRED_IDEMPOTENCY_RECORDS, [RETENTION_BATCH_ROWS]));
   return { events, idempotencyRecords };
 }
 

@@ -1,8 +1,9 @@
 // The events one connection receives: strictly in seq order, each once. Seqs are gapless per
 // user and committed in order, so an event arriving past a gap (Pub/Sub delivered out of order,
 // or a message is still on its way) means the missing ones are already in the outbox: they are
-// read from there first. `last_seq` replay is the same read from the client's point on. Events
-// go through one queue, so live events arriving during a replay wait for it.
+// read from there first. `last_seq` replay is the same read from the client's point on. Only
+// retention deletes events, so a read that finds some gone sends ResyncRequired before going
+// on. Events go through one queue, so live events arriving during a replay wait for it.
 import type { Queryable } from '@mi/lib/db/pool';
 import { eventsAfter, type StoredEvent } from '@mi/lib/events';
 import type { Logger } from '@mi/lib/log';
@@ -35,12 +36,6 @@ export async function latestSeq(q: Queryable, userId: string): Promise<number> {
   return rows[0]?.last_seq ?? 0;
 }
 
-/** The user's oldest event still in the outbox (retention deletes older ones); null when none. */
-async function oldestKeptSeq(q: Queryable, userId: string): Promise<number | null> {
-  const { rows } = await q.query<{ seq: number | null }>('events.oldest_seq', 'SELECT min(seq) AS seq FROM event_outbox WHERE user_id = $1', [userId]);
-  return rows[0]?.seq ?? null;
-}
-
 export function toClientMessage(e: StoredEvent): Record<string, unknown> {
   return { ...e.body, event_id: e.event_id, seq: e.seq, occurred_at: e.occurred_at };
 }
@@ -66,13 +61,8 @@ export class EventStream {
         this.lastSeq = latest;
         return;
       }
-      // Events past the retention window are gone: the client must refetch what it shows.
-      const oldest = await this.read(() => oldestKeptSeq(this.db, this.userId));
-      const firstKept = oldest ?? latest + 1;
-      if (firstKept > lastSeq + 1) {
-        if (!this.sink.send({ type: 'ResyncRequired', oldest_seq: firstKept })) return void (this.closed = true);
-        this.lastSeq = firstKept - 1;
-      } else this.lastSeq = lastSeq;
+      // Events retention deleted show as a gap where the replay starts: fill() reports it.
+      this.lastSeq = lastSeq;
       await this.fill(latest);
     });
   }
@@ -110,14 +100,22 @@ export class EventStream {
     return this.queue;
   }
 
-  /** Delivers the stored events after lastSeq up to `upTo`. */
+  /**
+   * Delivers the stored events after lastSeq up to `upTo`. Seqs have no gaps but what retention
+   * deleted, so a read that does not begin at lastSeq + 1 found events gone (even if deleted
+   * after an earlier check): the client gets ResyncRequired with the oldest kept seq first,
+   * and nothing is skipped silently.
+   */
   private async fill(upTo: number): Promise<void> {
     while (this.lastSeq < upTo && !this.closed) {
       const from = this.lastSeq;
       const batch = await this.read(() => eventsAfter(this.db, this.userId, from, Math.min(PAGE, upTo - from)));
+      const next = batch[0]?.seq ?? upTo + 1;
+      if (next > from + 1) {
+        if (!this.sink.send({ type: 'ResyncRequired', oldest_seq: next })) return void (this.closed = true);
+        this.lastSeq = next - 1;
+      }
       for (const e of batch) if (e.seq <= upTo) this.emit(e);
-      // Events past the retention window are gone: skip what the outbox no longer has.
-      if (this.lastSeq === from) this.lastSeq = upTo;
       if (this.lastSeq < upTo) await this.sink.drained();
     }
   }

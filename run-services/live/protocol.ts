@@ -1,6 +1,7 @@
 // The WebSocket protocol of decisions.md section 5 (plus the additions in docs/websocket.md):
 // client commands, close codes, error codes, audio frame framing.
 import { z } from 'zod';
+import { validTraceContext, type TraceContext } from '@mi/lib/trace-context';
 
 export const CloseCode = {
   /** The server restarts or the connection reached its lifetime: reconnect and resume. */
@@ -39,9 +40,10 @@ export const INT4_MAX = 2_147_483_647;
 // Integers beyond this lose precision in JSON numbers; every integer field is bounded by it.
 const int = () => z.number().int().max(Number.MAX_SAFE_INTEGER);
 
-// W3C trace context a client may send with hello or a start (decisions.md section 6 traces).
-const traceparent = z.string().regex(/^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/, 'must be a W3C traceparent').optional();
-const tracestate = z.string().max(512).optional();
+// W3C trace context a client may send with hello or a start: never a reason to refuse the
+// message (the socket's message size bounds it); traceOf keeps what is valid, lib/trace-context.ts.
+const traceparent = z.unknown().optional();
+const tracestate = z.unknown().optional();
 
 export const Hello = z.object({
   type: z.literal('hello'),
@@ -77,10 +79,9 @@ export type StopCommand = z.infer<typeof StopRecording>;
 export const Command = z.discriminatedUnion('type', [StartRecording, ResumeRecording, StopRecording]);
 export type HelloMessage = z.infer<typeof Hello>;
 
-/** The trace context a message (or an upgrade request's headers) carries; null when none. */
-export function traceOf(m: { traceparent?: unknown; tracestate?: unknown }): Record<string, string> | null {
-  if (typeof m.traceparent !== 'string' || !Hello.shape.traceparent.safeParse(m.traceparent).success) return null;
-  return typeof m.tracestate === 'string' && m.tracestate.length <= 512 ? { traceparent: m.traceparent, tracestate: m.tracestate } : { traceparent: m.traceparent };
+/** The valid trace context a message (or an upgrade request's headers) carries; null when none. */
+export function traceOf(m: { traceparent?: unknown; tracestate?: unknown }): TraceContext | null {
+  return validTraceContext(m);
 }
 export type ClientCommand = z.infer<typeof Command>;
 

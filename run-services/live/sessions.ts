@@ -299,7 +299,7 @@ export class Sessions implements RecorderHost {
       sampleRate: rec.sample_rate,
       maxDurationSeconds: rec.max_duration_seconds,
       startedAt: new Date(rec.started_at),
-      trace: rec.trace_context,
+      trace: traceOf(rec.trace_context ?? {}), // a row stored before validation existed may hold anything
     };
     const r = new Recorder(this, take, stored);
     this.recorders.set(r.key, r);

@@ -64,6 +64,19 @@ describe('tracing', () => {
     await waitFor(() => (exported.some((b) => b.includes(traceId)) ? true : undefined));
   });
 
+  it('should drop a tracestate outside the W3C grammar as the live service does, keeping the trace', async () => {
+    const traceId = randomUUID().replace(/-/g, '');
+    const res = await api.request('POST', '/meetings', {
+      token: await api.token('tracy'),
+      body: { title: 'traced', source_type: 'text' },
+      headers: { 'idempotency-key': randomUUID(), traceparent: `00-${traceId}-00f067aa0ba902b7-01`, tracestate: 'vendor=1,Bad Key=2' },
+    });
+    expect(res.status).toBe(201);
+    const msg = await waitFor(() => messages.find((m) => (m.data as { body: { id: string } }).body.id === res.body.id));
+    expect(msg.attributes.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    expect(msg.attributes.tracestate).toBeUndefined();
+  });
+
   it('should serve requests normally when no collector listens', async () => {
     await new Promise((r) => collector.close(r));
     const res = await api.request('GET', '/me', { token: await api.token('tracy') });

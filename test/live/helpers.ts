@@ -202,9 +202,9 @@ export class TestClient {
     this.closed = new Promise((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })));
   }
 
-  /** Opens a socket without saying hello. */
-  static async open(wsUrl: string): Promise<TestClient> {
-    const ws = new WebSocket(wsUrl);
+  /** Opens a socket without saying hello (with these upgrade request headers). */
+  static async open(wsUrl: string, headers: Record<string, string> = {}): Promise<TestClient> {
+    const ws = new WebSocket(wsUrl, { headers });
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
       ws.once('error', reject);

@@ -1,9 +1,39 @@
 // Retention meets replay: a hello whose last_seq is older than the oldest event the outbox still
-// keeps gets ResyncRequired first (the client refetches what it shows), then what is kept.
-import { describe, expect, it } from 'vitest';
-import { TestClient, createMeeting, token, useInstance } from './helpers';
+// keeps gets ResyncRequired first (the client refetches what it shows), then what is kept. That
+// holds when the sweep's retention deletes events while the replay runs: the replay notices the
+// gap where it reads and never skips events silently.
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { pruneExpired } from '@mi/lib/domain/retention';
+import { appendEvents } from '@mi/lib/events';
+import { TestClient, createMeeting, range, token, useInstance, type Message } from './helpers';
 
 const live = useInstance();
+
+afterEach(() => vi.restoreAllMocks());
+
+async function userIdOf(t: string): Promise<string> {
+  const res = await fetch(`${live.instance.url}/me`, { headers: { authorization: `Bearer ${t}` } });
+  return ((await res.json()) as { id: string }).id;
+}
+
+/** What retention sees as past EVENT_RETENTION_HOURS (48 by default). */
+async function age(userId: string, upToSeq: number): Promise<void> {
+  await live.database.db.query('test.age', `UPDATE event_outbox SET created_at = now() - interval '49 hours' WHERE user_id = $1 AND seq <= $2`, [userId, upToSeq]);
+}
+
+/** Runs the sweep's retention right before the replay's `nth` read of the user's events (1-based). */
+function pruneBeforeRead(userId: string, nth: number): void {
+  const db = live.instance.rt.db;
+  const query = db.query.bind(db);
+  let reads = 0;
+  vi.spyOn(db, 'query').mockImplementation(async (name: string, text: string, params?: unknown[]) => {
+    if (name === 'events.after' && params?.[0] === userId && ++reads === nth) await pruneExpired(live.database.db, 48);
+    return query(name, text, params);
+  });
+}
+
+const shown = (messages: Message[]) => messages.filter((m) => m.type !== 'ready').map((m) => (m.type === 'ResyncRequired' ? m : m.seq));
 
 describe('replay past the retention window', () => {
   it('should send ResyncRequired with the oldest kept seq before the kept events, and nothing of the kind when none is missing', async () => {
@@ -19,12 +49,40 @@ describe('replay past the retention window', () => {
 
     const behind = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 0 });
     await behind.waitFor((m) => m.seq === 3, 10_000);
-    expect(behind.messages.filter((m) => m.type !== 'ready').map((m) => m.type === 'ResyncRequired' ? m : m.seq)).toEqual([{ type: 'ResyncRequired', oldest_seq: 3 }, 3]);
+    expect(shown(behind.messages)).toEqual([{ type: 'ResyncRequired', oldest_seq: 3 }, 3]);
     behind.close();
 
     const current = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 2 });
     await current.waitFor((m) => m.seq === 3, 10_000);
     expect(current.ofType('ResyncRequired')).toEqual([]);
     current.close();
+  });
+
+  it('should send ResyncRequired when retention deletes the events after the hello, before the replay reads them', async () => {
+    const t = await token(live.instance.config, `resync-race-${randomUUID().slice(0, 6)}`);
+    for (let i = 0; i < 3; i++) await createMeeting(live.instance, t);
+    const userId = await userIdOf(t);
+    await age(userId, 2);
+    pruneBeforeRead(userId, 1);
+
+    const client = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 0 });
+    await client.waitFor((m) => m.seq === 3, 10_000);
+    expect(shown(client.messages)).toEqual([{ type: 'ResyncRequired', oldest_seq: 3 }, 3]);
+    client.close();
+  });
+
+  it('should send ResyncRequired when retention deletes events in the middle of a replay of several pages', async () => {
+    const t = await token(live.instance.config, `resync-pages-${randomUUID().slice(0, 6)}`);
+    const userId = await userIdOf(t);
+    await live.database.db.withTransaction((tx) =>
+      appendEvents(tx, userId, range(1, 1200).map(() => ({ type: 'EntityChanged', entity: 'note', action: 'updated' as const, id: randomUUID(), meeting_id: null }))),
+    );
+    await age(userId, 700);
+    pruneBeforeRead(userId, 2); // after the first page (500 events) went out
+
+    const client = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 0 });
+    await client.waitFor((m) => m.seq === 1200, 20_000);
+    expect(shown(client.messages)).toEqual([...range(1, 500), { type: 'ResyncRequired', oldest_seq: 701 }, ...range(701, 1200)]);
+    client.close();
   });
 });
