@@ -8,7 +8,7 @@ import type { FeatureFlags } from '@mi/lib/flags';
 import type { Logger } from '@mi/lib/log';
 import type { ObjectStore } from '@mi/lib/storage';
 
-/** The adapters the API runs on, built once per process (see functions/api/deps.ts). */
+/** The adapters the API runs on, built once per process (the Runtime of lib/runtime.ts). */
 export interface AppDeps {
   config: Config;
   log: Logger;

@@ -40,7 +40,8 @@ export class Connection implements RecorderClient, EventSink {
   private closing = false;
   private queued = 0;
   private inbox: Promise<void> = Promise.resolve();
-  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly helloTimer: NodeJS.Timeout;
+  private readonly lifetimeTimer: NodeJS.Timeout;
   private readonly frameErrors = new Map<string, number>();
 
   constructor(
@@ -51,10 +52,8 @@ export class Connection implements RecorderClient, EventSink {
     ws.on('message', (data, isBinary) => this.onMessage(toBuffer(data), isBinary));
     ws.once('close', () => this.onClose());
     ws.on('error', (err) => host.log.debug({ err: err.message, connection_id: this.id }, 'client socket error'));
-    this.timers.push(
-      setTimeout(() => this.close(CloseCode.helloTimeout, 'no hello received'), c.LIVE_HELLO_TIMEOUT_SECONDS * 1000),
-      setTimeout(() => void host.lifetimeReached(this), c.LIVE_CONNECTION_LIFETIME_SECONDS * 1000),
-    );
+    this.helloTimer = setTimeout(() => this.close(CloseCode.helloTimeout, 'no hello received'), c.LIVE_HELLO_TIMEOUT_SECONDS * 1000);
+    this.lifetimeTimer = setTimeout(() => void host.lifetimeReached(this), c.LIVE_CONNECTION_LIFETIME_SECONDS * 1000);
   }
 
   get open(): boolean {
@@ -95,7 +94,7 @@ export class Connection implements RecorderClient, EventSink {
   }
 
   fail(): void {
-    this.close(1011, 'could not read the events; reconnect with last_seq');
+    this.close(CloseCode.serverError, 'could not read the events; reconnect with last_seq');
   }
 
   /** ReconnectAdvised, then close (1012): the client reconnects, replays and resumes. */
@@ -131,7 +130,7 @@ export class Connection implements RecorderClient, EventSink {
       .catch((err) => {
         this.host.log.error({ err, connection_id: this.id }, 'handling a client message failed');
         if (this.ready) this.error('unavailable', 'the server could not handle this message; try again', null);
-        else this.close(1011, 'could not complete the hello; reconnect');
+        else this.close(CloseCode.serverError, 'could not complete the hello; reconnect');
       })
       .finally(() => this.queued--);
   }
@@ -150,7 +149,7 @@ export class Connection implements RecorderClient, EventSink {
   }
 
   private async handleHello(data: Buffer, isBinary: boolean): Promise<void> {
-    clearTimeout(this.timers[0]);
+    clearTimeout(this.helloTimer);
     const msg = isBinary ? null : parseJson(data);
     if (msg?.type !== 'hello') return this.close(CloseCode.unauthorized, 'the first message must be hello');
     const parsed = Hello.safeParse(msg);
@@ -169,7 +168,8 @@ export class Connection implements RecorderClient, EventSink {
   }
 
   private clearTimers(): void {
-    for (const t of this.timers) clearTimeout(t);
+    clearTimeout(this.helloTimer);
+    clearTimeout(this.lifetimeTimer);
   }
 }
 

@@ -6,6 +6,8 @@ import { validTraceContext, type TraceContext } from '@mi/lib/trace-context';
 export const CloseCode = {
   /** The server restarts or the connection reached its lifetime: reconnect and resume. */
   reconnect: 1012,
+  /** The server failed on the hello or on reading the outbox: reconnect with last_seq. */
+  serverError: 1011,
   badHello: 4400,
   unauthorized: 4401,
   helloTimeout: 4408,
