@@ -310,13 +310,15 @@ export class Sessions implements RecorderHost {
   }
 
   private sendResumed(conn: Connection, r: Recorder): void {
+    const { highest_contiguous_sequence, missing_ranges } = r.coverage;
     conn.send({
       type: 'RecordingResumed',
       meeting_id: r.take.meetingId,
       audio_version: r.take.audioVersion,
       transcription_id: r.take.transcriptionId,
       max_duration_seconds: r.take.maxDurationSeconds,
-      ...r.coverage,
+      highest_contiguous_sequence,
+      missing_ranges,
     });
   }
 
