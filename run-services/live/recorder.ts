@@ -182,8 +182,9 @@ export class Recorder {
     // pcm_s16le frames are exactly 100 ms of samples; any other size would shift what follows.
     if (this.take.encoding === 'pcm_s16le' ? audio.length !== pcmFrameBytes(this.take.sampleRate) : audio.length === 0) return 'bad_frame';
     if (this.frames.bytes >= MAX_PENDING_BYTES) return 'buffer_full';
-    // A frame past the end opens a hole: bounded, so sparse frames cannot make unbounded work.
-    if (seq > this.received.max + 1 && this.received.missing().length >= MAX_MISSING_RANGES) return 'too_many_gaps';
+    // A frame past the end with a gap, or inside a hole away from its edges (splitting it), opens
+    // a hole: bounded, so sparse frames cannot make unbounded work.
+    if (this.received.holesAfterAdding(seq) > Math.max(MAX_MISSING_RANGES, this.received.holes)) return 'too_many_gaps';
     if (!this.frames.add(seq, audio, Date.now())) return null;
     this.received.add(seq, seq);
     this.ml?.send(message, seq);
