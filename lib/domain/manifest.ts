@@ -1,6 +1,9 @@
 // segment_manifest: one row per stored audio object covering an inclusive range of 100 ms
 // frame sequences. Coverage (highest contiguous sequence, missing ranges) is derived from it.
 import type { Queryable } from '../db/pool';
+import { coverageOf, type Coverage, type Range } from './coverage';
+
+export { coverageOf, type Coverage } from './coverage';
 
 const pad = (n: number) => String(n).padStart(10, '0');
 
@@ -29,16 +32,6 @@ export type ManifestInput = Omit<ManifestRow, 'id' | 'created_at' | 'sha256' | '
   sha256?: string | null;
   object_generation?: number | null;
 };
-
-export interface Coverage {
-  /** Every frame 0..this is stored; -1 when frame 0 is not. */
-  highest_contiguous_sequence: number;
-  /** Inclusive [start, end] ranges below the highest stored sequence that no row covers. */
-  missing_ranges: [number, number][];
-  frames_stored: number;
-  bytes_stored: number;
-  highest_sequence: number;
-}
 
 /** Inserts a row; false when the identical range is already there (a retried flush). */
 export async function insertManifestRow(q: Queryable, row: ManifestInput): Promise<boolean> {
@@ -73,36 +66,38 @@ export async function overlappingRows(q: Queryable, meetingId: string, audioVers
   return rows;
 }
 
-/**
- * Rows starting at or after `fromSequence` (an index range scan). With non-overlapping rows and
- * everything below `fromSequence` stored, these are all the rows a writer of later frames can
- * collide with, and all the rows it may not know about yet.
- */
-export async function rowsStartingFrom(q: Queryable, meetingId: string, audioVersion: number, fromSequence: number): Promise<ManifestRow[]> {
-  const { rows } = await q.query<ManifestRow>(
-    'manifest.starting_from',
-    `SELECT * FROM segment_manifest WHERE meeting_id = $1 AND audio_version = $2 AND start_sequence >= $3 ORDER BY start_sequence`,
-    [meetingId, audioVersion, fromSequence],
-  );
-  return rows;
-}
+/** Past every frame: the open end of a writer's "after my highest frame" range. */
+export const NO_END = Number.MAX_SAFE_INTEGER;
 
-export interface TakeFrom {
+export interface TakeRanges {
   meetingId: string;
   audioVersion: number;
-  fromSequence: number;
+  /**
+   * Inclusive ranges the writer knows nothing stored in (its holes, and [highest + 1, NO_END]),
+   * each bounded on the left by a stored frame or by 0.
+   */
+  ranges: readonly Range[];
 }
 
-/** rowsStartingFrom for many takes in one statement (a live instance's group commit). */
-export async function rowsStartingFromMany(q: Queryable, takes: TakeFrom[]): Promise<ManifestRow[]> {
-  if (!takes.length) return [];
+/**
+ * The rows starting inside the given ranges, for many takes in one statement (a live instance's
+ * group commit): one index range scan per range, so the work is the rows found, never the rows
+ * the take already has. Rows never overlap, so a row the writer does not know lies wholly in one
+ * of its unknown ranges, and starts there: these are all the rows it may collide with or lacks.
+ */
+export async function rowsStartingIn(q: Queryable, takes: TakeRanges[]): Promise<ManifestRow[]> {
+  const flat = takes.flatMap((t) => t.ranges.map(([start, end]) => ({ ...t, start, end })));
+  if (!flat.length) return [];
   const { rows } = await q.query<ManifestRow>(
-    'manifest.starting_from_many',
-    `SELECT s.* FROM segment_manifest s
-     JOIN unnest($1::uuid[], $2::int[], $3::bigint[]) AS t(meeting_id, audio_version, from_sequence)
-       ON s.meeting_id = t.meeting_id AND s.audio_version = t.audio_version AND s.start_sequence >= t.from_sequence
+    'manifest.starting_in',
+    `SELECT s.* FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::bigint[]) AS t(meeting_id, audio_version, first, last)
+     JOIN LATERAL (
+       SELECT * FROM segment_manifest m
+       WHERE m.meeting_id = t.meeting_id AND m.audio_version = t.audio_version AND m.start_sequence BETWEEN t.first AND t.last
+       OFFSET 0 -- kept a subquery: else it is flattened into a hash join over every row of the table
+     ) s ON true
      ORDER BY s.meeting_id, s.audio_version, s.start_sequence`,
-    [takes.map((t) => t.meetingId), takes.map((t) => t.audioVersion), takes.map((t) => t.fromSequence)],
+    [flat.map((r) => r.meetingId), flat.map((r) => r.audioVersion), flat.map((r) => r.start), flat.map((r) => r.end)],
   );
   return rows;
 }
@@ -123,25 +118,6 @@ export async function insertManifestRows(q: Queryable, rows: ManifestInput[]): P
       col('object_name'), col('object_generation'), col('byte_count'), col('crc32c'), col('sha256'),
     ],
   );
-}
-
-export function coverageOf(rows: Pick<ManifestRow, 'start_sequence' | 'end_sequence' | 'byte_count'>[]): Coverage {
-  const sorted = [...rows].sort((a, b) => a.start_sequence - b.start_sequence);
-  const missing: [number, number][] = [];
-  let next = 0; // first sequence not yet covered
-  let highestContiguous = -1;
-  let frames = 0;
-  let bytes = 0;
-  for (const r of sorted) {
-    bytes += r.byte_count;
-    if (r.start_sequence > next) missing.push([next, r.start_sequence - 1]);
-    if (r.end_sequence >= next) {
-      frames += r.end_sequence - Math.max(next, r.start_sequence) + 1;
-      next = r.end_sequence + 1;
-    }
-    if (missing.length === 0) highestContiguous = next - 1;
-  }
-  return { highest_contiguous_sequence: highestContiguous, missing_ranges: missing, frames_stored: frames, bytes_stored: bytes, highest_sequence: next - 1 };
 }
 
 export async function coverage(q: Queryable, meetingId: string, audioVersion: number): Promise<Coverage> {

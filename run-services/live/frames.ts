@@ -1,7 +1,7 @@
 // The frames of one take that arrived but are not durable yet, and which of them are due to be
 // written. Objects only ever cover contiguous runs of frames nobody stored yet, so stored
 // ranges never overlap whatever order frames arrive in or how often they are resent.
-import { RangeSet } from './ranges';
+import { RangeSet } from '@mi/lib/domain/coverage';
 
 export interface Frame {
   seq: number;

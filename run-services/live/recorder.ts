@@ -5,7 +5,8 @@
 // it owns the take: storage and database errors are retried with backoff, never given up.
 import type { Coordination } from '@mi/lib/coordination';
 import { appendEvent, type EventBody, type StoredEvent } from '@mi/lib/events';
-import { coverage, type ManifestRow } from '@mi/lib/domain/manifest';
+import { coverageOfSet, RangeSet } from '@mi/lib/domain/coverage';
+import { coverage, NO_END, type ManifestRow } from '@mi/lib/domain/manifest';
 import { recordEvent } from '@mi/lib/domain/recording-events';
 import {
   getRecording,
@@ -21,7 +22,6 @@ import type { Runtime } from '@mi/lib/runtime';
 import { FrameBuffer, type Run } from './frames';
 import { MlStream, type DrainResult, type MlHealth } from './ml-client';
 import { FRAME_MS, type ErrorCode } from './protocol';
-import { RangeSet } from './ranges';
 import { MAX_BATCH_RUNS, prepareRuns, type SegmentCommitter } from './segments';
 import { recordingChanged } from '@mi/lib/event-catalogue';
 
@@ -79,9 +79,8 @@ export class Recorder {
   state: RecorderState = 'recording';
   client: RecorderClient | null = null;
   private readonly frames: FrameBuffer;
+  /** Bytes of the rows this recorder knows of (the frames of frames.durable). */
   private bytesStored: number;
-  /** Rows counted already whose range is past the contiguous point (their bytes are in bytesStored). */
-  private readonly knownRows = new Map<string, number>();
   private lastProgress: { frames: number; at: number };
   private progressRequested = false;
   private ml: MlStream | null = null;
@@ -117,7 +116,6 @@ export class Recorder {
     this.frames = new FrameBuffer(RangeSet.of(stored.map((r) => [r.start_sequence, r.end_sequence] as const)));
     this.received = this.frames.durable.clone();
     this.bytesStored = stored.reduce((n, r) => n + r.byte_count, 0);
-    for (const r of stored) if (r.end_sequence > this.frames.durable.contiguous) this.knownRows.set(rowKey(r), r.end_sequence);
     this.lastProgress = { frames: this.frames.durable.size, at: Date.now() };
 
     if (take.transcriptionId) {
@@ -147,7 +145,7 @@ export class Recorder {
   }
 
   get coverage() {
-    return { highest_contiguous_sequence: this.frames.durable.contiguous, missing_ranges: this.frames.durable.missing() };
+    return coverageOfSet(this.frames.durable, this.bytesStored);
   }
 
   /** Frames waiting for storage (for tests and the shutdown log). */
@@ -185,8 +183,9 @@ export class Recorder {
     // pcm_s16le frames are exactly 100 ms of samples; any other size would shift what follows.
     if (this.take.encoding === 'pcm_s16le' ? audio.length !== pcmFrameBytes(this.take.sampleRate) : audio.length === 0) return 'bad_frame';
     if (this.frames.bytes >= MAX_PENDING_BYTES) return 'buffer_full';
-    // A frame past the end opens a hole: bounded, so sparse frames cannot make unbounded work.
-    if (seq > this.received.max + 1 && this.received.missing().length >= MAX_MISSING_RANGES) return 'too_many_gaps';
+    // A frame past the end with a gap, or inside a hole away from its edges (splitting it), opens
+    // a hole: bounded, so sparse frames cannot make unbounded work.
+    if (this.received.holesAfterAdding(seq) > Math.max(MAX_MISSING_RANGES, this.received.holes)) return 'too_many_gaps';
     if (!this.frames.add(seq, audio, Date.now())) return null;
     this.received.add(seq, seq);
     this.ml?.send(message, seq);
@@ -317,7 +316,9 @@ export class Recorder {
       });
       if (!runs.length && !this.progressRequested) return;
       try {
-        for (let i = 0; i < runs.length; i += MAX_BATCH_RUNS) await this.store(runs.slice(i, i + MAX_BATCH_RUNS));
+        // One batch, then the due runs are taken again: a commit may have taught us rows that
+        // cover frames we held, and a run must lie where we know of nothing stored (segments.ts).
+        if (runs.length) await this.store(runs.slice(0, MAX_BATCH_RUNS));
         if (this.progressRequested) await this.emitProgress();
         if (this.storageFailing) {
           this.storageFailing = false;
@@ -343,7 +344,7 @@ export class Recorder {
     const outcome = await this.host.committer.commit({
       take: this.take,
       userId: this.take.userId,
-      from: this.frames.durable.contiguous + 1,
+      unknown: [...this.frames.durable.missing(), [this.frames.durable.max + 1, NO_END]],
       runs: prepared,
       progress: (rows) => this.progressFor(rows),
     });
@@ -362,31 +363,29 @@ export class Recorder {
     }
   }
 
+  /** A row new to us (a commit returns only those): its frames are stored, by us or another writer. */
   private learn(r: Pick<ManifestRow, 'start_sequence' | 'end_sequence' | 'byte_count'>): void {
-    const k = rowKey(r);
-    if (this.knownRows.has(k)) return;
     this.frames.markDurable(r.start_sequence, r.end_sequence);
+    this.received.add(r.start_sequence, r.end_sequence);
     this.bytesStored += r.byte_count;
-    this.knownRows.set(k, r.end_sequence);
-    const contiguous = this.frames.durable.contiguous;
-    for (const [key, end] of this.knownRows) if (end <= contiguous) this.knownRows.delete(key);
   }
 
   // --- progress and health -------------------------------------------------------------------
 
   private progressBody(durable: RangeSet, bytes: number): EventBody {
+    const cov = coverageOfSet(durable, bytes);
     return {
       type: 'AudioStoredProgressEvent',
       meeting_id: this.take.meetingId,
       audio_version: this.take.audioVersion,
-      highest_contiguous_sequence: durable.contiguous,
-      frames_stored: durable.size,
-      bytes_stored: bytes,
+      highest_contiguous_sequence: cov.highest_contiguous_sequence,
+      frames_stored: cov.frames_stored,
+      bytes_stored: cov.bytes_stored,
     };
   }
 
   /**
-   * The progress events due once `rows` (every row from our contiguous point on) are stored: one
+   * The progress events due once `rows` (the rows new to us, ours included) are stored: one
    * per RECORDING_PROGRESS_EVERY_FRAMES frames they add, each with the coverage at that point (a
    * backlog written in one go thins out no event), or one when an interval's event is due.
    */
@@ -396,7 +395,7 @@ export class Recorder {
     let bytes = this.bytesStored;
     let reported = this.lastProgress.frames;
     const bodies: EventBody[] = [];
-    const fresh = rows.filter((r) => !this.knownRows.has(rowKey(r))).sort((a, b) => a.start_sequence - b.start_sequence);
+    const fresh = [...rows].sort((a, b) => a.start_sequence - b.start_sequence);
     for (const [i, r] of fresh.entries()) {
       view.add(r.start_sequence, r.end_sequence);
       bytes += r.byte_count;
@@ -415,7 +414,7 @@ export class Recorder {
 
   private async emitProgress(): Promise<void> {
     const body = this.progressBody(this.frames.durable, this.bytesStored);
-    const outcome = await this.host.committer.commit({ take: this.take, userId: this.take.userId, from: 0, runs: [], progress: () => [body] });
+    const outcome = await this.host.committer.commit({ take: this.take, userId: this.take.userId, unknown: [], runs: [], progress: () => [body] });
     if (outcome.kind === 'progress') this.progressSent(outcome.events);
   }
 
@@ -556,7 +555,6 @@ export class Recorder {
   }
 }
 
-const rowKey = (r: Pick<ManifestRow, 'start_sequence' | 'end_sequence'>) => `${r.start_sequence}-${r.end_sequence}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Retries a database step with backoff until it succeeds: a stop must complete. */

@@ -1,13 +1,16 @@
 // Storing runs of frames: one object per run (create-only), then one segment_manifest row per
-// run. Rows go in under the take's row lock after checking what is stored from the writer's
-// contiguous point on, so writers of one take (a resumed take's old and new owner, a gap upload)
-// never leave overlapping ranges: the later one learns what is there and writes the rest.
+// run. Rows go in under the take's row lock after reading what is stored where the writer knows
+// of nothing (its holes and past its highest stored frame), so writers of one take (a resumed
+// take's old and new owner, a gap upload) never leave overlapping ranges: the later one learns
+// what is there and writes the rest. A commit reads only rows new to its writer, however many
+// rows the take has.
 //
 // Rows are committed by one SegmentCommitter per instance: requests that arrive while a
 // transaction runs go together in the next one (group commit). An idle instance commits each
 // request at once; a busy one needs a handful of statements per batch instead of per segment.
 import type { Database, Queryable } from '@mi/lib/db/pool';
-import { insertManifestRows, rowsStartingFromMany, segmentObjectName, type ManifestInput, type ManifestRow } from '@mi/lib/domain/manifest';
+import type { Range } from '@mi/lib/domain/coverage';
+import { insertManifestRows, rowsStartingIn, segmentObjectName, type ManifestInput, type ManifestRow } from '@mi/lib/domain/manifest';
 import { lockTakesForWrite, type RecordingState, type TakeKey } from '@mi/lib/domain/recordings';
 import { crc32cOf } from '@mi/lib/crc32c';
 import { appendUserEvents, type EventBody, type StoredEvent } from '@mi/lib/events';
@@ -31,18 +34,22 @@ export interface PreparedRun {
 export interface CommitRequest {
   take: TakeKey;
   userId: string;
-  /** The writer's first sequence not known to be stored (all before it are). */
-  from: number;
+  /**
+   * Where the writer knows of no stored frame: its holes and [highest stored + 1, NO_END], each
+   * starting at 0 or right after a stored frame. Its runs lie inside them.
+   */
+  unknown: readonly Range[];
   /** None: only the progress event (the interval's) is committed. */
   runs: PreparedRun[];
-  /** The progress events due once these rows are in (all rows from `from` on, ours included). */
+  /** The progress events due once these rows are in (the rows new to the writer, ours included). */
   progress(rows: ManifestRow[]): EventBody[];
 }
 
 export type SegmentOutcome =
   /**
-   * The rows from `from` on (ours included) and which runs are now stored (ours, or an identical
-   * row). A run not stored overlapped rows someone else wrote first: learn `rows`, write the rest.
+   * The rows new to the writer (in its unknown ranges, ours included) and which runs are now
+   * stored (ours, or an identical row). A run not stored overlapped rows someone else wrote
+   * first: learn `rows`, write the rest.
    */
   | { kind: 'stored'; rows: ManifestRow[]; stored: Run[]; owner: string | null; state: RecordingState; events: StoredEvent[] }
   /** The take is gone, finalizing or finalized: nothing can be added any more. */
@@ -126,7 +133,7 @@ export class SegmentCommitter {
       const state = locks.get(key(r.take))?.state;
       return state !== undefined && state !== 'finalizing' && state !== 'finalized';
     });
-    const existing = await rowsStartingFromMany(tx, open.map((r) => ({ ...r.take, fromSequence: r.from })));
+    const existing = await rowsStartingIn(tx, open.map((r) => ({ ...r.take, ranges: r.unknown })));
     const rowsOf = new Map<string, ManifestRow[]>(open.map((r) => [key(r.take), []]));
     for (const row of existing) rowsOf.get(`${row.meeting_id}/${row.audio_version}`)?.push(row);
 

@@ -49,7 +49,7 @@ const FRAME_ERRORS: Partial<Record<ErrorCode, string>> = {
   sequence_out_of_range: 'the sequence number is beyond the recording\'s maximum duration',
   buffer_full: 'too much audio is waiting for storage; this frame was not stored, resend it later',
   bad_frame: 'a pcm_s16le frame is exactly sample_rate / 10 × 2 bytes of audio (3,200 at 16 kHz); a webm_opus frame at least one byte',
-  too_many_gaps: `the take already misses ${MAX_MISSING_RANGES} ranges; this frame was not stored: send the missing frames first, then this one again`,
+  too_many_gaps: `the take already misses ${MAX_MISSING_RANGES} ranges and this frame would open another (past the end with a gap, or splitting a missing range); it was not stored: send the missing frames first, then this one again`,
 };
 
 export class Sessions implements RecorderHost {
@@ -314,13 +314,15 @@ export class Sessions implements RecorderHost {
   }
 
   private sendResumed(conn: Connection, r: Recorder): void {
+    const { highest_contiguous_sequence, missing_ranges } = r.coverage;
     conn.send({
       type: 'RecordingResumed',
       meeting_id: r.take.meetingId,
       audio_version: r.take.audioVersion,
       transcription_id: r.take.transcriptionId,
       max_duration_seconds: r.take.maxDurationSeconds,
-      ...r.coverage,
+      highest_contiguous_sequence,
+      missing_ranges,
     });
   }
 

@@ -4,19 +4,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FrameBuffer } from '@mi/live/frames';
-import { RangeSet } from '@mi/live/ranges';
-
-describe('RangeSet', () => {
-  it('should merge ranges and report the contiguous prefix and the holes', () => {
-    const set = RangeSet.of([[5, 9], [0, 2], [3, 3], [12, 12]]);
-    expect(set.ranges()).toEqual([[0, 3], [5, 9], [12, 12]]);
-    expect(set.contiguous).toBe(3);
-    expect(set.missing()).toEqual([[4, 4], [10, 11]]);
-    expect(set.size).toBe(10);
-    expect([set.has(4), set.has(5), set.has(12), set.has(13)]).toEqual([false, true, true, false]);
-    expect(RangeSet.of([[1, 4]]).contiguous).toBe(-1);
-  });
-});
 
 describe('FrameBuffer', () => {
   it('should write full runs at once and shorter ones when old enough or forced', () => {

@@ -135,6 +135,32 @@ describe('frames that cannot be stored as they are', () => {
     expect(await client.stop(meetingId)).toMatchObject({ highest_contiguous_sequence: 129, missing_ranges: [] });
     client.close();
   });
+  it('should refuse a frame inside a hole that would split it into a 65th missing range, and take it once it no longer splits one', async () => {
+    const t = await token(a.config, 'splitting');
+    const meetingId = await createMeeting(a, t);
+    const client = await TestClient.connect(a.wsUrl, t);
+    await client.start(meetingId);
+    // Frames 0, 4, …, 256 leave 64 holes of three frames each (1-3, 5-7, …, 253-255).
+    for (let seq = 0; seq <= 256; seq += 4) client.frame(seq);
+    let from = client.messages.length;
+    client.frame(2); // the middle of 1-3: would leave 1-1 and 3-3, 65 holes
+    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({ code: 'too_many_gaps', ref: 'audio' });
+    client.frame(1); // an edge: 2-3 remains, still 64 holes
+    client.frame(2); // now an edge too: taken
+    await sleep(1_100); // one error per code a second
+    from = client.messages.length;
+    client.frame(6); // the middle of 5-7 is refused the same way
+    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({ code: 'too_many_gaps', ref: 'audio' });
+    for (let seq = 3; seq <= 255; seq++) if (seq % 4 !== 0) client.frame(seq);
+    const stopped = await client.stop(meetingId);
+    expect(stopped).toMatchObject({ highest_contiguous_sequence: 256, missing_ranges: [] });
+    const rows = await listManifest(a.rt.db, meetingId, 1);
+    const covered = rows.flatMap((r) => range(r.start_sequence, r.end_sequence));
+    expect(covered.length).toBe(new Set(covered).size); // the refused frames were not stored before being sent again
+    expect(covered.sort((x, y) => x - y)).toEqual(range(0, 256));
+    expect(client.ofType('error').filter((m) => m.code === 'too_many_gaps')).toHaveLength(2);
+    client.close();
+  });
 });
 
 describe('connections per user', () => {

@@ -1,0 +1,132 @@
+// A live commit's work does not grow with the take (issue #12): it reads only the manifest rows
+// its recorder does not know of yet (in its holes and past its highest stored frame), never the
+// rows it already learned. A take with one early hole and 40,000 later rows: the commit after the
+// recorder learned them reads ~0 rows, where reading "everything past the contiguous point"
+// read all 40,000 again on every commit.
+//
+// What a commit reads is measured on the database itself: each manifest SELECT the commit's
+// transaction ran is run again and the rows of segment_manifest it scanned or fetched are counted
+// (pg_stat_xact_user_tables), so a plan that reads the table and filters counts too.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { OpenedDatabase } from '@mi/lib/db/open';
+import type { Database, Queryable } from '@mi/lib/db/pool';
+import { TestClient, createMeeting, fileEnv, openTestDatabase, range, sleep, startInstance, token, type Instance } from './helpers';
+
+const LATER_ROWS = 40_000;
+const HOLE = 10; // frames 0..9 stored, 10 missing, 11..40,010 stored by "another writer"
+
+interface Statement {
+  name: string;
+  text: string;
+  params: unknown[];
+  rows: number;
+}
+
+/** The database as is, noting the manifest statements run inside transactions (the commits). */
+function noting(db: Database, seen: Statement[]): Database {
+  const watch = (tx: Queryable): Queryable => ({
+    async query(name, text, params = []) {
+      const res = await tx.query(name, text, params);
+      if (name.startsWith('manifest.')) seen.push({ name, text, params, rows: res.rowCount ?? 0 });
+      return res;
+    },
+  });
+  return {
+    pool: db.pool,
+    get retries() {
+      return db.retries;
+    },
+    query: (name, text, params) => db.query(name, text, params),
+    withTransaction: (fn) => db.withTransaction((tx) => fn(watch(tx))),
+    close: () => db.close(),
+  };
+}
+
+/**
+ * Rows of segment_manifest the statement reads: run again as it was, in a transaction of its own,
+ * counting the table's rows scanned and fetched through indexes (this backend's own counters).
+ */
+async function manifestRowsRead(db: Database, s: Statement): Promise<number> {
+  return db.withTransaction(async (tx) => {
+    const read = async () =>
+      (
+        await tx.query<{ n: number }>(
+          'test.rows_read',
+          `SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) AS n FROM pg_stat_xact_user_tables WHERE relname = 'segment_manifest'`,
+        )
+      ).rows[0].n;
+    const before = await read();
+    await tx.query(s.name, s.text, s.params);
+    return (await read()) - before;
+  });
+}
+
+let database: OpenedDatabase;
+let instance: Instance;
+const seen: Statement[] = [];
+
+beforeAll(async () => {
+  database = await openTestDatabase();
+  // Progress by interval only: learning 40,000 rows must not append hundreds of progress events.
+  instance = await startInstance(
+    { ...database, db: noting(database.db, seen) },
+    { ...fileEnv(), ML_SERVICE_URL: 'http://127.0.0.1:9', RECORDING_PROGRESS_EVERY_FRAMES: '1000000' },
+  );
+}, 60_000);
+afterAll(async () => {
+  await instance?.close();
+  await database?.close();
+});
+
+describe('live commit cost', () => {
+  it('should read ~0 manifest rows for a commit on a take with an early hole and 40,000 later rows it already knows', async () => {
+    const t = await token(instance.config, 'commit-cost');
+    const meetingId = await createMeeting(instance, t);
+    const client = await TestClient.connect(instance.wsUrl, t);
+    await client.start(meetingId);
+    for (const seq of range(0, HOLE - 1)) client.frame(seq);
+    await client.acked(meetingId, HOLE - 1);
+
+    // Another writer's rows past the hole (one frame each), as a resumed take's other owner leaves them.
+    const first = HOLE + 1;
+    const last = HOLE + LATER_ROWS;
+    await database.db.query(
+      'test.later_rows',
+      `INSERT INTO segment_manifest (meeting_id, audio_version, start_sequence, end_sequence, started_at_ms, duration_ms, object_name, byte_count, crc32c)
+       SELECT $1::uuid, 1, s, s, s * 100, 100, 'recordings/' || $1::text || '/other/' || s, 3200, 'AAAAAA==' FROM generate_series($2::bigint, $3::bigint) AS s`,
+      [meetingId, first, last],
+    );
+    await database.db.query('test.analyze', 'ANALYZE segment_manifest');
+
+    const commitOf = async (seq: number) => {
+      seen.length = 0;
+      client.frame(seq);
+      for (let i = 0; ; i++) {
+        const { rowCount } = await database.db.query('test.stored', 'SELECT 1 FROM segment_manifest WHERE meeting_id = $1 AND start_sequence = $2', [meetingId, seq]);
+        if (rowCount) break;
+        if (i === 400) throw new Error(`frame ${seq} was not stored within 20 s`);
+        await sleep(50);
+      }
+      const reads = seen.filter((s) => /^\s*SELECT/i.test(s.text));
+      expect(reads.length, `the commit of frame ${seq} read the manifest`).toBeGreaterThan(0);
+      let rowsRead = 0;
+      for (const s of reads) rowsRead += await manifestRowsRead(database.db, s);
+      return { returned: reads.reduce((n, s) => n + s.rows, 0), rowsRead };
+    };
+
+    // The first commit past them learns the other writer's 40,000 rows: work for rows new to it.
+    const learning = await commitOf(last + 1);
+    expect(learning.returned).toBe(LATER_ROWS);
+    // Every later commit reads only what is new: the hole (empty) and past the highest frame.
+    const next = await commitOf(last + 2);
+    console.log(`commit cost: learning commit returned ${learning.returned} rows (read ${learning.rowsRead}); the next returned ${next.returned} (read ${next.rowsRead})`);
+    expect(next.returned).toBeLessThanOrEqual(1);
+    expect(next.rowsRead).toBeLessThanOrEqual(5);
+
+    // The recorder's view is the stored one: frames 0..9, the hole at 10, everything after it.
+    const stopped = await client.stop(meetingId);
+    expect(stopped).toMatchObject({ highest_contiguous_sequence: HOLE - 1, missing_ranges: [[HOLE, HOLE]] });
+    await client.waitFor((m) => m.type === 'AudioStoredProgressEvent' && m.frames_stored === HOLE + LATER_ROWS + 2 && m.highest_contiguous_sequence === HOLE - 1);
+    client.close();
+  }, 90_000);
+});
