@@ -2,9 +2,13 @@
 // RECORDING_SEGMENT_TARGET_MS of contiguous frames → progress events with the durable contiguous
 // sequence; audio forwarded to the ML service; lease heartbeat; max duration; the stop sequence
 // (settle → flush → bounded ML drain → stopped). Nothing the recorder was given is dropped while
-// it owns the take: storage and database errors are retried with backoff, never given up.
+// it owns the take: frame writes are retried with backoff, never given up (the stop's last step
+// retries for about 80 s, then leaves a take stuck in stopping to the sweep).
 import type { Coordination } from '@mi/lib/coordination';
-import { appendEvent, type EventBody, type StoredEvent } from '@mi/lib/events';
+import { backoffMs, sleep } from '@mi/lib/async';
+import { progressEvent, recordingChanged, type EventBody } from '@mi/lib/event-catalogue';
+import type { StoredEvent } from '@mi/lib/events';
+import { inUnitOfWork } from '@mi/lib/unit-of-work';
 import { coverageOfSet, RangeSet } from '@mi/lib/domain/coverage';
 import { coverage, NO_END, type ManifestRow } from '@mi/lib/domain/manifest';
 import { recordEvent } from '@mi/lib/domain/recording-events';
@@ -23,7 +27,6 @@ import { FrameBuffer, type Run } from './frames';
 import { MlStream, type DrainResult, type MlHealth } from './ml-client';
 import { FRAME_MS, type ErrorCode } from './protocol';
 import { MAX_BATCH_RUNS, prepareRuns, type SegmentCommitter } from './segments';
-import { recordingChanged } from '@mi/lib/event-catalogue';
 
 export interface Take {
   meetingId: string;
@@ -332,7 +335,7 @@ export class Recorder {
           this.storageFailing = true;
           this.health({ source: 'core', code: 'storage_retrying', detail: { attempt: failures, error: (err as Error).message } });
         }
-        await sleep(BACKOFF_MS[Math.min(failures - 1, BACKOFF_MS.length - 1)]);
+        await sleep(backoffMs(BACKOFF_MS, failures - 1));
       }
     }
   }
@@ -374,14 +377,13 @@ export class Recorder {
 
   private progressBody(durable: RangeSet, bytes: number): EventBody {
     const cov = coverageOfSet(durable, bytes);
-    return {
-      type: 'AudioStoredProgressEvent',
+    return progressEvent({
       meeting_id: this.take.meetingId,
       audio_version: this.take.audioVersion,
       highest_contiguous_sequence: cov.highest_contiguous_sequence,
       frames_stored: cov.frames_stored,
       bytes_stored: cov.bytes_stored,
-    };
+    });
   }
 
   /**
@@ -458,8 +460,10 @@ export class Recorder {
     const drain: DrainResult = this.ml ? await this.ml.drain(c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS * 1000) : { drained: false, error: 'no ML session' };
     this.note(drain.timed_out ? 'ml_drain_timeout' : 'ml_drained', { ...drain, timeout_seconds: c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS });
 
+    // Committed events reach this instance's connections first, then Pub/Sub.
+    const uow = { db: rt.db, events: { publish: async (events: StoredEvent[]) => this.host.dispatch(events) } };
     const result = await withRetry(() =>
-      rt.db.withTransaction(async (tx) => {
+      inUnitOfWork(uow, async (tx, emit) => {
         const rec = await markStopped(tx, meetingId, audioVersion, c.RECORDING_GAP_UPLOAD_DEADLINE_SECONDS);
         const cov = await coverage(tx, meetingId, audioVersion);
         const deadline = rec?.gap_upload_deadline ?? null;
@@ -473,14 +477,11 @@ export class Recorder {
           gap_upload_deadline: deadline,
           ml_drained: drain.drained,
         });
-        const events = [
-          await appendEvent(tx, this.take.userId, this.progressBody(this.frames.durable, this.bytesStored)),
-          await appendEvent(tx, this.take.userId, recordingChanged(meetingId)),
-        ];
-        return { cov, deadline, events };
+        emit(this.take.userId, this.progressBody(this.frames.durable, this.bytesStored));
+        emit(this.take.userId, recordingChanged(meetingId));
+        return { cov, deadline };
       }),
     );
-    this.host.dispatch(result.events);
     this.state = 'done';
     this.halt();
     if (this.client) {
@@ -555,16 +556,14 @@ export class Recorder {
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Retries a database step with backoff until it succeeds: a stop must complete. */
+/** Retries a database step with backoff, 20 times (about 80 s): a stop must complete if it can. */
 async function withRetry<T>(fn: () => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await fn();
     } catch (err) {
       if (attempt >= 20) throw err;
-      await sleep(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]);
+      await sleep(backoffMs(BACKOFF_MS, attempt));
     }
   }
 }
