@@ -3,8 +3,9 @@
 //  1. request: an account_erasure row, and the user's open takes stopped in the same transaction
 //     (the live instance owning one sees at its next write or owner heartbeat that the take is not
 //     recording any more, or gone, and lets go; nothing is stored for it after that),
-//  2. rows, in bounded batches: the user's meetings (and their cascades), their ids recorded in
-//     the request in the same transaction; last the idempotency records and the user row (its
+//  2. rows, in bounded batches: the user's meetings (and their cascades, and the service's
+//     idempotency records of requests on them), their ids recorded in the request in the same
+//     transaction; last the user's idempotency records and the user row (its
 //     cascades: people, tasks, notes, threads, tags, outbox events, event sequence),
 //  3. objects: everything under each recorded meeting's prefixes, meeting by meeting; then the
 //     request row itself, so a finished erasure leaves no row naming the user.
@@ -64,6 +65,12 @@ export async function eraseRowBatch(db: Database, userId: string): Promise<'more
     if (ids.length) {
       // voice samples: removeMeetingVoiceSamples(tx, ids)
       await tx.query('erasure.delete_meetings', 'DELETE FROM meeting WHERE id = ANY($1::uuid[])', [ids]);
+      // The ML service's idempotent writes on these meetings keep their answers (the user's data) for 24 h.
+      await tx.query(
+        'erasure.service_idempotency',
+        `DELETE FROM idempotency_record WHERE principal = 'service' AND path LIKE '/meetings/%' AND split_part(path, '/', 3) = ANY($1::text[])`,
+        [ids],
+      );
       await tx.query('erasure.note_meetings', 'UPDATE account_erasure SET meeting_ids = meeting_ids || $2::uuid[], updated_at = now() WHERE user_id = $1', [userId, ids]);
       if (ids.length === ERASURE_MEETING_BATCH) return 'more';
     }
