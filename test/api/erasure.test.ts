@@ -5,13 +5,13 @@
 // column that information_schema lists, so a new table cannot be forgotten.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Queryable } from '@mi/lib/db/pool';
 import { eraseRowBatch, requestErasure } from '@mi/lib/domain/erasure';
 import { meetingObjectPrefixes } from '@mi/lib/domain/meeting-objects';
 import { runSweep } from '../../functions/sweep';
 import { startApi, type ApiHarness } from '../harness';
 import { createTake, expireGapDeadline, stopTake, storeLiveSegment } from '../recording-fixtures';
 import { changedTables, snapshotter, type Snapshot } from '../support/db-snapshot';
+import { allIds, rowsNaming } from '../support/rows-naming';
 import { createFixtures, createWorld, type World } from '../support/fixtures';
 import { fetchDoc } from '../support/openapi';
 
@@ -29,47 +29,6 @@ beforeAll(async () => {
   snapshot = await snapshotter(api.rt.db);
 }, 120_000);
 afterAll(() => api?.close());
-
-interface Column {
-  table: string;
-  column: string;
-  kind: 'uuid' | 'uuid[]' | 'text';
-}
-
-/** Every column that can hold an id (uuid, uuid[], text such as idempotency_record.principal). */
-async function idColumns(db: Queryable): Promise<Column[]> {
-  const { rows } = await db.query<{ table: string; column: string; data_type: string; udt_name: string }>(
-    'test.id_columns',
-    `SELECT c.table_name AS table, c.column_name AS column, c.data_type, c.udt_name
-     FROM information_schema.columns c JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
-     WHERE c.table_schema = 'public' AND t.table_type = 'BASE TABLE' AND c.udt_name IN ('uuid', '_uuid', 'text')
-     ORDER BY 1, 2`,
-  );
-  return rows.map((r) => ({ table: r.table, column: r.column, kind: r.udt_name === 'uuid' ? 'uuid' : r.udt_name === '_uuid' ? 'uuid[]' : 'text' }));
-}
-
-/** Every uuid value stored anywhere (uuid and uuid[] columns). */
-async function allIds(db: Queryable): Promise<Set<string>> {
-  const out = new Set<string>();
-  for (const c of await idColumns(db)) {
-    if (c.kind === 'text') continue;
-    const expr = c.kind === 'uuid' ? `"${c.column}"` : `unnest("${c.column}")`;
-    const { rows } = await db.query<{ v: string }>('test.ids', `SELECT DISTINCT ${expr}::text AS v FROM "${c.table}" WHERE "${c.column}" IS NOT NULL`);
-    for (const r of rows) if (r.v) out.add(r.v);
-  }
-  return out;
-}
-
-/** "table.column: n" for every column of every table holding one of the ids (none: []). */
-async function rowsNaming(db: Queryable, ids: string[]): Promise<string[]> {
-  const found: string[] = [];
-  for (const c of await idColumns(db)) {
-    const where = c.kind === 'uuid' ? `"${c.column}"::text = ANY($1)` : c.kind === 'uuid[]' ? `"${c.column}"::text[] && $1` : `"${c.column}" = ANY($1)`;
-    const { rows } = await db.query<{ n: number }>('test.naming', `SELECT count(*)::int AS n FROM "${c.table}" WHERE ${where}`, [ids]);
-    if (rows[0].n) found.push(`${c.table}.${c.column}: ${rows[0].n}`);
-  }
-  return found;
-}
 
 async function objectsOf(meetingIds: string[]): Promise<string[]> {
   const lists = await Promise.all(meetingIds.flatMap(meetingObjectPrefixes).map((p) => api.rt.store.list(p)));
