@@ -347,8 +347,8 @@ export class Recorder {
       progress: (rows) => this.progressFor(rows),
     });
     if (outcome.kind === 'closed') {
-      // Finalized underneath us (nothing can be added): these frames were never acknowledged.
-      rt.log.error({ take: this.key, runs: runs.map((r) => [r.start, r.end]) }, 'take is finalized; frames cannot be stored');
+      // Finalized or deleted (account erasure) underneath us: nothing can be added; these frames were never acknowledged.
+      rt.log.error({ take: this.key, runs: runs.map((r) => [r.start, r.end]) }, 'take is finalized or gone (its account was erased); frames cannot be stored');
       this.frames.markDurable(0, Number.MAX_SAFE_INTEGER);
       void this.letGo('not_recording', 0);
       return;
