@@ -461,6 +461,8 @@ export class Recorder {
     const result = await withRetry(() =>
       rt.db.withTransaction(async (tx) => {
         const rec = await markStopped(tx, meetingId, audioVersion, c.RECORDING_GAP_UPLOAD_DEADLINE_SECONDS);
+        // Deleted meanwhile (its account was erased): there is nothing to record the stop on.
+        if (!rec && !(await getRecording(tx, meetingId, audioVersion))) return null;
         const cov = await coverage(tx, meetingId, audioVersion);
         const deadline = rec?.gap_upload_deadline ?? null;
         await recordEvent(tx, meetingId, 'recording_stopped', {
@@ -480,6 +482,11 @@ export class Recorder {
         return { cov, deadline, events };
       }),
     );
+    if (!result) {
+      await this.letGo('not_recording', 0);
+      await this.host.coordination.release(this.key, instanceId).catch(() => undefined);
+      return;
+    }
     this.host.dispatch(result.events);
     this.state = 'done';
     this.halt();

@@ -8,7 +8,8 @@ import { runSweep } from '../../functions/sweep';
 import { rowsNaming } from '../support/rows-naming';
 import { TestClient, createMeeting, sleep, token, useInstance } from './helpers';
 
-const ctx = useInstance();
+// A long settle time opens the window in which a stop is under way when the erasure arrives.
+const ctx = useInstance({ RECORDING_STOP_SETTLE_MS: '3000' });
 
 describe('DELETE /me during a live take', () => {
   it('should stop the take first and leave no row and no object behind', async () => {
@@ -47,6 +48,26 @@ describe('DELETE /me during a live take', () => {
 
     expect(await rowsNaming(instance.rt.db, [userId, meetingId, started.transcription_id])).toEqual([]);
     expect(await list()).toEqual([]);
+    client.close();
+  }, 60_000);
+
+  it('should release a take whose stop is under way when the account is erased', async () => {
+    const { instance } = ctx;
+    const user = await token(instance.config, 'live-erase-stopping');
+    const meetingId = await createMeeting(instance, user);
+    const client = await TestClient.connect(instance.wsUrl, user);
+    await client.start(meetingId);
+    for (let seq = 0; seq < 20; seq++) client.frame(seq);
+    await client.acked(meetingId, 19);
+    client.send({ type: 'StopRecordingCommand', meeting_id: meetingId });
+    await sleep(300); // in the settle time: the take is stopping
+    const res = await fetch(`${instance.url}/me`, { method: 'DELETE', headers: { authorization: `Bearer ${user}` } });
+    expect(res.status).toBe(204);
+    // The stop finds its take gone and lets go at once, instead of retrying its stop record.
+    const released = await client.waitFor((m) => m.type === 'RecordingReleased' && m.meeting_id === meetingId, 10_000);
+    expect(released.reason).toBe('not_recording');
+    expect(client.ofType('RecordingStopped')).toEqual([]);
+    expect(await rowsNaming(instance.rt.db, [meetingId])).toEqual([]);
     client.close();
   }, 60_000);
 });
