@@ -106,6 +106,8 @@ export interface ResumeOptions {
   /** Requests untouched this long are taken up (a live request is still working on its own). */
   minAgeMs: number;
   batch: number;
+  /** Time one sweep pass spends on erasures (default 60 s); what is left goes on next pass. */
+  budgetMs?: number;
 }
 
 /** The sweep's part: erasures a request left unfinished (crashed, timed out, storage down). */
@@ -117,9 +119,14 @@ export async function resumeErasures(deps: ErasureDeps, opts: ResumeOptions): Pr
   );
   let finished = 0;
   let pending = 0;
+  const deadline = Date.now() + (opts.budgetMs ?? 60_000);
   for (const { user_id } of rows) {
+    if (Date.now() >= deadline) {
+      pending++;
+      continue;
+    }
     try {
-      if (await continueErasure(deps, user_id)) finished++;
+      if (await continueErasure(deps, user_id, deadline)) finished++;
       else pending++;
     } catch (err) {
       pending++;
