@@ -6,7 +6,10 @@
 //     (lib/domain/finalize.ts), retrying claims a crashed sweep left behind,
 //  3. republishes outbox events whose publish failed,
 //  4. deletes outbox events past EVENT_RETENTION_HOURS and expired idempotency records, in
-//     bounded batches (lib/domain/retention.ts).
+//     bounded batches (lib/domain/retention.ts),
+//  5. finishes account erasures a DELETE /me left unfinished (lib/domain/erasure.ts) — first of
+//     all, so that no take of an account being erased is finalized — and purges meetings
+//     soft-deleted more than MEETING_PURGE_AFTER_DAYS ago (lib/domain/purge.ts).
 // Auth of the HTTP target: in staging/production the function is private — only the Cloud
 // Scheduler's service account holds run.invoker and Google's front end verifies its OIDC token
 // before any code runs — so the handler checks nothing more. In development/test (no IAM in
@@ -17,6 +20,8 @@ import { claimForFinalize, dueTakes, finalizeClaimed, reclaimStale, releaseClaim
 import { coverage } from '@mi/lib/domain/manifest';
 import { recordEvent } from '@mi/lib/domain/recording-events';
 import { CAPTURE_OPEN, markStopped, markStopping, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/domain/recordings';
+import { resumeErasures } from '@mi/lib/domain/erasure';
+import { purgeDeletedMeetings } from '@mi/lib/domain/purge';
 import { pruneExpired } from '@mi/lib/domain/retention';
 import { recordingChanged } from '@mi/lib/event-catalogue';
 import type { Runtime } from '@mi/lib/runtime';
@@ -33,6 +38,8 @@ export interface SweepOptions {
   outboxMinAgeMs?: number;
   /** Takes examined per pass (default 100). */
   batch?: number;
+  /** An erasure request untouched this long is taken over from its DELETE /me (default 60 s). */
+  erasureMinAgeMs?: number;
 }
 
 export interface SweepCounts {
@@ -43,15 +50,22 @@ export interface SweepCounts {
   republished: number;
   prunedEvents: number;
   prunedIdempotencyRecords: number;
+  erasuresFinished: number;
+  erasuresPending: number;
+  purgedMeetings: number;
 }
 
 const STALE_FINALIZING_MS = 10 * 60_000;
+const ERASURE_MIN_AGE_MS = 60_000;
 
-export const NO_COUNTS: SweepCounts = { stopped: 0, finalized: 0, degraded: 0, failed: 0, republished: 0, prunedEvents: 0, prunedIdempotencyRecords: 0 };
+export const NO_COUNTS: SweepCounts = { stopped: 0, finalized: 0, degraded: 0, failed: 0, republished: 0, prunedEvents: 0, prunedIdempotencyRecords: 0, erasuresFinished: 0, erasuresPending: 0, purgedMeetings: 0 };
 
 export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promise<SweepCounts> {
   const counts: SweepCounts = { ...NO_COUNTS };
   const batch = opts.batch ?? 100;
+  const erasures = await resumeErasures(rt, { minAgeMs: opts.erasureMinAgeMs ?? ERASURE_MIN_AGE_MS, batch });
+  counts.erasuresFinished = erasures.finished;
+  counts.erasuresPending = erasures.pending;
   counts.stopped = await stopOrphanedTakes(rt, opts.coordination, batch);
 
   // Claimed one at a time, right before the work, so a claim never ages while others are done.
@@ -77,6 +91,7 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   const pruned = await pruneExpired(rt.db, rt.config.EVENT_RETENTION_HOURS);
   counts.prunedEvents = pruned.events;
   counts.prunedIdempotencyRecords = pruned.idempotencyRecords;
+  counts.purgedMeetings = await purgeDeletedMeetings(rt, rt.config.MEETING_PURGE_AFTER_DAYS);
   return counts;
 }
 

@@ -46,6 +46,8 @@ export const configSchema = z.object({
   FEATURE_FLAGS_CACHE_SECONDS: num(30),
   // Outbox events are kept this long (replay by last_seq is promised for 24 h).
   EVENT_RETENTION_HOURS: num(48, 24),
+  // Soft-deleted meetings are purged by the sweep (rows, objects, voice samples) after this long.
+  MEETING_PURGE_AFTER_DAYS: int(30, 1),
   // Voice matches (bench/voice.ts measures both on clustered and uniform vectors).
   VOICE_MATCH_EF_SEARCH: int(40, 1).pipe(z.number().max(1000)),
   VOICE_MATCH_EXACT_BELOW_SIMILARITY: num(0.4).pipe(z.number().max(1)),

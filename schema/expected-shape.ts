@@ -71,6 +71,7 @@ export const TABLES: Record<string, string[]> = {
     'stop_reason text', 'gap_upload_deadline timestamptz', 'finalized_at timestamptz', 'owner_instance text',
     'created_at timestamptz required = now()', 'updated_at timestamptz required = now()', 'trace_context jsonb',
   ],
+  account_erasure: ['user_id uuid required', "meeting_ids uuid[] required = '{}'::uuid[]", 'rows_erased_at timestamptz', 'requested_at timestamptz required = now()', 'updated_at timestamptz required = now()'],
 };
 
 /** Every reference: "table.column -> parent: rule", rule as the spec words it. */
@@ -136,4 +137,5 @@ export const QUERY_INDEXES = [
   'event_outbox (user_id, seq)',
   'event_outbox (created_at) WHERE (published_at IS NULL)',
   'recording (state, gap_upload_deadline)',
+  'meeting (deleted_at) WHERE (deleted_at IS NOT NULL)',
 ];

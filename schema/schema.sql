@@ -95,6 +95,8 @@ CREATE TABLE meeting (
 CREATE INDEX meeting_user_id_start_time_idx ON meeting (user_id, start_time DESC, id) WHERE deleted_at IS NULL;
 -- The partial index above skips soft-deleted rows; the user cascade needs every row.
 CREATE INDEX meeting_user_id_idx ON meeting (user_id);
+-- The sweep's purge: soft-deleted meetings, oldest deletion first.
+CREATE INDEX meeting_deleted_at_idx ON meeting (deleted_at) WHERE deleted_at IS NOT NULL;
 
 CREATE TABLE meeting_audio_file (
   meeting_id uuid PRIMARY KEY REFERENCES meeting (id) ON DELETE CASCADE,
@@ -383,3 +385,15 @@ CREATE TABLE recording (
 );
 CREATE INDEX recording_state_gap_upload_deadline_idx ON recording (state, gap_upload_deadline);
 CREATE INDEX recording_transcription_id_idx ON recording (transcription_id);
+
+-- Account erasure requests (DELETE /me), written before anything is deleted so that a request
+-- cut short is finished by the sweep. No foreign key: the user's rows go first, then the objects
+-- under the meetings' prefixes (meeting_ids, filled as the rows are deleted); the request row is
+-- deleted last, so a finished erasure leaves no row naming the user.
+CREATE TABLE account_erasure (
+  user_id uuid PRIMARY KEY,
+  meeting_ids uuid[] NOT NULL DEFAULT '{}',
+  rows_erased_at timestamptz,
+  requested_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);

@@ -207,6 +207,8 @@ describe('terraform', () => {
     ]) expect(env).toMatch(new RegExp(`\\b${name}\\s+=`));
     expect(JSON.stringify(mods)).not.toContain('PUBSUB_EMULATOR_HOST');
     expect(varDefault('modules/services', 'live_connection_lifetime_seconds')).toBe(defaults.LIVE_CONNECTION_LIFETIME_SECONDS);
+    expect(env).toMatch(/\bMEETING_PURGE_AFTER_DAYS\s+=/);
+    expect(varDefault('modules/services', 'meeting_purge_after_days')).toBe(defaults.MEETING_PURGE_AFTER_DAYS);
   });
 
   it('Pub/Sub: both topics with retention, a dead-letter topic for the ML subscription', () => {

@@ -51,6 +51,8 @@ export async function dueTakes(q: Queryable, limit: number): Promise<Recording[]
     'finalize.due',
     `SELECT r.* FROM recording r
      WHERE r.state = 'stopped'
+       -- A take of an account being erased is about to be deleted, not finalized.
+       AND NOT EXISTS (SELECT 1 FROM meeting m JOIN account_erasure e ON e.user_id = m.user_id WHERE m.id = r.meeting_id)
        AND (r.gap_upload_deadline IS NULL OR r.gap_upload_deadline <= now()
             OR r.stop_reason = 'user' AND NOT EXISTS (
               SELECT 1 FROM segment_manifest s
@@ -111,17 +113,20 @@ function compositionOf(rows: ManifestRow[]): ManifestRow[] {
 
 const takePrefix = (meetingId: string, audioVersion: number) => `recordings/${meetingId}/v${audioVersion}/`;
 
+/** Where a take's composed audio is (once it is finalized with at least one frame stored). */
+export const takeAudioPath = (rec: Pick<Recording, 'meeting_id' | 'audio_version' | 'encoding'>) =>
+  `${takePrefix(rec.meeting_id, rec.audio_version)}${rec.encoding === 'pcm_s16le' ? 'audio.wav' : 'audio.webm'}`;
+
 /** Composes the audio object of a claimed take; null when it stored no frame. */
 async function composeAudio(store: ObjectStore, rec: Recording, chain: ManifestRow[]): Promise<string | null> {
   if (!chain.length) return null;
   const prefix = takePrefix(rec.meeting_id, rec.audio_version);
+  const dest = takeAudioPath(rec);
   if (rec.encoding !== 'pcm_s16le') {
-    const dest = `${prefix}audio.webm`;
     await store.compose(chain.map((r) => r.object_name), dest, { contentType: 'audio/webm' });
     return dest;
   }
   const header = `${prefix}header.wav`;
-  const dest = `${prefix}audio.wav`;
   const dataBytes = chain.reduce((n, r) => n + r.byte_count, 0);
   await store.write(header, wavHeader(dataBytes, rec.sample_rate), { contentType: 'audio/wav' });
   await store.compose([header, ...chain.map((r) => r.object_name)], dest, { contentType: 'audio/wav' });
@@ -190,10 +195,21 @@ export async function finalizeClaimed(deps: FinalizeDeps, rec: Recording): Promi
     emit('recording', rec.meeting_id);
     return true;
   });
+  if (!done && storagePath) await dropIfTakeGone(deps, rec, storagePath);
   if (done) {
     await deleteUnreferenced(deps, rec, rows).catch((err) => deps.log.warn({ err: (err as Error).message }, 'could not delete unreferenced objects of a finalized take'));
   }
   return done ? message : null;
+}
+
+/**
+ * The take was deleted while its audio was being composed (its account erased): the composed
+ * object would be left with nothing leading to it. A take still there was finalized by another
+ * sweep, whose audio this is too.
+ */
+async function dropIfTakeGone(deps: FinalizeDeps, rec: Recording, storagePath: string): Promise<void> {
+  const { rows } = await deps.db.query('finalize.take_exists', 'SELECT 1 FROM recording WHERE meeting_id = $1 AND audio_version = $2', [rec.meeting_id, rec.audio_version]);
+  if (!rows.length) await deps.store.delete(storagePath).catch(() => undefined);
 }
 
 /**

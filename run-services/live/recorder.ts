@@ -352,8 +352,8 @@ export class Recorder {
       progress: (rows) => this.progressFor(rows),
     });
     if (outcome.kind === 'closed') {
-      // Finalized underneath us (nothing can be added): these frames were never acknowledged.
-      rt.log.error({ take: this.key, runs: runs.map((r) => [r.start, r.end]) }, 'take is finalized; frames cannot be stored');
+      // Finalized or deleted (account erasure) underneath us: nothing can be added; these frames were never acknowledged.
+      rt.log.error({ take: this.key, runs: runs.map((r) => [r.start, r.end]) }, 'take is finalized or gone (its account was erased); frames cannot be stored');
       this.frames.markDurable(0, Number.MAX_SAFE_INTEGER);
       void this.letGo('not_recording', 0);
       return;
@@ -465,6 +465,8 @@ export class Recorder {
     const result = await withRetry(() =>
       inUnitOfWork(uow, async (tx, emit) => {
         const rec = await markStopped(tx, meetingId, audioVersion, c.RECORDING_GAP_UPLOAD_DEADLINE_SECONDS);
+        // Deleted meanwhile (its account was erased): there is nothing to record the stop on.
+        if (!rec && !(await getRecording(tx, meetingId, audioVersion))) return null;
         const cov = await coverage(tx, meetingId, audioVersion);
         const deadline = rec?.gap_upload_deadline ?? null;
         await recordEvent(tx, meetingId, 'recording_stopped', {
@@ -482,6 +484,11 @@ export class Recorder {
         return { cov, deadline };
       }),
     );
+    if (!result) {
+      await this.letGo('not_recording', 0);
+      await this.host.coordination.release(this.key, instanceId).catch(() => undefined);
+      return;
+    }
     this.state = 'done';
     this.halt();
     if (this.client) {

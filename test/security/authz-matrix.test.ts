@@ -5,7 +5,7 @@
 // which neither can be derived (no credentials and not listed, a path parameter or body
 // reference without a fixture) fails, so a new endpoint cannot go unchecked. Every refused
 // request must leave the stored data unchanged; the owner's identical request must succeed.
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestResponse } from '../harness';
 import { badCredentials, expiredCredentials } from '../support/credentials';
@@ -26,6 +26,15 @@ const UNAUTHENTICATED: Record<string, string> = {
 
 /** Where the generic rule does not fit: the cells that differ, and why. Keep it short. */
 const EXCEPTIONS: Record<string, { expect: Partial<Record<Column, Expectation>>; why: string }> = {};
+
+/**
+ * Operations on the calling account itself: their cells that succeed ('own') run as a throwaway
+ * user of their own, so that the matrix's owner and other user live on. Their refusals are
+ * checked as any other operation's.
+ */
+const ON_CALLER: Record<string, string> = {
+  deleteMe: 'erases the calling account (in full: test/api/erasure.test.ts)',
+};
 
 const api = await startApi();
 const doc = await fetchDoc(api);
@@ -100,6 +109,7 @@ describe('authorization matrix', () => {
   it('should keep no exception row for an operation the document lacks', () => {
     const known = new Set(world.ops.map((o) => o.operationId));
     expect(Object.keys(EXCEPTIONS).filter((id) => !known.has(id))).toEqual([]);
+    expect(Object.keys(ON_CALLER).filter((id) => !known.has(id))).toEqual([]);
   });
 
   for (const [path, item] of Object.entries(doc.paths)) {
@@ -135,17 +145,24 @@ describe('authorization matrix', () => {
         if (want.other !== 'own') await check('other', "other user's token on the owner's records", `Bearer ${world.other.token}`);
         await check('crossRef', "other user's own records, the owner's ids in the body", `Bearer ${world.other.token}`);
         expect(changedTables(before, await snapshot()), `${op.operationId}: refused requests changed stored data`).toEqual([]);
-        if (want.other === 'own') await check('other', "other user's token", `Bearer ${world.other.token}`);
+        // An operation on the caller acts on a throwaway account, never on the world's users.
+        const onCaller = ON_CALLER[op.operationId] !== undefined;
+        const throwaway = async () => `Bearer ${await api.token(`throwaway-${randomUUID().slice(0, 8)}`)}`;
+        if (want.other === 'own') await check('other', "other user's token", onCaller ? await throwaway() : `Bearer ${world.other.token}`);
 
         // The owner's identical request succeeds, so the refusals above were about credentials.
         // Destructive operations run on a fresh set of records, keeping the shared set whole.
         if (want.owner !== 'n/a') {
           checks++;
           const target = op.method === 'DELETE' || op.method === 'PUT' ? await createFixtures(world, referencedResources(doc, op)) : ids;
-          const res = await send(api, buildRequest(doc, op, target), ownerAuth);
+          const res = await send(api, buildRequest(doc, op, target), onCaller ? await throwaway() : ownerAuth);
           const what = `${op.operationId} × owner`;
           if (want.owner === 'own') expectOwn(res, what, []);
           else expectProblem(res, want.owner, what);
+        }
+        if (onCaller) {
+          const { rows } = await api.rt.db.query('test.world_users', 'SELECT id FROM app_user WHERE id = ANY($1::uuid[])', [[world.owner.userId, world.other.userId]]);
+          expect(rows, `${op.operationId} touched the matrix's users`).toHaveLength(2);
         }
         covered.add(op.operationId);
       });

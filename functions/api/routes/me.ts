@@ -1,6 +1,12 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
+import { continueErasure, requestErasure } from '@mi/lib/domain/erasure';
+import { userIdOf } from '../actor';
+import { commit } from '../commit';
 import type { AppEnv } from '../env';
-import { jsonResponse, op, z } from '../openapi';
+import { jsonResponse, op, problemResponse, z } from '../openapi';
+
+/** How long DELETE /me works on the erasure itself before answering 202 and leaving the rest to the sweep. */
+const ERASURE_REQUEST_BUDGET_MS = 10_000;
 
 export const UserSchema = z
   .object({
@@ -24,10 +30,52 @@ const getMe = op({
   responses: { 200: jsonResponse(UserSchema, 'the user') },
 });
 
+export const ErasurePendingSchema = z
+  .object({
+    status: z.literal('erasing'),
+    detail: z.string(),
+  })
+  .openapi('AccountErasurePending');
+
+const deleteMe = op({
+  method: 'delete',
+  path: '/me',
+  operationId: 'deleteMe',
+  tags: ['users'],
+  summary: 'Erase the calling account: every row of the user and every stored object of their meetings',
+  description:
+    'Stops the user\'s live recording takes first, then deletes every row of the user (meetings with everything in them, people, ' +
+    'tasks, notes, threads, tags, outbox events, idempotency records) and every stored object of their meetings (segments, gap ' +
+    'uploads, composed audio, uploads). 204 when everything is gone; 202 when stored objects are still being removed: the request ' +
+    'is recorded before anything is deleted, and the sweep finishes it. Idempotent: repeating it is harmless. The same identity ' +
+    'signing in afterwards starts with an empty account (a new user id). See docs/lifecycle.md.',
+  auth: ['bearer'],
+  responses: {
+    204: { description: 'the account is erased' },
+    202: jsonResponse(ErasurePendingSchema, 'rows are erased or being erased; stored objects are still being removed by the sweep'),
+    503: problemResponse('the database is unavailable; nothing was changed, retry after `Retry-After` seconds'),
+  },
+});
+
 export function registerMe(app: OpenAPIHono<AppEnv>) {
   app.openapi(getMe, (c) => {
     const p = c.var.principal;
     if (p.kind !== 'user') throw new Error('unreachable: bearer only');
     return c.json(p.user, 200);
+  });
+
+  app.openapi(deleteMe, async (c) => {
+    const deps = c.var.deps;
+    const userId = userIdOf(c);
+    // Recorded (and live takes stopped) before anything is deleted: whatever happens next, the sweep finishes it.
+    await commit(c, 204, async (tx) => {
+      await requestErasure(tx, userId);
+    });
+    const done = await continueErasure(deps, userId, Date.now() + ERASURE_REQUEST_BUDGET_MS).catch((err: unknown) => {
+      c.var.log.warn({ err: (err as Error).message, user_id: userId }, 'account erasure interrupted; the sweep finishes it');
+      return false;
+    });
+    if (done) return c.body(null, 204);
+    return c.json({ status: 'erasing' as const, detail: 'the account is being erased; stored objects are still being removed' }, 202);
   });
 }

@@ -38,6 +38,7 @@ locals {
     IDENTITY_AUDIENCE                = var.identity_audience
     LIVE_CONNECTION_LIFETIME_SECONDS = tostring(var.live_connection_lifetime_seconds)
     CORS_ALLOWED_ORIGINS             = join(",", var.app_origins)
+    MEETING_PURGE_AFTER_DAYS         = tostring(var.meeting_purge_after_days)
   })
 
   # Optional values left empty are not set at all.

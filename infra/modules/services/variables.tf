@@ -247,3 +247,14 @@ variable "app_origins" {
   description = "Browser origins of the app, allowed to call the API (CORS_ALLOWED_ORIGINS)."
   type        = list(string)
 }
+
+variable "meeting_purge_after_days" {
+  description = "MEETING_PURGE_AFTER_DAYS: soft-deleted meetings are purged by the sweep after this many days."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.meeting_purge_after_days >= 1 && floor(var.meeting_purge_after_days) == var.meeting_purge_after_days
+    error_message = "meeting_purge_after_days must be a whole number of days, at least 1."
+  }
+}

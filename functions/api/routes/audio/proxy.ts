@@ -5,6 +5,8 @@ import { verifyAudioLink } from '@mi/lib/audio-links';
 import { DomainError } from '@mi/lib/errors';
 import { getAudioFile } from '@mi/lib/domain/audio';
 import { getMeeting } from '@mi/lib/domain/meetings';
+import { getRecording } from '@mi/lib/domain/recordings';
+import { finalizedAudioPath } from '@mi/lib/domain/takes';
 import type { AppEnv } from '../../env';
 import { IdParam, problemResponse, z } from '../../openapi';
 import { parseRange } from './range';
@@ -20,7 +22,8 @@ const route = createRoute({
   tags: ['audio'],
   summary: 'Stream the meeting audio through a per-user signed link (from proxy_url), with Range support',
   description:
-    'Needs no other credential. `sig` is base64url HMAC-SHA256 with AUDIO_URL_SIGNING_KEY over "{meeting_id}:{user_id}:{exp}". ' +
+    'Needs no other credential. `sig` is base64url HMAC-SHA256 with AUDIO_URL_SIGNING_KEY over "{meeting_id}:{user_id}:{exp}", ' +
+    'or, for a link to one take (`audio_version` present), over "{meeting_id}:{user_id}:{exp}:{audio_version}". ' +
     'A bad, expired, other-meeting or other-user signature answers 403. Supports a single `Range: bytes=` range (206, 416).',
   security: [],
   request: {
@@ -28,6 +31,7 @@ const route = createRoute({
     query: z.object({
       uid: z.string().optional().openapi({ description: 'user id the link was made for' }),
       exp: z.string().optional().openapi({ description: 'expiry, unix seconds' }),
+      audio_version: z.string().optional().openapi({ description: 'the take the link plays (signed with it); absent: the meeting audio' }),
       sig: z.string().optional().openapi({ description: 'base64url HMAC-SHA256' }),
     }),
   },
@@ -35,7 +39,7 @@ const route = createRoute({
     200: { description: 'the whole audio', content: binaryContent(AUDIO_TYPES) },
     206: { description: 'the requested byte range (Content-Range)', content: binaryContent(AUDIO_TYPES) },
     403: problemResponse('bad, expired, other-meeting or other-user signature'),
-    404: problemResponse('meeting has no audio'),
+    404: problemResponse('meeting has no audio, or the take has none (it was not finalized, or stored no frame)'),
     416: problemResponse('range not satisfiable (Content-Range: bytes */size)'),
     503: problemResponse('object storage is unavailable; nothing was changed, retry after `Retry-After` seconds'),
   },
@@ -47,14 +51,22 @@ export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const { db, store, config } = c.var.deps;
     const { id } = c.req.valid('param');
-    const { uid, exp, sig } = c.req.valid('query');
+    const { uid, exp, sig, audio_version: v } = c.req.valid('query');
     if (!uid || !UUID_PATTERN.test(uid) || !exp || !/^\d{1,12}$/.test(exp) || !sig || sig.length > 100) throw forbidden();
-    if (!verifyAudioLink(config.AUDIO_URL_SIGNING_KEY, id, { uid, exp: Number(exp), sig })) throw forbidden();
+    // No link is ever made with another form of the version, so another form cannot be signed.
+    if (v !== undefined && !/^[1-9]\d{0,9}$/.test(v)) throw forbidden();
+    const audioVersion = v === undefined ? undefined : Number(v);
+    if (!verifyAudioLink(config.AUDIO_URL_SIGNING_KEY, id, { uid, exp: Number(exp), sig, audioVersion })) throw forbidden();
     // A genuine link of a user who does not own the meeting (or a deleted one) grants nothing.
     if (!(await getMeeting(db, { userId: uid }, id))) throw forbidden();
-    const audio = await getAudioFile(db, id);
-    const object = audio && (await store.stat(audio.storage_path));
-    if (!audio || !object) throw new DomainError('not_found', 'meeting has no audio');
+    let path: string | null;
+    if (audioVersion === undefined) path = (await getAudioFile(db, id))?.storage_path ?? null;
+    else {
+      const take = finalizedAudioPath(await getRecording(db, id, audioVersion));
+      path = 'path' in take ? take.path : null;
+    }
+    const object = path && (await store.stat(path));
+    if (!path || !object) throw new DomainError('not_found', audioVersion === undefined ? 'meeting has no audio' : `audio_version ${audioVersion} has no audio`);
 
     const headers: Record<string, string> = {
       'Content-Type': object.contentType ?? 'application/octet-stream',
@@ -69,7 +81,7 @@ export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
     }
     if (object.size === 0) return new Response(null, { status: 200, headers: { ...headers, 'Content-Length': '0' } });
     const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, object.size - 1];
-    const stream = await store.read(audio.storage_path, { start, end });
+    const stream = await store.read(path, { start, end });
     const body = Readable.toWeb(stream as Readable) as ReadableStream;
     headers['Content-Length'] = String(end - start + 1);
     if (range.kind === 'partial') headers['Content-Range'] = `bytes ${start}-${end}/${object.size}`;

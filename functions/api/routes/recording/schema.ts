@@ -25,6 +25,22 @@ export const RecordingSchema = z
   })
   .openapi('Recording');
 
+export const TakeSchema = z
+  .object({
+    audio_version: z.number().int(),
+    state: z.enum(['recording', 'stopping', 'stopped', 'finalizing', 'finalized']),
+    stop_reason: z.enum(['user', 'max_duration', 'connection_closed']).nullable(),
+    encoding: z.enum(['pcm_s16le', 'webm_opus']),
+    transcription_id: Uuid.nullable(),
+    frames_stored: z.number().int(),
+    bytes_stored: z.number().int(),
+    is_degraded: z.boolean().openapi({ description: 'finalized with frames missing (its transcription is marked degraded too); false until finalized' }),
+    started_at: Timestamp,
+    stopped_at: Timestamp.nullable(),
+    finalized_at: Timestamp.nullable(),
+  })
+  .openapi('RecordingTake');
+
 export const RecordingEventSchema = z
   .object({
     id: Uuid,
