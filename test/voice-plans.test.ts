@@ -42,7 +42,7 @@ beforeAll(async () => {
   );
   await db.query('t.build', rows[0].def);
   await db.query('t.analyze', 'ANALYZE person');
-});
+}, 300_000); // the index build takes a minute or more on PGlite's WebAssembly pgvector
 afterAll(async () => {
   await db?.close();
   await database?.close();
