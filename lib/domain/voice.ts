@@ -67,6 +67,29 @@ export const voiceSearchSettings = (config: Pick<Config, 'VOICE_MATCH_EF_SEARCH'
 });
 
 /**
+ * The search statement. Ids and distances are sorted first and the person columns the API returns
+ * are read for the `limit` winners only: an exact scan sorts every person, and carrying the wide
+ * row through that sort cost it more than the bare scan (BENCHMARKS.md). The distance is computed
+ * once per row; ORDER BY its alias still walks the HNSW index.
+ */
+export const VOICE_MATCH_SQL = `SELECT p.*, m.distance FROM (
+    SELECT id, voice_vector <=> $2::vector AS distance FROM person
+    WHERE user_id = $1 AND voice_vector IS NOT NULL
+    ORDER BY distance LIMIT $3) m
+  CROSS JOIN LATERAL (SELECT ${BRIEF_COLUMNS} FROM person WHERE person.id = m.id) p
+  ORDER BY m.distance`;
+
+/** Transaction-local settings of the index walk ($1: ef_search as text). */
+export const WALK_SETTINGS_SQL = `SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true)`;
+
+/**
+ * Transaction-local settings of the exact scan: no index scans (the winners' rows are then read
+ * by bitmap scans of the primary key), and serial: a parallel scan per request costs more CPU
+ * than it saves under concurrent load.
+ */
+export const EXACT_SETTINGS_SQL = `SELECT set_config('enable_indexscan', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`;
+
+/**
  * The user's people with a voice_vector, most similar first. First the HNSW cosine index, the
  * user filter applied while the graph is walked (iterative scan, strict order) so a filtered walk
  * still yields `limit`. Where speakers form clusters, as real embeddings do, a modest ef_search
@@ -78,28 +101,14 @@ export const voiceSearchSettings = (config: Pick<Config, 'VOICE_MATCH_EF_SEARCH'
  */
 export async function findVoiceMatches(db: Database, userId: string, vector: number[], limit: number, settings: VoiceSearchSettings): Promise<VoiceMatch[]> {
   const query = pgvector.toSql(vector);
-  // The distance once per row (ORDER BY its alias still walks the index): an exact scan computes
-  // it for every person, and a second copy in the select list doubled that.
-  const search = (tx: Queryable) =>
-    tx.query<PersonBrief & { distance: number }>(
-      'voice.matches',
-      `SELECT ${BRIEF_COLUMNS}, voice_vector <=> $2::vector AS distance FROM person
-       WHERE user_id = $1 AND voice_vector IS NOT NULL
-       ORDER BY distance LIMIT $3`,
-      [userId, query, limit],
-    );
+  const search = (tx: Queryable) => tx.query<PersonBrief & { distance: number }>('voice.matches', VOICE_MATCH_SQL, [userId, query, limit]);
   const exact = async (tx: Queryable) => {
-    // Serial: a parallel scan per request costs more CPU than it saves under concurrent load.
-    await tx.query('voice.exact_settings', `SELECT set_config('enable_indexscan', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`);
+    await tx.query('voice.exact_settings', EXACT_SETTINGS_SQL);
     return (await search(tx)).rows;
   };
   const rows = await db.withTransaction(async (tx) => {
     if ((exactUntil.get(userId) ?? 0) > Date.now()) return exact(tx);
-    await tx.query(
-      'voice.scan_settings',
-      `SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true)`,
-      [String(settings.efSearch)],
-    );
+    await tx.query('voice.scan_settings', WALK_SETTINGS_SQL, [String(settings.efSearch)]);
     const walked = (await search(tx)).rows;
     const last = walked.at(-1);
     if (!last || 1 - last.distance >= settings.exactBelowSimilarity) return walked;
