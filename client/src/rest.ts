@@ -20,12 +20,15 @@ export interface RestClientOptions {
   /** Trace context to continue (e.g. the request being handled); a fresh trace per call otherwise. */
   trace?: () => TraceHeaders | undefined;
   retry?: Partial<RetryOptions>;
+  /** Per attempt: a request without an answer in this time fails (a TimeoutError). */
+  timeoutMs?: number;
   /** The fetch to send with (tests, proxies); the global one otherwise. */
   fetch?: (request: Request) => Promise<Response>;
 }
 
 export function createRestClient(opts: RestClientOptions): RestClient {
-  const base = opts.fetch ?? ((r: Request) => globalThis.fetch(r));
+  const send = opts.fetch ?? ((r: Request) => globalThis.fetch(r));
+  const base = opts.timeoutMs === undefined ? send : (r: Request) => send(new Request(r, { signal: AbortSignal.timeout(opts.timeoutMs!) }));
   const client = createClient<paths>({
     baseUrl: opts.baseUrl.replace(/\/$/, ''),
     fetch: retryingFetch(base, { ...DEFAULT_RETRY, ...opts.retry }),
