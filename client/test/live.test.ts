@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { fileEnv, openTestDatabase, pcmFrame, sleep, startInstance, storedAudio, token, type Instance } from '../../test/live/helpers';
-import { createRestClient, LiveConnection, LiveRecording, ok, type RestClient, type WebSocketConstructor } from '../src/index';
+import { createRestClient, LiveConnection, LiveRecording, ok, type RestClient } from '../src/index';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
 
 let database: OpenedDatabase;
@@ -42,7 +42,7 @@ async function recordingClient(name: string): Promise<Client> {
   const clientId = randomUUID();
   const rest = createRestClient({ baseUrl: proxy.url, token: t, clientId });
   const meeting = ok(await rest.POST('/meetings', { body: { title: `live client ${name}`, source_type: 'recording' } }));
-  const connection = new LiveConnection({ url: proxy.wsUrl, token: t, clientId, WebSocket: WebSocket as unknown as WebSocketConstructor, backoff: () => 200 });
+  const connection = new LiveConnection({ url: proxy.wsUrl, token: t, clientId, WebSocket, backoff: () => 200 });
   const recording = new LiveRecording({ rest, connection, awaitFinalize: false });
   connection.connect();
   await until(() => connection.ready, 'connected');
@@ -129,7 +129,7 @@ describe('live recording client', () => {
   });
 
   it('should not reconnect after the server refused the token (4401)', async () => {
-    const connection = new LiveConnection({ url: proxy.wsUrl, token: 'not-a-token', clientId: randomUUID(), WebSocket: WebSocket as unknown as WebSocketConstructor, backoff: () => 50 });
+    const connection = new LiveConnection({ url: proxy.wsUrl, token: 'not-a-token', clientId: randomUUID(), WebSocket, backoff: () => 50 });
     connection.connect();
     await until(() => connection.status.state === 'closed', 'closed');
     expect(connection.status).toMatchObject({ state: 'closed', code: 4401 });

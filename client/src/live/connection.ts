@@ -5,18 +5,23 @@
 import { backoffDelay } from './backoff';
 import type { ClientCommand, ResyncRequired, ServerMessage } from './messages';
 
-/** The part of the WebSocket API we use: the browser's global and the `ws` package both have it. */
+/**
+ * The part of the WebSocket API we use: the browser's global and the `ws` package both have it.
+ * Handler events are `any` because each declares its own event classes; we read only
+ * `data` (message) and `code`/`reason` (close).
+ */
 export interface WebSocketLike {
   readonly readyState: number;
   binaryType: string;
   send(data: string | Uint8Array): void;
   close(code?: number, reason?: string): void;
-  onopen: ((ev: unknown) => void) | null;
-  onmessage: ((ev: { data: unknown }) => void) | null;
-  onclose: ((ev: { code: number; reason: string }) => void) | null;
-  onerror: ((ev: unknown) => void) | null;
+  onopen: ((ev: any) => void) | null;
+  onmessage: ((ev: any) => void) | null;
+  onclose: ((ev: any) => void) | null;
+  onerror: ((ev: any) => void) | null;
 }
-export type WebSocketConstructor = new (url: string) => WebSocketLike;
+// `protocols` keeps the signature compatible with both constructors (ws declares several overloads).
+export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
 
 export type ConnectionStatus =
   | { state: 'connecting'; attempt: number }
@@ -105,7 +110,7 @@ export class LiveConnection {
       if (this.opts.traceparent) hello.traceparent = this.opts.traceparent;
       if (this.ws === ws && ws.readyState === OPEN) ws.send(JSON.stringify(hello));
     };
-    ws.onmessage = (e) => {
+    ws.onmessage = (e: { data: unknown }) => {
       if (this.ws !== ws || typeof e.data !== 'string') return;
       let msg: ServerMessage;
       try {
@@ -130,7 +135,7 @@ export class LiveConnection {
       this.emit((l) => l.onMessage?.(msg));
     };
     ws.onerror = () => undefined; // a close follows; reconnecting is decided there
-    ws.onclose = (e) => {
+    ws.onclose = (e: { code: number; reason: string }) => {
       clearTimeout(readyTimer);
       if (this.ws !== ws) return;
       this.ws = null;
