@@ -15,9 +15,11 @@ const RETRYABLE = new Set([429, 503]);
 
 /** Milliseconds a Retry-After value asks for, or null when absent or unreadable. */
 export function retryAfterMs(value: string | null, now = Date.now()): number | null {
-  if (value === null || value.trim() === '') return null;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
-  const at = Date.parse(value);
+  const v = value?.trim() ?? '';
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  // An HTTP date names its day and month; a bare number like "-3" would parse as a year.
+  if (!/^[A-Za-z]{3}, /.test(v)) return null;
+  const at = Date.parse(v);
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
