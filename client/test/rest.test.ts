@@ -2,7 +2,8 @@
 // where the operation requires it, fresh per logical call; X-Client-Id; traceparent), and the
 // retry of a 503 after its Retry-After, with object storage failing for real (GCS emulator faults).
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startApi, type ApiHarness } from '../../test/harness';
 import { ApiProblem, createRestClient, ok, type RestClient } from '../src/index';
 
@@ -10,7 +11,8 @@ let api: ApiHarness;
 let alice: string;
 
 beforeAll(async () => {
-  api = await startApi();
+  // A short lock_timeout turns a held row lock into a quick 503 with Retry-After.
+  api = await startApi({ DB_LOCK_TIMEOUT_MS: '300', DB_STATEMENT_TIMEOUT_MS: '0' });
   alice = await api.token('alice');
 });
 afterAll(() => api?.close());
@@ -121,6 +123,36 @@ describe('REST client retries', () => {
     // The server asked for Retry-After seconds; the retry waited for them.
     expect(puts[1].at - puts[0].at).toBeGreaterThanOrEqual(1_900);
     expect(puts[1].headers.get('traceparent')).toBe(puts[0].headers.get('traceparent'));
+  });
+
+  it.skipIf(inject('database').kind !== 'native')('should repeat a keyed create with the same Idempotency-Key after a 503, so it happens once', async () => {
+    // Assigning a speaker label locks the person's row: held from outside, the first attempt
+    // times out on the lock (503, Retry-After 2); the lock is released when that answer is seen.
+    const personId = await api.person(await api.userId(alice));
+    const meetingId = await api.meeting(alice, 'recording');
+    const transcriptionId = (await api.post(alice, `/meetings/${meetingId}/transcriptions`)).body.id;
+    const segments = [{ speaker_label: 'SPEAKER_0', text: 'hello', start_ms: 0 }];
+    expect((await api.request('POST', `/transcriptions/${transcriptionId}/segments`, { token: api.serviceToken, body: { segments } })).status).toBe(204);
+    const holder = new pg.Client({ connectionString: api.rt.db.pool.options.connectionString });
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM person WHERE id = $1 FOR UPDATE', [personId]);
+    const release = async () => {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end().catch(() => undefined);
+    };
+    const { client, sent } = observedClient({ onAnswer: async (s) => void (s.status === 503 && (await release())) });
+    try {
+      const res = await client.POST('/meetings/{id}/speaker-labels', { params: { path: { id: meetingId } }, body: { speaker_label: 'SPEAKER_0', person_id: personId } });
+      expect(res.response.status).toBeLessThan(300);
+    } finally {
+      await release();
+    }
+    expect(sent.map((s) => s.status)).toEqual([503, expect.any(Number)]);
+    const [first, retry] = sent.map((s) => s.headers.get('idempotency-key'));
+    expect(first).toMatch(UUID);
+    expect(retry).toBe(first);
+    expect(sent[1].at - sent[0].at).toBeGreaterThanOrEqual(1_900);
   });
 
   it('should give the 503 back when retries are exhausted (bounded)', async () => {
