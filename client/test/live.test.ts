@@ -128,6 +128,37 @@ describe('live recording client', () => {
     c.connection.close();
   });
 
+  it('should replay by last_seq what happened while away, each event once, and report ResyncRequired when replay cannot cover the gap', async () => {
+    const t = await token(instance.config, 'replay');
+    // Another client's REST calls: their events are not echo-suppressed on our connection.
+    const rest = createRestClient({ baseUrl: proxy.url, token: t, clientId: randomUUID() });
+    const me = ok(await rest.GET('/me'));
+    const seen: { type: string; seq?: number; event_id?: string; id?: string }[] = [];
+    const connection = new LiveConnection({ url: proxy.wsUrl, token: t, clientId: randomUUID(), WebSocket, backoff: () => 1_500, onMessage: (m) => void seen.push(m as never) });
+    connection.connect();
+    await until(() => connection.ready, 'connected');
+    const first = ok(await rest.POST('/meetings', { body: { title: 'before', source_type: 'text' } }));
+    await until(() => seen.some((m) => m.id === first.id), 'the first event');
+
+    expect(proxy.dropWebSockets()).toBe(1);
+    const second = ok(await rest.POST('/meetings', { body: { title: 'while away', source_type: 'text' } }));
+    await until(() => seen.some((m) => m.id === second.id), 'the replayed event');
+    const seqs = seen.map((m) => m.seq);
+    expect(seqs).toEqual([...new Set(seqs)].sort((a, b) => a! - b!));
+    expect(new Set(seen.map((m) => m.event_id)).size).toBe(seen.length);
+    expect(connection.lastSeq).toBe(Math.max(...seqs.map(Number)));
+    connection.close();
+
+    // Retention pruned the first event: a client that last saw seq 0 must refetch over REST.
+    await database.db.query('test.prune', 'DELETE FROM event_outbox WHERE user_id = $1 AND seq <= $2', [me.id, seen[0].seq]);
+    const resyncs: number[] = [];
+    const behind = new LiveConnection({ url: proxy.wsUrl, token: t, clientId: randomUUID(), WebSocket, lastSeq: 0, onResync: (m) => void resyncs.push(m.oldest_seq) });
+    behind.connect();
+    await until(() => resyncs.length > 0 && behind.lastSeq === connection.lastSeq, 'ResyncRequired and the kept events');
+    expect(resyncs).toEqual([seen[0].seq! + 1]);
+    behind.close();
+  });
+
   it('should not reconnect after the server refused the token (4401)', async () => {
     const connection = new LiveConnection({ url: proxy.wsUrl, token: 'not-a-token', clientId: randomUUID(), WebSocket, backoff: () => 50 });
     connection.connect();
