@@ -219,8 +219,9 @@ export class LiveRecording {
     this.durable(msg.highest_contiguous_sequence);
     const missing = msg.missing_ranges ?? [];
     this.set({ live: false, missingRanges: missing, gapDeadline: msg.gap_upload_deadline ?? null, stopReason: msg.reason });
-    // A stop we did not send (max_duration, connection_closed) may have missed our tail.
-    await this.afterStop(missing, this.stopSent ? undefined : msg.highest_contiguous_sequence);
+    // Only the ranges the server names: a stop it sent us found this connection up, so it had
+    // every frame we sent (a connection_closed stop reaches us as recording_not_open instead).
+    await this.afterStop(missing);
   }
 
   private onError(msg: ErrorMessage) {
