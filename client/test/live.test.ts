@@ -128,6 +128,40 @@ describe('live recording client', () => {
     c.connection.close();
   });
 
+  it('should upload the frames captured while away when the take was stopped in its absence (disconnect grace ran out)', async () => {
+    // A second instance with a 1 s grace; the proxy sends this test's client there.
+    const graceful = await startInstance(database, { ...env, RECORDING_DISCONNECT_GRACE_SECONDS: '1' }, { instanceId: 'grace' });
+    const previous = proxy.target;
+    proxy.target = graceful.url;
+    try {
+      const c = await recordingClient('away');
+      await c.recording.start(c.meetingId);
+      await push(c, 20);
+      await until(() => c.recording.snapshot.highestContiguous >= 0, 'a first acknowledgement');
+      proxy.target = 'http://127.0.0.1:9'; // nothing listens: every reconnect fails
+      proxy.dropWebSockets();
+      await push(c, 30); // held: the server never sees them
+      const direct = createRestClient({ baseUrl: graceful.url, token: await token(instance.config, 'away') });
+      const state = async () => ok(await direct.GET('/meetings/{id}/recording', { params: { path: { id: c.meetingId } } })).state;
+      for (let i = 0; (await state()) !== 'stopped'; i++) {
+        if (i > 100) throw new Error('the take was not stopped by the disconnect grace');
+        await sleep(200);
+      }
+      proxy.target = graceful.url;
+      const end = await c.recording.finished;
+      expect(end.error).toBeNull();
+      expect(end.stopReason).toBe('connection_closed');
+      expect(end.gapUploads.length).toBeGreaterThanOrEqual(1);
+      expect(end.gapUploads.every((g) => g.result === '201')).toBe(true);
+      const rec = ok(await c.rest.GET('/meetings/{id}/recording', { params: { path: { id: c.meetingId } } }));
+      expect(rec).toMatchObject({ frames_stored: 50, bytes_stored: 50 * 3200, highest_contiguous_sequence: 49, missing_ranges: [] });
+      c.connection.close();
+    } finally {
+      proxy.target = previous;
+      await graceful.close();
+    }
+  });
+
   it('should replay by last_seq what happened while away, each event once, and report ResyncRequired when replay cannot cover the gap', async () => {
     const t = await token(instance.config, 'replay');
     // Another client's REST calls: their events are not echo-suppressed on our connection.
