@@ -3,7 +3,7 @@
 // synthesis and the headline, re-extract the system tasks, and mark it completed. Deterministic:
 // the final set is derived from the live segments.
 import type { Logger } from '@mi/lib/log';
-import { CoreCallError, callOk, type CoreClient } from './core-client';
+import { ok, type RestClient } from '@mi/client';
 import { featureVector, stableUuid, taskText } from './content';
 import type { MlLimits } from './session';
 
@@ -31,22 +31,24 @@ const PAGE = 200;
 
 export type BatchOutcome = 'completed' | 'skipped' | 'failed';
 
-export async function runBatchPass(core: CoreClient, limits: Pick<MlLimits, 'ML_SEGMENT_FEATURE_MAX_PER_SPEAKER' | 'ML_TASK_CADENCE_SEGMENTS'>, msg: FinalizedMessage, log: Logger): Promise<BatchOutcome> {
+export async function runBatchPass(core: RestClient, limits: Pick<MlLimits, 'ML_SEGMENT_FEATURE_MAX_PER_SPEAKER' | 'ML_TASK_CADENCE_SEGMENTS'>, msg: FinalizedMessage, log: Logger): Promise<BatchOutcome> {
   const tid = msg.transcription_id;
   if (!tid) return 'skipped';
   // The claim: only one worker moves the transcription to synthesizing; a redelivered or
   // duplicate message finds it claimed (409) or gone (404) and stops here.
-  const claim = await core.call('PATCH', `/transcriptions/${tid}`, { status: 'synthesizing', status_message: 'batch pass started' });
-  if (claim.status === 409 || claim.status === 404) {
-    log.info({ transcription_id: tid, status: claim.status }, 'fake ML: batch pass skipped (already claimed or gone)');
+  const transcription = { params: { path: { id: tid } } };
+  const claim = await core.PATCH('/transcriptions/{id}', { ...transcription, body: { status: 'synthesizing', status_message: 'batch pass started' } });
+  const status = claim.response.status;
+  if (status === 409 || status === 404) {
+    log.info({ transcription_id: tid, status }, 'fake ML: batch pass skipped (already claimed or gone)');
     return 'skipped';
   }
-  if (claim.status !== 200) throw new CoreCallError('PATCH', `/transcriptions/${tid}`, claim.status, String(claim.body?.detail ?? ''));
+  ok(claim); // any other failure throws: the message is redelivered
 
   try {
     const live = await allSegments(core, tid);
     const final = finalSegments(live, limits.ML_SEGMENT_FEATURE_MAX_PER_SPEAKER);
-    await callOk(core, 'PUT', `/transcriptions/${tid}/segments`, { segments: final });
+    ok(await core.PUT('/transcriptions/{id}/segments', { ...transcription, body: { segments: final } }));
     const stored = await allSegments(core, tid);
 
     const speakers = [...new Set(stored.map((s) => s.speaker_label ?? 'unknown'))].sort();
@@ -59,32 +61,34 @@ export async function runBatchPass(core: CoreClient, limits: Pick<MlLimits, 'ML_
       ? `A conversation between ${speakers.length} speaker(s) in ${stored.length} segments${msg.is_degraded ? ' (some audio was missing)' : ''}. It opened with: "${stored[0].text}"`
       : 'No speech was detected.';
     const keyPoints = topics.map((t) => t.summary.split('.')[0]).filter(Boolean);
-    await callOk(core, 'PUT', `/meetings/${msg.meeting_id}/synthesis`, { summary, key_points: keyPoints, topics });
+    const meeting = { params: { path: { id: msg.meeting_id } } };
+    ok(await core.PUT('/meetings/{id}/synthesis', { ...meeting, body: { summary, key_points: keyPoints, topics } }));
     const headline = stored.length ? stored[0].text.replace(/[.?!]$/, '') : 'Silent recording';
-    await callOk(core, 'PATCH', `/meetings/${msg.meeting_id}`, { headline });
+    ok(await core.PATCH('/meetings/{id}', { ...meeting, body: { headline } }));
 
-    await callOk(core, 'DELETE', `/meetings/${msg.meeting_id}/tasks?source=system`);
+    ok(await core.DELETE('/meetings/{id}/tasks', { params: { path: { id: msg.meeting_id }, query: { source: 'system' } } }));
     const tasks = stored.filter((_, i) => (i + 1) % limits.ML_TASK_CADENCE_SEGMENTS === 0).map((s) => ({ content: taskText(s.text) }));
     if (tasks.length) {
-      await callOk(core, 'POST', `/meetings/${msg.meeting_id}/tasks`, { tasks }, { 'idempotency-key': stableUuid(tid, 'batch-tasks', msg.audio_version) });
+      const key = stableUuid(tid, 'batch-tasks', msg.audio_version);
+      ok(await core.POST('/meetings/{id}/tasks', { params: { path: { id: msg.meeting_id }, header: { 'idempotency-key': key } }, body: { tasks } }));
     }
-    await callOk(core, 'PATCH', `/transcriptions/${tid}`, { status: 'completed', status_message: 'batch pass completed' });
+    ok(await core.PATCH('/transcriptions/{id}', { ...transcription, body: { status: 'completed', status_message: 'batch pass completed' } }));
     return 'completed';
   } catch (err) {
     log.warn({ err: String(err), transcription_id: tid }, 'fake ML: batch pass failed');
-    await core.call('PATCH', `/transcriptions/${tid}`, { status: 'failed', status_message: 'batch pass failed' }).catch(() => undefined);
+    await core.PATCH('/transcriptions/{id}', { ...transcription, body: { status: 'failed', status_message: 'batch pass failed' } }).catch(() => undefined);
     return 'failed';
   }
 }
 
-async function allSegments(core: CoreClient, tid: string): Promise<Segment[]> {
+async function allSegments(core: RestClient, tid: string): Promise<Segment[]> {
   const out: Segment[] = [];
   let cursor: string | null = null;
   do {
-    const q: string = `limit=${PAGE}&order=asc${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-    const res = await callOk(core, 'GET', `/transcriptions/${tid}/segments?${q}`);
-    out.push(...(res.body.items as Segment[]));
-    cursor = res.body.next_cursor;
+    const query: { limit: number; order: 'asc'; cursor?: string } = { limit: PAGE, order: 'asc', ...(cursor ? { cursor } : {}) };
+    const page = ok(await core.GET('/transcriptions/{id}/segments', { params: { path: { id: tid }, query } }));
+    out.push(...(page.items as Segment[]));
+    cursor = page.next_cursor;
   } while (cursor);
   return out;
 }

@@ -13,7 +13,7 @@ import { createBus, type Bus } from '@mi/lib/bus';
 import type { Config } from '@mi/lib/config';
 import { createLogger, type Logger } from '@mi/lib/log';
 import { runBatchPass, type FinalizedMessage } from './batch';
-import { createCoreClient } from './core-client';
+import { createRestClient } from '@mi/client';
 import { StreamingSession, type MlLimits } from './session';
 
 export type FakeMlMode = 'normal' | 'hang' | 'refuse';
@@ -90,7 +90,8 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
   const { config, serviceToken } = opts;
   const log = opts.log ?? createLogger({ level: config.LOG_LEVEL, name: 'fake-ml' });
-  const core = createCoreClient(opts.coreUrl, serviceToken);
+  // The core's REST API with the service token; a call continues the trace passed in its headers.
+  const core = createRestClient({ baseUrl: opts.coreUrl, token: serviceToken, timeoutMs: 10_000 });
   const sessions = new Map<string, StreamingSession>();
   const heldRequests = new Set<ServerResponse>();
   let mode: FakeMlMode = 'normal';

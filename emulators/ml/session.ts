@@ -5,7 +5,7 @@
 import type { WebSocket } from 'ws';
 import type { Config } from '@mi/lib/config';
 import type { Logger } from '@mi/lib/log';
-import { callOk, type CoreClient } from './core-client';
+import { ok, type RestClient } from '@mi/client';
 import { FRAME_MS, WINDOW_FRAMES, featureVector, phraseOf, rmsPcm16, speakerOf, stableUuid, talkingPointText, taskText, windowOf } from './content';
 
 export type MlLimits = Pick<
@@ -74,7 +74,7 @@ export class StreamingSession {
   constructor(
     readonly init: SessionInit,
     private readonly limits: MlLimits,
-    private readonly core: CoreClient,
+    private readonly core: RestClient,
     private readonly log: Logger,
     private readonly paused: () => boolean,
     private readonly trace: Record<string, string>,
@@ -208,7 +208,7 @@ export class StreamingSession {
     const label = speakerOf(w);
     const text = phraseOf(w);
     const { transcription_id, meeting_id } = this.init;
-    await callOk(this.core, 'POST', `/transcriptions/${transcription_id}/segments`, {
+    const segments = {
       segments: [
         {
           speaker_label: label,
@@ -220,7 +220,8 @@ export class StreamingSession {
           feature_vector: featureVector(label, w),
         },
       ],
-    }, this.trace);
+    };
+    ok(await this.core.POST('/transcriptions/{id}/segments', { params: { path: { id: transcription_id } }, body: segments, headers: this.trace }));
     this.recentTexts.push(text);
     if (this.recentTexts.length > this.limits.ML_INSIGHT_CONTEXT_SEGMENTS) this.recentTexts.shift();
 
@@ -230,19 +231,25 @@ export class StreamingSession {
       const texts = this.recentTexts.slice(-this.segmentsSinceTalkingPoint);
       this.segmentsSinceTalkingPoint = 0;
       this.lastTalkingPointAt = Date.now();
-      await callOk(this.core, 'POST', `/meetings/${meeting_id}/talking-points`, { content: talkingPointText(w, texts), is_final: false }, {
-        ...this.trace,
-        'idempotency-key': stableUuid(transcription_id, 'talking-point', w),
-      });
+      ok(
+        await this.core.POST('/meetings/{id}/talking-points', {
+          params: { path: { id: meeting_id }, header: { 'idempotency-key': stableUuid(transcription_id, 'talking-point', w) } },
+          body: { content: talkingPointText(w, texts), is_final: false },
+          headers: this.trace,
+        }),
+      );
     }
 
     this.segmentsSinceTask++;
     if (this.segmentsSinceTask >= this.limits.ML_TASK_CADENCE_SEGMENTS) {
       this.segmentsSinceTask = 0;
-      await callOk(this.core, 'POST', `/meetings/${meeting_id}/tasks`, { tasks: [{ content: taskText(text) }] }, {
-        ...this.trace,
-        'idempotency-key': stableUuid(transcription_id, 'task', w),
-      });
+      ok(
+        await this.core.POST('/meetings/{id}/tasks', {
+          params: { path: { id: meeting_id }, header: { 'idempotency-key': stableUuid(transcription_id, 'task', w) } },
+          body: { tasks: [{ content: taskText(text) }] },
+          headers: this.trace,
+        }),
+      );
     }
   }
 
@@ -250,8 +257,10 @@ export class StreamingSession {
   private async loadContext(): Promise<void> {
     const limit = Math.min(200, Math.max(1, this.limits.ML_INSIGHT_CONTEXT_SEGMENTS));
     try {
-      const res = await callOk(this.core, 'GET', `/transcriptions/${this.init.transcription_id}/segments?order=desc&limit=${limit}`, undefined, this.trace);
-      const items = (res.body?.items ?? []) as { text: string; start_ms: number }[];
+      const page = ok(
+        await this.core.GET('/transcriptions/{id}/segments', { params: { path: { id: this.init.transcription_id }, query: { order: 'desc', limit } }, headers: this.trace }),
+      );
+      const items = page.items;
       for (const s of [...items].reverse()) {
         this.emitted.add(Math.floor(s.start_ms / (WINDOW_FRAMES * FRAME_MS)));
         this.recentTexts.push(s.text);

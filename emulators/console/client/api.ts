@@ -1,96 +1,47 @@
-// The REST client of the console: bearer token, X-Client-Id on every call (so our own tab gets
-// no echo of its changes over the WebSocket), an Idempotency-Key on creating POSTs, and
-// problem+json errors surfaced as ApiProblem.
-import type { Meeting, Page, Person, RecordingEvent, RecordingState, Segment, Task, TalkingPoint, Transcription, User } from './types';
+// The console's REST calls, on @mi/client (generated types, Idempotency-Key, X-Client-Id so our
+// own tab gets no echo of its changes over the WebSocket, traceparent, 503/429 retries). Each
+// call answers its data or throws ApiProblem.
+import { ApiProblem, createRestClient, ok, problemOf, toRanges, type components, type RestClient } from '@mi/client';
 
-export class ApiProblem extends Error {
-  constructor(
-    readonly status: number,
-    readonly title: string,
-    readonly detail: string,
-  ) {
-    super(`${status} ${title}: ${detail}`);
-  }
-}
-
-export interface RawOptions {
-  headers?: Record<string, string>;
-  body?: BodyInit;
-}
+export { ApiProblem };
 
 export class Api {
+  readonly rest: RestClient;
+
   constructor(
-    private readonly token: string,
+    token: string,
     readonly clientId: string,
-    private readonly base = '',
-  ) {}
-
-  async request<T>(method: string, path: string, body?: unknown, opts: { idempotent?: boolean } = {}): Promise<T> {
-    const headers: Record<string, string> = {};
-    if (body !== undefined) headers['Content-Type'] = 'application/json';
-    if (opts.idempotent) headers['Idempotency-Key'] = crypto.randomUUID();
-    const res = await this.raw(method, path, { headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    if (res.status === 204) return undefined as T;
-    return (await res.json()) as T;
+    base = location.origin,
+  ) {
+    this.rest = createRestClient({ baseUrl: base, token, clientId });
   }
 
-  /** A request whose non-2xx answer becomes an ApiProblem. */
-  async raw(method: string, path: string, opts: RawOptions = {}): Promise<Response> {
-    const res = await fetch(this.base + path, {
-      method,
-      headers: { Authorization: `Bearer ${this.token}`, 'X-Client-Id': this.clientId, ...opts.headers },
-      body: opts.body,
-    });
-    if (!res.ok) throw await problemOf(res);
-    return res;
-  }
-
-  me = () => this.request<User>('GET', '/me');
-  listMeetings = (cursor?: string | null) => this.request<Page<Meeting>>('GET', `/meetings?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-  createMeeting = (title: string, source_type: string) => this.request<Meeting>('POST', '/meetings', { title, source_type }, { idempotent: true });
-  getMeeting = (id: string) => this.request<Meeting>('GET', `/meetings/${id}`);
-  transcriptions = (meetingId: string) => this.request<Page<Transcription>>('GET', `/meetings/${meetingId}/transcriptions?limit=200`);
-  segments = (transcriptionId: string) => this.request<Page<Segment>>('GET', `/transcriptions/${transcriptionId}/segments?limit=200`);
-  talkingPoints = (meetingId: string) => this.request<Page<TalkingPoint>>('GET', `/meetings/${meetingId}/talking-points?limit=200`);
-  tasks = (meetingId: string) => this.request<Page<Task>>('GET', `/tasks?meeting_id=${meetingId}&limit=200`);
-  people = () => this.request<Page<Person>>('GET', '/people?limit=200');
-  createPerson = (display_name: string) => this.request<Person>('POST', '/people', { display_name }, { idempotent: true });
-  assignSpeaker = (meetingId: string, speaker_label: string, person_id: string) =>
-    this.request<{ updated_count: number }>('POST', `/meetings/${meetingId}/speaker-labels`, { speaker_label, person_id }, { idempotent: true });
-  recording = (meetingId: string) => this.request<RecordingState>('GET', `/meetings/${meetingId}/recording`);
-  recordingEvents = (meetingId: string) => this.request<Page<RecordingEvent>>('GET', `/meetings/${meetingId}/recording/events?limit=100`);
-  audioUrl = (meetingId: string) => this.request<{ url: string; expires_at: string; proxy_url?: string }>('GET', `/meetings/${meetingId}/audio-url`);
-
-  /** Gap recovery: the frames start..end of a take, in order, with their SHA-256 digest. */
-  async uploadGap(meetingId: string, audioVersion: number, start: number, end: number, bytes: Uint8Array<ArrayBuffer>): Promise<number> {
-    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
-    const res = await this.raw('PUT', `/meetings/${meetingId}/recording/audio/${start}-${end}?audio_version=${audioVersion}`, {
-      headers: { 'Content-Type': 'application/octet-stream', 'Content-Digest': `sha-256=:${base64(digest)}:` },
-      body: bytes,
-    });
-    return res.status;
-  }
+  me = async () => ok(await this.rest.GET('/me'));
+  listMeetings = async (cursor?: string | null) => ok(await this.rest.GET('/meetings', { params: { query: { limit: 50, ...(cursor ? { cursor } : {}) } } }));
+  // The form's value: the server refuses (422) anything but the four source types.
+  createMeeting = async (title: string, source_type: string) =>
+    ok(await this.rest.POST('/meetings', { body: { title, source_type: source_type as components['schemas']['MeetingSourceType'] } }));
+  getMeeting = async (id: string) => ok(await this.rest.GET('/meetings/{id}', { params: { path: { id } } }));
+  transcriptions = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/transcriptions', { params: { path: { id: meetingId }, query: { limit: 200 } } }));
+  segments = async (transcriptionId: string) => ok(await this.rest.GET('/transcriptions/{id}/segments', { params: { path: { id: transcriptionId }, query: { limit: 200 } } }));
+  talkingPoints = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/talking-points', { params: { path: { id: meetingId }, query: { limit: 200 } } }));
+  tasks = async (meetingId: string) => ok(await this.rest.GET('/tasks', { params: { query: { meeting_id: meetingId, limit: 200 } } }));
+  people = async () => ok(await this.rest.GET('/people', { params: { query: { limit: 200 } } }));
+  createPerson = async (display_name: string) => ok(await this.rest.POST('/people', { body: { display_name } }));
+  assignSpeaker = async (meetingId: string, speaker_label: string, person_id: string) =>
+    ok(await this.rest.POST('/meetings/{id}/speaker-labels', { params: { path: { id: meetingId } }, body: { speaker_label, person_id } }));
+  recording = async (meetingId: string) => {
+    const state = ok(await this.rest.GET('/meetings/{id}/recording', { params: { path: { id: meetingId } } }));
+    return { ...state, missing_ranges: toRanges(state.missing_ranges) };
+  };
+  recordingEvents = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/recording/events', { params: { path: { id: meetingId }, query: { limit: 100 } } }));
+  audioUrl = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/audio-url', { params: { path: { id: meetingId } } }));
 }
 
-async function problemOf(res: Response): Promise<ApiProblem> {
-  const text = await res.text().catch(() => '');
-  try {
-    const p = JSON.parse(text) as { title?: string; detail?: string };
-    return new ApiProblem(res.status, p.title ?? res.statusText, p.detail ?? text);
-  } catch {
-    return new ApiProblem(res.status, res.statusText, text.slice(0, 300));
-  }
-}
-
-function base64(bytes: Uint8Array): string {
-  let s = '';
-  for (const b of bytes) s += String.fromCharCode(b);
-  return btoa(s);
-}
-
-/** POST /console/dev-token (served only with APP_ENV=development). */
+/** POST /console/dev-token (served only with APP_ENV=development; not part of the REST API). */
 export async function mintDevToken(name: string): Promise<string> {
   const res = await fetch('/console/dev-token', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name }) });
-  if (!res.ok) throw await problemOf(res);
-  return ((await res.json()) as { token: string }).token;
+  const body = await res.json().catch(() => undefined);
+  if (!res.ok) throw problemOf(res, body);
+  return (body as { token: string }).token;
 }

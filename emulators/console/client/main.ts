@@ -1,8 +1,8 @@
 // The developer console: signs in with a development token, then wires the REST client, the
 // WebSocket (events and recording commands) and the views. `window.miConsole` exposes a few
 // debug hooks (the browser test drops the socket through it).
+import { LiveConnection, type ConnectionStatus } from '@mi/client';
 import { Api, ApiProblem } from './api';
-import { LiveSocket, type SocketStatus } from './live-socket';
 import { RecordingSession } from './recording';
 import type { ServerMessage } from './types';
 import { errText, fill, h } from './views/dom';
@@ -54,23 +54,20 @@ function start(api: Api, token: string, clientId: string, username: string) {
   const main = h('main', { id: 'meeting-pane' }, h('section', { class: 'card muted' }, 'Open or create a meeting.'));
   let view: MeetingView | null = null;
 
-  const socket = new LiveSocket({
+  // The recording session follows the socket itself (resume on every reconnect).
+  const socket = new LiveConnection({
     url: `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`,
     token,
     clientId,
     onStatus: (s) => {
       showStatus(conn, s);
-      if (s.state !== 'ready') session.socketLost();
-      if (s.state === 'closed' && s.reason.includes('4401')) showSignIn(s.reason);
+      if (s.state === 'closed' && s.code === 4401) showSignIn(s.reason);
     },
-    onReady: () => session.socketReady(),
-    onMessage: (msg: ServerMessage) => {
-      session.handle(msg);
-      view?.onEvent(msg);
+    onMessage: (msg) => {
+      view?.onEvent(msg as ServerMessage);
       if (msg.type === 'EntityChanged' && msg.entity === 'meeting' && msg.action !== 'updated') void meetings.load(false);
     },
   });
-  // The socket's callbacks run only once it connects, after the session exists.
   const session = new RecordingSession({
     api,
     socket,
@@ -115,7 +112,7 @@ function start(api: Api, token: string, clientId: string, username: string) {
   };
 }
 
-function showStatus(el: HTMLElement, s: SocketStatus) {
+function showStatus(el: HTMLElement, s: ConnectionStatus) {
   el.className = `badge ${s.state}`;
   if (s.state === 'ready') el.textContent = 'connected';
   else if (s.state === 'connecting') el.textContent = s.attempt ? `reconnecting (attempt ${s.attempt})…` : 'connecting…';

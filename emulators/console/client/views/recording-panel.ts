@@ -4,7 +4,7 @@
 // (GET /meetings/{id}/recording and the recording event history, newest first).
 import type { Api } from '../api';
 import { ApiProblem } from '../api';
-import { FRAME_MS, rangeFrames } from '../frames';
+import { FRAME_MS, rangeFrames } from '@mi/client';
 import type { RecordingSession, RecordingSnapshot } from '../recording';
 import type { RecordingEvent, RecordingState } from '../types';
 import { errText, fill, fmtTime, h } from './dom';

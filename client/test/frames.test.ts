@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay, BACKOFF_MAX_MS } from './backoff';
-import { encodeFrame, FrameStore } from './frames';
+import { backoffDelay, BACKOFF_MAX_MS } from '../src/live/backoff';
+import { encodeFrame, FrameStore } from '../src/live/frames';
 
 const frame = (seq: number) => new Uint8Array(4).fill(seq & 0xff);
 

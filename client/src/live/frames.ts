@@ -10,6 +10,11 @@ const HEADER_BYTES = 8;
 
 export type Range = [number, number];
 
+/** Ranges as REST answers type them (arrays of two numbers), as pairs. */
+export function toRanges(ranges: readonly (readonly number[])[]): Range[] {
+  return ranges.map(([a, b]) => [a, b]);
+}
+
 /** A binary WebSocket message: u64 big-endian sequence number, then the frame's bytes. */
 export function encodeFrame(seq: number, bytes: Uint8Array): Uint8Array {
   const out = new Uint8Array(HEADER_BYTES + bytes.length);
