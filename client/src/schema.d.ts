@@ -11,7 +11,11 @@ export interface paths {
         get: operations["getMe"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Erase the calling account: every row of the user and every stored object of their meetings
+         * @description Stops the user's live recording takes first, then deletes every row of the user (meetings with everything in them, people, tasks, notes, threads, tags, outbox events, idempotency records) and every stored object of their meetings (segments, gap uploads, composed audio, uploads). 204 when everything is gone; 202 when stored objects are still being removed: the request is recorded before anything is deleted, and the sweep finishes it. Idempotent: repeating it is harmless. The same identity signing in afterwards starts with an empty account (a new user id). See docs/lifecycle.md.
+         */
+        delete: operations["deleteMe"];
         options?: never;
         head?: never;
         patch?: never;
@@ -790,6 +794,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/meetings/{id}/recording/takes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every take of the meeting's live recording, oldest first
+         * @description One item per audio_version. A finalized take with stored frames is playable through GET /meetings/{id}/audio-url?audio_version=N; a take that is not finalized yet answers 422 there.
+         */
+        get: operations["listRecordingTakes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/meetings/{id}/recording/audio/{range}": {
         parameters: {
             query?: never;
@@ -819,7 +843,7 @@ export interface paths {
         };
         /**
          * Stream the meeting audio through a per-user signed link (from proxy_url), with Range support
-         * @description Needs no other credential. `sig` is base64url HMAC-SHA256 with AUDIO_URL_SIGNING_KEY over "{meeting_id}:{user_id}:{exp}". A bad, expired, other-meeting or other-user signature answers 403. Supports a single `Range: bytes=` range (206, 416).
+         * @description Needs no other credential. `sig` is base64url HMAC-SHA256 with AUDIO_URL_SIGNING_KEY over "{meeting_id}:{user_id}:{exp}", or, for a link to one take (`audio_version` present), over "{meeting_id}:{user_id}:{exp}:{audio_version}". A bad, expired, other-meeting or other-user signature answers 403. Supports a single `Range: bytes=` range (206, 416).
          */
         get: operations["streamMeetingAudio"];
         /**
@@ -843,7 +867,7 @@ export interface paths {
         };
         /**
          * Short-lived playback links of the meeting audio
-         * @description `url` is a signed object-storage link valid for RECORDING_AUDIO_URL_TTL_SECONDS; `proxy_url` is the per-user signed link to GET /meetings/{id}/audio with the same expiry. Answered with `Cache-Control: private, no-store`.
+         * @description `url` is a signed object-storage link valid for RECORDING_AUDIO_URL_TTL_SECONDS; `proxy_url` is the per-user signed link to GET /meetings/{id}/audio with the same expiry. Answered with `Cache-Control: private, no-store`. Without `audio_version`: the meeting's audio (an upload, or the latest finalized take). With `audio_version=N`: that take's composed audio, for any finalized take (the proxy link then carries `audio_version` under its signature). An unknown take answers 404; a take that is not finalized yet answers 422 naming `audio_version`.
          */
         get: operations["getMeetingAudioUrl"];
         put?: never;
@@ -861,33 +885,27 @@ export interface components {
         EntityChanged: {
             /** @enum {string} */
             type: "EntityChanged";
+            /** @enum {string} */
+            entity: "meeting" | "user" | "transcription" | "transcript_segment" | "person" | "person_summary" | "tag" | "task" | "sub_task" | "note" | "ai_thread" | "chat_message" | "talking_point" | "topic" | "meeting_attendee" | "meeting_audio_file" | "recording";
+            /** @enum {string} */
+            action: "created" | "updated" | "deleted";
+            /**
+             * Format: uuid
+             * @description the record; for `recording` the meeting id
+             */
+            id: string | null;
+            /** Format: uuid */
+            meeting_id: string | null;
             /** Format: uuid */
             event_id: string;
             /** @description grows with every event of the user; send as last_seq in hello to replay */
             seq: number;
             /** Format: date-time */
             occurred_at: string;
-            /**
-             * @description meeting, user, transcription, transcript_segment, person, person_summary, tag, task, sub_task, note, ai_thread, chat_message, talking_point, topic, meeting_attendee, meeting_audio_file
-             * @example meeting
-             */
-            entity: string;
-            /** @enum {string} */
-            action: "created" | "updated" | "deleted";
-            /** Format: uuid */
-            id: string | null;
-            /** Format: uuid */
-            meeting_id: string | null;
         };
         TranscriptSegmentEvent: {
             /** @enum {string} */
             type: "TranscriptSegmentEvent";
-            /** Format: uuid */
-            event_id: string;
-            /** @description grows with every event of the user; send as last_seq in hello to replay */
-            seq: number;
-            /** Format: date-time */
-            occurred_at: string;
             /** Format: uuid */
             meeting_id: string;
             /** Format: uuid */
@@ -896,31 +914,31 @@ export interface components {
             segment: {
                 [key: string]: unknown;
             };
+            /** Format: uuid */
+            event_id: string;
+            /** @description grows with every event of the user; send as last_seq in hello to replay */
+            seq: number;
+            /** Format: date-time */
+            occurred_at: string;
         };
         TalkingPointEvent: {
             /** @enum {string} */
             type: "TalkingPointEvent";
             /** Format: uuid */
-            event_id: string;
-            /** @description grows with every event of the user; send as last_seq in hello to replay */
-            seq: number;
-            /** Format: date-time */
-            occurred_at: string;
-            /** Format: uuid */
             meeting_id: string;
             talking_point: {
                 [key: string]: unknown;
             };
-        };
-        AudioStoredProgressEvent: {
-            /** @enum {string} */
-            type: "AudioStoredProgressEvent";
             /** Format: uuid */
             event_id: string;
             /** @description grows with every event of the user; send as last_seq in hello to replay */
             seq: number;
             /** Format: date-time */
             occurred_at: string;
+        };
+        AudioStoredProgressEvent: {
+            /** @enum {string} */
+            type: "AudioStoredProgressEvent";
             /** Format: uuid */
             meeting_id: string;
             audio_version: number;
@@ -928,6 +946,12 @@ export interface components {
             highest_contiguous_sequence: number;
             frames_stored: number;
             bytes_stored: number;
+            /** Format: uuid */
+            event_id: string;
+            /** @description grows with every event of the user; send as last_seq in hello to replay */
+            seq: number;
+            /** Format: date-time */
+            occurred_at: string;
         };
         User: {
             /** Format: uuid */
@@ -953,6 +977,11 @@ export interface components {
                 path: string;
                 message: string;
             }[];
+        };
+        AccountErasurePending: {
+            /** @enum {string} */
+            status: "erasing";
+            detail: string;
         };
         MeetingPage: {
             items: components["schemas"]["Meeting"][];
@@ -2131,6 +2160,43 @@ export interface components {
              */
             created_at: string;
         };
+        RecordingTakePage: {
+            items: components["schemas"]["RecordingTake"][];
+            next_cursor: string | null;
+        };
+        RecordingTake: {
+            audio_version: number;
+            /** @enum {string} */
+            state: "recording" | "stopping" | "stopped" | "finalizing" | "finalized";
+            /** @enum {string|null} */
+            stop_reason: "user" | "max_duration" | "connection_closed" | null;
+            /** @enum {string} */
+            encoding: "pcm_s16le" | "webm_opus";
+            /**
+             * Format: uuid
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            transcription_id: string | null;
+            frames_stored: number;
+            bytes_stored: number;
+            /** @description finalized with frames missing (its transcription is marked degraded too); false until finalized */
+            is_degraded: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            stopped_at: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            finalized_at: string | null;
+        };
         GapUploadResult: {
             audio_version: number;
             start_sequence: number;
@@ -2262,6 +2328,108 @@ export interface operations {
             };
             /** @description unexpected error (no internals disclosed) */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteMe: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description rows are erased or being erased; stored objects are still being removed by the sweep */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountErasurePending"];
+                };
+            };
+            /** @description the account is erased */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable; nothing was changed, retry after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9066,6 +9234,108 @@ export interface operations {
             };
         };
     };
+    listRecordingTakes: {
+        parameters: {
+            query?: {
+                /** @description page size (1-200, default 50) */
+                limit?: number;
+                /** @description opaque cursor from next_cursor */
+                cursor?: string;
+            };
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of takes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingTakePage"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description meeting not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     uploadRecordingGap: {
         parameters: {
             query: {
@@ -9206,6 +9476,8 @@ export interface operations {
                 uid?: string;
                 /** @description expiry, unix seconds */
                 exp?: string;
+                /** @description the take the link plays (signed with it); absent: the meeting audio */
+                audio_version?: string;
                 /** @description base64url HMAC-SHA256 */
                 sig?: string;
             };
@@ -9248,7 +9520,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description meeting has no audio */
+            /** @description meeting has no audio, or the take has none (it was not finalized, or stored no frame) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9407,7 +9679,10 @@ export interface operations {
     };
     getMeetingAudioUrl: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description a finalized take (default: the latest finalized take) */
+                audio_version?: number;
+            };
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
@@ -9456,7 +9731,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description meeting not found, or meeting has no audio (distinct `detail`) */
+            /** @description meeting not found, no such take, or no audio (distinct `detail`) */
             404: {
                 headers: {
                     [name: string]: unknown;
