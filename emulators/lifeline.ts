@@ -62,7 +62,8 @@ function parentPid(pid: number): number | undefined {
   }
 }
 
-const isNpm = (argv: string[]) => ['npm', 'npx'].includes(path.basename(argv[0])) || argv.some((a) => /npm-cli\.js$|npx-cli\.js$/.test(a));
+// npm sets its process title, so its argv[0] reads "npm start" (one string, with the space).
+const isNpm = (argv: string[]) => ['npm', 'npx'].includes(path.basename(argv[0].split(' ')[0])) || argv.some((a) => /npm-cli\.js$|npx-cli\.js$/.test(a));
 const isLauncher = (argv: string[]) =>
   (['sh', 'bash', 'dash'].includes(path.basename(argv[0])) && argv[1] === '-c') || argv.some((a) => /(^|\/)tsx(\/dist\/cli\.m?js)?$/.test(a));
 

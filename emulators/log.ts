@@ -18,7 +18,8 @@ export function createStackLogger(env: Record<string, string | undefined>, level
     colorize: process.stdout.isTTY,
     messageKey: 'message',
     translateTime: 'SYS:HH:MM:ss',
-    ignore: ['pid', 'hostname', 'service', 'name', TRACE_KEY, SPAN_KEY, 'logging.googleapis.com/trace_sampled'].join(','),
+    // Dots in a key are escaped: pino-pretty reads an unescaped dot as a nested path.
+    ignore: ['pid', 'hostname', 'service', 'name', 'trace_id', TRACE_KEY, SPAN_KEY, 'logging.googleapis.com/trace_sampled'].map((k) => k.replaceAll('.', '\\.')).join(','),
     singleLine: true,
     sync: true, // lines appear in order with the child processes' output, and none is lost at exit
   });

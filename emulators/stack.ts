@@ -145,12 +145,17 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     registerConsole(app, config);
     // The local stack's front door is the developer console.
     app.get('/', (c) => c.redirect('/console', 302));
-    handler = getRequestListener(app.fetch);
+    // Requests go to the app from here on (the fake ML calls it back while starting); /healthz
+    // says 200 only once everything is up.
+    const appListener = getRequestListener(app.fetch);
+    const starting = handler;
+    let ready = false;
+    handler = (req, res) => (!ready && req.url?.split('?')[0] === '/healthz' ? starting(req, res) : appListener(req, res));
 
     const ml = await step('fake ML service started', () => startFakeMl({ port: config.ML_PORT, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config, log }), (m) => ({ url: m.url }));
     stops.push(ml.stop);
     const liveService = createLiveService(rt, { mlUrl: ml.url });
-    await step('live service started', () => liveService.start());
+    await step('live service up', () => liveService.start());
     live = liveService;
     stops.push(() => liveService.shutdown('shutdown'));
 
@@ -159,6 +164,7 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     }, config.RECORDING_GAP_SWEEP_INTERVAL_SECONDS * 1000);
     stops.push(async () => clearInterval(timer));
 
+    ready = true;
     writeStackEnv(dataDir, { ...vars, DATABASE_URL: database.url, CORE_PORT: String(port), ML_SERVICE_URL: ml.url });
     const addresses = {
       url,
@@ -172,7 +178,9 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
       data_dir: dataDir,
     };
     const seconds = ((performance.now() - began) / 1000).toFixed(1);
-    log.info({ ...addresses, ms: Math.round(performance.now() - began) }, format === 'pretty' ? readyBanner(addresses, seconds) : 'local stack ready');
+    // On a terminal the banner alone (its fields would repeat it); in JSON the fields, for tools.
+    if (format === 'pretty') log.info(readyBanner(addresses, seconds));
+    else log.info({ ...addresses, ms: Math.round(performance.now() - began) }, 'local stack ready');
     return { config, rt, url, log, stop: stopAll };
   } catch (err) {
     await stopAll();
@@ -187,7 +195,7 @@ function readyBanner(a: Record<string, string>, seconds: string): string {
     ['API docs', a.docs],
     ['WebSocket', a.ws],
     ['ML (fake)', a.ml],
-    ['storage', `${a.storage}   (gcloud storage: see README)`],
+    ['storage', `${a.storage}   gcloud storage: CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=${a.storage.replace(/\/?$/, '/')} (README)`],
     ['Pub/Sub', a.pubsub],
     ['Firestore', a.firestore],
     ['data', a.data_dir],
