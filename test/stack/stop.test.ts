@@ -43,7 +43,7 @@ function pidOf(s: NpmStart, target: Target): number {
   return pid;
 }
 
-async function startAndSignal(target: Target, signal: NodeJS.Signals, env: Record<string, string>) {
+async function startAndSignal(target: Target, signal: NodeJS.Signals, env: Record<string, string | undefined>) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-stop-'));
   dirs.push(dataDir);
   const s = await spawnNpmStart({ DATA_DIR: dataDir, ...env });
@@ -64,7 +64,9 @@ async function startAndSignal(target: Target, signal: NodeJS.Signals, env: Recor
 
 describe('stopping npm start', () => {
   it('should stop the gcloud emulators and everything else when npm alone gets SIGTERM', async () => {
-    const { tree, ports } = await startAndSignal('npm', 'SIGTERM', {});
+    const own = { PUBSUB_EMULATOR_HOST: undefined, FIRESTORE_EMULATOR_HOST: undefined, STORAGE_EMULATOR_HOST: undefined, STORAGE_SIGNER_KEY_FILE: undefined };
+    const { tree, ports } = await startAndSignal('npm', 'SIGTERM', own);
+    expect(tree.map(commandLine).filter((c) => c.startsWith('java'))).toHaveLength(2);
     // The stack started its own emulators: Java processes and their ports were part of it.
     expect(tree.length).toBeGreaterThanOrEqual(6);
     expect(ports.length).toBeGreaterThanOrEqual(5); // API, ML, GCS, Pub/Sub, Firestore
