@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ROOT, spawnNpmStart, untilReady, type NpmStart } from './npm-start';
-import { processTree } from './processes';
+import { processTree, running } from './processes';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-readme-'));
 const bin = mkdtempSync(path.join(tmpdir(), 'mi-readme-bin-'));
@@ -27,7 +27,7 @@ afterAll(async () => {
   if (stack) {
     process.kill(-stack.child.pid!, 'SIGINT'); // Ctrl-C
     await stack.exited;
-    for (const pid of processTree(stack.child.pid!)) process.kill(pid, 'SIGKILL');
+    for (const pid of processTree(stack.child.pid!).filter(running)) process.kill(pid, 'SIGKILL');
   }
   rmSync(dataDir, { recursive: true, force: true });
   rmSync(bin, { recursive: true, force: true });

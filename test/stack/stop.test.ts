@@ -51,6 +51,7 @@ async function startAndSignal(target: Target, signal: NodeJS.Signals, env: Recor
   await untilReady(s);
   const tree = processTree(s.child.pid!);
   const ports = listeningPorts(tree);
+  const commands = tree.map(commandLine);
   expect(ports).toEqual(expect.arrayContaining([s.port, s.mlPort]));
 
   process.kill(pidOf(s, target), signal); // that process alone, not its group
@@ -59,14 +60,14 @@ async function startAndSignal(target: Target, signal: NodeJS.Signals, env: Recor
   await until('no port left listening', () => ports.every((p) => !listening(p)), 5_000, context);
   expect(await fetch(`${s.url}/healthz`).then(() => 'answered', () => 'refused')).toBe('refused');
   expect(s.output()).toContain('local stack stopped');
-  return { tree, ports };
+  return { tree, commands, ports };
 }
 
 describe('stopping npm start', () => {
   it('should stop the gcloud emulators and everything else when npm alone gets SIGTERM', async () => {
     const own = { PUBSUB_EMULATOR_HOST: undefined, FIRESTORE_EMULATOR_HOST: undefined, STORAGE_EMULATOR_HOST: undefined, STORAGE_SIGNER_KEY_FILE: undefined };
-    const { tree, ports } = await startAndSignal('npm', 'SIGTERM', own);
-    expect(tree.map(commandLine).filter((c) => c.startsWith('java'))).toHaveLength(2);
+    const { tree, commands, ports } = await startAndSignal('npm', 'SIGTERM', own);
+    expect(commands.filter((c) => c.startsWith('java'))).toHaveLength(2);
     // The stack started its own emulators: Java processes and their ports were part of it.
     expect(tree.length).toBeGreaterThanOrEqual(6);
     expect(ports.length).toBeGreaterThanOrEqual(5); // API, ML, GCS, Pub/Sub, Firestore
