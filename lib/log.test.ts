@@ -24,4 +24,13 @@ describe('log redaction', () => {
     expect(line.token).toBe('[redacted]');
     expect(line.headers).toEqual({ authorization: '[redacted]' });
   });
+
+  it("should give every line a message: empty for fields alone, an error's own for an error alone", () => {
+    let out = '';
+    const log = createLogger({ level: 'info', destination: { write: (l: string) => void (out = l) } });
+    log.info({ a: 1 });
+    expect(JSON.parse(out)).toMatchObject({ severity: 'INFO', message: '', a: 1 });
+    log.error(new Error('boom'));
+    expect(JSON.parse(out)).toMatchObject({ severity: 'ERROR', message: 'boom' });
+  });
 });

@@ -91,7 +91,8 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       hooks: {
         // Every line has a message, also log.info({...}) without one.
         logMethod(args, method) {
-          if (args.length === 1 && typeof args[0] === 'object' && args[0] !== null) return method.apply(this, [args[0] as object, '']);
+          // (An Error alone is left to pino, which takes its message.)
+          if (args.length === 1 && typeof args[0] === 'object' && args[0] !== null && !(args[0] instanceof Error)) return method.apply(this, [args[0] as object, '']);
           return method.apply(this, args as Parameters<typeof method>);
         },
       },
