@@ -9,6 +9,7 @@ import { getRequestListener } from '@hono/node-server';
 import { ConfigError, loadConfig, type Config } from '@mi/lib/config';
 import { lockDataDir } from '@mi/lib/data-dir-lock';
 import { openDatabase, type OpenedDatabase } from '@mi/lib/db/open';
+import type { Logger } from '@mi/lib/log';
 import { createRuntime, type Runtime, type RuntimeOverrides } from '@mi/lib/runtime';
 import { createApp } from '../functions/api/app';
 import { runSweep } from '../functions/sweep';
@@ -22,7 +23,6 @@ import { createStaticFlags } from './fallback/flags';
 import { gcloudAvailable, startFirestoreEmulator, startPubsubEmulator } from './gcloud';
 import { loadOrCreateSignerKey } from './gcs/signer-key';
 import { startGcsEmulator } from './gcs/server';
-import type { Logger } from '@mi/lib/log';
 import { createStackLogger } from './log';
 import { startFakeMl } from './ml/server';
 
