@@ -2,13 +2,14 @@
 // REST API and the live WebSocket service on one port (CORE_PORT), the fake ML service and the
 // periodic sweep. Everything it keeps lives under DATA_DIR.
 import { writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
-import { loadConfig, type Config } from '@mi/lib/config';
-import { openDatabase } from '@mi/lib/db/open';
-import { createLogger } from '@mi/lib/log';
+import { ConfigError, loadConfig, type Config } from '@mi/lib/config';
+import { lockDataDir } from '@mi/lib/data-dir-lock';
+import { openDatabase, type OpenedDatabase } from '@mi/lib/db/open';
+import type { Logger } from '@mi/lib/log';
 import { createRuntime, type Runtime, type RuntimeOverrides } from '@mi/lib/runtime';
 import { createApp } from '../functions/api/app';
 import { runSweep } from '../functions/sweep';
@@ -22,31 +23,67 @@ import { createStaticFlags } from './fallback/flags';
 import { gcloudAvailable, startFirestoreEmulator, startPubsubEmulator } from './gcloud';
 import { loadOrCreateSignerKey } from './gcs/signer-key';
 import { startGcsEmulator } from './gcs/server';
+import { createStackLogger } from './log';
 import { startFakeMl } from './ml/server';
 
 export interface LocalStack {
   config: Config;
   rt: Runtime;
   url: string;
+  log: Logger;
   stop(): Promise<void>;
 }
 
 type Stop = () => Promise<unknown>;
 
 export async function startLocalStack(env: Record<string, string | undefined> = process.env): Promise<LocalStack> {
-  const log = createLogger({ level: env.LOG_LEVEL ?? 'info', name: 'local-stack' });
+  const began = performance.now();
+  const { log, format } = createStackLogger(env, env.LOG_LEVEL ?? 'info');
   const stops: Stop[] = [];
-  const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop().catch((err) => log.warn({ err: String(err) }, 'stop failed'));
+  let stopping: Promise<void> | undefined;
+  const stopAll = () =>
+    (stopping ??= (async () => {
+      for (const stop of stops.reverse()) await stop().catch((err) => log.warn({ err: String(err) }, 'stop failed'));
+    })());
+  /** Runs one start step and logs it with its duration: the reader sees where the time goes. */
+  const step = async <T>(what: string, fn: () => Promise<T>, fields: (v: T) => object = () => ({})): Promise<T> => {
+    const t0 = performance.now();
+    const value = await fn();
+    const ms = Math.round(performance.now() - t0);
+    log.info({ ...fields(value), ms }, `${what} (${(ms / 1000).toFixed(1)} s)`);
+    return value;
   };
   try {
     const dataDir = path.resolve(env.DATA_DIR ?? '.data');
     const appEnv = env.APP_ENV ?? 'development';
     const vars: Record<string, string | undefined> = { ...env, DATA_DIR: dataDir, APP_ENV: appEnv };
+    // Configuration first, before anything starts: a bad value fails in a second, naming its variable.
     if (appEnv === 'development') {
       const secrets = loadOrCreateDevSecrets(dataDir);
       for (const [k, v] of Object.entries(secrets)) vars[k] ??= v;
     }
+    let config = loadConfig(vars);
+    const lock = lockDataDir(dataDir, 'npm start');
+    stops.push(async () => lock.release());
+
+    // CORE_PORT is taken now and held: "in use" is known before the emulators' minute, and
+    // nothing can take it meanwhile. Until the stack is ready it answers 503.
+    let handler: RequestListener = (_req, res) => {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+      res.end('{"status":"starting"}');
+    };
+    const server: Server = createServer((req, res) => handler(req, res));
+    let live: LiveService | null = null;
+    server.on('upgrade', (req, socket, head) => {
+      if (live && new URL(req.url ?? '/', 'http://x').pathname === '/ws') live.handleUpgrade(req, socket, head);
+      else socket.destroy();
+    });
+    await listenOn(server, 'CORE_PORT', config.CORE_PORT, config.HOST);
+    stops.push(() => new Promise((r) => { server.close(r); server.closeAllConnections(); }));
+    const port = (server.address() as AddressInfo).port;
+    const url = `http://localhost:${port}`;
+    if (config.ML_PORT !== 0) await ensurePortFree('ML_PORT', config.ML_PORT, config.HOST);
+
     const signerFile = vars.STORAGE_SIGNER_KEY_FILE ?? path.join(dataDir, 'gcs-signer.json');
     const signer = loadOrCreateSignerKey(signerFile);
     vars.STORAGE_SIGNER_KEY_FILE = signerFile;
@@ -55,60 +92,70 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     if ((!vars.PUBSUB_EMULATOR_HOST || !vars.FIRESTORE_EMULATOR_HOST) && !gcloudAvailable()) {
       log.warn(
         'gcloud (with Java) was not found: Pub/Sub and Firestore run as IN-PROCESS SUBSTITUTES (one instance only, nothing kept across starts). ' +
-          'Install the Google Cloud CLI with its emulators for the real ones, or set PUBSUB_EMULATOR_HOST and FIRESTORE_EMULATOR_HOST.',
+          'Install the Google Cloud CLI with its emulators (README, Requirements) for the real ones, or set PUBSUB_EMULATOR_HOST and FIRESTORE_EMULATOR_HOST.',
       );
       overrides = { bus: createMemoryBus(), coordination: createMemoryCoordination(), flags: createStaticFlags() };
-    } else if (!vars.PUBSUB_EMULATOR_HOST) {
-      const pubsub = await startPubsubEmulator({ dataDir: path.join(dataDir, 'pubsub') });
-      stops.push(pubsub.stop);
-      vars.PUBSUB_EMULATOR_HOST = pubsub.host;
-      log.info({ host: pubsub.host }, 'Pub/Sub emulator started');
     }
-    if (!overrides && !vars.FIRESTORE_EMULATOR_HOST) {
-      const firestore = await startFirestoreEmulator({});
-      stops.push(firestore.stop);
-      vars.FIRESTORE_EMULATOR_HOST = firestore.host;
-      log.info({ host: firestore.host }, 'Firestore emulator started');
-    }
-    if (!vars.STORAGE_EMULATOR_HOST) {
-      const gcs = await startGcsEmulator({ dataDir: path.join(dataDir, 'gcs'), trustedKeys: [signer] });
-      stops.push(gcs.stop);
-      vars.STORAGE_EMULATOR_HOST = gcs.url;
-      log.info({ url: gcs.url }, 'GCS emulator started');
-    }
+    log.info({ data_dir: dataDir, port }, `starting the local stack on ${url} (the gcloud emulators take up to a minute)`);
 
-    const config = loadConfig(vars);
-    const database = await openDatabase(config);
-    stops.push(database.close);
-    await applySchema(database.url, { log: (line) => log.info(line) });
-    const rt = createRuntime(config, database.db, { log, overrides });
-    stops.push(rt.close);
-    await rt.store.ensureBucket();
-    await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
-    await rt.bus.ensureTopic(config.PUBSUB_TOPIC_RECORDING_FINALIZED);
+    // The slow parts at once: the Java emulators, our GCS emulator, the database and its schema.
+    // Each stop is registered as soon as its part is up, so a failure elsewhere stops it too.
+    const started = await Promise.allSettled([
+      !overrides && !vars.PUBSUB_EMULATOR_HOST
+        ? step('Pub/Sub emulator started', () => startPubsubEmulator({ dataDir: path.join(dataDir, 'pubsub') }), (e) => ({ host: e.host })).then((e) => {
+            stops.push(e.stop);
+            vars.PUBSUB_EMULATOR_HOST = e.host;
+          })
+        : undefined,
+      !overrides && !vars.FIRESTORE_EMULATOR_HOST
+        ? step('Firestore emulator started', () => startFirestoreEmulator({}), (e) => ({ host: e.host })).then((e) => {
+            stops.push(e.stop);
+            vars.FIRESTORE_EMULATOR_HOST = e.host;
+          })
+        : undefined,
+      !vars.STORAGE_EMULATOR_HOST
+        ? step('GCS emulator started', () => startGcsEmulator({ dataDir: path.join(dataDir, 'gcs'), trustedKeys: [signer] }), (e) => ({ url: e.url })).then((e) => {
+            stops.push(e.stop);
+            vars.STORAGE_EMULATOR_HOST = e.url;
+          })
+        : undefined,
+      step(config.DATABASE_URL ? 'database connected (DATABASE_URL)' : 'embedded database (PGlite) opened', () => openDatabase(config)).then(async (database) => {
+        stops.push(database.close);
+        await step('schema applied', () => applySchema(database.url, { log: (line) => log.debug(line) }), (r) => ({ statements: r.applied ? r.statements.length : 0 }));
+        return database;
+      }),
+    ]);
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const database = (started[3] as PromiseFulfilledResult<OpenedDatabase>).value;
+
+    config = loadConfig(vars);
+    const rt = await step('runtime ready (bucket, topics)', async () => {
+      const rt = createRuntime(config, database.db, { log, overrides });
+      stops.push(rt.close);
+      await rt.store.ensureBucket();
+      await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
+      await rt.bus.ensureTopic(config.PUBSUB_TOPIC_RECORDING_FINALIZED);
+      return rt;
+    });
 
     // HTTP first (the fake ML calls the API back), then the fake ML, then the live service that
     // streams to it. Upgrades before the live service is up are refused.
     const app = createApp(rt);
     registerConsole(app, config);
-    let live: LiveService | null = null;
-    const server: Server = createServer(getRequestListener(app.fetch));
-    server.on('upgrade', (req, socket, head) => {
-      if (live && new URL(req.url ?? '/', 'http://x').pathname === '/ws') live.handleUpgrade(req, socket, head);
-      else socket.destroy();
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.CORE_PORT, config.HOST, resolve);
-    });
-    stops.push(() => new Promise((r) => server.close(r)));
-    const port = (server.address() as AddressInfo).port;
-    const url = `http://localhost:${port}`;
+    // The local stack's front door is the developer console.
+    app.get('/', (c) => c.redirect('/console', 302));
+    // Requests go to the app from here on (the fake ML calls it back while starting); /healthz
+    // says 200 only once everything is up.
+    const appListener = getRequestListener(app.fetch);
+    const starting = handler;
+    let ready = false;
+    handler = (req, res) => (!ready && req.url?.split('?')[0] === '/healthz' ? starting(req, res) : appListener(req, res));
 
-    const ml = await startFakeMl({ port: config.ML_PORT, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config });
+    const ml = await step('fake ML service started', () => startFakeMl({ port: config.ML_PORT, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config, log }), (m) => ({ url: m.url }));
     stops.push(ml.stop);
     const liveService = createLiveService(rt, { mlUrl: ml.url });
-    await liveService.start();
+    await step('live service up', () => liveService.start());
     live = liveService;
     stops.push(() => liveService.shutdown('shutdown'));
 
@@ -117,13 +164,63 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     }, config.RECORDING_GAP_SWEEP_INTERVAL_SECONDS * 1000);
     stops.push(async () => clearInterval(timer));
 
+    ready = true;
     writeStackEnv(dataDir, { ...vars, DATABASE_URL: database.url, CORE_PORT: String(port), ML_SERVICE_URL: ml.url });
-    log.info({ url, ws: `${url.replace('http', 'ws')}/ws`, docs: `${url}/docs`, ml: ml.url, data_dir: dataDir }, 'local stack ready');
-    return { config, rt, url, stop: stopAll };
+    const addresses = {
+      url,
+      console: `${url}/console`,
+      docs: `${url}/docs`,
+      ws: `${url.replace('http', 'ws')}/ws`,
+      ml: ml.url,
+      storage: vars.STORAGE_EMULATOR_HOST!,
+      pubsub: overrides ? 'in-process substitute' : vars.PUBSUB_EMULATOR_HOST!,
+      firestore: overrides ? 'in-process substitute' : vars.FIRESTORE_EMULATOR_HOST!,
+      data_dir: dataDir,
+    };
+    const seconds = ((performance.now() - began) / 1000).toFixed(1);
+    // On a terminal the banner alone (its fields would repeat it); in JSON the fields, for tools.
+    if (format === 'pretty') log.info(readyBanner(addresses, seconds));
+    else log.info({ ...addresses, ms: Math.round(performance.now() - began) }, 'local stack ready');
+    return { config, rt, url, log, stop: stopAll };
   } catch (err) {
     await stopAll();
     throw err;
   }
+}
+
+function readyBanner(a: Record<string, string>, seconds: string): string {
+  const rows = [
+    ['REST API', a.url],
+    ['console', a.console],
+    ['API docs', a.docs],
+    ['WebSocket', a.ws],
+    ['ML (fake)', a.ml],
+    ['storage', `${a.storage}   gcloud storage: CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=${a.storage.replace(/\/?$/, '/')} (README)`],
+    ['Pub/Sub', a.pubsub],
+    ['Firestore', a.firestore],
+    ['data', a.data_dir],
+  ];
+  return [`local stack ready in ${seconds} s`, ...rows.map(([k, v]) => `    ${k.padEnd(10)} ${v}`), '    Ctrl-C stops everything'].join('\n');
+}
+
+/** Listens, or fails naming the variable that chose the port. */
+function listenOn(server: Server, variable: string, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => reject(portError(variable, port, host, err)));
+    server.listen(port, host, () => resolve());
+  });
+}
+
+async function ensurePortFree(variable: string, port: number, host: string): Promise<void> {
+  const probe = createServer();
+  await listenOn(probe, variable, port, host);
+  await new Promise((r) => probe.close(r));
+}
+
+function portError(variable: string, port: number, host: string, err: NodeJS.ErrnoException): Error {
+  const why =
+    err.code === 'EADDRINUSE' ? 'is already in use (another `npm start`?)' : err.code === 'EACCES' ? 'needs privileges (ports below 1024)' : err.code === 'EADDRNOTAVAIL' ? `is not available: HOST=${host} is not an address of this machine` : `cannot be used: ${err.message}`;
+  return new ConfigError([`${variable}: port ${port} on ${host} ${why}; set ${variable} to a free port (0: any)`]);
 }
 
 /**

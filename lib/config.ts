@@ -21,6 +21,8 @@ export const configSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().default('http://localhost:4318'),
   OTEL_ENABLED: z.enum(['true', 'false', '1', '0']).optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  // Read by the local stack's logger (emulators/log.ts); the deployed services always write JSON.
+  LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   // Core service
   CORE_PORT: int(4002, 0).pipe(z.number().max(65535)),
   // The interface the local stack listens on (its development token endpoint mints any user).

@@ -28,7 +28,7 @@ export interface Runtime {
 export type RuntimeOverrides = Partial<Pick<Runtime, 'bus' | 'coordination' | 'flags'>>;
 
 export function createRuntime(config: Config, db: Database, opts: { log?: Logger; name?: string; overrides?: RuntimeOverrides } = {}): Runtime {
-  const log = opts.log ?? createLogger({ level: config.LOG_LEVEL, name: opts.name ?? 'core' });
+  const log = opts.log ?? createLogger({ level: config.LOG_LEVEL, name: opts.name ?? 'core', project: config.GOOGLE_CLOUD_PROJECT });
   for (const w of config.warnings) log.warn(w);
   initTelemetry(config, opts.name ?? 'core');
   const bus = opts.overrides?.bus ?? createBus({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.PUBSUB_EMULATOR_HOST, log });

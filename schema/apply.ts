@@ -2,13 +2,14 @@
 // schema/schema.sql. The target state is loaded into a scratch in-memory PGlite, migra diffs
 // the live database against it, and the plan is applied in one transaction. Destructive
 // statements are refused unless allowed. Target: DATABASE_URL, else the local stack's
-// file-backed PGlite under DATA_DIR/pg (stop `npm start` first: one process per data dir).
+// file-backed PGlite under DATA_DIR/pg, refused while `npm start` holds DATA_DIR (its lock file).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { createClient } from '@pgkit/client';
 import { run as migra } from '@pgkit/migra';
+import { lockDataDir } from '../lib/data-dir-lock';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded';
 import { destructiveStatements } from './destructive';
 
@@ -122,13 +123,20 @@ async function main(argv: string[]): Promise<void> {
   const unknown = [...flags].filter((f) => f !== '--dry-run' && f !== '--allow-destructive');
   if (unknown.length) throw new Error(`unknown argument(s): ${unknown.join(' ')}; usage: db:apply [--dry-run] [--allow-destructive]`);
   // Only these two variables: applying a schema must not need the service's secrets.
-  let url = process.env.DATABASE_URL;
-  const local = url ? undefined : await startEmbeddedPostgres({ dataDir: path.join(process.env.DATA_DIR || '.data', 'pg') });
-  url ??= local!.url;
+  let url = process.env.DATABASE_URL || undefined; // empty counts as unset, as in loadConfig
+  // The embedded database has one writer: refuse a DATA_DIR that `npm start` (or another apply) holds.
+  const dataDir = path.resolve(process.env.DATA_DIR || '.data');
+  const lock = url ? undefined : lockDataDir(dataDir, 'db:apply');
   try {
-    await applySchema(url, { dryRun: flags.has('--dry-run'), allowDestructive: flags.has('--allow-destructive'), log: console.log });
+    const local = url ? undefined : await startEmbeddedPostgres({ dataDir: path.join(dataDir, 'pg') });
+    url ??= local!.url;
+    try {
+      await applySchema(url, { dryRun: flags.has('--dry-run'), allowDestructive: flags.has('--allow-destructive'), log: console.log });
+    } finally {
+      await local?.stop();
+    }
   } finally {
-    await local?.stop();
+    lock?.release();
   }
 }
 

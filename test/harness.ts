@@ -85,7 +85,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
   const config = testConfig(env);
   const database = opts.database ?? (await fileDatabase());
   const db = createDatabase(database.url, databaseOptions(config));
-  const rt = createRuntime(config, db, { log: createLogger({ level: config.LOG_LEVEL, name: 'test', destination: opts.logDestination }) });
+  const rt = createRuntime(config, db, { log: createLogger({ level: config.LOG_LEVEL, name: 'test', destination: opts.logDestination, project: config.GOOGLE_CLOUD_PROJECT }) });
   await rt.store.ensureBucket();
   await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
   const app = createApp(rt);

@@ -140,4 +140,23 @@ describe('gcloud storage against the GCS emulator', () => {
     expect(lines(await gcloudStorage(['ls', `gs://${bucket}/**`]))).toEqual([`gs://${bucket}/doomed/keep.txt`]);
     await expect(gcloudStorage(['cat', `gs://${bucket}/doomed/one.txt`])).rejects.toThrow(/matched no objects/);
   }, 90_000);
+
+  it('should delete an empty bucket, refuse one that holds objects, and delete a bucket with its objects by rm --recursive', async () => {
+    const name = `cli-gone-${randomUUID().slice(0, 8)}`;
+    await gcloudStorage(['buckets', 'create', `gs://${name}`]);
+    await gcloudStorage(['cp', localFile('kept.txt', Buffer.from('kept')), `gs://${name}/kept.txt`]);
+    // GCS deletes empty buckets only; the CLI reports the 409.
+    await expect(gcloudStorage(['buckets', 'delete', `gs://${name}`])).rejects.toThrow(/not empty/);
+    expect(lines(await gcloudStorage(['buckets', 'list', '--format=value(name)']))).toContain(name);
+    await gcloudStorage(['rm', `gs://${name}/kept.txt`]);
+    await gcloudStorage(['buckets', 'delete', `gs://${name}`]);
+    expect(lines(await gcloudStorage(['buckets', 'list', '--format=value(name)']))).not.toContain(name);
+    await expect(gcloudStorage(['ls', `gs://${name}`])).rejects.toThrow(/not found|does not exist|404/i);
+    expect((await fetch(`${emulator.url}/storage/v1/b/${name}`)).status).toBe(404);
+
+    const full = await newBucket();
+    await gcloudStorage(['cp', '--recursive', localTree('whole', ['a.txt', 'b/c.txt']), `gs://${full}`]);
+    await gcloudStorage(['rm', '--recursive', `gs://${full}`]);
+    expect(lines(await gcloudStorage(['buckets', 'list', '--format=value(name)']))).not.toContain(full);
+  }, 120_000);
 });

@@ -75,6 +75,24 @@ describe('GCS emulator', () => {
     expect(BigInt(next.generation) > BigInt(kept.generation)).toBe(true);
   });
 
+  it('should delete an empty bucket for good (also across a restart), and answer 409 for one with objects', async () => {
+    const dataDir = tempDir();
+    const first = await emulator({ dataDir });
+    await withBucket(first);
+    await withBucket(first, 'emu-gone');
+    expect((await mediaUpload(first, 'x.txt', 'x')).status).toBe(200);
+    const refused = await fetch(`${first.url}/storage/v1/b/emu-test`, { method: 'DELETE' });
+    expect(refused.status).toBe(409);
+    expect((await refused.json()).error.errors[0].reason).toBe('conflict');
+    expect((await fetch(`${first.url}/storage/v1/b/emu-gone`, { method: 'DELETE' })).status).toBe(204);
+    expect((await fetch(`${first.url}/storage/v1/b/emu-gone`, { method: 'DELETE' })).status).toBe(404);
+    await first.stop();
+
+    const second = await emulator({ dataDir });
+    const names = (await (await fetch(`${second.url}/storage/v1/b?project=p`)).json()).items.map((b: { name: string }) => b.name);
+    expect(names).toEqual(['emu-test']);
+  });
+
   it('should keep nothing across a restart without a dataDir', async () => {
     const first = await emulator();
     await withBucket(first);

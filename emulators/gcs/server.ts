@@ -1,7 +1,7 @@
 // A Cloud Storage JSON-API emulator for the real @google-cloud/storage client and the real
-// `gcloud storage` CLI: buckets, objects (media/multipart/resumable uploads, Range downloads,
-// list, delete, compose), generation preconditions, V4 signed-URL GETs, and injected faults for
-// reliability tests.
+// `gcloud storage` CLI: buckets (create, list, get, delete when empty), objects (media/multipart/
+// resumable uploads, Range downloads, list, delete, compose), generation preconditions, V4
+// signed-URL GETs, and injected faults for reliability tests.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -96,6 +96,12 @@ class GcsHandler {
     }
     const bucket = safeDecode(segs[1]);
     if (segs.length === 2) {
+      if (method === 'DELETE') {
+        await this.store.deleteBucket(bucket);
+        res.writeHead(204);
+        res.end();
+        return;
+      }
       if (method !== 'GET') throw new GcsError(405, 'Method not allowed.', 'methodNotAllowed');
       return sendJson(res, 200, bucketResource(this.store.getBucket(bucket)));
     }
@@ -103,6 +109,11 @@ class GcsHandler {
     if (segs.length === 3 && segs[2] === 'storageLayout' && method === 'GET') {
       this.store.getBucket(bucket);
       return sendJson(res, 200, { kind: 'storage#storageLayout', bucket, location: 'US', locationType: 'multi-region', hierarchicalNamespace: { enabled: false } });
+    }
+    // rm --recursive gs://BUCKET lists managed folders (IAM-bearing prefixes) before deleting the bucket: none here.
+    if (segs.length === 3 && segs[2] === 'managedFolders' && method === 'GET') {
+      this.store.getBucket(bucket);
+      return sendJson(res, 200, { kind: 'storage#managedFolders' });
     }
     if (segs[2] !== 'o') throw new GcsError(404, 'Not Found', 'notFound');
     if (segs.length === 3) {

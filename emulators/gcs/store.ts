@@ -98,6 +98,15 @@ export class GcsStore {
     return meta;
   }
 
+  /** GCS deletes empty buckets only: 409 while any object is live. */
+  async deleteBucket(name: string): Promise<void> {
+    this.getBucket(name);
+    if (this.objects.get(name)!.size > 0) throw new GcsError(409, 'The bucket you tried to delete is not empty.', 'conflict');
+    this.buckets.delete(name);
+    this.objects.delete(name);
+    if (this.dataDir) await unlink(join(this.dataDir, 'buckets', `${name}.json`)).catch(() => {});
+  }
+
   listBuckets(): BucketMeta[] {
     return [...this.buckets.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }

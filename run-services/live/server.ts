@@ -13,7 +13,7 @@ const EXIT_DEADLINE_MS = 8_000;
 
 // Cloud Run names the port PORT; it plays the part of CORE_PORT here.
 const config = loadConfig({ ...process.env, ...(process.env.PORT ? { CORE_PORT: process.env.PORT } : {}) });
-const log = createLogger({ level: config.LOG_LEVEL, name: 'live' });
+const log = createLogger({ level: config.LOG_LEVEL, name: 'live', project: config.GOOGLE_CLOUD_PROJECT });
 const database = await openDatabase(config);
 const rt = createRuntime(config, database.db, { log, name: 'live' });
 if (config.STORAGE_EMULATOR_HOST) await rt.store.ensureBucket(); // in the cloud Terraform owns the bucket

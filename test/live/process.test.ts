@@ -52,8 +52,8 @@ async function startServer(extra: Record<string, string> = {}): Promise<Child> {
     const timer = setTimeout(() => reject(new Error(`server.ts did not start: ${stderr}`)), 30_000);
     createInterface({ input: child.stdout! }).on('line', (line) => {
       try {
-        const entry = JSON.parse(line) as { msg?: string; port?: number };
-        if (entry.msg === 'live service listening') clearTimeout(timer), resolve(entry.port!);
+        const entry = JSON.parse(line) as { message?: string; port?: number };
+        if (entry.message === 'live service listening') clearTimeout(timer), resolve(entry.port!);
       } catch {
         // not a log line
       }

@@ -81,7 +81,7 @@ async function exercise() {
 
 describe('secrets in logs', () => {
   it('should have captured the request log lines of the exercised requests', () => {
-    const requests = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
+    const requests = lines.map((l) => JSON.parse(l)).filter((l) => l.message === 'request');
     expect(requests.length).toBeGreaterThanOrEqual(13);
     expect(requests.map((r) => r.status)).toEqual(expect.arrayContaining([200, 401, 403, 422]));
   });

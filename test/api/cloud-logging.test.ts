@@ -1,0 +1,44 @@
+// The API's log lines as Cloud Logging reads them: severity, message and, for a request that
+// carries a traceparent, the trace and span joined to it.
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApi, type ApiHarness } from '../harness';
+
+const lines: Record<string, unknown>[] = [];
+let api: ApiHarness;
+
+beforeAll(async () => {
+  api = await startApi({ LOG_LEVEL: 'info', GOOGLE_CLOUD_PROJECT: 'log-project' }, { logDestination: { write: (line: string) => void lines.push(JSON.parse(line)) } });
+});
+afterAll(() => api?.close());
+
+const requestLine = (path: string) => lines.find((l) => l.message === 'request' && l.path === path);
+
+describe('Cloud Logging-shaped request lines', () => {
+  it('should carry severity, message, and the trace and span of the incoming traceparent', async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const parentSpan = randomBytes(8).toString('hex');
+    const res = await api.request('GET', '/healthz', { headers: { traceparent: `00-${traceId}-${parentSpan}-01` } });
+    expect(res.status).toBe(200);
+    const line = requestLine('/healthz');
+    expect(line).toMatchObject({ severity: 'INFO', message: 'request', status: 200, 'logging.googleapis.com/trace': `projects/log-project/traces/${traceId}`, 'logging.googleapis.com/trace_sampled': true });
+    // Our server span, a child of the caller's: a span id of its own.
+    expect(line!['logging.googleapis.com/spanId']).toMatch(/^[0-9a-f]{16}$/);
+    expect(line!['logging.googleapis.com/spanId']).not.toBe(parentSpan);
+    expect(line).not.toHaveProperty('level');
+    expect(line).not.toHaveProperty('msg');
+  });
+
+  it('should give every line a severity and a message, WARNING for a warning', async () => {
+    await api.request('GET', '/me');
+    api.rt.log.warn({ detail: 1 });
+    expect(lines.length).toBeGreaterThan(0);
+    for (const l of lines) {
+      expect(['DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL']).toContain(l.severity);
+      expect(typeof l.message).toBe('string');
+    }
+    expect(lines.at(-1)).toMatchObject({ severity: 'WARNING', message: '', detail: 1 });
+    // A request without a traceparent still gets a trace of its own (the span this service starts).
+    expect(requestLine('/me')!['logging.googleapis.com/trace']).toMatch(/^projects\/log-project\/traces\/[0-9a-f]{32}$/);
+  });
+});
