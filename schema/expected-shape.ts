@@ -32,8 +32,8 @@ export const TABLES: Record<string, string[]> = {
     'id uuid required = gen_random_uuid()', 'transcription_id uuid', 'person_id uuid', 'speaker_label text', 'text text required',
     'start_ms numeric required', 'end_ms numeric required = 0', 'confidence numeric required = 0', 'is_final boolean required = true',
     'is_highlighted boolean required = false', 'feature_vector vector(192)',
-    // internal: generated full-text vector for GET /search
-    'text_search tsvector',
+    // internal: generated full-text vector for GET /search, and the owner it is searched by
+    'text_search tsvector', 'user_id uuid',
   ],
   segment_manifest: [
     'id uuid required = gen_random_uuid()', 'meeting_id uuid required', 'audio_version integer required = 1',
@@ -141,8 +141,8 @@ export const QUERY_INDEXES = [
   'event_outbox (created_at) WHERE (published_at IS NULL)',
   'recording (state, gap_upload_deadline)',
   // GET /search
-  'meeting USING gin (title_search) WHERE (deleted_at IS NULL)',
-  'transcript_segment USING gin (text_search)',
+  'meeting USING gin (user_id, title_search) WHERE (deleted_at IS NULL)',
+  'transcript_segment USING gin (user_id, text_search)',
   'talking_point USING gin (content_search) WHERE (deleted_at IS NULL)',
-  'note USING gin (content_search)',
+  'note USING gin (user_id, content_search)',
 ];

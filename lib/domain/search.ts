@@ -84,7 +84,7 @@ hits AS (
    FROM transcript_segment s
    JOIN transcription t ON t.id = s.transcription_id
    JOIN meeting m ON m.id = t.meeting_id, query
-   WHERE m.user_id = $1 AND m.deleted_at IS NULL AND s.text_search @@ query.q
+   WHERE s.user_id = $1 AND s.text_search @@ query.q AND m.user_id = $1 AND m.deleted_at IS NULL
      AND ($3::uuid IS NULL OR m.id = $3)
      AND ($4::uuid IS NULL OR s.person_id = $4)
      AND ($8::timestamptz IS NULL OR m.start_time >= $8) AND ($9::timestamptz IS NULL OR m.start_time < $9)
