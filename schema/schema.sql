@@ -165,14 +165,16 @@ CREATE INDEX transcript_segment_transcription_id_speaker_label_idx ON transcript
 CREATE INDEX transcript_segment_user_id_text_search_idx ON transcript_segment USING gin (user_id, text_search);
 
 -- transcript_segment.user_id follows the transcription's meeting (whose owner never changes);
--- every insert path gets it, the raw ones of tests and tools included.
+-- every insert path gets it, the raw ones of tests and tools included. INSERT only: no code
+-- moves a segment to another transcription, and any BEFORE UPDATE row trigger would make
+-- Postgres recompute text_search on every update (a speaker relabel) instead of only on a text change.
 CREATE FUNCTION transcript_segment_set_user_id() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   NEW.user_id := (SELECT m.user_id FROM transcription t JOIN meeting m ON m.id = t.meeting_id WHERE t.id = NEW.transcription_id);
   RETURN NEW;
 END
 $$;
-CREATE TRIGGER transcript_segment_set_user_id BEFORE INSERT OR UPDATE OF transcription_id ON transcript_segment
+CREATE TRIGGER transcript_segment_set_user_id BEFORE INSERT ON transcript_segment
   FOR EACH ROW EXECUTE FUNCTION transcript_segment_set_user_id();
 CREATE INDEX transcript_segment_person_id_idx ON transcript_segment USING brin (person_id uuid_bloom_ops) WITH (pages_per_range = 16, autosummarize = on);
 
