@@ -6,7 +6,7 @@
 // common their words are. Baseline, same run: the bare GIN lookup of the same query (the user's
 // first 50 matching segments: no rank, no other kinds, no snippets); for scale, ILIKE '%word%'.
 import { createDatabase } from '@mi/lib/db/pool';
-import { search } from '@mi/lib/domain/search';
+import { HEADLINE_OPTIONS, search, SEARCH_SQL } from '@mi/lib/domain/search';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { ms, percentile, table, writeSection, type Row } from './report';
 
@@ -185,6 +185,12 @@ for (let i = 0; i < 10; i++) {
       )
     )[1],
   );
+}
+
+// BENCH_EXPLAIN=1: the plan of one common-word first page, on stdout only.
+if (process.env.BENCH_EXPLAIN) {
+  const { rows: plan } = await db.query<{ 'QUERY PLAN': string }>('bench.explain', `EXPLAIN (ANALYZE, BUFFERS) ${SEARCH_SQL}`, [userId, vocabulary[0], null, null, null, null, null, null, null, 51, HEADLINE_OPTIONS]);
+  console.log(plan.map((r) => r['QUERY PLAN']).join('\n'));
 }
 
 const worst = Math.max(...rows.map((r) => parseFloat(String(r['GET /search p99']))));

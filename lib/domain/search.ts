@@ -56,54 +56,59 @@ const START = '\u0002';
 const STOP = '\u0003';
 // One passage of 15-35 words around the best cover of the query (a short text comes whole).
 // ts_headline's parser drops what looks like an XML/HTML tag, so such tags never reach a snippet.
-const HEADLINE_OPTIONS = `StartSel=${START}, StopSel=${STOP}, MaxWords=35, MinWords=15, ShortWord=2`;
+export const HEADLINE_OPTIONS = `StartSel=${START}, StopSel=${STOP}, MaxWords=35, MinWords=15, ShortWord=2`;
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 const toHtml = (headline: string) => headline.replace(/[&<>"']/g, (c) => ESCAPES[c]).replaceAll(START, '<mark>').replaceAll(STOP, '</mark>');
 
-// The keyset predicate of one branch whose kind is the literal `kind`: rows after ($r, $k, $i).
-const after = (kind: SearchKind, rank: string, id: string) =>
-  `($5::real IS NULL OR ${rank} < $5 OR (${rank} = $5 AND ('${kind}' > $6 OR ('${kind}' = $6 AND ${id} > $7::uuid))))`;
+// One kind's best limit + 1 rows after the cursor ($5 rank, $6 kind, $7 id). `matches` selects
+// (kind, id, meeting_id, start_ms, body, rank); OFFSET 0 keeps it a subquery, so ts_rank runs once
+// per match (inlined into the cursor's predicate it would run twice).
+const branch = (kind: SearchKind, matches: string) => `
+  (SELECT * FROM (${matches} OFFSET 0) b
+   WHERE $5::real IS NULL OR b.rank < $5 OR (b.rank = $5 AND ('${kind}' > $6 OR ('${kind}' = $6 AND b.id > $7::uuid)))
+   ORDER BY b.rank DESC, b.id LIMIT $10)`;
 
 // $1 user, $2 query text, $3 meeting_id, $4 person_id, $5-$7 cursor, $8 from, $9 to, $10 limit + 1.
-// Each branch takes its own best limit + 1 (a GIN bitmap scan, then a top-N sort), so the outer
-// sort sees at most 4 × (limit + 1) rows, and ts_headline (the costly part) runs on one page only.
-const SQL = `
+// Each kind is one GIN scan over (user_id, tsvector) and a top-N sort, so the outer sort sees at
+// most 4 × (limit + 1) rows, and ts_headline (costly: it parses the text) runs on one page only.
+/** Exported for bench:search's EXPLAIN; parameters as search() passes them. */
+export const SEARCH_SQL = `
 WITH query AS (SELECT websearch_to_tsquery('${SEARCH_CONFIG}', $2) AS q),
-hits AS (
-  (SELECT 'meeting'::text AS kind, m.id, m.id AS meeting_id, NULL::numeric AS start_ms, m.title AS body,
-          ts_rank(m.title_search, query.q) AS rank
+hits AS (${branch(
+  'meeting',
+  `SELECT 'meeting'::text AS kind, m.id, m.id AS meeting_id, NULL::numeric AS start_ms, m.title AS body, ts_rank(m.title_search, query.q) AS rank
    FROM meeting m, query
    WHERE m.user_id = $1 AND m.deleted_at IS NULL AND m.title_search @@ query.q
      AND ($3::uuid IS NULL OR m.id = $3)
      AND ($4::uuid IS NULL OR EXISTS (SELECT 1 FROM meeting_attendee a WHERE a.meeting_id = m.id AND a.person_id = $4))
-     AND ($8::timestamptz IS NULL OR m.start_time >= $8) AND ($9::timestamptz IS NULL OR m.start_time < $9)
-     AND ${after('meeting', 'ts_rank(m.title_search, query.q)', 'm.id')}
-   ORDER BY rank DESC, m.id LIMIT $10)
-  UNION ALL
-  (SELECT 'segment', s.id, m.id, s.start_ms, s.text, ts_rank(s.text_search, query.q) AS rank
+     AND ($8::timestamptz IS NULL OR m.start_time >= $8) AND ($9::timestamptz IS NULL OR m.start_time < $9)`,
+)}
+  UNION ALL ${branch(
+    'segment',
+    `SELECT 'segment' AS kind, s.id, m.id AS meeting_id, s.start_ms, s.text AS body, ts_rank(s.text_search, query.q) AS rank
    FROM transcript_segment s
    JOIN transcription t ON t.id = s.transcription_id
    JOIN meeting m ON m.id = t.meeting_id, query
    WHERE s.user_id = $1 AND s.text_search @@ query.q AND m.user_id = $1 AND m.deleted_at IS NULL
      AND ($3::uuid IS NULL OR m.id = $3)
      AND ($4::uuid IS NULL OR s.person_id = $4)
-     AND ($8::timestamptz IS NULL OR m.start_time >= $8) AND ($9::timestamptz IS NULL OR m.start_time < $9)
-     AND ${after('segment', 'ts_rank(s.text_search, query.q)', 's.id')}
-   ORDER BY rank DESC, s.id LIMIT $10)
-  UNION ALL
-  (SELECT 'talking_point', p.id, m.id, NULL, p.content, ts_rank(p.content_search, query.q) AS rank
+     AND ($8::timestamptz IS NULL OR m.start_time >= $8) AND ($9::timestamptz IS NULL OR m.start_time < $9)`,
+  )}
+  UNION ALL ${branch(
+    'talking_point',
+    `SELECT 'talking_point' AS kind, p.id, m.id AS meeting_id, NULL::numeric AS start_ms, p.content AS body, ts_rank(p.content_search, query.q) AS rank
    FROM talking_point p
    JOIN meeting m ON m.id = p.meeting_id, query
    WHERE m.user_id = $1 AND m.deleted_at IS NULL AND p.deleted_at IS NULL AND p.content_search @@ query.q
      AND ($3::uuid IS NULL OR m.id = $3)
      AND ($4::uuid IS NULL OR EXISTS (SELECT 1 FROM meeting_attendee a WHERE a.meeting_id = m.id AND a.person_id = $4))
-     AND ($8::timestamptz IS NULL OR m.start_time >= $8) AND ($9::timestamptz IS NULL OR m.start_time < $9)
-     AND ${after('talking_point', 'ts_rank(p.content_search, query.q)', 'p.id')}
-   ORDER BY rank DESC, p.id LIMIT $10)
-  UNION ALL
-  -- A note about a meeting belongs to it (hidden with it, dated by its start_time); other
-  -- notes are dated by their created_at.
-  (SELECT 'note', n.id, nm.id, NULL, n.content, ts_rank(n.content_search, query.q) AS rank
+     AND ($8::timestamptz IS NULL OR m.start_time >= $8) AND ($9::timestamptz IS NULL OR m.start_time < $9)`,
+  )}
+  UNION ALL ${branch(
+    'note',
+    // A note about a meeting belongs to it (hidden with it, dated by its start_time); other
+    // notes are dated by their created_at.
+    `SELECT 'note' AS kind, n.id, nm.id AS meeting_id, NULL::numeric AS start_ms, n.content AS body, ts_rank(n.content_search, query.q) AS rank
    FROM note n
    LEFT JOIN meeting nm ON n.subject_type = 'MEETING' AND nm.id = n.subject_id AND nm.user_id = $1, query
    WHERE n.user_id = $1 AND n.content_search @@ query.q
@@ -111,9 +116,8 @@ hits AS (
      AND ($3::uuid IS NULL OR nm.id = $3)
      AND ($4::uuid IS NULL OR (n.subject_type = 'PERSON' AND n.subject_id = $4))
      AND ($8::timestamptz IS NULL OR COALESCE(nm.start_time, n.created_at) >= $8)
-     AND ($9::timestamptz IS NULL OR COALESCE(nm.start_time, n.created_at) < $9)
-     AND ${after('note', 'ts_rank(n.content_search, query.q)', 'n.id')}
-   ORDER BY rank DESC, n.id LIMIT $10)
+     AND ($9::timestamptz IS NULL OR COALESCE(nm.start_time, n.created_at) < $9)`,
+  )}
 )
 SELECT top.kind, top.id, top.meeting_id, top.start_ms, top.rank,
        ts_headline('${SEARCH_CONFIG}', translate(top.body, E'\\x02\\x03', ''), query.q, $11) AS snippet
@@ -132,7 +136,7 @@ interface Row {
 /** The caller's items matching `f.q`, best first. A query without lexemes (only stop words or punctuation) matches nothing. */
 export async function search(q: Queryable, userId: string, f: SearchFilter): Promise<Page<SearchHit>> {
   const cursor = decodeSearchCursor(f.cursor);
-  const { rows } = await q.query<Row>('search', SQL, [
+  const { rows } = await q.query<Row>('search', SEARCH_SQL, [
     userId,
     f.q,
     f.meeting_id ?? null,
