@@ -31,6 +31,8 @@ const columns = async (table: string) =>
   (await target.db.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`, [table])).rows.map(
     (r) => r.column_name,
   );
+// schema/backfill.sql, which ends every non-empty plan.
+const BACKFILL = expect.stringMatching(/^-- Data steps db:apply appends/);
 const indexExists = async (name: string) =>
   (await target.db.query(`SELECT 1 FROM pg_indexes WHERE schemaname = 'public' AND indexname = $1`, [name])).rows.length === 1;
 
@@ -64,7 +66,7 @@ describe('applySchema', { timeout: 120_000 }, () => {
 
     const dry = await applySchema(target.url, { dryRun: true });
     expect(dry.applied).toBe(false);
-    expect(dry.statements).toEqual([expect.stringMatching(/add column "company" text/), expect.stringMatching(/CREATE INDEX task_meeting_id_idx/)]);
+    expect(dry.statements).toEqual([expect.stringMatching(/add column "company" text/), expect.stringMatching(/CREATE INDEX task_meeting_id_idx/), BACKFILL]);
     expect(await columns('person')).not.toContain('company');
     expect(await indexExists('task_meeting_id_idx')).toBe(false);
 
@@ -84,12 +86,36 @@ describe('applySchema', { timeout: 120_000 }, () => {
     expect(result.statements).toEqual([
       'alter table "public"."meeting" reset (fillfactor);',
       'alter table "public"."transcript_segment" set (fillfactor=70);',
+      BACKFILL,
     ]);
     const { rows } = await target.db.query(`SELECT relname, reloptions FROM pg_class WHERE relname IN ('meeting', 'transcript_segment') ORDER BY relname`);
     expect(rows).toEqual([
       { relname: 'meeting', reloptions: null },
       { relname: 'transcript_segment', reloptions: ['fillfactor=70'] },
     ]);
+  });
+
+  it('should fill transcript_segment.user_id of segments written before the column existed, and keep it set for new ones', async () => {
+    await applySchema(target.url);
+    // The shape before GET /search kept no owner on segments.
+    await target.db.exec('DROP TRIGGER transcript_segment_set_user_id ON transcript_segment; ALTER TABLE transcript_segment DROP COLUMN user_id;');
+    const one = async (sql: string, params: unknown[] = []) => (await target.db.query(sql, params)).rows[0];
+    const user = (await one(`INSERT INTO app_user (username, email) VALUES ('a', 'a@example.com') RETURNING id`)).id;
+    const meeting = (await one(`INSERT INTO meeting (user_id, title, source_type, start_time) VALUES ($1, 'm', 'text', now()) RETURNING id`, [user])).id;
+    const transcription = (await one(`INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`, [meeting])).id;
+    await target.db.query(`INSERT INTO transcript_segment (transcription_id, text, start_ms) VALUES ($1, 'old budget', 0)`, [transcription]);
+
+    const result = await applySchema(target.url);
+    expect(result.statements).toEqual(
+      expect.arrayContaining([expect.stringMatching(/add column "user_id" uuid/), expect.stringMatching(/CREATE INDEX transcript_segment_user_id_text_search_idx/), expect.stringMatching(/CREATE TRIGGER transcript_segment_set_user_id/)]),
+    );
+    expect(result.statements.at(-1)).toEqual(BACKFILL);
+    await target.db.query(`INSERT INTO transcript_segment (transcription_id, text, start_ms) VALUES ($1, 'new budget', 1)`, [transcription]);
+    expect((await target.db.query('SELECT text, user_id FROM transcript_segment ORDER BY start_ms')).rows).toEqual([
+      { text: 'old budget', user_id: user },
+      { text: 'new budget', user_id: user },
+    ]);
+    expect((await applySchema(target.url)).statements).toEqual([]);
   });
 
   it('should refuse to drop an extra column unless destructive changes are allowed', async () => {

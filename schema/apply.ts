@@ -14,6 +14,8 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded
 import { destructiveStatements } from './destructive';
 
 export const SCHEMA_SQL_PATH = fileURLToPath(new URL('./schema.sql', import.meta.url));
+/** Idempotent data steps appended to a non-empty plan (a diff cannot backfill a new column). */
+export const BACKFILL_SQL_PATH = fileURLToPath(new URL('./backfill.sql', import.meta.url));
 
 export interface ApplyOptions {
   allowDestructive?: boolean;
@@ -44,7 +46,8 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
       await inTransaction(target, [schemaSql]);
       return { statements: [schemaSql], applied: true };
     }
-    const statements = await plan(target, targetUrl, schemaSql);
+    const diff = await plan(target, targetUrl, schemaSql);
+    const statements = diff.length ? [...diff, readFileSync(BACKFILL_SQL_PATH, 'utf8').trim()] : diff;
     const destructive = destructiveStatements(statements);
     for (const s of statements) log(destructive.includes(s) ? `-- DESTRUCTIVE\n${s}` : s);
     log(statements.length ? `-- ${statements.length} statement(s)` : '-- schema is up to date');

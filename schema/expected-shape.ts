@@ -18,6 +18,8 @@ export const TABLES: Record<string, string[]> = {
     'id uuid required = gen_random_uuid()', 'user_id uuid required', 'title text required', 'source_type meeting_source_type required',
     'start_time timestamptz required', 'end_time timestamptz', 'summary text', 'key_points jsonb', 'headline text', 'deleted_at timestamptz',
     'created_at timestamptz required = now()',
+    // internal: generated full-text vector for GET /search
+    'title_search tsvector',
   ],
   meeting_audio_file: ['meeting_id uuid required', 'storage_path text required', 'created_at timestamptz required = now()'],
   meeting_attendee: ['meeting_id uuid required', 'person_id uuid required'],
@@ -30,6 +32,8 @@ export const TABLES: Record<string, string[]> = {
     'id uuid required = gen_random_uuid()', 'transcription_id uuid', 'person_id uuid', 'speaker_label text', 'text text required',
     'start_ms numeric required', 'end_ms numeric required = 0', 'confidence numeric required = 0', 'is_final boolean required = true',
     'is_highlighted boolean required = false', 'feature_vector vector(192)',
+    // internal: generated full-text vector for GET /search, and the owner it is searched by
+    'text_search tsvector', 'user_id uuid',
   ],
   segment_manifest: [
     'id uuid required = gen_random_uuid()', 'meeting_id uuid required', 'audio_version integer required = 1',
@@ -41,7 +45,7 @@ export const TABLES: Record<string, string[]> = {
   recording_event_history: ['id uuid required = gen_random_uuid()', 'seq bigint required = identity', 'meeting_id uuid required', 'event_type text required', 'payload jsonb', 'created_at timestamptz required = clock_timestamp()'],
   topic: ['id uuid required = gen_random_uuid()', 'meeting_id uuid required', 'name text required', 'summary text required', 'is_final boolean required = false', 'created_at timestamptz required = now()', 'updated_at timestamptz required = now()'],
   topic_segment: ['id uuid required = gen_random_uuid()', 'topic_id uuid required', 'segment_id uuid required', 'created_at timestamptz required = now()'],
-  talking_point: ['id uuid required = gen_random_uuid()', 'meeting_id uuid required', 'topic_id uuid', 'content text required', 'is_final boolean required = false', 'created_at timestamptz required = now()', 'deleted_at timestamptz'],
+  talking_point: ['id uuid required = gen_random_uuid()', 'meeting_id uuid required', 'topic_id uuid', 'content text required', 'is_final boolean required = false', 'created_at timestamptz required = now()', 'deleted_at timestamptz', 'content_search tsvector'],
   talking_point_segment: ['talking_point_id uuid required', 'segment_id uuid required'],
   task: [
     'id uuid required = gen_random_uuid()', 'user_id uuid required', 'content text required', "status text required = 'pending'",
@@ -52,7 +56,7 @@ export const TABLES: Record<string, string[]> = {
     'id uuid required = gen_random_uuid()', 'task_id uuid required', 'content text required', "status text required = 'pending'",
     'assigned_to uuid', 'due_date date', 'created_at timestamptz required = now()', 'updated_at timestamptz required = now()',
   ],
-  note: ['id uuid required = gen_random_uuid()', 'user_id uuid required', 'content text required', 'subject_type text', 'subject_id uuid', 'tags jsonb', 'created_at timestamptz required = now()', 'updated_at timestamptz required = now()'],
+  note: ['id uuid required = gen_random_uuid()', 'user_id uuid required', 'content text required', 'subject_type text', 'subject_id uuid', 'tags jsonb', 'created_at timestamptz required = now()', 'updated_at timestamptz required = now()', 'content_search tsvector'],
   ai_thread: ['id uuid required = gen_random_uuid()', 'user_id uuid required', 'context_type text', 'context_id uuid', 'deleted_at timestamptz', 'created_at timestamptz required = now()'],
   chat_message: ['id uuid required = gen_random_uuid()', 'thread_id uuid required', 'role text required', 'content text required', 'tool_calls jsonb', 'deleted_at timestamptz', 'created_at timestamptz required = now()'],
   // Internal tables of the design.
@@ -138,4 +142,9 @@ export const QUERY_INDEXES = [
   'event_outbox (created_at) WHERE (published_at IS NULL)',
   'recording (state, gap_upload_deadline)',
   'meeting (deleted_at) WHERE (deleted_at IS NOT NULL)',
+  // GET /search
+  'meeting USING gin (user_id, title_search) WHERE (deleted_at IS NULL)',
+  'transcript_segment USING gin (user_id, text_search)',
+  'talking_point USING gin (content_search) WHERE (deleted_at IS NULL)',
+  'note USING gin (user_id, content_search)',
 ];

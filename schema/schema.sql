@@ -6,6 +6,8 @@
 -- into JSON numbers at the repository edge.
 
 CREATE EXTENSION IF NOT EXISTS vector;
+-- GIN indexes over (user_id, tsvector) for GET /search: one index scan per user and word.
+CREATE EXTENSION IF NOT EXISTS btree_gin;
 
 CREATE TYPE task_source AS ENUM ('user', 'system');
 CREATE TYPE meeting_source_type AS ENUM ('recording', 'upload', 'text', 'anecdotal');
@@ -89,8 +91,12 @@ CREATE TABLE meeting (
   key_points jsonb,
   headline text,
   deleted_at timestamptz,
-  created_at timestamptz NOT NULL DEFAULT now()
+  created_at timestamptz NOT NULL DEFAULT now(),
+  -- GET /search. A title stands for the whole meeting, so it weighs most (A).
+  title_search tsvector GENERATED ALWAYS AS (setweight(to_tsvector('english', title), 'A')) STORED
 );
+-- GET /search: titles of live meetings, per user.
+CREATE INDEX meeting_user_id_title_search_idx ON meeting USING gin (user_id, title_search) WHERE deleted_at IS NULL;
 -- Listing: newest first with a (start_time, id) keyset cursor, live rows only.
 CREATE INDEX meeting_user_id_start_time_idx ON meeting (user_id, start_time DESC, id) WHERE deleted_at IS NULL;
 -- The partial index above skips soft-deleted rows; the user cascade needs every row.
@@ -145,7 +151,12 @@ CREATE TABLE transcript_segment (
   confidence numeric NOT NULL DEFAULT 0,
   is_final boolean NOT NULL DEFAULT true,
   is_highlighted boolean NOT NULL DEFAULT false,
-  feature_vector vector(192)
+  feature_vector vector(192),
+  -- GET /search ('english': stemmed, stop words dropped; see lib/domain/search.ts).
+  text_search tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
+  -- Internal: the meeting's owner, set by the trigger below, so search scans one user's
+  -- segments in the index instead of every user's matches in the heap.
+  user_id uuid
 -- Free space on each page so relabelling a speaker (a person_id change) is a HOT update.
 ) WITH (fillfactor = 70);
 CREATE INDEX transcript_segment_transcription_id_start_ms_idx ON transcript_segment (transcription_id, start_ms);
@@ -153,6 +164,20 @@ CREATE INDEX transcript_segment_transcription_id_speaker_label_idx ON transcript
 -- For the person's ON DELETE SET NULL. A summarizing (BRIN) index does not stop HOT updates of
 -- person_id (PostgreSQL 16+), which a btree would, halving the cost of a relabel; bloom answers
 -- equality per range of 16 pages; autosummarize summarizes new ranges (until then they are scanned).
+CREATE INDEX transcript_segment_user_id_text_search_idx ON transcript_segment USING gin (user_id, text_search);
+
+-- transcript_segment.user_id follows the transcription's meeting (whose owner never changes);
+-- every insert path gets it, the raw ones of tests and tools included. INSERT only: no code
+-- moves a segment to another transcription, and any BEFORE UPDATE row trigger would make
+-- Postgres recompute text_search on every update (a speaker relabel) instead of only on a text change.
+CREATE FUNCTION transcript_segment_set_user_id() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.user_id := (SELECT m.user_id FROM transcription t JOIN meeting m ON m.id = t.meeting_id WHERE t.id = NEW.transcription_id);
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER transcript_segment_set_user_id BEFORE INSERT ON transcript_segment
+  FOR EACH ROW EXECUTE FUNCTION transcript_segment_set_user_id();
 CREATE INDEX transcript_segment_person_id_idx ON transcript_segment USING brin (person_id uuid_bloom_ops) WITH (pages_per_range = 16, autosummarize = on);
 
 -- One row per stored audio object of a live recording (inclusive frame range).
@@ -223,9 +248,12 @@ CREATE TABLE talking_point (
   content text NOT NULL,
   is_final boolean NOT NULL DEFAULT false,
   created_at timestamptz NOT NULL DEFAULT now(),
-  deleted_at timestamptz
+  deleted_at timestamptz,
+  -- GET /search. A talking point sums up part of a meeting: it weighs above its words (B).
+  content_search tsvector GENERATED ALWAYS AS (setweight(to_tsvector('english', content), 'B')) STORED
 );
 CREATE INDEX talking_point_meeting_id_idx ON talking_point (meeting_id);
+CREATE INDEX talking_point_content_search_idx ON talking_point USING gin (content_search) WHERE deleted_at IS NULL;
 CREATE INDEX talking_point_topic_id_idx ON talking_point (topic_id);
 
 -- segment_id has no foreign key: batch rebuilds replace segments wholesale.
@@ -280,9 +308,12 @@ CREATE TABLE note (
   subject_id uuid,
   tags jsonb,
   created_at timestamptz NOT NULL DEFAULT now(),
-  updated_at timestamptz NOT NULL DEFAULT now()
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  -- GET /search.
+  content_search tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED
 );
 CREATE INDEX note_user_id_idx ON note (user_id);
+CREATE INDEX note_user_id_content_search_idx ON note USING gin (user_id, content_search);
 CREATE INDEX note_subject_type_subject_id_idx ON note (subject_type, subject_id);
 
 -- context_id is polymorphic (a person or a meeting), so it has no foreign key.

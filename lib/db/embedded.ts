@@ -9,6 +9,7 @@ import { mkdirSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
+import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
 import { PGLiteSocketHandler, type PGLiteSocketHandlerOptions } from '@electric-sql/pglite-socket';
 import { ProtocolAwareQueue } from './embedded-queue';
 
@@ -21,7 +22,7 @@ export interface EmbeddedPostgres {
 /** dataDir unset: in memory (tests). Otherwise file-backed, kept across starts. */
 export async function startEmbeddedPostgres(opts: { dataDir?: string; port?: number } = {}): Promise<EmbeddedPostgres> {
   if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
-  const db = await PGlite.create({ dataDir: opts.dataDir, extensions: { vector } });
+  const db = await PGlite.create({ dataDir: opts.dataDir, extensions: { vector, btree_gin } });
   await db.exec('CREATE EXTENSION IF NOT EXISTS vector');
   // The option is typed as the package's queue class; ours has the same public methods.
   const queryQueue = new ProtocolAwareQueue(db) as unknown as PGLiteSocketHandlerOptions['queryQueue'];

@@ -20,6 +20,7 @@ import { registerTopics } from './topics';
 import { registerSystemTasks } from './system-tasks';
 import { registerRecording } from './recording';
 import { registerAudio } from './audio';
+import { registerSearch } from './search';
 
 /** Every resource's routes, registered on the one app. */
 export function registerRoutes(app: OpenAPIHono<AppEnv>) {
@@ -43,4 +44,5 @@ export function registerRoutes(app: OpenAPIHono<AppEnv>) {
   registerSystemTasks(app);
   registerRecording(app);
   registerAudio(app);
+  registerSearch(app);
 }

@@ -1,0 +1,209 @@
+// `npm run bench:search`: GET /search's statement (lib/domain/search.ts, as the route runs it)
+// on the test engine (native PostgreSQL when installed) over 1,000,000 transcript segments of
+// many users, measured for the one user who holds 100,000 of them. Texts are 12 words drawn
+// from a 5,000-word vocabulary with a Zipf-like (log-uniform) law, so a query can hit almost
+// every segment of the user (common words) or a handful (rare ones); queries are grouped by how
+// common their words are. Baseline, same run: the bare GIN lookup of the same query (the user's
+// first 50 matching segments: no rank, no other kinds, no snippets); for scale, ILIKE '%word%'.
+import os from 'node:os';
+import { createDatabase } from '@mi/lib/db/pool';
+import { HEADLINE_OPTIONS, search, SEARCH_SQL } from '@mi/lib/domain/search';
+import { createTestDatabase, startTestEngine } from '../test/support/database';
+import { ms, percentile, table, writeSection, type Row } from './report';
+
+const SEGMENTS = Number(process.env.BENCH_SEGMENTS ?? 1_000_000);
+const USER_SEGMENTS = Number(process.env.BENCH_USER_SEGMENTS ?? 100_000);
+const QUERIES = Number(process.env.BENCH_QUERIES ?? 100);
+const PER_MEETING = 500;
+const VOCABULARY = 5000;
+const WORDS_PER_SEGMENT = 12;
+
+const engine = await startTestEngine();
+const database = await createTestDatabase(engine.engine);
+// A long wait for a connection: the load runs minutes on a busy machine.
+const db = createDatabase(database.url, { max: 2, connectTimeoutMs: 600_000 });
+
+// Seeded, so every run measures the same words and queries (the SQL load uses setseed).
+let state = 20261124;
+const random = () => ((state = (state * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+// Pseudo-words of consonant + vowel syllables ending in a, o or u: stable under English stemming.
+const syllables = ['ba', 'ko', 'mu', 'ta', 'ri', 'no', 'pe', 'lu', 'sa', 'vo', 'di', 'gu', 'fa', 'zo', 'he', 'ju'];
+const words = new Set<string>();
+while (words.size < VOCABULARY) {
+  const n = 2 + Math.floor(random() * 3);
+  words.add(Array.from({ length: n }, () => syllables[Math.floor(random() * syllables.length)]).join('') + ['a', 'o', 'u'][Math.floor(random() * 3)]);
+}
+const vocabulary = [...words];
+
+const timed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
+  const t = performance.now();
+  const out = await fn();
+  return [out, performance.now() - t];
+};
+
+async function load(): Promise<{ userId: string; meetingId: string; loadMs: number; indexMs: number }> {
+  const meetingsOfUser = USER_SEGMENTS / PER_MEETING;
+  const otherMeetings = (SEGMENTS - USER_SEGMENTS) / PER_MEETING;
+  const others = otherMeetings / 10; // ten meetings per other user
+  const [ids, loadMs] = await timed(() =>
+    db.withTransaction(async (tx) => {
+      await tx.query('bench.seed', 'SELECT setseed(0.1124)');
+      // Rows consistent by construction: no per-row triggers (foreign keys, the owner trigger;
+      // user_id is written directly below) while loading.
+      await tx.query('bench.no_triggers', 'SET LOCAL session_replication_role = replica');
+      await tx.query('bench.drop_gin', 'DROP INDEX transcript_segment_user_id_text_search_idx');
+      const { rows: users } = await tx.query<{ id: string }>(
+        'bench.users',
+        `INSERT INTO app_user (username, email) SELECT 'bench' || g, 'bench' || g || '@bench.invalid' FROM generate_series(0, $1::int) g ORDER BY g RETURNING id`,
+        [others],
+      );
+      const userId = users[0].id;
+      // The user's meetings, then ten per other user; titles of three words.
+      await tx.query(
+        'bench.meetings',
+        `INSERT INTO meeting (user_id, title, source_type, start_time)
+         SELECT u.id, (SELECT string_agg(($1::text[])[floor(exp(random() * ln($2::int)))::int], ' ') FROM generate_series(1, 3) WHERE g > 0),
+                'recording', timestamptz '2026-01-01' + g * interval '1 hour'
+         FROM app_user u CROSS JOIN generate_series(1, CASE WHEN u.id = $3 THEN $4::int ELSE 10 END) g`,
+        [vocabulary, VOCABULARY, userId, meetingsOfUser],
+      );
+      await tx.query('bench.transcriptions', `INSERT INTO transcription (meeting_id, status) SELECT id, 'completed' FROM meeting`);
+      await tx.query(
+        'bench.segments',
+        `INSERT INTO transcript_segment (transcription_id, user_id, text, start_ms, end_ms)
+         SELECT t.id, m.user_id, (SELECT string_agg(($1::text[])[floor(exp(random() * ln($2::int)))::int], ' ') FROM generate_series(1, $3::int) WHERE n > 0),
+                n * 1000, n * 1000 + 900
+         FROM transcription t JOIN meeting m ON m.id = t.meeting_id CROSS JOIN generate_series(1, $4::int) n`,
+        [vocabulary, VOCABULARY, WORDS_PER_SEGMENT, PER_MEETING],
+      );
+      // The user's other kinds: 25 talking points per meeting, 2,000 notes.
+      await tx.query(
+        'bench.talking_points',
+        `INSERT INTO talking_point (meeting_id, content)
+         SELECT m.id, (SELECT string_agg(($1::text[])[floor(exp(random() * ln($2::int)))::int], ' ') FROM generate_series(1, 8) WHERE g > 0)
+         FROM meeting m CROSS JOIN generate_series(1, 25) g WHERE m.user_id = $3`,
+        [vocabulary, VOCABULARY, userId],
+      );
+      await tx.query(
+        'bench.notes',
+        `INSERT INTO note (user_id, content)
+         SELECT $3, (SELECT string_agg(($1::text[])[floor(exp(random() * ln($2::int)))::int], ' ') FROM generate_series(1, 20) WHERE g > 0)
+         FROM generate_series(1, 2000) g`,
+        [vocabulary, VOCABULARY, userId],
+      );
+      const { rows: meetings } = await tx.query<{ id: string }>('bench.a_meeting', 'SELECT id FROM meeting WHERE user_id = $1 ORDER BY start_time LIMIT 1', [userId]);
+      return { userId, meetingId: meetings[0].id };
+    }),
+  );
+  const [, indexMs] = await timed(() =>
+    db.withTransaction(async (tx) => {
+      await tx.query('bench.index_memory', `SET LOCAL maintenance_work_mem = '1GB'`);
+      await tx.query('bench.create_gin', 'CREATE INDEX transcript_segment_user_id_text_search_idx ON transcript_segment USING gin (user_id, text_search)');
+    }),
+  );
+  await db.query('bench.vacuum', 'VACUUM ANALYZE');
+  return { ...ids, loadMs, indexMs };
+}
+
+const { userId, meetingId, loadMs, indexMs } = await load();
+const { rows: counts } = await db.query<{ segments: string; total: string }>(
+  'bench.counts',
+  `SELECT (SELECT count(*) FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id JOIN meeting m ON m.id = t.meeting_id WHERE m.user_id = $1) AS segments,
+          (SELECT count(*) FROM transcript_segment) AS total`,
+  [userId],
+);
+
+// Words by how common they are (vocabulary rank under the log-uniform law).
+const pick = (from: number, to: number) => vocabulary[from + Math.floor(random() * (to - from))];
+const TIERS: Record<string, () => string> = {
+  'common word (rank 1-10)': () => pick(0, 10),
+  'medium word (rank 50-500)': () => pick(50, 500),
+  'rare word (rank 1000-5000)': () => pick(1000, 5000),
+  'two medium words (AND)': () => `${pick(50, 500)} ${pick(50, 500)}`,
+  'common word, one meeting': () => pick(0, 10),
+};
+
+const matchesOf = async (q: string, meeting: string | null) =>
+  Number(
+    (
+      await db.query<{ n: string }>(
+        'bench.matches',
+        `SELECT count(*) AS n FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id JOIN meeting m ON m.id = t.meeting_id
+         WHERE m.user_id = $1 AND m.deleted_at IS NULL AND s.text_search @@ websearch_to_tsquery('english', $2) AND ($3::uuid IS NULL OR m.id = $3)`,
+        [userId, q, meeting],
+      )
+    ).rows[0].n,
+  );
+const bareLookup = (q: string) =>
+  db.query(
+    'bench.bare',
+    `SELECT s.id FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id JOIN meeting m ON m.id = t.meeting_id
+     WHERE s.user_id = $1 AND s.text_search @@ websearch_to_tsquery('english', $2) AND m.user_id = $1 AND m.deleted_at IS NULL LIMIT 50`,
+    [userId, q],
+  );
+
+const loadBefore = os.loadavg()[0];
+const rows: Row[] = [];
+let nextPageP99 = 0;
+for (const [tier, make] of Object.entries(TIERS)) {
+  const oneMeeting = tier.endsWith('one meeting');
+  const queries = Array.from({ length: QUERIES }, make);
+  let matches = 0;
+  for (const q of queries.slice(0, 10)) matches += (await matchesOf(q, oneMeeting ? meetingId : null)) / 10;
+  const base: number[] = [];
+  const service: number[] = [];
+  const second: number[] = [];
+  for (const q of queries) {
+    if (!oneMeeting) base.push((await timed(() => bareLookup(q)))[1]);
+    const [page, t] = await timed(() => search(db, userId, { q, limit: 50, ...(oneMeeting ? { meeting_id: meetingId } : {}) }));
+    service.push(t);
+    if (page.next_cursor && tier.startsWith('common word (')) second.push((await timed(() => search(db, userId, { q, limit: 50, cursor: page.next_cursor! })))[1]);
+  }
+  if (second.length) nextPageP99 = percentile(second, 99);
+  const p50 = percentile(service, 50);
+  rows.push({
+    query: tier,
+    'user segments matched (mean)': Math.round(matches).toLocaleString('en'),
+    'GET /search p50': ms(p50),
+    'GET /search p99': ms(percentile(service, 99)),
+    'bare GIN lookup p50 (baseline)': base.length ? ms(percentile(base, 50)) : '',
+    'ratio (p50 / baseline)': base.length ? (p50 / percentile(base, 50)).toFixed(2) : '',
+  });
+}
+
+// For scale: the same medium-word query without full-text search (a substring scan of the user's segments).
+const ilike: number[] = [];
+for (let i = 0; i < 10; i++) {
+  const w = pick(50, 500);
+  ilike.push(
+    (
+      await timed(() =>
+        db.query(
+          'bench.ilike',
+          `SELECT s.id FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id JOIN meeting m ON m.id = t.meeting_id
+           WHERE m.user_id = $1 AND s.text ILIKE '%' || $2 || '%' ORDER BY s.id LIMIT 50`,
+          [userId, w],
+        ),
+      )
+    )[1],
+  );
+}
+
+// BENCH_EXPLAIN=1: the plan of one common-word first page, on stdout only.
+if (process.env.BENCH_EXPLAIN) {
+  const { rows: plan } = await db.query<{ 'QUERY PLAN': string }>('bench.explain', `EXPLAIN (ANALYZE, BUFFERS) ${SEARCH_SQL}`, [userId, vocabulary[0], null, null, null, null, null, null, null, 51, HEADLINE_OPTIONS]);
+  console.log(plan.map((r) => r['QUERY PLAN']).join('\n'));
+}
+
+const loadAfter = os.loadavg()[0];
+const worst = Math.max(...rows.map((r) => parseFloat(String(r['GET /search p99']))));
+const out = `Engine: ${engine.engine.label}. ${Number(counts[0].total).toLocaleString('en')} transcript segments of ${(1 + (SEGMENTS - USER_SEGMENTS) / PER_MEETING / 10).toLocaleString('en')} users; the measured user has ${Number(counts[0].segments).toLocaleString('en')} of them in ${USER_SEGMENTS / PER_MEETING} meetings, plus ${(USER_SEGMENTS / PER_MEETING) * 25} talking points and 2,000 notes. Segments are ${WORDS_PER_SEGMENT} words from a ${VOCABULARY.toLocaleString('en')}-word vocabulary (log-uniform: the commonest word is in most segments). ${QUERIES} queries per row, \`limit\` 50, through \`search()\` of lib/domain/search.ts (the route's statement, snippets included), wall time from a client on the same machine, one at a time.
+
+${table(rows)}
+
+The second page of a common-word query (following next_cursor): p99 ${ms(nextPageP99)}. ILIKE '%word%' over the user's segments (no full-text search), medium words: p50 ${ms(percentile(ilike, 50))}. Loading took ${(loadMs / 1000).toFixed(1)} s (SQL generate_series, tsvector computed on insert), building the GIN index ${(indexMs / 1000).toFixed(1)} s. Machine load average (1 min) when the queries started and ended: ${loadBefore.toFixed(1)} and ${loadAfter.toFixed(1)} on ${os.cpus().length} cores. Target: p99 ≤ 50 ms (worst row here: ${ms(worst)}).`;
+console.log(out);
+writeSection('Search', out);
+await db.close();
+await database.close();
+await engine.stop();
