@@ -878,6 +878,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Full-text search over the caller's transcript segments, notes, talking points and meeting titles, best first
+         * @description Postgres full-text search (configuration english). Only your own items; items of soft-deleted meetings (and notes about them) are never returned. Ordered by rank descending, then kind, then id. The cursor is a keyset on (rank, kind, id) of the last item: following next_cursor gives every match exactly once, provided the items do not change meanwhile (an item edited between two pages is ranked anew and may be seen twice or not at all). A cursor that was not returned by this endpoint is 400.
+         */
+        get: operations["search"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2241,6 +2261,38 @@ export interface components {
              * @description per-user signed link to GET /meetings/{id}/audio, valid until expires_at
              */
             proxy_url: string;
+        };
+        SearchPage: {
+            items: components["schemas"]["SearchHit"][];
+            next_cursor: string | null;
+        };
+        SearchHit: {
+            /**
+             * @description segment (transcript segment), note, talking_point, or meeting (its title)
+             * @enum {string}
+             */
+            kind: "meeting" | "note" | "segment" | "talking_point";
+            /**
+             * Format: uuid
+             * @description the id of the segment, note, talking point or meeting
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description the meeting the item belongs to; null for a note not about a meeting
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            meeting_id: string | null;
+            /**
+             * @description the matching passage as HTML-escaped text, each match wrapped in <mark>…</mark>; up to two fragments joined by " … "
+             * @example we agreed the <mark>budget</mark> for next quarter
+             */
+            snippet: string;
+            /** @description ts_rank of the item for this query (higher is better); titles weigh most, then talking points, then segments and notes */
+            rank: number;
+            /** @description segments only: where the segment starts in the recording */
+            start_ms?: number;
         };
     };
     responses: never;
@@ -9733,6 +9785,107 @@ export interface operations {
             };
             /** @description meeting not found, no such take, or no audio (distinct `detail`) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    search: {
+        parameters: {
+            query: {
+                /** @description what to find, in web search syntax (websearch_to_tsquery, configuration 'english'): words (stemmed; stop words ignored), "quoted phrases", `or`, `-excluded`. 1-200 characters after trimming; empty is 422. A query of only stop words or punctuation is valid and matches nothing. */
+                q: string;
+                /** @description only items of this meeting (its title, segments, talking points, notes about it); an id that is not one of your meetings matches nothing */
+                meeting_id?: string;
+                /** @description only this person's items: segments they speak, notes about them, and the titles and talking points of meetings they attend; an id that is not one of your people matches nothing */
+                person_id?: string;
+                /** @description the meeting's start_time at or after (a note not about a meeting: its created_at) */
+                from?: string;
+                /** @description the meeting's start_time before (a note not about a meeting: its created_at) */
+                to?: string;
+                /** @description page size (1-200, default 50) */
+                limit?: number;
+                /** @description opaque cursor from next_cursor */
+                cursor?: string;
+            };
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of matches, best first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchPage"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -13,7 +13,7 @@
 // ts_rank, a float4 that is a pure function of the row's text and the query, so it is the
 // same on every page; a row whose text changes between two pages may move (documented).
 import type { Queryable } from '../db/pool';
-import { ApiError } from '../errors';
+import { DomainError } from '../errors';
 import { decodeCursor, toPage, type Page } from './pagination';
 
 export const SEARCH_CONFIG = 'english';
@@ -46,7 +46,7 @@ function decodeSearchCursor(cursor: string | undefined): [number, SearchKind, st
   if (!key) return null;
   const [rank, kind, id] = key;
   if (typeof rank === 'number' && Number.isFinite(rank) && SEARCH_KINDS.includes(kind as SearchKind) && typeof id === 'string' && UUID.test(id)) return [rank, kind as SearchKind, id];
-  throw new ApiError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
+  throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
 }
 
 // ts_headline marks matches with STX/ETX (removed from the text first), so the snippet can be
