@@ -92,6 +92,9 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
+  // fetch keeps connections for 4 s; a server closing idle ones at 5 s races it when the machine
+  // is loaded (ECONNRESET on the next request). The client always closes first this way.
+  (server as import('node:http').Server).keepAliveTimeout = 60_000;
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   async function request(method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> {
