@@ -10,6 +10,28 @@ import { eventComponents } from './events-doc';
 const require = createRequire(import.meta.url);
 const ASSETS = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js']);
 
+/** The operations' groups, in the order the docs show them; every operation names one of these. */
+export const TAGS = [
+  { name: 'users', description: 'The calling user and their own person record.' },
+  { name: 'meetings', description: 'Meetings: the root of everything recorded, transcribed and summarised.' },
+  { name: 'recording', description: 'Live takes recorded over the WebSocket: state, coverage, history, gap uploads, takes.' },
+  { name: 'audio', description: 'Uploaded and recorded meeting audio: upload, signed links, streaming.' },
+  { name: 'transcriptions', description: 'Transcriptions and their segments, written by the ML service; exports and corrections.' },
+  { name: 'talking-points', description: 'Talking points the ML service finds during a meeting.' },
+  { name: 'topics', description: 'Topics of a meeting, from its synthesis.' },
+  { name: 'synthesis', description: "A meeting's synthesis (summary, key points, topics), written by the ML service." },
+  { name: 'people', description: 'People the user meets, their voice models, speaker-label assignments and voice matches.' },
+  { name: 'tasks', description: 'Tasks from meetings or made by hand, nested by parent_task_id.' },
+  { name: 'sub-tasks', description: 'Legacy sub-tasks of a task.' },
+  { name: 'notes', description: 'Notes about a meeting, person or task.' },
+  { name: 'threads', description: 'AI chat threads and their messages.' },
+  { name: 'tags', description: "The user's tags." },
+  { name: 'search', description: "Full-text search over the user's meetings, transcripts, talking points and notes." },
+  { name: 'feature-flags', description: 'Feature flags as they apply to the caller.' },
+  { name: 'preferences', description: "The user's preferences." },
+  { name: 'vip', description: "The user's VIP people." },
+];
+
 export function registerDocs(app: OpenAPIHono<AppEnv>, deps: AppDeps) {
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',
@@ -29,10 +51,12 @@ export function registerDocs(app: OpenAPIHono<AppEnv>, deps: AppDeps) {
     info: {
       title: 'Meeting Intelligence core service',
       version: '1.0.0',
+      contact: { name: 'Meeting Intelligence core team', url: 'https://meeting-intelligence.dev' },
       description:
         'REST API of the core service. Errors are RFC 9457 problem+json. The WebSocket protocol (`GET /ws`) and the events it delivers are described under components.schemas (*Event, EntityChanged) and in docs/websocket.md.',
     },
     servers: [{ url: deps.config.PUBLIC_BASE_URL }],
+    tags: TAGS,
   });
 
   app.get('/docs', (c) =>

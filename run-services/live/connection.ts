@@ -1,6 +1,7 @@
 // One client WebSocket: the hello handshake, a bounded send queue, ordered handling of what the
 // client sends (commands and the frames after them stay in order, even while a command waits on
 // the database), the lifetime limit and the close.
+import type { OutgoingMessage } from './server-messages';
 import { sleep } from '@mi/lib/async';
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
@@ -60,7 +61,7 @@ export class Connection implements RecorderClient, EventSink {
     return !this.closing && this.ws.readyState === WebSocket.OPEN;
   }
 
-  send(message: Record<string, unknown>): boolean {
+  send(message: OutgoingMessage): boolean {
     if (!this.open) return false;
     const data = JSON.stringify(message);
     if (this.ws.bufferedAmount + data.length > this.host.config.LIVE_SEND_QUEUE_BYTES) {

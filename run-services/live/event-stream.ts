@@ -7,10 +7,11 @@
 import type { Queryable } from '@mi/lib/db/pool';
 import { eventsAfter, type StoredEvent } from '@mi/lib/events';
 import type { Logger } from '@mi/lib/log';
+import type { DeliveredEvent, OutgoingMessage } from './server-messages';
 
 export interface EventSink {
   /** Sends one event to the client; false when the connection is gone. */
-  send(message: Record<string, unknown>): boolean;
+  send(message: OutgoingMessage): boolean;
   /** Resolves when the connection's send buffer has room (replays do not overrun it). */
   drained(): Promise<void>;
   /** Reading the outbox failed for good: the client must reconnect (and replay). */
@@ -36,7 +37,7 @@ export async function latestSeq(q: Queryable, userId: string): Promise<number> {
   return rows[0]?.last_seq ?? 0;
 }
 
-export function toClientMessage(e: StoredEvent): Record<string, unknown> {
+export function toClientMessage(e: StoredEvent): DeliveredEvent {
   return { ...e.body, event_id: e.event_id, seq: e.seq, occurred_at: e.occurred_at };
 }
 

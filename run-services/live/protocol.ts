@@ -2,6 +2,7 @@
 // client commands, close codes, error codes, audio frame framing.
 import { z } from 'zod';
 import { validTraceContext, type TraceContext } from '@mi/lib/trace-context';
+import type { ERROR_CODES } from './server-messages';
 
 export const CloseCode = {
   /** The server restarts or the connection reached its lifetime: reconnect and resume. */
@@ -18,22 +19,7 @@ export const CloseCode = {
   tooManyConnections: 4429,
 } as const;
 
-export type ErrorCode =
-  | 'bad_message'
-  | 'bad_frame'
-  | 'frame_too_large'
-  | 'sequence_out_of_range'
-  | 'too_many_gaps'
-  | 'buffer_full'
-  | 'meeting_not_found'
-  | 'not_a_recording_meeting'
-  | 'recording_in_progress'
-  | 'recording_open'
-  | 'recording_not_found'
-  | 'recording_not_open'
-  | 'recording_stopping'
-  | 'no_recording'
-  | 'unavailable';
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 const uuid = z.string().uuid();
 

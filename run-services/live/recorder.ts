@@ -9,6 +9,7 @@ import { backoffMs, sleep } from '@mi/lib/async';
 import { progressEvent, recordingChanged, type EventBody } from '@mi/lib/event-catalogue';
 import type { StoredEvent } from '@mi/lib/events';
 import { inUnitOfWork } from '@mi/lib/unit-of-work';
+import type { OutgoingMessage } from './server-messages';
 import { coverageOfSet, RangeSet } from '@mi/lib/domain/coverage';
 import { coverage, NO_END, type ManifestRow } from '@mi/lib/domain/manifest';
 import { recordEvent } from '@mi/lib/domain/recording-events';
@@ -44,7 +45,7 @@ export interface Take {
 /** The connection a recorder reports to. */
 export interface RecorderClient {
   readonly id: string;
-  send(message: Record<string, unknown>): boolean;
+  send(message: OutgoingMessage): boolean;
   /** The connection no longer holds this recorder. */
   released(r: Recorder): void;
 }

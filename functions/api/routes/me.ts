@@ -26,6 +26,7 @@ const getMe = op({
   operationId: 'getMe',
   tags: ['users'],
   summary: 'The calling user (created on first sight of their token)',
+  description: 'Returns the caller\'s user record. The first request with a new identity creates it from the token\'s claims; a token whose email belongs to another identity answers 409 account_conflict.',
   auth: ['bearer'],
   responses: { 200: jsonResponse(UserSchema, 'the user') },
 });

@@ -13,6 +13,7 @@ const route = op({
   operationId: 'getNote',
   tags: ['notes'],
   summary: 'Get a note',
+  description: 'Returns one note of the caller with an ETag for a later conditional PATCH.',
   auth: ['bearer'],
   request: { params: IdParam },
   responses: { 200: withEtag(jsonResponse(NoteSchema, 'the note')), 404: notFoundResponse('note') },

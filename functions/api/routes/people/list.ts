@@ -11,6 +11,7 @@ const route = op({
   operationId: 'listPeople',
   tags: ['people'],
   summary: "List the caller's people by display_name (without voice_vector)",
+  description: 'Pages through the caller\'s people ordered by display_name. voice_vector is left out of lists (GET /people/{id} has it).',
   auth: ['bearer'],
   request: {
     query: z.object({

@@ -14,6 +14,7 @@ const route = op({
   operationId: 'updatePersonSummary',
   tags: ['people'],
   summary: 'Partially update a person summary',
+  description: 'Changes the text or fields of a person summary of the caller.',
   auth: ['bearer'],
   request: { params: IdParam, ...jsonBody(PatchSummaryBody) },
   responses: { 200: jsonResponse(PersonSummarySchema, 'the full summary'), 404: notFoundResponse('person summary') },

@@ -1,7 +1,8 @@
 import { Json, Timestamp, Uuid, z } from '../../openapi';
 
 const Sequence = z.number().int();
-const Range = z.tuple([Sequence, Sequence]).openapi({ description: 'inclusive [start_sequence, end_sequence]', example: [120, 134] });
+// A closed pair: `items: false` says no element follows the two (JSON Schema 2020-12).
+const Range = z.tuple([Sequence, Sequence]).openapi({ description: 'inclusive [start_sequence, end_sequence]', example: [120, 134], items: false } as { description: string });
 
 export const RecordingSchema = z
   .object({

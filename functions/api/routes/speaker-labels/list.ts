@@ -13,6 +13,7 @@ const route = op({
   operationId: 'listSpeakerLabels',
   tags: ['meetings'],
   summary: "The meeting's speaker-label assignments, by label",
+  description: 'Lists the meeting\'s speaker-label assignments (label → person), ordered by label.',
   auth: ['bearer'],
   request: { params: IdParam },
   responses: {

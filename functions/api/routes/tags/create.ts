@@ -13,6 +13,7 @@ const route = op({
   operationId: 'createTag',
   tags: ['tags'],
   summary: 'Create a tag',
+  description: 'Creates a tag of the caller; names are unique per user (409 otherwise). Requires an Idempotency-Key.',
   auth: ['bearer'],
   idempotent: true,
   request: jsonBody(TagBody),

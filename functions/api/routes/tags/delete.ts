@@ -13,6 +13,7 @@ const route = op({
   operationId: 'deleteTag',
   tags: ['tags'],
   summary: 'Delete a tag',
+  description: 'Deletes a tag of the caller and broadcasts EntityChanged tag deleted.',
   auth: ['bearer'],
   request: { params: IdParam },
   responses: { 204: { description: 'deleted' }, 404: notFoundResponse('tag') },

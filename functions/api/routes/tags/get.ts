@@ -12,6 +12,7 @@ const route = op({
   operationId: 'getTag',
   tags: ['tags'],
   summary: 'Get a tag',
+  description: 'Returns one tag of the caller.',
   auth: ['bearer'],
   request: { params: IdParam },
   responses: { 200: jsonResponse(TagSchema, 'the tag'), 404: notFoundResponse('tag') },

@@ -14,6 +14,7 @@ const route = op({
   operationId: 'updateTag',
   tags: ['tags'],
   summary: 'Rename a tag',
+  description: 'Renames a tag of the caller; a name the caller already has answers 409.',
   auth: ['bearer'],
   request: { params: IdParam, ...jsonBody(TagBody) },
   responses: { 200: jsonResponse(TagSchema, 'the tag'), 404: notFoundResponse('tag') },

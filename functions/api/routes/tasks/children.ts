@@ -12,6 +12,7 @@ const route = op({
   operationId: 'listTaskChildren',
   tags: ['tasks'],
   summary: 'List the live tasks whose parent_task_id is this task, newest first',
+  description: 'Pages through the tasks whose parent_task_id is this task, newest first (soft-deleted ones excluded).',
   auth: ['bearer'],
   request: { params: IdParam, query: z.object(PageQuery) },
   responses: { 200: jsonResponse(TaskPage, 'a page of child tasks'), 404: notFoundResponse('task') },

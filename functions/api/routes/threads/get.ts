@@ -12,6 +12,7 @@ const route = op({
   operationId: 'getThread',
   tags: ['threads'],
   summary: 'Get an AI chat thread',
+  description: 'Returns one AI chat thread of the caller.',
   auth: ['bearer'],
   request: { params: IdParam },
   responses: { 200: jsonResponse(AiThreadSchema, 'the thread'), 404: notFoundResponse('thread') },

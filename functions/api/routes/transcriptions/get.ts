@@ -12,6 +12,7 @@ const route = op({
   operationId: 'getTranscription',
   tags: ['transcriptions'],
   summary: 'Get a transcription',
+  description: 'Returns one transcription of a meeting of the caller (any for the service), with its status.',
   auth: ['bearer', 'service'],
   request: { params: IdParam },
   responses: { 200: jsonResponse(TranscriptionSchema, 'the transcription'), 404: notFoundResponse('transcription') },

@@ -12,6 +12,7 @@ const route = op({
   operationId: 'listTranscriptionStatusHistory',
   tags: ['transcriptions'],
   summary: "A transcription's status changes, oldest first",
+  description: 'Lists every status change of a transcription, oldest first, with its message.',
   auth: ['bearer', 'service'],
   request: { params: IdParam, query: z.object(PageQuery) },
   responses: {

@@ -13,6 +13,7 @@ const route = op({
   operationId: 'listTranscriptSegments',
   tags: ['transcriptions'],
   summary: 'Segments of a transcription by start_ms',
+  description: 'Pages through a transcription\'s stored segments ordered by start_ms (interim segments are never stored).',
   auth: ['bearer', 'service'],
   request: {
     params: IdParam,
