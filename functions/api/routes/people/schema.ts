@@ -61,3 +61,12 @@ export const PatchPersonBody = z
   .strict()
   .refine((b) => Object.keys(b).length > 0, 'at least one field is required')
   .openapi('PatchPerson', { description: 'voice fields are not writable' });
+
+export const VoiceSampleSchema = z
+  .object({
+    meeting_id: Uuid,
+    segment_id: Uuid.openapi({ description: 'the transcript segment whose feature_vector is the sample' }),
+    speaker_label: z.string().nullable(),
+    created_at: Timestamp.openapi({ description: 'when the segment became a sample of this person' }),
+  })
+  .openapi('VoiceSample');

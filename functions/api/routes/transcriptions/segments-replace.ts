@@ -15,7 +15,7 @@ const route = op({
   tags: ['transcriptions'],
   summary: 'Atomically replace all segments (post-meeting batch rebuild)',
   description:
-    "Deletes the transcription's segments and inserts the new set; the meeting's speaker-label assignments are re-applied. Broadcasts EntityChanged { entity: transcript_segment, action: updated, id: null }. At most 5,000 segments (413).",
+    "Deletes the transcription's segments and inserts the new set; the meeting's speaker-label assignments are re-applied. The voice samples of the removed segments are dropped and attributed new segments with a non-zero feature_vector become samples; every person concerned has their voice model recomputed in the same transaction. Broadcasts EntityChanged { entity: transcript_segment, action: updated, id: null }, and { entity: person, action: updated } per person whose model changed. At most 5,000 segments (413).",
   auth: ['service'],
   request: { params: IdParam, ...jsonBody(SegmentsBody) },
   responses: {
@@ -35,8 +35,9 @@ export function registerReplaceSegments(app: OpenAPIHono<AppEnv>) {
       if (!t) throw notFound('transcription');
       if (await isInProcessing(tx, id)) throw new ApiError('conflict', 'transcription is still in processing state');
       await assertPeopleOf(tx, t.user_id, segments.map((s) => s.person_id));
-      await replaceSegments(tx, id, segments);
+      const people = await replaceSegments(tx, id, segments);
       await emit(t.user_id, { type: 'EntityChanged', entity: 'transcript_segment', action: 'updated', id: null, meeting_id: t.meeting_id });
+      for (const personId of people) await emit(t.user_id, { type: 'EntityChanged', entity: 'person', action: 'updated', id: personId, meeting_id: null });
     }) as never;
   });
 }
