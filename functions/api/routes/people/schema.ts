@@ -36,7 +36,7 @@ const example = {
 export const PersonBriefSchema = z.object(personFields).openapi('PersonBrief', { example });
 
 export const PersonSchema = z
-  .object({ ...personFields, voice_vector: Vector192.nullable().openapi({ description: 'speaker embedding (192 numbers), null until a speaker label is assigned' }) })
+  .object({ ...personFields, voice_vector: Vector192.nullable().openapi({ description: 'speaker embedding (192 numbers): the L2-normalised sum of the person\'s voice samples (GET /people/{id}/voice-samples); null without samples' }) })
   .openapi('Person', { example: { ...example, voice_vector: null } });
 
 const name = z.string().trim().min(1).max(200);
