@@ -24,24 +24,40 @@ function scopeSql(scope: SegmentScope): { where: string; params: unknown[] } {
 }
 
 /**
- * Makes the samples of the scope's segments match their attribution: drops samples whose segment
- * is no longer attributed to the sample's person (unassigned, moved), records a sample for every
- * attributed segment with a usable embedding that has none, and updates the models of every
- * person concerned (and of `recountToo`). Returns those people's ids (their voice model changed).
+ * Makes the samples of the scope's segments match their attribution: moves samples whose segment
+ * is now attributed to someone else (reassigned), drops those whose segment lost its person
+ * (unassigned), records a sample for every attributed segment with a usable embedding that has
+ * none, and updates the models of every person concerned (and of `recountToo`). Returns those
+ * people's ids (their voice model changed).
  */
 export async function syncVoiceSamples(tx: Queryable, scope: SegmentScope, recountToo: string[] = []): Promise<string[]> {
   const { where, params } = scopeSql(scope);
-  const { rows: removed } = await tx.query<{ person_id: string }>(
+  // Moved in place (no re-normalising, no new row): the old person is recounted, the new one gets
+  // the moved embeddings added. `o` is the row as it was before this statement.
+  const { rows: moved } = await tx.query<{ person_id: string; lost: boolean; n: number; mean: string | null }>(
+    'voice_sample.move',
+    `WITH moved AS (
+       UPDATE voice_sample v SET person_id = s.person_id, speaker_label = s.speaker_label, created_at = now()
+       FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id, voice_sample o
+       WHERE v.segment_id = s.id AND o.segment_id = v.segment_id AND ${where}
+         AND s.person_id IS NOT NULL AND v.person_id <> s.person_id
+       RETURNING o.person_id AS old_person, v.person_id AS new_person, v.embedding)
+     SELECT old_person AS person_id, true AS lost, 0 AS n, NULL AS mean FROM moved GROUP BY old_person
+     UNION ALL
+     SELECT new_person, false, count(*)::int, avg(embedding)::text FROM moved GROUP BY new_person`,
+    params,
+  );
+  const { rows: dropped } = await tx.query<{ person_id: string }>(
     'voice_sample.drop_detached',
     `WITH gone AS (
        DELETE FROM voice_sample v USING transcript_segment s JOIN transcription t ON t.id = s.transcription_id
-       WHERE v.segment_id = s.id AND ${where} AND v.person_id IS DISTINCT FROM s.person_id
+       WHERE v.segment_id = s.id AND ${where} AND s.person_id IS NULL
        RETURNING v.person_id)
      SELECT DISTINCT person_id FROM gone`,
     params,
   );
   // The batch's mean in float8 (pgvector's avg; its sum accumulates in float4), times its count.
-  const { rows: added } = await tx.query<{ person_id: string; n: number; mean: string }>(
+  const { rows: recorded } = await tx.query<{ person_id: string; n: number; mean: string }>(
     'voice_sample.record',
     `WITH added AS (
        INSERT INTO voice_sample (segment_id, person_id, meeting_id, speaker_label, embedding)
@@ -54,14 +70,17 @@ export async function syncVoiceSamples(tx: Queryable, scope: SegmentScope, recou
      SELECT person_id, count(*)::int AS n, avg(embedding)::text AS mean FROM added GROUP BY person_id`,
     params,
   );
-  const recount = [...new Set([...recountToo, ...removed.map((r) => r.person_id)])];
-  const recounting = new Set(recount);
-  await updateVoiceModels(
-    tx,
-    recount,
-    added.filter((a) => !recounting.has(a.person_id)).map((a) => ({ personId: a.person_id, n: a.n, sum: scaled(a.mean, a.n) })),
-  );
-  return [...new Set([...recount, ...added.map((a) => a.person_id)])];
+  const recount = new Set([...recountToo, ...dropped.map((r) => r.person_id), ...moved.filter((m) => m.lost).map((m) => m.person_id)]);
+  // A person's additions from moves and new samples, summed; recounted people need none.
+  const added = new Map<string, { n: number; sum: number[] }>();
+  for (const a of [...moved.filter((m) => !m.lost), ...recorded]) {
+    if (recount.has(a.person_id) || a.mean === null) continue;
+    const batch = (pgvector.fromSql(a.mean) as number[]).map((x) => x * a.n);
+    const prev = added.get(a.person_id);
+    added.set(a.person_id, prev ? { n: prev.n + a.n, sum: prev.sum.map((x, i) => x + batch[i]) } : { n: a.n, sum: batch });
+  }
+  await updateVoiceModels(tx, [...recount], [...added].map(([personId, a]) => ({ personId, n: a.n, sum: pgvector.toSql(a.sum) })));
+  return [...new Set([...recount, ...moved.map((m) => m.person_id), ...recorded.map((r) => r.person_id)])];
 }
 
 /**
