@@ -1,7 +1,7 @@
 // The REST client of the console: bearer token, X-Client-Id on every call (so our own tab gets
 // no echo of its changes over the WebSocket), an Idempotency-Key on creating POSTs, and
 // problem+json errors surfaced as ApiProblem.
-import type { Meeting, Page, Person, RecordingEvent, RecordingState, Segment, Task, TalkingPoint, Transcription, User } from './types';
+import type { Meeting, Page, Person, RecordingEvent, RecordingState, Segment, Task, TalkingPoint, Transcription, User, VoiceSample } from './types';
 
 export class ApiProblem extends Error {
   constructor(
@@ -57,6 +57,9 @@ export class Api {
   createPerson = (display_name: string) => this.request<Person>('POST', '/people', { display_name }, { idempotent: true });
   assignSpeaker = (meetingId: string, speaker_label: string, person_id: string) =>
     this.request<{ updated_count: number }>('POST', `/meetings/${meetingId}/speaker-labels`, { speaker_label, person_id }, { idempotent: true });
+  unassignSpeaker = (meetingId: string, speaker_label: string) =>
+    this.request<void>('DELETE', `/meetings/${meetingId}/speaker-labels/${encodeURIComponent(speaker_label)}`);
+  voiceSamples = (personId: string) => this.request<Page<VoiceSample>>('GET', `/people/${personId}/voice-samples?limit=50`);
   recording = (meetingId: string) => this.request<RecordingState>('GET', `/meetings/${meetingId}/recording`);
   recordingEvents = (meetingId: string) => this.request<Page<RecordingEvent>>('GET', `/meetings/${meetingId}/recording/events?limit=100`);
   audioUrl = (meetingId: string) => this.request<{ url: string; expires_at: string; proxy_url?: string }>('GET', `/meetings/${meetingId}/audio-url`);

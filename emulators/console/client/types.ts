@@ -59,6 +59,15 @@ export interface Person {
   id: string;
   display_name: string;
   voice_model_status: string;
+  voice_confidence: number | null;
+}
+
+/** GET /people/{id}/voice-samples: one segment whose embedding shapes the person's voice. */
+export interface VoiceSample {
+  meeting_id: string;
+  segment_id: string;
+  speaker_label: string | null;
+  created_at: string;
 }
 
 export type Range = [number, number];
