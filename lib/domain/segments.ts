@@ -152,8 +152,14 @@ export interface AppendResult {
 export async function appendSegments(tx: Queryable, transcriptionId: string, segments: SegmentInput[]): Promise<AppendResult> {
   const finals = segments.filter((s) => s.is_final !== false);
   const ids = await insertSegments(tx, transcriptionId, finals);
-  await applySpeakerLabels(tx, transcriptionId);
-  const people = ids.length ? await syncVoiceSamples(tx, { transcriptionId }) : [];
+  // Normally only the new segments change attribution; should the re-apply have relabelled older
+  // ones too (a race its comment describes), every segment of the transcription is synced.
+  const relabelled = await applySpeakerLabels(tx, transcriptionId);
+  const people = relabelled
+    ? await syncVoiceSamples(tx, { transcriptionId })
+    : ids.length
+      ? await syncVoiceSamples(tx, { transcriptionId, segmentIds: ids }, [], { onlyNew: true })
+      : [];
   const stored = ids.length ? await segmentsById(tx, ids) : [];
   const labels = finals.length < segments.length ? await labelAssignments(tx, transcriptionId) : new Map<string, string>();
   let next = 0;
@@ -188,7 +194,8 @@ export async function replaceSegments(tx: Queryable, transcriptionId: string, se
   await tx.query('segment.delete_all', 'DELETE FROM transcript_segment WHERE transcription_id = $1', [transcriptionId]);
   await insertSegments(tx, transcriptionId, segments);
   await applySpeakerLabels(tx, transcriptionId);
-  return syncVoiceSamples(tx, { transcriptionId }, dropped);
+  // Every segment of the transcription is new: none has a sample yet.
+  return syncVoiceSamples(tx, { transcriptionId }, dropped, { onlyNew: true });
 }
 
 /** True while a live recording's capture of this transcription is open (decisions.md section 4). */

@@ -12,15 +12,16 @@ import type { Queryable } from '../db/pool';
 import { ApiError } from '../errors';
 import { decodeCursor, toPage, type Page } from './pagination';
 
-/** Which segments a sync looks at: a whole transcription, or one label of a meeting. */
-export type SegmentScope = { transcriptionId: string } | { meetingId: string; speakerLabel: string };
+/** Which segments a sync looks at: a transcription (or just some of its segments), or one label of a meeting. */
+export type SegmentScope = { transcriptionId: string; segmentIds?: string[] } | { meetingId: string; speakerLabel: string };
 
 const DIM = 192;
 
 function scopeSql(scope: SegmentScope): { where: string; params: unknown[] } {
-  return 'transcriptionId' in scope
-    ? { where: 's.transcription_id = $1', params: [scope.transcriptionId] }
-    : { where: 't.meeting_id = $1 AND s.speaker_label = $2', params: [scope.meetingId, scope.speakerLabel] };
+  if ('meetingId' in scope) return { where: 't.meeting_id = $1 AND s.speaker_label = $2', params: [scope.meetingId, scope.speakerLabel] };
+  return scope.segmentIds
+    ? { where: 's.transcription_id = $1 AND s.id = ANY($2::uuid[])', params: [scope.transcriptionId, scope.segmentIds] }
+    : { where: 's.transcription_id = $1', params: [scope.transcriptionId] };
 }
 
 /**
@@ -28,13 +29,15 @@ function scopeSql(scope: SegmentScope): { where: string; params: unknown[] } {
  * is now attributed to someone else (reassigned), drops those whose segment lost its person
  * (unassigned), records a sample for every attributed segment with a usable embedding that has
  * none, and updates the models of every person concerned (and of `recountToo`). Returns those
- * people's ids (their voice model changed).
+ * people's ids (their voice model changed). `onlyNew`: the scope's segments were just inserted, so
+ * none has a sample to move or drop yet (saves two statements on the append and replace paths).
  */
-export async function syncVoiceSamples(tx: Queryable, scope: SegmentScope, recountToo: string[] = []): Promise<string[]> {
+export async function syncVoiceSamples(tx: Queryable, scope: SegmentScope, recountToo: string[] = [], opts: { onlyNew?: boolean } = {}): Promise<string[]> {
   const { where, params } = scopeSql(scope);
+  const none = { rows: [] };
   // Moved in place (no re-normalising, no new row): the old person is recounted, the new one gets
   // the moved embeddings added. `o` is the row as it was before this statement.
-  const { rows: moved } = await tx.query<{ person_id: string; lost: boolean; n: number; mean: string | null }>(
+  const { rows: moved } = opts.onlyNew ? none : await tx.query<{ person_id: string; lost: boolean; n: number; mean: string | null }>(
     'voice_sample.move',
     `WITH moved AS (
        UPDATE voice_sample v SET person_id = s.person_id, speaker_label = s.speaker_label, created_at = now()
@@ -47,7 +50,7 @@ export async function syncVoiceSamples(tx: Queryable, scope: SegmentScope, recou
      SELECT new_person, false, count(*)::int, avg(embedding)::text FROM moved GROUP BY new_person`,
     params,
   );
-  const { rows: dropped } = await tx.query<{ person_id: string }>(
+  const { rows: dropped } = opts.onlyNew ? none : await tx.query<{ person_id: string }>(
     'voice_sample.drop_detached',
     `WITH gone AS (
        DELETE FROM voice_sample v USING transcript_segment s JOIN transcription t ON t.id = s.transcription_id
