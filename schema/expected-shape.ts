@@ -8,8 +8,8 @@ export const TABLES: Record<string, string[]> = {
     'id uuid required = gen_random_uuid()', 'user_id uuid required', 'display_name text required',
     'full_name text', 'title text', 'role text', 'email text', 'company text', 'tags jsonb',
     "voice_model_status text required = 'untrained'", 'voice_confidence numeric', 'voice_vector vector(192)',
-    // internal: how many segment embeddings built voice_vector (weights refinement)
-    'voice_sample_count integer required = 0',
+    // internal: running sum and count of the person's voice samples (voice_sample)
+    'voice_sum vector(192)', 'voice_sample_count integer required = 0',
     'created_at timestamptz required = now()', 'updated_at timestamptz required = now()',
   ],
   person_summary: ['id uuid required = gen_random_uuid()', 'person_id uuid required', 'author_id uuid required', 'summary text required', 'context jsonb', 'created_at timestamptz required = now()', 'updated_at timestamptz required = now()'],
@@ -41,6 +41,7 @@ export const TABLES: Record<string, string[]> = {
     'object_name text required', 'object_generation bigint', 'byte_count bigint required', 'crc32c text required', 'sha256 text',
     'created_at timestamptz required = now()',
   ],
+  voice_sample: ['segment_id uuid required', 'person_id uuid required', 'meeting_id uuid required', 'speaker_label text', 'embedding vector(192) required', 'created_at timestamptz required = now()'],
   meeting_speaker_label: ['meeting_id uuid required', 'speaker_label text required', 'person_id uuid required', 'created_at timestamptz required = now()', 'updated_at timestamptz required = now()'],
   recording_event_history: ['id uuid required = gen_random_uuid()', 'seq bigint required = identity', 'meeting_id uuid required', 'event_type text required', 'payload jsonb', 'created_at timestamptz required = clock_timestamp()'],
   topic: ['id uuid required = gen_random_uuid()', 'meeting_id uuid required', 'name text required', 'summary text required', 'is_final boolean required = false', 'created_at timestamptz required = now()', 'updated_at timestamptz required = now()'],
@@ -96,6 +97,9 @@ export const REFERENCES = [
   'segment_manifest.meeting_id -> meeting: CASCADE',
   'meeting_speaker_label.meeting_id -> meeting: CASCADE',
   'meeting_speaker_label.person_id -> person: CASCADE',
+  'voice_sample.segment_id -> transcript_segment: CASCADE',
+  'voice_sample.person_id -> person: CASCADE',
+  'voice_sample.meeting_id -> meeting: CASCADE',
   'recording_event_history.meeting_id -> meeting: CASCADE',
   'topic.meeting_id -> meeting: CASCADE',
   'topic_segment.topic_id -> topic: CASCADE',
@@ -147,4 +151,6 @@ export const QUERY_INDEXES = [
   'transcript_segment USING gin (user_id, text_search)',
   'talking_point USING gin (content_search) WHERE (deleted_at IS NULL)',
   'note USING gin (user_id, content_search)',
+  'voice_sample (person_id, created_at DESC, segment_id DESC)',
+  'voice_sample (meeting_id)',
 ];

@@ -41,7 +41,10 @@ CREATE TABLE person (
     CONSTRAINT person_voice_model_status_check CHECK (voice_model_status IN ('untrained', 'training', 'ready')),
   voice_confidence numeric,
   voice_vector vector(192),
-  -- Internal: how many segment embeddings built voice_vector, to weigh it in on refinement.
+  -- Internal: the person's voice samples (voice_sample) as a running sum of their L2-normalised
+  -- embeddings and their count. voice_vector = normalise(voice_sum), voice_confidence =
+  -- |voice_sum| / count; samples added are added to the sum, removals recount it from the rows.
+  voice_sum vector(192),
   voice_sample_count integer NOT NULL DEFAULT 0,
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now(),
@@ -209,6 +212,23 @@ CREATE TABLE meeting_speaker_label (
   PRIMARY KEY (meeting_id, speaker_label)
 );
 CREATE INDEX meeting_speaker_label_person_id_idx ON meeting_speaker_label (person_id);
+
+-- Voice samples (decisions.md section 6): one row per segment whose embedding shapes a person's
+-- voice, i.e. every segment attributed to a person with a non-zero feature_vector. The embedding
+-- is stored L2-normalised. Written only by lib/domain/voice-samples.ts, which keeps the person's
+-- voice_sum in step in the same transaction; the delete rules below are a backstop (a person's
+-- samples go with the person; meeting purge and erasure call removeMeetingVoiceSamples first).
+CREATE TABLE voice_sample (
+  segment_id uuid PRIMARY KEY REFERENCES transcript_segment (id) ON DELETE CASCADE,
+  person_id uuid NOT NULL REFERENCES person (id) ON DELETE CASCADE,
+  meeting_id uuid NOT NULL REFERENCES meeting (id) ON DELETE CASCADE,
+  speaker_label text,
+  embedding vector(192) NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+-- GET /people/{id}/voice-samples (newest first) and the recount of a person's sum.
+CREATE INDEX voice_sample_person_id_created_at_idx ON voice_sample (person_id, created_at DESC, segment_id DESC);
+CREATE INDEX voice_sample_meeting_id_idx ON voice_sample (meeting_id);
 
 -- Append-only diagnostics trail; seq orders rows that share a created_at.
 CREATE TABLE recording_event_history (

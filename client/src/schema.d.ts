@@ -7,7 +7,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The calling user (created on first sight of their token) */
+        /**
+         * The calling user (created on first sight of their token)
+         * @description Returns the caller's user record. The first request with a new identity creates it from the token's claims; a token whose email belongs to another identity answers 409 account_conflict.
+         */
         get: operations["getMe"];
         put?: never;
         post?: never;
@@ -28,10 +31,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's meetings, newest start_time first */
+        /**
+         * List the caller's meetings, newest start_time first
+         * @description Pages through the caller's meetings (soft-deleted ones excluded), newest start_time first, optionally filtered by source_type, a start_time window and a case-insensitive title match.
+         */
         get: operations["listMeetings"];
         put?: never;
-        /** Create a meeting */
+        /**
+         * Create a meeting
+         * @description Creates a meeting owned by the caller. Requires an Idempotency-Key; a retry with the same key and body replays the first answer byte for byte. Broadcasts EntityChanged meeting created.
+         */
         post: operations["createMeeting"];
         delete?: never;
         options?: never;
@@ -46,7 +55,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a meeting */
+        /**
+         * Get a meeting
+         * @description Returns one meeting of the caller (any meeting for the service) with an ETag for a later conditional PATCH. Soft-deleted and other users' meetings answer 404.
+         */
         get: operations["getMeeting"];
         put?: never;
         post?: never;
@@ -71,7 +83,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's tasks, newest first (soft-deleted tasks are not listed) */
+        /**
+         * List the caller's tasks, newest first (soft-deleted tasks are not listed)
+         * @description Pages through the caller's tasks, newest first, filtered by meeting, status, assignee, source or parent task.
+         */
         get: operations["listTasks"];
         put?: never;
         /**
@@ -92,7 +107,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a task */
+        /**
+         * Get a task
+         * @description Returns one task of the caller with an ETag for a later conditional PATCH; soft-deleted and other users' tasks answer 404.
+         */
         get: operations["getTask"];
         put?: never;
         post?: never;
@@ -117,7 +135,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the live tasks whose parent_task_id is this task, newest first */
+        /**
+         * List the live tasks whose parent_task_id is this task, newest first
+         * @description Pages through the tasks whose parent_task_id is this task, newest first (soft-deleted ones excluded).
+         */
         get: operations["listTaskChildren"];
         put?: never;
         post?: never;
@@ -134,7 +155,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a task's legacy sub-tasks, oldest first */
+        /**
+         * List a task's legacy sub-tasks, oldest first
+         * @description Pages through a task's legacy sub-tasks, oldest first.
+         */
         get: operations["listSubTasks"];
         put?: never;
         /**
@@ -155,7 +179,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a legacy sub-task */
+        /**
+         * Get a legacy sub-task
+         * @description Returns one legacy sub-task of one of the caller's tasks.
+         */
         get: operations["getSubTask"];
         put?: never;
         post?: never;
@@ -180,7 +207,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's notes, newest first */
+        /**
+         * List the caller's notes, newest first
+         * @description Pages through the caller's notes, newest first, optionally filtered by subject.
+         */
         get: operations["listNotes"];
         put?: never;
         /**
@@ -201,7 +231,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a note */
+        /**
+         * Get a note
+         * @description Returns one note of the caller with an ETag for a later conditional PATCH.
+         */
         get: operations["getNote"];
         put?: never;
         post?: never;
@@ -226,7 +259,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's AI chat threads, newest first */
+        /**
+         * List the caller's AI chat threads, newest first
+         * @description Pages through the caller's AI chat threads, newest first (soft-deleted ones excluded).
+         */
         get: operations["listThreads"];
         put?: never;
         /**
@@ -247,7 +283,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an AI chat thread */
+        /**
+         * Get an AI chat thread
+         * @description Returns one AI chat thread of the caller.
+         */
         get: operations["getThread"];
         put?: never;
         post?: never;
@@ -268,7 +307,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A thread's messages, oldest first (soft-deleted ones are not listed) */
+        /**
+         * A thread's messages, oldest first (soft-deleted ones are not listed)
+         * @description Pages through a thread's messages, oldest first; soft-deleted messages are not listed.
+         */
         get: operations["listChatMessages"];
         put?: never;
         /**
@@ -329,7 +371,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's people by display_name (without voice_vector) */
+        /**
+         * List the caller's people by display_name (without voice_vector)
+         * @description Pages through the caller's people ordered by display_name. voice_vector is left out of lists (GET /people/{id} has it).
+         */
         get: operations["listPeople"];
         put?: never;
         /**
@@ -350,18 +395,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a person, with voice_vector */
+        /**
+         * Get a person, with voice_vector
+         * @description Returns one person of the caller (any person for the service), voice_vector included, with an ETag for a later conditional PATCH.
+         */
         get: operations["getPerson"];
         put?: never;
         post?: never;
         /**
          * Delete a person
-         * @description Hard delete. Transcript segments and tasks keep existing without the person, its summaries, speaker-label assignments and attendances are deleted, and a user whose own person it was gets person_id null.
+         * @description Hard delete. Transcript segments and tasks keep existing without the person, its summaries, speaker-label assignments, voice samples and attendances are deleted, and a user whose own person it was gets person_id null.
          */
         delete: operations["deletePerson"];
         options?: never;
         head?: never;
-        /** Partially update a person's user fields (voice fields are not writable) */
+        /**
+         * Partially update a person's user fields (voice fields are not writable)
+         * @description Changes the user-editable fields of a person. The voice fields (voice_vector, voice_confidence, voice_model_status) are maintained by speaker-label assignments and are refused here (422). Honours If-Match (412).
+         */
         patch: operations["updatePerson"];
         trace?: never;
     };
@@ -373,8 +424,31 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Set (or clear with null) the caller's own person record */
+        /**
+         * Set (or clear with null) the caller's own person record
+         * @description Links the caller's user record to one of their people (the person who is the caller), or clears the link with null.
+         */
         put: operations["setMyPerson"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/people/{id}/voice-samples": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The voice samples that shape the person's voice_vector, newest first
+         * @description One item per transcript segment attributed to the person (by a speaker-label assignment, a stored assignment re-applied to new segments, or the ML service) that has a non-zero feature_vector. voice_vector is the L2-normalised sum of these L2-normalised embeddings. A sample goes when its segment is unassigned, reassigned (it moves to the other person) or removed by a batch replace, and with its meeting when the meeting is purged. Paginated by limit and cursor.
+         */
+        get: operations["listVoiceSamples"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -389,10 +463,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A person's summaries, newest first */
+        /**
+         * A person's summaries, newest first
+         * @description Pages through the summaries of one of the caller's people, newest first.
+         */
         get: operations["listPersonSummaries"];
         put?: never;
-        /** Add a summary of a person (the caller is its author) */
+        /**
+         * Add a summary of a person (the caller is its author)
+         * @description Adds a summary of one of the caller's people; the caller is its author. Requires an Idempotency-Key.
+         */
         post: operations["createPersonSummary"];
         delete?: never;
         options?: never;
@@ -410,11 +490,17 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a person summary */
+        /**
+         * Delete a person summary
+         * @description Deletes a person summary of the caller (hard delete) and broadcasts EntityChanged person_summary deleted.
+         */
         delete: operations["deletePersonSummary"];
         options?: never;
         head?: never;
-        /** Partially update a person summary */
+        /**
+         * Partially update a person summary
+         * @description Changes the text or fields of a person summary of the caller.
+         */
         patch: operations["updatePersonSummary"];
         trace?: never;
     };
@@ -425,10 +511,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's tags by name */
+        /**
+         * List the caller's tags by name
+         * @description Pages through the caller's tags ordered by name.
+         */
         get: operations["listTags"];
         put?: never;
-        /** Create a tag */
+        /**
+         * Create a tag
+         * @description Creates a tag of the caller; names are unique per user (409 otherwise). Requires an Idempotency-Key.
+         */
         post: operations["createTag"];
         delete?: never;
         options?: never;
@@ -443,15 +535,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a tag */
+        /**
+         * Get a tag
+         * @description Returns one tag of the caller.
+         */
         get: operations["getTag"];
         put?: never;
         post?: never;
-        /** Delete a tag */
+        /**
+         * Delete a tag
+         * @description Deletes a tag of the caller and broadcasts EntityChanged tag deleted.
+         */
         delete: operations["deleteTag"];
         options?: never;
         head?: never;
-        /** Rename a tag */
+        /**
+         * Rename a tag
+         * @description Renames a tag of the caller; a name the caller already has answers 409.
+         */
         patch: operations["updateTag"];
         trace?: never;
     };
@@ -462,7 +563,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The meeting's attendees (people, by display_name) */
+        /**
+         * The meeting's attendees (people, by display_name)
+         * @description Lists the people attending one of the caller's meetings, ordered by display_name.
+         */
         get: operations["listMeetingAttendees"];
         put?: never;
         post?: never;
@@ -503,15 +607,38 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The meeting's speaker-label assignments, by label */
+        /**
+         * The meeting's speaker-label assignments, by label
+         * @description Lists the meeting's speaker-label assignments (label → person), ordered by label.
+         */
         get: operations["listSpeakerLabels"];
         put?: never;
         /**
          * Assign a speaker label of the meeting to a person
-         * @description In one transaction: stores the assignment (re-applied whenever segments are appended or replaced), sets person_id on every transcript segment of the meeting with that speaker_label, and refines the person's voice model: voice_vector becomes normalise(n·previous + k·m), where m is the normalised mean of the normalised feature vectors of the k segments newly attributed to the person and n the number of embeddings behind the previous vector; voice_model_status becomes ready and voice_confidence the mean cosine similarity of those embeddings to the new vector. Segments without a feature_vector are relabelled but do not contribute. Broadcasts EntityChanged { entity: transcript_segment, action: updated } and { entity: person, action: updated }. 422 when person_id is not one of your people or no segment of the meeting's transcript has the label.
+         * @description In one transaction: stores the assignment (re-applied whenever segments are appended or replaced), sets person_id on every transcript segment of the meeting with that speaker_label, and makes each of those segments with a non-zero feature_vector a voice sample of the person (GET /people/{id}/voice-samples). Reassigning a label moves its samples from the previous person. Every person concerned has their voice model recomputed from their samples: voice_vector is the L2-normalised sum of the L2-normalised samples, voice_confidence their mean cosine similarity to it, voice_model_status ready (untrained without samples). Repeating an assignment changes nothing. Broadcasts EntityChanged { entity: transcript_segment, action: updated } and { entity: person, action: updated } for each person whose model changed. 422 when person_id is not one of your people or no segment of the meeting's transcript has the label.
          */
         post: operations["assignSpeakerLabel"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/meetings/{id}/speaker-labels/{speaker_label}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a speaker-label assignment of the meeting
+         * @description In one transaction: deletes the assignment (so appended or replaced segments no longer get the person), clears person_id on every transcript segment of the meeting with that speaker_label, removes those segments' voice samples and recomputes the person's voice model from the samples left (no samples: voice_vector null, voice_model_status untrained). Broadcasts EntityChanged { entity: transcript_segment, action: updated } and { entity: person, action: updated }. 404 when the meeting is not yours or has no assignment of this label.
+         */
+        delete: operations["unassignSpeakerLabel"];
         options?: never;
         head?: never;
         patch?: never;
@@ -544,7 +671,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A meeting's transcriptions, oldest first */
+        /**
+         * A meeting's transcriptions, oldest first
+         * @description Pages through a meeting's transcriptions (one per take or upload), oldest first.
+         */
         get: operations["listMeetingTranscriptions"];
         put?: never;
         /**
@@ -565,7 +695,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a transcription */
+        /**
+         * Get a transcription
+         * @description Returns one transcription of a meeting of the caller (any for the service), with its status.
+         */
         get: operations["getTranscription"];
         put?: never;
         post?: never;
@@ -586,7 +719,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A transcription's status changes, oldest first */
+        /**
+         * A transcription's status changes, oldest first
+         * @description Lists every status change of a transcription, oldest first, with its message.
+         */
         get: operations["listTranscriptionStatusHistory"];
         put?: never;
         post?: never;
@@ -603,16 +739,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Segments of a transcription by start_ms */
+        /**
+         * Segments of a transcription by start_ms
+         * @description Pages through a transcription's stored segments ordered by start_ms (interim segments are never stored).
+         */
         get: operations["listTranscriptSegments"];
         /**
          * Atomically replace all segments (post-meeting batch rebuild)
-         * @description Deletes the transcription's segments and inserts the new set; the meeting's speaker-label assignments are re-applied. Broadcasts EntityChanged { entity: transcript_segment, action: updated, id: null }. At most 5,000 segments (413).
+         * @description Deletes the transcription's segments and inserts the new set; the meeting's speaker-label assignments are re-applied. The voice samples of the removed segments are dropped and attributed new segments with a non-zero feature_vector become samples; every person concerned has their voice model recomputed in the same transaction. Broadcasts EntityChanged { entity: transcript_segment, action: updated, id: null }, and { entity: person, action: updated } per person whose model changed. At most 5,000 segments (413).
          */
         put: operations["replaceTranscriptSegments"];
         /**
          * Append segments (live path)
-         * @description Final segments are stored, get the meeting's stored speaker-label assignments, and are each broadcast as TranscriptSegmentEvent. Interim segments (is_final false) are broadcast with is_final false but not stored. At most 5,000 segments (413).
+         * @description Final segments are stored, get the meeting's stored speaker-label assignments, and are each broadcast as TranscriptSegmentEvent. Interim segments (is_final false) are broadcast with is_final false but not stored. A stored segment attributed to a person (by an assignment or its own person_id) with a non-zero feature_vector becomes a voice sample of that person, whose voice model is updated in the same transaction (EntityChanged { entity: person, action: updated } per person). At most 5,000 segments (413).
          */
         post: operations["appendTranscriptSegments"];
         delete?: never;
@@ -668,7 +807,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A meeting's talking points, oldest first */
+        /**
+         * A meeting's talking points, oldest first
+         * @description Pages through a meeting's talking points, oldest first (soft-deleted ones excluded).
+         */
         get: operations["listTalkingPoints"];
         put?: never;
         /**
@@ -692,7 +834,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Soft-delete a talking point (sets deleted_at) */
+        /**
+         * Soft-delete a talking point (sets deleted_at)
+         * @description Soft-deletes a talking point of one of the caller's meetings (sets deleted_at) and broadcasts EntityChanged talking_point deleted.
+         */
         delete: operations["deleteTalkingPoint"];
         options?: never;
         head?: never;
@@ -726,7 +871,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A meeting's topics with their segment ids, in synthesis order */
+        /**
+         * A meeting's topics with their segment ids, in synthesis order
+         * @description Lists a meeting's topics in the order the synthesis gave them, each with the ids of its transcript segments.
+         */
         get: operations["listTopics"];
         put?: never;
         post?: never;
@@ -767,7 +915,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A live recording take's state and stored coverage (the latest take unless audio_version is given) */
+        /**
+         * A live recording take's state and stored coverage (the latest take unless audio_version is given)
+         * @description Returns a take's state, stop reason, gap upload deadline and stored coverage (highest_contiguous_sequence, missing_ranges, frames and bytes stored): the latest take unless audio_version is given.
+         */
         get: operations["getRecording"];
         put?: never;
         post?: never;
@@ -784,7 +935,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The meeting's recording event history (lifecycle, health, reconnect/resume, stop, gap uploads, finalize), newest first */
+        /**
+         * The meeting's recording event history (lifecycle, health, reconnect/resume, stop, gap uploads, finalize), newest first
+         * @description Pages through the meeting's recording history, newest first: lifecycle, health, reconnects and resumes, stops, gap uploads and finalizing.
+         */
         get: operations["listRecordingEvents"];
         put?: never;
         post?: never;
@@ -1615,7 +1769,7 @@ export interface components {
              * @example 2026-11-22T09:00:00.000Z
              */
             updated_at: string;
-            /** @description speaker embedding (192 numbers), null until a speaker label is assigned */
+            /** @description speaker embedding (192 numbers): the L2-normalised sum of the person's voice samples (GET /people/{id}/voice-samples); null without samples */
             voice_vector: number[] | null;
         };
         CreatePerson: {
@@ -1646,6 +1800,30 @@ export interface components {
              * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
              */
             person_id: string | null;
+        };
+        VoiceSamplePage: {
+            items: components["schemas"]["VoiceSample"][];
+            next_cursor: string | null;
+        };
+        VoiceSample: {
+            /**
+             * Format: uuid
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            meeting_id: string;
+            /**
+             * Format: uuid
+             * @description the transcript segment whose feature_vector is the sample
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            segment_id: string;
+            speaker_label: string | null;
+            /**
+             * Format: date-time
+             * @description when the segment became a sample of this person
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            created_at: string;
         };
         PersonSummaryPage: {
             items: components["schemas"]["PersonSummary"][];
@@ -5927,6 +6105,108 @@ export interface operations {
             };
         };
     };
+    listVoiceSamples: {
+        parameters: {
+            query?: {
+                /** @description page size (1-200, default 50) */
+                limit?: number;
+                /** @description opaque cursor from next_cursor */
+                cursor?: string;
+            };
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of samples */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VoiceSamplePage"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description person not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listPersonSummaries: {
         parameters: {
             query?: {
@@ -7265,6 +7545,103 @@ export interface operations {
                 };
             };
             /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    unassignSpeakerLabel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path: {
+                id: string;
+                /** @description the label as assigned (URL-encoded) */
+                speaker_label: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the assignment was removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description meeting or assignment not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -11,6 +11,7 @@
 //     request row itself, so a finished erasure leaves no row naming the user.
 // Rows go before objects: a live writer that stores a segment once its take is gone finds no
 // take to commit to and deletes its own object (run-services/live/segments.ts).
+import { removeMeetingVoiceSamples } from './voice-samples';
 import type { Database, Queryable } from '../db/pool';
 import type { Logger } from '../log';
 import type { ObjectStore } from '../storage';
@@ -63,7 +64,9 @@ export async function eraseRowBatch(db: Database, userId: string): Promise<'more
     const { rows: meetings } = await tx.query<{ id: string }>('erasure.meetings', 'SELECT id FROM meeting WHERE user_id = $1 ORDER BY id LIMIT $2', [userId, ERASURE_MEETING_BATCH]);
     const ids = meetings.map((m) => m.id);
     if (ids.length) {
-      // voice samples: removeMeetingVoiceSamples(tx, ids)
+      // The user's people go with the account; their models need no recount, but the samples'
+      // removal is the one way samples leave (and keeps running sums exact if a person stays).
+      await removeMeetingVoiceSamples(tx, ids);
       await tx.query('erasure.delete_meetings', 'DELETE FROM meeting WHERE id = ANY($1::uuid[])', [ids]);
       // The ML service's idempotent writes on these meetings keep their answers (the user's data) for 24 h.
       await tx.query(

@@ -1,5 +1,5 @@
 // People repository: contacts and meeting participants, scoped to their user. Voice fields
-// are written only by voice refinement (speaker-label-assign.ts), never by user input.
+// are written only from the person's voice samples (voice-samples.ts), never by user input.
 import pgvector from 'pgvector';
 import type { Queryable } from '../db/pool';
 import type { Actor } from './actor';
@@ -111,7 +111,8 @@ export async function updatePerson(q: Queryable, actor: Actor, id: string, patch
 
 /**
  * Hard delete. The schema's delete rules do the rest: segments and tasks lose the person_id,
- * summaries, label assignments and attendances go, app_user.person_id becomes null.
+ * summaries, label assignments, voice samples and attendances go, app_user.person_id becomes
+ * null. (No other person's model depends on this one's samples, so nothing is recomputed.)
  */
 export async function deletePerson(q: Queryable, actor: Actor, id: string): Promise<{ id: string; user_id: string } | null> {
   const { rows } = await q.query<{ id: string; user_id: string }>(

@@ -5,16 +5,17 @@
 // is finished by the next one (deleting objects is idempotent), and no object is ever left
 // without the row that leads to it. A soft-deleted meeting gets no new objects (uploads, gap
 // uploads and takes need a live meeting).
-import type { Database } from '../db/pool';
+import { changed } from '../event-catalogue';
 import type { ObjectStore } from '../storage';
+import { inUnitOfWork, type UnitOfWorkDeps } from '../unit-of-work';
 import { removeMeetingObjects } from './meeting-objects';
+import { removeMeetingVoiceSamples } from './voice-samples';
 
 export const PURGE_BATCH_MEETINGS = 50;
 /** Batches per sweep pass: a backlog is worked off over several passes. */
 export const PURGE_MAX_BATCHES = 10;
 
-export interface PurgeDeps {
-  db: Database;
+export interface PurgeDeps extends UnitOfWorkDeps {
   store: ObjectStore;
 }
 
@@ -30,7 +31,7 @@ export async function purgeDeletedMeetings(deps: PurgeDeps, afterDays: number, o
     );
     if (!rows.length) break;
     for (const m of rows) await removeMeetingObjects(deps.store, m.id);
-    purged += await deps.db.withTransaction(async (tx) => {
+    purged += await inUnitOfWork(deps, async (tx, emit) => {
       // Another sweep purging the same batch skips what this one holds.
       const { rows: locked } = await tx.query<{ id: string }>(
         'purge.lock',
@@ -39,7 +40,10 @@ export async function purgeDeletedMeetings(deps: PurgeDeps, afterDays: number, o
       );
       const ids = locked.map((m) => m.id);
       if (!ids.length) return 0;
-      // voice samples: removeMeetingVoiceSamples(tx, ids)
+      // Their segments' samples go first: the people's models are recomputed without them.
+      const people = await removeMeetingVoiceSamples(tx, ids);
+      const { rows: owners } = await tx.query<{ id: string; user_id: string }>('purge.people', 'SELECT id, user_id FROM person WHERE id = ANY($1::uuid[])', [people]);
+      for (const p of owners) emit(p.user_id, changed('person', 'updated', p.id, null));
       const { rowCount } = await tx.query('purge.delete', 'DELETE FROM meeting WHERE id = ANY($1::uuid[])', [ids]);
       return rowCount ?? 0;
     });

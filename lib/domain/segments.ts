@@ -8,6 +8,7 @@ import { unprocessable } from '../errors';
 import type { Actor } from './actor';
 import { decodeCursor, toPage, type Page } from './pagination';
 import { applySpeakerLabels } from './speaker-labels';
+import { syncVoiceSamples, takeVoiceSamples } from './voice-samples';
 
 export const MAX_SEGMENTS_PER_REQUEST = 5000;
 
@@ -140,6 +141,8 @@ async function labelAssignments(q: Queryable, transcriptionId: string): Promise<
 export interface AppendResult {
   /** One entry per input segment in input order: stored finals (with their id) and interim ones (id null, not stored). */
   broadcast: SegmentEventBody[];
+  /** People whose voice model changed: the new segments attributed to them became voice samples. */
+  people: string[];
 }
 
 /**
@@ -149,7 +152,14 @@ export interface AppendResult {
 export async function appendSegments(tx: Queryable, transcriptionId: string, segments: SegmentInput[]): Promise<AppendResult> {
   const finals = segments.filter((s) => s.is_final !== false);
   const ids = await insertSegments(tx, transcriptionId, finals);
-  await applySpeakerLabels(tx, transcriptionId);
+  // Normally only the new segments change attribution; should the re-apply have relabelled older
+  // ones too (a race its comment describes), every segment of the transcription is synced.
+  const relabelled = await applySpeakerLabels(tx, transcriptionId);
+  const people = relabelled
+    ? await syncVoiceSamples(tx, { transcriptionId })
+    : ids.length
+      ? await syncVoiceSamples(tx, { transcriptionId, segmentIds: ids }, [], { onlyNew: true })
+      : [];
   const stored = ids.length ? await segmentsById(tx, ids) : [];
   const labels = finals.length < segments.length ? await labelAssignments(tx, transcriptionId) : new Map<string, string>();
   let next = 0;
@@ -171,14 +181,21 @@ export async function appendSegments(tx: Queryable, transcriptionId: string, seg
       is_highlighted: s.is_highlighted ?? false,
     };
   });
-  return { broadcast };
+  return { broadcast, people };
 }
 
-/** Batch rebuild: deletes every segment of the transcription and inserts the new set (all stored). */
-export async function replaceSegments(tx: Queryable, transcriptionId: string, segments: SegmentInput[]): Promise<void> {
+/**
+ * Batch rebuild: deletes every segment of the transcription (and their voice samples) and inserts
+ * the new set (all stored); attributed new segments become samples. Returns the people whose
+ * voice model changed.
+ */
+export async function replaceSegments(tx: Queryable, transcriptionId: string, segments: SegmentInput[]): Promise<string[]> {
+  const dropped = await takeVoiceSamples(tx, { transcriptionId });
   await tx.query('segment.delete_all', 'DELETE FROM transcript_segment WHERE transcription_id = $1', [transcriptionId]);
   await insertSegments(tx, transcriptionId, segments);
   await applySpeakerLabels(tx, transcriptionId);
+  // Every segment of the transcription is new: none has a sample yet.
+  return syncVoiceSamples(tx, { transcriptionId }, dropped, { onlyNew: true });
 }
 
 /** True while a live recording's capture of this transcription is open (decisions.md section 4). */

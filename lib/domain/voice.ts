@@ -1,39 +1,9 @@
-// Voice embeddings: the refinement formula and the cosine-similarity search over people.
+// Voice embeddings: the cosine-similarity search over people. (How a person's voice_vector is
+// built from their samples: voice-samples.ts.)
 import pgvector from 'pgvector';
 import type { Config } from '../config';
 import type { Database, Queryable } from '../db/pool';
 import { BRIEF_COLUMNS, type PersonBrief } from './people';
-
-export interface VoiceModel {
-  vector: number[];
-  sample_count: number;
-  confidence: number;
-}
-
-const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i], 0);
-const norm = (v: number[]) => Math.sqrt(dot(v, v));
-
-/**
- * Refines a voice model with a batch of segment embeddings, given as the sum of their
- * L2-normalised vectors (`batchSum`) and how many there were (decisions.md section 4):
- *   m = normalise(batchSum)                       the batch's normalised mean
- *   c = normalise(n·prev + k·m)                   previous vector weighted by its sample count n
- *   confidence = (n·(prev·c) + batchSum·c) / (n + k)
- * i.e. the mean cosine similarity of every contributing embedding to the new centroid, the
- * earlier ones represented by the previous vector. Null when the batch adds nothing.
- */
-export function refineVoice(prev: { vector: number[] | null; sample_count: number }, batchSum: number[], k: number): VoiceModel | null {
-  const sumNorm = norm(batchSum);
-  if (k <= 0 || !(sumNorm > 0)) return null;
-  const m = batchSum.map((x) => x / sumNorm);
-  const n = prev.vector ? prev.sample_count : 0;
-  const combined = prev.vector && n > 0 ? m.map((x, i) => n * prev.vector![i] + k * x) : m;
-  const combinedNorm = norm(combined);
-  const c = combinedNorm > 0 ? combined.map((x) => x / combinedNorm) : m;
-  const agreement = (n > 0 ? n * dot(prev.vector!, c) : 0) + dot(batchSum, c);
-  const confidence = Math.min(1, Math.max(0, agreement / (n + k)));
-  return { vector: c, sample_count: n + k, confidence: Math.round(confidence * 1e6) / 1e6 };
-}
 
 export interface VoiceMatch {
   person: PersonBrief;

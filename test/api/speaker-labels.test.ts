@@ -91,28 +91,26 @@ describe('POST /meetings/{id}/speaker-labels', () => {
     ]);
   });
 
-  it('should weigh the previous voice vector in by the number of embeddings that built it', async () => {
+  it("should build the voice vector from every sample of the person across meetings (the sum, not a weighted mean)", async () => {
     const p = await person(alice);
     const m1 = await meeting(alice);
     const first = [randomVector(), randomVector()];
     await segments(await transcription(m1), [['A', first[0]], ['A', first[1]]]);
     expect((await assign(alice, m1, { speaker_label: 'A', person_id: p })).status).toBe(200);
-    const prev = (await getPerson(p)).voice_vector as number[];
 
     const m2 = await meeting(alice);
     const second = [randomVector(), randomVector(), randomVector(), randomVector(), randomVector()];
     await segments(await transcription(m2), second.map((v) => ['SPEAKER_3', v] as [string, number[]]));
     expect((await assign(alice, m2, { speaker_label: 'SPEAKER_3', person_id: p })).body).toEqual({ updated_count: 5 });
 
-    const m = meanOfNormalized(second);
-    const expected = normalize(prev.map((x, i) => 2 * x + 5 * m[i]));
+    const all = [...first, ...second];
+    const expected = meanOfNormalized(all);
     const got = await getPerson(p);
     expectVectorClose(got.voice_vector, expected);
-    // Not the unweighted combination, nor the second batch alone.
-    expect(dot(got.voice_vector, normalize(prev.map((x, i) => x + m[i])))).toBeLessThan(0.99999);
-    const meanCos = (2 * dot(prev, expected) + second.map(normalize).reduce((s, v) => s + dot(v, expected), 0)) / 7;
+    const meanCos = all.map(normalize).reduce((s, v) => s + dot(v, expected), 0) / all.length;
     expect(got.voice_confidence).toBeCloseTo(meanCos, 5);
     expect((await sql('SELECT voice_sample_count FROM person WHERE id = $1', [p]))[0].voice_sample_count).toBe(7);
+    expect((await sql('SELECT count(*)::int AS n FROM voice_sample WHERE person_id = $1', [p]))[0].n).toBe(7);
   });
 
   it('should not count the same embeddings twice when an assignment is repeated', async () => {
@@ -149,6 +147,9 @@ describe('POST /meetings/{id}/speaker-labels', () => {
     expect(await sql('SELECT person_id FROM transcript_segment WHERE transcription_id = $1', [t])).toEqual([{ person_id: p2 }]);
     expect(await sql('SELECT person_id FROM meeting_speaker_label WHERE meeting_id = $1', [m])).toEqual([{ person_id: p2 }]);
     expect((await getPerson(p2)).voice_model_status).toBe('ready');
+    // The sample moved: the first person has none left.
+    expect(await getPerson(p1)).toMatchObject({ voice_vector: null, voice_model_status: 'untrained', voice_confidence: null });
+    expect(await sql('SELECT s.person_id FROM voice_sample s JOIN transcript_segment g ON g.id = s.segment_id WHERE g.transcription_id = $1', [t])).toEqual([{ person_id: p2 }]);
   });
 
   it('should keep the assignment across a segment rebuild', async () => {

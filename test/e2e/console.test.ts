@@ -2,7 +2,8 @@
 // fake microphone plays a generated WAV; the page records ~10 s over the WebSocket, live
 // transcript segments and insights appear (fake ML), the socket is dropped once mid-way and
 // the take resumes without losing a frame, a few frames "lost on the wire" come back as a gap
-// upload after the stop, the take is finalized, and the finished audio plays. Screenshots of each state go to test-artifacts/e2e/ (UPDATE_SCREENSHOTS=1 also
+// upload after the stop, the take is finalized, and the finished audio plays; a speaker label is
+// assigned, the person's voice samples shown, and the label unassigned again. Screenshots of each state go to test-artifacts/e2e/ (UPDATE_SCREENSHOTS=1 also
 // refreshes the committed copies in docs/screenshots/).
 import { randomUUID } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -217,9 +218,33 @@ describe('developer console in Chromium', () => {
     await expect.poll(() => page.textContent('.speaker[data-label="SPEAKER_0"] .speaker-current')).toContain('Ada');
     await expect.poll(() => page.locator('.segment .speaker', { hasText: 'Ada' }).count()).toBeGreaterThanOrEqual(1);
     await shot('06-speaker-assigned');
+    const token = await page.evaluate(() => localStorage.getItem('mi-console-token'));
+    const rest = async (p: string) => (await fetch(`${stack.url}${p}`, { headers: { authorization: `Bearer ${token}` } })).json();
+
+    // Ada's voice samples: the label's segments with an embedding (the fake ML sends one with
+    // every live segment), the same the REST list gives.
+    await page.click('.speaker-samples[data-label="SPEAKER_0"]');
+    await page.waitForSelector('#voice-sample-list .voice-sample');
+    const ada = (await rest(`/meetings/${meetingId}/speaker-labels`)).items[0].person_id as string;
+    const samples = (await rest(`/people/${ada}/voice-samples?limit=200`)).items as { segment_id: string }[];
+    expect(samples.length).toBeGreaterThanOrEqual(1);
+    expect(await page.locator('.voice-sample').evaluateAll((els) => els.map((e) => e.getAttribute('data-segment')))).toEqual(samples.map((x) => x.segment_id));
+    expect(await page.textContent('#voice-samples h4')).toContain('voice ready');
+    await shot('07-voice-samples');
+
+    // Unassign: the transcript loses the name, the samples go and the voice model is untrained.
+    await page.click('.speaker-unassign[data-label="SPEAKER_0"]');
+    await expect.poll(() => page.textContent('.speaker[data-label="SPEAKER_0"] .speaker-current')).toContain('unassigned');
+    await page.waitForSelector('#voice-samples-empty');
+    await expect.poll(() => page.locator('.segment .speaker', { hasText: 'Ada' }).count()).toBe(0);
+    expect(await page.textContent('#voice-samples h4')).toContain('voice untrained');
+    expect(await page.locator('.speaker-unassign[data-label="SPEAKER_0"]').count()).toBe(0);
+    await shot('08-speaker-unassigned');
+    expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items).toEqual([]);
+    expect(await rest(`/people/${ada}/voice-samples`)).toEqual({ items: [], next_cursor: null });
+    expect(await rest(`/people/${ada}`)).toMatchObject({ voice_model_status: 'untrained', voice_vector: null });
 
     // The REST view agrees with the page.
-    const token = await page.evaluate(() => localStorage.getItem('mi-console-token'));
     const rec = await (await fetch(`${stack.url}/meetings/${meetingId}/recording`, { headers: { authorization: `Bearer ${token}` } })).json();
     expect(rec).toMatchObject({ state: 'finalized', missing_ranges: [], highest_contiguous_sequence: final.captured - 1 });
   }, 240_000);

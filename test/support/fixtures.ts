@@ -49,6 +49,8 @@ const FIELD_RESOURCE: Record<string, string> = {
 export const REQUEST_OVERRIDES: Record<string, { params?: Record<string, string>; body?: Record<string, unknown>; query?: Record<string, string> }> = {
   // pending → pending is no transition; pending → transcribing is.
   updateTranscription: { body: { status: 'transcribing' } },
+  // The meeting whose SPEAKER_0 is assigned (the parameter's example), so the owner's DELETE succeeds.
+  unassignSpeakerLabel: { params: { id: 'labelledMeeting' } },
 };
 
 /** Sub-resources that exist only on one kind of meeting. */
@@ -244,6 +246,7 @@ const STEPS: { key: string; needs: string[]; make: (call: Call, ids: Ids, first:
   },
   { key: 'attendee', needs: ['meeting', 'person'], make: async (call) => void (await call('addMeetingAttendee', 'owner')) },
   { key: 'speakerLabel', needs: ['segment', 'person'], make: async (call) => void (await call('assignSpeakerLabel', 'owner', { speaker_label: 'SPEAKER_0' })) },
+  { key: 'labelledMeeting', needs: ['speakerLabel'], make: async (_c, ids) => ids.meeting },
 ];
 
 /**

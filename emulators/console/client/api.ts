@@ -30,6 +30,9 @@ export class Api {
   createPerson = async (display_name: string) => ok(await this.rest.POST('/people', { body: { display_name } }));
   assignSpeaker = async (meetingId: string, speaker_label: string, person_id: string) =>
     ok(await this.rest.POST('/meetings/{id}/speaker-labels', { params: { path: { id: meetingId } }, body: { speaker_label, person_id } }));
+  unassignSpeaker = async (meetingId: string, speaker_label: string) =>
+    ok(await this.rest.DELETE('/meetings/{id}/speaker-labels/{speaker_label}', { params: { path: { id: meetingId, speaker_label } } }));
+  voiceSamples = async (personId: string) => ok(await this.rest.GET('/people/{id}/voice-samples', { params: { path: { id: personId }, query: { limit: 50 } } }));
   recording = async (meetingId: string) => {
     const state = ok(await this.rest.GET('/meetings/{id}/recording', { params: { path: { id: meetingId } } }));
     return { ...state, missing_ranges: toRanges(state.missing_ranges) };

@@ -15,6 +15,7 @@ export type Task = Item<'tasks'>;
 export type Person = Item<'people'>;
 export type RecordingState = Answer<'recording'>;
 export type RecordingEvent = Item<'recordingEvents'>;
+export type VoiceSample = Item<'voiceSamples'>;
 export type Range = [number, number];
 
 /** Any message from the server: a `type` and its fields. */

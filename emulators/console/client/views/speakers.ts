@@ -1,24 +1,30 @@
 // Speaker labels of the transcript: assign one to an existing person or to a new one
-// (POST /people, then POST /meetings/{id}/speaker-labels, which relabels every segment and
-// trains the person's voice model).
+// (POST /people, then POST /meetings/{id}/speaker-labels, which relabels every segment and makes
+// their embeddings voice samples of the person), remove an assignment (DELETE
+// /meetings/{id}/speaker-labels/{label}: the segments lose the person, the samples go), and show
+// the voice samples behind an assigned person's model (GET /people/{id}/voice-samples).
 import type { Api } from '../api';
 import type { Person } from '../types';
-import { errText, fill, h } from './dom';
+import { errText, fill, fmtTime, h } from './dom';
 
 export class SpeakersPane {
   readonly el: HTMLElement;
   private readonly body = h('div', { id: 'speakers' });
   private readonly message = h('p', { id: 'speaker-message', class: 'muted' });
+  private readonly samples = h('div', { id: 'voice-samples' });
+  /** Whose samples are shown, so a re-render after an event refreshes them. */
+  private shownPerson: string | null = null;
 
   constructor(
     private readonly api: Api,
     private readonly meetingId: string,
     private readonly onAssigned: () => Promise<void>,
   ) {
-    this.el = h('section', { class: 'card' }, h('h3', {}, 'Speakers'), this.body, this.message);
+    this.el = h('section', { class: 'card' }, h('h3', {}, 'Speakers'), this.body, this.message, this.samples);
   }
 
   render(labels: Map<string, string | null>, people: Person[]) {
+    if (this.shownPerson) void this.showSamples(people.find((p) => p.id === this.shownPerson));
     if (!labels.size) return fill(this.body, h('p', { class: 'muted' }, 'Speaker labels appear with the transcript.'));
     const byId = new Map(people.map((p) => [p.id, p]));
     fill(this.body, ...[...labels].map(([label, personId]) => this.row(label, personId ? byId.get(personId) : undefined, people)));
@@ -28,23 +34,34 @@ export class SpeakersPane {
     const select = h('select', { class: 'speaker-person', 'data-label': label }, h('option', { value: '' }, 'new person…'), ...people.map((p) => h('option', { value: p.id }, p.display_name)));
     const name = h('input', { class: 'speaker-new-name', 'data-label': label, placeholder: 'name of a new person' });
     select.onchange = () => (name.hidden = select.value !== '');
-    const assign = h('button', {
-      class: 'speaker-assign',
-      'data-label': label,
-      onclick: async () => {
-        assign.disabled = true;
+    const act = (cls: string, text: string, run: () => Promise<string>) => {
+      const button = h('button', { class: cls, 'data-label': label }, text);
+      button.onclick = async () => {
+        button.disabled = true;
         try {
-          const personId = select.value || (await this.api.createPerson(name.value.trim())).id;
-          const { updated_count } = await this.api.assignSpeaker(this.meetingId, label, personId);
-          this.message.textContent = `${label}: ${updated_count} segments attributed`;
-          await this.onAssigned();
+          this.message.textContent = await run();
         } catch (err) {
           this.message.textContent = errText(err);
         } finally {
-          assign.disabled = false;
+          button.disabled = false;
         }
-      },
-    }, 'Assign');
+      };
+      return button;
+    };
+    const assign = act('speaker-assign', 'Assign', async () => {
+      const personId = select.value || (await this.api.createPerson(name.value.trim())).id;
+      const { updated_count } = await this.api.assignSpeaker(this.meetingId, label, personId);
+      await this.onAssigned();
+      return `${label}: ${updated_count} segments attributed`;
+    });
+    const unassign =
+      current &&
+      act('speaker-unassign', 'Unassign', async () => {
+        await this.api.unassignSpeaker(this.meetingId, label);
+        await this.onAssigned();
+        return `${label}: assignment removed; its segments no longer shape ${current.display_name}'s voice`;
+      });
+    const samples = current && act('speaker-samples', 'Voice samples', async () => ((this.shownPerson = current.id), await this.showSamples(current), ''));
     return h(
       'div',
       { class: 'speaker row', 'data-label': label },
@@ -53,6 +70,44 @@ export class SpeakersPane {
       select,
       name,
       assign,
+      unassign,
+      samples,
     );
+  }
+
+  /** The person's voice samples, newest first (the first page). */
+  private async showSamples(person: Person | undefined) {
+    if (!person) {
+      this.shownPerson = null;
+      return fill(this.samples);
+    }
+    try {
+      const { items, next_cursor } = await this.api.voiceSamples(person.id);
+      const confidence = person.voice_confidence === null ? '' : `, confidence ${person.voice_confidence.toFixed(3)}`;
+      fill(
+        this.samples,
+        h('h4', {}, `Voice samples of ${person.display_name} (voice ${person.voice_model_status}${confidence})`),
+        items.length
+          ? h(
+              'ul',
+              { id: 'voice-sample-list' },
+              ...items.map((s) =>
+                h(
+                  'li',
+                  { class: 'voice-sample', 'data-segment': s.segment_id },
+                  `${s.speaker_label ?? '(no label)'} · meeting `,
+                  h('code', {}, s.meeting_id === this.meetingId ? 'this one' : s.meeting_id.slice(0, 8)),
+                  ` · segment `,
+                  h('code', {}, s.segment_id.slice(0, 8)),
+                  ` · ${fmtTime(s.created_at)}`,
+                ),
+              ),
+            )
+          : h('p', { class: 'muted', id: 'voice-samples-empty' }, 'No samples: the voice model is untrained.'),
+        next_cursor && h('p', { class: 'muted' }, 'showing the newest 50'),
+      );
+    } catch (err) {
+      fill(this.samples, h('p', { class: 'muted' }, errText(err)));
+    }
   }
 }

@@ -14,7 +14,7 @@ const route = op({
   tags: ['people'],
   summary: 'Delete a person',
   description:
-    'Hard delete. Transcript segments and tasks keep existing without the person, its summaries, speaker-label assignments and attendances are deleted, and a user whose own person it was gets person_id null.',
+    'Hard delete. Transcript segments and tasks keep existing without the person, its summaries, speaker-label assignments, voice samples and attendances are deleted, and a user whose own person it was gets person_id null.',
   auth: ['bearer'],
   request: { params: IdParam },
   responses: { 204: { description: 'deleted' }, 404: notFoundResponse('person') },

@@ -6,6 +6,7 @@ import { registerGetPerson } from './get';
 import { registerListPeople } from './list';
 import { registerSetMyPerson } from './me-person';
 import { registerUpdatePerson } from './update';
+import { registerListVoiceSamples } from './voice-samples';
 
 export function registerPeople(app: OpenAPIHono<AppEnv>) {
   registerListPeople(app);
@@ -14,4 +15,5 @@ export function registerPeople(app: OpenAPIHono<AppEnv>) {
   registerUpdatePerson(app);
   registerDeletePerson(app);
   registerSetMyPerson(app);
+  registerListVoiceSamples(app);
 }

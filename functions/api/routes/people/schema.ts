@@ -36,7 +36,7 @@ const example = {
 export const PersonBriefSchema = z.object(personFields).openapi('PersonBrief', { example });
 
 export const PersonSchema = z
-  .object({ ...personFields, voice_vector: Vector192.nullable().openapi({ description: 'speaker embedding (192 numbers), null until a speaker label is assigned' }) })
+  .object({ ...personFields, voice_vector: Vector192.nullable().openapi({ description: 'speaker embedding (192 numbers): the L2-normalised sum of the person\'s voice samples (GET /people/{id}/voice-samples); null without samples' }) })
   .openapi('Person', { example: { ...example, voice_vector: null } });
 
 const name = z.string().trim().min(1).max(200);
@@ -61,3 +61,12 @@ export const PatchPersonBody = z
   .strict()
   .refine((b) => Object.keys(b).length > 0, 'at least one field is required')
   .openapi('PatchPerson', { description: 'voice fields are not writable' });
+
+export const VoiceSampleSchema = z
+  .object({
+    meeting_id: Uuid,
+    segment_id: Uuid.openapi({ description: 'the transcript segment whose feature_vector is the sample' }),
+    speaker_label: z.string().nullable(),
+    created_at: Timestamp.openapi({ description: 'when the segment became a sample of this person' }),
+  })
+  .openapi('VoiceSample');

@@ -15,14 +15,14 @@ const route = op({
   summary: 'Assign a speaker label of the meeting to a person',
   description: [
     'In one transaction: stores the assignment (re-applied whenever segments are appended or replaced),',
-    'sets person_id on every transcript segment of the meeting with that speaker_label, and refines the',
-    "person's voice model: voice_vector becomes normalise(n·previous + k·m), where m is the normalised mean",
-    'of the normalised feature vectors of the k segments newly attributed to the person and n the number of',
-    'embeddings behind the previous vector; voice_model_status becomes ready and voice_confidence the mean',
-    'cosine similarity of those embeddings to the new vector. Segments without a feature_vector are relabelled',
-    'but do not contribute. Broadcasts EntityChanged { entity: transcript_segment, action: updated } and',
-    '{ entity: person, action: updated }. 422 when person_id is not one of your people or no segment of the',
-    "meeting's transcript has the label.",
+    'sets person_id on every transcript segment of the meeting with that speaker_label, and makes each of',
+    'those segments with a non-zero feature_vector a voice sample of the person (GET /people/{id}/voice-samples).',
+    'Reassigning a label moves its samples from the previous person. Every person concerned has their voice',
+    'model recomputed from their samples: voice_vector is the L2-normalised sum of the L2-normalised samples,',
+    'voice_confidence their mean cosine similarity to it, voice_model_status ready (untrained without samples).',
+    'Repeating an assignment changes nothing. Broadcasts EntityChanged { entity: transcript_segment, action: updated }',
+    'and { entity: person, action: updated } for each person whose model changed. 422 when person_id is not one',
+    "of your people or no segment of the meeting's transcript has the label.",
   ].join(' '),
   auth: ['bearer'],
   idempotent: true,
@@ -36,11 +36,11 @@ export function registerAssignSpeakerLabel(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     const { speaker_label, person_id } = c.req.valid('json');
     return commit(c, 200, async (tx, emit) => {
-      const result = await assignSpeakerLabel(tx, userId, id, speaker_label, person_id);
+      const { updated_count, people } = await assignSpeakerLabel(tx, userId, id, speaker_label, person_id);
       // One event for the bulk relabel: id null, the client refetches the meeting's segments.
       emit(userId, changed('transcript_segment', 'updated', null, id));
-      emit(userId, changed('person', 'updated', person_id, null));
-      return result;
+      for (const personId of people) emit(userId, changed('person', 'updated', personId, null));
+      return { updated_count };
     });
   });
 }

@@ -15,3 +15,12 @@ export const AssignLabelResult = z
 export const LabelAssignmentSchema = z
   .object({ meeting_id: Uuid, speaker_label: z.string(), person_id: Uuid, created_at: Timestamp, updated_at: Timestamp })
   .openapi('SpeakerLabelAssignment');
+
+export const LabelParams = z.object({
+  id: Uuid.openapi({ param: { name: 'id', in: 'path' } }),
+  speaker_label: z
+    .string()
+    .min(1)
+    .max(200)
+    .openapi({ param: { name: 'speaker_label', in: 'path' }, example: 'SPEAKER_0', description: 'the label as assigned (URL-encoded)' }),
+});

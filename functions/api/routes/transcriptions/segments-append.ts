@@ -7,7 +7,7 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, notFoundResponse, op } from '../../openapi';
 import { SegmentsBody } from './schema';
-import { segmentEvent } from '@mi/lib/event-catalogue';
+import { changed, segmentEvent } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -16,7 +16,7 @@ const route = op({
   tags: ['transcriptions'],
   summary: 'Append segments (live path)',
   description:
-    'Final segments are stored, get the meeting\'s stored speaker-label assignments, and are each broadcast as TranscriptSegmentEvent. Interim segments (is_final false) are broadcast with is_final false but not stored. At most 5,000 segments (413).',
+    'Final segments are stored, get the meeting\'s stored speaker-label assignments, and are each broadcast as TranscriptSegmentEvent. Interim segments (is_final false) are broadcast with is_final false but not stored. A stored segment attributed to a person (by an assignment or its own person_id) with a non-zero feature_vector becomes a voice sample of that person, whose voice model is updated in the same transaction (EntityChanged { entity: person, action: updated } per person). At most 5,000 segments (413).',
   auth: ['service'],
   request: { params: IdParam, ...jsonBody(SegmentsBody) },
   responses: { 204: { description: 'appended' }, 404: notFoundResponse('transcription') },
@@ -31,10 +31,12 @@ export function registerAppendSegments(app: OpenAPIHono<AppEnv>) {
       const t = await getTranscription(tx, SERVICE, id, { forUpdate: true });
       if (!t) throw notFound('transcription');
       await assertPeopleOf(tx, t.user_id, segments.map((s) => s.person_id));
-      const { broadcast } = await appendSegments(tx, id, segments);
+      const { broadcast, people } = await appendSegments(tx, id, segments);
       for (const segment of broadcast) {
         emit(t.user_id, segmentEvent(t.meeting_id, id, segment));
       }
+      // Attributed segments with an embedding became voice samples: those people's models changed.
+      for (const personId of people) emit(t.user_id, changed('person', 'updated', personId, null));
     });
   });
 }

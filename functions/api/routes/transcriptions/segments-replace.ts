@@ -16,7 +16,7 @@ const route = op({
   tags: ['transcriptions'],
   summary: 'Atomically replace all segments (post-meeting batch rebuild)',
   description:
-    "Deletes the transcription's segments and inserts the new set; the meeting's speaker-label assignments are re-applied. Broadcasts EntityChanged { entity: transcript_segment, action: updated, id: null }. At most 5,000 segments (413).",
+    "Deletes the transcription's segments and inserts the new set; the meeting's speaker-label assignments are re-applied. The voice samples of the removed segments are dropped and attributed new segments with a non-zero feature_vector become samples; every person concerned has their voice model recomputed in the same transaction. Broadcasts EntityChanged { entity: transcript_segment, action: updated, id: null }, and { entity: person, action: updated } per person whose model changed. At most 5,000 segments (413).",
   auth: ['service'],
   request: { params: IdParam, ...jsonBody(SegmentsBody) },
   responses: {
@@ -36,8 +36,9 @@ export function registerReplaceSegments(app: OpenAPIHono<AppEnv>) {
       if (!t) throw notFound('transcription');
       if (await isInProcessing(tx, id)) throw new DomainError('invalid_state', 'transcription is still in processing state');
       await assertPeopleOf(tx, t.user_id, segments.map((s) => s.person_id));
-      await replaceSegments(tx, id, segments);
+      const people = await replaceSegments(tx, id, segments);
       emit(t.user_id, changed('transcript_segment', 'updated', null, t.meeting_id));
+      for (const personId of people) emit(t.user_id, changed('person', 'updated', personId, null));
     });
   });
 }
