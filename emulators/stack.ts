@@ -13,6 +13,7 @@ import type { Logger } from '@mi/lib/log';
 import { createRuntime, type Runtime, type RuntimeOverrides } from '@mi/lib/runtime';
 import { createApp } from '../functions/api/app';
 import { runSweep } from '../functions/sweep';
+import { asyncApiDocument } from '../run-services/live/asyncapi';
 import { createLiveService, type LiveService } from '../run-services/live/service';
 import { registerConsole } from './console/routes';
 import { applySchema } from '../schema/apply';
@@ -145,6 +146,8 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     registerConsole(app, config);
     // The local stack's front door is the developer console.
     app.get('/', (c) => c.redirect('/console', 302));
+    // The live service's AsyncAPI document, beside the REST API's /openapi.json.
+    app.get('/asyncapi.json', (c) => c.json(asyncApiDocument({ host: new URL(url).host, protocol: 'ws' })));
     // Requests go to the app from here on (the fake ML calls it back while starting); /healthz
     // says 200 only once everything is up.
     const appListener = getRequestListener(app.fetch);

@@ -7,6 +7,7 @@ import { loadConfig } from '@mi/lib/config';
 import { openDatabase } from '@mi/lib/db/open';
 import { createLogger } from '@mi/lib/log';
 import { createRuntime } from '@mi/lib/runtime';
+import { asyncApiDocument } from './asyncapi';
 import { createLiveService } from './service';
 
 const EXIT_DEADLINE_MS = 8_000;
@@ -28,7 +29,11 @@ const server = createServer((req, res) => {
     res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ok ? 'ok' : 'unavailable' }));
     return;
   }
-  res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 404, detail: 'only /ws and /healthz live here' }));
+  if (req.method === 'GET' && path === '/asyncapi.json') {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(asyncApiDocument({ host: req.headers.host ?? 'localhost', protocol: 'wss' })));
+    return;
+  }
+  res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 404, detail: 'only /ws, /healthz and /asyncapi.json live here' }));
 });
 server.on('upgrade', (req, socket, head) => {
   if (new URL(req.url ?? '/', 'http://live').pathname === '/ws') live.handleUpgrade(req, socket, head);

@@ -1,5 +1,5 @@
 // `npm start` as a user runs it: a child process on a clean DATA_DIR reaches /healthz, answers
-// /me with a minted token and /openapi.json; a second start keeps the data.
+// /me with a minted token, /openapi.json and /asyncapi.json; a second start keeps the data.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -77,6 +77,9 @@ describe('npm start', () => {
     const auth = { authorization: `Bearer ${await mintDevToken(secrets.IDENTITY_SECRET_KEY, 'stacy')}` };
     expect((await fetch(`${first.url}/me`, { headers: auth })).status).toBe(200);
     expect((await (await fetch(`${first.url}/openapi.json`)).json()).openapi).toBe('3.1.0');
+    const asyncapi = await (await fetch(`${first.url}/asyncapi.json`)).json();
+    expect(asyncapi.asyncapi).toBe('3.0.0');
+    expect(asyncapi.servers.live.host).toBe(new URL(first.url).host);
     const created = await fetch(`${first.url}/meetings`, {
       method: 'POST',
       headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
