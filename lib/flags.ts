@@ -2,6 +2,7 @@
 // code defaults ← `feature_flags/defaults`.flags ← `feature_flags_users/{userId}`.flags,
 // cached per user for cacheTtlMs.
 import type { Firestore } from '@google-cloud/firestore';
+import { LRUCache } from 'lru-cache';
 import { createFirestore } from './coordination';
 
 export type FlagValue = boolean | number | string;
@@ -14,7 +15,7 @@ export interface FeatureFlags {
 }
 
 const DEFAULT_CACHE_TTL_MS = 30_000;
-// Bounds memory on an instance serving many users; the oldest entry goes first.
+// Bounds memory on an instance serving many users; the least recently used entry goes first.
 const MAX_CACHED_USERS = 10_000;
 
 export function createFeatureFlags(
@@ -23,7 +24,8 @@ export function createFeatureFlags(
   const owned = !('firestore' in opts);
   const db = 'firestore' in opts ? opts.firestore : createFirestore(opts);
   const ttl = opts.cacheTtlMs ?? DEFAULT_CACHE_TTL_MS;
-  const cache = new Map<string, { flags: Promise<Flags>; until: number }>();
+  // fetch() shares one read between concurrent callers; a failed read is not cached.
+  const cache = new LRUCache<string, Flags>({ max: MAX_CACHED_USERS, ttl: Math.max(1, ttl), fetchMethod: (userId) => load(userId) });
 
   const load = async (userId: string): Promise<Flags> => {
     const [defaults, user] = await db.getAll(db.doc('feature_flags/defaults'), db.collection('feature_flags_users').doc(userId));
@@ -31,19 +33,8 @@ export function createFeatureFlags(
   };
 
   return {
-    forUser(userId) {
-      const now = Date.now();
-      const hit = cache.get(userId);
-      if (hit && hit.until > now) return hit.flags;
-      cache.delete(userId);
-      if (cache.size >= MAX_CACHED_USERS) cache.delete(cache.keys().next().value!);
-      // Caching the promise lets concurrent callers share one read; a failed read is not cached.
-      const flags = load(userId);
-      cache.set(userId, { flags, until: now + ttl });
-      flags.catch(() => {
-        if (cache.get(userId)?.flags === flags) cache.delete(userId);
-      });
-      return flags;
+    async forUser(userId) {
+      return (await cache.fetch(userId))!;
     },
     async close() {
       if (owned) await db.terminate();
