@@ -1,11 +1,11 @@
 // The one factory of the REST app. The functions-framework target `api`, the local stack and
 // the tests all build the app through `createApp(deps)`.
 import { UUID_PATTERN } from '@mi/lib/async';
-import { randomUUID } from 'node:crypto';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
+import { requestId } from 'hono/request-id';
 import { DomainError } from '@mi/lib/errors';
 import { StorageUnavailableError } from '@mi/lib/storage';
 import { currentTraceHeaders, currentTraceId, withIncomingSpan } from '@mi/lib/telemetry';
@@ -61,6 +61,8 @@ export function createApp(deps: AppDeps) {
   // Hono's middleware adds its allow/expose headers for any origin; only listed ones get them.
   app.use('*', (c, next) => (origins.has(c.req.header('origin') ?? '') ? corsOfListed(c, next) : next()));
 
+  // X-Request-Id: the caller's when it sends a well-formed one, else a new uuid; echoed on the answer.
+  app.use('*', requestId());
   app.use('*', async (c, next) => {
     c.set('deps', deps);
     const clientId = c.req.header('x-client-id');
@@ -71,7 +73,7 @@ export function createApp(deps: AppDeps) {
       // Our span's context goes on to Pub/Sub attributes and outgoing calls (same trace id).
       c.set('trace', currentTraceHeaders());
       const traceId = currentTraceId();
-      c.set('log', deps.log.child({ request_id: randomUUID(), ...(traceId ? { trace_id: traceId } : {}) }));
+      c.set('log', deps.log.child({ request_id: c.var.requestId, ...(traceId ? { trace_id: traceId } : {}) }));
       const started = performance.now();
       await next();
       span.setAttribute('http.response.status_code', c.res.status);

@@ -1,4 +1,5 @@
 // The Hono environment of the REST API: what every handler can read from the context.
+import type { RequestIdVariables } from 'hono/request-id';
 import type { Authenticator } from '@mi/lib/auth';
 import type { Config } from '@mi/lib/config';
 import type { Database } from '@mi/lib/db/pool';
@@ -29,7 +30,7 @@ export interface IdempotencyClaim {
 }
 
 export type AppEnv = {
-  Variables: {
+  Variables: RequestIdVariables & {
     deps: AppDeps;
     principal: Principal;
     clientId: string | null;

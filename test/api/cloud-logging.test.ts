@@ -41,4 +41,15 @@ describe('Cloud Logging-shaped request lines', () => {
     // A request without a traceparent still gets a trace of its own (the span this service starts).
     expect(requestLine('/me')!['logging.googleapis.com/trace']).toMatch(/^projects\/log-project\/traces\/[0-9a-f]{32}$/);
   });
+
+  it("should log and answer the caller's X-Request-Id, or a new one when it sends none or a malformed one", async () => {
+    const sent = await api.request('GET', '/openapi.json', { headers: { 'x-request-id': 'app-req-1234' } });
+    expect(sent.headers.get('x-request-id')).toBe('app-req-1234');
+    const lastLine = (path: string) => lines.filter((l) => l.message === 'request' && l.path === path).at(-1);
+    expect(lastLine('/openapi.json')).toMatchObject({ request_id: 'app-req-1234' });
+    const fresh = await api.request('GET', '/healthz', { headers: { 'x-request-id': 'bad id with spaces' } });
+    const id = fresh.headers.get('x-request-id')!;
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(lastLine('/healthz')).toMatchObject({ request_id: id });
+  });
 });
