@@ -70,7 +70,8 @@ CREATE TABLE person_summary (
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX person_summary_person_id_idx ON person_summary (person_id);
+-- Lists in creation order walk (owner, created_at, id) (lib/domain/pagination.ts).
+CREATE INDEX person_summary_person_id_created_at_idx ON person_summary (person_id, created_at, id);
 CREATE INDEX person_summary_author_id_idx ON person_summary (author_id);
 
 CREATE TABLE tag (
@@ -298,7 +299,7 @@ CREATE TABLE task (
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX task_user_id_created_at_idx ON task (user_id, created_at);
+CREATE INDEX task_user_id_created_at_idx ON task (user_id, created_at, id);
 CREATE INDEX task_meeting_id_idx ON task (meeting_id);
 CREATE INDEX task_parent_task_id_idx ON task (parent_task_id);
 CREATE INDEX task_assigned_to_idx ON task (assigned_to);
@@ -315,7 +316,7 @@ CREATE TABLE sub_task (
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX sub_task_task_id_idx ON sub_task (task_id);
+CREATE INDEX sub_task_task_id_created_at_idx ON sub_task (task_id, created_at, id);
 CREATE INDEX sub_task_assigned_to_idx ON sub_task (assigned_to);
 
 -- subject_id is polymorphic (a person or a meeting), so it has no foreign key.
@@ -332,7 +333,7 @@ CREATE TABLE note (
   -- GET /search.
   content_search tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED
 );
-CREATE INDEX note_user_id_idx ON note (user_id);
+CREATE INDEX note_user_id_created_at_idx ON note (user_id, created_at, id);
 CREATE INDEX note_user_id_content_search_idx ON note USING gin (user_id, content_search);
 CREATE INDEX note_subject_type_subject_id_idx ON note (subject_type, subject_id);
 
@@ -346,7 +347,7 @@ CREATE TABLE ai_thread (
   deleted_at timestamptz,
   created_at timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX ai_thread_user_id_idx ON ai_thread (user_id);
+CREATE INDEX ai_thread_user_id_created_at_idx ON ai_thread (user_id, created_at, id);
 
 CREATE TABLE chat_message (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -358,7 +359,7 @@ CREATE TABLE chat_message (
   deleted_at timestamptz,
   created_at timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX chat_message_thread_id_created_at_idx ON chat_message (thread_id, created_at);
+CREATE INDEX chat_message_thread_id_created_at_idx ON chat_message (thread_id, created_at, id);
 
 -- ---------------------------------------------------------------------------------------
 -- Internal tables (not resources of the spec).

@@ -2,7 +2,7 @@
 // so delete is a hard delete. The subject (a person or meeting) must be the note owner's.
 import type { Queryable } from '../db/pool';
 import type { Actor } from './actor';
-import { decodeCursor, toPage, type Page } from './pagination';
+import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from './pagination';
 import { assertOwnedRefs, type Ref } from './tasks';
 
 export type SubjectType = 'PERSON' | 'MEETING';
@@ -28,7 +28,6 @@ export interface NoteInput {
 export type NotePatch = Partial<NoteInput>;
 
 const COLUMNS = 'id, user_id, content, subject_type, subject_id, tags, created_at, updated_at';
-const SORT_KEY = "date_trunc('milliseconds', created_at)";
 const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
 
 /** The ownership check of a polymorphic PERSON/MEETING reference (notes' subject, threads' context). */
@@ -66,18 +65,18 @@ export interface NoteFilter {
 
 /** The user's notes, newest first. */
 export async function listNotes(q: Queryable, userId: string, f: NoteFilter): Promise<Page<Note>> {
-  const after = decodeCursor(f.cursor, 2);
-  const { rows } = await q.query<Note>(
+  const [afterAt, afterId] = decodeCreatedCursor(f.cursor);
+  const { rows } = await q.query<Note & { page_key: string }>(
     'note.list',
-    `SELECT ${COLUMNS} FROM note
+    `SELECT ${COLUMNS}, ${createdKey()} FROM note
      WHERE user_id = $1
        AND ($2::text IS NULL OR subject_type = $2)
        AND ($3::uuid IS NULL OR subject_id = $3)
-       AND ($4::timestamptz IS NULL OR (${SORT_KEY}, id) < ($4::timestamptz, $5::uuid))
-     ORDER BY ${SORT_KEY} DESC, id DESC LIMIT $6`,
-    [userId, f.subject_type ?? null, f.subject_id ?? null, after?.[0] ?? null, after?.[1] ?? null, f.limit + 1],
+       AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::uuid))
+     ORDER BY created_at DESC, id DESC LIMIT $6`,
+    [userId, f.subject_type ?? null, f.subject_id ?? null, afterAt, afterId, f.limit + 1],
   );
-  return toPage(rows, f.limit, (n) => [n.created_at.toISOString(), n.id]);
+  return toCreatedPage(rows, f.limit);
 }
 
 /** `subject_type` and `subject_id` are patched together (the caller enforces both or neither). */

@@ -2,7 +2,7 @@
 // own, so every query is scoped through the person's owner.
 import type { Queryable } from '../db/pool';
 import type { Actor } from './actor';
-import { decodeCursor, toPage, type Page } from './pagination';
+import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from './pagination';
 
 export interface PersonSummary {
   id: string;
@@ -24,7 +24,6 @@ export interface SummaryPatch {
 
 const COLUMNS = 's.id, s.person_id, s.author_id, s.summary, s.context, s.created_at, s.updated_at';
 // Keyset on milliseconds: the cursor carries a JS Date, which has no microseconds.
-const SORT_KEY = "date_trunc('milliseconds', s.created_at)";
 const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
 
 /** Creates a summary of one of the author's people; null when the person is not theirs. */
@@ -41,15 +40,15 @@ export async function createSummary(q: Queryable, authorId: string, personId: st
 
 /** The person's summaries, newest first (the caller has checked the person is visible). */
 export async function listSummaries(q: Queryable, personId: string, f: { limit: number; cursor?: string }): Promise<Page<PersonSummary>> {
-  const after = decodeCursor(f.cursor, 2);
-  const { rows } = await q.query<PersonSummary>(
+  const [afterAt, afterId] = decodeCreatedCursor(f.cursor);
+  const { rows } = await q.query<PersonSummary & { page_key: string }>(
     'person_summary.list',
-    `SELECT ${COLUMNS} FROM person_summary s
-     WHERE s.person_id = $1 AND ($2::timestamptz IS NULL OR (${SORT_KEY}, s.id) < ($2::timestamptz, $3::uuid))
-     ORDER BY ${SORT_KEY} DESC, s.id DESC LIMIT $4`,
-    [personId, after?.[0] ?? null, after?.[1] ?? null, f.limit + 1],
+    `SELECT ${COLUMNS}, ${createdKey('s.')} FROM person_summary s
+     WHERE s.person_id = $1 AND ($2::timestamptz IS NULL OR (s.created_at, s.id) < ($2::timestamptz, $3::uuid))
+     ORDER BY s.created_at DESC, s.id DESC LIMIT $4`,
+    [personId, afterAt, afterId, f.limit + 1],
   );
-  return toPage(rows, f.limit, (s) => [s.created_at.toISOString(), s.id]);
+  return toCreatedPage(rows, f.limit);
 }
 
 export async function updateSummary(q: Queryable, actor: Actor, id: string, patch: SummaryPatch): Promise<OwnedSummary | null> {

@@ -2,7 +2,7 @@
 // (the actor's, not soft-deleted), so a hidden task hides its sub-tasks too.
 import type { Queryable } from '../db/pool';
 import type { Actor } from './actor';
-import { decodeCursor, toPage, type Page } from './pagination';
+import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from './pagination';
 import { assertOwnedRefs, type TaskStatus } from './tasks';
 
 export interface SubTask {
@@ -34,7 +34,6 @@ export type SubTaskPatch = Partial<SubTaskInput>;
 
 const COLUMNS = 's.id, s.task_id, s.content, s.status, s.assigned_to, s.due_date, s.created_at, s.updated_at';
 const PATCHABLE = ['content', 'status', 'assigned_to', 'due_date'] as const;
-const SORT_KEY = "date_trunc('milliseconds', s.created_at)";
 const VISIBLE_TASK = 't.id = s.task_id AND ($2::uuid IS NULL OR t.user_id = $2) AND t.deleted_at IS NULL';
 
 type Row = SubTask & { owner_id: string; owner_meeting_id: string | null };
@@ -64,15 +63,15 @@ export async function getSubTask(q: Queryable, actor: Actor, id: string, opts: {
 
 /** Sub-tasks of a visible task, oldest first. */
 export async function listSubTasks(q: Queryable, actor: Actor, taskId: string, f: { limit: number; cursor?: string }): Promise<Page<SubTask>> {
-  const after = decodeCursor(f.cursor, 2);
-  const { rows } = await q.query<SubTask>(
+  const [afterAt, afterId] = decodeCreatedCursor(f.cursor);
+  const { rows } = await q.query<SubTask & { page_key: string }>(
     'sub_task.list',
-    `SELECT ${COLUMNS} FROM sub_task s JOIN task t ON ${VISIBLE_TASK}
-     WHERE s.task_id = $1 AND ($3::timestamptz IS NULL OR (${SORT_KEY}, s.id) > ($3::timestamptz, $4::uuid))
-     ORDER BY ${SORT_KEY}, s.id LIMIT $5`,
-    [taskId, actor.userId, after?.[0] ?? null, after?.[1] ?? null, f.limit + 1],
+    `SELECT ${COLUMNS}, ${createdKey('s.')} FROM sub_task s JOIN task t ON ${VISIBLE_TASK}
+     WHERE s.task_id = $1 AND ($3::timestamptz IS NULL OR (s.created_at, s.id) > ($3::timestamptz, $4::uuid))
+     ORDER BY s.created_at, s.id LIMIT $5`,
+    [taskId, actor.userId, afterAt, afterId, f.limit + 1],
   );
-  return toPage(rows, f.limit, (s) => [s.created_at.toISOString(), s.id]);
+  return toCreatedPage(rows, f.limit);
 }
 
 export async function updateSubTask(q: Queryable, actor: Actor, id: string, patch: SubTaskPatch): Promise<OwnedSubTask | null> {

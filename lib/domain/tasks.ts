@@ -3,7 +3,7 @@
 import type { Queryable } from '../db/pool';
 import { unprocessable, type FieldError } from '../errors';
 import type { Actor } from './actor';
-import { decodeCursor, toPage, type Page } from './pagination';
+import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from './pagination';
 
 export type TaskStatus = 'pending' | 'completed';
 export type TaskSource = 'user' | 'system';
@@ -38,7 +38,6 @@ const COLUMNS = 'id, user_id, content, status, source, due_date, assigned_to, me
 const PATCHABLE = ['content', 'status', 'due_date', 'assigned_to', 'meeting_id', 'parent_task_id'] as const;
 // Keyset on millisecond precision: the cursor is built from the JSON timestamp (ms), so the
 // sort key must be exactly what the cursor can express, or rows inside one millisecond are skipped.
-const SORT_KEY = "date_trunc('milliseconds', created_at)";
 
 export type RefKind = 'person' | 'meeting' | 'task';
 export interface Ref {
@@ -104,21 +103,21 @@ export interface TaskFilter {
 
 /** The user's live tasks, newest first. */
 export async function listTasks(q: Queryable, userId: string, f: TaskFilter): Promise<Page<Task>> {
-  const after = decodeCursor(f.cursor, 2);
-  const { rows } = await q.query<Task>(
+  const [afterAt, afterId] = decodeCreatedCursor(f.cursor);
+  const { rows } = await q.query<Task & { page_key: string }>(
     'task.list',
-    `SELECT ${COLUMNS} FROM task
+    `SELECT ${COLUMNS}, ${createdKey()} FROM task
      WHERE user_id = $1 AND deleted_at IS NULL
        AND ($2::uuid IS NULL OR meeting_id = $2)
        AND ($3::text IS NULL OR status = $3)
        AND ($4::uuid IS NULL OR assigned_to = $4)
        AND ($5::task_source IS NULL OR source = $5)
        AND ($6::uuid IS NULL OR parent_task_id = $6)
-       AND ($7::timestamptz IS NULL OR (${SORT_KEY}, id) < ($7::timestamptz, $8::uuid))
-     ORDER BY ${SORT_KEY} DESC, id DESC LIMIT $9`,
-    [userId, f.meeting_id ?? null, f.status ?? null, f.assigned_to ?? null, f.source ?? null, f.parent_task_id ?? null, after?.[0] ?? null, after?.[1] ?? null, f.limit + 1],
+       AND ($7::timestamptz IS NULL OR (created_at, id) < ($7::timestamptz, $8::uuid))
+     ORDER BY created_at DESC, id DESC LIMIT $9`,
+    [userId, f.meeting_id ?? null, f.status ?? null, f.assigned_to ?? null, f.source ?? null, f.parent_task_id ?? null, afterAt, afterId, f.limit + 1],
   );
-  return toPage(rows, f.limit, (t) => [t.created_at.toISOString(), t.id]);
+  return toCreatedPage(rows, f.limit);
 }
 
 /** Refuses a parent that is the task itself or one of its descendants (422). */

@@ -1,11 +1,9 @@
 // AI threads and their chat messages: every query tenant-scoped through the Actor (messages
 // through their thread); soft-deleted threads hide their messages, soft-deleted rows are hidden.
-import { UUID_PATTERN } from '../async';
 import type { Queryable } from '../db/pool';
-import { DomainError } from '../errors';
 import type { Actor } from './actor';
 import { subjectRef, type SubjectType } from './notes';
-import { decodeCursor, toPage, type Page } from './pagination';
+import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from './pagination';
 import { assertOwnedRefs } from './tasks';
 
 export type ContextType = SubjectType;
@@ -70,18 +68,18 @@ export interface ThreadFilter {
 
 /** The user's live threads, newest first. */
 export async function listThreads(q: Queryable, userId: string, f: ThreadFilter): Promise<Page<AiThread>> {
-  const after = decodeCursor(f.cursor, 2);
-  const { rows } = await q.query<AiThread>(
+  const [afterAt, afterId] = decodeCreatedCursor(f.cursor);
+  const { rows } = await q.query<AiThread & { page_key: string }>(
     'ai_thread.list',
-    `SELECT ${THREAD_COLUMNS} FROM ai_thread
+    `SELECT ${THREAD_COLUMNS}, ${createdKey()} FROM ai_thread
      WHERE user_id = $1 AND deleted_at IS NULL
        AND ($2::text IS NULL OR context_type = $2)
        AND ($3::uuid IS NULL OR context_id = $3)
-       AND ($4::timestamptz IS NULL OR (date_trunc('milliseconds', created_at), id) < ($4::timestamptz, $5::uuid))
-     ORDER BY date_trunc('milliseconds', created_at) DESC, id DESC LIMIT $6`,
-    [userId, f.context_type ?? null, f.context_id ?? null, after?.[0] ?? null, after?.[1] ?? null, f.limit + 1],
+       AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::uuid))
+     ORDER BY created_at DESC, id DESC LIMIT $6`,
+    [userId, f.context_type ?? null, f.context_id ?? null, afterAt, afterId, f.limit + 1],
   );
-  return toPage(rows, f.limit, (t) => [t.created_at.toISOString(), t.id]);
+  return toCreatedPage(rows, f.limit);
 }
 
 export async function softDeleteThread(q: Queryable, actor: Actor, id: string): Promise<AiThread | null> {
@@ -110,20 +108,17 @@ export async function addMessage(q: Queryable, threadId: string, input: MessageI
 
 /** Live messages of a visible thread, oldest first (exact creation order). */
 export async function listMessages(q: Queryable, actor: Actor, threadId: string, f: { limit: number; cursor?: string }): Promise<Page<ChatMessage>> {
-  // The cursor is the last message's id: its stored created_at keeps microsecond order, which a
-  // JSON timestamp (milliseconds) would lose. Messages are never hard-deleted on their own.
-  const after = decodeCursor(f.cursor, 1)?.[0];
-  if (after !== undefined && !UUID_PATTERN.test(String(after))) throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
-  const { rows } = await q.query<ChatMessage>(
+  const [afterAt, afterId] = decodeCreatedCursor(f.cursor);
+  const { rows } = await q.query<ChatMessage & { page_key: string }>(
     'chat_message.list',
-    `SELECT ${MESSAGE_COLUMNS} FROM chat_message m
+    `SELECT ${MESSAGE_COLUMNS}, ${createdKey('m.')} FROM chat_message m
      JOIN ai_thread t ON t.id = m.thread_id AND ($2::uuid IS NULL OR t.user_id = $2) AND t.deleted_at IS NULL
      WHERE m.thread_id = $1 AND m.deleted_at IS NULL
-       AND ($3::uuid IS NULL OR (m.created_at, m.id) > (SELECT c.created_at, c.id FROM chat_message c WHERE c.id = $3 AND c.thread_id = $1))
-     ORDER BY m.created_at, m.id LIMIT $4`,
-    [threadId, actor.userId, after ?? null, f.limit + 1],
+       AND ($3::timestamptz IS NULL OR (m.created_at, m.id) > ($3::timestamptz, $4::uuid))
+     ORDER BY m.created_at, m.id LIMIT $5`,
+    [threadId, actor.userId, afterAt, afterId, f.limit + 1],
   );
-  return toPage(rows, f.limit, (m) => [m.id]);
+  return toCreatedPage(rows, f.limit);
 }
 
 export async function softDeleteMessage(q: Queryable, actor: Actor, threadId: string, id: string): Promise<ChatMessage | null> {
