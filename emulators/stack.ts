@@ -147,7 +147,7 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     // The local stack's front door is the developer console.
     app.get('/', (c) => c.redirect('/console', 302));
     // The live service's AsyncAPI document, beside the REST API's /openapi.json.
-    app.get('/asyncapi.json', (c) => c.json(asyncApiDocument({ host: new URL(url).host, protocol: 'ws' })));
+    app.get('/asyncapi.json', (c) => c.json(asyncApiDocument({ host: c.req.header('host') ?? new URL(url).host, protocol: 'ws' })));
     // Requests go to the app from here on (the fake ML calls it back while starting); /healthz
     // says 200 only once everything is up.
     const appListener = getRequestListener(app.fetch);
