@@ -302,6 +302,20 @@ describe('developer console in Chromium', () => {
     await shot('10-narrow');
     await page.setViewportSize({ width: 1440, height: 1000 });
 
+    // Back and forward between two meetings: each reopens the one its URL names.
+    await page.fill('#new-meeting-title', 'E2E notes');
+    await page.selectOption('#new-meeting-type', 'text');
+    await page.click('#create-meeting');
+    await expect.poll(() => page.textContent('#meeting-title')).toBe('E2E notes');
+    const notesId = (await page.getAttribute('.meeting', 'data-id'))!;
+    expect(new URL(page.url()).hash).toBe(`#/meetings/${notesId}`);
+    expect(await page.textContent('#audio-info')).toContain('no audio'); // and asked for none
+    await page.goBack();
+    await expect.poll(() => page.getAttribute('.meeting', 'data-id')).toBe(meetingId);
+    await expect.poll(() => page.getAttribute('.meeting-item.selected', 'data-id')).toBe(meetingId);
+    await page.goForward();
+    await expect.poll(() => page.getAttribute('.meeting', 'data-id')).toBe(notesId);
+
     // The REST view agrees with the page.
     const rec = await (await fetch(`${stack.url}/meetings/${meetingId}/recording`, { headers: { authorization: `Bearer ${token}` } })).json();
     expect(rec).toMatchObject({ state: 'finalized', missing_ranges: [], highest_contiguous_sequence: final.captured - 1 });

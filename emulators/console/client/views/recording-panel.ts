@@ -24,6 +24,7 @@ export class RecordingPanel {
   private readonly message = h('p', { id: 'rec-message', class: 'error' });
   private timer: ReturnType<typeof setTimeout> | null = null;
   private dirty = false;
+  private takeSeen = false;
 
   constructor(
     private readonly api: Api,
@@ -94,7 +95,9 @@ export class RecordingPanel {
     try {
       // GET /recording answers 404 until the first take starts: ask whether one exists first, so
       // the page makes no request that is bound to fail (the browser logs each as an error).
-      if ((await this.api.takes(this.meetingId)).items.length) state = await this.api.recording(this.meetingId);
+      // Takes are never removed from a live meeting: once one was seen, the question is settled.
+      this.takeSeen ||= (await this.api.takes(this.meetingId)).items.length > 0;
+      if (this.takeSeen) state = await this.api.recording(this.meetingId);
     } catch (err) {
       return fill(this.server, ...stat('error', errText(err), 'server-error'));
     }
