@@ -6,6 +6,8 @@ export interface PageSettings {
   appEnv: string;
   /** RECORDING_MAX_CHUNK_BYTES: gap uploads are split below it. */
   maxChunkBytes: number;
+  /** ML_TASK_CADENCE_SEGMENTS: the ML service proposes tasks every this many final segments. */
+  taskCadenceSegments: number;
 }
 
 const escapeJson = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
@@ -16,6 +18,7 @@ export function renderPage(settings: PageSettings): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <title>Meeting Intelligence · developer console</title>
 <link rel="stylesheet" href="/console/app.css">
 <script type="application/json" id="console-settings">${escapeJson(settings)}</script>

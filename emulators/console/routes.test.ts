@@ -7,7 +7,7 @@ const SECRET = 'console-test-identity-secret-0123456789';
 
 function appFor(env: ConsoleConfig['APP_ENV']) {
   const app = new Hono();
-  registerConsole(app, { APP_ENV: env, IDENTITY_SECRET_KEY: SECRET, RECORDING_MAX_CHUNK_BYTES: 1_048_576 });
+  registerConsole(app, { APP_ENV: env, IDENTITY_SECRET_KEY: SECRET, RECORDING_MAX_CHUNK_BYTES: 1_048_576, ML_TASK_CADENCE_SEGMENTS: 12 });
   return app;
 }
 
@@ -21,6 +21,7 @@ describe('console routes', () => {
     const html = await page.text();
     expect(html).toContain('<script type="module" src="/console/app.js">');
     expect(html).toContain('"devMint":true');
+    expect(html).toContain('"taskCadenceSegments":12');
     for (const [path, type, marker] of [
       ['/console/app.js', 'text/javascript', 'StartRecordingCommand'],
       ['/console/app.css', 'text/css', '.segment'],

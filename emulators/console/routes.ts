@@ -21,12 +21,12 @@ function asset(c: Context, body: string, type: string): Response {
   return c.body(body, 200, { 'Content-Type': type, 'Cache-Control': 'no-store' });
 }
 
-export type ConsoleConfig = Pick<Config, 'APP_ENV' | 'IDENTITY_SECRET_KEY' | 'RECORDING_MAX_CHUNK_BYTES'>;
+export type ConsoleConfig = Pick<Config, 'APP_ENV' | 'IDENTITY_SECRET_KEY' | 'RECORDING_MAX_CHUNK_BYTES' | 'ML_TASK_CADENCE_SEGMENTS'>;
 
 // Any Hono app: the API's OpenAPIHono or a plain one.
 export function registerConsole(app: Hono<any, any, any>, config: ConsoleConfig): void {
   const devMint = config.APP_ENV === 'development' && !!config.IDENTITY_SECRET_KEY;
-  const html = renderPage({ devMint, appEnv: config.APP_ENV, maxChunkBytes: config.RECORDING_MAX_CHUNK_BYTES });
+  const html = renderPage({ devMint, appEnv: config.APP_ENV, maxChunkBytes: config.RECORDING_MAX_CHUNK_BYTES, taskCadenceSegments: config.ML_TASK_CADENCE_SEGMENTS });
 
   app.get('/console', (c) => c.html(html, 200, { 'Cache-Control': 'no-store' }));
   app.get('/console/', (c) => c.redirect('/console'));

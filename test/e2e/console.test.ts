@@ -3,8 +3,11 @@
 // transcript segments and insights appear (fake ML), the socket is dropped once mid-way and
 // the take resumes without losing a frame, a few frames "lost on the wire" come back as a gap
 // upload after the stop, the take is finalized, and the finished audio plays; a speaker label is
-// assigned, the person's voice samples shown, and the label unassigned again. Screenshots of each state go to test-artifacts/e2e/ (UPDATE_SCREENSHOTS=1 also
-// refreshes the committed copies in docs/screenshots/).
+// assigned, the person's voice samples shown, and the label unassigned again; naming a new person
+// like an existing one (409) offers that person instead. The open meeting is in the URL (back,
+// forward and reload keep it), the tasks panel says when tasks come, the layout holds at 375 px,
+// and the page makes no failed request on the way. Screenshots of each state go to
+// test-artifacts/e2e/ (UPDATE_SCREENSHOTS=1 also refreshes the committed copies in docs/screenshots/).
 import { randomUUID } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
@@ -42,6 +45,9 @@ let page: Page;
 let dir: string;
 const shots: string[] = [];
 const pageLog: string[] = [];
+/** Every request of the page that failed: a 4xx/5xx answer or no answer at all. */
+const failedRequests: string[] = [];
+const pathOf = (url: string) => new URL(url).pathname;
 
 async function shot(name: string) {
   const file = path.join(ARTIFACTS, `${name}.png`);
@@ -130,6 +136,10 @@ beforeAll(async () => {
   page = await context.newPage();
   page.on('console', (m) => pageLog.push(`[${m.type()}] ${m.text()}`));
   page.on('pageerror', (e) => pageLog.push(`[pageerror] ${e.message}`));
+  page.on('response', (r) => {
+    if (r.status() >= 400) failedRequests.push(`${r.request().method()} ${pathOf(r.url())} ${r.status()}`);
+  });
+  page.on('requestfailed', (r) => failedRequests.push(`${r.method()} ${pathOf(r.url())} ${r.failure()?.errorText ?? 'failed'}`));
 }, 120_000);
 
 afterAll(async () => {
@@ -160,11 +170,30 @@ describe('developer console in Chromium', () => {
     await page.click('#create-meeting');
     await expect.poll(() => page.textContent('#meeting-title')).toBe('E2E live recording');
     const meetingId = (await page.getAttribute('.meeting', 'data-id'))!;
+    // Not recording: the tasks panel says nothing of when tasks come.
+    expect(await page.locator('#tasks-hint').count()).toBe(0);
     await shot('02-meeting-created');
+
+    // The open meeting is in the URL: back closes it, forward and a reload reopen it.
+    expect(new URL(page.url()).hash).toBe(`#/meetings/${meetingId}`);
+    await page.goBack();
+    await expect.poll(() => page.locator('.meeting').count()).toBe(0);
+    expect(await page.textContent('#meeting-pane')).toContain('Open or create a meeting.');
+    await page.goForward();
+    await expect.poll(() => page.getAttribute('.meeting', 'data-id')).toBe(meetingId);
+    // The open has finished its requests (the audio pane asks last): the reload cuts none.
+    await page.waitForFunction(() => document.querySelector('#audio-info')?.textContent?.startsWith('No audio yet'));
+    await page.reload();
+    await expect.poll(() => page.textContent('#meeting-title')).toBe('E2E live recording');
+    expect(await page.getAttribute('.meeting', 'data-id')).toBe(meetingId);
+    expect(await page.getAttribute('.meeting-item.selected', 'data-id')).toBe(meetingId);
+    await page.waitForSelector('#conn-state.ready');
 
     // Record from the fake microphone; transcript segments arrive while recording.
     await page.click('#record-start');
     await until('recording', snapshot, (s) => s.phase === 'recording' && s.captured > 0, 20_000);
+    // No task yet while recording: the panel says when they come (ML_TASK_CADENCE_SEGMENTS=3 here).
+    expect(await page.textContent('#tasks-hint')).toContain('after every 3 final transcript segments');
     await until('first transcript segment', () => page.locator('.segment:not(.interim)').count(), (n) => n >= 1, 20_000);
     await until(`${DROP_AT_FRAMES} frames`, snapshot, (s) => s.captured >= DROP_AT_FRAMES, 20_000);
     await shot('03-recording');
@@ -210,6 +239,7 @@ describe('developer console in Chromium', () => {
     expect(await page.locator('.segment:not(.interim)').count()).toBeGreaterThanOrEqual(4);
     await page.waitForSelector('#talking-points .talking-point');
     await page.waitForSelector('#tasks .task');
+    expect(await page.locator('#tasks-hint').count()).toBe(0);
     await shot('05-finalized-playing');
 
     // Assign SPEAKER_0 to a new person: the transcript shows the name.
@@ -244,8 +274,54 @@ describe('developer console in Chromium', () => {
     expect(await rest(`/people/${ada}/voice-samples`)).toEqual({ items: [], next_cursor: null });
     expect(await rest(`/people/${ada}`)).toMatchObject({ voice_model_status: 'untrained', voice_vector: null });
 
+    // A new person named like an existing one: the server answers 409 and the page offers the
+    // existing Ada instead of a constraint message; using her assigns the label to her.
+    await page.fill('.speaker-new-name[data-label="SPEAKER_0"]', 'Ada');
+    await page.click('.speaker-assign[data-label="SPEAKER_0"]');
+    await page.waitForSelector('.speaker-use-existing[data-label="SPEAKER_0"]');
+    expect(await page.textContent('#speaker-message')).toContain('A person named “Ada” already exists');
+    await shot('09-use-existing-person');
+    await page.click('.speaker-use-existing[data-label="SPEAKER_0"]');
+    await expect.poll(() => page.textContent('.speaker[data-label="SPEAKER_0"] .speaker-current')).toContain('Ada');
+    expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items).toMatchObject([{ speaker_label: 'SPEAKER_0', person_id: ada }]);
+    expect((await rest('/people?q=Ada')).items).toHaveLength(1);
+
+    // A reload of the finished meeting: it reopens with its transcript and playable audio.
+    await page.reload();
+    await expect.poll(() => page.getAttribute('.meeting', 'data-id')).toBe(meetingId);
+    await page.waitForFunction(() => (document.querySelector('#audio') as HTMLAudioElement).readyState >= 2, undefined, { timeout: 20_000 });
+    await expect.poll(() => page.locator('.segment .speaker', { hasText: 'Ada' }).count()).toBeGreaterThanOrEqual(1);
+    await page.waitForSelector('#conn-state.ready');
+
+    // A phone-sized window: one column, nothing wider than the viewport.
+    await page.setViewportSize({ width: 375, height: 800 });
+    await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    const list = (await page.locator('.meetings-card').boundingBox())!;
+    const pane = (await page.locator('#meeting-pane').boundingBox())!;
+    expect(pane.y).toBeGreaterThanOrEqual(list.y + list.height); // the meeting below the list, not beside it
+    await shot('10-narrow');
+    await page.setViewportSize({ width: 1440, height: 1000 });
+
+    // Back and forward between two meetings: each reopens the one its URL names.
+    await page.fill('#new-meeting-title', 'E2E notes');
+    await page.selectOption('#new-meeting-type', 'text');
+    await page.click('#create-meeting');
+    await expect.poll(() => page.textContent('#meeting-title')).toBe('E2E notes');
+    const notesId = (await page.getAttribute('.meeting', 'data-id'))!;
+    expect(new URL(page.url()).hash).toBe(`#/meetings/${notesId}`);
+    expect(await page.textContent('#audio-info')).toContain('no audio'); // and asked for none
+    await page.goBack();
+    await expect.poll(() => page.getAttribute('.meeting', 'data-id')).toBe(meetingId);
+    await expect.poll(() => page.getAttribute('.meeting-item.selected', 'data-id')).toBe(meetingId);
+    await page.goForward();
+    await expect.poll(() => page.getAttribute('.meeting', 'data-id')).toBe(notesId);
+
     // The REST view agrees with the page.
     const rec = await (await fetch(`${stack.url}/meetings/${meetingId}/recording`, { headers: { authorization: `Bearer ${token}` } })).json();
     expect(rec).toMatchObject({ state: 'finalized', missing_ranges: [], highest_contiguous_sequence: final.captured - 1 });
+
+    // The whole way, the page's only failed request is the 409 it was meant to get: nothing
+    // polled for audio or a recording that did not exist yet.
+    expect(failedRequests).toEqual(['POST /people 409']);
   }, 240_000);
 });

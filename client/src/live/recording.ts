@@ -52,7 +52,7 @@ export interface LiveRecordingOptions {
   encoding?: StartRecordingCommand['encoding'];
   sampleRate?: number;
   onChange?(snapshot: RecordingSnapshot): void;
-  /** Poll for the finalized audio after the stop (default); false ends at 'finalizing'. */
+  /** Poll the take's state after the stop until the sweep finalizes it (default); false ends at 'finalizing'. */
   awaitFinalize?: boolean;
   finalizePollMs?: number;
   finalizeLimitMs?: number;
@@ -255,8 +255,10 @@ export class LiveRecording {
     }
   }
 
-  private async recordingState() {
-    return ok(await this.opts.rest.GET('/meetings/{id}/recording', { params: { path: { id: this.s.meetingId! } } }));
+  /** The latest take, or the one of `audio_version`. */
+  private async recordingState(audio_version?: number) {
+    const query = audio_version === undefined ? {} : { audio_version };
+    return ok(await this.opts.rest.GET('/meetings/{id}/recording', { params: { path: { id: this.s.meetingId! }, query } }));
   }
 
   private async afterStop(missing: Range[], tailAfter?: number) {
@@ -293,17 +295,16 @@ export class LiveRecording {
     const until = Date.now() + (this.opts.finalizeLimitMs ?? 10 * 60_000);
     while (Date.now() < until) {
       try {
-        const r = await this.opts.rest.GET('/meetings/{id}/audio-url', { params: { path: { id: this.s.meetingId! } } });
-        if (r.response.ok) {
+        // This take's state, not the audio link: GET /audio-url answers 404 until the sweep has
+        // finalized the take, and in a browser every such answer is a logged failed request.
+        const rec = await this.recordingState(this.s.audioVersion ?? undefined);
+        if (rec.state === 'finalized') {
           this.store = new FrameStore();
-          const rec = await this.recordingState();
           this.set({ phase: 'finalized', highestContiguous: rec.highest_contiguous_sequence, framesStored: rec.frames_stored, missingRanges: toRanges(rec.missing_ranges) });
           return this.ended.resolve(this.s);
         }
-        // 404 until the sweep finalized the take.
-        if (r.response.status !== 404) this.set({ error: `audio link: ${r.response.status}` });
       } catch (err) {
-        this.set({ error: `audio link: ${String(err)}` });
+        this.set({ error: `recording state: ${String(err)}` });
       }
       await sleep(this.opts.finalizePollMs ?? 1_000);
     }

@@ -27,6 +27,11 @@ export class Api {
   talkingPoints = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/talking-points', { params: { path: { id: meetingId }, query: { limit: 200 } } }));
   tasks = async (meetingId: string) => ok(await this.rest.GET('/tasks', { params: { query: { meeting_id: meetingId, limit: 200 } } }));
   people = async () => ok(await this.rest.GET('/people', { params: { query: { limit: 200 } } }));
+  /** The person with exactly this display_name (unique per user), found through the list's q filter. */
+  personNamed = async (name: string) => {
+    const { items } = ok(await this.rest.GET('/people', { params: { query: { q: name, limit: 200 } } }));
+    return items.find((p) => p.display_name === name) ?? null;
+  };
   createPerson = async (display_name: string) => ok(await this.rest.POST('/people', { body: { display_name } }));
   assignSpeaker = async (meetingId: string, speaker_label: string, person_id: string) =>
     ok(await this.rest.POST('/meetings/{id}/speaker-labels', { params: { path: { id: meetingId } }, body: { speaker_label, person_id } }));
@@ -37,8 +42,11 @@ export class Api {
     const state = ok(await this.rest.GET('/meetings/{id}/recording', { params: { path: { id: meetingId } } }));
     return { ...state, missing_ranges: toRanges(state.missing_ranges) };
   };
+  /** The takes, oldest first; the first page is enough for a console (200 takes). */
+  takes = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/recording/takes', { params: { path: { id: meetingId }, query: { limit: 200 } } }));
   recordingEvents = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/recording/events', { params: { path: { id: meetingId }, query: { limit: 100 } } }));
-  audioUrl = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/audio-url', { params: { path: { id: meetingId } } }));
+  audioUrl = async (meetingId: string, audio_version?: number) =>
+    ok(await this.rest.GET('/meetings/{id}/audio-url', { params: { path: { id: meetingId }, query: audio_version === undefined ? {} : { audio_version } } }));
 }
 
 /** POST /console/dev-token (served only with APP_ENV=development; not part of the REST API). */

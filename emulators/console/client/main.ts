@@ -15,6 +15,8 @@ interface Settings {
   devMint: boolean;
   appEnv: string;
   maxChunkBytes: number;
+  /** ML_TASK_CADENCE_SEGMENTS: the tasks panel says when tasks arrive. */
+  taskCadenceSegments: number;
 }
 
 const TOKEN_KEY = 'mi-console-token';
@@ -76,16 +78,30 @@ function start(api: Api, token: string, clientId: string, username: string) {
     onFinalized: (id) => void (view?.meetingId === id && view.recordingFinalized()),
   });
 
-  const meetings = new MeetingsList(api, async (id) => {
+  // The open meeting lives in the URL (#/meetings/<id>): a reload reopens it, back/forward
+  // move between meetings. The hash is the one source of truth; hashchange opens what it names.
+  let opening = 0;
+  const open = async (id: string | null) => {
+    const mine = ++opening; // a later navigation wins over a slower earlier one
     view?.close();
+    view = null;
+    meetings.mark(id);
+    if (!id) return fill(main, h('section', { class: 'card muted' }, 'Open or create a meeting.'));
     try {
-      view = new MeetingView(api, await api.getMeeting(id), session, () => socket.drop());
+      const meeting = await api.getMeeting(id);
+      if (mine !== opening) return;
+      view = new MeetingView(api, meeting, session, () => socket.drop(), settings.taskCadenceSegments);
       fill(main, view.el);
       await view.load();
     } catch (err) {
-      fill(main, h('section', { class: 'card error' }, errText(err)));
+      if (mine === opening) fill(main, h('section', { class: 'card error' }, errText(err)));
     }
+  };
+  const meetings = new MeetingsList(api, (id) => {
+    if (location.hash === meetingHash(id)) void open(id);
+    else location.hash = meetingHash(id);
   });
+  addEventListener('hashchange', () => void open(meetingInHash()));
 
   const signOut = h('button', {
     id: 'sign-out',
@@ -103,6 +119,7 @@ function start(api: Api, token: string, clientId: string, username: string) {
   );
   socket.connect();
   void meetings.load(false);
+  void open(meetingInHash());
 
   window.miConsole = {
     dropSocket: () => socket.drop(),
@@ -110,6 +127,13 @@ function start(api: Api, token: string, clientId: string, username: string) {
     socketStatus: () => socket.status,
     recording: () => session.snapshot,
   };
+}
+
+const meetingHash = (id: string) => `#/meetings/${id}`;
+/** The meeting the URL names; anything but a UUID is ignored (it could only answer 404/422). */
+function meetingInHash(): string | null {
+  const m = /^#\/meetings\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i.exec(location.hash);
+  return m ? m[1] : null;
 }
 
 function showStatus(el: HTMLElement, s: ConnectionStatus) {

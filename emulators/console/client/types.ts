@@ -14,6 +14,7 @@ export type TalkingPoint = Item<'talkingPoints'>;
 export type Task = Item<'tasks'>;
 export type Person = Item<'people'>;
 export type RecordingState = Answer<'recording'>;
+export type Take = Item<'takes'>;
 export type RecordingEvent = Item<'recordingEvents'>;
 export type VoiceSample = Item<'voiceSamples'>;
 export type Range = [number, number];

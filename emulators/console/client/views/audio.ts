@@ -1,7 +1,13 @@
 // Playback of the finished take: GET /meetings/{id}/audio-url, the signed object-storage link
-// first, the per-user signed proxy link if the first does not load.
-import { ApiProblem, type Api } from '../api';
+// first, the per-user signed proxy link if the first does not load. A recording's audio exists
+// only once a take is finalized, so the takes are asked first and the link only for such a take:
+// the page never requests a link that is bound to 404 (each would be a red line in the browser).
+import type { Api } from '../api';
+import type { Meeting, Take } from '../types';
 import { errText, fmtTime, h } from './dom';
+
+/** The newest finalized take that stored audio (a take finalized with no frame has none). */
+export const playableTake = (takes: Take[]) => takes.filter((t) => t.state === 'finalized' && t.frames_stored > 0).at(-1) ?? null;
 
 export class AudioPane {
   readonly el: HTMLElement;
@@ -11,9 +17,9 @@ export class AudioPane {
 
   constructor(
     private readonly api: Api,
-    private readonly meetingId: string,
+    private readonly meeting: Pick<Meeting, 'id' | 'source_type'>,
   ) {
-    const load = h('button', { id: 'audio-load', onclick: () => this.load() }, 'Load audio');
+    const load = h('button', { id: 'audio-load', onclick: () => this.load(true) }, 'Load audio');
     this.audio.addEventListener('error', () => {
       if (!this.fallback) return void (this.info.textContent = 'the audio did not load');
       this.info.textContent = 'signed storage link failed; playing through the proxy link';
@@ -24,16 +30,27 @@ export class AudioPane {
     this.el = h('section', { class: 'card' }, h('h3', {}, 'Audio'), h('div', { class: 'row' }, load), this.audio, this.info);
   }
 
-  /** Loads the link; quiet when the meeting has no audio yet. */
-  async load(): Promise<void> {
+  /**
+   * Loads the link when there is audio. A recording has audio once a take is finalized; an
+   * upload's file cannot be known without asking, so it is asked only on the button (`asked`).
+   */
+  async load(asked = false): Promise<void> {
     try {
-      const link = await this.api.audioUrl(this.meetingId);
+      let version: number | undefined;
+      if (this.meeting.source_type === 'recording') {
+        const take = playableTake((await this.api.takes(this.meeting.id)).items);
+        if (!take) return void (this.info.textContent = 'No audio yet (a recording has audio once a take is finalized).');
+        version = take.audio_version;
+      } else if (this.meeting.source_type !== 'upload' || !asked) {
+        return void (this.info.textContent = this.meeting.source_type === 'upload' ? 'Press Load audio for the uploaded file.' : `A ${this.meeting.source_type} meeting has no audio.`);
+      }
+      const link = await this.api.audioUrl(this.meeting.id, version);
       this.fallback = link.proxy_url ?? null;
-      this.info.dataset.expires = `link valid until ${fmtTime(link.expires_at)}`;
+      this.info.dataset.expires = `${version === undefined ? '' : `take ${version} · `}link valid until ${fmtTime(link.expires_at)}`;
       this.info.textContent = 'loading…';
       this.audio.src = link.url;
     } catch (err) {
-      this.info.textContent = err instanceof ApiProblem && err.status === 404 ? 'No audio yet (a recording has audio once it is finalized).' : errText(err);
+      this.info.textContent = errText(err);
     }
   }
 }

@@ -16,7 +16,7 @@ export class MeetingView {
   readonly el: HTMLElement;
   private readonly header = h('div', { id: 'meeting-header' });
   private readonly transcript = new TranscriptPane();
-  private readonly insights = new InsightsPane();
+  private readonly insights: InsightsPane;
   private readonly speakers: SpeakersPane;
   private readonly audio: AudioPane;
   private readonly recording: RecordingPanel | null = null;
@@ -30,10 +30,12 @@ export class MeetingView {
     private meeting: Meeting,
     private readonly session: RecordingSession,
     dropSocket: () => void,
+    taskCadenceSegments: number,
   ) {
     const meetingId = (this.meetingId = meeting.id);
+    this.insights = new InsightsPane(taskCadenceSegments);
     this.speakers = new SpeakersPane(api, meetingId, () => this.reloadAfterAssign());
-    this.audio = new AudioPane(api, meetingId);
+    this.audio = new AudioPane(api, meeting);
     if (meeting.source_type === 'recording') this.recording = new RecordingPanel(api, meetingId, session, dropSocket);
     this.el = h(
       'div',
@@ -46,6 +48,7 @@ export class MeetingView {
       if (this.session.active && this.session.snapshot.meetingId === meetingId) void this.recording?.refreshServer();
     }, SERVER_REFRESH_MS);
     this.renderHeader();
+    this.recordingChanged();
   }
 
   async load(): Promise<void> {
@@ -76,6 +79,8 @@ export class MeetingView {
   /** The recording session changed (possibly for another meeting). */
   recordingChanged() {
     this.recording?.update();
+    const s = this.session.snapshot;
+    this.insights.setRecording(s.meetingId === this.meetingId && ['starting', 'recording', 'resuming'].includes(s.phase));
   }
 
   async recordingFinalized() {

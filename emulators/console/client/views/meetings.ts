@@ -57,9 +57,13 @@ export class MeetingsList {
   }
 
   select(id: string): void {
+    this.onOpen(id);
+  }
+
+  /** Highlights the open meeting (null: none). */
+  mark(id: string | null): void {
     this.selected = id;
     this.render();
-    this.onOpen(id);
   }
 
   private render() {

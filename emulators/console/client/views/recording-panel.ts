@@ -3,7 +3,6 @@
 // (frames captured, held until durable, resumes, gap uploads) and what the server reports
 // (GET /meetings/{id}/recording and the recording event history, newest first).
 import type { Api } from '../api';
-import { ApiProblem } from '../api';
 import { FRAME_MS, rangeFrames } from '@mi/client';
 import type { RecordingSession, RecordingSnapshot } from '../recording';
 import type { RecordingEvent, RecordingState } from '../types';
@@ -25,6 +24,7 @@ export class RecordingPanel {
   private readonly message = h('p', { id: 'rec-message', class: 'error' });
   private timer: ReturnType<typeof setTimeout> | null = null;
   private dirty = false;
+  private takeSeen = false;
 
   constructor(
     private readonly api: Api,
@@ -43,7 +43,7 @@ export class RecordingPanel {
       this.message,
       h('div', { class: 'columns' }, h('div', {}, h('h4', {}, 'This tab'), this.local), h('div', {}, h('h4', {}, 'Server'), this.server)),
       h('h4', {}, 'Recording events'),
-      h('table', { class: 'events' }, h('thead', {}, h('tr', {}, h('th', {}, 'time'), h('th', {}, 'event'), h('th', {}, 'payload'))), this.events),
+      h('div', { class: 'table-scroll' }, h('table', { class: 'events' }, h('thead', {}, h('tr', {}, h('th', {}, 'time'), h('th', {}, 'event'), h('th', {}, 'payload'))), this.events)),
     );
     this.update();
   }
@@ -93,9 +93,13 @@ export class RecordingPanel {
   async refreshServer(): Promise<void> {
     let state: RecordingState | null = null;
     try {
-      state = await this.api.recording(this.meetingId);
+      // GET /recording answers 404 until the first take starts: ask whether one exists first, so
+      // the page makes no request that is bound to fail (the browser logs each as an error).
+      // Takes are never removed from a live meeting: once one was seen, the question is settled.
+      this.takeSeen ||= (await this.api.takes(this.meetingId)).items.length > 0;
+      if (this.takeSeen) state = await this.api.recording(this.meetingId);
     } catch (err) {
-      if (!(err instanceof ApiProblem && err.status === 404)) return fill(this.server, ...stat('error', errText(err), 'server-error'));
+      return fill(this.server, ...stat('error', errText(err), 'server-error'));
     }
     if (!state) {
       fill(this.server, ...stat('state', 'no recording yet', 'server-state'));
@@ -114,7 +118,7 @@ export class RecordingPanel {
       const { items } = await this.api.recordingEvents(this.meetingId);
       this.renderEvents(items);
     } catch (err) {
-      if (!(err instanceof ApiProblem && err.status === 404)) fill(this.events, h('tr', {}, h('td', { colspan: 3, class: 'error' }, errText(err))));
+      fill(this.events, h('tr', {}, h('td', { colspan: 3, class: 'error' }, errText(err))));
     }
   }
 

@@ -3,7 +3,7 @@
 // their embeddings voice samples of the person), remove an assignment (DELETE
 // /meetings/{id}/speaker-labels/{label}: the segments lose the person, the samples go), and show
 // the voice samples behind an assigned person's model (GET /people/{id}/voice-samples).
-import type { Api } from '../api';
+import { ApiProblem, type Api } from '../api';
 import type { Person } from '../types';
 import { errText, fill, fmtTime, h } from './dom';
 
@@ -34,12 +34,13 @@ export class SpeakersPane {
     const select = h('select', { class: 'speaker-person', 'data-label': label }, h('option', { value: '' }, 'new person…'), ...people.map((p) => h('option', { value: p.id }, p.display_name)));
     const name = h('input', { class: 'speaker-new-name', 'data-label': label, placeholder: 'name of a new person' });
     select.onchange = () => (name.hidden = select.value !== '');
-    const act = (cls: string, text: string, run: () => Promise<string>) => {
+    const act = (cls: string, text: string, run: () => Promise<string | null>) => {
       const button = h('button', { class: cls, 'data-label': label }, text);
       button.onclick = async () => {
         button.disabled = true;
         try {
-          this.message.textContent = await run();
+          const said = await run(); // null: run filled the message itself
+          if (said !== null) this.message.textContent = said;
         } catch (err) {
           this.message.textContent = errText(err);
         } finally {
@@ -48,11 +49,24 @@ export class SpeakersPane {
       };
       return button;
     };
-    const assign = act('speaker-assign', 'Assign', async () => {
-      const personId = select.value || (await this.api.createPerson(name.value.trim())).id;
+    const assignTo = async (personId: string) => {
       const { updated_count } = await this.api.assignSpeaker(this.meetingId, label, personId);
       await this.onAssigned();
       return `${label}: ${updated_count} segments attributed`;
+    };
+    const assign = act('speaker-assign', 'Assign', async () => {
+      if (select.value) return assignTo(select.value);
+      const wanted = name.value.trim();
+      try {
+        return await assignTo((await this.api.createPerson(wanted)).id);
+      } catch (err) {
+        // display_name is unique per user: a 409 means the person exists; offer them instead.
+        if (!(err instanceof ApiProblem && err.status === 409)) throw err;
+        const existing = await this.api.personNamed(wanted);
+        if (!existing) throw err;
+        this.offerExisting(label, existing, assignTo);
+        return null;
+      }
     });
     const unassign =
       current &&
@@ -73,6 +87,21 @@ export class SpeakersPane {
       unassign,
       samples,
     );
+  }
+
+  /** After a 409 on a new person's name: a button that assigns the person who has that name. */
+  private offerExisting(label: string, person: Person, assignTo: (id: string) => Promise<string>) {
+    const use = h('button', { class: 'speaker-use-existing', 'data-label': label }, `Use the existing ${person.display_name}`);
+    use.onclick = async () => {
+      use.disabled = true;
+      try {
+        fill(this.message, await assignTo(person.id));
+      } catch (err) {
+        fill(this.message, errText(err));
+        use.disabled = false;
+      }
+    };
+    fill(this.message, `A person named “${person.display_name}” already exists (voice ${person.voice_model_status}). `, use);
   }
 
   /** The person's voice samples, newest first (the first page). */
