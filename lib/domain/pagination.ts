@@ -69,9 +69,9 @@ export function decodeCreatedCursor(cursor: string | undefined): [string | null,
   return [key[0], key[1]];
 }
 
-/** `toPage` for rows selected with `createdKey()`: the page key leaves the items. */
-export function toCreatedPage<T extends { id: string; page_key: string }>(rows: T[], limit: number): Page<Omit<T, 'page_key'>> {
-  const keys = new Map(rows.map((r) => [r.id, r.page_key]));
+/** `toPage` for rows selected with `createdKey()` (`idOf` names the tie-breaking key): the page key leaves the items. */
+export function toCreatedPage<T extends { page_key: string }>(rows: T[], limit: number, idOf: (row: Omit<T, 'page_key'>) => string = (r) => (r as unknown as { id: string }).id): Page<Omit<T, 'page_key'>> {
   const items = rows.map(({ page_key: _, ...item }) => item);
-  return toPage(items, limit, (item) => [keys.get(item.id)!, item.id]);
+  const keys = new Map(items.map((item, i) => [item, rows[i].page_key]));
+  return toPage(items, limit, (item) => [keys.get(item)!, idOf(item)]);
 }

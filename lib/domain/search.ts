@@ -12,6 +12,7 @@
 // (rank, kind, id) of the last item gives pages without duplicates or gaps. rank is
 // ts_rank, a float4 that is a pure function of the row's text and the query, so it is the
 // same on every page; a row whose text changes between two pages may move (documented).
+import { UUID_PATTERN } from '../async';
 import type { Queryable } from '../db/pool';
 import { DomainError } from '../errors';
 import { decodeCursor, toPage, type Page } from './pagination';
@@ -39,13 +40,12 @@ export interface SearchFilter {
   cursor?: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function decodeSearchCursor(cursor: string | undefined): [number, SearchKind, string] | null {
   const key = decodeCursor(cursor, 3);
   if (!key) return null;
   const [rank, kind, id] = key;
-  if (typeof rank === 'number' && Number.isFinite(rank) && SEARCH_KINDS.includes(kind as SearchKind) && typeof id === 'string' && UUID.test(id)) return [rank, kind as SearchKind, id];
+  if (typeof rank === 'number' && Number.isFinite(rank) && SEARCH_KINDS.includes(kind as SearchKind) && typeof id === 'string' && UUID_PATTERN.test(id)) return [rank, kind as SearchKind, id];
   throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
 }
 

@@ -4,8 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/pool';
 import { assertSegmentsOfMeeting } from './segments';
 import type { Actor } from './actor';
-import { decodeCursor, toPage, type Page } from './pagination';
-import { micros } from './transcriptions';
+import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from './pagination';
 
 export interface TopicInput {
   name: string;
@@ -68,18 +67,17 @@ async function replaceTopics(tx: Queryable, meetingId: string, topics: TopicInpu
 
 /** The meeting's topics with their segment ids, in the order the synthesis gave them. */
 export async function listTopics(q: Queryable, actor: Actor, meetingId: string, p: { limit: number; cursor?: string }): Promise<Page<Topic>> {
-  const after = decodeCursor(p.cursor, 2);
-  const { rows } = await q.query<Topic & { k: number }>(
+  const [afterAt, afterId] = decodeCreatedCursor(p.cursor);
+  const { rows } = await q.query<Topic & { page_key: string }>(
     'topic.list',
     `SELECT t.id, t.meeting_id, t.name, t.summary, t.is_final, t.created_at, t.updated_at,
        ARRAY(SELECT ts.segment_id FROM topic_segment ts WHERE ts.topic_id = t.id ORDER BY ts.created_at, ts.segment_id) AS segment_ids,
-       ${micros('t.created_at')} AS k
+       ${createdKey('t.')}
      FROM topic t JOIN meeting m ON m.id = t.meeting_id
      WHERE t.meeting_id = $1 AND ($2::uuid IS NULL OR m.user_id = $2) AND m.deleted_at IS NULL
-       AND ($3::bigint IS NULL OR (${micros('t.created_at')}, t.id) > ($3::bigint, $4::uuid))
+       AND ($3::timestamptz IS NULL OR (t.created_at, t.id) > ($3::timestamptz, $4::uuid))
      ORDER BY t.created_at, t.id LIMIT $5`,
-    [meetingId, actor.userId, after?.[0] ?? null, after?.[1] ?? null, p.limit + 1],
+    [meetingId, actor.userId, afterAt, afterId, p.limit + 1],
   );
-  const page = toPage(rows, p.limit, (t) => [t.k, t.id]);
-  return { ...page, items: page.items.map(({ k: _k, ...t }) => t) };
+  return toCreatedPage(rows, p.limit);
 }

@@ -4,8 +4,7 @@ import type { Queryable } from '../db/pool';
 import { assertSegmentsOfMeeting } from './segments';
 import { unprocessable } from '../errors';
 import type { Actor } from './actor';
-import { decodeCursor, toPage, type Page } from './pagination';
-import { micros } from './transcriptions';
+import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from './pagination';
 
 export interface TalkingPoint {
   id: string;
@@ -54,17 +53,16 @@ export async function createTalkingPoint(tx: Queryable, meetingId: string, input
 
 /** The meeting's live talking points, oldest first. */
 export async function listTalkingPoints(q: Queryable, actor: Actor, meetingId: string, p: { limit: number; cursor?: string }): Promise<Page<TalkingPoint>> {
-  const after = decodeCursor(p.cursor, 2);
-  const { rows } = await q.query<TalkingPoint & { k: number }>(
+  const [afterAt, afterId] = decodeCreatedCursor(p.cursor);
+  const { rows } = await q.query<TalkingPoint & { page_key: string }>(
     'talking_point.list',
-    `SELECT ${COLUMNS}, ${micros('p.created_at')} AS k FROM talking_point p JOIN meeting m ON m.id = p.meeting_id
+    `SELECT ${COLUMNS}, ${createdKey('p.')} FROM talking_point p JOIN meeting m ON m.id = p.meeting_id
      WHERE p.meeting_id = $1 AND ($2::uuid IS NULL OR m.user_id = $2) AND m.deleted_at IS NULL AND p.deleted_at IS NULL
-       AND ($3::bigint IS NULL OR (${micros('p.created_at')}, p.id) > ($3::bigint, $4::uuid))
+       AND ($3::timestamptz IS NULL OR (p.created_at, p.id) > ($3::timestamptz, $4::uuid))
      ORDER BY p.created_at, p.id LIMIT $5`,
-    [meetingId, actor.userId, after?.[0] ?? null, after?.[1] ?? null, p.limit + 1],
+    [meetingId, actor.userId, afterAt, afterId, p.limit + 1],
   );
-  const page = toPage(rows, p.limit, (t) => [t.k, t.id]);
-  return { ...page, items: page.items.map(({ k: _k, ...t }) => t) };
+  return toCreatedPage(rows, p.limit);
 }
 
 /** Soft-deletes a talking point the actor may see; returns it with its meeting's owner, or null. */

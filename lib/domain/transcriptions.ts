@@ -3,7 +3,7 @@
 import type { Queryable } from '../db/pool';
 import { DomainError, notFound } from '../errors';
 import type { Actor } from './actor';
-import { decodeCursor, toPage, type Page } from './pagination';
+import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from './pagination';
 
 export const TRANSCRIPTION_STATUSES = ['pending', 'transcribing', 'synthesizing', 'completed', 'failed'] as const;
 export type TranscriptionStatus = (typeof TRANSCRIPTION_STATUSES)[number];
@@ -39,8 +39,6 @@ export const canTransition = (from: TranscriptionStatus, to: TranscriptionStatus
 
 const COLUMNS = 't.id, t.meeting_id, t.status, t.status_message, t.is_degraded, t.created_at, t.updated_at';
 /** Exact keyset value of a timestamptz (µs since epoch): an ISO string keeps only ms. */
-export const micros = (col: string) => `(extract(epoch from ${col}) * 1000000)::bigint`;
-const withoutKey = <T extends { k: number }>({ k: _k, ...row }: T): Omit<T, 'k'> => row;
 
 async function appendHistory(tx: Queryable, id: string, status: string, message: string | null): Promise<void> {
   await tx.query(
@@ -81,17 +79,16 @@ export async function getTranscription(
 
 /** The meeting's transcriptions, oldest first. */
 export async function listTranscriptions(q: Queryable, actor: Actor, meetingId: string, p: { limit: number; cursor?: string }): Promise<Page<Transcription>> {
-  const after = decodeCursor(p.cursor, 2);
-  const { rows } = await q.query<Transcription & { k: number }>(
+  const [afterAt, afterId] = decodeCreatedCursor(p.cursor);
+  const { rows } = await q.query<Transcription & { page_key: string }>(
     'transcription.list',
-    `SELECT ${COLUMNS}, ${micros('t.created_at')} AS k FROM transcription t JOIN meeting m ON m.id = t.meeting_id
+    `SELECT ${COLUMNS}, ${createdKey('t.')} FROM transcription t JOIN meeting m ON m.id = t.meeting_id
      WHERE t.meeting_id = $1 AND ($2::uuid IS NULL OR m.user_id = $2) AND m.deleted_at IS NULL
-       AND ($3::bigint IS NULL OR (${micros('t.created_at')}, t.id) > ($3::bigint, $4::uuid))
+       AND ($3::timestamptz IS NULL OR (t.created_at, t.id) > ($3::timestamptz, $4::uuid))
      ORDER BY t.created_at, t.id LIMIT $5`,
-    [meetingId, actor.userId, after?.[0] ?? null, after?.[1] ?? null, p.limit + 1],
+    [meetingId, actor.userId, afterAt, afterId, p.limit + 1],
   );
-  const page = toPage(rows, p.limit, (t) => [t.k, t.id]);
-  return { ...page, items: page.items.map(withoutKey) };
+  return toCreatedPage(rows, p.limit);
 }
 
 export interface TranscriptionPatch {
@@ -132,16 +129,15 @@ export function setTranscriptionStatus(tx: Queryable, id: string, status: string
 
 /** Status history, oldest first. */
 export async function listStatusHistory(q: Queryable, actor: Actor, transcriptionId: string, p: { limit: number; cursor?: string }): Promise<Page<StatusHistoryEntry>> {
-  const after = decodeCursor(p.cursor, 2);
-  const { rows } = await q.query<StatusHistoryEntry & { k: number }>(
+  const [afterAt, afterId] = decodeCreatedCursor(p.cursor);
+  const { rows } = await q.query<StatusHistoryEntry & { page_key: string }>(
     'transcription.history_list',
-    `SELECT h.id, h.transcription_id, h.status, h.status_message, h.created_at, ${micros('h.created_at')} AS k
+    `SELECT h.id, h.transcription_id, h.status, h.status_message, h.created_at, ${createdKey('h.')}
      FROM transcription_status_history h JOIN transcription t ON t.id = h.transcription_id JOIN meeting m ON m.id = t.meeting_id
      WHERE h.transcription_id = $1 AND ($2::uuid IS NULL OR m.user_id = $2) AND m.deleted_at IS NULL
-       AND ($3::bigint IS NULL OR (${micros('h.created_at')}, h.id) > ($3::bigint, $4::uuid))
+       AND ($3::timestamptz IS NULL OR (h.created_at, h.id) > ($3::timestamptz, $4::uuid))
      ORDER BY h.created_at, h.id LIMIT $5`,
-    [transcriptionId, actor.userId, after?.[0] ?? null, after?.[1] ?? null, p.limit + 1],
+    [transcriptionId, actor.userId, afterAt, afterId, p.limit + 1],
   );
-  const page = toPage(rows, p.limit, (h) => [h.k, h.id]);
-  return { ...page, items: page.items.map(withoutKey) };
+  return toCreatedPage(rows, p.limit);
 }

@@ -9,8 +9,7 @@
 // rounding); a person who lost samples is recounted from the rows, so removals never drift.
 import pgvector from 'pgvector';
 import type { Queryable } from '../db/pool';
-import { DomainError } from '../errors';
-import { decodeCursor, toPage, type Page } from './pagination';
+import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from './pagination';
 
 /** Which segments a sync looks at: a transcription (or just some of its segments), or one label of a meeting. */
 export type SegmentScope = { transcriptionId: string; segmentIds?: string[] } | { meetingId: string; speakerLabel: string };
@@ -179,25 +178,19 @@ export interface VoiceSample {
 
 /**
  * A person's samples, newest first (then by segment id). The cursor carries the last row's
- * created_at in microseconds (a JS date would drop them) and its segment id, so a page boundary
- * holds even when that sample has been removed since. The caller has checked the person is visible.
+ * created_at and segment id, so a page boundary holds even when that sample has been removed
+ * since. The caller has checked the person is visible.
  */
 export async function listVoiceSamples(q: Queryable, personId: string, f: { limit: number; cursor?: string }): Promise<Page<VoiceSample>> {
-  const after = decodeCursor(f.cursor, 2);
-  if (after && !(typeof after[0] === 'string' && /^\d{1,17}$/.test(after[0]) && typeof after[1] === 'string' && UUID.test(after[1]))) {
-    throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
-  }
-  const { rows } = await q.query<VoiceSample & { at_us: string }>(
+  const [afterAt, afterId] = decodeCreatedCursor(f.cursor);
+  const { rows } = await q.query<VoiceSample & { page_key: string }>(
     'voice_sample.list',
-    `SELECT meeting_id, segment_id, speaker_label, created_at, (extract(epoch FROM created_at) * 1000000)::bigint::text AS at_us
+    `SELECT meeting_id, segment_id, speaker_label, created_at, ${createdKey()}
      FROM voice_sample
      WHERE person_id = $1
-       AND ($2::bigint IS NULL OR (created_at, segment_id) < ('epoch'::timestamptz + $2::bigint * interval '1 microsecond', $3::uuid))
+       AND ($2::timestamptz IS NULL OR (created_at, segment_id) < ($2::timestamptz, $3::uuid))
      ORDER BY created_at DESC, segment_id DESC LIMIT $4`,
-    [personId, after?.[0] ?? null, after?.[1] ?? null, f.limit + 1],
+    [personId, afterAt, afterId, f.limit + 1],
   );
-  const page = toPage(rows, f.limit, (r) => [r.at_us, r.segment_id]);
-  return { ...page, items: page.items.map(({ at_us: _at, ...sample }) => sample) };
+  return toCreatedPage(rows, f.limit, (s) => s.segment_id);
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
