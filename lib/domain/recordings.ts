@@ -85,10 +85,6 @@ export async function getRecording(q: Queryable, meetingId: string, audioVersion
   return rows[0] ?? null;
 }
 
-export async function setOwner(q: Queryable, meetingId: string, audioVersion: number, owner: string | null): Promise<void> {
-  await q.query('recording.set_owner', 'UPDATE recording SET owner_instance = $3, updated_at = now() WHERE meeting_id = $1 AND audio_version = $2', [meetingId, audioVersion, owner]);
-}
-
 /**
  * recording → stopping; false when the take was not recording (someone else stopped it) or,
  * with `owner`, when another instance owns it now (it was resumed elsewhere).
@@ -113,12 +109,6 @@ export async function markStopped(q: Queryable, meetingId: string, audioVersion:
     [meetingId, audioVersion, gapDeadlineSeconds],
   );
   return rows[0] ?? null;
-}
-
-/** Takes whose capture is open and whose owner is `instance` (for shutdown and lease checks). */
-export async function openTakesOwnedBy(q: Queryable, instance: string): Promise<Recording[]> {
-  const { rows } = await q.query<Recording>('recording.owned_by', `SELECT * FROM recording WHERE owner_instance = $1 AND state = ANY($2)`, [instance, CAPTURE_OPEN]);
-  return rows;
 }
 
 // Ownership of a live take. The owning live instance holds a Firestore lease on

@@ -121,12 +121,6 @@ export async function updateTranscription(tx: Queryable, id: string, patch: Tran
   return { ...rows[0], user_id: current.user_id };
 }
 
-/** Moves a transcription to `status` (409 if the machine forbids it); `message` replaces status_message when given. */
-export function setTranscriptionStatus(tx: Queryable, id: string, status: string, message?: string | null): Promise<Transcription & { user_id: string }> {
-  if (!(TRANSCRIPTION_STATUSES as readonly string[]).includes(status)) throw new DomainError('unprocessable', `unknown transcription status ${status}`);
-  return updateTranscription(tx, id, { status: status as TranscriptionStatus, ...(message !== undefined ? { status_message: message } : {}) });
-}
-
 /** Status history, oldest first. */
 export async function listStatusHistory(q: Queryable, actor: Actor, transcriptionId: string, p: { limit: number; cursor?: string }): Promise<Page<StatusHistoryEntry>> {
   const [afterAt, afterId] = decodeCreatedCursor(p.cursor);

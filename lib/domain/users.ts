@@ -35,8 +35,3 @@ export async function findOrCreateUser(q: Queryable, claims: UserClaims): Promis
   });
   return rows[0];
 }
-
-export async function getUser(q: Queryable, id: string): Promise<User | null> {
-  const { rows } = await q.query<User>('user.get', `SELECT ${COLUMNS} FROM app_user WHERE id = $1`, [id]);
-  return rows[0] ?? null;
-}
