@@ -1,8 +1,8 @@
 // The Cloud Run entry with two workers (LIVE_WORKERS=2), real processes on the test's database and
 // emulators: connections land on both workers, each a live instance of its own; a take started on
-// one and resumed on the other stores every frame once; a dead worker is replaced; SIGTERM to the
-// primary drains both workers (every frame stored, 1012) and the whole process tree is gone
-// within Cloud Run's 10 s.
+// one and resumed on the other stores every frame once; a dead worker is replaced (and none
+// outlives a killed primary); SIGTERM to the primary drains both workers (every frame stored,
+// 1012) and the whole process tree is gone within Cloud Run's 10 s.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
@@ -113,6 +113,10 @@ describe('server.ts with two workers', () => {
     const clients = await recordingClients(server, t, 4);
     expect(new Set(clients.map((c) => c.owner))).toEqual(new Set([kept.instance, fresh.instance]));
     for (const c of clients) c.client.close();
+
+    // Workers do not outlive a primary that was killed outright (node:cluster exits them).
+    server.process.kill('SIGKILL');
+    await until('the workers to exit', () => ([kept.pid, fresh.pid].some(isAlive) ? undefined : true), 10_000);
   });
 
   it('should drain both workers on SIGTERM to the primary: every frame stored, 1012, all processes gone within 10 s', async () => {
