@@ -17,14 +17,18 @@ export function runPrimary(workers: number, log: Logger): void {
   let stopping = false;
   let failed = false;
 
-  const fork = () => alive.add(cluster.fork());
+  const fork = () => {
+    const worker = cluster.fork();
+    alive.add(worker);
+    log.info({ pid: worker.process.pid }, 'live worker forked');
+  };
   for (let i = 0; i < workers; i++) fork();
   log.info({ workers, pid: process.pid }, 'live primary started');
 
   cluster.on('exit', (worker, code, signal) => {
     alive.delete(worker);
-    if (code !== 0) failed = true;
     if (stopping) {
+      if (code !== 0) failed = true; // a worker that missed its own deadline
       if (alive.size === 0) process.exit(failed ? 1 : 0);
       return;
     }
@@ -33,6 +37,7 @@ export function runPrimary(workers: number, log: Logger): void {
     while (restarts[0] < now - RESTART_WINDOW_MS) restarts.shift();
     if (restarts.length > MAX_RESTARTS) {
       log.error({ pid: worker.process.pid, code, signal, restarts: restarts.length }, 'live workers keep dying; stopping the instance');
+      failed = true;
       return stop('crash loop');
     }
     log.error({ pid: worker.process.pid, code, signal }, 'live worker died; starting another');

@@ -1,8 +1,8 @@
 // The Cloud Run entry with two workers (LIVE_WORKERS=2), real processes on the test's database and
 // emulators: connections land on both workers, each a live instance of its own; a take started on
-// one and resumed on the other stores every frame once; a dead worker is replaced (and none
-// outlives a killed primary); SIGTERM to the primary drains both workers (every frame stored,
-// 1012) and the whole process tree is gone within Cloud Run's 10 s.
+// one and resumed on the other stores every frame once; a dead worker is replaced, a crash loop
+// ends the instance, and no worker outlives a killed primary; SIGTERM to the primary drains both
+// workers (every frame stored, 1012) and the whole process tree is gone within Cloud Run's 10 s.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
@@ -117,6 +117,29 @@ describe('server.ts with two workers', () => {
     // Workers do not outlive a primary that was killed outright (node:cluster exits them).
     server.process.kill('SIGKILL');
     await until('the workers to exit', () => ([kept.pid, fresh.pid].some(isAlive) ? undefined : true), 10_000);
+  });
+
+  it('should stop replacing workers that keep dying: after 5 replacements within a minute the instance exits 1', async () => {
+    const server = await startTwo({});
+    const [first, survivor] = server.instances;
+    const forked = () => server.logs.filter((l) => l.message === 'live worker forked').map((l) => l.pid as number);
+    const killed = [first.pid];
+    process.kill(first.pid, 'SIGKILL');
+    // Each replacement is killed as soon as it is forked (a crash loop) until the primary gives up.
+    while (killed.length < 10) {
+      const next = await until('a replacement or the exit', () =>
+        server.process.exitCode !== null ? null : forked().find((pid) => pid !== survivor.pid && !killed.includes(pid)),
+      );
+      if (next === null) break;
+      workerPids.push(next);
+      process.kill(next, 'SIGKILL');
+      killed.push(next);
+    }
+    expect(await server.exited).toBe(1);
+    expect(killed).toHaveLength(6); // the first death and 5 replacements, then no more
+    expect(server.logs.some((l) => l.message === 'live workers keep dying; stopping the instance')).toBe(true);
+    expect(server.logs.some((l) => l.message === 'stopped' && l.instance === survivor.instance)).toBe(true); // the survivor drained
+    for (const pid of [...killed, survivor.pid]) expect(isAlive(pid)).toBe(false);
   });
 
   it('should drain both workers on SIGTERM to the primary: every frame stored, 1012, all processes gone within 10 s', async () => {
