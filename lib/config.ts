@@ -2,6 +2,7 @@
 // the credential variables, with the spec's defaults; parsed once at start. A bad value fails
 // start-up with every problem listed, each naming its variable.
 import { createHmac } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
@@ -59,6 +60,8 @@ export const configSchema = z.object({
   LIVE_MAX_FRAME_BYTES: int(65_536, 16),
   LIVE_SEND_QUEUE_BYTES: int(4_194_304, 1024),
   LIVE_HELLO_TIMEOUT_SECONDS: num(10, 0.1),
+  // Processes of the Cloud Run entry (run-services/live/server.ts), each a full live instance; 1: no fork.
+  LIVE_WORKERS: z.coerce.number().int().min(1).max(64).default(() => availableParallelism()),
   // Recording (core)
   RECORDING_SEGMENT_TARGET_MS: int(2000, 100),
   RECORDING_PROGRESS_EVERY_FRAMES: int(100, 1),

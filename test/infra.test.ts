@@ -168,7 +168,6 @@ describe('terraform', () => {
     const t = block(live, 'template');
     expect(t.timeout).toBe('3600s');
     expect(t.session_affinity).toBe(true);
-    expect(value('modules/services', t.max_instance_request_concurrency)).toBeGreaterThan(1);
     expect(value('modules/services', block(t, 'scaling').min_instance_count)).toBeGreaterThanOrEqual(1);
     expect(varDefault('envs/dev', 'live_min_instances')).toBeGreaterThanOrEqual(1);
     const c = block(t, 'containers');
@@ -178,6 +177,26 @@ describe('terraform', () => {
     expect(block(live, 'lifecycle').ignore_changes).toContain('${template[0].containers[0].image}');
     // The server's reconnect advice comes before the platform's cut.
     expect(varDefault('modules/services', 'live_connection_lifetime_seconds')).toBeLessThan(3600);
+  });
+
+  it('Cloud Run live: one worker per vCPU, concurrency and memory per worker times the workers', () => {
+    const live = res('modules/services', 'google_cloud_run_v2_service', 'live');
+    const t = block(live, 'template');
+    const c = block(t, 'containers');
+    const cpu = varDefault('modules/services', 'live_cpu');
+    expect(cpu).toBe(2);
+    expect(block(c, 'resources').limits.cpu).toBe('${tostring(var.live_cpu)}');
+    // server.ts forks LIVE_WORKERS processes: exactly one per vCPU, never the platform's guess.
+    expect(c.env.find((e: Obj) => e.name === 'LIVE_WORKERS')?.value).toBe('${tostring(var.live_cpu)}');
+    // 250 connections per worker: BENCHMARKS.md "Live", one process on one core held full
+    // throughput at 200 recordings (ratio 1.00) and 0.99 at 500.
+    expect(t.max_instance_request_concurrency).toBe('${local.live_concurrency}');
+    expect(locals('modules/services').live_concurrency).toBe('${min(1000, var.live_connections_per_cpu * var.live_cpu)}');
+    const perWorker = varDefault('modules/services', 'live_connections_per_cpu');
+    expect(perWorker).toBe(250);
+    expect(Math.min(1000, perWorker * cpu)).toBe(500);
+    // About 1 GiB per worker (0.6-0.9 MiB per recording in the benchmark, plus the process itself).
+    expect(Number(/^(\d+)Gi$/.exec(varDefault('modules/services', 'live_memory'))?.[1])).toBeGreaterThanOrEqual(cpu);
   });
 
   it('functions: targets api and sweep, concurrency above 1, VPC access', () => {
@@ -298,8 +317,12 @@ describe('terraform', () => {
     const live = res('modules/services', 'google_cloud_run_v2_service', 'live');
     const liveEnv = block(live, 'template', 'containers').env.find((e: Obj) => e.name === 'DB_POOL_MAX');
     expect(liveEnv.value).toBe('${tostring(var.live_db_pool_max)}');
+    // Each of an instance's workers (LIVE_WORKERS = live_cpu) has its own pool.
+    const liveWorkers = block(live, 'template', 'containers').env.find((e: Obj) => e.name === 'LIVE_WORKERS');
+    expect(liveWorkers.value).toBe('${tostring(var.live_cpu)}');
     const budget =
-      devValue('api_max_instances') * apiPool + sweepMax * sweepPool + devValue('live_max_instances') * devValue('live_db_pool_max');
+      devValue('api_max_instances') * apiPool + sweepMax * sweepPool +
+      devValue('live_max_instances') * devValue('live_cpu') * devValue('live_db_pool_max');
     // Cloud SQL keeps 3 connections for its superuser; dev passes no max_connections of its own.
     expect(mod('envs/dev').module.database[0].max_connections).toBeUndefined();
     const maxConnections = varDefault('modules/database', 'max_connections');
@@ -307,7 +330,7 @@ describe('terraform', () => {
     // The services module's own defaults fit as well.
     const defaults =
       varDefault('modules/services', 'api_max_instances') * apiPool + sweepMax * sweepPool +
-      varDefault('modules/services', 'live_max_instances') * varDefault('modules/services', 'live_db_pool_max');
+      varDefault('modules/services', 'live_max_instances') * varDefault('modules/services', 'live_cpu') * varDefault('modules/services', 'live_db_pool_max');
     expect(defaults).toBeLessThanOrEqual(maxConnections - 3);
   });
 });

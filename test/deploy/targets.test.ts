@@ -79,10 +79,12 @@ describe('deployable units', () => {
 
   it('should run the live container start command on $PORT and answer /healthz', async () => {
     const port = await freePort();
-    const proc = await run('node', ['dist/server.js'], { PORT: String(port) }, 'run-services/live');
+    // Two workers, as Terraform deploys it: the bundle must fork itself (node:cluster).
+    const proc = await run('node', ['dist/server.js'], { PORT: String(port), LIVE_WORKERS: '2', LOG_LEVEL: 'info' }, 'run-services/live');
     expect(await waitHealthy(`http://127.0.0.1:${port}`, proc)).toEqual({ status: 'ok' });
     proc.child.kill('SIGTERM');
     const code = await new Promise((r) => proc.child.once('exit', r));
     expect(code).toBe(0);
+    expect(proc.output().match(/"message":"live service listening"/g)).toHaveLength(2);
   });
 });

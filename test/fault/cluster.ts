@@ -206,6 +206,8 @@ async function assemble(
     PUBSUB_TOPIC_EVENTS: `events-${tag}`,
     PUBSUB_TOPIC_RECORDING_FINALIZED: `finalized-${tag}`,
     ML_SERVICE_URL: `http://127.0.0.1:${mlPort}`,
+    // One process per instance, so a signal hits the instance itself (workers: test/live/workers.test.ts).
+    LIVE_WORKERS: '1',
     ...FAULT_RECORDING_ENV,
     ...opts.env,
   };

@@ -1,15 +1,12 @@
 // The Cloud Run entry (server.ts) as a real child process on the test's database: SIGTERM
 // flushes, advises reconnecting and exits within 8 s; after SIGKILL, a resume on another instance
 // still finds every acknowledged frame.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { getRecording } from '@mi/lib/domain/recordings';
 import { TestClient, createMeeting, fileEnv, openTestDatabase, pcmFrame, range, sleep, startInstance, storedAudio, token, type Instance } from './helpers';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+import { startServer as startLiveServer } from './server-process';
 
 let database: OpenedDatabase;
 let env: Record<string, string>;
@@ -31,37 +28,9 @@ afterAll(async () => {
   await database?.close();
 });
 
-interface Child {
-  process: ChildProcess;
-  wsUrl: string;
-  exited: Promise<number | null>;
-}
-
-/** Starts server.ts on a free port against the test database; resolves once it listens. */
-async function startServer(extra: Record<string, string> = {}): Promise<Child> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'run-services/live/server.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, ...env, DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'info', ML_SERVICE_URL: 'http://127.0.0.1:9', ...extra },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  let stderr = '';
-  child.stderr!.on('data', (d) => (stderr += String(d)));
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server.ts did not start: ${stderr}`)), 30_000);
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        const entry = JSON.parse(line) as { message?: string; port?: number };
-        if (entry.message === 'live service listening') clearTimeout(timer), resolve(entry.port!);
-      } catch {
-        // not a log line
-      }
-    });
-    void exited.then((code) => reject(new Error(`server.ts exited with ${code}: ${stderr}`)));
-  });
-  return { process: child, wsUrl: `ws://127.0.0.1:${port}/ws`, exited };
-}
+/** One worker (LIVE_WORKERS=1: no fork), today's single-process service; workers.test.ts runs two. */
+const startServer = (extra: Record<string, string> = {}) =>
+  startLiveServer({ ...env, DATABASE_URL: database.url, ...extra }, 1, children);
 
 describe('server.ts', () => {
   it('should flush every buffer, advise reconnecting, close with 1012 and exit within 8 s on SIGTERM', async () => {

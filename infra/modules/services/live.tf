@@ -5,6 +5,15 @@
 # instance-based billing (cpu_idle = false) because the Pub/Sub subscriber, lease heartbeats
 # and segment flush timers run outside requests. At least one instance stays up so broadcasts
 # always have a subscriber.
+#
+# Node runs JavaScript on one core per process, so the server forks one worker per vCPU
+# (LIVE_WORKERS = live_cpu), each a full live instance; concurrency and the database pool are
+# per worker times the workers.
+
+locals {
+  # Cloud Run allows at most 1000 concurrent requests per instance.
+  live_concurrency = min(1000, var.live_connections_per_cpu * var.live_cpu)
+}
 
 resource "google_cloud_run_v2_service" "live" {
   project             = var.project_id
@@ -17,7 +26,7 @@ resource "google_cloud_run_v2_service" "live" {
     service_account                  = var.service_accounts.live
     timeout                          = "3600s"
     session_affinity                 = true
-    max_instance_request_concurrency = var.live_concurrency
+    max_instance_request_concurrency = local.live_concurrency
     execution_environment            = "EXECUTION_ENVIRONMENT_GEN2"
 
     scaling {
@@ -39,7 +48,7 @@ resource "google_cloud_run_v2_service" "live" {
 
       resources {
         limits = {
-          cpu    = var.live_cpu
+          cpu    = tostring(var.live_cpu)
           memory = var.live_memory
         }
         cpu_idle          = false
@@ -54,6 +63,12 @@ resource "google_cloud_run_v2_service" "live" {
         }
       }
 
+      env {
+        name  = "LIVE_WORKERS"
+        value = tostring(var.live_cpu)
+      }
+
+      # Per worker process.
       env {
         name  = "DB_POOL_MAX"
         value = tostring(var.live_db_pool_max)

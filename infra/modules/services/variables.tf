@@ -205,20 +205,28 @@ variable "live_max_instances" {
   default = 10
 }
 
-variable "live_concurrency" {
-  description = "WebSocket connections per instance (each is one long request)."
+variable "live_cpu" {
+  description = "vCPUs per live instance; the server runs one worker process per vCPU (LIVE_WORKERS)."
+  type        = number
+  default     = 2
+
+  validation {
+    # Whole CPUs only: a worker is one Node process, and Cloud Run allows 1, 2, 4 or 8.
+    condition     = contains([1, 2, 4, 8], var.live_cpu)
+    error_message = "live_cpu must be 1, 2, 4 or 8."
+  }
+}
+
+variable "live_connections_per_cpu" {
+  description = "WebSocket connections one worker (one core) takes; the instance's concurrency is this times live_cpu (BENCHMARKS.md, Live)."
   type        = number
   default     = 250
 }
 
-variable "live_cpu" {
-  type    = string
-  default = "1"
-}
-
 variable "live_memory" {
-  type    = string
-  default = "1Gi"
+  description = "About 1 GiB per worker: a worker's base plus ~0.6-0.9 MiB per recording (BENCHMARKS.md, Live)."
+  type        = string
+  default     = "2Gi"
 }
 
 variable "deletion_protection" {
@@ -239,8 +247,9 @@ variable "sweep_db_pool_max" {
 }
 
 variable "live_db_pool_max" {
-  type    = number
-  default = 8
+  description = "Per worker: an instance holds live_cpu times this many connections."
+  type        = number
+  default     = 4
 }
 
 variable "app_origins" {

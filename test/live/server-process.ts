@@ -1,0 +1,61 @@
+// The Cloud Run entry (run-services/live/server.ts) as a real child process on a test's database
+// and emulators, started on a free port; resolves once every worker listens.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface ServerProcess {
+  process: ChildProcess;
+  wsUrl: string;
+  url: string;
+  /** Each live instance's id and pid, from its 'live service listening' line. */
+  instances: { instance: string; pid: number }[];
+  exited: Promise<number | null>;
+  /** Every JSON log line so far. */
+  logs: Record<string, any>[];
+}
+
+/** `workers`: LIVE_WORKERS, also how many listening lines to wait for. */
+export async function startServer(env: Record<string, string>, workers: number, children: ChildProcess[]): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'run-services/live/server.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, ML_SERVICE_URL: 'http://127.0.0.1:9', ...env, PORT: '0', LOG_LEVEL: 'info', LIVE_WORKERS: String(workers) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += String(d)));
+  const logs: Record<string, any>[] = [];
+  const instances: { instance: string; pid: number }[] = [];
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server.ts did not start: ${stderr}`)), 45_000);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      let entry: Record<string, any>;
+      try {
+        entry = JSON.parse(line);
+      } catch {
+        return; // not a log line
+      }
+      logs.push(entry);
+      if (entry.message !== 'live service listening') return;
+      instances.push({ instance: entry.instance, pid: entry.pid });
+      if (instances.length === workers) clearTimeout(timer), resolve(entry.port);
+    });
+    void exited.then((code) => reject(new Error(`server.ts exited with ${code}: ${stderr}`)));
+  });
+  const url = `http://127.0.0.1:${port}`;
+  return { process: child, url, wsUrl: `ws://127.0.0.1:${port}/ws`, instances, exited, logs };
+}
+
+/** true while a process with this pid exists. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
