@@ -53,7 +53,7 @@ export function registerDocs(app: OpenAPIHono<AppEnv>, deps: AppDeps) {
       version: '1.0.0',
       contact: { name: 'Meeting Intelligence core team', url: 'https://meeting-intelligence.dev' },
       description:
-        'REST API of the core service. Errors are RFC 9457 problem+json. The WebSocket protocol (`GET /ws`) and the events it delivers are described under components.schemas (*Event, EntityChanged) and in docs/websocket.md.',
+        'REST API of the core service. Errors are RFC 9457 problem+json. Rate limits: deployed, every request passes per-client limits at the edge (per Authorization token; per client IP without one); over a limit the answer is 429 problem+json (type …/problems/too_many_requests) with Retry-After in seconds, and a client should wait that long before retrying. The WebSocket protocol (`GET /ws`) and the events it delivers are described under components.schemas (*Event, EntityChanged) and in docs/websocket.md.',
     },
     servers: [{ url: deps.config.PUBLIC_BASE_URL }],
     tags: TAGS,
