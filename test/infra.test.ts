@@ -50,6 +50,11 @@ const value = (m: string, v: unknown) => {
   const ref = typeof v === 'string' && /^\$\{var\.(\w+)\}$/.exec(v);
   return ref ? varDefault(m, ref[1]) : v;
 };
+/** The Node major the functions run on (Terraform's runtime); every other deploy target must agree. */
+const deployedNodeMajor = () => {
+  const runtime: string = block(res('modules/services', 'google_cloudfunctions2_function', 'this'), 'build_config').runtime;
+  return Number(/^nodejs(\d+)$/.exec(runtime)?.[1] ?? expect.fail(`runtime ${runtime}`));
+};
 const allResources = () =>
   Object.entries(mods).flatMap(([m, j]) =>
     Object.entries(j.resource ?? {}).flatMap(([type, byName]) =>
@@ -127,7 +132,14 @@ describe('terraform', () => {
   it('grants nothing to allUsers but Cloud Run invocation behind the load balancer', () => {
     const open = allResources().filter((r) => /allUsers|allAuthenticatedUsers/.test(JSON.stringify(r.body)));
     expect(open.length).toBeGreaterThan(0);
-    for (const r of open) {
+    // Besides: the load balancer's error page bucket, which holds one static document (the 429).
+    const errorPage = open.filter((r) => r.type === 'google_storage_bucket_iam_member');
+    expect(errorPage.map((r) => [r.m, r.name, r.body.role, r.body.bucket])).toEqual([
+      ['modules/gateway', 'errors_public', 'roles/storage.objectViewer', '${google_storage_bucket.errors.name}'],
+    ]);
+    const objects = allResources().filter((r) => r.type === 'google_storage_bucket_object' && r.body.bucket === '${google_storage_bucket.errors.name}');
+    expect(objects.map((r) => r.name)).toEqual(['too_many_requests']);
+    for (const r of open.filter((r) => !errorPage.includes(r))) {
       expect(`${r.type}.${r.name}`).toMatch(/^google_cloud_run_v2_service_iam_member\./);
       expect(r.body.role).toBe('roles/run.invoker');
     }
@@ -205,7 +217,7 @@ describe('terraform', () => {
     for (const f of Object.values(fns) as Obj[]) expect(value('modules/services', f.concurrency)).toBeGreaterThan(1);
     const fn = res('modules/services', 'google_cloudfunctions2_function', 'this');
     expect(fn.for_each).toBe('${local.functions}');
-    expect(block(fn, 'build_config')).toMatchObject({ runtime: 'nodejs20', entry_point: '${each.value.entry_point}' });
+    expect(block(fn, 'build_config')).toMatchObject({ runtime: `nodejs${deployedNodeMajor()}`, entry_point: '${each.value.entry_point}' });
     const sc = block(fn, 'service_config');
     expect(sc).toMatchObject({ vpc_connector: '${var.vpc_connector_id}', max_instance_request_concurrency: '${each.value.concurrency}' });
     expect(sc.environment_variables).toBe('${merge(local.env, { DB_POOL_MAX = tostring(each.value.db_pool_max) })}');
@@ -382,12 +394,149 @@ describe('live service Dockerfile', () => {
   const path = join(root, 'run-services/live/Dockerfile');
   const lines = existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((l) => l && !l.startsWith('#')) : [];
 
-  it('runs the bundle as a non-root user from node:20-slim with production deps only', () => {
-    expect(lines.filter((l) => l.startsWith('FROM ')).every((l) => /^FROM node:20-slim\b/.test(l))).toBe(true);
+  it('runs the bundle as a non-root user from the deployed Node major\'s slim image with production deps only', () => {
+    const froms = lines.filter((l) => l.startsWith('FROM '));
+    expect(froms.length).toBeGreaterThan(0);
+    for (const l of froms) expect(l).toMatch(new RegExp(`^FROM node:${deployedNodeMajor()}-slim\\b`));
     expect(lines.some((l) => /^RUN .*npm ci --omit=dev/.test(l))).toBe(true);
     const user = [...lines].reverse().find((l) => l.startsWith('USER '));
     expect(user).toMatch(/^USER (?!root|0\b)\S+/);
     expect(lines.indexOf(user!)).toBeLessThan(lines.findIndex((l) => l.startsWith('CMD ')));
     expect(lines.at(-1)).toBe('CMD ["node", "dist/server.js"]');
+  });
+});
+
+// Node 20 reached end of life on 2026-04-30. Every deploy target runs one LTS major (Terraform's
+// functions runtime is the reference), while the code stays runnable on the Node 20.19 of local
+// machines: engines and @types/node stay on 20, so the typecheck refuses APIs Node 20 lacks.
+describe('Node runtime', () => {
+  const build = parseYaml(readFileSync(join(root, 'cloudbuild.yaml'), 'utf8'));
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+
+  it('deploys on an active LTS line (even major, 24 or later)', () => {
+    const major = deployedNodeMajor();
+    expect(major).toBeGreaterThanOrEqual(24);
+    expect(major % 2).toBe(0);
+  });
+
+  it('cloudbuild.yaml builds, tests and deploys on that major', () => {
+    const major = deployedNodeMajor();
+    const nodeImages = (build.steps as Obj[]).map((s) => s.name as string).filter((n) => /^node:/.test(n));
+    expect(nodeImages.length).toBeGreaterThan(0);
+    for (const n of nodeImages) expect(n).toBe(`node:${major}`);
+    expect(String(build.substitutions._NODE_VERSION)).toMatch(new RegExp(`^${major}\\.\\d+\\.\\d+$`));
+    const deploys = (build.steps as Obj[]).filter((s) => /^deploy-(api|sweep)$/.test(s.id));
+    expect(deploys).toHaveLength(2);
+    for (const s of deploys) expect(s.args.join(' ')).toContain(`--runtime=nodejs${major} `);
+    const text = readFileSync(join(root, 'cloudbuild.yaml'), 'utf8');
+    for (const m of text.matchAll(/--runtime=(\S+)/g)) expect(m[1]).toBe(`nodejs${major}`);
+    for (const m of text.matchAll(/\bnode:(\d+)/g)) expect(Number(m[1])).toBe(major);
+  });
+
+  it('CI also runs on that major, and the docs name it', () => {
+    const major = deployedNodeMajor();
+    expect(readFileSync(join(root, '.ci/run'), 'utf8')).toMatch(/\.ci\/node-lts/);
+    expect(readFileSync(join(root, '.ci/node-lts'), 'utf8')).toMatch(new RegExp(`node@${major}\\b`));
+    const docs = readFileSync(join(root, 'docs/deployment.md'), 'utf8');
+    expect(docs).toContain(`nodejs${major}`);
+    for (const m of docs.matchAll(/--runtime=(\S+)/g)) expect(m[1]).toBe(`nodejs${major}`);
+  });
+
+  it('keeps the code runnable on Node 20.19 locally', () => {
+    expect(pkg.engines.node).toBe('>=20.19');
+    expect(pkg.devDependencies['@types/node']).toMatch(/^\^20\./);
+    // The bundles ship to the LTS but test/deploy runs them on the local Node too.
+    expect(readFileSync(join(root, 'lib/scripts/build.ts'), 'utf8')).toMatch(/target: 'node20'/);
+  });
+});
+
+// Issue #17 item 6: per-client rate limits at the edge (Cloud Armor on the load balancer), and a
+// 429 that tells clients when to come back.
+describe('edge rate limits', () => {
+  const m = 'modules/gateway';
+  const policy = () => res(m, 'google_compute_security_policy', 'edge');
+  const rules = () => policy().rule as Obj[];
+  const rule = (action: string) => rules().find((r) => r.action === action) ?? expect.fail(`no ${action} rule`);
+  const limits = (name: string) => varDefault(m, name) as Obj;
+  // Cloud Armor accepts only these intervals.
+  const INTERVALS = [10, 30, 60, 120, 180, 240, 300, 600, 900, 1200, 1800, 2700, 3600];
+
+  it('puts the policy in front of both backends', () => {
+    for (const b of ['api', 'live'])
+      expect(res(m, 'google_compute_backend_service', b).security_policy, b).toBe('${google_compute_security_policy.edge.id}');
+    expect(policy().type).toBe('CLOUD_ARMOR');
+  });
+
+  it('throttles each Authorization header value, before any per-IP rule sees the request', () => {
+    const t = rule('throttle');
+    expect(block(t, 'match', 'expr').expression).toBe("has(request.headers['authorization'])");
+    const o = block(t, 'rate_limit_options');
+    expect(o).toMatchObject({ conform_action: 'allow', exceed_action: 'deny(429)', enforce_on_key: 'HTTP_HEADER', enforce_on_key_name: 'Authorization' });
+    expect(block(o, 'rate_limit_threshold')).toEqual({ count: '${var.rate_limit_per_token.count}', interval_sec: '${var.rate_limit_per_token.interval_seconds}' });
+    const { count, interval_seconds } = limits('rate_limit_per_token');
+    expect(count).toBeGreaterThanOrEqual(1);
+    expect(count).toBeLessThanOrEqual(1_000_000);
+    expect(INTERVALS).toContain(interval_seconds);
+    // The first matching rule decides: the token rule must come before the catch-all IP rule.
+    expect(t.priority).toBeLessThan(rule('rate_based_ban').priority);
+  });
+
+  it('bans a client IP over its limit for requests without a token', () => {
+    const b = rule('rate_based_ban');
+    expect(block(b, 'match')).toMatchObject({ versioned_expr: 'SRC_IPS_V1' });
+    expect(block(b, 'match', 'config').src_ip_ranges).toEqual(['*']);
+    const o = block(b, 'rate_limit_options');
+    expect(o).toMatchObject({ conform_action: 'allow', exceed_action: 'deny(429)', enforce_on_key: 'IP', ban_duration_sec: '${var.rate_limit_per_ip.ban_seconds}' });
+    expect(block(o, 'rate_limit_threshold')).toEqual({ count: '${var.rate_limit_per_ip.count}', interval_sec: '${var.rate_limit_per_ip.interval_seconds}' });
+    const { count, interval_seconds, ban_seconds } = limits('rate_limit_per_ip');
+    expect(count).toBeGreaterThanOrEqual(1);
+    expect(count).toBeLessThanOrEqual(10_000); // a rate-based ban's maximum
+    expect(INTERVALS).toContain(interval_seconds);
+    expect(ban_seconds).toBeGreaterThanOrEqual(interval_seconds);
+  });
+
+  it('allows the rest by default, exempts only configured ranges, never previews by default', () => {
+    const last = rules().find((r) => r.priority === 2147483647) ?? expect.fail('no default rule');
+    expect(last.action).toBe('allow');
+    expect(block(last, 'match', 'config').src_ip_ranges).toEqual(['*']);
+    const exempt = policy().dynamic.rule[0];
+    expect(exempt.for_each).toBe('${length(var.rate_limit_exempt_ip_ranges) > 0 ? [1] : []}');
+    expect(block(exempt.content[0], 'match', 'config').src_ip_ranges).toBe('${var.rate_limit_exempt_ip_ranges}');
+    expect(exempt.content[0].priority).toBeLessThan(rule('throttle').priority);
+    expect(varDefault(m, 'rate_limit_exempt_ip_ranges')).toEqual([]);
+    expect(varDefault(m, 'rate_limit_preview')).toBe(false);
+    expect(mod('envs/dev').module.gateway[0].rate_limit_exempt_ip_ranges).toBe('${var.rate_limit_exempt_ip_ranges}');
+  });
+
+  it('answers the edge 429 as problem+json with Retry-After', () => {
+    const policy = block(res(m, 'google_compute_url_map', 'https'), 'default_custom_error_response_policy');
+    expect(policy.error_service).toBe('${google_compute_backend_bucket.errors.id}');
+    expect(block(policy, 'error_response_rule')).toEqual({
+      match_response_codes: ['429'],
+      path: '/${google_storage_bucket_object.too_many_requests.name}',
+      override_response_code: 429,
+    });
+    const bucket = res(m, 'google_compute_backend_bucket', 'errors');
+    expect(bucket.bucket_name).toBe('${google_storage_bucket.errors.name}');
+    expect(bucket.custom_response_headers).toEqual(['Retry-After: ${local.retry_after_seconds}']);
+    expect(locals(m).retry_after_seconds).toBe('${max(var.rate_limit_per_token.interval_seconds, var.rate_limit_per_ip.ban_seconds)}');
+    const body = res(m, 'google_storage_bucket_object', 'too_many_requests');
+    expect(body).toMatchObject({ content_type: 'application/problem+json', cache_control: 'no-store' });
+    expect(body.content).toMatch(/\btype\s*=\s*"https:\/\/meeting-intelligence\.dev\/problems\/too_many_requests"/);
+    expect(body.content).toMatch(/\bstatus\s*=\s*429\b/);
+  });
+
+  it('documents the limits and the Retry-After clients get, with Terraform\'s values', () => {
+    const token = limits('rate_limit_per_token');
+    const ip = limits('rate_limit_per_ip');
+    const retryAfter = Math.max(token.interval_seconds, ip.ban_seconds);
+    const docs = readFileSync(join(root, 'docs/deployment.md'), 'utf8');
+    expect(docs).toContain(`${token.count} requests per ${token.interval_seconds} s`);
+    expect(docs).toContain(`${ip.count} requests per ${ip.interval_seconds} s`);
+    expect(docs).toContain(`banned for ${ip.ban_seconds} s`);
+    expect(docs).toContain(`Retry-After: ${retryAfter}`);
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    expect(readme).toMatch(/429.*Retry-After/s);
+    expect(readFileSync(join(root, 'functions/api/docs.ts'), 'utf8')).toMatch(/429[^']*Retry-After/);
   });
 });

@@ -103,7 +103,8 @@ export function createApp(deps: AppDeps) {
 
   app.notFound((c) => {
     const allowed = allowedMethods(app, c.req.path);
-    if (allowed.length) {
+    // A handler's own c.notFound() (an unknown docs asset) reaches here with its method allowed: a 404.
+    if (allowed.length && !allowed.includes(c.req.method)) {
       return problemResponse(c, new DomainError('method_not_allowed', `${c.req.method} is not allowed here`), { Allow: allowed.join(', ') });
     }
     return problemResponse(c, new DomainError('not_found', `no route for ${c.req.method} ${c.req.path}`));

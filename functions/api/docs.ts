@@ -1,14 +1,11 @@
 // The OpenAPI 3.1 document (generated from the routes' zod schemas) and an interactive docs
-// page served from the swagger-ui-dist package (no CDN).
+// page (Scalar, served locally without telemetry: docs-page.ts).
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import type { OpenAPIHono } from '@hono/zod-openapi';
+import { DomainError } from '@mi/lib/errors';
+import { DOCS_ASSET, docsAssetPath, docsHtml } from './docs-page';
 import type { AppDeps, AppEnv } from './env';
 import { eventComponents } from './events-doc';
-
-const require = createRequire(import.meta.url);
-const ASSETS = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js']);
 
 /** The operations' groups, in the order the docs show them; every operation names one of these. */
 export const TAGS = [
@@ -53,24 +50,16 @@ export function registerDocs(app: OpenAPIHono<AppEnv>, deps: AppDeps) {
       version: '1.0.0',
       contact: { name: 'Meeting Intelligence core team', url: 'https://meeting-intelligence.dev' },
       description:
-        'REST API of the core service. Errors are RFC 9457 problem+json. The WebSocket protocol (`GET /ws`) and the events it delivers are described under components.schemas (*Event, EntityChanged) and in docs/websocket.md.',
+        'REST API of the core service. Errors are RFC 9457 problem+json. Rate limits: deployed, every request passes per-client limits at the edge (per Authorization token; per client IP without one); over a limit the answer is 429 problem+json (type …/problems/too_many_requests) with Retry-After in seconds, and a client should wait that long before retrying. The WebSocket protocol (`GET /ws`) and the events it delivers are described under components.schemas (*Event, EntityChanged) and in docs/websocket.md.',
     },
     servers: [{ url: deps.config.PUBLIC_BASE_URL }],
     tags: TAGS,
   });
 
-  app.get('/docs', (c) =>
-    c.html(`<!doctype html><html><head><meta charset="utf-8"><title>Meeting Intelligence API</title>
-<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head><body><div id="ui"></div>
-<script src="/docs/assets/swagger-ui-bundle.js"></script>
-<script>window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#ui' });</script></body></html>`),
-  );
+  app.get('/docs', (c) => c.html(docsHtml()));
   app.get('/docs/assets/:file', async (c) => {
-    const file = c.req.param('file');
-    if (!ASSETS.has(file)) return c.notFound();
-    const dir = path.dirname(require.resolve('swagger-ui-dist/package.json'));
-    const body = await readFile(path.join(dir, file));
-    const type = file.endsWith('.css') ? 'text/css' : 'text/javascript';
-    return c.body(body, 200, { 'Content-Type': type, 'Cache-Control': 'public, max-age=86400' });
+    if (c.req.param('file') !== DOCS_ASSET) throw new DomainError('not_found', `no docs asset ${c.req.param('file')}`);
+    const body = await readFile(docsAssetPath());
+    return c.body(body, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=86400' });
   });
 }

@@ -3,9 +3,10 @@
 // package.json listing exactly those runtime dependencies (and, with --lock, a lock file for the
 // container's `npm ci`).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
+import { DOCS_ASSET, DOCS_ASSET_DIR, packagedAsset } from '../../functions/api/docs-page';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const readJson = (p: string) => JSON.parse(readFileSync(path.join(root, p), 'utf8'));
@@ -56,6 +57,9 @@ export async function buildAll(opts: { lock?: boolean } = {}) {
   const deps = runtimeDependencies();
   // The functions source also needs the framework that serves its targets.
   await bundle({ entry: 'functions/index.ts', outDir: 'functions/dist', main: 'index.js', start: 'functions-framework --target=api' }, deps, !!opts.lock);
+  // The docs page's one asset travels with the api bundle (its package is a devDependency).
+  mkdirSync(path.join(root, 'functions/dist', DOCS_ASSET_DIR));
+  copyFileSync(packagedAsset(), path.join(root, 'functions/dist', DOCS_ASSET_DIR, DOCS_ASSET));
   await bundle({ entry: 'run-services/live/server.ts', outDir: 'run-services/live/dist', main: 'server.js', start: 'node server.js' }, deps, !!opts.lock);
 }
 

@@ -2,6 +2,7 @@
 // against the emulators: the functions framework serving `api` and `sweep` from functions/dist,
 // and the live container's start command (node dist/server.js) on $PORT.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { mintDevToken } from '@mi/lib/auth';
 import { freePort } from '../../emulators/gcloud';
@@ -55,6 +56,13 @@ describe('deployable units', () => {
     const bad = await fetch(`${url}/meetings`, { method: 'POST', headers: { authorization: 'Bearer nope', 'content-type': 'application/json' }, body: '{}' });
     expect(bad.status).toBe(401);
     expect(bad.headers.get('content-type')).toContain('application/problem+json');
+    // The docs page's asset ships beside the bundle; its package (a devDependency) does not.
+    const docs = await fetch(`${url}/docs/assets/api-reference.js`);
+    expect(docs.status).toBe(200);
+    expect((await docs.text()).length).toBeGreaterThan(100_000);
+    const shipped = JSON.parse(readFileSync('functions/dist/package.json', 'utf8')).dependencies;
+    expect(Object.keys(shipped).filter((d) => /scalar|swagger|scarf/.test(d))).toEqual([]);
+    expect(existsSync('functions/dist/docs-assets/api-reference.js')).toBe(true);
     // The framework parses bodies before our code runs (docs/deployment.md, "Known limits").
     const malformed = await fetch(`${url}/meetings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
     expect(malformed.status).toBe(400);

@@ -188,4 +188,6 @@ module "gateway" {
   domains           = [var.domain]
   api_function_name = module.services.api_function_name
   live_service_name = module.services.live_service_name
+
+  rate_limit_exempt_ip_ranges = var.rate_limit_exempt_ip_ranges
 }

@@ -117,3 +117,9 @@ variable "deletion_protection" {
   type        = bool
   default     = true
 }
+
+variable "rate_limit_exempt_ip_ranges" {
+  description = "CIDR ranges Cloud Armor never rate limits, e.g. the ML service's static egress addresses (its one service token would otherwise share one per-token limit)."
+  type        = list(string)
+  default     = []
+}

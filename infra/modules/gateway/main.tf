@@ -2,6 +2,7 @@
 # go to the live Cloud Run service, everything else to the api function, both through
 # serverless NEGs. Serverless backends take no timeout or health check settings: the
 # WebSocket lifetime is the Cloud Run request timeout. Port 80 only redirects to https.
+# Both backends sit behind the Cloud Armor policy of armor.tf (per-client rate limits).
 
 resource "google_compute_global_address" "this" {
   project = var.project_id
@@ -35,6 +36,7 @@ resource "google_compute_backend_service" "api" {
   name                  = "${var.name}-api"
   load_balancing_scheme = "EXTERNAL_MANAGED"
   protocol              = "HTTPS"
+  security_policy       = google_compute_security_policy.edge.id
 
   backend {
     group = google_compute_region_network_endpoint_group.api.id
@@ -51,6 +53,7 @@ resource "google_compute_backend_service" "live" {
   name                  = "${var.name}-live"
   load_balancing_scheme = "EXTERNAL_MANAGED"
   protocol              = "HTTPS"
+  security_policy       = google_compute_security_policy.edge.id
 
   backend {
     group = google_compute_region_network_endpoint_group.live.id
@@ -66,6 +69,16 @@ resource "google_compute_url_map" "https" {
   project         = var.project_id
   name            = var.name
   default_service = google_compute_backend_service.api.id
+
+  # Cloud Armor's 429 becomes problem+json with Retry-After (errors.tf).
+  default_custom_error_response_policy {
+    error_service = google_compute_backend_bucket.errors.id
+    error_response_rule {
+      match_response_codes   = ["429"]
+      path                   = "/${google_storage_bucket_object.too_many_requests.name}"
+      override_response_code = 429
+    }
+  }
 
   host_rule {
     hosts        = ["*"]

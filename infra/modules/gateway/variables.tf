@@ -24,3 +24,27 @@ variable "api_function_name" {
 variable "live_service_name" {
   type = string
 }
+
+variable "rate_limit_per_token" {
+  description = "Requests per interval allowed per Authorization header value (throttle); interval_seconds one of Cloud Armor's: 10, 30, 60, 120, 180, 240, 300, 600, ..."
+  type        = object({ count = number, interval_seconds = number })
+  default     = { count = 600, interval_seconds = 60 }
+}
+
+variable "rate_limit_per_ip" {
+  description = "Requests per interval allowed per client IP for requests without Authorization; an address over it is refused for ban_seconds."
+  type        = object({ count = number, interval_seconds = number, ban_seconds = number })
+  default     = { count = 1200, interval_seconds = 60, ban_seconds = 120 }
+}
+
+variable "rate_limit_exempt_ip_ranges" {
+  description = "CIDR ranges never rate limited (e.g. the ML service's static egress addresses); at most 10."
+  type        = list(string)
+  default     = []
+}
+
+variable "rate_limit_preview" {
+  description = "Log what the rate rules would refuse without refusing it (Cloud Armor preview mode)."
+  type        = bool
+  default     = false
+}

@@ -37,7 +37,8 @@ resource "google_cloudfunctions2_function" "this" {
   location = var.region
 
   build_config {
-    runtime           = "nodejs20"
+    # The Node LTS; cloudbuild.yaml deploys with the same --runtime and builds on the same major.
+    runtime           = "nodejs24"
     entry_point       = each.value.entry_point
     service_account   = var.builder_service_account_id
     docker_repository = var.docker_repository_id
