@@ -13,6 +13,8 @@ const RESTART_WINDOW_MS = 60_000;
 
 export function runPrimary(workers: number, log: Logger): void {
   const alive = new Set<Worker>(); // cluster.workers keeps a dead worker until its IPC channel closes
+  const listening = new Set<Worker>();
+  cluster.on('listening', (worker) => listening.add(worker));
   const restarts: number[] = [];
   let stopping = false;
   let failed = false;
@@ -28,10 +30,14 @@ export function runPrimary(workers: number, log: Logger): void {
   cluster.on('exit', (worker, code, signal) => {
     alive.delete(worker);
     if (stopping) {
-      if (code !== 0) failed = true; // a worker that missed its own deadline
+      // A worker the signal found still starting held nothing to drain; any other must exit 0
+      // (not, e.g., killed at its own deadline).
+      if (code !== 0 && !(signal === 'SIGTERM' && !listening.has(worker))) failed = true;
+      listening.delete(worker);
       if (alive.size === 0) process.exit(failed ? 1 : 0);
       return;
     }
+    listening.delete(worker);
     const now = Date.now();
     restarts.push(now);
     while (restarts[0] < now - RESTART_WINDOW_MS) restarts.shift();

@@ -90,6 +90,11 @@ describe('deployable units', () => {
     // Two workers, as Terraform deploys it: the bundle must fork itself (node:cluster).
     const proc = await run('node', ['dist/server.js'], { PORT: String(port), LIVE_WORKERS: '2', LOG_LEVEL: 'info' }, 'run-services/live');
     expect(await waitHealthy(`http://127.0.0.1:${port}`, proc)).toEqual({ status: 'ok' });
+    // /healthz answers once one worker listens; the drain is checked with both up.
+    for (const until = Date.now() + 30_000; (proc.output().match(/"message":"live service listening"/g)?.length ?? 0) < 2; ) {
+      if (Date.now() > until) throw new Error(`the second worker did not start:\n${proc.output()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
     proc.child.kill('SIGTERM');
     const code = await new Promise((r) => proc.child.once('exit', r));
     expect(code).toBe(0);
