@@ -6,13 +6,13 @@
 // baseline), and the service's own plan (lib/domain/voice.ts) at its configured settings. The
 // baseline and the service alternate query by query, so their ratio shares the machine's noise.
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import pgvector from 'pgvector';
 import { loadConfig } from '@mi/lib/config';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
 import { EXACT_SETTINGS_SQL, VOICE_MATCH_SQL, WALK_SETTINGS_SQL, findVoiceMatches, voiceSearchSettings } from '@mi/lib/domain/voice';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { ms, percentile, table, writeSection, type Row } from './report';
+import { serverCpuClock, timedWith, type Sample } from './server-cpu';
 
 const PEOPLE = Number(process.env.BENCH_PEOPLE ?? 100_000);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
@@ -45,43 +45,8 @@ const DATA_SETS: Record<string, () => number[][]> = {
   },
 };
 
-/**
- * CPU time of the database server (ms): the time its processes spent on a CPU
- * (/proc/<pid>/schedstat), which the other work on a shared machine inflates far less than wall
- * time. Native engine on Linux only; null elsewhere.
- */
-async function serverCpuClock(): Promise<(() => number) | null> {
-  if (engine.engine.kind !== 'native') return null;
-  try {
-    const { rows } = await db.query<{ pid: number }>('bench.pid', 'SELECT pg_backend_pid() AS pid');
-    const postmaster = readFileSync(`/proc/${rows[0].pid}/stat`, 'utf8').split(') ')[1].split(' ')[1];
-    const cpuNs = (pid: string) => {
-      try {
-        return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
-      } catch {
-        return 0; // a process that just ended
-      }
-    };
-    const clock = () => readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').trim().split(' ').reduce((sum, pid) => sum + cpuNs(pid), 0) / 1e6;
-    clock();
-    return clock;
-  } catch {
-    return null;
-  }
-}
-const cpuClock = await serverCpuClock();
-
-interface Sample {
-  wall: number;
-  cpu: number;
-}
-const timed = async <T>(fn: () => Promise<T>): Promise<[T, Sample]> => {
-  const c = cpuClock?.() ?? NaN;
-  const t = performance.now();
-  const out = await fn();
-  const wall = performance.now() - t;
-  return [out, { wall, cpu: (cpuClock?.() ?? NaN) - c }];
-};
+const cpuClock = await serverCpuClock(engine.engine, db);
+const timed = timedWith(cpuClock);
 
 async function load(userId: string, vectors: number[][]): Promise<{ loadMs: number; buildMs: number }> {
   const [, { wall: loadMs }] = await timed(async () => {
