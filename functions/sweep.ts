@@ -139,7 +139,7 @@ async function stopTake(rt: SweepRuntime, take: Recording, idleSeconds: number):
       by: 'sweep',
       highest_contiguous_sequence: cov.highest_contiguous_sequence,
       missing_ranges: cov.missing_ranges,
-      gap_upload_deadline: rec.gap_upload_deadline?.toISOString() ?? null,
+      gap_upload_deadline: rec.gap_upload_deadline,
     });
     emit(locked.user_id, recordingChanged(take.meeting_id));
     return true;

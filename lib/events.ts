@@ -32,13 +32,13 @@ interface OutboxRow {
   payload: EventBody;
   origin_client_id: string | null;
   trace_context: Record<string, string> | null;
-  created_at: Date;
+  created_at: string;
 }
 
 const toStored = (r: OutboxRow): StoredEvent => ({
   event_id: r.id,
   seq: r.seq,
-  occurred_at: r.created_at.toISOString(),
+  occurred_at: r.created_at,
   user_id: r.user_id,
   body: r.payload,
   origin_client_id: r.origin_client_id,

@@ -307,7 +307,7 @@ describe('runSweep: outbox and orphaned takes', () => {
     expect((await runSweep(api.rt, { coordination })).stopped).toBe(1);
     const rec = await getRecording(api.rt.db, orphan.meetingId);
     expect(rec).toMatchObject({ state: 'stopped', stop_reason: 'connection_closed', owner_instance: null });
-    expect(rec!.gap_upload_deadline!.getTime()).toBeGreaterThan(Date.now() + 1700_000);
+    expect(Date.parse(rec!.gap_upload_deadline!)).toBeGreaterThan(Date.now() + 1700_000);
     const history = await api.request('GET', `/meetings/${orphan.meetingId}/recording/events?limit=1`, { token: alice });
     expect(history.body.items[0]).toMatchObject({ event_type: 'recording_stopped', payload: { reason: 'connection_closed', by: 'sweep', highest_contiguous_sequence: 4, missing_ranges: [[5, 9]] } });
     expect((await getRecording(api.rt.db, fresh.meetingId))?.state).toBe('recording');

@@ -11,6 +11,13 @@ pg.types.setTypeParser(20, (v) => Number(v));
 pg.types.setTypeParser(1700, (v) => Number(v));
 // Dates stay 'YYYY-MM-DD' strings, as the API returns them.
 pg.types.setTypeParser(1082, (v) => v);
+// Timestamps are ISO 8601 strings, as the API returns them (milliseconds, UTC): rows leave the
+// repositories in the API's shape, with no Date to convert on the way out.
+// pg's own parsers read every form the server prints (JavaScript's Date.parse does not).
+const parseTimestamptz = pg.types.getTypeParser(1184);
+const parseTimestamp = pg.types.getTypeParser(1114);
+pg.types.setTypeParser(1184, (v) => (parseTimestamptz(v) as Date).toISOString());
+pg.types.setTypeParser(1114, (v) => (parseTimestamp(v) as Date).toISOString());
 
 export interface Queryable {
   query<R extends pg.QueryResultRow = any>(name: string, text: string, params?: unknown[]): Promise<pg.QueryResult<R>>;

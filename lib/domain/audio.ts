@@ -5,7 +5,7 @@ import type { Queryable } from '../db/pool';
 export interface AudioFile {
   meeting_id: string;
   storage_path: string;
-  created_at: Date;
+  created_at: string;
 }
 
 export async function getAudioFile(q: Queryable, meetingId: string): Promise<AudioFile | null> {

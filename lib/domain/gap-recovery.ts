@@ -45,8 +45,8 @@ export function assertAcceptsGaps(rec: Recording, now = new Date()): void {
     throw new DomainError('recording_open', `audio_version ${rec.audio_version} is still recording; send frames over the WebSocket (gap uploads open once it stopped)`);
   }
   if (rec.state !== 'stopped') throw new DomainError('gone', `audio_version ${rec.audio_version} is ${rec.state}; gap uploads are closed`);
-  if (rec.gap_upload_deadline && rec.gap_upload_deadline.getTime() <= now.getTime()) {
-    throw new DomainError('gone', `the gap upload deadline (${rec.gap_upload_deadline.toISOString()}) has passed`);
+  if (rec.gap_upload_deadline && Date.parse(rec.gap_upload_deadline) <= now.getTime()) {
+    throw new DomainError('gone', `the gap upload deadline (${rec.gap_upload_deadline}) has passed`);
   }
 }
 

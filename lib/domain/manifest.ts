@@ -25,7 +25,7 @@ export interface ManifestRow {
   byte_count: number;
   crc32c: string;
   sha256: string | null;
-  created_at: Date;
+  created_at: string;
 }
 
 export type ManifestInput = Omit<ManifestRow, 'id' | 'created_at' | 'sha256' | 'object_generation'> & {

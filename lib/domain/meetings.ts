@@ -10,13 +10,13 @@ export interface Meeting {
   user_id: string;
   title: string;
   source_type: SourceType;
-  start_time: Date;
-  end_time: Date | null;
+  start_time: string;
+  end_time: string | null;
   summary: string | null;
   key_points: unknown;
   headline: string | null;
-  deleted_at: Date | null;
-  created_at: Date;
+  deleted_at: string | null;
+  created_at: string;
 }
 
 export interface MeetingInput {

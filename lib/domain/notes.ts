@@ -14,8 +14,8 @@ export interface Note {
   subject_type: SubjectType | null;
   subject_id: string | null;
   tags: unknown;
-  created_at: Date;
-  updated_at: Date;
+  created_at: string;
+  updated_at: string;
 }
 
 export interface NoteInput {

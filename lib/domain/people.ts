@@ -21,8 +21,8 @@ export interface Person {
   voice_model_status: VoiceModelStatus;
   voice_confidence: number | null;
   voice_vector: number[] | null;
-  created_at: Date;
-  updated_at: Date;
+  created_at: string;
+  updated_at: string;
 }
 
 /** A person without the 192-number voice_vector (lists and matches). */

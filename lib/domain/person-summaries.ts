@@ -10,8 +10,8 @@ export interface PersonSummary {
   author_id: string;
   summary: string;
   context: unknown;
-  created_at: Date;
-  updated_at: Date;
+  created_at: string;
+  updated_at: string;
 }
 
 /** A summary with the user who owns its person (for EntityChanged). */

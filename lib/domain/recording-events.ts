@@ -8,7 +8,7 @@ export interface RecordingEvent {
   meeting_id: string;
   event_type: string;
   payload: Record<string, unknown> | null;
-  created_at: Date;
+  created_at: string;
 }
 
 export async function recordEvent(q: Queryable, meetingId: string, eventType: string, payload: Record<string, unknown> | null = null): Promise<void> {

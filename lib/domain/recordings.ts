@@ -18,14 +18,14 @@ export interface Recording {
   sample_rate: number;
   max_duration_seconds: number;
   trace_context: Record<string, string> | null;
-  started_at: Date;
-  stopped_at: Date | null;
+  started_at: string;
+  stopped_at: string | null;
   stop_reason: StopReason | null;
-  gap_upload_deadline: Date | null;
-  finalized_at: Date | null;
+  gap_upload_deadline: string | null;
+  finalized_at: string | null;
   owner_instance: string | null;
-  created_at: Date;
-  updated_at: Date;
+  created_at: string;
+  updated_at: string;
 }
 
 export const CAPTURE_OPEN: RecordingState[] = ['recording', 'stopping'];

@@ -12,8 +12,8 @@ export interface LabelAssignment {
   meeting_id: string;
   speaker_label: string;
   person_id: string;
-  created_at: Date;
-  updated_at: Date;
+  created_at: string;
+  updated_at: string;
 }
 
 /**

@@ -12,8 +12,8 @@ export interface SubTask {
   status: TaskStatus;
   assigned_to: string | null;
   due_date: string | null;
-  created_at: Date;
-  updated_at: Date;
+  created_at: string;
+  updated_at: string;
 }
 
 /** A sub-task with the owner and meeting of its task (for events). */

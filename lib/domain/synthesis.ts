@@ -26,8 +26,8 @@ export interface Topic {
   name: string;
   summary: string;
   is_final: boolean;
-  created_at: Date;
-  updated_at: Date;
+  created_at: string;
+  updated_at: string;
   segment_ids: string[];
 }
 

@@ -7,8 +7,8 @@ export interface Tag {
   id: string;
   user_id: string;
   name: string;
-  created_at: Date;
-  updated_at: Date;
+  created_at: string;
+  updated_at: string;
 }
 
 const COLUMNS = 'id, user_id, name, created_at, updated_at';

@@ -17,9 +17,9 @@ export interface TakeSummary {
   bytes_stored: number;
   /** Finalized with frames missing (as the take's transcription is marked). */
   is_degraded: boolean;
-  started_at: Date;
-  stopped_at: Date | null;
-  finalized_at: Date | null;
+  started_at: string;
+  stopped_at: string | null;
+  finalized_at: string | null;
 }
 
 /** Takes oldest first (audio_version ascending), keyset-paginated by audio_version. */

@@ -12,8 +12,8 @@ export interface TalkingPoint {
   topic_id: string | null;
   content: string;
   is_final: boolean;
-  created_at: Date;
-  deleted_at: Date | null;
+  created_at: string;
+  deleted_at: string | null;
   segment_ids: string[];
 }
 

@@ -18,9 +18,9 @@ export interface Task {
   assigned_to: string | null;
   meeting_id: string | null;
   parent_task_id: string | null;
-  deleted_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
+  deleted_at: string | null;
+  created_at: string;
+  updated_at: string;
 }
 
 export interface TaskInput {

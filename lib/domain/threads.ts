@@ -14,8 +14,8 @@ export interface AiThread {
   user_id: string;
   context_type: ContextType | null;
   context_id: string | null;
-  deleted_at: Date | null;
-  created_at: Date;
+  deleted_at: string | null;
+  created_at: string;
 }
 
 export interface ChatMessage {
@@ -24,8 +24,8 @@ export interface ChatMessage {
   role: ChatRole;
   content: string;
   tool_calls: unknown;
-  deleted_at: Date | null;
-  created_at: Date;
+  deleted_at: string | null;
+  created_at: string;
 }
 
 export interface ThreadInput {

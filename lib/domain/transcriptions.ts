@@ -14,8 +14,8 @@ export interface Transcription {
   status: TranscriptionStatus;
   status_message: string | null;
   is_degraded: boolean;
-  created_at: Date;
-  updated_at: Date;
+  created_at: string;
+  updated_at: string;
 }
 
 export interface StatusHistoryEntry {
@@ -23,7 +23,7 @@ export interface StatusHistoryEntry {
   transcription_id: string;
   status: TranscriptionStatus;
   status_message: string | null;
-  created_at: Date;
+  created_at: string;
 }
 
 /** decisions.md section 4: the forward path, failure from any running state, and re-runs. */

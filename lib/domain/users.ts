@@ -13,8 +13,8 @@ export interface User {
   email: string;
   identity_id: string;
   person_id: string | null;
-  created_at: Date;
-  updated_at: Date;
+  created_at: string;
+  updated_at: string;
 }
 
 const COLUMNS = 'id, username, email, identity_id, person_id, created_at, updated_at';

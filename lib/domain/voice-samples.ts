@@ -173,7 +173,7 @@ export interface VoiceSample {
   meeting_id: string;
   segment_id: string;
   speaker_label: string | null;
-  created_at: Date;
+  created_at: string;
 }
 
 /**

@@ -500,7 +500,7 @@ export class Recorder {
         reason,
         highest_contiguous_sequence: result.cov.highest_contiguous_sequence,
         missing_ranges: result.cov.missing_ranges,
-        gap_upload_deadline: result.deadline ? new Date(result.deadline).toISOString() : null,
+        gap_upload_deadline: result.deadline,
       });
       this.client.released(this);
       this.client = null;

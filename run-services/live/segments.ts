@@ -170,7 +170,7 @@ export class SegmentCommitter {
           crc32c,
         };
         inserts.push(row);
-        rows.push({ ...row, id: '', object_generation: object.generation, sha256: null, created_at: new Date() });
+        rows.push({ ...row, id: '', object_generation: object.generation, sha256: null, created_at: new Date().toISOString() });
       }
       outcomes.push({ kind: 'stored', rows, stored, owner: lock.owner_instance, state: lock.state, events: [] });
     }
