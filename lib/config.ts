@@ -21,6 +21,8 @@ export const configSchema = z.object({
   PUBSUB_EMULATOR_HOST: optionalText,
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().default('http://localhost:4318'),
   OTEL_ENABLED: z.enum(['true', 'false', '1', '0']).optional(),
+  // How often metrics are exported (ms); the OpenTelemetry SDK's own variable name and default.
+  OTEL_METRIC_EXPORT_INTERVAL: int(60_000, 100),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   // Read by the local stack's logger (emulators/log.ts); the deployed services always write JSON.
   LOG_FORMAT: z.enum(['json', 'pretty']).optional(),

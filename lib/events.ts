@@ -165,3 +165,16 @@ export function createEventPublisher(deps: { db: Queryable; bus: Bus; topic: str
     },
   };
 }
+
+/**
+ * Unpublished outbox rows and the age of the oldest (s; 0 when none): one read of the partial
+ * index on unpublished rows; the outbox metrics (lib/metrics.ts).
+ */
+export async function outboxBacklog(db: Queryable): Promise<{ unpublished: number; oldestAgeSeconds: number }> {
+  const { rows } = await db.query<{ unpublished: number; age: number | null }>(
+    'events.backlog',
+    `SELECT count(*)::int AS unpublished, extract(epoch FROM clock_timestamp() - min(created_at))::float8 AS age
+       FROM event_outbox WHERE published_at IS NULL`,
+  );
+  return { unpublished: rows[0].unpublished, oldestAgeSeconds: rows[0].age ?? 0 };
+}

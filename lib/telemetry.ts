@@ -1,4 +1,4 @@
-// OpenTelemetry tracing: W3C trace context in (traceparent/tracestate) and out (Pub/Sub
+// OpenTelemetry tracing (metrics: metrics.ts): W3C trace context in (traceparent/tracestate) and out (Pub/Sub
 // attributes, outgoing HTTP), spans exported over OTLP/HTTP. Export runs in the background
 // and failures are dropped, so start-up and requests are unaffected when no collector listens.
 import { context, propagation, trace, type Span, type Tracer } from '@opentelemetry/api';
@@ -8,24 +8,27 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Config } from './config';
+import { flushMetrics, initMetrics } from './metrics';
 
 let provider: BasicTracerProvider | null = null;
 
 /** Once per process. Without export (tests), spans still carry context for propagation. */
-export function initTelemetry(config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_EXPORTER_OTLP_ENDPOINT'>, serviceName: string) {
+export function initTelemetry(config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_METRIC_EXPORT_INTERVAL'>, serviceName: string) {
   if (provider) return;
+  const resource = resourceFromAttributes({ 'service.name': serviceName });
   const exporter = config.OTEL_ENABLED ? new OTLPTraceExporter({ url: `${config.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/$/, '')}/v1/traces`, timeoutMillis: 2000 }) : null;
   provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': serviceName }),
+    resource,
     spanProcessors: exporter ? [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000 })] : [],
   });
   trace.setGlobalTracerProvider(provider);
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  initMetrics(config, resource);
 }
 
 export async function flushTelemetry() {
-  await provider?.forceFlush().catch(() => {});
+  await Promise.all([provider?.forceFlush().catch(() => {}), flushMetrics()]);
 }
 
 export const tracer = (): Tracer => trace.getTracer('meeting-intelligence');

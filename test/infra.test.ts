@@ -169,9 +169,13 @@ describe('terraform', () => {
     const container = block(res('modules/services', 'google_cloud_run_v2_service', 'live'), 'template', 'containers');
     const secretEnv = container.dynamic.env.find((e: Obj) => e.for_each === '${var.secret_ids}');
     expect(block(secretEnv.content[0], 'value_source', 'secret_key_ref').secret).toBe('${env.value}');
-    // The only value Terraform writes is the generated DATABASE_URL.
+    // The only credential Terraform writes is the generated DATABASE_URL; the other version is the
+    // collector's configuration (no credential: Cloud Run mounts sidecar files from Secret Manager only).
     const versions = allResources().filter((r) => r.type === 'google_secret_manager_secret_version');
-    expect(versions.map((r) => [r.m, r.body.secret])).toEqual([['modules/database', '${var.database_url_secret_id}']]);
+    expect(versions.map((r) => [r.m, r.body.secret])).toEqual([
+      ['modules/database', '${var.database_url_secret_id}'],
+      ['modules/services', '${google_secret_manager_secret.otel_collector_config[0].id}'],
+    ]);
     expect(mod('envs/dev').module.database[0].database_url_secret_id).toBe('${module.secrets.resource_ids["DATABASE_URL"]}');
   });
 
@@ -220,7 +224,58 @@ describe('terraform', () => {
     expect(block(fn, 'build_config')).toMatchObject({ runtime: `nodejs${deployedNodeMajor()}`, entry_point: '${each.value.entry_point}' });
     const sc = block(fn, 'service_config');
     expect(sc).toMatchObject({ vpc_connector: '${var.vpc_connector_id}', max_instance_request_concurrency: '${each.value.concurrency}' });
-    expect(sc.environment_variables).toBe('${merge(local.env, { DB_POOL_MAX = tostring(each.value.db_pool_max) })}');
+    // No collector is reachable from a function: nothing to export to.
+    expect(sc.environment_variables).toBe('${merge(local.env, { DB_POOL_MAX = tostring(each.value.db_pool_max), OTEL_ENABLED = "false" })}');
+  });
+
+  it('observability: a collector sidecar in the live service, its config from Secret Manager', () => {
+    const t = block(res('modules/services', 'google_cloud_run_v2_service', 'live'), 'template');
+    const live = block(t, 'containers');
+    expect(live.name).toBe('live');
+    expect(live.depends_on).toBe('${var.otel_enabled ? ["otel-collector"] : []}');
+    const sidecar = t.dynamic.containers[0];
+    expect(sidecar.for_each).toBe('${var.otel_enabled ? [1] : []}');
+    const c = sidecar.content[0];
+    expect(c).toMatchObject({ name: 'otel-collector', image: '${var.otel_collector_image}' });
+    expect(c.ports).toBeUndefined(); // only the live container takes requests
+    expect(block(c, 'volume_mounts').mount_path + 'config.yaml').toBe(c.args[0].replace('--config=', ''));
+    expect(block(c, 'startup_probe', 'http_get').port).toBe(13133);
+    const volume = t.dynamic.volumes[0].content[0];
+    expect(volume.name).toBe(block(c, 'volume_mounts').name);
+    expect(block(volume, 'secret').secret).toBe('${google_secret_manager_secret.otel_collector_config[0].secret_id}');
+    expect(res('modules/services', 'google_secret_manager_secret_version', 'otel_collector_config').secret_data).toBe('${file("${path.module}/otel-collector.yaml")}');
+    expect(res('modules/services', 'google_secret_manager_secret_iam_member', 'otel_collector_config_live').member).toBe('serviceAccount:${var.service_accounts.live}');
+    // The services' endpoint default is the sidecar's receiver; it exports to GMP and Cloud Trace as the live account.
+    expect(varDefault('modules/services', 'otel_endpoint')).toBe('http://localhost:4318');
+    const config = parseYaml(readFileSync(join(infra, 'modules/services/otel-collector.yaml'), 'utf8'));
+    expect(config.receivers.otlp.protocols.http.endpoint).toBe('localhost:4318');
+    expect(config.service.pipelines.metrics.exporters).toEqual(['googlemanagedprometheus']);
+    expect(config.service.pipelines.traces.exporters).toEqual(['googlecloud']);
+    expect(config.extensions.health_check.endpoint).toMatch(/:13133$/);
+    expect(locals('modules/iam').telemetry).toEqual(expect.arrayContaining(['roles/monitoring.metricWriter', 'roles/cloudtrace.agent']));
+  });
+
+  it('alerts: outbox lag and ack latency p99, on the names the code exports', () => {
+    const metricsSource = readFileSync(join(root, 'lib/metrics.ts'), 'utf8');
+    // OTLP → Prometheus (googlemanagedprometheus): dots → underscores, the unit as a suffix.
+    const promName = (otlp: string, unit: string) => {
+      expect(metricsSource, `lib/metrics.ts exports ${otlp}`).toContain(`'${otlp}'`);
+      return `${otlp.replace(/\./g, '_')}_${unit}`;
+    };
+    const outbox = block(res('modules/services', 'google_monitoring_alert_policy', 'outbox_lag'), 'conditions', 'condition_prometheus_query_language');
+    expect(outbox.query).toBe(`max(${promName('outbox.oldest_unpublished_age', 'seconds')}) > \${var.outbox_lag_alert_seconds}`);
+    const ack = block(res('modules/services', 'google_monitoring_alert_policy', 'ack_latency'), 'conditions', 'condition_prometheus_query_language');
+    expect(ack.query).toContain(`histogram_quantile(0.99, sum by (le) (rate(${promName('live.ack.latency', 'milliseconds')}_bucket[5m])))`);
+    expect(ack.query).toMatch(/> \$\{var\.ack_latency_p99_alert_ms\}$/);
+    for (const name of ['outbox_lag', 'ack_latency']) {
+      const p = res('modules/services', 'google_monitoring_alert_policy', name);
+      expect(p.notification_channels).toBe('${var.alert_notification_channels}');
+      expect(block(p, 'documentation').content.length).toBeGreaterThan(20);
+    }
+    // The outbox is republished every minute; the p99 threshold sits above the progress interval (10 s) by design.
+    expect(varDefault('modules/services', 'outbox_lag_alert_seconds')).toBeGreaterThanOrEqual(120);
+    expect(varDefault('modules/services', 'ack_latency_p99_alert_ms')).toBeGreaterThan(10_000);
+    expect(mod('envs/dev').module.services[0].alert_notification_channels).toBe('${var.alert_notification_channels}');
   });
 
   it('environment: every Limits variable that applies in the cloud, with the code defaults', () => {

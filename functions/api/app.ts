@@ -6,8 +6,10 @@ import type { Context } from 'hono';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
+import { routePath } from 'hono/route';
 import { DomainError } from '@mi/lib/errors';
 import { StorageUnavailableError } from '@mi/lib/storage';
+import { instruments } from '@mi/lib/metrics';
 import { currentTraceHeaders, currentTraceId, withIncomingSpan } from '@mi/lib/telemetry';
 import { validTraceContext } from '@mi/lib/trace-context';
 import type { AppDeps, AppEnv } from './env';
@@ -77,6 +79,13 @@ export function createApp(deps: AppDeps) {
       const started = performance.now();
       await next();
       span.setAttribute('http.response.status_code', c.res.status);
+      // The route template (bounded cardinality), never the path: the last matched route is the handler's.
+      const template = routePath(c, -1);
+      instruments().httpDuration.record(performance.now() - started, {
+        'http.request.method': c.req.method,
+        'http.route': template === '*' || template.endsWith('/*') ? 'unmatched' : template,
+        'http.response.status_code': c.res.status,
+      });
       // The path only: query strings can hold signatures.
       c.var.log.info({ method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) }, 'request');
     });

@@ -4,6 +4,7 @@
 // between connections, where a named statement would collide.
 import pg from 'pg';
 import { DomainError } from '../errors';
+import { instruments, watchPool } from '../metrics';
 
 // Return bigint (int8) and numeric as JS numbers: sequences, byte counts and decimals of this
 // domain stay far below 2^53, and the API speaks JSON numbers.
@@ -145,6 +146,7 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
   const root = wrap(pool);
+  const unwatch = watchPool(pool);
   let retries = 0;
   return {
     pool,
@@ -154,9 +156,12 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
     query: root.query,
     async withTransaction(fn) {
       for (let attempt = 1; ; attempt++) {
+        const waitStarted = performance.now();
         const client = await pool.connect().catch((err: unknown) => {
           throw mapDbError(err, 'connect');
         });
+        // Transactions only: pool.query checks out inside pg, out of our sight (the gauge of waiting callers covers it).
+        instruments().dbConnectWait.record(performance.now() - waitStarted);
         let broken = false;
         try {
           await client.query('BEGIN');
@@ -177,6 +182,6 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
         }
       }
     },
-    close: () => pool.end(),
+    close: () => (unwatch(), pool.end()),
   };
 }

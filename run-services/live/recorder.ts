@@ -7,6 +7,7 @@
 import type { Coordination } from '@mi/lib/coordination';
 import { backoffMs, sleep } from '@mi/lib/async';
 import { progressEvent, recordingChanged, type EventBody } from '@mi/lib/event-catalogue';
+import { instruments } from '@mi/lib/metrics';
 import type { StoredEvent } from '@mi/lib/events';
 import { inUnitOfWork } from '@mi/lib/unit-of-work';
 import type { OutgoingMessage } from './server-messages';
@@ -106,6 +107,9 @@ export class Recorder {
   private readonly ceiling: number;
   /** Every frame stored or waiting to be: what the hole bound counts. */
   private readonly received: RangeSet;
+  /** Runs we stored that no progress event covered yet: their last sequence and first arrival (ack latency). */
+  private unacked: { end: number; at: number }[] = [];
+  private counted = true;
 
   constructor(
     private readonly host: RecorderHost,
@@ -121,6 +125,7 @@ export class Recorder {
     this.received = this.frames.durable.clone();
     this.bytesStored = stored.reduce((n, r) => n + r.byte_count, 0);
     this.lastProgress = { frames: this.frames.durable.size, at: Date.now() };
+    instruments().takesOpen.add(1);
 
     if (take.transcriptionId) {
       this.ml = new MlStream({
@@ -181,6 +186,7 @@ export class Recorder {
 
   /** One binary message ([u64 seq][bytes]); null when taken (or a harmless duplicate). */
   frame(seq: number, message: Buffer): ErrorCode | null {
+    instruments().framesReceived.add(1);
     if (this.state === 'finishing' || this.state === 'done') return 'recording_stopping';
     if (seq >= this.ceiling) return 'sequence_out_of_range';
     const audio = message.subarray(8);
@@ -272,6 +278,8 @@ export class Recorder {
 
   /** Stops timers, writes and forwarding; nothing is written after this. */
   private halt(): void {
+    if (this.counted) instruments().takesOpen.add(-1);
+    this.counted = false;
     this.halted = true;
     this.state = 'done';
     this.clearTimers();
@@ -360,6 +368,8 @@ export class Recorder {
       return;
     }
     if (outcome.kind === 'progress') return; // not asked for (runs were given)
+    instruments().framesStored.add(runs.reduce((n, r) => n + r.frames.length, 0));
+    for (const r of runs) this.unacked.push({ end: r.end, at: r.frames.reduce((m, f) => Math.min(m, f.at), Infinity) });
     for (const r of outcome.rows) this.learn(r);
     if (outcome.events.length) this.progressSent(outcome.events);
     if (this.state === 'recording' && (outcome.state !== 'recording' || outcome.owner !== this.host.instanceId)) {
@@ -424,7 +434,11 @@ export class Recorder {
   /** Events already dispatched (the committer dispatches a whole batch's at once). */
   private progressSent(events: StoredEvent[]): void {
     this.progressRequested = false;
-    this.lastProgress = { frames: (events.at(-1)!.body as { frames_stored: number }).frames_stored, at: Date.now() };
+    const last = events.at(-1)!.body as { frames_stored: number; highest_contiguous_sequence: number };
+    this.lastProgress = { frames: last.frames_stored, at: Date.now() };
+    // A frame is acknowledged once a progress event's contiguous coverage reaches it.
+    const now = Date.now();
+    this.unacked = this.unacked.filter((u) => (u.end <= last.highest_contiguous_sequence ? (instruments().ackLatency.record(now - u.at), false) : true));
   }
 
   private health(h: MlHealth): void {

@@ -10,13 +10,14 @@ import { WebSocketServer } from 'ws';
 import { createCoordination, type Coordination } from '@mi/lib/coordination';
 import { OWNER_HEARTBEAT_SECONDS, OWNER_STALE_SECONDS } from '@mi/lib/domain/recordings';
 import { findOrCreateUser } from '@mi/lib/domain/users';
-import type { StoredEvent } from '@mi/lib/events';
+import { outboxBacklog, type StoredEvent } from '@mi/lib/events';
 import type { BusMessage } from '@mi/lib/bus';
 import type { Runtime } from '@mi/lib/runtime';
 import { Connection, type ConnectionHost } from './connection';
 import { EventStream, latestSeqs } from './event-stream';
 import { CloseCode, FRAME_HEADER_BYTES, traceOf, type ClientCommand, type HelloMessage } from './protocol';
 import type { Recorder } from './recorder';
+import { instruments, watchOutbox } from '@mi/lib/metrics';
 import { ADVISED_RECONNECT_GRACE_SECONDS, Sessions } from './sessions';
 
 export interface LiveServiceOptions {
@@ -85,6 +86,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
   let state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   let subscription: { close(): Promise<void> } | null = null;
   let presenceTimer: NodeJS.Timeout | null = null;
+  let unwatchOutbox = () => {};
   let catchUpTimer: NodeJS.Timeout | null = null;
   let stopped: Promise<void> | null = null;
 
@@ -196,7 +198,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     },
 
     closed(conn: Connection) {
-      connections.delete(conn);
+      if (connections.delete(conn)) instruments().wsConnections.add(-1);
       sessions.connectionClosed(conn);
       const userId = conn.userId;
       if (!userId) return;
@@ -231,6 +233,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         const conn = new Connection(ws, host);
         conn.trace = traceOf({ traceparent: req.headers.traceparent, tracestate: req.headers.tracestate });
         connections.add(conn);
+        instruments().wsConnections.add(1);
       });
     },
 
@@ -245,6 +248,8 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         }
       }, presenceTtlMs / 3);
       catchUpTimer = setInterval(() => void catchUp(), CATCH_UP_MS);
+      // The live service always runs (min instances ≥ 1, CPU always allocated): it reports the outbox metrics.
+      unwatchOutbox = watchOutbox(() => outboxBacklog(rt.db));
       state = 'running';
       log.info({ instance: instanceId }, 'live service started');
     },
@@ -256,6 +261,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         if (presenceTimer) clearInterval(presenceTimer);
         sessions.stopHeartbeat();
         if (catchUpTimer) clearInterval(catchUpTimer);
+        unwatchOutbox();
         if (wasRunning) {
           const takes = sessions.recorders.size;
           log.info({ instance: instanceId, connections: connections.size, takes }, 'live service shutting down');

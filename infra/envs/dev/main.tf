@@ -143,20 +143,21 @@ module "services" {
     AUDIO_URL_SIGNING_KEY = module.secrets.ids["AUDIO_URL_SIGNING_KEY"]
   }
 
-  app_env                   = var.app_env
-  log_level                 = var.log_level
-  otel_enabled              = var.otel_enabled
-  otel_endpoint             = var.otel_endpoint
-  storage_bucket            = module.storage.bucket_name
-  events_topic              = module.pubsub.events_topic
-  recording_finalized_topic = module.pubsub.recording_finalized_topic
-  ml_service_url            = var.ml_service_url
-  public_base_url           = "https://${var.domain}"
-  identity_jwks_url         = var.identity_jwks_url
-  identity_issuer           = var.identity_issuer
-  identity_audience         = var.identity_audience
-  recording_settings        = var.recording_settings
-  app_origins               = var.app_origins
+  app_env                     = var.app_env
+  log_level                   = var.log_level
+  otel_enabled                = var.otel_enabled
+  otel_endpoint               = var.otel_endpoint
+  alert_notification_channels = var.alert_notification_channels
+  storage_bucket              = module.storage.bucket_name
+  events_topic                = module.pubsub.events_topic
+  recording_finalized_topic   = module.pubsub.recording_finalized_topic
+  ml_service_url              = var.ml_service_url
+  public_base_url             = "https://${var.domain}"
+  identity_jwks_url           = var.identity_jwks_url
+  identity_issuer             = var.identity_issuer
+  identity_audience           = var.identity_audience
+  recording_settings          = var.recording_settings
+  app_origins                 = var.app_origins
 
   api_max_instances     = var.api_max_instances
   sweep_timeout_seconds = var.sweep_timeout_seconds

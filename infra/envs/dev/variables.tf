@@ -123,3 +123,9 @@ variable "rate_limit_exempt_ip_ranges" {
   type        = list(string)
   default     = []
 }
+
+variable "alert_notification_channels" {
+  description = "Cloud Monitoring notification channel ids for the outbox lag and ack latency alerts."
+  type        = list(string)
+  default     = []
+}

@@ -63,7 +63,8 @@ resource "google_cloudfunctions2_function" "this" {
     all_traffic_on_latest_revision   = true
     vpc_connector                    = var.vpc_connector_id
     vpc_connector_egress_settings    = "PRIVATE_RANGES_ONLY"
-    environment_variables            = merge(local.env, { DB_POOL_MAX = tostring(each.value.db_pool_max) })
+    # No collector is reachable from a function (no sidecars): nothing to export to (docs/deployment.md, Observability).
+    environment_variables = merge(local.env, { DB_POOL_MAX = tostring(each.value.db_pool_max), OTEL_ENABLED = "false" })
 
     dynamic "secret_environment_variables" {
       for_each = var.secret_ids

@@ -40,7 +40,10 @@ resource "google_cloud_run_v2_service" "live" {
     }
 
     containers {
+      name  = "live"
       image = var.live_image
+      # Its OTLP exports go to the collector sidecar (otel.tf) on localhost:4318.
+      depends_on = var.otel_enabled ? ["otel-collector"] : []
 
       ports {
         container_port = 8080
@@ -106,7 +109,55 @@ resource "google_cloud_run_v2_service" "live" {
         failure_threshold = 3
       }
     }
+
+    # The OpenTelemetry Collector sidecar (otel.tf, otel-collector.yaml): metrics to Managed
+    # Service for Prometheus, spans to Cloud Trace. CPU is always allocated (cpu_idle above), so
+    # its batches leave between requests too.
+    dynamic "containers" {
+      for_each = var.otel_enabled ? [1] : []
+      content {
+        name  = "otel-collector"
+        image = var.otel_collector_image
+        args  = ["--config=/etc/otelcol-google/config.yaml"]
+
+        resources {
+          limits = {
+            cpu    = "1"
+            memory = "512Mi"
+          }
+        }
+
+        volume_mounts {
+          name       = "otel-collector-config"
+          mount_path = "/etc/otelcol-google/"
+        }
+
+        startup_probe {
+          http_get {
+            port = 13133
+          }
+          period_seconds    = 2
+          failure_threshold = 30
+        }
+      }
+    }
+
+    dynamic "volumes" {
+      for_each = var.otel_enabled ? [1] : []
+      content {
+        name = "otel-collector-config"
+        secret {
+          secret = google_secret_manager_secret.otel_collector_config[0].secret_id
+          items {
+            version = "latest"
+            path    = "config.yaml"
+          }
+        }
+      }
+    }
   }
+
+  depends_on = [google_secret_manager_secret_version.otel_collector_config, google_secret_manager_secret_iam_member.otel_collector_config_live]
 
   lifecycle {
     # Cloud Build deploys new images (gcloud run deploy), which also sets client fields.

@@ -267,3 +267,27 @@ variable "meeting_purge_after_days" {
     error_message = "meeting_purge_after_days must be a whole number of days, at least 1."
   }
 }
+
+variable "otel_collector_image" {
+  description = "The OpenTelemetry Collector sidecar of the live service (Google-built, with the googlemanagedprometheus and googlecloud exporters)."
+  type        = string
+  default     = "us-docker.pkg.dev/cloud-ops-agents-artifacts/google-cloud-opentelemetry-collector/otelcol-google:0.121.0"
+}
+
+variable "alert_notification_channels" {
+  description = "Cloud Monitoring notification channel ids the alert policies notify (alerts.tf)."
+  type        = list(string)
+  default     = []
+}
+
+variable "outbox_lag_alert_seconds" {
+  description = "Alert when the oldest unpublished outbox event is older than this (the sweep republishes every minute)."
+  type        = number
+  default     = 300
+}
+
+variable "ack_latency_p99_alert_ms" {
+  description = "Alert when the p99 of frame-to-acknowledgement latency exceeds this (progress events come every RECORDING_PROGRESS_INTERVAL_SECONDS, 10 s, at the latest)."
+  type        = number
+  default     = 15000
+}
