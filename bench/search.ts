@@ -7,7 +7,7 @@
 // first 50 matching segments: no rank, no other kinds, no snippets); for scale, ILIKE '%word%'.
 import os from 'node:os';
 import { createDatabase } from '@mi/lib/db/pool';
-import { HEADLINE_OPTIONS, search, SEARCH_RANK_CAP, SEARCH_SQL } from '@mi/lib/domain/search';
+import { HEADLINE_OPTIONS, search, SEARCH_SQL } from '@mi/lib/domain/search';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { ms, percentile, table, writeSection, type Row } from './report';
 import { serverCpuClock, timedWith, type Sample } from './server-cpu';
@@ -196,7 +196,7 @@ for (let i = 0; i < 10; i++) {
 
 // BENCH_EXPLAIN=1: the plan of one common-word first page, on stdout only.
 if (process.env.BENCH_EXPLAIN) {
-  const { rows: plan } = await db.query<{ 'QUERY PLAN': string }>('bench.explain', `EXPLAIN (ANALYZE, BUFFERS) ${SEARCH_SQL}`, [userId, vocabulary[0], null, null, null, null, null, null, null, 51, HEADLINE_OPTIONS, SEARCH_RANK_CAP]);
+  const { rows: plan } = await db.query<{ 'QUERY PLAN': string }>('bench.explain', `EXPLAIN (ANALYZE, BUFFERS) ${SEARCH_SQL}`, [userId, vocabulary[0], null, null, null, null, null, null, null, 51, HEADLINE_OPTIONS]);
   console.log(plan.map((r) => r['QUERY PLAN']).join('\n'));
 }
 

@@ -60,29 +60,15 @@ export const HEADLINE_OPTIONS = `StartSel=${START}, StopSel=${STOP}, MaxWords=35
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 const toHtml = (headline: string) => headline.replace(/[&<>"']/g, (c) => ESCAPES[c]).replaceAll(START, '<mark>').replaceAll(STOP, '</mark>');
 
-/**
- * The most matches of one kind that a search ranks (decision, README "search"). Best first needs
- * the rank of every match, and Postgres has no index in rank order, so a word in most of a user's
- * segments cost a heap read and a ts_rank per segment (64,000 of them: 60 ms of server CPU in
- * bench:search). Past the cap, the first SEARCH_RANK_CAP matches the index yields are ranked: the
- * GIN bitmap gives them in storage order, roughly oldest first, and the scan stops there. "The
- * newest N" would need a walk in time order whose cost grows as the word gets rarer (every
- * segment of the user read to find N matches); storage order costs N rows whatever the word.
- */
-export const SEARCH_RANK_CAP = 10_000;
-
-// One kind's best limit + 1 rows after the cursor ($5 rank, $6 kind, $7 id) among its first $12
-// matches. `matches` selects (kind, id, meeting_id, start_ms, body, rank); the LIMIT keeps it a
-// subquery, so ts_rank runs once per match (inlined into the cursor's predicate it would run
-// twice), and stops the scan at the cap. Every page takes the same first $12 (same plan, same
-// storage order), so pages neither repeat nor skip while the rows are unchanged.
+// One kind's best limit + 1 rows after the cursor ($5 rank, $6 kind, $7 id). `matches` selects
+// (kind, id, meeting_id, start_ms, body, rank); OFFSET 0 keeps it a subquery, so ts_rank runs once
+// per match (inlined into the cursor's predicate it would run twice).
 const branch = (kind: SearchKind, matches: string) => `
-  (SELECT * FROM (${matches} LIMIT $12) b
+  (SELECT * FROM (${matches} OFFSET 0) b
    WHERE $5::real IS NULL OR b.rank < $5 OR (b.rank = $5 AND ('${kind}' > $6 OR ('${kind}' = $6 AND b.id > $7::uuid)))
    ORDER BY b.rank DESC, b.id LIMIT $10)`;
 
-// $1 user, $2 query text, $3 meeting_id, $4 person_id, $5-$7 cursor, $8 from, $9 to, $10 limit + 1,
-// $11 headline options, $12 the rank cap.
+// $1 user, $2 query text, $3 meeting_id, $4 person_id, $5-$7 cursor, $8 from, $9 to, $10 limit + 1.
 // Each kind is one GIN scan over (user_id, tsvector) and a top-N sort, so the outer sort sees at
 // most 4 × (limit + 1) rows, and ts_headline (costly: it parses the text) runs on one page only.
 /** Exported for bench:search's EXPLAIN; parameters as search() passes them. */
@@ -147,12 +133,8 @@ interface Row {
   snippet: string;
 }
 
-/**
- * The caller's items matching `f.q`, best first among the first `rankCap` matches of each kind
- * (SEARCH_RANK_CAP; tests lower it). A query without lexemes (only stop words or punctuation)
- * matches nothing.
- */
-export async function search(q: Queryable, userId: string, f: SearchFilter, { rankCap = SEARCH_RANK_CAP } = {}): Promise<Page<SearchHit>> {
+/** The caller's items matching `f.q`, best first. A query without lexemes (only stop words or punctuation) matches nothing. */
+export async function search(q: Queryable, userId: string, f: SearchFilter): Promise<Page<SearchHit>> {
   const cursor = decodeSearchCursor(f.cursor);
   const { rows } = await q.query<Row>('search', SEARCH_SQL, [
     userId,
@@ -166,7 +148,6 @@ export async function search(q: Queryable, userId: string, f: SearchFilter, { ra
     f.to ?? null,
     f.limit + 1,
     HEADLINE_OPTIONS,
-    rankCap,
   ]);
   const hits: SearchHit[] = rows.map((r) => ({
     kind: r.kind,

@@ -2,7 +2,6 @@
 // titles; ranking, marked snippets, filters, keyset pagination, tenancy, soft deletes, errors.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { search as searchDomain, SEARCH_RANK_CAP } from '@mi/lib/domain/search';
 import { startApi, type ApiHarness } from '../harness';
 
 let api: ApiHarness;
@@ -213,33 +212,6 @@ describe('GET /search', () => {
     expect((await api.request('DELETE', `/meetings/${gone}`, { token: t })).status).toBe(204);
     expect((await ok(t, { q: 'offsite' })).map((i) => i.id).sort()).toEqual([kept, loose].sort());
     expect(await ok(t, { q: 'offsite', meeting_id: gone })).toEqual([]);
-  });
-
-  it('should rank only the first rankCap matches of each kind, the same ones on every page', async () => {
-    const t = await user();
-    const userId = await api.userId(t);
-    const m = await meeting(t, 'm');
-    const segs = await segments(t, m, Array.from({ length: 6 }, (_, i) => ({ text: i % 2 ? 'quota quota quota' : 'quota talk', start_ms: i })));
-    const notes = [await note(t, 'quota note'), await note(t, 'quota quota')];
-    // Through the route, the cap (SEARCH_RANK_CAP) is far above 8: every match.
-    expect(SEARCH_RANK_CAP).toBeGreaterThanOrEqual(1000);
-    expect((await ok(t, { q: 'quota' })).map((i) => i.id).sort()).toEqual([...segs, ...notes].sort());
-    // Capped at 4 per kind: 4 of the 6 segments, both notes, best first among them.
-    const page = (limit: number, cursor?: string) => searchDomain(api.rt.db, userId, { q: 'quota', limit, cursor }, { rankCap: 4 });
-    const whole = (await page(200)).items;
-    expect(whole.filter((i) => i.kind === 'segment')).toHaveLength(4);
-    expect(whole.filter((i) => i.kind === 'note').map((i) => i.id).sort()).toEqual([...notes].sort());
-    for (const i of whole) if (i.kind === 'segment') expect(segs).toContain(i.id);
-    expect(whole.map((i) => i.rank)).toEqual([...whole.map((i) => i.rank)].sort((x, y) => y - x));
-    // Every page draws on the same capped matches: pages of 2 give the whole page's items in its order.
-    const paged: string[] = [];
-    let cursor: string | undefined;
-    do {
-      const p = await page(2, cursor);
-      paged.push(...p.items.map((i) => i.id));
-      cursor = p.next_cursor ?? undefined;
-    } while (cursor && paged.length < 50);
-    expect(paged).toEqual(whole.map((i) => i.id));
   });
 
   it('should leave out a deleted talking point', async () => {
