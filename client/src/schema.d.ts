@@ -1041,7 +1041,7 @@ export interface paths {
         };
         /**
          * Full-text search over the caller's transcript segments, notes, talking points and meeting titles, best first
-         * @description Postgres full-text search (configuration english). Only your own items; items of soft-deleted meetings (and notes about them) are never returned. Ordered by rank descending, then kind, then id. The cursor is a keyset on (rank, kind, id) of the last item: following next_cursor gives every match exactly once, provided the items do not change meanwhile (an item edited between two pages is ranked anew and may be seen twice or not at all). A cursor that was not returned by this endpoint is 400. At most 10,000 matches of each kind are ranked: a query matching more of your segments (a very common word) ranks the first 10,000 in storage order (roughly the oldest) and returns none of the others; narrow it with more words, meeting_id, person_id or from/to.
+         * @description Postgres full-text search (configuration english). Only your own items; items of soft-deleted meetings (and notes about them) are never returned. Ordered by rank descending, then kind, then id. The cursor is a keyset on (rank, kind, id) of the last item: following next_cursor gives every match exactly once, provided the items do not change meanwhile (an item edited between two pages is ranked anew and may be seen twice or not at all). A cursor that was not returned by this endpoint is 400.
          */
         get: operations["search"];
         put?: never;
