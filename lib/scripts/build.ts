@@ -11,12 +11,17 @@ import { DOCS_ASSET, DOCS_ASSET_DIR, packagedAsset } from '../../functions/api/d
 const root = path.resolve(import.meta.dirname, '../..');
 const readJson = (p: string) => JSON.parse(readFileSync(path.join(root, p), 'utf8'));
 
-/** Runtime dependencies of the workspaces, with the versions the lock file resolved. */
+// OpenTelemetry's packages go into the bundle: they pin one another exactly, so npm may nest them
+// under a workspace (lib/node_modules), where a unit's dist/ could not resolve them. Copies of
+// @opentelemetry/api (ours bundled, the Google clients' own) share one global registry by design.
+const bundled = (name: string) => name.startsWith('@opentelemetry/');
+
+/** Runtime dependencies of the workspaces left external, with the versions the lock file resolved. */
 function runtimeDependencies(): Record<string, string> {
   const lock = readJson('package-lock.json');
   const deps: Record<string, string> = {};
   for (const ws of ['lib', 'functions', 'run-services/live']) {
-    for (const name of Object.keys(readJson(`${ws}/package.json`).dependencies ?? {})) {
+    for (const name of Object.keys(readJson(`${ws}/package.json`).dependencies ?? {}).filter((n) => !bundled(n))) {
       deps[name] = lock.packages[`node_modules/${name}`]?.version ?? readJson(`${ws}/package.json`).dependencies[name];
     }
   }
