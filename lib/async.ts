@@ -47,10 +47,6 @@ export class KeyedQueue {
     });
     return next;
   }
-
-  get size(): number {
-    return this.tails.size;
-  }
 }
 
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

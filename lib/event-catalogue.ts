@@ -65,6 +65,17 @@ export const EventBodySchemas = {
     .describe('More of a live take is durable: a client may drop every frame up to `highest_contiguous_sequence`.'),
 } as const;
 
+/** The envelope every delivered event carries before its body's fields. */
+export const EVENT_ENVELOPE = {
+  event_id: id,
+  seq: z.number().int().describe('grows with every event of the user; send as last_seq in hello to replay'),
+  occurred_at: z.string().datetime(),
+};
+
+/** Each event as a client receives it (envelope and body): the documents are generated from these. */
+export const deliveredEventSchemas = () =>
+  Object.entries(EventBodySchemas).map(([type, body]) => [type, body.extend(EVENT_ENVELOPE).describe(body.description ?? type)] as const);
+
 export type EventType = keyof typeof EventBodySchemas;
 export type EventBody = { [K in EventType]: z.infer<(typeof EventBodySchemas)[K]> }[EventType];
 export type EventOf<K extends EventType> = z.infer<(typeof EventBodySchemas)[K]>;

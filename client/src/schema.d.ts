@@ -1056,6 +1056,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description A record was created, updated or deleted: refetch it (or drop it) by `entity` and `id`. */
         EntityChanged: {
             /** @enum {string} */
             type: "EntityChanged";
@@ -1077,6 +1078,7 @@ export interface components {
             /** Format: date-time */
             occurred_at: string;
         };
+        /** @description A transcript segment arrived from the ML service, with its content. */
         TranscriptSegmentEvent: {
             /** @enum {string} */
             type: "TranscriptSegmentEvent";
@@ -1095,6 +1097,7 @@ export interface components {
             /** Format: date-time */
             occurred_at: string;
         };
+        /** @description A talking point arrived from the ML service, with its content. */
         TalkingPointEvent: {
             /** @enum {string} */
             type: "TalkingPointEvent";
@@ -1110,6 +1113,7 @@ export interface components {
             /** Format: date-time */
             occurred_at: string;
         };
+        /** @description More of a live take is durable: a client may drop every frame up to `highest_contiguous_sequence`. */
         AudioStoredProgressEvent: {
             /** @enum {string} */
             type: "AudioStoredProgressEvent";

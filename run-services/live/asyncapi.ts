@@ -2,15 +2,9 @@
 // validates and sends with: the client commands (protocol.ts), the server messages
 // (server-messages.ts) and the events (lib/event-catalogue.ts). Served at GET /asyncapi.json.
 import { z } from 'zod';
-import { EventBodySchemas } from '@mi/lib/event-catalogue';
+import { deliveredEventSchemas } from '@mi/lib/event-catalogue';
 import { Hello, ResumeRecording, StartRecording, StopRecording } from './protocol';
 import { ServerMessageSchemas } from './server-messages';
-
-const envelope = {
-  event_id: z.string().uuid(),
-  seq: z.number().int().describe('grows with every event of the user; send as last_seq in hello to replay'),
-  occurred_at: z.string().datetime(),
-};
 
 // AsyncAPI's default schema format is a superset of JSON Schema draft 7.
 const schemaOf = (schema: z.ZodType) => {
@@ -36,7 +30,7 @@ export function asyncApiDocument(opts: { host: string; protocol: 'ws' | 'wss' })
   for (const [name, m] of Object.entries(clientMessages)) add(name, m.summary, schemaOf(m.schema), send);
   add('AudioFrame', 'A binary frame: 8 bytes big-endian unsigned sequence number, then 100 ms of audio (at most LIVE_MAX_FRAME_BYTES).', { type: 'string', format: 'binary' }, send, 'application/octet-stream');
   for (const [name, schema] of Object.entries(ServerMessageSchemas)) add(name, schema.description ?? name, schemaOf(schema), receive);
-  for (const [name, schema] of Object.entries(EventBodySchemas)) add(name, schema.description ?? name, schemaOf(schema.extend(envelope)), receive);
+  for (const [name, schema] of deliveredEventSchemas()) add(name, schema.description ?? name, schemaOf(schema), receive);
 
   return {
     asyncapi: '3.0.0',
