@@ -309,7 +309,7 @@ describe('developer console in Chromium', () => {
     await expect.poll(() => page.textContent('#meeting-title')).toBe('E2E notes');
     const notesId = (await page.getAttribute('.meeting', 'data-id'))!;
     expect(new URL(page.url()).hash).toBe(`#/meetings/${notesId}`);
-    expect(await page.textContent('#audio-info')).toContain('no audio'); // and asked for none
+    await expect.poll(() => page.textContent('#audio-info')).toContain('no audio'); // and asked for none
     await page.goBack();
     await expect.poll(() => page.getAttribute('.meeting', 'data-id')).toBe(meetingId);
     await expect.poll(() => page.getAttribute('.meeting-item.selected', 'data-id')).toBe(meetingId);
