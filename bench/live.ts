@@ -1,35 +1,37 @@
-// `npm run bench:live`: N concurrent recordings at 10 frames/s (16 kHz PCM, 3,200 bytes a frame)
-// against one live instance, and the same frame load against a bare `ws` server that only counts
-// frames. Reports frames/s (durable for the live service, received for the bare one) and their
-// ratio, frame→durable-ack latency (the first AudioStoredProgressEvent covering the frame),
-// event-loop lag and RSS per recording of the server process. The server, the load and the rest
-// (database, emulators, an ML sink) run in separate processes so the server's figures are its own.
+// `npm run bench:live`: how many live recordings one core holds, and what a recording-hour costs.
+// N concurrent recordings at 10 frames/s (16 kHz PCM, 3,200 bytes a frame) against one live
+// instance pinned to a core of its own (`taskset`), everything else (the load generator,
+// database, emulators, an ML sink) on the others. The primary figure is the server's CPU time
+// (/proc, all threads) per durable frame, against a bare `ws` server's CPU time per received
+// frame under the same load in the same run: a ratio that holds on a noisy machine. Capacity is
+// the largest N (searched) at which ack p99 ≤ 2.5 s and durable/offered ≥ 0.99 hold; the CPU of
+// every process there says whether the server or a dependency was the limit.
 // One file, five roles: (none) orchestrates, `server` / `bare` / `load` / `ml` are its children.
-// BENCH_RECORDINGS (comma list, default 50,200,500), BENCH_SECONDS (default 20), BENCH_LOG_LEVEL
-// (the server's, default error), BENCH_PROFILE=<dir> (a CPU profile of the server), BENCH_TRACE=1
-// (per second: takes, frames waiting for storage, event-loop lag p99 of the server).
-import { spawn, type ChildProcess } from 'node:child_process';
+// BENCH_RECORDINGS (comma list: measure these instead of searching), BENCH_SECONDS (default 20),
+// BENCH_MAX (search ceiling, default 1000), BENCH_WORKERS (default 1: LIVE_WORKERS of the server;
+// more are not pinned), BENCH_LOG_LEVEL (the server's, default error), BENCH_PROFILE=<dir> (a CPU
+// profile of the server). The server is the deployable bundle (`npm run build`'s), as Cloud Run runs it.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import WebSocket, { WebSocketServer } from 'ws';
+import { sleep } from '@mi/lib/async';
 import { mintDevToken } from '@mi/lib/auth';
-import { loadConfig } from '@mi/lib/config';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
 import { createMeeting } from '@mi/lib/domain/meetings';
 import { findOrCreateUser } from '@mi/lib/domain/users';
-import { createLogger } from '@mi/lib/log';
-import { createRuntime } from '@mi/lib/runtime';
 import { createObjectStore } from '@mi/lib/storage';
-import { createLiveService } from '@mi/live/service';
+import { buildAll } from '../lib/scripts/build';
 import { freePort, startFirestoreEmulator, startPubsubEmulator } from '../emulators/gcloud';
+import { cpuByGroup, treeCpuMs, treeRssBytes } from './process-cpu';
+import { postmasterPid } from './server-cpu';
 import { ms, percentile, table, writeSection, type Row } from './report';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -37,9 +39,17 @@ const ROOT = path.resolve(path.dirname(SELF), '..');
 const FRAME_BYTES = 3200;
 const FRAME_MS = 100;
 const SECRETS = { IDENTITY_SECRET_KEY: 'bench-identity-secret-0123456789', SERVICE_AUTH_TOKEN: 'bench-service-token-0123456789ab' };
-/** Progress per stored segment (2 s): what frame→durable-ack can be measured against. */
 const WARM_UP_RECORDINGS = 10;
-const BENCH_RECORDING_ENV = { RECORDING_SEGMENT_TARGET_MS: '2000', RECORDING_PROGRESS_EVERY_FRAMES: '20', LIVE_MAX_CONNECTIONS_PER_USER: '20' };
+/** Progress per stored segment (2 s): what frame→durable-ack can be measured against. */
+const SEGMENT_MS = 2000;
+const BENCH_RECORDING_ENV = { RECORDING_SEGMENT_TARGET_MS: String(SEGMENT_MS), RECORDING_PROGRESS_EVERY_FRAMES: '20', LIVE_MAX_CONNECTIONS_PER_USER: '20' };
+/** The targets a load must meet to be held. */
+const ACK_P99_MS = 2500;
+const MIN_DURABLE = 0.99;
+/** How long the load waits for the last acknowledgements after its last frame. */
+const DRAIN_MS = 15_000;
+const SERVER_CORE = 1;
+const LIVE_BUNDLE = path.join(ROOT, 'run-services/live/dist/server.js');
 
 interface Plan {
   wsUrl: string;
@@ -54,55 +64,15 @@ interface LoadResult {
   sent: number;
   acked: number;
   ackMs: number[];
-  durablePerSecond: number;
-}
-
-interface Stats {
-  rss: number;
-  lagP99: number;
-  frames?: number;
-  takes?: number;
-  /** Frames received by the live server and not yet durable. */
-  waiting?: number;
 }
 
 const role = process.argv[2];
-if (role === 'server') await serverRole();
-else if (role === 'bare') await bareRole();
+if (role === 'bare') await bareRole();
 else if (role === 'ml') await mlRole();
 else if (role === 'load') await loadRole(JSON.parse(readFileSync(process.argv[3], 'utf8')) as Plan);
 else await orchestrate();
 
 // --- children -----------------------------------------------------------------------------------
-
-/** Prints one JSON line of stats a second: RSS and the event loop's p99 delay over that second. */
-function reportStats(extra: () => Record<string, number> = () => ({})): void {
-  const lag = monitorEventLoopDelay({ resolution: 10 });
-  lag.enable();
-  setInterval(() => {
-    console.log(JSON.stringify({ stats: { rss: process.memoryUsage().rss, lagP99: lag.percentile(99) / 1e6, ...extra() } }));
-    lag.reset();
-  }, 1000);
-}
-
-async function serverRole(): Promise<void> {
-  const config = loadConfig(process.env);
-  const db = createDatabase(config.DATABASE_URL!, { max: 10 });
-  const rt = createRuntime(config, db, { log: createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'error', name: 'bench-live' }) });
-  const live = createLiveService(rt);
-  await live.start();
-  const server = createServer((_req, res) => res.writeHead(404).end());
-  server.on('upgrade', (req, socket, head) => live.handleUpgrade(req, socket, head));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  reportStats(() => {
-    let waiting = 0;
-    for (const r of live.recorders.values()) waiting += r.pendingFrames;
-    return { takes: live.recorders.size, waiting };
-  });
-  console.log(JSON.stringify({ ready: (server.address() as AddressInfo).port }));
-  // Profiling: exit at once, so that the profile is written before the orchestrator's kill.
-  process.once('SIGTERM', () => (process.env.BENCH_PROFILE ? process.exit(0) : void live.shutdown().finally(() => process.exit(0))));
-}
 
 async function bareRole(): Promise<void> {
   let frames = 0;
@@ -110,7 +80,8 @@ async function bareRole(): Promise<void> {
   const wss = new WebSocketServer({ server, perMessageDeflate: false });
   wss.on('connection', (ws) => ws.on('message', (_d, isBinary) => void (isBinary && frames++)));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  reportStats(() => ({ frames }));
+  // The count, once a second (the orchestrator takes the last).
+  setInterval(() => console.log(JSON.stringify({ frames })), 1000);
   console.log(JSON.stringify({ ready: (server.address() as AddressInfo).port }));
   process.once('SIGTERM', () => process.exit(0));
 }
@@ -148,11 +119,15 @@ async function loadRole(plan: Plan): Promise<void> {
         ws.send(JSON.stringify({ type: 'StartRecordingCommand', meeting_id: r.meetingId, encoding: 'pcm_s16le', sample_rate: 16000 }));
         await started;
       }
-      return { ws, sentAt, offset: (i * FRAME_MS) / plan.recordings.length };
+      // Recordings start spread over one segment period, as independent users' do: their segments
+      // fall due one after another, not all in the same 100 ms.
+      return { ws, sentAt, offset: (i * SEGMENT_MS) / plan.recordings.length };
     }),
   );
 
-  // Every recording sends a frame every 100 ms, spread evenly over the 100 ms.
+  // The measured window starts with the first frame: take starts are not per-frame work.
+  console.log(JSON.stringify({ sending: true }));
+  // Every recording then sends a frame every 100 ms.
   const t0 = Date.now();
   const frames = (plan.seconds * 1000) / FRAME_MS;
   await Promise.all(
@@ -164,64 +139,18 @@ async function loadRole(plan: Plan): Promise<void> {
         s.sentAt[seq] = Date.now();
         s.ws.send(Buffer.concat([header, payload]));
         sent++;
-        await sleep(t0 + s.offset + (seq + 1) * FRAME_MS - Date.now());
+        await sleep(Math.max(0, t0 + s.offset + (seq + 1) * FRAME_MS - Date.now()));
       }
     }),
   );
   if (plan.mode === 'live') {
-    const deadline = Date.now() + 15_000;
+    const deadline = Date.now() + DRAIN_MS;
     while (acked < sent && Date.now() < deadline) await sleep(100);
   }
-  const result: LoadResult = { problems, sent, acked, ackMs, durablePerSecond: acked / plan.seconds };
+  const result: LoadResult = { problems, sent, acked, ackMs };
   for (const s of sessions) s.ws.terminate();
   // Exit once the (large) line is out: a pipe write is asynchronous.
   process.stdout.write(`${JSON.stringify({ result })}\n`, () => process.exit(0));
-}
-
-// --- orchestration ------------------------------------------------------------------------------
-
-interface Child {
-  proc: ChildProcess;
-  ready: Promise<Record<string, unknown>>;
-  stats: Stats[];
-  result: Promise<LoadResult>;
-}
-
-function child(args: string[], env: Record<string, string | undefined>, nodeFlags: string[] = []): Child {
-  const proc = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', SELF, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const stats: Stats[] = [];
-  let ready!: (v: Record<string, unknown>) => void;
-  let result!: (v: LoadResult) => void;
-  const died = new Promise<never>((_, reject) => proc.once('close', (code) => reject(new Error(`bench ${args[0]} exited with ${code}`))));
-  const c: Child = {
-    proc,
-    stats,
-    ready: Promise.race([new Promise<Record<string, unknown>>((r) => (ready = r)), died]),
-    result: Promise.race([new Promise<LoadResult>((r) => (result = r)), died]),
-  };
-  // Whichever a caller does not await must not become an unhandled rejection.
-  c.ready.catch(() => undefined);
-  c.result.catch(() => undefined);
-  createInterface({ input: proc.stdout! }).on('line', (line) => {
-    let m: { ready?: number; stats?: Stats; result?: LoadResult };
-    try {
-      m = JSON.parse(line);
-    } catch {
-      return;
-    }
-    if (m.ready) ready(m);
-    if (m.stats) stats.push(m.stats);
-    if (m.result) result(m.result);
-  });
-  return c;
-}
-
-async function stopChild(c: Child): Promise<void> {
-  if (c.proc.exitCode !== null) return;
-  const exited = new Promise((r) => c.proc.once('exit', r));
-  c.proc.kill('SIGTERM');
-  await Promise.race([exited, sleep(10_000)]);
-  if (c.proc.exitCode === null) c.proc.kill('SIGKILL');
 }
 
 /** A stand-in ML service that takes sessions and drops their frames (its own process: it must not slow the database down). */
@@ -241,12 +170,94 @@ async function mlRole(): Promise<void> {
   console.log(JSON.stringify({ ready: (server.address() as AddressInfo).port }));
 }
 
+// --- orchestration ------------------------------------------------------------------------------
+
+interface Child {
+  proc: ChildProcess;
+  /** Resolves with the first line that has this key. */
+  line(key: 'ready' | 'sending' | 'result'): Promise<Record<string, unknown>>;
+  /** The bare server's frame counts, a second apart. */
+  counts: number[];
+}
+
+/** A role of this file, or with `script` that file (the live service's bundle). */
+function child(args: string[], env: Record<string, string | undefined>, o: { nodeFlags?: string[]; core?: number; script?: string } = {}): Child {
+  const argv = [...(o.nodeFlags ?? []), ...(o.script ? [o.script] : ['--import', 'tsx', SELF]), ...args];
+  const proc = o.core === undefined ? spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }) : spawn('taskset', ['-c', String(o.core), process.execPath, ...argv], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const counts: number[] = [];
+  const waiters = new Map<string, (v: Record<string, unknown>) => void>();
+  const seen = new Map<string, Record<string, unknown>>();
+  const died = new Promise<never>((_, reject) => proc.once('close', (code) => reject(new Error(`bench ${args[0]} exited with ${code}`))));
+  died.catch(() => undefined); // whichever line nobody awaits
+  createInterface({ input: proc.stdout! }).on('line', (text) => {
+    let m: Record<string, unknown>;
+    try {
+      m = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (typeof m.frames === 'number') counts.push(m.frames);
+    for (const key of Object.keys(m)) {
+      if (seen.has(key)) continue;
+      seen.set(key, m);
+      waiters.get(key)?.(m);
+    }
+  });
+  const line: Child['line'] = (key) => seen.has(key) ? Promise.resolve(seen.get(key)!) : Promise.race([new Promise<Record<string, unknown>>((r) => waiters.set(key, r)), died]);
+  return { proc, counts, line };
+}
+
+/** Until the live service answers /healthz (it has started). */
+async function waitHealthy(port: number, server: Child): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (server.proc.exitCode !== null) throw new Error(`the live service exited with ${server.proc.exitCode}`);
+    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+    if (ok) return;
+    await sleep(100);
+  }
+  throw new Error('the live service did not start');
+}
+
+async function stopChild(c: Child): Promise<void> {
+  if (c.proc.exitCode !== null) return;
+  const exited = new Promise((r) => c.proc.once('exit', r));
+  c.proc.kill('SIGTERM');
+  await Promise.race([exited, sleep(10_000)]);
+  if (c.proc.exitCode === null) c.proc.kill('SIGKILL');
+}
+
+/** Pins this process (and so every process it starts) to every core but the server's. */
+function pinRest(workers: number): boolean {
+  const cores = availableParallelism();
+  if (workers > 1 || cores < 2 || spawnSync('taskset', ['-V']).status !== 0) return false;
+  const others = Array.from({ length: cores }, (_, i) => i).filter((c) => c !== SERVER_CORE);
+  return spawnSync('taskset', ['-a', '-cp', others.join(','), String(process.pid)]).status === 0;
+}
+
+interface Measured {
+  n: number;
+  mode: 'live' | 'bare';
+  result: LoadResult;
+  /** Frames durable (live) or received (bare) in the window. */
+  frames: number;
+  /** Server CPU ms over the window, and the window's wall ms. */
+  cpuMs: number;
+  wallMs: number;
+  /** CPU ms of every process group over the window. */
+  groups: Map<string, number>;
+  rssPerRecording: number;
+}
+
 async function orchestrate(): Promise<void> {
-  const counts = (process.env.BENCH_RECORDINGS ?? '50,200,500').split(',').map(Number);
+  const explicit = process.env.BENCH_RECORDINGS?.split(',').map(Number);
   const seconds = Number(process.env.BENCH_SECONDS ?? 20);
+  const max = Number(process.env.BENCH_MAX ?? 1000);
+  const workers = Number(process.env.BENCH_WORKERS ?? 1);
+  const pinned = pinRest(workers);
   const dir = mkdtempSync(path.join(tmpdir(), 'mi-bench-live-'));
   const stops: (() => Promise<unknown>)[] = [];
   try {
+    await buildAll();
     const [pubsub, firestore] = await Promise.all([startPubsubEmulator(), startFirestoreEmulator()]);
     stops.push(pubsub.stop, firestore.stop);
     const gcsPort = await freePort();
@@ -258,7 +269,7 @@ async function orchestrate(): Promise<void> {
     const pg = await createTestDatabase(engine.engine);
     const ml = child(['ml'], process.env);
     stops.push(() => stopChild(ml));
-    const mlUrl = `http://127.0.0.1:${(await ml.ready).ready}`;
+    const mlUrl = `http://127.0.0.1:${(await ml.line('ready')).ready}`;
 
     const env: Record<string, string | undefined> = {
       ...process.env,
@@ -266,6 +277,7 @@ async function orchestrate(): Promise<void> {
       LOG_LEVEL: 'error',
       ...SECRETS,
       ...BENCH_RECORDING_ENV,
+      LIVE_WORKERS: String(workers),
       DATABASE_URL: pg.url,
       PUBSUB_EMULATOR_HOST: pubsub.host,
       FIRESTORE_EMULATOR_HOST: firestore.host,
@@ -286,49 +298,97 @@ async function orchestrate(): Promise<void> {
     }
     const db = createDatabase(pg.url);
     stops.push(() => db.close());
+    const named = { 'GCS emulator': gcs.pid, 'ML sink': ml.proc.pid, PostgreSQL: (await postmasterPid(engine.engine, db)) ?? undefined };
+    const run = async (n: number, mode: 'live' | 'bare', secs = seconds) => measure(n, mode, await makeRecordings(db, n), secs, env, dir, { pinned, named });
 
-    const rows: Row[] = [];
     // A first, unreported round warms up the emulators, the JIT and the caches.
-    await measure(WARM_UP_RECORDINGS, 'live', await makeRecordings(db, WARM_UP_RECORDINGS), 5, env, dir);
-    for (const n of counts) {
-      const recordings = await makeRecordings(db, n);
-      const live = await measure(n, 'live', recordings, seconds, env, dir);
-      const { rows: storedRows } = await db.query<{ frames: number }>(
-        'bench.stored',
-        'SELECT COALESCE(SUM(end_sequence - start_sequence + 1), 0) AS frames FROM segment_manifest WHERE meeting_id = ANY($1)',
-        [recordings.map((r) => r.meetingId)],
-      );
-      const bare = await measure(n, 'bare', recordings, seconds, env, dir);
+    await run(WARM_UP_RECORDINGS, 'live', 5);
+    const rows: Row[] = [];
+    const held = (m: Measured) => percentile(m.result.ackMs, 99) <= ACK_P99_MS && m.result.acked / m.result.sent >= MIN_DURABLE;
+    const measured = new Map<number, Measured>();
+    const step = async (n: number) => {
+      const live = await run(n, 'live');
+      const bare = await run(n, 'bare');
+      measured.set(n, live);
+      rows.push(row(live, bare, held(live)));
       if (Object.keys(live.result.problems).length) console.log(`${n} recordings: ${JSON.stringify(live.result.problems)}`);
-      const offered = n * (1000 / FRAME_MS);
-      const bareFps = bare.framesPerSecond;
-      rows.push({
-        recordings: n,
-        'offered frames/s': offered,
-        'durable frames/s': Math.round(live.result.durablePerSecond),
-        'bare ws frames/s': Math.round(bareFps),
-        ratio: (live.result.durablePerSecond / bareFps).toFixed(2),
-        'ack p50': ms(percentile(live.result.ackMs, 50)),
-        'ack p99': ms(percentile(live.result.ackMs, 99)),
-        'acked / stored / sent': `${live.result.acked} / ${storedRows[0].frames} / ${live.result.sent}`,
-        'loop lag p99': ms(live.lagP99),
-        'bare loop lag p99': ms(bare.lagP99),
-        'RSS / recording': `${((live.peakRss - live.baseRss) / n / 1024).toFixed(0)} KiB`,
-      });
       console.log(table(rows.slice(-1)));
+      return held(live);
+    };
+    // Capacity: double from 50 until a load is not held, then halve the interval down to 10 %.
+    let capacity = 0;
+    let failedAt = 0;
+    if (explicit) {
+      for (const n of explicit) if ((await step(n)) && n > capacity) capacity = n;
+      failedAt = explicit.find((n) => n > capacity && measured.has(n)) ?? 0;
+    } else {
+      for (let n = 50; ; n = Math.min(max, n * 2)) {
+        if (!(await step(n))) {
+          failedAt = n;
+          break;
+        }
+        capacity = n;
+        if (n >= max) break;
+      }
+      while (failedAt && failedAt - capacity > Math.max(10, capacity / 10)) {
+        const n = Math.round((capacity + failedAt) / 2 / 10) * 10;
+        if (await step(n)) capacity = n;
+        else failedAt = n;
+      }
     }
+    rows.sort((a, b) => Number(a.recordings) - Number(b.recordings));
+    const at = measured.get(capacity);
+    const over = measured.get(failedAt);
+    const cpuPerFrame = at ? at.cpuMs / at.frames : NaN;
     const body = [
-      `${seconds} s of 10 frames/s per recording (3,200-byte PCM frames) against one live instance (\`createLiveService\` in its own process), then the same load against a bare \`ws\` server that only counts frames.`,
-      `Frames/s: frames made durable (covered by an AudioStoredProgressEvent) or, for the bare server, received, over the ${seconds} s; ratio: durable / bare; ack: frame sent → first progress event covering it (RECORDING_SEGMENT_TARGET_MS=2000, RECORDING_PROGRESS_EVERY_FRAMES=20: one progress per segment). ${engine.engine.label} as the database, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator (in memory) and an ML sink run in other processes on the same machine.`,
+      `capacity: ${capacity} recordings per ${workers > 1 ? `instance of ${workers} workers` : 'core'} (ack p99 ≤ ${ACK_P99_MS / 1000} s, durable/offered ≥ ${MIN_DURABLE})${capacity >= max ? ` (the search's ceiling: ${max})` : ''}`,
+      '',
+      `${seconds} s of 10 frames/s per recording (3,200-byte PCM frames) against one live instance (\`createLiveService\`${workers > 1 ? ` in ${workers} node:cluster workers` : ''} in its own process${pinned ? `, pinned to core ${SERVER_CORE} with \`taskset\`; everything else pinned to the other cores` : ', not pinned'}), then the same load against a bare \`ws\` server that only counts frames. ${engine.engine.label} as the database, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator (in memory) and an ML sink run in other processes on the same machine.`,
+      '',
+      `CPU/frame: the server's CPU time (/proc utime + stime, all threads${workers > 1 ? ', all workers' : ''}) from the first frame to the last acknowledgement, per durable frame (covered by an AudioStoredProgressEvent); for the bare server, per received frame; ratio: live / bare. Ack: frame sent → first progress event covering it (RECORDING_SEGMENT_TARGET_MS=2000, RECORDING_PROGRESS_EVERY_FRAMES=20: one progress per segment). Server CPU: cores the server used over the window. Held: ack p99 ≤ ${ACK_P99_MS} ms and durable/offered ≥ ${MIN_DURABLE}. Capacity is searched by doubling from 50, then halving the interval.`,
       '',
       table(rows),
+      '',
+      at ? `Cost: ${((cpuPerFrame * 36_000) / 1000).toFixed(1)} vCPU-seconds of server CPU per recording-hour (CPU/frame at ${capacity} recordings × 36,000 frames); a core provisioned for ${capacity} recordings costs ${(3600 / capacity).toFixed(1)} vCPU-seconds per recording-hour.` : '',
+      '',
+      processTable(at, over),
     ].join('\n');
-    console.log(`\n${table(rows)}`);
-    writeSection('Live', body, path.join(ROOT, 'BENCHMARKS.md'));
+    console.log(`\n${body}`);
+    writeSection(workers > 1 ? `Live (${workers} workers)` : 'Live', body, path.join(ROOT, 'BENCHMARKS.md'));
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+function row(live: Measured, bare: Measured, held: boolean): Row {
+  const offered = live.n * (1000 / FRAME_MS);
+  const liveCpu = live.cpuMs / live.frames;
+  const bareCpu = bare.cpuMs / bare.frames;
+  return {
+    recordings: live.n,
+    'offered frames/s': offered,
+    'server CPU/frame': `${(liveCpu * 1000).toFixed(0)} µs`,
+    'bare ws CPU/frame': `${(bareCpu * 1000).toFixed(0)} µs`,
+    ratio: (liveCpu / bareCpu).toFixed(2),
+    'server CPU': `${(live.cpuMs / live.wallMs).toFixed(2)} cores`,
+    'ack p50': ms(percentile(live.result.ackMs, 50)),
+    'ack p99': ms(percentile(live.result.ackMs, 99)),
+    'durable / offered': (live.result.acked / live.result.sent).toFixed(3),
+    'RSS / recording': `${(live.rssPerRecording / 1024).toFixed(0)} KiB`,
+    held: held ? 'yes' : 'no',
+  };
+}
+
+/** The cores each process group used at capacity and at the first load not held: which one was the limit. */
+function processTable(at: Measured | undefined, over: Measured | undefined): string {
+  const points = [at, over].filter((m): m is Measured => !!m);
+  if (!points.length) return '';
+  // Helpers that used no measurable CPU (a shell, esbuild's service) are left out.
+  const groups = [...new Set(points.flatMap((m) => [...m.groups.keys()]))].filter((g) => points.some((m) => (m.groups.get(g) ?? 0) / m.wallMs >= 0.005)).sort();
+  const cols = points.map((m) => `cores at ${m.n} recordings${m === at ? ' (capacity)' : ' (not held)'}`);
+  const rows: Row[] = groups.map((g) => Object.fromEntries([['process', g], ...points.map((m, i) => [cols[i], ((m.groups.get(g) ?? 0) / m.wallMs).toFixed(2)])]));
+  return `CPU of every process over the window (a core is 1.00; the server has one core of its own when pinned):\n\n${table(rows)}`;
 }
 
 /** n users, each with a recording meeting and a token. */
@@ -343,33 +403,55 @@ async function makeRecordings(db: Database, n: number): Promise<Plan['recordings
   );
 }
 
-async function measure(n: number, mode: 'live' | 'bare', recordings: Plan['recordings'], seconds: number, env: Record<string, string | undefined>, dir: string) {
+async function measure(
+  n: number,
+  mode: 'live' | 'bare',
+  recordings: Plan['recordings'],
+  seconds: number,
+  env: Record<string, string | undefined>,
+  dir: string,
+  o: { pinned: boolean; named: Record<string, number | undefined> },
+): Promise<Measured> {
   // BENCH_PROFILE=<dir>: a CPU profile of the live server process.
-  const profile = mode === 'live' && process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const server = child([mode === 'live' ? 'server' : 'bare'], env, profile);
-  const { ready } = (await server.ready) as { ready: number };
-  await sleep(1500);
-  const baseRss = Math.max(...server.stats.map((s) => s.rss));
+  const nodeFlags = mode === 'live' && process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const core = o.pinned ? SERVER_CORE : undefined;
+  let port: number;
+  let server: Child;
+  if (mode === 'live') {
+    // The deployable itself (the bundle Cloud Run runs), on a port of its own.
+    port = await freePort();
+    server = child([], { ...env, PORT: String(port), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error' }, { nodeFlags, core, script: LIVE_BUNDLE });
+    await waitHealthy(port, server);
+  } else {
+    server = child(['bare'], env, { core });
+    port = (await server.line('ready')).ready as number;
+  }
+  await sleep(1000);
+  const pid = server.proc.pid!;
+  const baseRss = treeRssBytes(pid);
   const planFile = path.join(dir, `plan-${mode}-${n}.json`);
-  writeFileSync(planFile, JSON.stringify({ wsUrl: `ws://127.0.0.1:${ready}/ws`, mode, seconds, recordings } satisfies Plan));
-  const from = server.stats.length;
+  writeFileSync(planFile, JSON.stringify({ wsUrl: `ws://127.0.0.1:${port}/ws`, mode, seconds, recordings } satisfies Plan));
   const load = child(['load', planFile], env);
-  const result = await load.result;
-  await sleep(1200); // one more stats line, after the last frame
-  const during = server.stats.slice(from);
-  if (process.env.BENCH_TRACE) console.error(JSON.stringify(during.map((s) => [s.takes, s.waiting, Math.round(s.lagP99)])));
-  const frames = during.map((s) => s.frames ?? 0);
+  await load.line('sending');
+  const named = { ...o.named, server: pid, 'load generator': load.proc.pid };
+  const from = { cpu: treeCpuMs(pid), groups: cpuByGroup(named), at: performance.now() };
+  let peakRss = baseRss;
+  const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, treeRssBytes(pid))), 1000);
+  const result = (await load.line('result')).result as LoadResult;
+  const to = { cpu: treeCpuMs(pid), groups: cpuByGroup(named), at: performance.now() };
+  clearInterval(rssTimer);
+  if (mode === 'bare') await sleep(1200); // one more count, after the last frame
   await stopChild(load);
   await stopChild(server);
+  const groups = new Map([...to.groups].map(([g, v]) => [g, v - (from.groups.get(g) ?? 0)]));
   return {
+    n,
+    mode,
     result,
-    baseRss,
-    peakRss: Math.max(...during.map((s) => s.rss)),
-    lagP99: percentile(during.map((s) => s.lagP99), 99),
-    framesPerSecond: Math.max(0, ...frames) / seconds,
+    frames: mode === 'live' ? result.acked : Math.max(0, ...server.counts),
+    cpuMs: to.cpu - from.cpu,
+    wallMs: to.at - from.at,
+    groups,
+    rssPerRecording: (peakRss - baseRss) / n,
   };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, Math.max(0, ms)));
 }

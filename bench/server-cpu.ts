@@ -10,20 +10,26 @@ import type { TestEngine } from '../test/support/database';
  * processes). Native engine on Linux only; null elsewhere (PGlite runs in this process).
  */
 export async function serverCpuClock(engine: TestEngine, db: Queryable): Promise<(() => number) | null> {
+  const postmaster = await postmasterPid(engine, db);
+  if (postmaster === null) return null;
+  const cpuNs = (pid: string) => {
+    try {
+      return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      return 0; // a process that just ended
+    }
+  };
+  const clock = () => readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').trim().split(' ').reduce((sum, pid) => sum + cpuNs(pid), 0) / 1e6;
+  clock();
+  return clock;
+}
+
+/** The native engine's postmaster (the parent of every server process); null on PGlite or off Linux. */
+export async function postmasterPid(engine: TestEngine, db: Queryable): Promise<number | null> {
   if (engine.kind !== 'native') return null;
   try {
     const { rows } = await db.query<{ pid: number }>('bench.pid', 'SELECT pg_backend_pid() AS pid');
-    const postmaster = readFileSync(`/proc/${rows[0].pid}/stat`, 'utf8').split(') ')[1].split(' ')[1];
-    const cpuNs = (pid: string) => {
-      try {
-        return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
-      } catch {
-        return 0; // a process that just ended
-      }
-    };
-    const clock = () => readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').trim().split(' ').reduce((sum, pid) => sum + cpuNs(pid), 0) / 1e6;
-    clock();
-    return clock;
+    return Number(readFileSync(`/proc/${rows[0].pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
   } catch {
     return null;
   }

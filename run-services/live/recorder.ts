@@ -77,6 +77,13 @@ const DURATION_WARNING_LEAD_MS = 60_000;
 /** Holes a live take may hold below its highest frame (decisions.md section 6). */
 export const MAX_MISSING_RANGES = 64;
 const LET_GO_FLUSH_MS = 5_000;
+/**
+ * A run shorter than the target is written once its oldest frame waited the target plus this:
+ * a steady stream's segment (whose last frame comes a frame interval before the target age)
+ * fills up instead of being cut short by a late frame, which would leave its frames waiting a
+ * segment more for their progress event.
+ */
+const AGE_SLACK_MS = 2 * FRAME_MS;
 
 export class Recorder {
   readonly key: string;
@@ -306,7 +313,7 @@ export class Recorder {
 
   private armFlushTimer(): void {
     if (this.halted || this.flushTimer) return;
-    const due = this.frames.nextDueAt(this.host.rt.config.RECORDING_SEGMENT_TARGET_MS);
+    const due = this.frames.nextDueAt(this.host.rt.config.RECORDING_SEGMENT_TARGET_MS + AGE_SLACK_MS);
     if (due === null) return;
     this.flushTimer = setTimeout(() => {
       this.flushTimer = null;
@@ -323,7 +330,7 @@ export class Recorder {
         now: Date.now(),
         targetFrames: this.targetFrames,
         maxFrames: this.targetFrames * BACKLOG_SEGMENTS_PER_OBJECT,
-        maxAgeMs: c.RECORDING_SEGMENT_TARGET_MS,
+        maxAgeMs: c.RECORDING_SEGMENT_TARGET_MS + AGE_SLACK_MS,
         force,
       });
       if (!runs.length && !this.progressRequested) return;
@@ -352,13 +359,16 @@ export class Recorder {
   /** Stores runs: their objects, then their rows through the instance's group commit. */
   private async store(runs: Run[]): Promise<void> {
     const { rt } = this.host;
+    // The stream's tail (it paused, ended or lost its connection): a short run that leaves nothing
+    // waiting is reported at once, not at the next interval.
+    const tail = runs.reduce((n, r) => n + r.frames.length, 0) === this.frames.size && runs.some((r) => r.frames.length < this.targetFrames);
     const prepared = await prepareRuns(rt.store, this.take, runs);
     const outcome = await this.host.committer.commit({
       take: this.take,
       userId: this.take.userId,
       unknown: [...this.frames.durable.missing(), [this.frames.durable.max + 1, NO_END]],
       runs: prepared,
-      progress: (rows) => this.progressFor(rows),
+      progress: (rows) => this.progressFor(rows, tail),
     });
     if (outcome.kind === 'closed') {
       // Finalized or deleted (account erasure) underneath us: nothing can be added; these frames were never acknowledged.
@@ -400,9 +410,10 @@ export class Recorder {
   /**
    * The progress events due once `rows` (the rows new to us, ours included) are stored: one
    * per RECORDING_PROGRESS_EVERY_FRAMES frames they add, each with the coverage at that point (a
-   * backlog written in one go thins out no event), or one when an interval's event is due.
+   * backlog written in one go thins out no event), or one when an interval's event is due or
+   * the rows end the stream's tail.
    */
-  private progressFor(rows: ManifestRow[]): EventBody[] {
+  private progressFor(rows: ManifestRow[], tail = false): EventBody[] {
     const every = this.host.rt.config.RECORDING_PROGRESS_EVERY_FRAMES;
     const view = this.frames.durable.clone();
     let bytes = this.bytesStored;
@@ -412,7 +423,8 @@ export class Recorder {
     for (const [i, r] of fresh.entries()) {
       view.add(r.start_sequence, r.end_sequence);
       bytes += r.byte_count;
-      if (view.size - reported >= every || (this.progressRequested && i === fresh.length - 1)) {
+      const last = i === fresh.length - 1;
+      if (view.size - reported >= every || (last && (this.progressRequested || (tail && view.size > reported)))) {
         bodies.push(this.progressBody(view, bytes));
         reported = view.size;
       }
