@@ -93,6 +93,30 @@ describe('recording', () => {
     client.close();
   });
 
+  it("should acknowledge the stream's tail (a short last segment) within the segment target, not at the progress interval", async () => {
+    // Progress every 20 frames (two segments) and, by interval, only every 60 s: the 25th frame's
+    // acknowledgement may come only from the tail rule.
+    const quiet = await startInstance(database, { ...fileEnv(), RECORDING_PROGRESS_EVERY_FRAMES: '20', RECORDING_PROGRESS_INTERVAL_SECONDS: '60' });
+    try {
+      const meetingId = await createMeeting(quiet, alice);
+      const client = await TestClient.connect(quiet.wsUrl, alice);
+      await client.start(meetingId);
+      for (let seq = 0; seq < 25; seq++) {
+        client.frame(seq);
+        await sleep(10);
+      }
+      const sentAt = Date.now();
+      await client.acked(meetingId, 24, 5_000);
+      // RECORDING_SEGMENT_TARGET_MS (1 s) plus the slack of two frames and the write and commit.
+      expect(Date.now() - sentAt).toBeLessThan(3_000);
+      const progress = client.ofType('AudioStoredProgressEvent').filter((m) => m.meeting_id === meetingId);
+      expect(progress.at(-1)).toMatchObject({ highest_contiguous_sequence: 24, frames_stored: 25 });
+      client.close();
+    } finally {
+      await quiet.close();
+    }
+  });
+
   it('should report skipped frames as missing ranges and acknowledge only the contiguous part', async () => {
     const meetingId = await createMeeting(core, alice);
     const client = await TestClient.connect(core.wsUrl, alice);
