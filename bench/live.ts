@@ -21,7 +21,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import WebSocket, { WebSocketServer } from 'ws';
-import { sleep } from '@mi/lib/async';
+import { sleep, withTimeout } from '@mi/lib/async';
 import { mintDevToken } from '@mi/lib/auth';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
@@ -49,6 +49,7 @@ const MIN_DURABLE = 0.99;
 /** How long the load waits for the last acknowledgements after its last frame. */
 const DRAIN_MS = 15_000;
 const SERVER_CORE = 1;
+const START_TIMEOUT_MS = 60_000;
 const LIVE_BUNDLE = path.join(ROOT, 'run-services/live/dist/server.js');
 
 interface Plan {
@@ -117,7 +118,10 @@ async function loadRole(plan: Plan): Promise<void> {
       if (plan.mode === 'live') {
         ws.send(JSON.stringify({ type: 'hello', token: r.token, client_id: randomUUID() }));
         ws.send(JSON.stringify({ type: 'StartRecordingCommand', meeting_id: r.meetingId, encoding: 'pcm_s16le', sample_rate: 16000 }));
-        await started;
+        // A take that does not start is a failed run, not a hang.
+        await withTimeout(started, START_TIMEOUT_MS).catch(() => {
+          throw new Error(`recording ${i} did not start within ${START_TIMEOUT_MS} ms; problems so far: ${JSON.stringify(problems)}`);
+        });
       }
       // Recordings start spread over one segment period, as independent users' do: their segments
       // fall due one after another, not all in the same 100 ms.
@@ -196,6 +200,8 @@ function child(args: string[], env: Record<string, string | undefined>, o: { nod
     } catch {
       return;
     }
+    // The live service logs JSON on stdout (BENCH_LOG_LEVEL): its warnings and errors are shown.
+    if (m.severity) return void console.error(text);
     if (typeof m.frames === 'number') counts.push(m.frames);
     for (const key of Object.keys(m)) {
       if (seen.has(key)) continue;
