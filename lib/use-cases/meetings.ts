@@ -1,13 +1,18 @@
-// Meetings: create, update, soft-delete; their attendees; the synthesis the ML service writes.
+// Meetings: create, update, soft-delete, purge; their attendees; the synthesis the ML service writes.
 import { addAttendee as insertAttendee, removeAttendee as deleteAttendee } from '../domain/attendees';
 import { SERVICE } from '../domain/actor';
 import * as meetings from '../domain/meetings';
 import type { Meeting } from '../domain/meetings';
+import { removeMeetingObjects } from '../domain/meeting-objects';
 import { ownsPerson } from '../domain/people';
+import { deleteMeetings, lockForPurge, meetingsDueForPurge, ownersOfPeople, PURGE_BATCH_MEETINGS, PURGE_MAX_BATCHES } from '../domain/purge';
+import { removeMeetingVoiceSamples } from '../domain/voice-samples';
 import { replaceSynthesis as writeSynthesis, type SynthesisInput } from '../domain/synthesis';
 import { notFound, unprocessable } from '../errors';
 import { changed } from '../event-catalogue';
-import { checkPrecondition, userOf, type Precondition, type UseCase, type UseCaseContext } from './use-case';
+import type { ObjectStore } from '../storage';
+import type { UnitOfWorkDeps } from '../unit-of-work';
+import { checkPrecondition, runUseCase, userOf, type Precondition, type UseCase, type UseCaseContext } from './use-case';
 
 export const createMeeting: UseCase<meetings.MeetingInput, Meeting> = async (ctx, body) => {
   const userId = userOf(ctx);
@@ -59,3 +64,30 @@ export const replaceSynthesis: UseCase<{ meetingId: string; synthesis: Synthesis
   ctx.emit(meeting.user_id, changed('meeting', 'updated', meetingId, meetingId));
   if (synthesis.topics) ctx.emit(meeting.user_id, changed('topic', 'updated', null, meetingId));
 };
+
+/** Deletes a batch of meetings still due for purge (their objects are gone already); how many. */
+const purgeMeetingRows: UseCase<{ ids: string[]; afterDays: number }, number> = async (ctx, { ids: due, afterDays }) => {
+  const ids = await lockForPurge(ctx.tx, due, afterDays);
+  if (!ids.length) return 0;
+  // Their segments' samples go first: the people's models are recomputed without them.
+  const people = await removeMeetingVoiceSamples(ctx.tx, ids);
+  for (const p of await ownersOfPeople(ctx.tx, people)) ctx.emit(p.user_id, changed('person', 'updated', p.id, null));
+  return deleteMeetings(ctx.tx, ids);
+};
+
+/**
+ * The sweep's purge (lib/domain/purge.ts): meetings soft-deleted more than afterDays ago, in
+ * batches, each meeting's stored objects first and then the rows in a unit of work.
+ */
+export async function purgeDeletedMeetings(deps: UnitOfWorkDeps & { store: ObjectStore }, afterDays: number, opts: { batch?: number; maxBatches?: number } = {}): Promise<number> {
+  const batch = opts.batch ?? PURGE_BATCH_MEETINGS;
+  let purged = 0;
+  for (let b = 0; b < (opts.maxBatches ?? PURGE_MAX_BATCHES); b++) {
+    const ids = await meetingsDueForPurge(deps.db, afterDays, batch);
+    if (!ids.length) break;
+    for (const id of ids) await removeMeetingObjects(deps.store, id);
+    purged += await runUseCase(deps, SERVICE, purgeMeetingRows, { ids, afterDays });
+    if (ids.length < batch) break;
+  }
+  return purged;
+}
