@@ -4,7 +4,6 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { AssignLabelBody, AssignLabelResult } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',

@@ -6,7 +6,6 @@ import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, notFoundResponse, op, problemResponse } from '../../openapi';
 import { SegmentsBody } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'put',
