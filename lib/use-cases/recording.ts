@@ -88,52 +88,51 @@ export const stopOrphanedTake: UseCase<{ meetingId: string; audioVersion: number
 // --- gap upload ------------------------------------------------------------------------------
 
 /** The stored range's row, in the transaction that locks the take: 201 stored, 200 the identical range was there. The caller's own take (the edge checked the meeting). */
-const storeGapRange: UseCase<GapUpload & { sha: string; stored: StoredObject; objectName: string; store: ObjectStore }, { status: 200 | 201; result: GapResult; objectName: string }> = async (
-  ctx,
-  up,
-) => {
-  const { tx } = ctx;
-  const rec = await getRecording(tx, up.meetingId, up.audioVersion, { forUpdate: true });
-  if (!rec) throw new DomainError('not_found', `recording audio_version ${up.audioVersion} not found`);
-  assertAcceptsGaps(rec);
-  const overlaps = await overlappingRows(tx, up.meetingId, up.audioVersion, up.start, up.end);
-  const resultOf = async () => {
-    const cov = await coverage(tx, up.meetingId, up.audioVersion);
-    return {
+const storeGapRange =
+  (store: ObjectStore): UseCase<GapUpload & { sha: string; stored: StoredObject; objectName: string }, { status: 200 | 201; result: GapResult; objectName: string }> =>
+  async (ctx, up) => {
+    const { tx } = ctx;
+    const rec = await getRecording(tx, up.meetingId, up.audioVersion, { forUpdate: true });
+    if (!rec) throw new DomainError('not_found', `recording audio_version ${up.audioVersion} not found`);
+    assertAcceptsGaps(rec);
+    const overlaps = await overlappingRows(tx, up.meetingId, up.audioVersion, up.start, up.end);
+    const resultOf = async () => {
+      const cov = await coverage(tx, up.meetingId, up.audioVersion);
+      return {
+        audio_version: up.audioVersion,
+        start_sequence: up.start,
+        end_sequence: up.end,
+        byte_count: up.bytes.length,
+        sha256: up.sha,
+        highest_contiguous_sequence: cov.highest_contiguous_sequence,
+        missing_ranges: cov.missing_ranges,
+      };
+    };
+    if (overlaps.length) {
+      const [row] = overlaps;
+      if (overlaps.length === 1 && row.start_sequence === up.start && row.end_sequence === up.end && (await sameBytes(store, row, up.sha, up.bytes))) {
+        return { status: 200 as const, result: await resultOf(), objectName: row.object_name };
+      }
+      const ranges = overlaps.map((r) => `${r.start_sequence}-${r.end_sequence}`).join(', ');
+      throw new DomainError('already_exists', `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; upload only the missing ranges`);
+    }
+    await insertManifestRow(tx, {
+      meeting_id: up.meetingId,
       audio_version: up.audioVersion,
       start_sequence: up.start,
       end_sequence: up.end,
+      started_at_ms: up.start * FRAME_MS,
+      duration_ms: (up.end - up.start + 1) * FRAME_MS,
+      object_name: up.objectName,
+      object_generation: Number(up.stored.generation),
       byte_count: up.bytes.length,
+      crc32c: up.stored.crc32c,
       sha256: up.sha,
-      highest_contiguous_sequence: cov.highest_contiguous_sequence,
-      missing_ranges: cov.missing_ranges,
-    };
+    });
+    await recordEvent(tx, up.meetingId, 'gap_uploaded', { audio_version: up.audioVersion, start_sequence: up.start, end_sequence: up.end, byte_count: up.bytes.length, sha256: up.sha });
+    ctx.emit(userOf(ctx), recordingChanged(up.meetingId));
+    return { status: 201 as const, result: await resultOf(), objectName: up.objectName };
   };
-  if (overlaps.length) {
-    const [row] = overlaps;
-    if (overlaps.length === 1 && row.start_sequence === up.start && row.end_sequence === up.end && (await sameBytes(up.store, row, up.sha, up.bytes))) {
-      return { status: 200 as const, result: await resultOf(), objectName: row.object_name };
-    }
-    const ranges = overlaps.map((r) => `${r.start_sequence}-${r.end_sequence}`).join(', ');
-    throw new DomainError('already_exists', `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; upload only the missing ranges`);
-  }
-  await insertManifestRow(tx, {
-    meeting_id: up.meetingId,
-    audio_version: up.audioVersion,
-    start_sequence: up.start,
-    end_sequence: up.end,
-    started_at_ms: up.start * FRAME_MS,
-    duration_ms: (up.end - up.start + 1) * FRAME_MS,
-    object_name: up.objectName,
-    object_generation: Number(up.stored.generation),
-    byte_count: up.bytes.length,
-    crc32c: up.stored.crc32c,
-    sha256: up.sha,
-  });
-  await recordEvent(tx, up.meetingId, 'gap_uploaded', { audio_version: up.audioVersion, start_sequence: up.start, end_sequence: up.end, byte_count: up.bytes.length, sha256: up.sha });
-  ctx.emit(userOf(ctx), recordingChanged(up.meetingId));
-  return { status: 201 as const, result: await resultOf(), objectName: up.objectName };
-};
 
 /**
  * Stores one range of a stopped take: the object first (create-only, content-addressed), so that
@@ -155,7 +154,7 @@ export async function uploadGap(deps: UnitOfWorkDeps & { store: ObjectStore }, a
   }
   let outcome: { status: 200 | 201; result: GapResult; objectName: string } | undefined;
   try {
-    outcome = await runUseCase(deps, actor, storeGapRange, { ...up, sha, stored, objectName: name, store }, ctx);
+    outcome = await runUseCase(deps, actor, storeGapRange(store), { ...up, sha, stored, objectName: name }, ctx);
     return { status: outcome.status, result: outcome.result };
   } finally {
     // Our object is garbage unless a row references it (a concurrent identical upload may).
