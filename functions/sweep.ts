@@ -3,29 +3,28 @@
 //  1. stops takes whose capture is open but whose owning live instance is gone (no heartbeat,
 //     no lease) and that nobody resumed within RECORDING_DISCONNECT_GRACE_SECONDS,
 //  2. finalizes stopped takes with no missing range or past their gap upload deadline
-//     (lib/domain/finalize.ts), retrying claims a crashed sweep left behind,
+//     (lib/use-cases/recording.ts finalizeTake), retrying claims a crashed sweep left behind,
 //  3. republishes outbox events whose publish failed,
 //  4. deletes outbox events past EVENT_RETENTION_HOURS and expired idempotency records, in
 //     bounded batches (lib/domain/retention.ts),
 //  5. finishes account erasures a DELETE /me left unfinished (lib/domain/erasure.ts) — first of
 //     all, so that no take of an account being erased is finalized — and purges meetings
-//     soft-deleted more than MEETING_PURGE_AFTER_DAYS ago (lib/domain/purge.ts).
+//     soft-deleted more than MEETING_PURGE_AFTER_DAYS ago (lib/use-cases/meetings.ts).
 // Auth of the HTTP target: in staging/production the function is private — only the Cloud
 // Scheduler's service account holds run.invoker and Google's front end verifies its OIDC token
 // before any code runs — so the handler checks nothing more. In development/test (no IAM in
 // front) it requires `Authorization: Bearer <SERVICE_AUTH_TOKEN>`.
 import { bearerToken, safeEqual } from '@mi/lib/auth';
 import type { Coordination } from '@mi/lib/coordination';
-import { claimForFinalize, dueTakes, finalizeClaimed, reclaimStale, releaseClaim, type FinalizeDeps } from '@mi/lib/domain/finalize';
-import { coverage } from '@mi/lib/domain/manifest';
-import { recordEvent } from '@mi/lib/domain/recording-events';
-import { CAPTURE_OPEN, markStopped, markStopping, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/domain/recordings';
+import { SERVICE } from '@mi/lib/domain/actor';
+import { claimForFinalize, dueTakes, reclaimStale, releaseClaim, type FinalizeDeps } from '@mi/lib/domain/finalize';
+import { CAPTURE_OPEN, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/domain/recordings';
 import { resumeErasures } from '@mi/lib/domain/erasure';
-import { purgeDeletedMeetings } from '@mi/lib/domain/purge';
 import { pruneExpired } from '@mi/lib/domain/retention';
-import { recordingChanged } from '@mi/lib/event-catalogue';
 import type { Runtime } from '@mi/lib/runtime';
-import { inUnitOfWork } from '@mi/lib/unit-of-work';
+import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
+import { finalizeTake, stopOrphanedTake } from '@mi/lib/use-cases/recording';
+import { runUseCase } from '@mi/lib/use-cases/use-case';
 
 export type SweepRuntime = Pick<Runtime, 'config' | 'db' | 'store' | 'bus' | 'events' | 'log'>;
 
@@ -71,7 +70,7 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   // Claimed one at a time, right before the work, so a claim never ages while others are done.
   const finalize = async (rec: Recording) => {
     try {
-      const message = await finalizeClaimed(rt satisfies FinalizeDeps, rec);
+      const message = await finalizeTake(rt satisfies FinalizeDeps, rec);
       if (!message) return;
       counts.finalized++;
       if (message.is_degraded) counts.degraded++;
@@ -111,39 +110,10 @@ async function stopOrphanedTakes(rt: SweepRuntime, leases: Pick<Coordination, 'g
   let stopped = 0;
   for (const take of idle) {
     if (leases && (await leases.get(recordingLeaseKey(take.meeting_id, take.audio_version)))) continue;
-    if (await stopTake(rt, take, idleSeconds)) stopped++;
+    const input = { meetingId: take.meeting_id, audioVersion: take.audio_version, idleSeconds, gapUploadDeadlineSeconds: rt.config.RECORDING_GAP_UPLOAD_DEADLINE_SECONDS };
+    if (await runUseCase(rt, SERVICE, stopOrphanedTake, input)) stopped++;
   }
   return stopped;
-}
-
-async function stopTake(rt: SweepRuntime, take: Recording, idleSeconds: number): Promise<boolean> {
-  return inUnitOfWork(rt, async (tx, emit) => {
-    // Re-checked under the row lock: a resume that claimed the take meanwhile touched updated_at.
-    const { rows } = await tx.query<Recording & { user_id: string }>(
-      'sweep.lock_orphaned_take',
-      `SELECT r.*, m.user_id FROM recording r JOIN meeting m ON m.id = r.meeting_id
-       WHERE r.meeting_id = $1 AND r.audio_version = $2 AND r.state = ANY($3) AND r.updated_at < now() - make_interval(secs => $4)
-       FOR UPDATE OF r`,
-      [take.meeting_id, take.audio_version, CAPTURE_OPEN, idleSeconds],
-    );
-    const locked = rows[0];
-    if (!locked) return false;
-    // A take stuck in stopping (its owner died mid-stop) keeps the reason it had.
-    if (locked.state === 'recording') await markStopping(tx, take.meeting_id, take.audio_version, 'connection_closed');
-    const rec = await markStopped(tx, take.meeting_id, take.audio_version, rt.config.RECORDING_GAP_UPLOAD_DEADLINE_SECONDS);
-    if (!rec) return false;
-    const cov = await coverage(tx, take.meeting_id, take.audio_version);
-    await recordEvent(tx, take.meeting_id, 'recording_stopped', {
-      audio_version: take.audio_version,
-      reason: rec.stop_reason,
-      by: 'sweep',
-      highest_contiguous_sequence: cov.highest_contiguous_sequence,
-      missing_ranges: cov.missing_ranges,
-      gap_upload_deadline: rec.gap_upload_deadline,
-    });
-    emit(locked.user_id, recordingChanged(take.meeting_id));
-    return true;
-  });
 }
 
 /** The slice of a functions-framework (Express) request/response the handler uses. */

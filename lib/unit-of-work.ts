@@ -1,6 +1,8 @@
 // The one unit of work: an operation's rows and the events it emits are written in one
-// transaction, and the events are published after it commits. REST (functions/api/commit.ts),
-// gap uploads, the sweep, finalizing and the live service's commands all write through it.
+// transaction, and the events are published after it commits. The edges run each use case
+// (lib/use-cases) in one: REST through functions/api/commit.ts, the live service's commands and
+// the sweep through runUseCase; the live recorder's stop uses it directly (its segment group
+// commit, run-services/live/segments.ts, is a transaction of its own for throughput).
 import type { Database, Queryable } from './db/pool';
 import type { EventBody } from './event-catalogue';
 import { appendEvents, type EventContext, type EventPublisher, type StoredEvent } from './events';

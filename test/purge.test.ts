@@ -3,7 +3,7 @@
 // its stored objects; younger deletions and live meetings stay; batches are bounded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { meetingObjectPrefixes } from '@mi/lib/domain/meeting-objects';
-import { purgeDeletedMeetings } from '@mi/lib/domain/purge';
+import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
 import { runSweep } from '../functions/sweep';
 import { startApi, type ApiHarness } from './harness';
 import { createTake, stopTake, storeLiveSegment } from './recording-fixtures';

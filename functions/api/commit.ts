@@ -1,27 +1,39 @@
-// The one way a REST mutation is written: the unit of work (rows, events, publish after commit)
-// with the idempotency record and the exact response bytes in the same transaction.
+// The one way a REST mutation is written: a use case (lib/use-cases) run in its unit of work
+// (rows, events, publish after commit) with the idempotency record and the exact response bytes
+// in the same transaction.
 import type { Context, TypedResponse } from 'hono';
 import type { JSONParsed } from 'hono/utils/types';
-import type { Queryable } from '@mi/lib/db/pool';
-import { inUnitOfWork, type Emit } from '@mi/lib/unit-of-work';
+import { inUnitOfWork } from '@mi/lib/unit-of-work';
+import type { UseCase } from '@mi/lib/use-cases/use-case';
+import { actorOf } from './actor';
 import type { AppEnv } from './env';
+import { setEtag } from './etag';
 import { completeIdempotency } from './middleware/idempotency';
 
 /** What a handler answers: the result as JSON (dates as strings), or nothing with 204. */
 export type Committed<T, S extends 200 | 201 | 204> = Response & (S extends 204 ? TypedResponse<null, 204, 'body'> : TypedResponse<JSONParsed<T>, S, 'json'>);
 
-export async function commit<T, S extends 200 | 201 | 204>(
+export interface CommitOptions {
+  /** The result is a single record: its ETag goes on the response (and on a replay). */
+  etag?: boolean;
+}
+
+export async function commit<I, T, S extends 200 | 201 | 204>(
   c: Context<AppEnv>,
   status: S,
-  fn: (tx: Queryable, emit: Emit) => Promise<T>,
+  useCase: UseCase<I, T>,
+  input: I,
+  opts: CommitOptions = {},
 ): Promise<Committed<T, S>> {
   const claim = c.var.idempotency;
   // What the client receives (dates as ISO strings), serialised once: a replay sends these bytes.
   let raw: string | null = null;
   let headers: Record<string, string> = {};
-  await inUnitOfWork(c.var.deps, fn, {
+  const actor = actorOf(c);
+  await inUnitOfWork(c.var.deps, (tx, emit) => useCase({ tx, emit, actor }, input), {
     ctx: { originClientId: c.var.clientId, trace: c.var.trace },
     beforeCommit: async (tx, result) => {
+      if (opts.etag) setEtag(c, result);
       raw = status === 204 ? null : JSON.stringify(result);
       headers = replayedHeaders(c, raw);
       if (claim) await completeIdempotency(tx, claim, status, raw, headers);

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'hono';
 import { DomainError } from '@mi/lib/errors';
+import type { Precondition } from '@mi/lib/use-cases/use-case';
 import type { AppEnv } from './env';
 
 /** A strong tag of the record as the API renders it (dates as ISO strings). */
@@ -16,18 +17,20 @@ export function setEtag(c: Context<AppEnv>, record: unknown): void {
 }
 
 /**
- * With an If-Match header: 412 unless it is `*` or names the current record's tag (strong
- * comparison, RFC 9110 13.1.1). `current` reads the record FOR UPDATE in the caller's
- * transaction, so nobody can change it between the check and the write. A missing record is
- * left to the caller's 404.
+ * With an If-Match header: the precondition a use case checks on the record it read FOR UPDATE in
+ * its transaction (so nobody can change it between the check and the write): 412 unless the
+ * header is `*` or names the current record's tag (strong comparison, RFC 9110 13.1.1). Without
+ * the header there is nothing to check (and nothing is read). A missing record is left to the
+ * use case's 404.
  */
-export async function assertIfMatch(c: Context<AppEnv>, current: () => Promise<unknown>): Promise<void> {
+export function ifMatch(c: Context<AppEnv>): Precondition | undefined {
   const header = c.req.header('if-match');
-  if (header === undefined) return;
-  const record = await current();
-  if (record === null || header.trim() === '*') return;
-  const tag = etagOf(record);
-  if (!header.split(',').some((t) => t.trim() === tag)) {
-    throw new DomainError('precondition_failed', 'the record changed since it was read (If-Match does not match its ETag); fetch it again and reapply the change');
-  }
+  if (header === undefined) return undefined;
+  return (record) => {
+    if (record === null || header.trim() === '*') return;
+    const tag = etagOf(record);
+    if (!header.split(',').some((t) => t.trim() === tag)) {
+      throw new DomainError('precondition_failed', 'the record changed since it was read (If-Match does not match its ETag); fetch it again and reapply the change');
+    }
+  };
 }

@@ -1,7 +1,8 @@
-// Finalizing a stopped take (the sweep's deadline handling, decisions.md section 5.4): compose
-// its stored segments in sequence order into one object (behind a WAV header for PCM), point
-// meeting_audio_file at it, mark the transcription degraded when ranges are still missing,
-// publish `recording.finalized` for the ML batch worker and record a `finalized` event.
+// The repository side of finalizing a stopped take (the sweep's deadline handling,
+// decisions.md section 5.4; the operation itself is lib/use-cases/recording.ts finalizeTake):
+// which takes are due, claiming them, composing their stored segments in sequence order into one
+// object (behind a WAV header for PCM), pointing meeting_audio_file at it, marking the
+// transcription degraded when ranges are still missing, and the objects left behind.
 // Exactly once: a take is claimed with an atomic stopped → finalizing update; a claim left by
 // a crashed sweep is retried once it is stale.
 import type { Bus } from '../bus';
@@ -10,14 +11,10 @@ import type { Database, Queryable } from '../db/pool';
 import type { EventPublisher } from '../events';
 import type { Logger } from '../log';
 import type { ObjectStore } from '../storage';
-import { validTraceContext } from '../trace-context';
 import { wavHeader } from '../wav';
 import { gapPrefix } from './gap-recovery';
 import { coverageOf, listManifest, segmentPrefix, type ManifestRow } from './manifest';
-import { recordEvent } from './recording-events';
 import type { Recording } from './recordings';
-import { changed, type Entity } from '../event-catalogue';
-import { inUnitOfWork } from '../unit-of-work';
 
 export interface FinalizeDeps {
   db: Database;
@@ -118,7 +115,7 @@ export const takeAudioPath = (rec: Pick<Recording, 'meeting_id' | 'audio_version
   `${takePrefix(rec.meeting_id, rec.audio_version)}${rec.encoding === 'pcm_s16le' ? 'audio.wav' : 'audio.webm'}`;
 
 /** Composes the audio object of a claimed take; null when it stored no frame. */
-async function composeAudio(store: ObjectStore, rec: Recording, chain: ManifestRow[]): Promise<string | null> {
+export async function composeAudio(store: ObjectStore, rec: Recording, chain: ManifestRow[]): Promise<string | null> {
   if (!chain.length) return null;
   const prefix = takePrefix(rec.meeting_id, rec.audio_version);
   const dest = takeAudioPath(rec);
@@ -134,72 +131,40 @@ async function composeAudio(store: ObjectStore, rec: Recording, chain: ManifestR
   return dest;
 }
 
-/**
- * Finalizes a take this caller claimed. The message is published before the take is marked
- * finalized, so a crash in between repeats the publish (at least once; the ML batch worker's
- * status claim makes a repeat harmless) rather than losing it.
- */
-export async function finalizeClaimed(deps: FinalizeDeps, rec: Recording): Promise<RecordingFinalized | null> {
-  const rows = await listManifest(deps.db, rec.meeting_id, rec.audio_version);
-  const cov = coverageOf(rows);
-  const chain = compositionOf(rows);
-  const storagePath = await composeAudio(deps.store, rec, chain);
-  const message: RecordingFinalized = {
-    meeting_id: rec.meeting_id,
-    audio_version: rec.audio_version,
-    transcription_id: rec.transcription_id,
-    storage_path: storagePath,
-    is_degraded: cov.missing_ranges.length > 0,
-    missing_ranges: cov.missing_ranges,
-  };
-  // The client's trace of the take's start goes on to the ML batch worker (checked again: a row
-  // stored before validation existed must not fail the publish).
-  await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, { meeting_id: rec.meeting_id, audio_version: String(rec.audio_version), ...validTraceContext(rec.trace_context) });
+/** Rows forming the take's audio (sequence order, rows wholly inside an earlier one skipped) and its coverage. */
+export async function takeComposition(q: Queryable, rec: Recording) {
+  const rows = await listManifest(q, rec.meeting_id, rec.audio_version);
+  return { rows, chain: compositionOf(rows), cov: coverageOf(rows) };
+}
 
-  const done = await inUnitOfWork(deps, async (tx, emitFor) => {
-    const { rows: marked } = await tx.query<{ user_id: string }>(
-      'finalize.mark',
-      `UPDATE recording r SET state = 'finalized', finalized_at = now(), updated_at = now()
-       FROM meeting m WHERE m.id = r.meeting_id AND r.meeting_id = $1 AND r.audio_version = $2 AND r.state = 'finalizing'
-       RETURNING m.user_id`,
-      [rec.meeting_id, rec.audio_version],
-    );
-    if (!marked.length) return false; // finalized meanwhile by a sweep that re-claimed it
-    const userId = marked[0].user_id;
-    const emit = (entity: Entity, id: string) => emitFor(userId, changed(entity, 'updated', id, rec.meeting_id));
-    if (storagePath) {
-      // An older take finishing late must not replace a newer take's audio.
-      await tx.query(
-        'finalize.audio_file',
-        `INSERT INTO meeting_audio_file (meeting_id, storage_path)
-         SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM recording WHERE meeting_id = $1 AND audio_version > $3 AND state = 'finalized')
-         ON CONFLICT (meeting_id) DO UPDATE SET storage_path = EXCLUDED.storage_path, created_at = now()`,
-        [rec.meeting_id, storagePath, rec.audio_version],
-      );
-      emit('meeting_audio_file', rec.meeting_id);
-    }
-    if (message.is_degraded && rec.transcription_id) {
-      const { rowCount } = await tx.query('finalize.degrade', 'UPDATE transcription SET is_degraded = true, updated_at = now() WHERE id = $1 AND NOT is_degraded', [
-        rec.transcription_id,
-      ]);
-      if (rowCount) emit('transcription', rec.transcription_id);
-    }
-    await recordEvent(tx, rec.meeting_id, 'finalized', {
-      audio_version: rec.audio_version,
-      storage_path: storagePath,
-      is_degraded: message.is_degraded,
-      missing_ranges: cov.missing_ranges,
-      frames_stored: cov.frames_stored,
-      bytes_stored: chain.reduce((n, r) => n + r.byte_count, 0),
-    });
-    emit('recording', rec.meeting_id);
-    return true;
-  });
-  if (!done && storagePath) await dropIfTakeGone(deps, rec, storagePath);
-  if (done) {
-    await deleteUnreferenced(deps, rec, rows).catch((err) => deps.log.warn({ err: (err as Error).message }, 'could not delete unreferenced objects of a finalized take'));
-  }
-  return done ? message : null;
+/** finalizing → finalized; the owner's id, or null when another sweep (that re-claimed it) finalized it meanwhile. */
+export async function markFinalized(tx: Queryable, rec: Recording): Promise<string | null> {
+  const { rows } = await tx.query<{ user_id: string }>(
+    'finalize.mark',
+    `UPDATE recording r SET state = 'finalized', finalized_at = now(), updated_at = now()
+     FROM meeting m WHERE m.id = r.meeting_id AND r.meeting_id = $1 AND r.audio_version = $2 AND r.state = 'finalizing'
+     RETURNING m.user_id`,
+    [rec.meeting_id, rec.audio_version],
+  );
+  return rows[0]?.user_id ?? null;
+}
+
+/** Points meeting_audio_file at the take's composed audio, unless a newer take of the meeting is finalized. */
+export async function setTakeAudio(tx: Queryable, rec: Recording, storagePath: string): Promise<void> {
+  // An older take finishing late must not replace a newer take's audio.
+  await tx.query(
+    'finalize.audio_file',
+    `INSERT INTO meeting_audio_file (meeting_id, storage_path)
+     SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM recording WHERE meeting_id = $1 AND audio_version > $3 AND state = 'finalized')
+     ON CONFLICT (meeting_id) DO UPDATE SET storage_path = EXCLUDED.storage_path, created_at = now()`,
+    [rec.meeting_id, storagePath, rec.audio_version],
+  );
+}
+
+/** Marks the take's transcription degraded (frames missing); false when it already was. */
+export async function markDegraded(tx: Queryable, transcriptionId: string): Promise<boolean> {
+  const { rowCount } = await tx.query('finalize.degrade', 'UPDATE transcription SET is_degraded = true, updated_at = now() WHERE id = $1 AND NOT is_degraded', [transcriptionId]);
+  return (rowCount ?? 0) > 0;
 }
 
 /**
@@ -207,7 +172,7 @@ export async function finalizeClaimed(deps: FinalizeDeps, rec: Recording): Promi
  * object would be left with nothing leading to it. A take still there was finalized by another
  * sweep, whose audio this is too.
  */
-async function dropIfTakeGone(deps: FinalizeDeps, rec: Recording, storagePath: string): Promise<void> {
+export async function dropIfTakeGone(deps: Pick<FinalizeDeps, 'db' | 'store'>, rec: Recording, storagePath: string): Promise<void> {
   const { rows } = await deps.db.query('finalize.take_exists', 'SELECT 1 FROM recording WHERE meeting_id = $1 AND audio_version = $2', [rec.meeting_id, rec.audio_version]);
   if (!rows.length) await deps.store.delete(storagePath).catch(() => undefined);
 }
@@ -217,7 +182,7 @@ async function dropIfTakeGone(deps: FinalizeDeps, rec: Recording, storagePath: s
  * died between writing its object and committing its row. The take is finalized, so nothing can
  * reference them any more (a late writer's commit is refused, and it deletes its own object).
  */
-async function deleteUnreferenced(deps: FinalizeDeps, rec: Recording, rows: ManifestRow[]): Promise<void> {
+export async function deleteUnreferenced(deps: Pick<FinalizeDeps, 'store' | 'log'>, rec: Recording, rows: ManifestRow[]): Promise<void> {
   const referenced = new Set(rows.map((r) => r.object_name));
   const listed = await Promise.all([segmentPrefix(rec.meeting_id, rec.audio_version), gapPrefix(rec.meeting_id, rec.audio_version)].map((p) => deps.store.list(p)));
   const strays = listed.flat().filter((o) => !referenced.has(o.name));

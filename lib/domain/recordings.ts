@@ -117,6 +117,21 @@ export async function markStopped(q: Queryable, meetingId: string, audioVersion:
 // 'recording' whose updated_at is older than OWNER_STALE_SECONDS lost its owner (killed
 // instance): the sweep stops it once RECORDING_DISCONNECT_GRACE_SECONDS more have passed.
 
+/**
+ * An open take (with its owner's user_id) locked FOR UPDATE, if it is still untouched for
+ * idleSeconds: a resume that claimed it meanwhile touched updated_at.
+ */
+export async function lockIdleTake(tx: Queryable, meetingId: string, audioVersion: number, idleSeconds: number): Promise<(Recording & { user_id: string }) | null> {
+  const { rows } = await tx.query<Recording & { user_id: string }>(
+    'sweep.lock_orphaned_take',
+    `SELECT r.*, m.user_id FROM recording r JOIN meeting m ON m.id = r.meeting_id
+     WHERE r.meeting_id = $1 AND r.audio_version = $2 AND r.state = ANY($3) AND r.updated_at < now() - make_interval(secs => $4)
+     FOR UPDATE OF r`,
+    [meetingId, audioVersion, CAPTURE_OPEN, idleSeconds],
+  );
+  return rows[0] ?? null;
+}
+
 /** How often the owner renews its lease and touches the row. */
 export const OWNER_HEARTBEAT_SECONDS = 10;
 /** The owner's lease lifetime; a row untouched this long has no live owner. */

@@ -1,20 +1,19 @@
 // The recordings of this instance and the commands that move them: start, resume (taking a take
 // over from any instance), stop, audio frames, and the disconnect grace stop.
 import type { Coordination } from '@mi/lib/coordination';
-import { DomainError } from '@mi/lib/errors';
+import { DomainError, type ErrorCode as DomainErrorCode } from '@mi/lib/errors';
 import type { StoredEvent } from '@mi/lib/events';
 import { listManifest, type ManifestRow } from '@mi/lib/domain/manifest';
 import { getMeeting } from '@mi/lib/domain/meetings';
-import { recordEvent } from '@mi/lib/domain/recording-events';
-import { claimRecording, getRecording, recordingLeaseKey, startRecording, touchOwnedTakes, type Recording } from '@mi/lib/domain/recordings';
-import { createTranscription } from '@mi/lib/domain/transcriptions';
+import { getRecording, recordingLeaseKey, touchOwnedTakes, type Recording } from '@mi/lib/domain/recordings';
 import type { Runtime } from '@mi/lib/runtime';
 import type { Connection } from './connection';
 import { FRAME_HEADER_BYTES, frameSequence, INT4_MAX, traceOf, type ErrorCode, type ResumeCommand, type StartCommand, type StopCommand } from './protocol';
 import { MAX_MISSING_RANGES, Recorder, type RecorderHost, type Take } from './recorder';
 import { SegmentCommitter } from './segments';
-import { changed, recordingChanged } from '@mi/lib/event-catalogue';
-import { inUnitOfWork, type UnitOfWorkDeps } from '@mi/lib/unit-of-work';
+import type { UnitOfWorkDeps } from '@mi/lib/unit-of-work';
+import { claimTake, startTake } from '@mi/lib/use-cases/recording';
+import { runUseCase } from '@mi/lib/use-cases/use-case';
 import { KeyedQueue, settleWithin } from '@mi/lib/async';
 
 export interface SessionsDeps {
@@ -30,14 +29,12 @@ export interface SessionsDeps {
   countPresence(userId: string): Promise<number>;
 }
 
-class CommandError extends Error {
-  constructor(
-    readonly code: ErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+/** The domain errors of starting a take, as WebSocket error codes (any other is the connection's 1011). */
+const START_ERRORS: Partial<Record<DomainErrorCode, ErrorCode>> = {
+  not_found: 'meeting_not_found',
+  invalid_state: 'not_a_recording_meeting',
+  recording_open: 'recording_open',
+};
 
 /** Firestore lease renewals in flight at once during a heartbeat. */
 const LEASE_RENEWALS_AT_ONCE = 16;
@@ -149,29 +146,17 @@ export class Sessions implements RecorderHost {
     const maxDuration = Math.min(cmd.max_duration_seconds ?? c.RECORDING_MAX_DURATION_SECONDS, c.RECORDING_MAX_DURATION_SECONDS);
     let created: Recording;
     try {
-      created = await inUnitOfWork(this.uow, async (tx, emit) => {
-        const meeting = await getMeeting(tx, { userId }, cmd.meeting_id, { forUpdate: true });
-        if (!meeting) throw new CommandError('meeting_not_found', 'meeting not found');
-        if (meeting.source_type !== 'recording') {
-          throw new CommandError('not_a_recording_meeting', `the meeting's source_type is ${meeting.source_type}; live recording needs source_type recording`);
-        }
-        const transcription = await createTranscription(tx, meeting.id, 'transcribing');
-        const rec = await startRecording(tx, {
-          meetingId: meeting.id,
-          transcriptionId: transcription.id,
-          encoding: cmd.encoding,
-          sampleRate: cmd.sample_rate,
-          maxDurationSeconds: maxDuration,
-          ownerInstance: this.d.instanceId,
-          trace: traceOf(cmd) ?? conn.trace,
-        });
-        emit(userId, changed('transcription', 'created', transcription.id, meeting.id));
-        emit(userId, recordingChanged(meeting.id, 'created'));
-        return rec;
-      }, { ctx: { originClientId: conn.clientId } });
+      const input = {
+        meetingId: cmd.meeting_id,
+        encoding: cmd.encoding,
+        sampleRate: cmd.sample_rate,
+        maxDurationSeconds: maxDuration,
+        ownerInstance: this.d.instanceId,
+        trace: traceOf(cmd) ?? conn.trace,
+      };
+      created = await runUseCase(this.uow, { userId }, startTake, input, { originClientId: conn.clientId });
     } catch (err) {
-      if (err instanceof CommandError) return conn.error(err.code, err.message, cmd.type);
-      if (err instanceof DomainError && err.code === 'recording_open') return conn.error('recording_open', err.message, cmd.type);
+      if (err instanceof DomainError && START_ERRORS[err.code]) return conn.error(START_ERRORS[err.code]!, err.message, cmd.type);
       throw err;
     }
     const r = this.adopt(conn, created, userId, []);
@@ -207,18 +192,7 @@ export class Sessions implements RecorderHost {
         return this.sendResumed(conn, local);
       }
       const { rt, instanceId } = this.d;
-      const claimed = await rt.db.withTransaction(async (tx) => {
-        const rec = await claimRecording(tx, cmd.meeting_id, cmd.audio_version, instanceId);
-        if (rec) {
-          await recordEvent(tx, cmd.meeting_id, 'recording_resumed', {
-            audio_version: cmd.audio_version,
-            instance: instanceId,
-            previous_owner: rec.previous_owner,
-            connection_id: conn.id,
-          });
-        }
-        return rec;
-      });
+      const claimed = await runUseCase(this.uow, { userId }, claimTake, { meetingId: cmd.meeting_id, audioVersion: cmd.audio_version, ownerInstance: instanceId, connectionId: conn.id });
       if (!claimed) {
         const rec = await getRecording(rt.db, cmd.meeting_id, cmd.audio_version);
         if (!rec || rec.audio_version !== cmd.audio_version) return conn.error('recording_not_found', 'no such recording take', cmd.type);

@@ -1,5 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { continueErasure, requestErasure } from '@mi/lib/domain/erasure';
+import { continueErasure } from '@mi/lib/domain/erasure';
+import { requestAccountErasure } from '@mi/lib/use-cases/account';
 import { userIdOf } from '../actor';
 import { commit } from '../commit';
 import type { AppEnv } from '../env';
@@ -69,9 +70,7 @@ export function registerMe(app: OpenAPIHono<AppEnv>) {
     const deps = c.var.deps;
     const userId = userIdOf(c);
     // Recorded (and live takes stopped) before anything is deleted: whatever happens next, the sweep finishes it.
-    await commit(c, 204, async (tx) => {
-      await requestErasure(tx, userId);
-    });
+    await commit(c, 204, requestAccountErasure, undefined);
     const done = await continueErasure(deps, userId, Date.now() + ERASURE_REQUEST_BUDGET_MS).catch((err: unknown) => {
       c.var.log.warn({ err: (err as Error).message, user_id: userId }, 'account erasure interrupted; the sweep finishes it');
       return false;

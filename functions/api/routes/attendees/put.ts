@@ -1,14 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound, unprocessable } from '@mi/lib/errors';
-import { addAttendee } from '@mi/lib/domain/attendees';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { ownsPerson } from '@mi/lib/domain/people';
-import { userIdOf } from '../../actor';
+import { addAttendee } from '@mi/lib/use-cases/meetings';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { notFoundResponse, op } from '../../openapi';
 import { AttendeeParams } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'put',
@@ -24,14 +19,7 @@ const route = op({
 
 export function registerAddAttendee(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const { id, personId } = c.req.valid('param');
-    return commit(c, 204, async (tx, emit) => {
-      if (!(await getMeeting(tx, { userId }, id))) throw notFound('meeting');
-      if (!(await ownsPerson(tx, userId, personId))) throw unprocessable('person does not exist', [{ path: 'personId', message: 'person does not exist' }]);
-      if (await addAttendee(tx, id, personId)) {
-        emit(userId, changed('meeting_attendee', 'created', personId, id));
-      }
-    });
+    return commit(c, 204, addAttendee, { meetingId: id, personId });
   });
 }

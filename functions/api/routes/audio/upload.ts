@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { DomainError, notFound, unprocessable } from '@mi/lib/errors';
-import { getAudioFile, setAudioFile } from '@mi/lib/domain/audio';
+import { getAudioFile } from '@mi/lib/domain/audio';
+import { attachUploadedAudio } from '@mi/lib/use-cases/audio';
 import { getMeeting } from '@mi/lib/domain/meetings';
 import { ObjectTooLargeError, type StoredObject } from '@mi/lib/storage';
 import { userIdOf } from '../../actor';
@@ -12,7 +13,6 @@ import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, problemResponse } from '../../openapi';
 import { assertDeclaredLength } from '../recording/body';
 import { AudioFileSchema, binaryContent } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const AUDIO_TYPE = /^audio\/[a-z0-9][a-z0-9.+-]*$/i;
 
@@ -70,12 +70,8 @@ export function registerUploadAudio(app: OpenAPIHono<AppEnv>) {
     let previous: string | null = null;
     const had = await getAudioFile(db, id);
     try {
-      const res = await commit(c, had ? 200 : 201, async (tx, emit) => {
-        const set = await setAudioFile(tx, id, name);
-        previous = set.previous;
-        emit(userId, changed('meeting_audio_file', set.previous ? 'updated' : 'created', id, id));
-        return { meeting_id: id, storage_path: name, content_type: contentType, byte_count: stored.size, created_at: set.file.created_at };
-      });
+      const replaced = (path: string | null) => void (previous = path);
+      const res = await commit(c, had ? 200 : 201, attachUploadedAudio, { meeting_id: id, storage_path: name, content_type: contentType, byte_count: stored.size, replaced });
       if (previous && previous !== name) await store.delete(previous).catch(() => undefined);
       return res;
     } catch (err) {

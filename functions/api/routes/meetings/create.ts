@@ -1,11 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { createMeeting } from '@mi/lib/domain/meetings';
-import { userIdOf } from '../../actor';
+import { createMeeting } from '@mi/lib/use-cases/meetings';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op } from '../../openapi';
 import { CreateMeetingBody, MeetingSchema } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -22,12 +20,7 @@ const route = op({
 
 export function registerCreateMeeting(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const body = c.req.valid('json');
-    return commit(c, 201, async (tx, emit) => {
-      const meeting = await createMeeting(tx, userId, body);
-      emit(userId, changed('meeting', 'created', meeting.id, meeting.id));
-      return meeting;
-    });
+    return commit(c, 201, createMeeting, body);
   });
 }

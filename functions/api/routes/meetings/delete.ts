@@ -1,11 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { softDeleteMeeting } from '@mi/lib/domain/meetings';
-import { actorOf } from '../../actor';
+import { deleteMeeting } from '@mi/lib/use-cases/meetings';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -23,12 +20,6 @@ const route = op({
 export function registerDeleteMeeting(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
-    return commit(c, 204, async (tx, emit) => {
-      const deleted = await softDeleteMeeting(tx, actorOf(c), id);
-      if (!deleted) throw notFound('meeting');
-      const owner = deleted.meeting.user_id;
-      emit(owner, changed('meeting', 'deleted', id, id));
-      for (const taskId of deleted.detachedTaskIds) emit(owner, changed('task', 'updated', taskId, null));
-    });
+    return commit(c, 204, deleteMeeting, { id });
   });
 }

@@ -1,13 +1,10 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { getMeeting, updateMeeting } from '@mi/lib/domain/meetings';
-import { actorOf } from '../../actor';
+import { updateMeeting } from '@mi/lib/use-cases/meetings';
 import { commit } from '../../commit';
+import { ifMatch } from '../../etag';
 import type { AppEnv } from '../../env';
-import { assertIfMatch, setEtag } from '../../etag';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, withEtag } from '../../openapi';
 import { MeetingSchema, PatchMeetingBody } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -26,13 +23,6 @@ export function registerUpdateMeeting(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
     const patch = c.req.valid('json');
-    return commit(c, 200, async (tx, emit) => {
-      await assertIfMatch(c, () => getMeeting(tx, actorOf(c), id, { forUpdate: true }));
-      const meeting = await updateMeeting(tx, actorOf(c), id, patch);
-      if (!meeting) throw notFound('meeting');
-      emit(meeting.user_id, changed('meeting', 'updated', meeting.id, meeting.id));
-      setEtag(c, meeting);
-      return meeting;
-    });
+    return commit(c, 200, updateMeeting, { id, patch, precondition: ifMatch(c) }, { etag: true });
   });
 }

@@ -1,11 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { createNote, meetingOf } from '@mi/lib/domain/notes';
-import { userIdOf } from '../../actor';
+import { createNote } from '@mi/lib/use-cases/notes';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op } from '../../openapi';
 import { CreateNoteBody, NoteSchema } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -22,12 +20,7 @@ const route = op({
 
 export function registerCreateNote(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const body = c.req.valid('json');
-    return commit(c, 201, async (tx, emit) => {
-      const note = await createNote(tx, userId, body);
-      emit(userId, changed('note', 'created', note.id, meetingOf(note.subject_type, note.subject_id)));
-      return note;
-    });
+    return commit(c, 201, createNote, body);
   });
 }

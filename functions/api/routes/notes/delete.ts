@@ -1,11 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { deleteNote, meetingOf } from '@mi/lib/domain/notes';
-import { actorOf } from '../../actor';
+import { deleteNote } from '@mi/lib/use-cases/notes';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -22,10 +19,6 @@ const route = op({
 export function registerDeleteNote(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
-    return commit(c, 204, async (tx, emit) => {
-      const note = await deleteNote(tx, actorOf(c), id);
-      if (!note) throw notFound('note');
-      emit(note.user_id, changed('note', 'deleted', id, meetingOf(note.subject_type, note.subject_id)));
-    });
+    return commit(c, 204, deleteNote, { id });
   });
 }

@@ -1,11 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { createPerson } from '@mi/lib/domain/people';
-import { userIdOf } from '../../actor';
+import { createPerson } from '@mi/lib/use-cases/people';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op } from '../../openapi';
 import { CreatePersonBody, PersonSchema } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -22,12 +20,7 @@ const route = op({
 
 export function registerCreatePerson(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const body = c.req.valid('json');
-    return commit(c, 201, async (tx, emit) => {
-      const person = await createPerson(tx, userId, body);
-      emit(userId, changed('person', 'created', person.id, null));
-      return person;
-    });
+    return commit(c, 201, createPerson, body);
   });
 }

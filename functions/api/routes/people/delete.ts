@@ -1,11 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { deletePerson } from '@mi/lib/domain/people';
-import { userIdOf } from '../../actor';
+import { deletePerson } from '@mi/lib/use-cases/people';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -22,11 +19,7 @@ const route = op({
 
 export function registerDeletePerson(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const { id } = c.req.valid('param');
-    return commit(c, 204, async (tx, emit) => {
-      if (!(await deletePerson(tx, { userId }, id))) throw notFound('person');
-      emit(userId, changed('person', 'deleted', id, null));
-    });
+    return commit(c, 204, deletePerson, { id });
   });
 }

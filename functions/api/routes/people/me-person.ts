@@ -1,12 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { unprocessable } from '@mi/lib/errors';
-import { setOwnPerson } from '@mi/lib/domain/people';
-import { userIdOf } from '../../actor';
+import { setMyPerson } from '@mi/lib/use-cases/people';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op, Uuid, z } from '../../openapi';
 import { UserSchema } from '../me';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'put',
@@ -22,13 +19,7 @@ const route = op({
 
 export function registerSetMyPerson(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const { person_id } = c.req.valid('json');
-    return commit(c, 200, async (tx, emit) => {
-      const user = await setOwnPerson(tx, userId, person_id);
-      if (!user) throw unprocessable('person_id does not exist', [{ path: 'person_id', message: 'person does not exist' }]);
-      emit(userId, changed('user', 'updated', userId, null));
-      return user;
-    });
+    return commit(c, 200, setMyPerson, { personId: person_id });
   });
 }

@@ -1,13 +1,10 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { getPerson, updatePerson } from '@mi/lib/domain/people';
-import { userIdOf } from '../../actor';
+import { updatePerson } from '@mi/lib/use-cases/people';
 import { commit } from '../../commit';
+import { ifMatch } from '../../etag';
 import type { AppEnv } from '../../env';
-import { assertIfMatch, setEtag } from '../../etag';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, problemResponse, withEtag } from '../../openapi';
 import { PatchPersonBody, PersonSchema } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -28,16 +25,8 @@ const route = op({
 
 export function registerUpdatePerson(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const { id } = c.req.valid('param');
     const patch = c.req.valid('json');
-    return commit(c, 200, async (tx, emit) => {
-      await assertIfMatch(c, () => getPerson(tx, { userId }, id, { forUpdate: true }));
-      const person = await updatePerson(tx, { userId }, id, patch);
-      if (!person) throw notFound('person');
-      emit(userId, changed('person', 'updated', id, null));
-      setEtag(c, person);
-      return person;
-    });
+    return commit(c, 200, updatePerson, { id, patch, precondition: ifMatch(c) }, { etag: true });
   });
 }

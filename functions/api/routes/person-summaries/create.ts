@@ -1,12 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { createSummary } from '@mi/lib/domain/person-summaries';
-import { userIdOf } from '../../actor';
+import { createPersonSummary } from '@mi/lib/use-cases/people';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { CreateSummaryBody, PersonSummarySchema } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -23,14 +20,8 @@ const route = op({
 
 export function registerCreateSummary(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const { id } = c.req.valid('param');
     const body = c.req.valid('json');
-    return commit(c, 201, async (tx, emit) => {
-      const summary = await createSummary(tx, userId, id, body);
-      if (!summary) throw notFound('person');
-      emit(userId, changed('person_summary', 'created', summary.id, null));
-      return summary;
-    });
+    return commit(c, 201, createPersonSummary, { personId: id, body });
   });
 }

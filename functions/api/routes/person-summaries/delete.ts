@@ -1,11 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { deleteSummary } from '@mi/lib/domain/person-summaries';
-import { userIdOf } from '../../actor';
+import { deletePersonSummary } from '@mi/lib/use-cases/people';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -21,12 +18,7 @@ const route = op({
 
 export function registerDeleteSummary(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const { id } = c.req.valid('param');
-    return commit(c, 204, async (tx, emit) => {
-      const deleted = await deleteSummary(tx, { userId }, id);
-      if (!deleted) throw notFound('person summary');
-      emit(deleted.owner_id, changed('person_summary', 'deleted', id, null));
-    });
+    return commit(c, 204, deletePersonSummary, { id });
   });
 }

@@ -1,12 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { updateSummary } from '@mi/lib/domain/person-summaries';
-import { userIdOf } from '../../actor';
+import { updatePersonSummary } from '@mi/lib/use-cases/people';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { PatchSummaryBody, PersonSummarySchema } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -22,15 +19,8 @@ const route = op({
 
 export function registerUpdateSummary(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const { id } = c.req.valid('param');
     const patch = c.req.valid('json');
-    return commit(c, 200, async (tx, emit) => {
-      const updated = await updateSummary(tx, { userId }, id, patch);
-      if (!updated) throw notFound('person summary');
-      const { owner_id, ...summary } = updated;
-      emit(owner_id, changed('person_summary', 'updated', id, null));
-      return summary;
-    });
+    return commit(c, 200, updatePersonSummary, { id, patch });
   });
 }

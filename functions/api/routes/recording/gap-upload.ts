@@ -1,10 +1,10 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound, unprocessable } from '@mi/lib/errors';
-import { recordingChanged } from '@mi/lib/event-catalogue';
-import { assertAcceptsGaps, uploadGapRange } from '@mi/lib/domain/gap-recovery';
+import { assertAcceptsGaps } from '@mi/lib/domain/gap-recovery';
 import { getMeeting } from '@mi/lib/domain/meetings';
 import { getRecording, pcmFrameBytes, type Recording } from '@mi/lib/domain/recordings';
-import { userIdOf } from '../../actor';
+import { uploadGap } from '@mi/lib/use-cases/recording';
+import { actorOf, userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, op, problemResponse, z } from '../../openapi';
 import { assertDeclaredLength, readBounded } from './body';
@@ -55,7 +55,7 @@ const route = op({
 
 export function registerUploadRecordingGap(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
-    const { db, store, config } = c.var.deps;
+    const { db, config } = c.var.deps;
     const { id, range } = c.req.valid('param');
     const { audio_version } = c.req.valid('query');
     const [start, end] = range.split('-').map(Number);
@@ -77,9 +77,7 @@ export function registerUploadRecordingGap(app: OpenAPIHono<AppEnv>) {
     assertDigests(digests, bytes);
 
     const ctx = { originClientId: c.var.clientId, trace: c.var.trace };
-    const { status, result } = await uploadGapRange(c.var.deps, store, { meetingId: id, audioVersion: audio_version, start, end, bytes }, ctx, (emit) =>
-      emit(meeting.user_id, recordingChanged(id)),
-    );
+    const { status, result } = await uploadGap(c.var.deps, actorOf(c), { meetingId: id, audioVersion: audio_version, start, end, bytes }, ctx);
     return c.json(result, status);
   });
 }

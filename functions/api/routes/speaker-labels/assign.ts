@@ -1,11 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { assignSpeakerLabel } from '@mi/lib/domain/speaker-label-assign';
-import { userIdOf } from '../../actor';
+import { assignSpeakerLabel } from '@mi/lib/use-cases/speaker-labels';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { AssignLabelBody, AssignLabelResult } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -32,15 +30,8 @@ const route = op({
 
 export function registerAssignSpeakerLabel(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const { id } = c.req.valid('param');
     const { speaker_label, person_id } = c.req.valid('json');
-    return commit(c, 200, async (tx, emit) => {
-      const { updated_count, people } = await assignSpeakerLabel(tx, userId, id, speaker_label, person_id);
-      // One event for the bulk relabel: id null, the client refetches the meeting's segments.
-      emit(userId, changed('transcript_segment', 'updated', null, id));
-      for (const personId of people) emit(userId, changed('person', 'updated', personId, null));
-      return { updated_count };
-    });
+    return commit(c, 200, assignSpeakerLabel, { meetingId: id, speakerLabel: speaker_label, personId: person_id });
   });
 }

@@ -1,12 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { unassignSpeakerLabel } from '@mi/lib/domain/speaker-label-assign';
-import { userIdOf } from '../../actor';
+import { unassignSpeakerLabel } from '@mi/lib/use-cases/speaker-labels';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { notFoundResponse, op } from '../../openapi';
 import { LabelParams } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -29,14 +26,7 @@ const route = op({
 
 export function registerUnassignSpeakerLabel(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const { id, speaker_label } = c.req.valid('param');
-    return commit(c, 204, async (tx, emit) => {
-      const result = await unassignSpeakerLabel(tx, userId, id, speaker_label);
-      if (!result) throw notFound('speaker-label assignment');
-      // As an assignment does: one event for the bulk relabel, one per person whose model changed.
-      emit(userId, changed('transcript_segment', 'updated', null, id));
-      for (const personId of result.people) emit(userId, changed('person', 'updated', personId, null));
-    });
+    return commit(c, 204, unassignSpeakerLabel, { meetingId: id, speakerLabel: speaker_label });
   });
 }

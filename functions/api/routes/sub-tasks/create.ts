@@ -1,13 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { createSubTask } from '@mi/lib/domain/sub-tasks';
-import { getTask } from '@mi/lib/domain/tasks';
-import { actorOf } from '../../actor';
+import { createSubTask } from '@mi/lib/use-cases/tasks';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { CreateSubTaskBody, SubTaskSchema } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -26,13 +22,6 @@ export function registerCreateSubTask(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
     const body = c.req.valid('json');
-    return commit(c, 201, async (tx, emit) => {
-      // Locked so the task cannot be deleted between the check and the insert.
-      const task = await getTask(tx, actorOf(c), id, { forUpdate: true });
-      if (!task) throw notFound('task');
-      const sub = await createSubTask(tx, task.user_id, task.id, body);
-      emit(task.user_id, changed('sub_task', 'created', sub.id, task.meeting_id));
-      return sub;
-    });
+    return commit(c, 201, createSubTask, { taskId: id, body });
   });
 }

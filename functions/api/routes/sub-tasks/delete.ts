@@ -1,11 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { deleteSubTask } from '@mi/lib/domain/sub-tasks';
-import { actorOf } from '../../actor';
+import { deleteSubTask } from '@mi/lib/use-cases/tasks';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -22,10 +19,6 @@ const route = op({
 export function registerDeleteSubTask(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
-    return commit(c, 204, async (tx, emit) => {
-      const found = await deleteSubTask(tx, actorOf(c), id);
-      if (!found) throw notFound('sub-task');
-      emit(found.user_id, changed('sub_task', 'deleted', id, found.meeting_id));
-    });
+    return commit(c, 204, deleteSubTask, { id });
   });
 }

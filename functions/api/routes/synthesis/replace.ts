@@ -1,13 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { SERVICE } from '@mi/lib/domain/actor';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { replaceSynthesis } from '@mi/lib/domain/synthesis';
+import { replaceSynthesis } from '@mi/lib/use-cases/meetings';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, notFoundResponse, op } from '../../openapi';
 import { SynthesisBody } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'put',
@@ -26,12 +22,6 @@ export function registerReplaceSynthesis(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
     const body = c.req.valid('json');
-    return commit(c, 204, async (tx, emit) => {
-      const meeting = await getMeeting(tx, SERVICE, id, { forUpdate: true });
-      if (!meeting) throw notFound('meeting');
-      await replaceSynthesis(tx, id, body);
-      emit(meeting.user_id, changed('meeting', 'updated', id, id));
-      if (body.topics) emit(meeting.user_id, changed('topic', 'updated', null, id));
-    });
+    return commit(c, 204, replaceSynthesis, { meetingId: id, synthesis: body });
   });
 }

@@ -1,13 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { SERVICE } from '@mi/lib/domain/actor';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { createSystemTasks } from '@mi/lib/domain/system-tasks';
+import { createSystemTasks } from '@mi/lib/use-cases/tasks';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { CreateSystemTasksBody, SystemTaskList } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -26,12 +22,6 @@ export function registerCreateSystemTasks(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
     const { tasks } = c.req.valid('json');
-    return commit(c, 201, async (tx, emit) => {
-      const meeting = await getMeeting(tx, SERVICE, id);
-      if (!meeting) throw notFound('meeting');
-      const items = await createSystemTasks(tx, meeting, tasks);
-      for (const t of items) emit(meeting.user_id, changed('task', 'created', t.id, id));
-      return { items };
-    });
+    return commit(c, 201, createSystemTasks, { meetingId: id, tasks });
   });
 }

@@ -1,13 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { SERVICE } from '@mi/lib/domain/actor';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { softDeleteSystemTasks } from '@mi/lib/domain/system-tasks';
+import { deleteSystemTasks } from '@mi/lib/use-cases/tasks';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
 import { DeleteSystemTasksQuery } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -24,12 +20,6 @@ const route = op({
 export function registerDeleteSystemTasks(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
-    return commit(c, 204, async (tx, emit) => {
-      const meeting = await getMeeting(tx, SERVICE, id);
-      if (!meeting) throw notFound('meeting');
-      for (const taskId of await softDeleteSystemTasks(tx, id)) {
-        emit(meeting.user_id, changed('task', 'deleted', taskId, id));
-      }
-    });
+    return commit(c, 204, deleteSystemTasks, { meetingId: id });
   });
 }

@@ -1,11 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { createTag } from '@mi/lib/domain/tags';
-import { userIdOf } from '../../actor';
+import { createTag } from '@mi/lib/use-cases/tags';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op } from '../../openapi';
 import { TagBody, TagSchema } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -22,12 +20,7 @@ const route = op({
 
 export function registerCreateTag(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const { name } = c.req.valid('json');
-    return commit(c, 201, async (tx, emit) => {
-      const tag = await createTag(tx, userId, name);
-      emit(userId, changed('tag', 'created', tag.id, null));
-      return tag;
-    });
+    return commit(c, 201, createTag, { name });
   });
 }

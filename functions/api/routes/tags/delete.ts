@@ -1,11 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { deleteTag } from '@mi/lib/domain/tags';
-import { userIdOf } from '../../actor';
+import { deleteTag } from '@mi/lib/use-cases/tags';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -21,11 +18,7 @@ const route = op({
 
 export function registerDeleteTag(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const { id } = c.req.valid('param');
-    return commit(c, 204, async (tx, emit) => {
-      if (!(await deleteTag(tx, { userId }, id))) throw notFound('tag');
-      emit(userId, changed('tag', 'deleted', id, null));
-    });
+    return commit(c, 204, deleteTag, { id });
   });
 }

@@ -1,12 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { renameTag } from '@mi/lib/domain/tags';
-import { userIdOf } from '../../actor';
+import { renameTag } from '@mi/lib/use-cases/tags';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { TagBody, TagSchema } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -22,14 +19,8 @@ const route = op({
 
 export function registerUpdateTag(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const { id } = c.req.valid('param');
     const { name } = c.req.valid('json');
-    return commit(c, 200, async (tx, emit) => {
-      const tag = await renameTag(tx, { userId }, id, name);
-      if (!tag) throw notFound('tag');
-      emit(userId, changed('tag', 'updated', id, null));
-      return tag;
-    });
+    return commit(c, 200, renameTag, { id, name });
   });
 }

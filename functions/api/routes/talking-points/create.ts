@@ -1,13 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { SERVICE } from '@mi/lib/domain/actor';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { createTalkingPoint } from '@mi/lib/domain/talking-points';
+import { createTalkingPoint } from '@mi/lib/use-cases/talking-points';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { CreateTalkingPointBody, TalkingPointSchema } from './schema';
-import { talkingPointEvent } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -26,12 +22,6 @@ export function registerCreateTalkingPoint(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
     const body = c.req.valid('json');
-    return commit(c, 201, async (tx, emit) => {
-      const meeting = await getMeeting(tx, SERVICE, id);
-      if (!meeting) throw notFound('meeting');
-      const tp = await createTalkingPoint(tx, meeting.id, body);
-      emit(meeting.user_id, talkingPointEvent(meeting.id, { ...tp }));
-      return tp;
-    });
+    return commit(c, 201, createTalkingPoint, { meetingId: id, body });
   });
 }

@@ -1,11 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { softDeleteTalkingPoint } from '@mi/lib/domain/talking-points';
-import { actorOf } from '../../actor';
+import { deleteTalkingPoint } from '@mi/lib/use-cases/talking-points';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -22,10 +19,6 @@ const route = op({
 export function registerDeleteTalkingPoint(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
-    return commit(c, 204, async (tx, emit) => {
-      const tp = await softDeleteTalkingPoint(tx, actorOf(c), id);
-      if (!tp) throw notFound('talking point');
-      emit(tp.user_id, changed('talking_point', 'deleted', id, tp.meeting_id));
-    });
+    return commit(c, 204, deleteTalkingPoint, { id });
   });
 }

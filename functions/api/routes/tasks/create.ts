@@ -1,11 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { createTask } from '@mi/lib/domain/tasks';
-import { userIdOf } from '../../actor';
+import { createTask } from '@mi/lib/use-cases/tasks';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op } from '../../openapi';
 import { CreateTaskBody, TaskSchema } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -22,12 +20,7 @@ const route = op({
 
 export function registerCreateTask(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const body = c.req.valid('json');
-    return commit(c, 201, async (tx, emit) => {
-      const task = await createTask(tx, userId, body, 'user');
-      emit(userId, changed('task', 'created', task.id, task.meeting_id));
-      return task;
-    });
+    return commit(c, 201, createTask, body);
   });
 }

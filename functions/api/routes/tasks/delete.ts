@@ -1,11 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { softDeleteTask } from '@mi/lib/domain/tasks';
-import { actorOf } from '../../actor';
+import { deleteTask } from '@mi/lib/use-cases/tasks';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -22,10 +19,6 @@ const route = op({
 export function registerDeleteTask(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
-    return commit(c, 204, async (tx, emit) => {
-      const deleted = await softDeleteTask(tx, actorOf(c), id);
-      if (!deleted.length) throw notFound('task');
-      for (const t of deleted) emit(t.user_id, changed('task', 'deleted', t.id, t.meeting_id));
-    });
+    return commit(c, 204, deleteTask, { id });
   });
 }

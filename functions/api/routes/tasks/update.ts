@@ -1,13 +1,10 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { getTask, updateTask } from '@mi/lib/domain/tasks';
-import { actorOf } from '../../actor';
+import { updateTask } from '@mi/lib/use-cases/tasks';
 import { commit } from '../../commit';
+import { ifMatch } from '../../etag';
 import type { AppEnv } from '../../env';
-import { assertIfMatch, setEtag } from '../../etag';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, withEtag } from '../../openapi';
 import { PatchTaskBody, TaskSchema } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -27,13 +24,6 @@ export function registerUpdateTask(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
     const patch = c.req.valid('json');
-    return commit(c, 200, async (tx, emit) => {
-      await assertIfMatch(c, () => getTask(tx, actorOf(c), id, { forUpdate: true }));
-      const task = await updateTask(tx, actorOf(c), id, patch);
-      if (!task) throw notFound('task');
-      emit(task.user_id, changed('task', 'updated', task.id, task.meeting_id));
-      setEtag(c, task);
-      return task;
-    });
+    return commit(c, 200, updateTask, { id, patch, precondition: ifMatch(c) }, { etag: true });
   });
 }

@@ -1,12 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { meetingOf } from '@mi/lib/domain/notes';
-import { createThread } from '@mi/lib/domain/threads';
-import { userIdOf } from '../../actor';
+import { createThread } from '@mi/lib/use-cases/threads';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op } from '../../openapi';
 import { AiThreadSchema, CreateThreadBody } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -23,12 +20,7 @@ const route = op({
 
 export function registerCreateThread(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
-    const userId = userIdOf(c);
     const body = c.req.valid('json');
-    return commit(c, 201, async (tx, emit) => {
-      const thread = await createThread(tx, userId, body);
-      emit(userId, changed('ai_thread', 'created', thread.id, meetingOf(thread.context_type, thread.context_id)));
-      return thread;
-    });
+    return commit(c, 201, createThread, body);
   });
 }

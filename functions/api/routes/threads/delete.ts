@@ -1,12 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { meetingOf } from '@mi/lib/domain/notes';
-import { softDeleteThread } from '@mi/lib/domain/threads';
-import { actorOf } from '../../actor';
+import { deleteThread } from '@mi/lib/use-cases/threads';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op } from '../../openapi';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'delete',
@@ -23,10 +19,6 @@ const route = op({
 export function registerDeleteThread(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
-    return commit(c, 204, async (tx, emit) => {
-      const thread = await softDeleteThread(tx, actorOf(c), id);
-      if (!thread) throw notFound('thread');
-      emit(thread.user_id, changed('ai_thread', 'deleted', id, meetingOf(thread.context_type, thread.context_id)));
-    });
+    return commit(c, 204, deleteThread, { id });
   });
 }

@@ -1,14 +1,13 @@
 // Chat messages live under their thread: /threads/{id}/messages.
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { meetingOf } from '@mi/lib/domain/notes';
-import { addMessage, getThread, listMessages, softDeleteMessage } from '@mi/lib/domain/threads';
+import { getThread, listMessages } from '@mi/lib/domain/threads';
+import { addMessage, deleteMessage } from '@mi/lib/use-cases/threads';
 import { actorOf } from '../../actor';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, page, PageQuery, z } from '../../openapi';
 import { ChatMessageSchema, CreateMessageBody, MessageParams } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const create = op({
   method: 'post',
@@ -51,13 +50,7 @@ export function registerMessages(app: OpenAPIHono<AppEnv>) {
   app.openapi(create, (c) => {
     const { id } = c.req.valid('param');
     const body = c.req.valid('json');
-    return commit(c, 201, async (tx, emit) => {
-      const thread = await getThread(tx, actorOf(c), id);
-      if (!thread) throw notFound('thread');
-      const message = await addMessage(tx, thread.id, body);
-      emit(thread.user_id, changed('chat_message', 'created', message.id, meetingOf(thread.context_type, thread.context_id)));
-      return message;
-    });
+    return commit(c, 201, addMessage, { threadId: id, body });
   });
 
   app.openapi(list, async (c) => {
@@ -70,11 +63,6 @@ export function registerMessages(app: OpenAPIHono<AppEnv>) {
 
   app.openapi(remove, (c) => {
     const { id, messageId } = c.req.valid('param');
-    return commit(c, 204, async (tx, emit) => {
-      const thread = await getThread(tx, actorOf(c), id);
-      const message = thread && (await softDeleteMessage(tx, actorOf(c), id, messageId));
-      if (!thread || !message) throw notFound('message');
-      emit(thread.user_id, changed('chat_message', 'deleted', messageId, meetingOf(thread.context_type, thread.context_id)));
-    });
+    return commit(c, 204, deleteMessage, { threadId: id, messageId });
   });
 }

@@ -1,12 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { notFound } from '@mi/lib/errors';
-import { updateSegment } from '@mi/lib/domain/segments';
-import { actorOf } from '../../actor';
+import { updateSegment } from '@mi/lib/use-cases/transcriptions';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, z } from '../../openapi';
 import { SegmentSchema } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const PatchSegmentBody = z
   .object({ text: z.string().max(100_000).optional(), is_highlighted: z.boolean().optional() })
@@ -32,12 +29,6 @@ export function registerUpdateSegment(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
     const patch = c.req.valid('json');
-    return commit(c, 200, async (tx, emit) => {
-      const found = await updateSegment(tx, actorOf(c), id, patch);
-      if (!found) throw notFound('segment');
-      const { meeting_id, user_id, ...segment } = found;
-      emit(user_id, changed('transcript_segment', 'updated', id, meeting_id));
-      return segment;
-    });
+    return commit(c, 200, updateSegment, { id, patch });
   });
 }

@@ -1,13 +1,11 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { DomainError, notFound } from '@mi/lib/errors';
-import { appendSegments, assertPeopleOf, MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/domain/segments';
-import { getTranscription } from '@mi/lib/domain/transcriptions';
-import { SERVICE } from '@mi/lib/domain/actor';
+import { DomainError } from '@mi/lib/errors';
+import { MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/domain/segments';
+import { appendSegments } from '@mi/lib/use-cases/transcriptions';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, notFoundResponse, op } from '../../openapi';
 import { SegmentsBody } from './schema';
-import { changed, segmentEvent } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'post',
@@ -27,16 +25,6 @@ export function registerAppendSegments(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     const { segments } = c.req.valid('json');
     if (segments.length > MAX_SEGMENTS_PER_REQUEST) throw new DomainError('payload_too_large', `at most ${MAX_SEGMENTS_PER_REQUEST} segments per request`);
-    return commit(c, 204, async (tx, emit) => {
-      const t = await getTranscription(tx, SERVICE, id, { forUpdate: true });
-      if (!t) throw notFound('transcription');
-      await assertPeopleOf(tx, t.user_id, segments.map((s) => s.person_id));
-      const { broadcast, people } = await appendSegments(tx, id, segments);
-      for (const segment of broadcast) {
-        emit(t.user_id, segmentEvent(t.meeting_id, id, segment));
-      }
-      // Attributed segments with an embedding became voice samples: those people's models changed.
-      for (const personId of people) emit(t.user_id, changed('person', 'updated', personId, null));
-    });
+    return commit(c, 204, appendSegments, { transcriptionId: id, segments });
   });
 }

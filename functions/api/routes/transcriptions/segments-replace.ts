@@ -1,13 +1,11 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { DomainError, notFound } from '@mi/lib/errors';
-import { assertPeopleOf, isInProcessing, MAX_SEGMENTS_PER_REQUEST, replaceSegments } from '@mi/lib/domain/segments';
-import { getTranscription } from '@mi/lib/domain/transcriptions';
-import { SERVICE } from '@mi/lib/domain/actor';
+import { DomainError } from '@mi/lib/errors';
+import { MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/domain/segments';
+import { replaceSegments } from '@mi/lib/use-cases/transcriptions';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, notFoundResponse, op, problemResponse } from '../../openapi';
 import { SegmentsBody } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'put',
@@ -31,14 +29,6 @@ export function registerReplaceSegments(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     const { segments } = c.req.valid('json');
     if (segments.length > MAX_SEGMENTS_PER_REQUEST) throw new DomainError('payload_too_large', `at most ${MAX_SEGMENTS_PER_REQUEST} segments per request`);
-    return commit(c, 204, async (tx, emit) => {
-      const t = await getTranscription(tx, SERVICE, id, { forUpdate: true });
-      if (!t) throw notFound('transcription');
-      if (await isInProcessing(tx, id)) throw new DomainError('invalid_state', 'transcription is still in processing state');
-      await assertPeopleOf(tx, t.user_id, segments.map((s) => s.person_id));
-      const people = await replaceSegments(tx, id, segments);
-      emit(t.user_id, changed('transcript_segment', 'updated', null, t.meeting_id));
-      for (const personId of people) emit(t.user_id, changed('person', 'updated', personId, null));
-    });
+    return commit(c, 204, replaceSegments, { transcriptionId: id, segments });
   });
 }

@@ -1,10 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { updateTranscription } from '@mi/lib/domain/transcriptions';
+import { updateTranscription } from '@mi/lib/use-cases/transcriptions';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, problemResponse } from '../../openapi';
 import { PatchTranscriptionBody, TranscriptionSchema } from './schema';
-import { changed } from '@mi/lib/event-catalogue';
 
 const route = op({
   method: 'patch',
@@ -26,10 +25,6 @@ export function registerUpdateTranscription(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
     const patch = c.req.valid('json');
-    return commit(c, 200, async (tx, emit) => {
-      const { user_id, ...t } = await updateTranscription(tx, id, patch);
-      emit(user_id, changed('transcription', 'updated', t.id, t.meeting_id));
-      return t;
-    });
+    return commit(c, 200, updateTranscription, { id, patch });
   });
 }

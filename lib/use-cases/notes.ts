@@ -1,0 +1,27 @@
+// Notes on a person or a meeting.
+import * as notes from '../domain/notes';
+import { meetingOf, type Note } from '../domain/notes';
+import { notFound } from '../errors';
+import { changed } from '../event-catalogue';
+import { checkPrecondition, userOf, type Precondition, type UseCase } from './use-case';
+
+export const createNote: UseCase<notes.NoteInput, Note> = async (ctx, body) => {
+  const userId = userOf(ctx);
+  const note = await notes.createNote(ctx.tx, userId, body);
+  ctx.emit(userId, changed('note', 'created', note.id, meetingOf(note.subject_type, note.subject_id)));
+  return note;
+};
+
+export const updateNote: UseCase<{ id: string; patch: notes.NotePatch; precondition?: Precondition }, Note> = async (ctx, { id, patch, precondition }) => {
+  await checkPrecondition(precondition, () => notes.getNote(ctx.tx, ctx.actor, id, { forUpdate: true }));
+  const note = await notes.updateNote(ctx.tx, ctx.actor, id, patch);
+  if (!note) throw notFound('note');
+  ctx.emit(note.user_id, changed('note', 'updated', id, meetingOf(note.subject_type, note.subject_id)));
+  return note;
+};
+
+export const deleteNote: UseCase<{ id: string }, void> = async (ctx, { id }) => {
+  const note = await notes.deleteNote(ctx.tx, ctx.actor, id);
+  if (!note) throw notFound('note');
+  ctx.emit(note.user_id, changed('note', 'deleted', id, meetingOf(note.subject_type, note.subject_id)));
+};

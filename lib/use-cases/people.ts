@@ -1,0 +1,62 @@
+// People (the caller's contacts), the caller's own person, and summaries about people.
+import * as people from '../domain/people';
+import type { Person } from '../domain/people';
+import * as summaries from '../domain/person-summaries';
+import type { PersonSummary } from '../domain/person-summaries';
+import type { User } from '../domain/users';
+import { notFound, unprocessable } from '../errors';
+import { changed } from '../event-catalogue';
+import { checkPrecondition, userOf, type Precondition, type UseCase } from './use-case';
+
+export const createPerson: UseCase<people.PersonInput, Person> = async (ctx, body) => {
+  const userId = userOf(ctx);
+  const person = await people.createPerson(ctx.tx, userId, body);
+  ctx.emit(userId, changed('person', 'created', person.id, null));
+  return person;
+};
+
+export const updatePerson: UseCase<{ id: string; patch: people.PersonPatch; precondition?: Precondition }, Person> = async (ctx, { id, patch, precondition }) => {
+  const userId = userOf(ctx);
+  await checkPrecondition(precondition, () => people.getPerson(ctx.tx, { userId }, id, { forUpdate: true }));
+  const person = await people.updatePerson(ctx.tx, { userId }, id, patch);
+  if (!person) throw notFound('person');
+  ctx.emit(userId, changed('person', 'updated', id, null));
+  return person;
+};
+
+export const deletePerson: UseCase<{ id: string }, void> = async (ctx, { id }) => {
+  const userId = userOf(ctx);
+  if (!(await people.deletePerson(ctx.tx, { userId }, id))) throw notFound('person');
+  ctx.emit(userId, changed('person', 'deleted', id, null));
+};
+
+/** Which of the caller's people is the caller (null: none). */
+export const setMyPerson: UseCase<{ personId: string | null }, User> = async (ctx, { personId }) => {
+  const userId = userOf(ctx);
+  const user = await people.setOwnPerson(ctx.tx, userId, personId);
+  if (!user) throw unprocessable('person_id does not exist', [{ path: 'person_id', message: 'person does not exist' }]);
+  ctx.emit(userId, changed('user', 'updated', userId, null));
+  return user;
+};
+
+export const createPersonSummary: UseCase<{ personId: string; body: Parameters<typeof summaries.createSummary>[3] }, PersonSummary> = async (ctx, { personId, body }) => {
+  const userId = userOf(ctx);
+  const summary = await summaries.createSummary(ctx.tx, userId, personId, body);
+  if (!summary) throw notFound('person');
+  ctx.emit(userId, changed('person_summary', 'created', summary.id, null));
+  return summary;
+};
+
+export const updatePersonSummary: UseCase<{ id: string; patch: summaries.SummaryPatch }, PersonSummary> = async (ctx, { id, patch }) => {
+  const updated = await summaries.updateSummary(ctx.tx, { userId: userOf(ctx) }, id, patch);
+  if (!updated) throw notFound('person summary');
+  const { owner_id, ...summary } = updated;
+  ctx.emit(owner_id, changed('person_summary', 'updated', id, null));
+  return summary;
+};
+
+export const deletePersonSummary: UseCase<{ id: string }, void> = async (ctx, { id }) => {
+  const deleted = await summaries.deleteSummary(ctx.tx, { userId: userOf(ctx) }, id);
+  if (!deleted) throw notFound('person summary');
+  ctx.emit(deleted.owner_id, changed('person_summary', 'deleted', id, null));
+};

@@ -1,0 +1,217 @@
+// Recording takes: start (live), resume (live), stop an orphaned take (sweep), upload a gap
+// (REST), finalize (sweep). The live service's own stop of a take it records, and the group
+// commit of its segments, stay with its recorder (run-services/live/recorder.ts, segments.ts):
+// they are steps of the frame path, not operations an edge asks for.
+import type { Actor } from '../domain/actor';
+import { SERVICE } from '../domain/actor';
+import {
+  composeAudio,
+  deleteUnreferenced,
+  dropIfTakeGone,
+  markDegraded,
+  markFinalized,
+  setTakeAudio,
+  takeComposition,
+  type FinalizeDeps,
+  type RecordingFinalized,
+} from '../domain/finalize';
+import { assertAcceptsGaps, FRAME_MS, gapObjectName, gapObjectReferenced, sameBytes, sha256Hex, type GapResult, type GapUpload } from '../domain/gap-recovery';
+import { coverage, insertManifestRow, overlappingRows } from '../domain/manifest';
+import { getMeeting } from '../domain/meetings';
+import { recordEvent } from '../domain/recording-events';
+import { claimRecording, getRecording, lockIdleTake, markStopped, markStopping, startRecording, type Recording, type StartInput } from '../domain/recordings';
+import { createTranscription } from '../domain/transcriptions';
+import { DomainError, notFound } from '../errors';
+import { changed, recordingChanged, type Entity } from '../event-catalogue';
+import type { EventContext } from '../events';
+import { ObjectExistsError, type ObjectStore, type StoredObject } from '../storage';
+import { validTraceContext } from '../trace-context';
+import type { UnitOfWorkDeps } from '../unit-of-work';
+import { runUseCase, userOf, type UseCase } from './use-case';
+
+/**
+ * A new take of the caller's recording meeting (the next audio_version), with the transcription
+ * its live segments go to. not_found: no such meeting; invalid_state: not a recording meeting;
+ * recording_open: a take of the meeting is still capturing.
+ */
+export const startTake: UseCase<Omit<StartInput, 'transcriptionId'>, Recording> = async (ctx, input) => {
+  const userId = userOf(ctx);
+  const meeting = await getMeeting(ctx.tx, { userId }, input.meetingId, { forUpdate: true });
+  if (!meeting) throw notFound('meeting');
+  if (meeting.source_type !== 'recording') {
+    throw new DomainError('invalid_state', `the meeting's source_type is ${meeting.source_type}; live recording needs source_type recording`);
+  }
+  const transcription = await createTranscription(ctx.tx, meeting.id, 'transcribing');
+  const rec = await startRecording(ctx.tx, { ...input, meetingId: meeting.id, transcriptionId: transcription.id });
+  ctx.emit(userId, changed('transcription', 'created', transcription.id, meeting.id));
+  ctx.emit(userId, recordingChanged(meeting.id, 'created'));
+  return rec;
+};
+
+/** Makes an instance the owner of a take whose capture is open; null when it is not (or no such take). */
+export const claimTake: UseCase<{ meetingId: string; audioVersion: number; ownerInstance: string; connectionId: string }, (Recording & { previous_owner: string | null }) | null> = async (
+  ctx,
+  { meetingId, audioVersion, ownerInstance, connectionId },
+) => {
+  const rec = await claimRecording(ctx.tx, meetingId, audioVersion, ownerInstance);
+  if (rec) {
+    await recordEvent(ctx.tx, meetingId, 'recording_resumed', { audio_version: audioVersion, instance: ownerInstance, previous_owner: rec.previous_owner, connection_id: connectionId });
+  }
+  return rec;
+};
+
+/**
+ * Stops a take whose owner is gone (untouched for idleSeconds) with reason connection_closed;
+ * false when it was resumed or stopped meanwhile. A take stuck in stopping (its owner died
+ * mid-stop) keeps the reason it had.
+ */
+export const stopOrphanedTake: UseCase<{ meetingId: string; audioVersion: number; idleSeconds: number; gapUploadDeadlineSeconds: number }, boolean> = async (ctx, input) => {
+  const { meetingId, audioVersion } = input;
+  const locked = await lockIdleTake(ctx.tx, meetingId, audioVersion, input.idleSeconds);
+  if (!locked) return false;
+  if (locked.state === 'recording') await markStopping(ctx.tx, meetingId, audioVersion, 'connection_closed');
+  const rec = await markStopped(ctx.tx, meetingId, audioVersion, input.gapUploadDeadlineSeconds);
+  if (!rec) return false;
+  const cov = await coverage(ctx.tx, meetingId, audioVersion);
+  await recordEvent(ctx.tx, meetingId, 'recording_stopped', {
+    audio_version: audioVersion,
+    reason: rec.stop_reason,
+    by: 'sweep',
+    highest_contiguous_sequence: cov.highest_contiguous_sequence,
+    missing_ranges: cov.missing_ranges,
+    gap_upload_deadline: rec.gap_upload_deadline,
+  });
+  ctx.emit(locked.user_id, recordingChanged(meetingId));
+  return true;
+};
+
+// --- gap upload ------------------------------------------------------------------------------
+
+/** The stored range's row, in the transaction that locks the take: 201 stored, 200 the identical range was there. The caller's own take (the edge checked the meeting). */
+const storeGapRange =
+  (store: ObjectStore): UseCase<GapUpload & { sha: string; stored: StoredObject; objectName: string }, { status: 200 | 201; result: GapResult; objectName: string }> =>
+  async (ctx, up) => {
+    const { tx } = ctx;
+    const rec = await getRecording(tx, up.meetingId, up.audioVersion, { forUpdate: true });
+    if (!rec) throw new DomainError('not_found', `recording audio_version ${up.audioVersion} not found`);
+    assertAcceptsGaps(rec);
+    const overlaps = await overlappingRows(tx, up.meetingId, up.audioVersion, up.start, up.end);
+    const resultOf = async () => {
+      const cov = await coverage(tx, up.meetingId, up.audioVersion);
+      return {
+        audio_version: up.audioVersion,
+        start_sequence: up.start,
+        end_sequence: up.end,
+        byte_count: up.bytes.length,
+        sha256: up.sha,
+        highest_contiguous_sequence: cov.highest_contiguous_sequence,
+        missing_ranges: cov.missing_ranges,
+      };
+    };
+    if (overlaps.length) {
+      const [row] = overlaps;
+      if (overlaps.length === 1 && row.start_sequence === up.start && row.end_sequence === up.end && (await sameBytes(store, row, up.sha, up.bytes))) {
+        return { status: 200 as const, result: await resultOf(), objectName: row.object_name };
+      }
+      const ranges = overlaps.map((r) => `${r.start_sequence}-${r.end_sequence}`).join(', ');
+      throw new DomainError('already_exists', `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; upload only the missing ranges`);
+    }
+    await insertManifestRow(tx, {
+      meeting_id: up.meetingId,
+      audio_version: up.audioVersion,
+      start_sequence: up.start,
+      end_sequence: up.end,
+      started_at_ms: up.start * FRAME_MS,
+      duration_ms: (up.end - up.start + 1) * FRAME_MS,
+      object_name: up.objectName,
+      object_generation: Number(up.stored.generation),
+      byte_count: up.bytes.length,
+      crc32c: up.stored.crc32c,
+      sha256: up.sha,
+    });
+    await recordEvent(tx, up.meetingId, 'gap_uploaded', { audio_version: up.audioVersion, start_sequence: up.start, end_sequence: up.end, byte_count: up.bytes.length, sha256: up.sha });
+    ctx.emit(userOf(ctx), recordingChanged(up.meetingId));
+    return { status: 201 as const, result: await resultOf(), objectName: up.objectName };
+  };
+
+/**
+ * Stores one range of a stopped take: the object first (create-only, content-addressed), so that
+ * storage latency does not hold the take's row lock, then its manifest row in a unit of work.
+ * Returns 201 when stored, 200 when the identical range was already there.
+ */
+export async function uploadGap(deps: UnitOfWorkDeps & { store: ObjectStore }, actor: Actor, up: GapUpload, ctx: EventContext): Promise<{ status: 200 | 201; result: GapResult }> {
+  const { store } = deps;
+  const sha = sha256Hex(up.bytes);
+  const name = gapObjectName(up.meetingId, up.audioVersion, up.start, up.end, sha);
+  let created = true;
+  let stored: StoredObject;
+  try {
+    stored = await store.write(name, up.bytes, { createOnly: true, contentType: 'application/octet-stream' });
+  } catch (err) {
+    if (!(err instanceof ObjectExistsError)) throw err;
+    created = false; // same name = same range and sha256: an identical retry
+    stored = (await store.stat(name))!;
+  }
+  let outcome: { status: 200 | 201; result: GapResult; objectName: string } | undefined;
+  try {
+    outcome = await runUseCase(deps, actor, storeGapRange(store), { ...up, sha, stored, objectName: name }, ctx);
+    return { status: outcome.status, result: outcome.result };
+  } finally {
+    // Our object is garbage unless a row references it (a concurrent identical upload may).
+    if (created && outcome?.objectName !== name && !(await gapObjectReferenced(deps.db, up, name))) await store.delete(name).catch(() => undefined);
+  }
+}
+
+// --- finalize --------------------------------------------------------------------------------
+
+/** finalizing → finalized with its audio, degradation and events; false when another sweep finalized it meanwhile. */
+const markTakeFinalized: UseCase<{ rec: Recording; storagePath: string | null; message: RecordingFinalized; framesStored: number; bytesStored: number }, boolean> = async (ctx, input) => {
+  const { rec, storagePath, message } = input;
+  const userId = await markFinalized(ctx.tx, rec);
+  if (!userId) return false;
+  const emit = (entity: Entity, id: string) => ctx.emit(userId, changed(entity, 'updated', id, rec.meeting_id));
+  if (storagePath) {
+    await setTakeAudio(ctx.tx, rec, storagePath);
+    emit('meeting_audio_file', rec.meeting_id);
+  }
+  if (message.is_degraded && rec.transcription_id && (await markDegraded(ctx.tx, rec.transcription_id))) emit('transcription', rec.transcription_id);
+  await recordEvent(ctx.tx, rec.meeting_id, 'finalized', {
+    audio_version: rec.audio_version,
+    storage_path: storagePath,
+    is_degraded: message.is_degraded,
+    missing_ranges: message.missing_ranges,
+    frames_stored: input.framesStored,
+    bytes_stored: input.bytesStored,
+  });
+  emit('recording', rec.meeting_id);
+  return true;
+};
+
+/**
+ * Finalizes a take this caller claimed (finalize.claimForFinalize): composes its audio, publishes
+ * `recording.finalized`, then marks it finalized. The message is published before the take is
+ * marked, so a crash in between repeats the publish (at least once; the ML batch worker's status
+ * claim makes a repeat harmless) rather than losing it. Null when another sweep finalized it.
+ */
+export async function finalizeTake(deps: FinalizeDeps, rec: Recording): Promise<RecordingFinalized | null> {
+  const { rows, chain, cov } = await takeComposition(deps.db, rec);
+  const storagePath = await composeAudio(deps.store, rec, chain);
+  const message: RecordingFinalized = {
+    meeting_id: rec.meeting_id,
+    audio_version: rec.audio_version,
+    transcription_id: rec.transcription_id,
+    storage_path: storagePath,
+    is_degraded: cov.missing_ranges.length > 0,
+    missing_ranges: cov.missing_ranges,
+  };
+  // The client's trace of the take's start goes on to the ML batch worker (checked again: a row
+  // stored before validation existed must not fail the publish).
+  await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, { meeting_id: rec.meeting_id, audio_version: String(rec.audio_version), ...validTraceContext(rec.trace_context) });
+  const bytesStored = chain.reduce((n, r) => n + r.byte_count, 0);
+  const done = await runUseCase(deps, SERVICE, markTakeFinalized, { rec, storagePath, message, framesStored: cov.frames_stored, bytesStored });
+  if (!done && storagePath) await dropIfTakeGone(deps, rec, storagePath);
+  if (done) {
+    await deleteUnreferenced(deps, rec, rows).catch((err) => deps.log.warn({ err: (err as Error).message }, 'could not delete unreferenced objects of a finalized take'));
+  }
+  return done ? message : null;
+}

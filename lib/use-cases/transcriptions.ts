@@ -1,0 +1,58 @@
+// Transcriptions of a meeting and their segments (written by the ML service; a segment's text
+// and speaker corrected by its user).
+import { SERVICE } from '../domain/actor';
+import { getMeeting } from '../domain/meetings';
+import * as segments from '../domain/segments';
+import type { Segment } from '../domain/segments';
+import * as transcriptions from '../domain/transcriptions';
+import type { Transcription } from '../domain/transcriptions';
+import { DomainError, notFound } from '../errors';
+import { changed, segmentEvent } from '../event-catalogue';
+import type { UseCase, UseCaseContext } from './use-case';
+
+export const createTranscription: UseCase<{ meetingId: string }, Transcription> = async (ctx, { meetingId }) => {
+  const meeting = await getMeeting(ctx.tx, ctx.actor, meetingId, { forUpdate: true });
+  if (!meeting) throw notFound('meeting');
+  const t = await transcriptions.createTranscription(ctx.tx, meeting.id);
+  ctx.emit(meeting.user_id, changed('transcription', 'created', t.id, meeting.id));
+  return t;
+};
+
+export const updateTranscription: UseCase<{ id: string; patch: transcriptions.TranscriptionPatch }, Transcription> = async (ctx, { id, patch }) => {
+  const { user_id, ...t } = await transcriptions.updateTranscription(ctx.tx, id, patch);
+  ctx.emit(user_id, changed('transcription', 'updated', t.id, t.meeting_id));
+  return t;
+};
+
+export const updateSegment: UseCase<{ id: string; patch: segments.SegmentPatch }, Segment> = async (ctx, { id, patch }) => {
+  const found = await segments.updateSegment(ctx.tx, ctx.actor, id, patch);
+  if (!found) throw notFound('segment');
+  const { meeting_id, user_id, ...segment } = found;
+  ctx.emit(user_id, changed('transcript_segment', 'updated', id, meeting_id));
+  return segment;
+};
+
+/** The transcription (any user's: the ML service writes it), locked while its segments change. */
+async function lockedTranscription(ctx: UseCaseContext, transcriptionId: string) {
+  const t = await transcriptions.getTranscription(ctx.tx, SERVICE, transcriptionId, { forUpdate: true });
+  if (!t) throw notFound('transcription');
+  return t;
+}
+
+export const appendSegments: UseCase<{ transcriptionId: string; segments: segments.SegmentInput[] }, void> = async (ctx, { transcriptionId, segments: input }) => {
+  const t = await lockedTranscription(ctx, transcriptionId);
+  await segments.assertPeopleOf(ctx.tx, t.user_id, input.map((s) => s.person_id));
+  const { broadcast, people } = await segments.appendSegments(ctx.tx, transcriptionId, input);
+  for (const segment of broadcast) ctx.emit(t.user_id, segmentEvent(t.meeting_id, transcriptionId, segment));
+  // Attributed segments with an embedding became voice samples: those people's models changed.
+  for (const personId of people) ctx.emit(t.user_id, changed('person', 'updated', personId, null));
+};
+
+export const replaceSegments: UseCase<{ transcriptionId: string; segments: segments.SegmentInput[] }, void> = async (ctx, { transcriptionId, segments: input }) => {
+  const t = await lockedTranscription(ctx, transcriptionId);
+  if (await segments.isInProcessing(ctx.tx, transcriptionId)) throw new DomainError('invalid_state', 'transcription is still in processing state');
+  await segments.assertPeopleOf(ctx.tx, t.user_id, input.map((s) => s.person_id));
+  const people = await segments.replaceSegments(ctx.tx, transcriptionId, input);
+  ctx.emit(t.user_id, changed('transcript_segment', 'updated', null, t.meeting_id));
+  for (const personId of people) ctx.emit(t.user_id, changed('person', 'updated', personId, null));
+};
