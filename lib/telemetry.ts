@@ -1,6 +1,7 @@
 // OpenTelemetry tracing (metrics: metrics.ts): W3C trace context in (traceparent/tracestate) and out (Pub/Sub
-// attributes, outgoing HTTP), spans exported over OTLP/HTTP. Export runs in the background
-// and failures are dropped, so start-up and requests are unaffected when no collector listens.
+// attributes, outgoing HTTP), spans exported over OTLP/HTTP (to a collector, or with Google
+// credentials to the Telemetry API: otlp.ts). Export runs in the background and failures are
+// dropped, so start-up and requests are unaffected when no collector listens.
 import { context, propagation, trace, type Span, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -9,14 +10,15 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Config } from './config';
 import { flushMetrics, initMetrics } from './metrics';
+import { otlpTarget, resourceAttributes, type OtlpConfig } from './otlp';
 
 let provider: BasicTracerProvider | null = null;
 
 /** Once per process. Without export (tests), spans still carry context for propagation. */
-export function initTelemetry(config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_METRIC_EXPORT_INTERVAL'>, serviceName: string) {
+export function initTelemetry(config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_METRIC_EXPORT_INTERVAL'> & OtlpConfig, serviceName: string) {
   if (provider) return;
-  const resource = resourceFromAttributes({ 'service.name': serviceName });
-  const exporter = config.OTEL_ENABLED ? new OTLPTraceExporter({ url: `${config.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/$/, '')}/v1/traces`, timeoutMillis: 2000 }) : null;
+  const resource = resourceFromAttributes(resourceAttributes(config, serviceName));
+  const exporter = config.OTEL_ENABLED ? new OTLPTraceExporter(otlpTarget(config, 'traces')) : null;
   provider = new BasicTracerProvider({
     resource,
     spanProcessors: exporter ? [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000 })] : [],

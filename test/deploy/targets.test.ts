@@ -1,14 +1,29 @@
 // The deployable units, built as they ship (`npm run build` without the lock step), run locally
 // against the emulators: the functions framework serving `api` and `sweep` from functions/dist,
-// and the live container's start command (node dist/server.js) on $PORT.
+// and the live container's start command (node dist/server.js) on $PORT. Telemetry goes to a
+// local OTLP receiver; the functions' exports carry the token of a local metadata server, as
+// they carry the service account's on Cloud Functions (test/support/otlp.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { mintDevToken } from '@mi/lib/auth';
 import { freePort } from '../../emulators/gcloud';
 import { buildAll } from '../../lib/scripts/build';
 import { fileDatabase, TEST_SECRETS } from '../harness';
 import type { TestDatabase } from '../support/database';
+import { startMetadataServer, startOtlpReceiver, type OtlpReceiver } from '../support/otlp';
+
+const framework = path.resolve('node_modules/.bin/functions-framework');
+
+async function until<T>(what: string, get: () => T | undefined, output: () => string, ms = 30_000): Promise<T> {
+  for (const end = Date.now() + ms; ; ) {
+    const got = get();
+    if (got) return got;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}:\n${output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 let pg: TestDatabase;
 const children: ChildProcess[] = [];
@@ -19,10 +34,18 @@ beforeAll(async () => {
   pg = await fileDatabase();
   env = { ...(process.env as Record<string, string>), ...inject('emulatorEnv'), ...TEST_SECRETS, APP_ENV: 'test', DATABASE_URL: pg.url, STORAGE_BUCKET: 'deploy-test', LOG_LEVEL: 'warn' };
 }, 120_000);
+const closers: (() => Promise<void>)[] = [];
 afterAll(async () => {
   for (const c of children) c.kill('SIGKILL');
+  await Promise.all(closers.map((c) => c()));
   await pg?.close();
 });
+
+async function receiver(): Promise<OtlpReceiver> {
+  const r = await startOtlpReceiver();
+  closers.push(r.close);
+  return r;
+}
 
 async function run(cmd: string, args: string[], extra: Record<string, string>, cwd = '.') {
   const child = spawn(cmd, args, { env: { ...env, ...extra }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -83,6 +106,36 @@ describe('deployable units', () => {
     expect(await res!.json()).toMatchObject({ passes: 1, finalized: 0 });
     const anonymous = await fetch(url, { method: 'POST' });
     expect(anonymous.status).toBe(401);
+  });
+
+  it('should meter and trace the api target as deployed, with Google credentials on every export', async () => {
+    const otlp = await receiver();
+    const metadata = await startMetadataServer();
+    closers.push(metadata.close);
+    const port = await freePort();
+    const proc = await run('node', [framework, '--target=api', '--source=.', `--port=${port}`], {
+      OTEL_ENABLED: 'true',
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_AUTH: 'google',
+      OTEL_RESOURCE_ATTRIBUTES: 'service.name=api,cloud.region=europe-west1',
+      OTEL_METRIC_EXPORT_INTERVAL: '300',
+      GCE_METADATA_HOST: metadata.host,
+      GOOGLE_APPLICATION_CREDENTIALS: '',
+    }, 'functions/dist');
+    const url = `http://127.0.0.1:${port}`;
+    await waitHealthy(url, proc);
+    const me = await fetch(`${url}/me`, { headers: { authorization: `Bearer ${await mintDevToken(TEST_SECRETS.IDENTITY_SECRET_KEY, 'gail')}` } });
+    expect(me.status).toBe(200);
+
+    // The metrics the REST middleware records leave the function (issue #17: they did not), and the request's span.
+    const metric = await until('http.server.request.duration', () => otlp.metrics().find((m) => m.name === 'http.server.request.duration'), proc.output);
+    expect(metric.resource).toMatchObject({ 'service.name': 'api', 'cloud.region': 'europe-west1', 'gcp.project_id': env.GOOGLE_CLOUD_PROJECT ?? 'local-project' });
+    await until('the span of GET /me', () => otlp.spans().find((s) => s.name === 'GET /me'), proc.output);
+    // Every export carries the metadata server's token (the service account's, on Cloud Functions).
+    const exports = otlp.posts.filter((p) => p.path === '/v1/metrics' || p.path === '/v1/traces');
+    expect(exports.length).toBeGreaterThan(1);
+    expect(exports.every((p) => p.headers.authorization === `Bearer ${metadata.token}`)).toBe(true);
+    expect(metadata.tokenRequests).toBeGreaterThanOrEqual(1);
   });
 
   it('should run the live container start command on $PORT and answer /healthz', async () => {
