@@ -6,6 +6,7 @@
 // API (https://telemetry.googleapis.com), which takes OTLP from the process itself: that is how
 // the api and sweep functions, which cannot have a collector, export (docs/deployment.md).
 import { randomUUID } from 'node:crypto';
+import type { TracerProvider } from '@opentelemetry/api';
 import type { GoogleAuth } from 'google-auth-library';
 import type { Config } from './config';
 
@@ -16,6 +17,22 @@ export interface OtlpTarget {
   timeoutMillis: number;
   /** Evaluated before every export (the OTLP exporters' HeadersFactory). */
   headers?: () => Promise<Record<string, string>>;
+}
+
+/**
+ * Where the preload (telemetry-register.ts) leaves its instrumentations for initTelemetry: they
+ * are bundled with their own copy of @opentelemetry/api, whose proxy tracer provider never learns
+ * of the provider the application's copy sets, so initTelemetry hands it to them itself.
+ */
+export const INSTRUMENTATIONS = Symbol.for('meeting-intelligence.otel.instrumentations');
+
+export interface PreloadedInstrumentation {
+  instrumentationName: string;
+  setTracerProvider(provider: TracerProvider): void;
+}
+
+export function preloadedInstrumentations(): PreloadedInstrumentation[] {
+  return (globalThis as Record<symbol, PreloadedInstrumentation[] | undefined>)[INSTRUMENTATIONS] ?? [];
 }
 
 let auth: Promise<GoogleAuth> | null = null;

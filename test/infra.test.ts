@@ -9,6 +9,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../lib/config';
+import { PRELOAD } from '../lib/scripts/build';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const infra = join(root, 'infra');
@@ -225,13 +226,13 @@ describe('terraform', () => {
     const sc = block(fn, 'service_config');
     expect(sc).toMatchObject({ vpc_connector: '${var.vpc_connector_id}', max_instance_request_concurrency: '${each.value.concurrency}' });
     // No collector sidecar in a function: OTLP to the Telemetry API with the service account's
-    // token; export follows var.otel_enabled as the live service's does.
+    // token, the preload through NODE_OPTIONS; export follows var.otel_enabled as the live service's does.
     const env: string = sc.environment_variables;
     expect(env).toMatch(/^\$\{merge\(local\.env, local\.function_telemetry_env, \{/);
     expect(env).not.toContain('OTEL_ENABLED');
     expect(env).toContain('OTEL_RESOURCE_ATTRIBUTES = "service.name=${each.key},cloud.region=${var.region}"');
     const telemetry = locals('modules/services').function_telemetry_env;
-    expect(telemetry).toEqual({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://telemetry.googleapis.com', OTEL_EXPORTER_OTLP_AUTH: 'google' });
+    expect(telemetry).toEqual({ NODE_OPTIONS: `--import=./${PRELOAD}`, OTEL_EXPORTER_OTLP_ENDPOINT: 'https://telemetry.googleapis.com', OTEL_EXPORTER_OTLP_AUTH: 'google' });
     // As the code reads them.
     const config = loadConfig({ APP_ENV: 'test', SERVICE_AUTH_TOKEN: 'x'.repeat(32), IDENTITY_SECRET_KEY: 'y'.repeat(32), ...telemetry, OTEL_RESOURCE_ATTRIBUTES: 'service.name=sweep,cloud.region=europe-west1' });
     expect(config).toMatchObject({ OTEL_EXPORTER_OTLP_AUTH: 'google', OTEL_RESOURCE_ATTRIBUTES: { 'service.name': 'sweep', 'cloud.region': 'europe-west1' } });
@@ -470,7 +471,8 @@ describe('live service Dockerfile', () => {
     const user = [...lines].reverse().find((l) => l.startsWith('USER '));
     expect(user).toMatch(/^USER (?!root|0\b)\S+/);
     expect(lines.indexOf(user!)).toBeLessThan(lines.findIndex((l) => l.startsWith('CMD ')));
-    expect(lines.at(-1)).toBe('CMD ["node", "dist/server.js"]');
+    // The telemetry preload first (test/deploy/targets.test.ts runs this command and sees its spans).
+    expect(lines.at(-1)).toBe(`CMD ["node", "--import", "./dist/${PRELOAD}", "dist/server.js"]`);
   });
 });
 

@@ -29,9 +29,11 @@ locals {
   }
 
   # A function runs one container, so no collector sidecar: its spans and metrics go over OTLP
-  # straight to Google's Telemetry API, carrying the service account's token (lib/otlp.ts;
-  # docs/deployment.md, Observability).
+  # straight to Google's Telemetry API, carrying the service account's token (lib/otlp.ts), and
+  # every instance starts with the telemetry preload, which the functions framework's process
+  # (run from the source directory) loads through NODE_OPTIONS (docs/deployment.md, Observability).
   function_telemetry_env = {
+    NODE_OPTIONS                = "--import=./telemetry-register.js"
     OTEL_EXPORTER_OTLP_ENDPOINT = "https://telemetry.googleapis.com"
     OTEL_EXPORTER_OTLP_AUTH     = "google"
   }
