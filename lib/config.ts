@@ -23,6 +23,15 @@ export const configSchema = z.object({
   OTEL_ENABLED: z.enum(['true', 'false', '1', '0']).optional(),
   // How often metrics are exported (ms); the OpenTelemetry SDK's own variable name and default.
   OTEL_METRIC_EXPORT_INTERVAL: int(60_000, 100),
+  // none: plain OTLP to a collector; google: Google credentials on every export (the Telemetry API, lib/otlp.ts).
+  OTEL_EXPORTER_OTLP_AUTH: z.enum(['none', 'google']).default('none'),
+  // The SDK's own variable: extra resource attributes, key=value pairs separated by commas (values URL-encoded).
+  OTEL_RESOURCE_ATTRIBUTES: z
+    .string()
+    .transform((s) => s.split(',').map((p) => p.trim()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^[^=\s]+=[^=]*$/, 'must be key=value pairs separated by commas')))
+    .transform((pairs) => Object.fromEntries(pairs.map((p) => p.split('=').map((x) => decodeURIComponent(x.trim())))) as Record<string, string>)
+    .optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   // Read by the local stack's logger (emulators/log.ts); the deployed services always write JSON.
   LOG_FORMAT: z.enum(['json', 'pretty']).optional(),

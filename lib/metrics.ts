@@ -1,5 +1,6 @@
 // OpenTelemetry metrics: the instruments are created once, on the process's MeterProvider, and
-// exported over OTLP/HTTP (JSON) every OTEL_METRIC_EXPORT_INTERVAL ms when OTEL_ENABLED. Until
+// exported over OTLP/HTTP (JSON) every OTEL_METRIC_EXPORT_INTERVAL ms when OTEL_ENABLED, to a
+// collector or, with Google credentials, to Cloud Monitoring's Telemetry API (otlp.ts). Until
 // initMetrics runs (and when export is off) they are no-ops: the metrics API has no proxy
 // provider, so instruments made before a provider exists would stay no-ops for good.
 import { createNoopMeter, metrics, type Meter } from '@opentelemetry/api';
@@ -8,6 +9,7 @@ import type { Resource } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import type pg from 'pg';
 import type { Config } from './config';
+import { otlpTarget, type OtlpConfig } from './otlp';
 
 // Milliseconds, up to a minute: an ack waits up to RECORDING_PROGRESS_INTERVAL_SECONDS (10 s) by design.
 const MS_BUCKETS = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 20_000, 30_000, 60_000];
@@ -55,13 +57,14 @@ let current = instrumentsOf(createNoopMeter());
 export const instruments = () => current;
 
 /** Once per process, from initTelemetry. */
-export function initMetrics(config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_METRIC_EXPORT_INTERVAL'>, resource: Resource) {
+export function initMetrics(config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_METRIC_EXPORT_INTERVAL'> & OtlpConfig, resource: Resource) {
   if (provider || !config.OTEL_ENABLED) return;
-  const exporter = new OTLPMetricExporter({ url: `${config.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/$/, '')}/v1/metrics`, timeoutMillis: 2000 });
+  const target = otlpTarget(config, 'metrics');
+  const exporter = new OTLPMetricExporter(target);
   const interval = config.OTEL_METRIC_EXPORT_INTERVAL;
   provider = new MeterProvider({
     resource,
-    readers: [new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: interval, exportTimeoutMillis: Math.min(interval, 2000) })],
+    readers: [new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: interval, exportTimeoutMillis: Math.min(interval, target.timeoutMillis) })],
   });
   metrics.setGlobalMeterProvider(provider);
   current = instrumentsOf(provider.getMeter('meeting-intelligence'));

@@ -9,6 +9,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../lib/config';
+import { PRELOAD } from '../lib/scripts/build';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const infra = join(root, 'infra');
@@ -224,8 +225,17 @@ describe('terraform', () => {
     expect(block(fn, 'build_config')).toMatchObject({ runtime: `nodejs${deployedNodeMajor()}`, entry_point: '${each.value.entry_point}' });
     const sc = block(fn, 'service_config');
     expect(sc).toMatchObject({ vpc_connector: '${var.vpc_connector_id}', max_instance_request_concurrency: '${each.value.concurrency}' });
-    // No collector is reachable from a function: nothing to export to.
-    expect(sc.environment_variables).toBe('${merge(local.env, { DB_POOL_MAX = tostring(each.value.db_pool_max), OTEL_ENABLED = "false" })}');
+    // No collector sidecar in a function: OTLP to the Telemetry API with the service account's
+    // token, the preload through NODE_OPTIONS; export follows var.otel_enabled as the live service's does.
+    const env: string = sc.environment_variables;
+    expect(env).toMatch(/^\$\{merge\(local\.env, local\.function_telemetry_env, \{/);
+    expect(env).not.toContain('OTEL_ENABLED');
+    expect(env).toContain('OTEL_RESOURCE_ATTRIBUTES = "service.name=${each.key},cloud.region=${var.region}"');
+    const telemetry = locals('modules/services').function_telemetry_env;
+    expect(telemetry).toEqual({ NODE_OPTIONS: `--import=./${PRELOAD}`, OTEL_EXPORTER_OTLP_ENDPOINT: 'https://telemetry.googleapis.com', OTEL_EXPORTER_OTLP_AUTH: 'google' });
+    // As the code reads them.
+    const config = loadConfig({ APP_ENV: 'test', SERVICE_AUTH_TOKEN: 'x'.repeat(32), IDENTITY_SECRET_KEY: 'y'.repeat(32), ...telemetry, OTEL_RESOURCE_ATTRIBUTES: 'service.name=sweep,cloud.region=europe-west1' });
+    expect(config).toMatchObject({ OTEL_EXPORTER_OTLP_AUTH: 'google', OTEL_RESOURCE_ATTRIBUTES: { 'service.name': 'sweep', 'cloud.region': 'europe-west1' } });
   });
 
   it('observability: a collector sidecar in the live service, its config from Secret Manager', () => {
@@ -253,6 +263,10 @@ describe('terraform', () => {
     expect(config.service.pipelines.traces.exporters).toEqual(['googlecloud']);
     expect(config.extensions.health_check.endpoint).toMatch(/:13133$/);
     expect(locals('modules/iam').telemetry).toEqual(expect.arrayContaining(['roles/monitoring.metricWriter', 'roles/cloudtrace.agent']));
+    // The functions write to the Telemetry API themselves (the api is enabled, their accounts may write).
+    expect(locals('modules/iam').otlp_writers).toEqual(['roles/telemetry.metricsWriter', 'roles/telemetry.tracesWriter']);
+    expect(locals('modules/iam').project_roles).toContain('for unit in ["api", "sweep"] : [for role in local.otlp_writers');
+    expect(locals('modules/apis').services).toContain('telemetry.googleapis.com');
   });
 
   it('alerts: outbox lag and ack latency p99, on the names the code exports', () => {
@@ -457,7 +471,8 @@ describe('live service Dockerfile', () => {
     const user = [...lines].reverse().find((l) => l.startsWith('USER '));
     expect(user).toMatch(/^USER (?!root|0\b)\S+/);
     expect(lines.indexOf(user!)).toBeLessThan(lines.findIndex((l) => l.startsWith('CMD ')));
-    expect(lines.at(-1)).toBe('CMD ["node", "dist/server.js"]');
+    // The telemetry preload first (test/deploy/targets.test.ts runs this command and sees its spans).
+    expect(lines.at(-1)).toBe(`CMD ["node", "--import", "./dist/${PRELOAD}", "dist/server.js"]`);
   });
 });
 

@@ -1,7 +1,9 @@
 // `npm run build`: the deployable units. esbuild bundles our TypeScript (functions/, run-services/,
 // lib/) into one ESM file per unit and leaves npm packages external; each dist/ gets a
 // package.json listing exactly those runtime dependencies (and, with --lock, a lock file for the
-// container's `npm ci`).
+// container's `npm ci`). Beside each unit's file goes the telemetry preload
+// (lib/telemetry-register.ts → telemetry-register.js), which every unit starts with
+// (`node --import ./telemetry-register.js`: the live Dockerfile's CMD, the functions' NODE_OPTIONS).
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,7 +16,12 @@ const readJson = (p: string) => JSON.parse(readFileSync(path.join(root, p), 'utf
 // OpenTelemetry's packages go into the bundle: they pin one another exactly, so npm may nest them
 // under a workspace (lib/node_modules), where a unit's dist/ could not resolve them. Copies of
 // @opentelemetry/api (ours bundled, the Google clients' own) share one global registry by design.
+// The preload has its own bundled copies; initTelemetry hands its instrumentations the tracer
+// provider explicitly (telemetry.ts), since a copy's proxy provider learns only of its own setting.
 const bundled = (name: string) => name.startsWith('@opentelemetry/');
+
+/** The preload every unit starts with (`node --import`), next to the unit's main file. */
+export const PRELOAD = 'telemetry-register.js';
 
 /** Runtime dependencies of the workspaces left external, with the versions the lock file resolved. */
 function runtimeDependencies(): Record<string, string> {
@@ -33,8 +40,11 @@ async function bundle(unit: { entry: string; outDir: string; main: string; start
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   await build({
-    entryPoints: [path.join(root, unit.entry)],
-    outfile: path.join(outDir, unit.main),
+    entryPoints: {
+      [unit.main.replace(/\.js$/, '')]: path.join(root, unit.entry),
+      [PRELOAD.replace(/\.js$/, '')]: path.join(root, 'lib/telemetry-register.ts'),
+    },
+    outdir: outDir,
     bundle: true,
     platform: 'node',
     target: 'node20',
@@ -65,7 +75,7 @@ export async function buildAll(opts: { lock?: boolean } = {}) {
   // The docs page's one asset travels with the api bundle (its package is a devDependency).
   mkdirSync(path.join(root, 'functions/dist', DOCS_ASSET_DIR));
   copyFileSync(packagedAsset(), path.join(root, 'functions/dist', DOCS_ASSET_DIR, DOCS_ASSET));
-  await bundle({ entry: 'run-services/live/server.ts', outDir: 'run-services/live/dist', main: 'server.js', start: 'node server.js' }, deps, !!opts.lock);
+  await bundle({ entry: 'run-services/live/server.ts', outDir: 'run-services/live/dist', main: 'server.js', start: `node --import ./${PRELOAD} server.js` }, deps, !!opts.lock);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

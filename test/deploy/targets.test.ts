@@ -1,14 +1,38 @@
 // The deployable units, built as they ship (`npm run build` without the lock step), run locally
-// against the emulators: the functions framework serving `api` and `sweep` from functions/dist,
-// and the live container's start command (node dist/server.js) on $PORT.
+// against the emulators: the functions framework serving `api` and `sweep` from functions/dist
+// (from that directory, with the telemetry preload in NODE_OPTIONS, as Terraform deploys them),
+// and the live container's start command (the Dockerfile's CMD) on $PORT. Telemetry goes to a
+// local OTLP receiver; the functions' exports carry the token of a local metadata server, as
+// they carry the service account's on Cloud Functions (test/support/otlp.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { mintDevToken } from '@mi/lib/auth';
 import { freePort } from '../../emulators/gcloud';
-import { buildAll } from '../../lib/scripts/build';
+import { buildAll, PRELOAD } from '../../lib/scripts/build';
 import { fileDatabase, TEST_SECRETS } from '../harness';
 import type { TestDatabase } from '../support/database';
+import { SPAN_KIND_CLIENT, SPAN_KIND_SERVER, startMetadataServer, startOtlpReceiver, type OtlpReceiver } from '../support/otlp';
+
+const framework = path.resolve('node_modules/.bin/functions-framework');
+// What Terraform sets on both functions (test/infra.test.ts checks it there).
+const FUNCTION_NODE_OPTIONS = `--import=./${PRELOAD}`;
+
+/** The live container's start command, from the Dockerfile (run from /app there, run-services/live here). */
+function dockerCmd(): string[] {
+  const line = readFileSync('run-services/live/Dockerfile', 'utf8').split('\n').find((l) => l.startsWith('CMD '));
+  return JSON.parse(line!.slice(4));
+}
+
+async function until<T>(what: string, get: () => T | undefined, output: () => string, ms = 30_000): Promise<T> {
+  for (const end = Date.now() + ms; ; ) {
+    const got = get();
+    if (got) return got;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}:\n${output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 let pg: TestDatabase;
 const children: ChildProcess[] = [];
@@ -19,10 +43,18 @@ beforeAll(async () => {
   pg = await fileDatabase();
   env = { ...(process.env as Record<string, string>), ...inject('emulatorEnv'), ...TEST_SECRETS, APP_ENV: 'test', DATABASE_URL: pg.url, STORAGE_BUCKET: 'deploy-test', LOG_LEVEL: 'warn' };
 }, 120_000);
+const closers: (() => Promise<void>)[] = [];
 afterAll(async () => {
   for (const c of children) c.kill('SIGKILL');
+  await Promise.all(closers.map((c) => c()));
   await pg?.close();
 });
+
+async function receiver(): Promise<OtlpReceiver> {
+  const r = await startOtlpReceiver();
+  closers.push(r.close);
+  return r;
+}
 
 async function run(cmd: string, args: string[], extra: Record<string, string>, cwd = '.') {
   const child = spawn(cmd, args, { env: { ...env, ...extra }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -70,7 +102,7 @@ describe('deployable units', () => {
 
   it('should serve the sweep target from the function bundle', async () => {
     const port = await freePort();
-    const proc = await run('node', ['node_modules/.bin/functions-framework', '--target=sweep', '--source=functions/dist', `--port=${port}`], {});
+    const proc = await run('node', [framework, '--target=sweep', '--source=.', `--port=${port}`], { NODE_OPTIONS: FUNCTION_NODE_OPTIONS }, 'functions/dist');
     const url = `http://127.0.0.1:${port}/`;
     const until = Date.now() + 60_000;
     let res: Response | null = null;
@@ -85,11 +117,61 @@ describe('deployable units', () => {
     expect(anonymous.status).toBe(401);
   });
 
+  it('should trace and meter the api target as deployed: auto-instrumented http and pg spans, Google credentials on every export', async () => {
+    const otlp = await receiver();
+    const metadata = await startMetadataServer();
+    closers.push(metadata.close);
+    const port = await freePort();
+    const proc = await run('node', [framework, '--target=api', '--source=.', `--port=${port}`], {
+      NODE_OPTIONS: FUNCTION_NODE_OPTIONS,
+      OTEL_ENABLED: 'true',
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_AUTH: 'google',
+      OTEL_RESOURCE_ATTRIBUTES: 'service.name=api,cloud.region=europe-west1',
+      OTEL_METRIC_EXPORT_INTERVAL: '300',
+      GCE_METADATA_HOST: metadata.host,
+      GOOGLE_APPLICATION_CREDENTIALS: '',
+    }, 'functions/dist');
+    const url = `http://127.0.0.1:${port}`;
+    await waitHealthy(url, proc);
+    const me = await fetch(`${url}/me`, { headers: { authorization: `Bearer ${await mintDevToken(TEST_SECRETS.IDENTITY_SECRET_KEY, 'gail')}` } });
+    expect(me.status).toBe(200);
+
+    // http: the server span of the request; pg: its queries, in the same trace.
+    const server = await until('the server span of GET /me', () => otlp.spans().find((s) => s.kind === SPAN_KIND_SERVER && Object.values(s.attributes).includes('/me')), proc.output);
+    const query = await until(
+      'a pg query span of that request',
+      () => otlp.spans().find((s) => s.traceId === server.traceId && s.kind === SPAN_KIND_CLIENT && (s.attributes['db.system'] ?? s.attributes['db.system.name']) === 'postgresql'),
+      proc.output,
+    );
+    expect(query.parentSpanId).toBeTruthy();
+    // Our middleware's span (named by route) continues the server span.
+    expect(otlp.spans().find((s) => s.name === 'GET /me' && s.traceId === server.traceId)?.parentSpanId).toBe(server.spanId);
+    expect(server.resource).toMatchObject({ 'service.name': 'api', 'cloud.region': 'europe-west1', 'gcp.project_id': env.GOOGLE_CLOUD_PROJECT ?? 'local-project' });
+    // The metrics the REST middleware records leave the function (issue #17: they did not).
+    await until('http.server.request.duration', () => otlp.metrics().find((m) => m.name === 'http.server.request.duration'), proc.output);
+    // Every export carries the metadata server's token (the service account's, on Cloud Functions).
+    const exports = otlp.posts.filter((p) => p.path === '/v1/metrics' || p.path === '/v1/traces');
+    expect(exports.length).toBeGreaterThan(1);
+    expect(exports.every((p) => p.headers.authorization === `Bearer ${metadata.token}`)).toBe(true);
+    expect(metadata.tokenRequests).toBeGreaterThanOrEqual(1);
+  });
+
   it('should run the live container start command on $PORT and answer /healthz', async () => {
     const port = await freePort();
     // Two workers, as Terraform deploys it: the bundle must fork itself (node:cluster).
-    const proc = await run('node', ['dist/server.js'], { PORT: String(port), LIVE_WORKERS: '2', LOG_LEVEL: 'info' }, 'run-services/live');
+    const otlp = await receiver();
+    const [cmd, ...args] = dockerCmd();
+    expect(args).toEqual(['--import', `./dist/${PRELOAD}`, 'dist/server.js']);
+    const proc = await run(cmd, args, { PORT: String(port), LIVE_WORKERS: '2', LOG_LEVEL: 'info', OTEL_ENABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url }, 'run-services/live');
     expect(await waitHealthy(`http://127.0.0.1:${port}`, proc)).toEqual({ status: 'ok' });
+    // The preload reached the workers (node:cluster forks with the primary's --import): a request's server span.
+    expect((await fetch(`http://127.0.0.1:${port}/asyncapi.json`)).status).toBe(200);
+    const span = await until('the server span of GET /asyncapi.json', () => otlp.spans().find((s) => s.kind === SPAN_KIND_SERVER && Object.values(s.attributes).includes('/asyncapi.json')), proc.output);
+    expect(span.resource['service.name']).toBe('live');
+    // Probes are not traced, nor background client calls (the workers' Pub/Sub and Firestore gRPC at start).
+    expect(otlp.spans().filter((s) => Object.values(s.attributes).includes('/healthz'))).toEqual([]);
+    expect(otlp.spans().filter((s) => s.kind === SPAN_KIND_CLIENT && !s.parentSpanId)).toEqual([]);
     // /healthz answers once one worker listens; the drain is checked with both up.
     for (const until = Date.now() + 30_000; (proc.output().match(/"message":"live service listening"/g)?.length ?? 0) < 2; ) {
       if (Date.now() > until) throw new Error(`the second worker did not start:\n${proc.output()}`);

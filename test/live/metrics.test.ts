@@ -25,7 +25,7 @@ interface Metric {
 }
 
 let receiver: Server;
-const posts: { path: string; type: string; body: any }[] = [];
+const posts: { path: string; type: string; authorization?: string; body: any }[] = [];
 let database: OpenedDatabase;
 let core: Instance;
 
@@ -34,7 +34,7 @@ beforeAll(async () => {
     let body = '';
     req.on('data', (d) => (body += d));
     req.on('end', () => {
-      posts.push({ path: req.url ?? '', type: req.headers['content-type'] ?? '', body: body.startsWith('{') ? JSON.parse(body) : body });
+      posts.push({ path: req.url ?? '', type: req.headers['content-type'] ?? '', authorization: req.headers.authorization, body: body.startsWith('{') ? JSON.parse(body) : body });
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
@@ -94,6 +94,9 @@ describe('metrics', () => {
 
     const m = latest();
     expect(posts.find((p) => p.path === '/v1/metrics')?.type).toContain('application/json');
+    // OTEL_EXPORTER_OTLP_AUTH unset (none): plain OTLP for a collector, no credentials sent
+    // (with google, test/deploy/targets.test.ts sees the service account's token on every export).
+    expect(posts.filter((p) => p.authorization !== undefined)).toEqual([]);
     expect(m.get('live.frames.received')?.sum?.dataPoints[0]).toBeDefined();
     expect(total('live.frames.received')).toBe(sent);
     expect(total('live.frames.stored')).toBeGreaterThanOrEqual(sent);

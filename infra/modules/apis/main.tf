@@ -23,6 +23,7 @@ locals {
     "servicenetworking.googleapis.com",
     "sqladmin.googleapis.com",
     "storage.googleapis.com",
+    "telemetry.googleapis.com", # OTLP from the functions (modules/services/functions.tf)
     "vpcaccess.googleapis.com",
   ]
 }

@@ -14,8 +14,13 @@ locals {
 
   telemetry = ["roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/cloudtrace.agent"]
 
+  # The functions export OTLP to the Telemetry API (telemetry.googleapis.com) themselves; the
+  # live service's collector writes through the Monitoring and Trace APIs (the roles above).
+  otlp_writers = ["roles/telemetry.metricsWriter", "roles/telemetry.tracesWriter"]
+
   project_roles = concat(
     flatten([for unit in ["api", "sweep", "live"] : [for role in local.telemetry : { unit = unit, role = role }]]),
+    flatten([for unit in ["api", "sweep"] : [for role in local.otlp_writers : { unit = unit, role = role }]]),
     [
       { unit = "live", role = "roles/datastore.user" }, # Firestore leases and presence
       { unit = "deployer", role = "roles/run.developer" },

@@ -27,6 +27,16 @@ locals {
       db_pool_max     = var.sweep_db_pool_max
     }
   }
+
+  # A function runs one container, so no collector sidecar: its spans and metrics go over OTLP
+  # straight to Google's Telemetry API, carrying the service account's token (lib/otlp.ts), and
+  # every instance starts with the telemetry preload, which the functions framework's process
+  # (run from the source directory) loads through NODE_OPTIONS (docs/deployment.md, Observability).
+  function_telemetry_env = {
+    NODE_OPTIONS                = "--import=./telemetry-register.js"
+    OTEL_EXPORTER_OTLP_ENDPOINT = "https://telemetry.googleapis.com"
+    OTEL_EXPORTER_OTLP_AUTH     = "google"
+  }
 }
 
 resource "google_cloudfunctions2_function" "this" {
@@ -63,8 +73,11 @@ resource "google_cloudfunctions2_function" "this" {
     all_traffic_on_latest_revision   = true
     vpc_connector                    = var.vpc_connector_id
     vpc_connector_egress_settings    = "PRIVATE_RANGES_ONLY"
-    # No collector is reachable from a function (no sidecars): nothing to export to (docs/deployment.md, Observability).
-    environment_variables = merge(local.env, { DB_POOL_MAX = tostring(each.value.db_pool_max), OTEL_ENABLED = "false" })
+    # Both targets share one bundle: the resource names the function (service.name: job in Cloud Monitoring).
+    environment_variables = merge(local.env, local.function_telemetry_env, {
+      DB_POOL_MAX              = tostring(each.value.db_pool_max)
+      OTEL_RESOURCE_ATTRIBUTES = "service.name=${each.key},cloud.region=${var.region}"
+    })
 
     dynamic "secret_environment_variables" {
       for_each = var.secret_ids
