@@ -51,6 +51,22 @@ const DRAIN_MS = 15_000;
 const SERVER_CORE = 1;
 const START_TIMEOUT_MS = 60_000;
 const LIVE_BUNDLE = path.join(ROOT, 'run-services/live/dist/server.js');
+const TELEMETRY_PRELOAD = path.join(ROOT, 'run-services/live/dist/telemetry-register.js');
+
+/** One change to the server's CPU per frame, undone: what the per-change table measures. */
+interface Change {
+  name: string;
+  env?: Record<string, string>;
+  preload?: boolean;
+}
+
+/** BENCH_CHANGES=1: the build as it is, then each change undone alone, in alternating rounds. */
+const CHANGES: Change[] = [
+  { name: 'as built' },
+  { name: 'ML frames written one by one (LIVE_ML_FORWARD_MS=0)', env: { LIVE_ML_FORWARD_MS: '0' } },
+  { name: 'without the telemetry preload', preload: false },
+];
+const CHANGE_ROUNDS = 3;
 
 interface Plan {
   wsUrl: string;
@@ -305,10 +321,38 @@ async function orchestrate(): Promise<void> {
     const db = createDatabase(pg.url);
     stops.push(() => db.close());
     const named = { 'GCS emulator': gcs.pid, 'ML sink': ml.proc.pid, PostgreSQL: (await postmasterPid(engine.engine, db)) ?? undefined };
-    const run = async (n: number, mode: 'live' | 'bare', secs = seconds) => measure(n, mode, await makeRecordings(db, n), secs, env, dir, { pinned, named });
+    const run = async (n: number, mode: 'live' | 'bare', secs = seconds, change?: Change) => measure(n, mode, await makeRecordings(db, n), secs, env, dir, { pinned, named, change });
 
     // A first, unreported round warms up the emulators, the JIT and the caches.
     await run(WARM_UP_RECORDINGS, 'live', 5);
+    if (process.env.BENCH_CHANGES) {
+      const n = explicit?.[0] ?? 300;
+      const cpu = new Map<Change, number[]>(CHANGES.map((c) => [c, []]));
+      const bare: number[] = [];
+      for (let round = 0; round < CHANGE_ROUNDS; round++) {
+        for (const change of CHANGES) {
+          const m = await run(n, 'live', seconds, change);
+          cpu.get(change)!.push(m.cpuMs / m.frames);
+          console.log(`${change.name}: ${((m.cpuMs / m.frames) * 1000).toFixed(0)} µs/frame`);
+        }
+        const b = await run(n, 'bare');
+        bare.push(b.cpuMs / b.frames);
+      }
+      const base = percentile(cpu.get(CHANGES[0])!, 50);
+      const bareMedian = percentile(bare, 50);
+      const changeRows: Row[] = CHANGES.map((c) => {
+        const v = percentile(cpu.get(c)!, 50);
+        return { build: c.name, 'server CPU/frame (median)': `${(v * 1000).toFixed(0)} µs`, 'vs as built': (v / base).toFixed(2), 'vs bare ws': (v / bareMedian).toFixed(2) };
+      });
+      const body = [
+        `${n} recordings for ${seconds} s, the server pinned as in "Live"; each build ${CHANGE_ROUNDS} times in alternating rounds (medians), each row undoing one change alone; the bare \`ws\` server measured in every round (${(bareMedian * 1000).toFixed(0)} µs/frame). ${engine.engine.label}.`,
+        '',
+        table(changeRows),
+      ].join('\n');
+      console.log(`\n${body}`);
+      writeSection('Live: per change', body, path.join(ROOT, 'BENCHMARKS.md'));
+      return;
+    }
     const rows: Row[] = [];
     const held = (m: Measured) => percentile(m.result.ackMs, 99) <= ACK_P99_MS && m.result.acked / m.result.sent >= MIN_DURABLE;
     const measured = new Map<number, Measured>();
@@ -416,17 +460,19 @@ async function measure(
   seconds: number,
   env: Record<string, string | undefined>,
   dir: string,
-  o: { pinned: boolean; named: Record<string, number | undefined> },
+  o: { pinned: boolean; named: Record<string, number | undefined>; change?: Change },
 ): Promise<Measured> {
+  // As the container runs it: with the telemetry preload (Dockerfile CMD), unless a change leaves it out.
+  const preload = o.change?.preload === false ? [] : ['--import', TELEMETRY_PRELOAD];
   // BENCH_PROFILE=<dir>: a CPU profile of the live server process.
-  const nodeFlags = mode === 'live' && process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const nodeFlags = mode === 'live' ? [...preload, ...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [])] : [];
   const core = o.pinned ? SERVER_CORE : undefined;
   let port: number;
   let server: Child;
   if (mode === 'live') {
     // The deployable itself (the bundle Cloud Run runs), on a port of its own.
     port = await freePort();
-    server = child([], { ...env, PORT: String(port), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error' }, { nodeFlags, core, script: LIVE_BUNDLE });
+    server = child([], { ...env, ...o.change?.env, PORT: String(port), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error' }, { nodeFlags, core, script: LIVE_BUNDLE });
     await waitHealthy(port, server);
   } else {
     server = child(['bare'], env, { core });

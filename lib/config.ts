@@ -68,6 +68,8 @@ export const configSchema = z.object({
   // Live service
   LIVE_CONNECTION_LIFETIME_SECONDS: int(3300, 1),
   LIVE_MAX_CONNECTIONS_PER_USER: int(20, 1),
+  // A take's frames go to the ML service together this often (one socket write); 0: each at once.
+  LIVE_ML_FORWARD_MS: int(300).pipe(z.number().max(2000)),
   LIVE_MAX_FRAME_BYTES: int(65_536, 16),
   LIVE_SEND_QUEUE_BYTES: int(4_194_304, 1024),
   LIVE_HELLO_TIMEOUT_SECONDS: num(10, 0.1),

@@ -2,7 +2,14 @@
 // its WebSocket, DELETE /streaming/{id} to drain. Storage never waits on it: a frame the ML
 // socket cannot take right now (not open, or more than MAX_BUFFERED_BYTES unsent) is dropped for
 // ML and counted; a lost session is re-created with backoff from the next sequence.
+//
+// Frames are forwarded every LIVE_ML_FORWARD_MS (forwardEveryMs), each take's together in one
+// socket write (the socket corked around them): one write per take per interval instead of one
+// per frame, each frame still its own WebSocket message.
+import net from 'node:net';
+import tls from 'node:tls';
 import WebSocket from 'ws';
+import { sleep } from '@mi/lib/async';
 import type { Logger } from '@mi/lib/log';
 
 export interface MlSessionInit {
@@ -37,6 +44,8 @@ export interface MlStreamOptions {
   log: Logger;
   /** traceparent/tracestate sent with every request of the session (POST, upgrade, DELETE). */
   trace: Record<string, string>;
+  /** How long a frame may wait to go out with the next ones of its take (LIVE_ML_FORWARD_MS; 0: at once). */
+  forwardEveryMs: number;
   onHealth(h: MlHealth): void;
 }
 
@@ -48,8 +57,25 @@ const REQUEST_TIMEOUT_MS = 5_000;
 /** Drop counts are reported at most this often (the ML's own and ours). */
 const DROP_REPORT_MS = 2_000;
 
+/** The streams holding frames to forward, flushed together by one timer (all streams of a process share the setting). */
+const due = new Set<MlStream>();
+let flushTimer: NodeJS.Timeout | null = null;
+
+function scheduleFlush(stream: MlStream, ms: number): void {
+  due.add(stream);
+  flushTimer ??= setTimeout(() => {
+    flushTimer = null;
+    for (const s of due) s.flush();
+    due.clear();
+  }, ms);
+}
+
 export class MlStream {
   private ws: WebSocket | null = null;
+  /** The ws socket's TCP (or TLS) connection, corked around a flush. */
+  private socket: net.Socket | null = null;
+  /** Frames waiting for the next flush. */
+  private batch: Buffer[] = [];
   private id: string | null = null;
   private open = false;
   private closed = false;
@@ -73,9 +99,26 @@ export class MlStream {
     this.nextSeq = Math.max(this.nextSeq, seq + 1);
     if (this.open && this.ws) {
       if (this.ws.bufferedAmount > MAX_BUFFERED_BYTES) return this.drop('backpressure');
-      this.ws.send(message);
+      if (this.o.forwardEveryMs <= 0) return void this.ws.send(message);
+      if (this.batch.push(message) === 1) scheduleFlush(this, this.o.forwardEveryMs);
       return;
     }
+    this.enqueue(message);
+  }
+
+  /** Sends the frames waiting, in one socket write; frames of a session that closed meanwhile wait for the next one. */
+  flush(): void {
+    const frames = this.batch;
+    this.batch = [];
+    if (!frames.length || this.closed) return;
+    const ws = this.ws;
+    if (!this.open || !ws) return void frames.forEach((m) => this.enqueue(m));
+    this.socket?.cork();
+    for (const m of frames) ws.send(m);
+    this.socket?.uncork();
+  }
+
+  private enqueue(message: Buffer): void {
     if (this.queue.length >= MAX_QUEUED_FRAMES) {
       this.queue.shift();
       this.drop('unavailable');
@@ -93,7 +136,8 @@ export class MlStream {
       this.close();
       return { drained: false, error: 'no open ML session' };
     }
-    // Frames still in our socket buffer first, so the drain covers them.
+    // Frames still waiting or in our socket buffer first, so the drain covers them.
+    this.flush();
     while (ws && ws.readyState === WebSocket.OPEN && ws.bufferedAmount > 0 && Date.now() < deadline) await sleep(10);
     try {
       const res = await fetch(`${this.o.baseUrl}/streaming/${id}`, {
@@ -120,8 +164,11 @@ export class MlStream {
     this.reportDrops();
     if (this.dropTimer) clearTimeout(this.dropTimer);
     this.queue = [];
+    this.batch = [];
+    due.delete(this);
     this.ws?.close(1000);
     this.ws = null;
+    this.socket = null;
     this.open = false;
   }
 
@@ -138,8 +185,12 @@ export class MlStream {
       const session = (await res.json()) as { id: string; audio_url: string };
       if (this.closed) return;
       this.id = session.id;
-      // Audio does not compress: no permessage-deflate, whatever the ML service offers.
-      this.attach(new WebSocket(session.audio_url, { headers: { authorization: `Bearer ${this.o.token}`, ...this.o.trace }, perMessageDeflate: false }));
+      // Audio does not compress: no permessage-deflate, whatever the ML service offers. The
+      // connection is ours to make (ws's createConnection option) so that a flush can cork it.
+      const secure = new URL(session.audio_url).protocol === 'wss:';
+      // ws calls it with one options object; its type lists every overload of net.createConnection.
+      const createConnection = ((opts: net.NetConnectOpts & tls.ConnectionOptions) => (this.socket = secure ? tls.connect(opts) : net.connect(opts))) as typeof net.createConnection;
+      this.attach(new WebSocket(session.audio_url, { headers: { authorization: `Bearer ${this.o.token}`, ...this.o.trace }, perMessageDeflate: false, createConnection }));
     } catch (err) {
       this.retry((err as Error).message);
     }
@@ -239,4 +290,3 @@ export class MlStream {
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -140,6 +140,7 @@ export class Recorder {
         token: c.SERVICE_AUTH_TOKEN,
         log: host.rt.log,
         trace: take.trace ?? {},
+        forwardEveryMs: c.LIVE_ML_FORWARD_MS,
         init: {
           meeting_id: take.meetingId,
           transcription_id: take.transcriptionId,
