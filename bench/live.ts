@@ -201,9 +201,10 @@ interface Child {
 }
 
 /** A role of this file, or with `script` that file (the live service's bundle). */
-function child(args: string[], env: Record<string, string | undefined>, o: { nodeFlags?: string[]; core?: number; script?: string } = {}): Child {
+function child(args: string[], env: Record<string, string | undefined>, o: { nodeFlags?: string[]; core?: number; script?: string; node?: string } = {}): Child {
+  const node = o.node ?? process.execPath;
   const argv = [...(o.nodeFlags ?? []), ...(o.script ? [o.script] : ['--import', 'tsx', SELF]), ...args];
-  const proc = o.core === undefined ? spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }) : spawn('taskset', ['-c', String(o.core), process.execPath, ...argv], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = o.core === undefined ? spawn(node, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }) : spawn('taskset', ['-c', String(o.core), node, ...argv], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   const counts: number[] = [];
   const waiters = new Map<string, (v: Record<string, unknown>) => void>();
   const seen = new Map<string, Record<string, unknown>>();
@@ -248,6 +249,16 @@ async function stopChild(c: Child): Promise<void> {
   if (c.proc.exitCode === null) c.proc.kill('SIGKILL');
 }
 
+/**
+ * The Node the container runs (node:24-slim) for the live and the bare server: BENCH_NODE, else
+ * npm's `node@24` package (as .ci/node-lts), else this one.
+ */
+function serverNode(): string {
+  if (process.env.BENCH_NODE) return process.env.BENCH_NODE;
+  const found = spawnSync('npm', ['exec', '--yes', '--package=node@24', '--', 'node', '-p', 'process.execPath'], { encoding: 'utf8' });
+  return found.status === 0 && found.stdout.trim() ? found.stdout.trim() : process.execPath;
+}
+
 /** Pins this process (and so every process it starts) to every core but the server's. */
 function pinRest(workers: number): boolean {
   const cores = availableParallelism();
@@ -276,6 +287,8 @@ async function orchestrate(): Promise<void> {
   const max = Number(process.env.BENCH_MAX ?? 1000);
   const workers = Number(process.env.BENCH_WORKERS ?? 1);
   const pinned = pinRest(workers);
+  const node = serverNode();
+  const nodeVersion = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
   const dir = mkdtempSync(path.join(tmpdir(), 'mi-bench-live-'));
   const stops: (() => Promise<unknown>)[] = [];
   try {
@@ -321,7 +334,7 @@ async function orchestrate(): Promise<void> {
     const db = createDatabase(pg.url);
     stops.push(() => db.close());
     const named = { 'GCS emulator': gcs.pid, 'ML sink': ml.proc.pid, PostgreSQL: (await postmasterPid(engine.engine, db)) ?? undefined };
-    const run = async (n: number, mode: 'live' | 'bare', secs = seconds, change?: Change) => measure(n, mode, await makeRecordings(db, n), secs, env, dir, { pinned, named, change });
+    const run = async (n: number, mode: 'live' | 'bare', secs = seconds, change?: Change) => measure(n, mode, await makeRecordings(db, n), secs, env, dir, { pinned, named, node, change });
 
     // A first, unreported round warms up the emulators, the JIT and the caches.
     await run(WARM_UP_RECORDINGS, 'live', 5);
@@ -345,7 +358,7 @@ async function orchestrate(): Promise<void> {
         return { build: c.name, 'server CPU/frame (median)': `${(v * 1000).toFixed(0)} µs`, 'vs as built': (v / base).toFixed(2), 'vs bare ws': (v / bareMedian).toFixed(2) };
       });
       const body = [
-        `${n} recordings for ${seconds} s, the server pinned as in "Live"; each build ${CHANGE_ROUNDS} times in alternating rounds (medians), each row undoing one change alone; the bare \`ws\` server measured in every round (${(bareMedian * 1000).toFixed(0)} µs/frame). ${engine.engine.label}.`,
+        `${n} recordings for ${seconds} s, the server pinned as in "Live"; each build ${CHANGE_ROUNDS} times in alternating rounds (medians), each row undoing one change alone; the bare \`ws\` server measured in every round (${(bareMedian * 1000).toFixed(0)} µs/frame). Node ${nodeVersion}; ${engine.engine.label}.`,
         '',
         table(changeRows),
       ].join('\n');
@@ -393,7 +406,7 @@ async function orchestrate(): Promise<void> {
     const body = [
       `capacity: ${capacity} recordings per ${workers > 1 ? `instance of ${workers} workers` : 'core'} (ack p99 ≤ ${ACK_P99_MS / 1000} s, durable/offered ≥ ${MIN_DURABLE})${capacity >= max ? ` (the search's ceiling: ${max})` : ''}`,
       '',
-      `${seconds} s of 10 frames/s per recording (3,200-byte PCM frames) against one live instance (\`createLiveService\`${workers > 1 ? ` in ${workers} node:cluster workers` : ''} in its own process${pinned ? `, pinned to core ${SERVER_CORE} with \`taskset\`; everything else pinned to the other cores` : ', not pinned'}), then the same load against a bare \`ws\` server that only counts frames. ${engine.engine.label} as the database, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator (in memory) and an ML sink run in other processes on the same machine.`,
+      `${seconds} s of 10 frames/s per recording (3,200-byte PCM frames) against the live service's deployable (\`run-services/live/dist/server.js\` with the container's telemetry preload, on Node ${nodeVersion}${nodeVersion.startsWith('v24.') ? ' as in the node:24-slim image' : ''}${workers > 1 ? `, LIVE_WORKERS=${workers}` : ', LIVE_WORKERS=1'}${pinned ? `, pinned to core ${SERVER_CORE} with \`taskset\`; everything else pinned to the other cores` : ', not pinned'}), then the same load against a bare \`ws\` server that only counts frames. ${engine.engine.label} as the database, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator (in memory) and an ML sink run in other processes on the same machine.`,
       '',
       `CPU/frame: the server's CPU time (/proc utime + stime, all threads${workers > 1 ? ', all workers' : ''}) from the first frame to the last acknowledgement, per durable frame (covered by an AudioStoredProgressEvent); for the bare server, per received frame; ratio: live / bare. Ack: frame sent → first progress event covering it (RECORDING_SEGMENT_TARGET_MS=2000, RECORDING_PROGRESS_EVERY_FRAMES=20: one progress per segment). Server CPU: cores the server used over the window. Held: ack p99 ≤ ${ACK_P99_MS} ms and durable/offered ≥ ${MIN_DURABLE}. Capacity is searched by doubling from 50, then halving the interval.`,
       '',
@@ -460,7 +473,7 @@ async function measure(
   seconds: number,
   env: Record<string, string | undefined>,
   dir: string,
-  o: { pinned: boolean; named: Record<string, number | undefined>; change?: Change },
+  o: { pinned: boolean; named: Record<string, number | undefined>; node: string; change?: Change },
 ): Promise<Measured> {
   // As the container runs it: with the telemetry preload (Dockerfile CMD), unless a change leaves it out.
   const preload = o.change?.preload === false ? [] : ['--import', TELEMETRY_PRELOAD];
@@ -472,10 +485,10 @@ async function measure(
   if (mode === 'live') {
     // The deployable itself (the bundle Cloud Run runs), on a port of its own.
     port = await freePort();
-    server = child([], { ...env, ...o.change?.env, PORT: String(port), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error' }, { nodeFlags, core, script: LIVE_BUNDLE });
+    server = child([], { ...env, ...o.change?.env, PORT: String(port), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error' }, { nodeFlags, core, script: LIVE_BUNDLE, node: o.node });
     await waitHealthy(port, server);
   } else {
-    server = child(['bare'], env, { core });
+    server = child(['bare'], env, { core, node: o.node });
     port = (await server.line('ready')).ready as number;
   }
   await sleep(1000);

@@ -67,7 +67,10 @@ export function cpuByGroup(named: Record<string, number | undefined>, root = pro
   const owner = new Map<number, string>();
   for (const [name, pid] of Object.entries(named)) if (pid) for (const p of processTree(pid)) owner.set(p.pid, name);
   const groups = new Map<string, number>();
-  for (const p of processTree(root)) {
+  // A named root may live outside this tree (a daemonized postmaster): its processes count too.
+  const seen = new Set<number>();
+  const all = [...processTree(root), ...Object.values(named).flatMap((pid) => (pid ? processTree(pid) : []))].filter((p) => !seen.has(p.pid) && seen.add(p.pid));
+  for (const p of all) {
     const group = owner.get(p.pid) ?? (p.pid === root ? 'bench orchestrator' : commGroup(p.comm));
     groups.set(group, (groups.get(group) ?? 0) + p.cpuMs);
   }
