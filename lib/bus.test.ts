@@ -22,7 +22,7 @@ async function subscriptionsOf(topic: string): Promise<string[]> {
 
 beforeAll(async () => {
   emulator = await emulatorFromEnvOrStart('pubsub');
-  admin = new PubSub({ projectId, apiEndpoint: emulator.host, emulatorMode: true });
+  admin = new PubSub({ projectId, apiEndpoint: emulator.host, emulatorMode: true, credentials: { client_email: 'a@b', private_key: 'x' } });
 });
 
 afterAll(async () => {

@@ -61,6 +61,8 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
     ...(emulatorHost && {
       apiEndpoint: emulatorHost,
       emulatorMode: true,
+      // Placeholder credentials keep the client from probing for GCE metadata; the emulator ignores them.
+      credentials: { client_email: 'emulator@localhost', private_key: 'unused' },
     }),
   });
   const topics = new Map<string, Topic>();

@@ -80,6 +80,8 @@ export function createFirestore(opts: { projectId: string; emulatorHost?: string
     ...(emulatorHost && {
       host: emulatorHost,
       ssl: false,
+      // Placeholder credentials keep the client from probing for GCE metadata; the emulator ignores them.
+      credentials: { client_email: 'emulator@localhost', private_key: 'unused' },
     }),
   });
 }
