@@ -404,13 +404,15 @@ async function orchestrate(): Promise<void> {
     const over = measured.get(failedAt);
     const cpuPerFrame = at ? at.cpuMs / at.frames : NaN;
     const body = [
-      `capacity: ${capacity} recordings per ${workers > 1 ? `instance of ${workers} workers` : 'core'} (ack p99 ≤ ${ACK_P99_MS / 1000} s, durable/offered ≥ ${MIN_DURABLE})${capacity >= max ? ` (the search's ceiling: ${max})` : ''}`,
+      `capacity: ${capacity ? `${capacity} recordings` : `none of the loads measured (below ${failedAt} recordings)`} per ${workers > 1 ? `instance of ${workers} workers` : 'core'} (ack p99 ≤ ${ACK_P99_MS / 1000} s, durable/offered ≥ ${MIN_DURABLE})${capacity >= max ? ` (the search's ceiling: ${max})` : ''}`,
       '',
       `${seconds} s of 10 frames/s per recording (3,200-byte PCM frames) against the live service's deployable (\`run-services/live/dist/server.js\` with the container's telemetry preload, on Node ${nodeVersion}${nodeVersion.startsWith('v24.') ? ' as in the node:24-slim image' : ''}${workers > 1 ? `, LIVE_WORKERS=${workers}` : ', LIVE_WORKERS=1'}${pinned ? `, pinned to core ${SERVER_CORE} with \`taskset\`; everything else pinned to the other cores` : ', not pinned'}), then the same load against a bare \`ws\` server that only counts frames. ${engine.engine.label} as the database, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator (in memory) and an ML sink run in other processes on the same machine.`,
       '',
       `CPU/frame: the server's CPU time (/proc utime + stime, all threads${workers > 1 ? ', all workers' : ''}) from the first frame to the last acknowledgement, per durable frame (covered by an AudioStoredProgressEvent); for the bare server, per received frame; ratio: live / bare. Ack: frame sent → first progress event covering it (RECORDING_SEGMENT_TARGET_MS=2000, RECORDING_PROGRESS_EVERY_FRAMES=20: one progress per segment). Server CPU: cores the server used over the window. Held: ack p99 ≤ ${ACK_P99_MS} ms and durable/offered ≥ ${MIN_DURABLE}. Capacity is searched by doubling from 50, then halving the interval.`,
       '',
       table(rows),
+      '',
+      memoryLine([...measured.values()]),
       '',
       at ? `Cost: ${((cpuPerFrame * 36_000) / 1000).toFixed(1)} vCPU-seconds of server CPU per recording-hour (CPU/frame at ${capacity} recordings × 36,000 frames); a core provisioned for ${capacity} recordings costs ${(3600 / capacity).toFixed(1)} vCPU-seconds per recording-hour.` : '',
       '',
@@ -441,6 +443,15 @@ function row(live: Measured, bare: Measured, held: boolean): Row {
     'RSS / recording': `${(live.rssPerRecording / 1024).toFixed(0)} KiB`,
     held: held ? 'yes' : 'no',
   };
+}
+
+/** What one more recording costs in memory: the slope of RSS growth between the smallest and largest load (the growth also holds what a started process adds once, JIT code and heap, which a per-recording figure at a small load would count). */
+function memoryLine(points: Measured[]): string {
+  const sorted = [...points].sort((a, b) => a.n - b.n);
+  const [lo, hi] = [sorted[0], sorted.at(-1)];
+  if (!lo || !hi || lo === hi) return '';
+  const slope = (hi.rssPerRecording * hi.n - lo.rssPerRecording * lo.n) / (hi.n - lo.n);
+  return `Memory: ${(slope / 1024).toFixed(0)} KiB of RSS per additional recording (the growth of the server's RSS from ${lo.n} to ${hi.n} recordings).`;
 }
 
 /** The cores each process group used at capacity and at the first load not held: which one was the limit. */

@@ -414,7 +414,7 @@ export class Recorder {
    * backlog written in one go thins out no event), or one when an interval's event is due or
    * the rows end the stream's tail.
    */
-  private progressFor(rows: ManifestRow[], tail = false): EventBody[] {
+  private progressFor(rows: ManifestRow[], tail: boolean): EventBody[] {
     const every = this.host.rt.config.RECORDING_PROGRESS_EVERY_FRAMES;
     const view = this.frames.durable.clone();
     let bytes = this.bytesStored;
