@@ -414,7 +414,7 @@ async function orchestrate(): Promise<void> {
       '',
       memoryLine([...measured.values()]),
       '',
-      at ? `Cost: ${((cpuPerFrame * 36_000) / 1000).toFixed(1)} vCPU-seconds of server CPU per recording-hour (CPU/frame at ${capacity} recordings × 36,000 frames); a core provisioned for ${capacity} recordings costs ${(3600 / capacity).toFixed(1)} vCPU-seconds per recording-hour.` : '',
+      at ? `Cost: ${((cpuPerFrame * 36_000) / 1000).toFixed(1)} vCPU-seconds of server CPU per recording-hour (CPU/frame at ${capacity} recordings × 36,000 frames); ${workers > 1 ? `an instance of ${workers} vCPU` : 'a core'} provisioned for ${capacity} recordings costs ${((3600 * workers) / capacity).toFixed(1)} vCPU-seconds per recording-hour.` : '',
       '',
       processTable(at, over),
     ].join('\n');
