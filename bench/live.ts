@@ -6,11 +6,14 @@
 // frame under the same load in the same run: a ratio that holds on a noisy machine. Capacity is
 // the largest N (searched) at which ack p99 ≤ 2.5 s and durable/offered ≥ 0.99 hold; the CPU of
 // every process there says whether the server or a dependency was the limit.
-// One file, five roles: (none) orchestrates, `server` / `bare` / `load` / `ml` are its children.
+// The live server is the deployable bundle (`npm run build`'s) with the container's telemetry
+// preload, on the container's Node (24); this file plays the other roles: (none) orchestrates,
+// `bare` / `load` / `ml` are its children.
 // BENCH_RECORDINGS (comma list: measure these instead of searching), BENCH_SECONDS (default 20),
 // BENCH_MAX (search ceiling, default 1000), BENCH_WORKERS (default 1: LIVE_WORKERS of the server;
-// more are not pinned), BENCH_LOG_LEVEL (the server's, default error), BENCH_PROFILE=<dir> (a CPU
-// profile of the server). The server is the deployable bundle (`npm run build`'s), as Cloud Run runs it.
+// more are not pinned), BENCH_CHANGES=1 (the per-change table instead: CHANGES below, at the
+// first of BENCH_RECORDINGS or 300), BENCH_NODE (the servers' Node), BENCH_LOG_LEVEL (the
+// server's, default error), BENCH_PROFILE=<dir> (a CPU profile of the server).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
