@@ -1,7 +1,7 @@
-// Recording takes: start (live), resume (live), stop an orphaned take (sweep), upload a gap
-// (REST), finalize (sweep). The live service's own stop of a take it records, and the group
-// commit of its segments, stay with its recorder (run-services/live/recorder.ts, segments.ts):
-// they are steps of the frame path, not operations an edge asks for.
+// Recording takes: start (live), resume (live), complete a stop (the live recorder, the sweep),
+// stop an orphaned take (sweep), upload a gap (REST), finalize (sweep). The group commit of a
+// live take's segments stays with its recorder (run-services/live/segments.ts): a step of the
+// frame path, not an operation an edge asks for.
 import type { Actor } from '../domain/actor';
 import { SERVICE } from '../domain/actor';
 import {
@@ -16,13 +16,14 @@ import {
   type RecordingFinalized,
 } from '../domain/finalize';
 import { assertAcceptsGaps, FRAME_MS, gapObjectName, gapObjectReferenced, sameBytes, sha256Hex, type GapResult, type GapUpload } from '../domain/gap-recovery';
+import type { Coverage } from '../domain/coverage';
 import { coverage, insertManifestRow, overlappingRows } from '../domain/manifest';
 import { getMeeting } from '../domain/meetings';
 import { recordEvent } from '../domain/recording-events';
 import { claimRecording, getRecording, lockIdleTake, markStopped, markStopping, startRecording, type Recording, type StartInput } from '../domain/recordings';
 import { createTranscription } from '../domain/transcriptions';
 import { DomainError, notFound } from '../errors';
-import { changed, recordingChanged, type Entity } from '../event-catalogue';
+import { changed, recordingChanged, type Entity, type EventBody } from '../event-catalogue';
 import type { EventContext } from '../events';
 import { ObjectExistsError, type ObjectStore, type StoredObject } from '../storage';
 import { validTraceContext } from '../trace-context';
@@ -60,6 +61,53 @@ export const claimTake: UseCase<{ meetingId: string; audioVersion: number; owner
   return rec;
 };
 
+/** The last step of a stop, whoever stops the take. */
+export interface StopCompletion {
+  meetingId: string;
+  audioVersion: number;
+  userId: string;
+  gapUploadDeadlineSeconds: number;
+  /** What the history's recording_stopped entry holds beside the reason and the coverage (who stopped it, the ML drain). */
+  history: Record<string, unknown>;
+  /** Broadcast before `recording updated` (the recorder's last progress event). */
+  events?: EventBody[];
+}
+
+export interface StopOutcome {
+  /** false: the take was no longer stopping (another stopper finished it; nothing is recorded twice). */
+  stopped: boolean;
+  coverage: Coverage;
+  gap_upload_deadline: string | null;
+}
+
+/**
+ * stopping → stopped with its gap-upload deadline; the history records the stop with its
+ * coverage and `recording updated` is broadcast. The recorder runs it at the end of its stop
+ * sequence, the sweep for a take whose owner is gone. null when the take is gone (its account
+ * was erased).
+ */
+export const completeStop: UseCase<StopCompletion, StopOutcome | null> = async (ctx, s) => {
+  const rec = await markStopped(ctx.tx, s.meetingId, s.audioVersion, s.gapUploadDeadlineSeconds);
+  const current = rec ?? (await getRecording(ctx.tx, s.meetingId, s.audioVersion));
+  if (!current) return null;
+  const cov = await coverage(ctx.tx, s.meetingId, s.audioVersion);
+  if (rec) {
+    await recordEvent(ctx.tx, s.meetingId, 'recording_stopped', {
+      audio_version: s.audioVersion,
+      reason: rec.stop_reason,
+      ...s.history,
+      highest_contiguous_sequence: cov.highest_contiguous_sequence,
+      missing_ranges: cov.missing_ranges,
+      frames_stored: cov.frames_stored,
+      bytes_stored: cov.bytes_stored,
+      gap_upload_deadline: rec.gap_upload_deadline,
+    });
+    for (const e of s.events ?? []) ctx.emit(s.userId, e);
+    ctx.emit(s.userId, recordingChanged(s.meetingId));
+  }
+  return { stopped: rec !== null, coverage: cov, gap_upload_deadline: current.gap_upload_deadline };
+};
+
 /**
  * Stops a take whose owner is gone (untouched for idleSeconds) with reason connection_closed;
  * false when it was resumed or stopped meanwhile. A take stuck in stopping (its owner died
@@ -70,19 +118,8 @@ export const stopOrphanedTake: UseCase<{ meetingId: string; audioVersion: number
   const locked = await lockIdleTake(ctx.tx, meetingId, audioVersion, input.idleSeconds);
   if (!locked) return false;
   if (locked.state === 'recording') await markStopping(ctx.tx, meetingId, audioVersion, 'connection_closed');
-  const rec = await markStopped(ctx.tx, meetingId, audioVersion, input.gapUploadDeadlineSeconds);
-  if (!rec) return false;
-  const cov = await coverage(ctx.tx, meetingId, audioVersion);
-  await recordEvent(ctx.tx, meetingId, 'recording_stopped', {
-    audio_version: audioVersion,
-    reason: rec.stop_reason,
-    by: 'sweep',
-    highest_contiguous_sequence: cov.highest_contiguous_sequence,
-    missing_ranges: cov.missing_ranges,
-    gap_upload_deadline: rec.gap_upload_deadline,
-  });
-  ctx.emit(locked.user_id, recordingChanged(meetingId));
-  return true;
+  const done = await completeStop(ctx, { meetingId, audioVersion, userId: locked.user_id, gapUploadDeadlineSeconds: input.gapUploadDeadlineSeconds, history: { by: 'sweep' } });
+  return done?.stopped ?? false;
 };
 
 // --- gap upload ------------------------------------------------------------------------------

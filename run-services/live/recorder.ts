@@ -6,17 +6,18 @@
 // retries for about 80 s, then leaves a take stuck in stopping to the sweep).
 import type { Coordination } from '@mi/lib/coordination';
 import { backoffMs, sleep } from '@mi/lib/async';
-import { progressEvent, recordingChanged, type EventBody } from '@mi/lib/event-catalogue';
+import { progressEvent, type EventBody } from '@mi/lib/event-catalogue';
 import { instruments } from '@mi/lib/metrics';
 import type { StoredEvent } from '@mi/lib/events';
-import { inUnitOfWork } from '@mi/lib/unit-of-work';
+import { SERVICE } from '@mi/lib/domain/actor';
+import { completeStop } from '@mi/lib/use-cases/recording';
+import { runUseCase } from '@mi/lib/use-cases/use-case';
 import type { OutgoingMessage } from './server-messages';
 import { coverageOfSet, RangeSet } from '@mi/lib/domain/coverage';
-import { coverage, NO_END, type ManifestRow } from '@mi/lib/domain/manifest';
+import { NO_END, type ManifestRow } from '@mi/lib/domain/manifest';
 import { recordEvent } from '@mi/lib/domain/recording-events';
 import {
   getRecording,
-  markStopped,
   markStopping,
   pcmFrameBytes,
   recordingLeaseKey,
@@ -491,25 +492,13 @@ export class Recorder {
     // Committed events reach this instance's connections first, then Pub/Sub.
     const uow = { db: rt.db, events: { publish: async (events: StoredEvent[]) => this.host.dispatch(events) } };
     const result = await withRetry(() =>
-      inUnitOfWork(uow, async (tx, emit) => {
-        const rec = await markStopped(tx, meetingId, audioVersion, c.RECORDING_GAP_UPLOAD_DEADLINE_SECONDS);
-        // Deleted meanwhile (its account was erased): there is nothing to record the stop on.
-        if (!rec && !(await getRecording(tx, meetingId, audioVersion))) return null;
-        const cov = await coverage(tx, meetingId, audioVersion);
-        const deadline = rec?.gap_upload_deadline ?? null;
-        await recordEvent(tx, meetingId, 'recording_stopped', {
-          audio_version: audioVersion,
-          reason,
-          highest_contiguous_sequence: cov.highest_contiguous_sequence,
-          missing_ranges: cov.missing_ranges,
-          frames_stored: cov.frames_stored,
-          bytes_stored: cov.bytes_stored,
-          gap_upload_deadline: deadline,
-          ml_drained: drain.drained,
-        });
-        emit(this.take.userId, this.progressBody(this.frames.durable, this.bytesStored));
-        emit(this.take.userId, recordingChanged(meetingId));
-        return { cov, deadline };
+      runUseCase(uow, SERVICE, completeStop, {
+        meetingId,
+        audioVersion,
+        userId: this.take.userId,
+        gapUploadDeadlineSeconds: c.RECORDING_GAP_UPLOAD_DEADLINE_SECONDS,
+        history: { ml_drained: drain.drained },
+        events: [this.progressBody(this.frames.durable, this.bytesStored)],
       }),
     );
     if (!result) {
@@ -525,9 +514,9 @@ export class Recorder {
         meeting_id: meetingId,
         audio_version: audioVersion,
         reason,
-        highest_contiguous_sequence: result.cov.highest_contiguous_sequence,
-        missing_ranges: result.cov.missing_ranges,
-        gap_upload_deadline: result.deadline,
+        highest_contiguous_sequence: result.coverage.highest_contiguous_sequence,
+        missing_ranges: result.coverage.missing_ranges,
+        gap_upload_deadline: result.gap_upload_deadline,
       });
       this.client.released(this);
       this.client = null;
