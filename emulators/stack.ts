@@ -13,6 +13,7 @@ import type { Logger } from '@mi/lib/log';
 import { createRuntime, type Runtime, type RuntimeOverrides } from '@mi/lib/runtime';
 import { createApp } from '../functions/api/app';
 import { runSweep } from '../functions/sweep';
+import { startWebhookDispatcher } from '@mi/lib/webhooks/dispatcher';
 import { asyncApiDocument } from '../run-services/live/asyncapi';
 import { createLiveService, type LiveService } from '../run-services/live/service';
 import { registerConsole } from './console/routes';
@@ -161,6 +162,10 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     await step('live service up', () => liveService.start());
     live = liveService;
     stops.push(() => liveService.shutdown('shutdown'));
+
+    // Webhook delivery, as each live instance runs it in the cloud (docs/webhooks.md).
+    const webhooks = startWebhookDispatcher(rt);
+    stops.push(() => webhooks.stop());
 
     const timer = setInterval(() => {
       runSweep(rt, { coordination: rt.coordination }).catch((err) => log.warn({ err: String(err) }, 'sweep failed'));
