@@ -89,7 +89,7 @@ export interface Claim {
  * each. The lease is on the endpoint row: a concurrent claim re-reads it under FOR UPDATE and
  * skips it, so no two dispatchers attempt the same endpoint at once.
  */
-export async function claimDue(db: Queryable, limit: number): Promise<Claim[]> {
+export async function claimDue(db: Queryable, limit: number, leaseSeconds = LEASE_SECONDS): Promise<Claim[]> {
   const { rows } = await db.query<Claim>(
     'webhook.claim',
     `WITH hooks AS (
@@ -106,7 +106,7 @@ export async function claimDue(db: Queryable, limit: number): Promise<Claim[]> {
        SELECT event_id, body, attempts FROM webhook_delivery d
        WHERE d.webhook_id = l.id AND d.next_attempt_at <= now() ORDER BY d.seq, d.event_id LIMIT 1
      ) d`,
-    [limit, LEASE_SECONDS],
+    [limit, leaseSeconds],
   );
   return rows;
 }
