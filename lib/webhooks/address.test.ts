@@ -47,7 +47,7 @@ describe('sending', () => {
   let server: Server;
   let hits = 0;
   let url = '';
-  let answer = (res: import('node:http').ServerResponse) => res.writeHead(200).end();
+  let answer: (res: import('node:http').ServerResponse) => void = (res) => res.writeHead(200).end();
   beforeAll(async () => {
     server = createServer((req, res) => {
       hits++;
