@@ -10,9 +10,9 @@
 import { fork } from 'node:child_process';
 import http from 'node:http';
 import { createDatabase } from '@mi/lib/db/pool';
-import { changed } from '@mi/lib/event-catalogue';
-import { appendEvents } from '@mi/lib/events';
-import { createLogger } from '@mi/lib/log';
+import { changed } from '@mi/lib/events/catalogue';
+import { appendEvents } from '@mi/lib/events/outbox';
+import { createLogger } from '@mi/lib/telemetry/log';
 import { newSecret } from '@mi/lib/use-cases/webhooks';
 import { startDispatcher } from '@mi/lib/webhooks/dispatcher';
 import { createTestDatabase, startTestEngine } from '../test/support/database';

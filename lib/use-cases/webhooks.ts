@@ -2,8 +2,8 @@
 // the unit of work (lib/webhooks/address.ts: it may resolve DNS, which no transaction should wait
 // on); delivery is lib/webhooks/dispatcher.ts.
 import { randomBytes, randomUUID } from 'node:crypto';
-import * as webhooks from '../domain/webhooks';
-import type { Webhook, WebhookChanges } from '../domain/webhooks';
+import * as webhooks from '../repositories/webhooks';
+import type { Webhook, WebhookChanges } from '../repositories/webhooks';
 import { DomainError, notFound, unprocessable } from '../errors';
 import { userOf, type UseCase } from './use-case';
 

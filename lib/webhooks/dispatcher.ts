@@ -7,8 +7,8 @@
 // leaves its lease to expire: the delivery is then attempted again, never dropped.
 import type { Config } from '../config';
 import type { Database, Queryable } from '../db/pool';
-import { toDelivered, type StoredEvent } from '../events';
-import type { Logger } from '../log';
+import { toDelivered, type StoredEvent } from '../events/outbox';
+import type { Logger } from '../telemetry/log';
 import type { AppEnv, Resolve } from './address';
 import { resolveAll } from './address';
 import { ATTEMPT_TIMEOUT_MS, sendWebhook, succeeded, type AttemptResult } from './send';

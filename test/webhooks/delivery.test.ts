@@ -4,8 +4,8 @@
 // is shortened through its configuration; nothing here waits real minutes.
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { appendEvent } from '@mi/lib/events';
-import { progressEvent, talkingPointEvent } from '@mi/lib/event-catalogue';
+import { appendEvent } from '@mi/lib/events/outbox';
+import { progressEvent, talkingPointEvent } from '@mi/lib/events/catalogue';
 import { claimDue, startDispatcher, type Dispatcher, type DispatcherOptions } from '@mi/lib/webhooks/dispatcher';
 import { startApi, type ApiHarness } from '../harness';
 import { Receiver } from './receiver';

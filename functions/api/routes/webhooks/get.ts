@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { getWebhook } from '@mi/lib/domain/webhooks';
+import { getWebhook } from '@mi/lib/repositories/webhooks';
 import { notFound } from '@mi/lib/errors';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';

@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { listWebhooks } from '@mi/lib/domain/webhooks';
+import { listWebhooks } from '@mi/lib/repositories/webhooks';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { jsonResponse, op, page, PageQuery, z } from '../../openapi';

@@ -1,4 +1,4 @@
-import { WEBHOOK_EVENT_TYPES } from '@mi/lib/domain/webhooks';
+import { WEBHOOK_EVENT_TYPES } from '@mi/lib/repositories/webhooks';
 import { PageQuery, Timestamp, Uuid, z } from '../../openapi';
 
 const EventTypes = z
