@@ -26,7 +26,8 @@ export class Receiver {
   private port = 0;
   private hanging: IncomingMessage[] = [];
 
-  constructor(private readonly secret: () => string) {}
+  /** `secret` gives the signing secret of the webhook that posts to a path. */
+  constructor(private readonly secret: (path: string) => string) {}
 
   get url() {
     return `http://127.0.0.1:${this.port}/hook`;
@@ -47,7 +48,7 @@ export class Receiver {
         const text = Buffer.concat(chunks).toString('utf8');
         let verified = true;
         try {
-          new Webhook(this.secret()).verify(text, req.headers as Record<string, string>);
+          new Webhook(this.secret(req.url ?? '/')).verify(text, req.headers as Record<string, string>);
         } catch {
           verified = false;
         }
