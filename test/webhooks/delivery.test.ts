@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { appendEvent } from '@mi/lib/events/outbox';
+import { pruneExpired } from '@mi/lib/repositories/retention';
 import { progressEvent, talkingPointEvent } from '@mi/lib/events/catalogue';
 import { claimDue, startDispatcher, type Dispatcher, type DispatcherOptions } from '@mi/lib/webhooks/dispatcher';
 import { startApi, type ApiHarness } from '../harness';
@@ -180,6 +181,18 @@ describe('webhook delivery', () => {
     const events = await outbox(s.userId);
     expect(s.receiver.ids()).toEqual(events.map((e) => e.id));
     expect(s.receiver.maxInFlight).toBe(1);
+  });
+
+  it('should keep the delivery log 7 days (the sweep prunes older attempts)', async () => {
+    const s = await subscriber();
+    await api.rt.db.query(
+      'test.old_attempts',
+      `INSERT INTO webhook_attempt (webhook_id, event_id, attempt, status_code, duration_ms, attempted_at)
+       VALUES ($1, gen_random_uuid(), 1, 200, 5, now() - interval '8 days'), ($1, gen_random_uuid(), 1, 200, 6, now() - interval '6 days')`,
+      [s.webhookId],
+    );
+    expect((await pruneExpired(api.rt.db, 48)).webhookAttempts).toBeGreaterThanOrEqual(1);
+    expect((await attempts(s.token, s.webhookId)).map((a) => a.duration_ms)).toEqual([6]);
   });
 
   it('should deliver every event after the receiver was down for a while, each webhook-id at least once', async () => {
