@@ -412,8 +412,9 @@ CREATE INDEX event_outbox_created_at_idx ON event_outbox (created_at);
 
 -- Webhook endpoints (decisions.md section 7). cursor_seq is the user's last outbox seq already
 -- turned into deliveries: a user's seqs commit in order (event_sequence's row lock), so reading
--- past it never skips an event. lease_until marks a delivery in flight (one per endpoint, which
--- keeps seq order); failing_since is the first failed attempt since the last success.
+-- past it never skips an event. lease_until: a delivery is in flight until then (one per
+-- endpoint, which keeps seq order); once past, the last release (claims serve the least recently
+-- served endpoint first). failing_since is the first failed attempt since the last success.
 CREATE TABLE webhook (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,

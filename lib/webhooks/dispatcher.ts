@@ -87,7 +87,8 @@ export interface Claim {
 /**
  * Leases up to `limit` endpoints with a delivery due and returns the lowest-seq due delivery of
  * each. The lease is on the endpoint row: a concurrent claim re-reads it under FOR UPDATE and
- * skips it, so no two dispatchers attempt the same endpoint at once.
+ * skips it, so no two dispatchers attempt the same endpoint at once. A release leaves the time
+ * in lease_until, so the least recently served endpoints are claimed first (round robin).
  */
 export async function claimDue(db: Queryable, limit: number, leaseSeconds = LEASE_SECONDS): Promise<Claim[]> {
   const { rows } = await db.query<Claim>(
@@ -146,7 +147,7 @@ export async function recordAttempt(db: Database, claim: Claim, result: AttemptR
     }
     await tx.query(
       'webhook.release',
-      `UPDATE webhook SET lease_until = NULL,
+      `UPDATE webhook SET lease_until = now(),
          failing_since = CASE WHEN $2 THEN NULL ELSE COALESCE(failing_since, now()) END,
          enabled = enabled AND ($2 OR failing_since IS NULL OR failing_since > now() - make_interval(secs => $3))
        WHERE id = $1`,
