@@ -5,6 +5,7 @@
 import type { WebSocket } from 'ws';
 import type { Config } from '@mi/lib/config';
 import type { Logger } from '@mi/lib/log';
+import type { StreamingStart } from '@mi/lib/ml/contract';
 import { ok, type RestClient } from '@mi/client';
 import { FRAME_MS, WINDOW_FRAMES, featureVector, phraseOf, rmsPcm16, speakerOf, stableUuid, talkingPointText, taskText, windowOf } from './content';
 
@@ -23,15 +24,7 @@ export type MlLimits = Pick<
   | 'ML_SEGMENT_FEATURE_MAX_PER_SPEAKER'
 >;
 
-export interface SessionInit {
-  id: string;
-  meeting_id: string;
-  transcription_id: string;
-  audio_version: number;
-  encoding: 'pcm_s16le' | 'webm_opus';
-  sample_rate: number;
-  start_sequence: number;
-}
+export type SessionInit = StreamingStart & { id: string };
 
 interface Frame {
   seq: number;

@@ -13,8 +13,8 @@ import {
   setTakeAudio,
   takeComposition,
   type FinalizeDeps,
-  type RecordingFinalized,
 } from '../domain/finalize';
+import type { RecordingFinalized } from '../ml/contract';
 import { assertAcceptsGaps, FRAME_MS, gapObjectName, gapObjectReferenced, sameBytes, sha256Hex, type GapResult, type GapUpload } from '../domain/gap-recovery';
 import type { Coverage } from '../domain/coverage';
 import { coverage, insertManifestRow, overlappingRows } from '../domain/manifest';

@@ -34,7 +34,7 @@ export const PatchTranscriptionBody = z
   .object({
     status: TranscriptionStatus.optional().openapi({
       description:
-        'pending → transcribing → synthesizing → completed; pending, transcribing, synthesizing → failed; completed, failed → transcribing. Anything else is 409; the current status is no transition.',
+        'pending → transcribing → synthesizing → completed; pending, transcribing, synthesizing → failed; completed, failed → transcribing. Anything else is 409; the current status is no transition, except synthesizing: moving to it when already synthesizing is 409 invalid_state (the batch pass claims its take exclusively).',
     }),
     status_message: z.string().max(10_000).nullable().optional(),
     is_degraded: z.boolean().optional(),
