@@ -13,6 +13,7 @@ import type { Logger } from '@mi/lib/log';
 import { createRuntime, type Runtime, type RuntimeOverrides } from '@mi/lib/runtime';
 import { createApp } from '../functions/api/app';
 import { runSweep } from '../functions/sweep';
+import { mlContractDocuments } from '@mi/lib/ml/documents';
 import { asyncApiDocument } from '../run-services/live/asyncapi';
 import { createLiveService, type LiveService } from '../run-services/live/service';
 import { registerConsole } from './console/routes';
@@ -148,6 +149,8 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     app.get('/', (c) => c.redirect('/console', 302));
     // The live service's AsyncAPI document, beside the REST API's /openapi.json.
     app.get('/asyncapi.json', (c) => c.json(asyncApiDocument({ host: c.req.header('host') ?? new URL(url).host, protocol: 'ws' })));
+    // The published core ↔ ML contract, as the live service serves it.
+    for (const [docPath, doc] of Object.entries(mlContractDocuments())) app.get(docPath, (c) => c.json(doc as object));
     // Requests go to the app from here on (the fake ML calls it back while starting); /healthz
     // says 200 only once everything is up.
     const appListener = getRequestListener(app.fetch);
