@@ -204,6 +204,8 @@ export class StreamingSession {
     const segments = {
       segments: [
         {
+          // Its own id and key: a retried or resumed post of this window adds nothing (decisions.md section 7).
+          id: stableUuid(transcription_id, 'segment', w),
           speaker_label: label,
           text,
           start_ms: w * WINDOW_FRAMES * FRAME_MS,
@@ -214,7 +216,8 @@ export class StreamingSession {
         },
       ],
     };
-    ok(await this.core.POST('/transcriptions/{id}/segments', { params: { path: { id: transcription_id } }, body: segments, headers: this.trace }));
+    const key = stableUuid(transcription_id, 'segments', w);
+    ok(await this.core.POST('/transcriptions/{id}/segments', { params: { path: { id: transcription_id }, header: { 'idempotency-key': key } }, body: segments, headers: this.trace }));
     this.recentTexts.push(text);
     if (this.recentTexts.length > this.limits.ML_INSIGHT_CONTEXT_SEGMENTS) this.recentTexts.shift();
 

@@ -61,6 +61,11 @@ export const SegmentSchema = z
 
 const SegmentInput = z
   .object({
+    id: Uuid.optional().openapi({
+      description:
+        'chosen by the client (the ML references it in segment_ids without reading back); on append, an id already stored with ' +
+        'identical content is skipped, with different content (or in another transcription) 409. Default: a new uuid',
+    }),
     speaker_label: z.string().max(200).nullable().optional(),
     text: z.string().max(100_000),
     start_ms: z.number().finite().min(0),
