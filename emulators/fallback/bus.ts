@@ -3,7 +3,7 @@
 // in publish order; a handler that throws gets the message again after a short pause. A work
 // queue (ensureQueue) keeps its messages while nobody pulls it.
 import { randomUUID } from 'node:crypto';
-import type { Bus, BusHandler } from '../../lib/bus';
+import type { Bus, BusHandler } from '../../lib/adapters/bus';
 
 const REDELIVERY_DELAY_MS = 200;
 

@@ -11,8 +11,8 @@ import tls from 'node:tls';
 import WebSocket from 'ws';
 import type { z } from 'zod';
 import { sleep } from '@mi/lib/async';
-import type { Logger } from '@mi/lib/log';
-import { instruments } from '@mi/lib/metrics';
+import type { Logger } from '@mi/lib/telemetry/log';
+import { instruments } from '@mi/lib/telemetry/metrics';
 import { DrainReport, ML_MESSAGE_MAX_BYTES, parseMlMessage, StreamingSession, type CoreRejection, type StreamingStart } from '@mi/lib/ml/contract';
 
 export type MlSessionInit = StreamingStart;

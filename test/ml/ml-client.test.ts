@@ -10,7 +10,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
-import { createLogger } from '@mi/lib/log';
+import { createLogger } from '@mi/lib/telemetry/log';
 import { ML_MESSAGE_MAX_BYTES } from '@mi/lib/ml/contract';
 import { mlAsyncApiDocument, mlOpenApiDocument } from '@mi/lib/ml/documents';
 import { MlStream, type MlHealth } from '@mi/live/ml-client';
