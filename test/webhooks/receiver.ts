@@ -1,7 +1,7 @@
 // A real webhook receiver for tests: an HTTP server that verifies every request's signature with
 // the Standard Webhooks specification's own library and records what it got. It can answer with a
 // status, hang (never answer), or be down (not listening) for a while, on the same port.
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
@@ -24,7 +24,6 @@ export class Receiver {
   delayMs = 0;
   private server: Server | null = null;
   private port = 0;
-  private hanging: IncomingMessage[] = [];
 
   /** `secret` gives the signing secret of the webhook that posts to a path. */
   constructor(private readonly secret: (path: string) => string) {}
@@ -55,10 +54,7 @@ export class Receiver {
         if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
         this.inFlight--;
         const mode = this.mode;
-        if (mode === 'hang') {
-          this.hanging.push(req);
-          return;
-        }
+        if (mode === 'hang') return; // never answered; stop() closes the connection
         this.received.push({ id: String(req.headers['webhook-id']), body: JSON.parse(text), verified, status: mode.status });
         res.writeHead(mode.status).end('ok');
       });
