@@ -24,8 +24,9 @@ CREATE TABLE app_user (
   updated_at timestamptz NOT NULL DEFAULT now(),
   CONSTRAINT app_user_identity_id_key UNIQUE (identity_id)
 );
--- Email is unique case-insensitively (ALICE@example.test is alice@example.test).
-CREATE UNIQUE INDEX app_user_email_key ON app_user (lower(email));
+-- Email is unique NFKC-normalised, trimmed and case-insensitively: ALICE@example.test, a
+-- full-width ａｌｉｃｅ@example.test and "alice@example.test " are alice@example.test.
+CREATE UNIQUE INDEX app_user_email_key ON app_user (lower(btrim(normalize(email, NFKC))));
 
 CREATE TABLE person (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
