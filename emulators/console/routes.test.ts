@@ -83,7 +83,7 @@ describe('console routes', () => {
   it('should refuse with 403 a foreign Host (DNS rebinding), a foreign Origin and a body that is not JSON', async () => {
     const app = appFor('development');
     const alice = JSON.stringify({ name: 'alice' });
-    for (const headers of [
+    const refused: Record<string, string>[] = [
       { host: 'attacker.example' },
       { host: 'attacker.example:3000' },
       { host: 'localhost.attacker.example' },
@@ -94,7 +94,8 @@ describe('console routes', () => {
       { 'content-type': 'text/plain' },
       { 'content-type': 'application/x-www-form-urlencoded' },
       { 'content-type': 'multipart/form-data; boundary=x' },
-    ]) {
+    ];
+    for (const headers of refused) {
       const res = await mint(app, alice, headers);
       expect(res.status, JSON.stringify(headers)).toBe(403);
       expect(res.type).toContain('application/problem+json');

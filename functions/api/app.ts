@@ -7,12 +7,14 @@ import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { routePath } from 'hono/route';
+import type { Database } from '@mi/lib/db/pool';
+import { erasedUsers } from '@mi/lib/domain/erasure';
 import { DomainError } from '@mi/lib/errors';
 import { StorageUnavailableError } from '@mi/lib/storage';
 import { instruments } from '@mi/lib/metrics';
 import { currentTraceHeaders, currentTraceId, withIncomingSpan } from '@mi/lib/telemetry';
 import { validTraceContext } from '@mi/lib/trace-context';
-import type { AppDeps, AppEnv } from './env';
+import type { AppDeps, AppEnv, Principal } from './env';
 import { registerDocs } from './docs';
 import { limitBodies } from './middleware/body-limit';
 import { codeOfStatus, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
@@ -94,7 +96,7 @@ export function createApp(deps: AppDeps) {
   // Bodies are bounded before being read whole; raw audio routes stream with their own limits.
   app.use('*', limitBodies({ json: deps.config.API_MAX_JSON_BYTES, bulk: deps.config.API_MAX_BULK_JSON_BYTES }));
 
-  app.onError((err, c) => {
+  app.onError(async (err, c) => {
     const log = c.var.log ?? deps.log;
     // A client that went away mid-request (an upload cut short) is nobody's failure; nobody reads the answer.
     if (c.req.raw.signal.aborted) {
@@ -103,6 +105,10 @@ export function createApp(deps: AppDeps) {
     }
     const mapped = asDomainError(err);
     if (!(mapped instanceof DomainError)) log.error({ err }, 'unhandled error');
+    if (mapped instanceof DomainError && mapped.code === 'unprocessable' && (await accountErased(deps.db, c.var.principal))) {
+      // A request that raced DELETE /me: its references (and the account) vanished under it.
+      return problemResponse(c, new DomainError('not_found', 'the account no longer exists (it was erased)'));
+    }
     return problemResponse(c, mapped);
   });
 
@@ -132,4 +138,10 @@ function allowedMethods(app: OpenAPIHono<AppEnv>, path: string): string[] {
     if (re.test(path)) methods.add(r.method);
   }
   return [...methods].sort();
+}
+
+/** True when the caller is a user whose account is gone or going (an error path only; false when unsure). */
+async function accountErased(db: Database, principal: Principal | undefined): Promise<boolean> {
+  if (principal?.kind !== 'user') return false;
+  return (await erasedUsers(db, [principal.userId]).catch(() => [])).length > 0;
 }

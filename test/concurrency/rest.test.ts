@@ -26,6 +26,14 @@ beforeAll(async () => {
 afterAll(() => api?.close());
 
 const sql = async (text: string, params: unknown[] = []) => (await api.rt.db.query('test', text, params)).rows;
+
+/** Resolves once some other backend waits for a lock `holder` holds (polled, never a sleep). */
+async function blockedBy(holder: pg.Client): Promise<void> {
+  const pid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+  await expect
+    .poll(async () => (await sql('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]))[0].n, { timeout: 20_000, interval: 20 })
+    .toBeGreaterThan(0);
+}
 const statuses = (answers: { status: number }[]) => [...new Set(answers.map((a) => a.status))].sort();
 
 describe.skipIf(!native)('idempotency under concurrency', () => {
@@ -146,6 +154,36 @@ describe.skipIf(!native)('no lost update', () => {
   });
 });
 
+describe.skipIf(!native)('requests racing DELETE /me', () => {
+  it('should answer 404 problem+json, never 422 or a constraint, when the account goes while a request writes', async () => {
+    const token = await api.token(`racer-${randomUUID().slice(0, 8)}`);
+    const userId = await api.userId(token);
+    const meeting = await api.meeting(token);
+    const outside = new pg.Client({ connectionString: dbUrl });
+    await outside.connect();
+    try {
+      // Erasure's order: the user row locked, then the rows deleted. The requests were
+      // authenticated before; their inserts wait for the user row, then find it gone.
+      await outside.query('BEGIN');
+      await outside.query('SELECT 1 FROM app_user WHERE id = $1 FOR UPDATE', [userId]);
+      const create = api.post(token, '/meetings', { title: 'late', source_type: 'text' });
+      await blockedBy(outside);
+      const task = api.post(token, '/tasks', { content: 'late', meeting_id: meeting });
+      await expect.poll(async () => (await sql('SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = $1', ['Lock']))[0].n).toBeGreaterThan(1);
+      await outside.query('DELETE FROM meeting WHERE user_id = $1', [userId]);
+      await outside.query('DELETE FROM app_user WHERE id = $1', [userId]);
+      await outside.query('COMMIT');
+      for (const res of [await create, await task]) {
+        expect(res.status, res.text).toBe(404);
+        expect(res.headers.get('content-type')).toContain('application/problem+json');
+        expect(res.body.detail).not.toMatch(/_fkey|constraint|app_user|references/);
+      }
+    } finally {
+      await outside.end();
+    }
+  });
+});
+
 describe.skipIf(!native)('serialization failures and deadlocks', () => {
   it('should retry a transaction chosen as a deadlock victim (40P01) and answer 200', async () => {
     const person = await api.person(aliceId);
@@ -157,13 +195,15 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
     try {
       const [{ deadlocks: before }] = (await outside.query('SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()')).rows;
       const retriesBefore = api.rt.db.retries;
+      // This session checks for deadlocks last, so the API's transaction is always the victim.
+      await outside.query(`SET deadlock_timeout = '60s'`);
       await outside.query('BEGIN');
       await outside.query('SELECT 1 FROM person WHERE id = $1 FOR UPDATE', [person]);
       // The assignment locks the meeting, then waits for the person this transaction holds…
       const assign = api.request('POST', `/meetings/${m}/speaker-labels`, { token: alice, body: { speaker_label: 'S0', person_id: person }, headers: { 'idempotency-key': randomUUID() } });
-      await new Promise((r) => setTimeout(r, 300));
-      // …and this one now waits for the meeting: a cycle. The assignment waited longer, so its
-      // deadlock check runs first and it is the victim; its retry then waits for us.
+      await blockedBy(outside);
+      // …and this one now waits for the meeting: a cycle. The assignment's deadlock check runs
+      // first (1 s against 60 s), so it is the victim; its retry then waits for us.
       const outsideWaits = outside.query('SELECT 1 FROM meeting WHERE id = $1 FOR UPDATE', [m]);
       await outsideWaits;
       await outside.query('COMMIT');
