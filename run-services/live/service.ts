@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { createCoordination, type Coordination } from '@mi/lib/coordination';
 import { OWNER_HEARTBEAT_SECONDS, OWNER_STALE_SECONDS } from '@mi/lib/domain/recordings';
+import { erasedUsers } from '@mi/lib/domain/erasure';
 import { findOrCreateUser } from '@mi/lib/domain/users';
 import { outboxBacklog, type StoredEvent } from '@mi/lib/events';
 import type { BusMessage } from '@mi/lib/bus';
@@ -136,6 +137,10 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
 
   async function catchUp(): Promise<void> {
     if (!byUser.size) return;
+    // An erased account's connections close wherever they are: every instance asks the database.
+    for (const userId of await erasedUsers(rt.db, [...byUser.keys()]).catch(() => [])) {
+      for (const conn of byUser.get(userId) ?? []) conn.close(CloseCode.accountErased, 'the account was erased');
+    }
     const latest = await latestSeqs(rt.db, [...byUser.keys()]).catch(() => null);
     for (const [userId, seq] of latest ?? []) for (const conn of byUser.get(userId) ?? []) conn.stream?.catchUp(seq);
   }
