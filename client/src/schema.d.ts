@@ -769,7 +769,7 @@ export interface paths {
         };
         /**
          * The transcript as a WebVTT, SRT, plain-text or JSON file
-         * @description Segments by start_ms, each with its speaker's name: the assigned person's display_name, else the speaker label. WebVTT cues carry the name as a voice span (`<v Name>`), SRT and text lines as `Name: `. A segment without an end lasts until the next one starts. At most 100000 segments (413 beyond).
+         * @description Segments by start_ms, each with its speaker's name: the assigned person's display_name, else the speaker label. WebVTT cues carry the name as a voice span (`<v Name>`), SRT and text lines as `Name: `. A segment without an end lasts until the next one starts. In every format names and texts are flattened to one line (control characters become one space, `-->` becomes `->`): one cue per segment. At most 100000 segments (413 beyond).
          */
         get: operations["exportTranscription"];
         put?: never;
@@ -787,7 +787,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a transcript segment
+         * @description For the meeting owner, with an ETag for a later conditional PATCH. Other users' segments and those of a deleted meeting answer 404.
+         */
+        get: operations["getTranscriptSegment"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2968,6 +2972,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
             };
             path: {
                 id: string;
@@ -3021,6 +3027,15 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3466,6 +3481,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
             };
             path: {
                 id: string;
@@ -3519,6 +3536,15 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4559,6 +4585,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
             };
             path: {
                 id: string;
@@ -4612,6 +4640,15 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5816,6 +5853,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
             };
             path: {
                 id: string;
@@ -5869,6 +5908,15 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8681,7 +8729,7 @@ export interface operations {
             };
         };
     };
-    updateTranscriptSegment: {
+    getTranscriptSegment: {
         parameters: {
             query?: never;
             header?: {
@@ -8693,15 +8741,13 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["PatchTranscriptSegment"];
-            };
-        };
+        requestBody?: never;
         responses: {
-            /** @description the full segment */
+            /** @description the segment */
             200: {
                 headers: {
+                    /** @description strong entity tag of the record; send it as If-Match to PATCH only if unchanged */
+                    etag: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8746,6 +8792,120 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateTranscriptSegment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchTranscriptSegment"];
+            };
+        };
+        responses: {
+            /** @description the full segment */
+            200: {
+                headers: {
+                    /** @description strong entity tag of the record; send it as If-Match to PATCH only if unchanged */
+                    etag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TranscriptSegment"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description segment not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
