@@ -7,6 +7,9 @@
 
 export type Range = [number, number];
 
+/** Missing ranges a take may have below its highest frame, live or through gap uploads (decisions.md sections 6, 7). */
+export const MAX_MISSING_RANGES = 64;
+
 export class RangeSet {
   private r: Range[] = [];
 

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/pool';
 import { DomainError } from '../errors';
 import type { ObjectStore } from '../storage';
+import { MAX_MISSING_RANGES, type Range } from './coverage';
 import type { Coverage, ManifestRow } from './manifest';
 import { CAPTURE_OPEN, type Recording } from './recordings';
 
@@ -45,6 +46,22 @@ export function assertAcceptsGaps(rec: Recording, now = new Date()): void {
   if (rec.state !== 'stopped') throw new DomainError('gone', `audio_version ${rec.audio_version} is ${rec.state}; gap uploads are closed`);
   if (rec.gap_upload_deadline && Date.parse(rec.gap_upload_deadline) <= now.getTime()) {
     throw new DomainError('gone', `the gap upload deadline (${rec.gap_upload_deadline}) has passed`);
+  }
+}
+
+/**
+ * 422 too_many_gaps when storing frames start..end would leave the take more than
+ * MAX_MISSING_RANGES missing ranges (and more than it has): a range past the highest frame with
+ * a gap, or inside a missing range away from its ends, opens one. Uploads in sequence order never do.
+ */
+export function assertGapsBounded(before: Pick<Coverage, 'missing_ranges' | 'highest_sequence'>, start: number, end: number): void {
+  const after: Range[] = before.missing_ranges.flatMap(([a, b]): Range[] => [[a, Math.min(b, start - 1)], [Math.max(a, end + 1), b]]).filter(([a, b]) => a <= b);
+  if (start > before.highest_sequence + 1) after.push([before.highest_sequence + 1, start - 1]);
+  if (after.length > Math.max(MAX_MISSING_RANGES, before.missing_ranges.length)) {
+    throw new DomainError(
+      'too_many_gaps',
+      `storing frames ${start}-${end} would leave the take ${after.length} missing ranges (at most ${MAX_MISSING_RANGES}); nothing was stored: upload the missing ranges in sequence order`,
+    );
   }
 }
 

@@ -15,7 +15,7 @@ import {
   type FinalizeDeps,
   type RecordingFinalized,
 } from '../domain/finalize';
-import { assertAcceptsGaps, FRAME_MS, gapObjectName, gapObjectReferenced, sameBytes, sha256Hex, type GapResult, type GapUpload } from '../domain/gap-recovery';
+import { assertAcceptsGaps, assertGapsBounded, FRAME_MS, gapObjectName, gapObjectReferenced, sameBytes, sha256Hex, type GapResult, type GapUpload } from '../domain/gap-recovery';
 import type { Coverage } from '../domain/coverage';
 import { coverage, insertManifestRow, overlappingRows } from '../domain/manifest';
 import { getMeeting } from '../domain/meetings';
@@ -153,6 +153,7 @@ const storeGapRange =
       const ranges = overlaps.map((r) => `${r.start_sequence}-${r.end_sequence}`).join(', ');
       throw new DomainError('already_exists', `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; upload only the missing ranges`);
     }
+    assertGapsBounded(await coverage(tx, up.meetingId, up.audioVersion), up.start, up.end);
     await insertManifestRow(tx, {
       meeting_id: up.meetingId,
       audio_version: up.audioVersion,
