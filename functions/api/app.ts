@@ -7,7 +7,7 @@ import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { routePath } from 'hono/route';
-import type { Database } from '@mi/lib/db/pool';
+import { notReady, type Database } from '@mi/lib/db/pool';
 import { erasedUsers } from '@mi/lib/domain/erasure';
 import { DomainError } from '@mi/lib/errors';
 import { StorageUnavailableError } from '@mi/lib/storage';
@@ -112,7 +112,12 @@ export function createApp(deps: AppDeps) {
     return problemResponse(c, mapped);
   });
 
+  // Liveness: the process serves. Readiness: it can serve requests, i.e. the database answers.
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    const problem = await notReady(deps.db);
+    return problem ? problemResponse(c, problem) : c.json({ status: 'ok' });
+  });
   registerRoutes(app);
   registerDocs(app, deps);
 

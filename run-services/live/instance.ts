@@ -1,4 +1,4 @@
-// One live instance on the port: /healthz and the /ws WebSocket. Run by server.ts, either alone
+// One live instance on the port: /healthz (liveness), /readyz (the database answers) and the /ws WebSocket. Run by server.ts, either alone
 // (LIVE_WORKERS=1) or as one of its node:cluster workers, which share the port. On SIGTERM
 // (Cloud Run gives 10 s; the primary forwards it) it flushes every buffer, advises clients to
 // reconnect (1012), releases leases, presence and its subscription, and exits within 8 s.
@@ -8,6 +8,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '@mi/lib/config';
 import { openDatabase } from '@mi/lib/db/open';
+import { notReady } from '@mi/lib/db/pool';
+import { PROBLEM_CONTENT_TYPE, toProblem } from '@mi/functions/api/problem';
 import type { Logger } from '@mi/lib/log';
 import { createRuntime } from '@mi/lib/runtime';
 import { createLiveService } from './service';
@@ -29,11 +31,19 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
       res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ok ? 'ok' : 'unavailable' }));
       return;
     }
+    if (req.method === 'GET' && path === '/readyz') {
+      void notReady(rt.db).then((err) => {
+        if (!err) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok' }));
+        const { problem, headers } = toProblem(err);
+        res.writeHead(problem.status, { 'content-type': PROBLEM_CONTENT_TYPE, ...headers }).end(JSON.stringify(problem));
+      });
+      return;
+    }
     if (req.method === 'GET' && path === '/asyncapi.json') {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(asyncApiDocument({ host: req.headers.host ?? 'localhost', protocol: 'wss' })));
       return;
     }
-    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 404, detail: 'only /ws, /healthz and /asyncapi.json live here' }));
+    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 404, detail: 'only /ws, /healthz, /readyz and /asyncapi.json live here' }));
   });
   server.on('upgrade', (req, socket, head) => {
     if (new URL(req.url ?? '/', 'http://live').pathname === '/ws') live.handleUpgrade(req, socket, head);
