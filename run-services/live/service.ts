@@ -169,7 +169,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       conn.clientId = hello.client_id;
       conn.trace = traceOf(hello) ?? conn.trace;
       conn.ready = true;
-      conn.stream = new EventStream(rt.db, userId, hello.client_id, conn, log);
+      conn.stream = new EventStream(rt.db, userId, hello.client_id, conn, log, config.LIVE_REPLAY_MAX_EVENTS);
       conn.send({ type: 'ready', connection_id: conn.id });
       void conn.stream.start(hello.last_seq);
       if (!byUser.has(userId)) byUser.set(userId, new Set());
