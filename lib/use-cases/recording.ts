@@ -129,6 +129,8 @@ const storeGapRange =
   (store: ObjectStore): UseCase<GapUpload & { sha: string; stored: StoredObject; objectName: string }, { status: 200 | 201; result: GapResult; objectName: string }> =>
   async (ctx, up) => {
     const { tx } = ctx;
+    // The take's lock: one upload of a range at a time, so one is stored (201) and the rest see it (200).
+    // guard: gap-upload-take-lock | remove: , { forUpdate: true } | test: test/concurrency/rest.test.ts :: same upload arrives 20 times at once
     const rec = await getRecording(tx, up.meetingId, up.audioVersion, { forUpdate: true });
     if (!rec) throw new DomainError('not_found', `recording audio_version ${up.audioVersion} not found`);
     assertAcceptsGaps(rec);
