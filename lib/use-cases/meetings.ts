@@ -22,7 +22,6 @@ export const createMeeting: UseCase<meetings.MeetingInput, Meeting> = async (ctx
 };
 
 export const updateMeeting: UseCase<{ id: string; patch: meetings.MeetingPatch; precondition?: Precondition }, Meeting> = async (ctx, { id, patch, precondition }) => {
-  // guard: etag-check-for-update | remove: , { forUpdate: true } | test: test/api/etag.test.ts :: should let only one of two concurrent writers holding the same ETag win
   await checkPrecondition(precondition, () => meetings.getMeeting(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const meeting = await meetings.updateMeeting(ctx.tx, ctx.actor, id, patch);
   if (!meeting) throw notFound('meeting');
