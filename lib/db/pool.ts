@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { withTimeout } from '../async';
 import { DomainError } from '../errors';
-import { instruments, watchPool } from '../metrics';
+import { instruments, watchPool } from '../telemetry/metrics';
 
 // Return bigint (int8) and numeric as JS numbers: sequences, byte counts and decimals of this
 // domain stay far below 2^53, and the API speaks JSON numbers.

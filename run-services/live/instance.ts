@@ -10,8 +10,8 @@ import type { Config } from '@mi/lib/config';
 import { openDatabase } from '@mi/lib/db/open';
 import { notReady } from '@mi/lib/db/pool';
 import { PROBLEM_CONTENT_TYPE, toProblem } from '@mi/functions/api/problem';
-import type { Logger } from '@mi/lib/log';
-import { createRuntime } from '@mi/lib/runtime';
+import type { Logger } from '@mi/lib/telemetry/log';
+import { createRuntime } from '@mi/lib/adapters/runtime';
 import { createLiveService } from './service';
 
 export const EXIT_DEADLINE_MS = 8_000;
