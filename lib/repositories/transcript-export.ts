@@ -29,7 +29,7 @@ export async function exportLines(q: Queryable, transcriptionId: string): Promis
     [transcriptionId, EXPORT_MAX_SEGMENTS + 1],
   );
   if (rows.length > EXPORT_MAX_SEGMENTS) throw new DomainError('payload_too_large', `a transcript of more than ${EXPORT_MAX_SEGMENTS} segments cannot be exported at once`);
-  return rows.map((l) => ({ ...l, speaker: flatten(l.speaker), text: flatten(l.text) }));
+  return rows.map((l) => ({ ...l, speaker: flatten(l.speaker), speaker_label: l.speaker_label && flatten(l.speaker_label), text: flatten(l.text) }));
 }
 
 export const EXPORT_CONTENT_TYPES: Record<ExportFormat, string> = {

@@ -109,7 +109,8 @@ describe('GET /transcriptions/{id}/export', () => {
     const vtt = parseVtt((await exportAs('vtt', alice, t)).text);
     expect(vtt.errors).toEqual([]);
     expect(vtt.cues.map((c: any) => [c.tree.children[0].value, c.tree.children[0].children.map((x: any) => x.value).join('')])).toEqual([
-      [`Mallory${flat}`, `a b c${flat}`],
+      // The voice annotation comes back as written (escaped), the cue text decoded.
+      [`Mallory${flat.replace('>', '&gt;')}`, `a b c${flat}`],
       ['S1', 'fine'],
     ]);
     const srt = new SrtParser().fromSrt((await exportAs('srt', alice, t)).text);
@@ -117,7 +118,7 @@ describe('GET /transcriptions/{id}/export', () => {
     const txt = (await exportAs('txt', alice, t)).text;
     expect(txt).toBe(`[00:00:00] Mallory${flat}: a b c${flat}\n[00:00:01] S1: fine\n`);
     const json = (await exportAs('json', alice, t)).body;
-    expect(json.segments.map((s: any) => [s.speaker, s.text])).toEqual([[`Mallory${flat}`, `a b c${flat}`], ['S1', 'fine']]);
+    expect(json.segments.map((s: any) => [s.speaker, s.speaker_label, s.text])).toEqual([[`Mallory${flat}`, `Mallory${flat}`, `a b c${flat}`], ['S1', 'S1', 'fine']]);
   });
 
   it('should export an empty transcription as an empty file of its format', async () => {
