@@ -19,7 +19,11 @@ export async function setAudioFile(q: Queryable, meetingId: string, storagePath:
   // two first uploads would each see none (both 201, the loser's object never deleted).
   // guard: audio-upload-meeting-lock | remove: FOR UPDATE | test: test/api/audio.test.ts :: concurrent first uploads
   await q.query('audio_file.lock', 'SELECT 1 FROM meeting WHERE id = $1 FOR UPDATE', [meetingId]);
-  const { rows: before } = await q.query<{ storage_path: string }>('audio_file.previous', 'SELECT storage_path FROM meeting_audio_file WHERE meeting_id = $1', [meetingId]);
+  const { rows: before } = await q.query<{ storage_path: string }>(
+    'audio_file.previous',
+    'SELECT storage_path FROM meeting_audio_file WHERE meeting_id = $1',
+    [meetingId],
+  );
   const { rows } = await q.query<AudioFile>(
     'audio_file.upsert',
     `INSERT INTO meeting_audio_file (meeting_id, storage_path) VALUES ($1, $2)
