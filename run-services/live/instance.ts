@@ -1,4 +1,5 @@
-// One live instance on the port: /healthz (liveness), /readyz (the database answers) and the /ws WebSocket. Run by server.ts, either alone
+// One live instance on the port: /healthz (liveness), /readyz (serving and the database answers), the /ws WebSocket
+// and the published documents. Run by server.ts, either alone
 // (LIVE_WORKERS=1) or as one of its node:cluster workers, which share the port. On SIGTERM
 // (Cloud Run gives 10 s; the primary forwards it) it flushes every buffer, advises clients to
 // reconnect (1012), releases leases, presence and its subscription, and exits within 8 s.
@@ -9,8 +10,10 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '@mi/lib/config';
 import { openDatabase } from '@mi/lib/db/open';
 import { notReady } from '@mi/lib/db/pool';
+import { DomainError } from '@mi/lib/errors';
 import { PROBLEM_CONTENT_TYPE, toProblem } from '@mi/functions/api/problem';
 import type { Logger } from '@mi/lib/telemetry/log';
+import { mlContractDocuments } from '@mi/lib/ml/documents';
 import { createRuntime } from '@mi/lib/adapters/runtime';
 import { createLiveService } from './service';
 
@@ -24,6 +27,7 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
   const live = createLiveService(rt);
   await live.start();
 
+  const mlDocuments = mlContractDocuments();
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://live').pathname;
     if (req.method === 'GET' && path === '/healthz') {
@@ -32,7 +36,9 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
       return;
     }
     if (req.method === 'GET' && path === '/readyz') {
-      void notReady(rt.db).then((err) => {
+      // Ready: accepting connections (not starting or draining) and the database answers.
+      const draining = live.accepting ? null : new DomainError('unavailable', 'not accepting connections', undefined, 1);
+      void (draining ? Promise.resolve(draining) : notReady(rt.db)).then((err) => {
         if (!err) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok' }));
         const { problem, headers } = toProblem(err);
         res.writeHead(problem.status, { 'content-type': PROBLEM_CONTENT_TYPE, ...headers }).end(JSON.stringify(problem));
@@ -43,7 +49,10 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(asyncApiDocument({ host: req.headers.host ?? 'localhost', protocol: 'wss' })));
       return;
     }
-    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 404, detail: 'only /ws, /healthz, /readyz and /asyncapi.json live here' }));
+    const mlDocument = req.method === 'GET' ? mlDocuments[path] : undefined;
+    if (mlDocument) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(mlDocument));
+    const detail = `only /ws, /healthz, /readyz, /asyncapi.json and ${Object.keys(mlDocuments).join(', ')} live here`;
+    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 404, detail }));
   });
   server.on('upgrade', (req, socket, head) => {
     if (new URL(req.url ?? '/', 'http://live').pathname === '/ws') live.handleUpgrade(req, socket, head);
