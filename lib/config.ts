@@ -83,6 +83,8 @@ export const configSchema = z.object({
   // Live service
   LIVE_CONNECTION_LIFETIME_SECONDS: int(3300, 1),
   LIVE_MAX_CONNECTIONS_PER_USER: int(20, 1),
+  /** A hello further behind than this many events gets ResyncRequired too_far_behind, not a replay. */
+  LIVE_REPLAY_MAX_EVENTS: int(5_000, 1),
   // A take's frames go to the ML service together this often (one socket write); 0: each at once.
   LIVE_ML_FORWARD_MS: int(300).pipe(z.number().max(2000)),
   LIVE_MAX_FRAME_BYTES: int(65_536, 16),

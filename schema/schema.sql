@@ -24,8 +24,10 @@ CREATE TABLE app_user (
   updated_at timestamptz NOT NULL DEFAULT now(),
   CONSTRAINT app_user_identity_id_key UNIQUE (identity_id)
 );
--- Email is unique case-insensitively (ALICE@example.test is alice@example.test).
-CREATE UNIQUE INDEX app_user_email_key ON app_user (lower(email));
+-- guard: user-email-unique | remove: UNIQUE | test: test/security/identities.test.ts :: a look-alike is 409
+-- Email is unique NFKC-normalised, trimmed and case-insensitively: ALICE@example.test, a
+-- full-width ａｌｉｃｅ@example.test and "alice@example.test " are alice@example.test.
+CREATE UNIQUE INDEX app_user_email_key ON app_user (lower(btrim(normalize(email, NFKC))));
 
 CREATE TABLE person (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -380,9 +382,11 @@ CREATE TABLE idempotency_record (
   response_headers jsonb,
   -- The first response's exact body: a replay sends these bytes, not a re-serialisation.
   response_raw text,
+  -- One claim per key: the idempotency middleware's insert gets through once.
+  -- guard: idempotency-claim | remove: PRIMARY KEY (principal, key), | test: test/concurrency/rest.test.ts :: one effect for one Idempotency-Key fired 20 times
+  PRIMARY KEY (principal, key),
   created_at timestamptz NOT NULL DEFAULT now(),
-  expires_at timestamptz NOT NULL,
-  PRIMARY KEY (principal, key)
+  expires_at timestamptz NOT NULL
 );
 CREATE INDEX idempotency_record_expires_at_idx ON idempotency_record (expires_at);
 

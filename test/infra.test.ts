@@ -455,6 +455,15 @@ describe('cloudbuild.yaml', () => {
     expect(steps[ids.indexOf('test')].name).toMatch(/google-cloud-cli:emulators$/);
   });
 
+  it('runs the tests on native PostgreSQL as CI does, and the guards', () => {
+    const script = steps[ids.indexOf('test')].args.join('\n');
+    const ci = readFileSync(join(root, '.ci/run'), 'utf8');
+    for (const line of ['bash schema/install-native.sh', 'TEST_DATABASE=native npm test', 'npm run test:guards']) {
+      expect(ci).toContain(line);
+      expect(script).toContain(line);
+    }
+  });
+
   it('uses exactly the substitutions it defines or Terraform provides', () => {
     const text = readFileSync(join(root, 'cloudbuild.yaml'), 'utf8').replace(/^\s*#.*$/gm, '');
     const used = new Set([...text.matchAll(/\$\{(_[A-Z0-9_]+)\}/g)].map((m) => m[1]));

@@ -769,7 +769,7 @@ export interface paths {
         };
         /**
          * The transcript as a WebVTT, SRT, plain-text or JSON file
-         * @description Segments by start_ms, each with its speaker's name: the assigned person's display_name, else the speaker label. WebVTT cues carry the name as a voice span (`<v Name>`), SRT and text lines as `Name: `. A segment without an end lasts until the next one starts. At most 100000 segments (413 beyond).
+         * @description Segments by start_ms, each with its speaker's name: the assigned person's display_name, else the speaker label. WebVTT cues carry the name as a voice span (`<v Name>`), SRT and text lines as `Name: `. A segment without an end lasts until the next one starts. In every format names and texts are flattened to one line (control characters become one space, `-->` becomes `->`): one cue per segment. At most 100000 segments (413 beyond).
          */
         get: operations["exportTranscription"];
         put?: never;
@@ -787,7 +787,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a transcript segment
+         * @description For the meeting owner, with an ETag for a later conditional PATCH. Other users' segments and those of a deleted meeting answer 404.
+         */
+        get: operations["getTranscriptSegment"];
         put?: never;
         post?: never;
         delete?: never;
@@ -978,7 +982,7 @@ export interface paths {
         get?: never;
         /**
          * Upload missing frames of a stopped take (gap recovery)
-         * @description The body is the raw bytes of frames start_sequence..end_sequence (inclusive), in order, without the 8-byte sequence headers. Accepted while the take is `stopped` and before its gap_upload_deadline. While capture is still open (recording/stopping) the frames belong on the WebSocket: 409. Once the take is finalizing/finalized or past the deadline: 410. Optional `Content-Digest: sha-256=:<base64>:` (RFC 9530) is checked (422 on mismatch). The identical range with the same bytes answers 200 (idempotent); a range overlapping stored frames otherwise is 409. The range must end below the take's ceiling, max_duration_seconds × 10 frames (422 sequence_out_of_range). A pcm_s16le body is exactly (end − start + 1) × sample_rate / 10 × 2 bytes, a webm_opus body at least a byte per frame (422 otherwise). Bodies above RECORDING_MAX_CHUNK_BYTES are refused with 413.
+         * @description The body is the raw bytes of frames start_sequence..end_sequence (inclusive), in order, without the 8-byte sequence headers. Accepted while the take is `stopped` and before its gap_upload_deadline. While capture is still open (recording/stopping) the frames belong on the WebSocket: 409. Once the take is finalizing/finalized or past the deadline: 410. Optional `Content-Digest: sha-256=:<base64>:` (RFC 9530) is checked (422 on mismatch). The identical range with the same bytes answers 200 (idempotent); a range overlapping stored frames otherwise is 409. An upload that would leave the take more than 64 missing ranges (past the highest frame with a gap, or splitting a missing range) is 422 `too_many_gaps` and stores nothing; uploading in sequence order never meets it. The range must end below the take's ceiling, max_duration_seconds × 10 frames (422 sequence_out_of_range). A pcm_s16le body is exactly (end − start + 1) × sample_rate / 10 × 2 bytes, a webm_opus body at least a byte per frame (422 otherwise). Bodies above RECORDING_MAX_CHUNK_BYTES are refused with 413.
          */
         put: operations["uploadRecordingGap"];
         post?: never;
@@ -3189,6 +3193,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
             };
             path: {
                 id: string;
@@ -3242,6 +3248,15 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3687,6 +3702,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
             };
             path: {
                 id: string;
@@ -3740,6 +3757,15 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4780,6 +4806,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
             };
             path: {
                 id: string;
@@ -4833,6 +4861,15 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6037,6 +6074,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
             };
             path: {
                 id: string;
@@ -6090,6 +6129,15 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8913,7 +8961,7 @@ export interface operations {
             };
         };
     };
-    updateTranscriptSegment: {
+    getTranscriptSegment: {
         parameters: {
             query?: never;
             header?: {
@@ -8925,15 +8973,13 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["PatchTranscriptSegment"];
-            };
-        };
+        requestBody?: never;
         responses: {
-            /** @description the full segment */
+            /** @description the segment */
             200: {
                 headers: {
+                    /** @description strong entity tag of the record; send it as If-Match to PATCH only if unchanged */
+                    etag: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8978,6 +9024,120 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateTranscriptSegment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchTranscriptSegment"];
+            };
+        };
+        responses: {
+            /** @description the full segment */
+            200: {
+                headers: {
+                    /** @description strong entity tag of the record; send it as If-Match to PATCH only if unchanged */
+                    etag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TranscriptSegment"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description segment not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };

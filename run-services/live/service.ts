@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
 import { OWNER_HEARTBEAT_SECONDS, OWNER_STALE_SECONDS } from '@mi/lib/repositories/recordings';
+import { erasedUsers } from '@mi/lib/repositories/erasure';
 import { findOrCreateUser } from '@mi/lib/repositories/users';
 import { outboxBacklog, type StoredEvent } from '@mi/lib/events/outbox';
 import type { BusMessage } from '@mi/lib/adapters/bus';
@@ -140,6 +141,10 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
 
   async function catchUp(): Promise<void> {
     if (!byUser.size) return;
+    // An erased account's connections close wherever they are: every instance asks the database.
+    for (const userId of await erasedUsers(rt.db, [...byUser.keys()]).catch(() => [])) {
+      for (const conn of byUser.get(userId) ?? []) conn.close(CloseCode.accountErased, 'the account was erased');
+    }
     const latest = await latestSeqs(rt.db, [...byUser.keys()]).catch(() => null);
     for (const [userId, seq] of latest ?? []) for (const conn of byUser.get(userId) ?? []) conn.stream?.catchUp(seq);
   }
@@ -171,7 +176,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       conn.log = conn.log.child({ user_id: userId, ...(helloTrace && { trace_id: traceIdOf(helloTrace) }) });
       conn.log.info({ client_id: hello.client_id, last_seq: hello.last_seq ?? null }, 'hello');
       conn.ready = true;
-      conn.stream = new EventStream(rt.db, userId, hello.client_id, conn, log);
+      conn.stream = new EventStream(rt.db, userId, hello.client_id, conn, log, config.LIVE_REPLAY_MAX_EVENTS);
       conn.send({ type: 'ready', connection_id: conn.id });
       void conn.stream.start(hello.last_seq);
       if (!byUser.has(userId)) byUser.set(userId, new Set());

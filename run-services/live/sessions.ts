@@ -9,7 +9,8 @@ import { getRecording, recordingLeaseKey, touchOwnedTakes, type Recording } from
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import type { Connection } from './connection';
 import { FRAME_HEADER_BYTES, frameSequence, INT4_MAX, traceOf, type ErrorCode, type ResumeCommand, type StartCommand, type StopCommand } from './protocol';
-import { MAX_MISSING_RANGES, Recorder, type RecorderHost, type Take } from './recorder';
+import { MAX_MISSING_RANGES } from '@mi/lib/domain/coverage';
+import { Recorder, type RecorderHost, type Take } from './recorder';
 import { SegmentCommitter } from './segments';
 import type { UnitOfWorkDeps } from '@mi/lib/use-cases/unit-of-work';
 import { claimTake, startTake } from '@mi/lib/use-cases/recording';
