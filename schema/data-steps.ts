@@ -71,12 +71,13 @@ export async function runDataSteps(client: pg.Client, batch = DATA_STEP_BATCH): 
   };
   let after = '00000000-0000-0000-0000-000000000000';
   for (;;) {
-    const { rows } = await client.query<{ last: string | null }>(
-      'SELECT max(id)::text AS last FROM (SELECT id FROM transcript_segment WHERE id > $1 ORDER BY id LIMIT $2) b',
+    const { rows } = await client.query<{ last: string }>(
+      `SELECT id::text AS last FROM (SELECT id FROM transcript_segment WHERE id > $1 ORDER BY id LIMIT $2) b
+       ORDER BY id DESC LIMIT 1`,
       [after, batch],
     );
-    const last = rows[0].last;
-    if (last === null) break;
+    const last = rows[0]?.last;
+    if (!last) break;
     for (const step of SEGMENT_STEPS) count(step.name, (await client.query(step.sql, [after, last])).rowCount ?? 0);
     after = last;
   }
