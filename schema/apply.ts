@@ -1,9 +1,10 @@
 // `npm run db:apply [--dry-run] [--allow-destructive]`: bring a database to the state of
 // schema/schema.sql while the service runs on it. The target state is loaded into a scratch
-// in-memory PGlite, migra diffs the live database against it, and the plan is applied (see
+// database (see scratchDatabase), migra diffs the live database against it, and the plan is applied (see
 // applySchema). Statements that can lose data are refused unless allowed; data that a new
 // constraint would reject is named before anything is applied. Target: DATABASE_URL, else the local stack's
 // file-backed PGlite under DATA_DIR/pg, refused while `npm start` holds DATA_DIR (its lock file).
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -11,7 +12,7 @@ import pg from 'pg';
 import { createClient } from '@pgkit/client';
 import { run as migra } from '@pgkit/migra';
 import { lockDataDir } from '../lib/data-dir-lock';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded';
+import { startEmbeddedPostgres } from '../lib/db/embedded';
 import { runDataSteps } from './data-steps';
 import { destructiveStatements, type ColumnTypes } from './destructive';
 import { dropInvalidIndexes, rewritesTable, runOnline, splitOnline, withLockRetry } from './online';
@@ -105,29 +106,51 @@ async function isEmpty(client: pg.Client): Promise<boolean> {
 
 /** The statements that take the live database to schema.sql, in migra's order. */
 async function plan(liveClient: pg.Client, liveUrl: string, schemaSql: string): Promise<string[]> {
-  const scratch = await startEmbeddedPostgres();
+  const scratch = await scratchDatabase(liveClient, liveUrl);
   // pg-promise warns about a second client for one URL; these are short-lived and ours.
   const clientOptions = { pgpOptions: { initialize: { noWarnings: true } } };
   const live = createClient(liveUrl, clientOptions);
   const desired = createClient(scratch.url, clientOptions);
+  const desiredClient = new pg.Client({ connectionString: scratch.url });
   try {
-    await scratch.db.exec(schemaSql);
+    await desiredClient.connect();
+    await desiredClient.query(schemaSql);
     // unsafe: let migra emit drops; this tool decides what is destructive itself.
     // ignoreExtensionVersions: pgvector in PGlite and on Cloud SQL differ in version only.
     const migration = await migra(live, desired, { unsafe: true, schema: 'public', ignoreExtensionVersions: true });
     const statements = migration.statements.array.map((s) => s.trim()).filter(Boolean);
-    return [...statements, ...(await storageParameterStatements(liveClient, scratch.db))];
+    return [...statements, ...(await storageParameterStatements(liveClient, desiredClient))];
   } finally {
-    await Promise.allSettled([live.end(), desired.end()]);
+    await Promise.allSettled([live.end(), desired.end(), desiredClient.end()]);
     await scratch.stop();
   }
+}
+
+/**
+ * Where schema.sql is loaded to be diffed against: a throwaway database on the target's own
+ * server when it lets us create one (milliseconds, and the server's own pgvector), else an
+ * in-memory PGlite (seconds to boot; a role without CREATEDB, or the embedded target).
+ */
+async function scratchDatabase(live: pg.Client, liveUrl: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const name = `mi_apply_scratch_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  const created = await live.query(`CREATE DATABASE ${name}`).then(
+    () => true,
+    () => false,
+  );
+  if (!created) {
+    const embedded = await startEmbeddedPostgres();
+    return { url: embedded.url, stop: () => embedded.stop() };
+  }
+  const url = new URL(liveUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), stop: async () => void (await live.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)) };
 }
 
 const TABLE_OPTIONS = `SELECT relname AS name, coalesce(reloptions, '{}') AS options FROM pg_class
   WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p') ORDER BY relname`;
 
 /** migra ignores tables' storage parameters (fillfactor); these bring them to schema.sql's. */
-async function storageParameterStatements(live: pg.Client, desired: EmbeddedPostgres['db']): Promise<string[]> {
+async function storageParameterStatements(live: pg.Client, desired: pg.Client): Promise<string[]> {
   type Row = { name: string; options: string[] };
   const current = new Map((await live.query<Row>(TABLE_OPTIONS)).rows.map((r) => [r.name, r.options]));
   const key = (option: string) => option.split('=')[0];
