@@ -51,9 +51,10 @@ export class DestructiveChangeError extends Error {
 
 /**
  * Brings the database at targetUrl to schema.sql, in this order: the preflight (the data against
- * the constraints the plan adds), one transaction with the plan's changes (retried when it waits
- * too long for a lock, so that it never queues the service's writers behind it for long), the
- * index builds and drops on large tables CONCURRENTLY outside it, then the data steps in batches.
+ * the constraints the plan adds), the plan's changes in one transaction (a rewrite of a large
+ * table in one of its own; each retried when it waits too long for a lock, so that it never
+ * queues the service's writers behind it for long), the index builds and drops on large tables
+ * CONCURRENTLY outside them (schema/online.ts), then the data steps in batches.
  * An empty database (nothing in schema public but extensions) gets schema.sql itself, which is
  * what the diff would produce anyway, in a fraction of the time: every test database starts so.
  */
@@ -71,11 +72,14 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     // An index a CONCURRENTLY build left invalid (a run cut short) looks current to the diff.
     if (!opts.dryRun) await dropInvalidIndexes(target, log);
     const diff = await plan(target, targetUrl, schemaSql);
-    const { transaction, online } = await splitOnline(target, diff, opts.onlineRows ?? 10_000);
-    const statements = [...transaction, ...online];
+    const { transactions, online } = await splitOnline(target, diff, opts.onlineRows ?? 10_000);
+    const statements = [...transactions.flat(), ...online];
     const destructive = destructiveStatements(statements, await columnTypes(target));
     const rewrites = new Set(statements.filter(rewritesTable));
-    for (const s of transaction) log(destructive.includes(s) ? `-- DESTRUCTIVE\n${s}` : rewrites.has(s) ? `-- REWRITES THE TABLE\n${s}` : s);
+    transactions.forEach((group, i) => {
+      if (transactions.length > 1) log(`-- transaction ${i + 1} of ${transactions.length}`);
+      for (const s of group) log(destructive.includes(s) ? `-- DESTRUCTIVE\n${s}` : rewrites.has(s) ? `-- REWRITES THE TABLE\n${s}` : s);
+    });
     if (online.length) log(`-- online, outside the transaction:\n${online.join('\n')}`);
     log(statements.length ? `-- ${statements.length} statement(s)` : '-- schema is up to date');
     if (opts.dryRun) return { statements, applied: false, dataSteps: {} };
@@ -83,7 +87,7 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     const offences = await preflight(target, statements);
     if (offences.length) throw new PreflightError(offences);
     const retry = { timeoutMs: opts.lockTimeoutMs ?? 2000, retries: opts.lockRetries ?? 30, log };
-    if (transaction.length) await withLockRetry(retry, () => inTransaction(target, transaction, retry.timeoutMs));
+    for (const t of transactions) await withLockRetry(retry, () => inTransaction(target, t, retry.timeoutMs));
     for (const s of online) await withLockRetry(retry, () => runOnline(target, s, retry.timeoutMs));
     if (statements.length) log('-- applied');
     const dataSteps = await runDataSteps(target);

@@ -7,20 +7,25 @@ import type pg from 'pg';
 const CREATE_INDEX = /^\s*create\s+(unique\s+)?index\s+(?!concurrently\b)(?:if\s+not\s+exists\s+)?("?[\w$"]+"?)\s+on\s+(?:only\s+)?("?[\w.$"]+)/i;
 const DROP_INDEX = /^\s*drop\s+index\s+(?!concurrently\b)(if\s+exists\s+)?("?[\w.$"]+)\s*;?\s*$/i;
 const VALIDATE = /^\s*alter\s+table\s+(?:only\s+)?("?[\w.$"]+)\s+validate\s+constraint\b/i;
+const ALTER_TABLE = /^\s*alter\s+table\s+(?:only\s+)?("?[\w.$"]+)/i;
 
 const bare = (name: string) => name.replace(/"/g, '').split('.').pop()!;
 
 /**
- * Splits a plan into the statements of its transaction and those run after it, one at a time,
- * outside any transaction: on a table of at least `largeRows` rows, index builds and drops
- * CONCURRENTLY (writers go on; new indexes last, so queries keep an index to use until then) and
- * constraint validations (SHARE UPDATE EXCLUSIVE: writers go on). An index another statement
- * names (a constraint USING INDEX) stays in the transaction.
+ * Splits a plan into transactions, run in order, and statements run after them one at a time
+ * outside any transaction. On a table of at least `largeRows` rows, index builds and drops run
+ * CONCURRENTLY (writers go on; new indexes last, so queries keep an index to use until then), and
+ * so do constraint validations (SHARE UPDATE EXCLUSIVE: writers go on); an index another
+ * statement names (a constraint USING INDEX) stays in a transaction. A statement that rewrites a
+ * large table is a transaction of its own, so that its long exclusive lock is on that table alone
+ * and the locks of the rest of the plan are not held for as long. The plan is declarative: an
+ * apply stopped between its transactions is finished by the next apply's diff.
  */
 export async function splitOnline(client: pg.Client, plan: string[], largeRows: number) {
   const sizes = new Map<string, boolean>();
   const isLarge = async (table: string) => {
     const name = bare(table);
+    if (!name) return false;
     if (!sizes.has(name)) {
       const exists = (await client.query('SELECT to_regclass($1) AS t', [`public.${name}`])).rows[0].t !== null;
       const count = `SELECT count(*)::int AS n FROM (SELECT 1 FROM "public"."${name}" LIMIT $1) r`;
@@ -33,7 +38,7 @@ export async function splitOnline(client: pg.Client, plan: string[], largeRows: 
     `SELECT indexname AS name, tablename AS table FROM pg_indexes WHERE schemaname = 'public'`,
   );
   const tableOf = new Map(indexes.map((i) => [i.name, i.table]));
-  const transaction: string[] = [];
+  const transactions: string[][] = [[]];
   const creates: string[] = [];
   const drops = new Map<string, string>();
   const validations: string[] = [];
@@ -48,7 +53,9 @@ export async function splitOnline(client: pg.Client, plan: string[], largeRows: 
       drops.set(bare(drop[2]), `drop index concurrently ${drop[1] ?? ''}${drop[2]};`);
     } else if (validate && (await isLarge(validate[1]))) {
       validations.push(s);
-    } else transaction.push(s);
+    } else if (rewritesTable(s) && (await isLarge(ALTER_TABLE.exec(s)?.[1] ?? ''))) {
+      transactions.push([s], []);
+    } else transactions.at(-1)!.push(s);
   }
   // A drop of an index rebuilt under the same name goes right before its build; other drops last.
   const online: string[] = [];
@@ -58,7 +65,7 @@ export async function splitOnline(client: pg.Client, plan: string[], largeRows: 
     drops.delete(name);
     online.push(c);
   }
-  return { transaction, online: [...online, ...drops.values(), ...validations] };
+  return { transactions: transactions.filter((t) => t.length), online: [...online, ...drops.values(), ...validations] };
 }
 
 /** Runs one statement of the online phase; a build that fails leaves no invalid index behind. */
