@@ -49,7 +49,7 @@ async function seedLarge(db: pg.Client): Promise<void> {
       `INSERT INTO transcript_segment (transcription_id, person_id, speaker_label, text, start_ms, end_ms, feature_vector)
        SELECT c.id, CASE WHEN g % 10 = 0 THEN c.person END, 'S' || (g % 3),
               'line ' || g || ' on the budget, the hiring plan and the quarter ahead', g * 1000, g * 1000 + 900,
-              CASE WHEN g % 100 = 0 THEN (SELECT array_agg(random() - 0.5 + g * 0)::real[] FROM generate_series(1, 192))::vector END
+              CASE WHEN g % 100 = 0 THEN (SELECT array_agg(random() - 0.5 + d * 0 + g * 0)::real[] FROM generate_series(1, 192) d)::vector END
        FROM unnest($1::uuid[], $2::uuid[]) AS c(id, person), generate_series(0, $3 - 1) g`,
       [chunk.map((r) => r.id), chunk.map((r) => r.person), Math.min(SEGMENTS_PER_MEETING, SEGMENTS)],
     );
