@@ -117,7 +117,7 @@ try {
   const applyCpu = process.cpuUsage();
   const url = new URL(database.url);
   url.searchParams.set('application_name', APPLIER);
-  const result = await applySchema(url.toString(), { log: (l) => lines.push(`${((performance.now() - t) / 1000).toFixed(1)} s ${l.split('\n')[0]}`) });
+  const result = await applySchema(url.toString(), { log: (l) => lines.push(`${((performance.now() - t) / 1000).toFixed(1)} s ${l.replace(/\s+/g, ' ').slice(0, 150)}`) });
   const applyMs = performance.now() - t;
   const applyCpuMs = (process.cpuUsage(applyCpu).user + process.cpuUsage(applyCpu).system) / 1000;
   const longest = await watch.stop();
