@@ -1,9 +1,9 @@
 // The data steps on native PostgreSQL: idempotent, and the voice recount interleaved with the
-// service attributing a segment (lib/domain/voice-samples.ts) in a transaction still open.
+// service attributing a segment (lib/repositories/voice-samples.ts) in a transaction still open.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { syncVoiceSamples } from '@mi/lib/domain/voice-samples';
+import { syncVoiceSamples } from '@mi/lib/repositories/voice-samples';
 import { fileDatabase } from '../test/harness';
 import type { TestDatabase } from '../test/support/database';
 import { runDataSteps } from './data-steps';

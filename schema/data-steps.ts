@@ -21,7 +21,7 @@ const SEGMENT_STEPS: SegmentStep[] = [
   },
   {
     // decisions.md section 6: every segment attributed to a person with a non-zero embedding is
-    // one of their voice samples, stored L2-normalised (as lib/domain/voice-samples.ts records it).
+    // one of their voice samples, stored L2-normalised (as lib/repositories/voice-samples.ts records it).
     name: 'voice_sample',
     sql: `INSERT INTO voice_sample (segment_id, person_id, meeting_id, speaker_label, embedding)
           SELECT s.id, s.person_id, t.meeting_id, s.speaker_label, l2_normalize(s.feature_vector)
@@ -43,7 +43,7 @@ const STALE_VOICES = `
                                    OR p.voice_model_status <> 'untrained'))
   ORDER BY p.id`;
 
-// Recounts people from their samples, by the rules of lib/domain/voice-samples.ts. The people are
+// Recounts people from their samples, by the rules of lib/repositories/voice-samples.ts. The people are
 // locked first (in id order, as the service locks them), then read: a sample the service commits
 // meanwhile is either counted here or added to the new sum by the service after this commits.
 const RECOUNT_VOICES = `

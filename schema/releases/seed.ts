@@ -88,7 +88,7 @@ export async function seed(db: pg.Client, release: Release): Promise<Seeded> {
   await db.query(`INSERT INTO transcript_segment (transcription_id, speaker_label, text, start_ms) VALUES ($1, 'B', 'reply', 50)`, [deletedTranscription]);
 
   if (release.voiceSamples) {
-    // Round 3: every sample recorded, the model their running sum (lib/domain/voice-samples.ts).
+    // Round 3: every sample recorded, the model their running sum (lib/repositories/voice-samples.ts).
     await db.query(
       `INSERT INTO voice_sample (segment_id, person_id, meeting_id, speaker_label, embedding)
        SELECT s.id, s.person_id, t.meeting_id, s.speaker_label, l2_normalize(s.feature_vector)
