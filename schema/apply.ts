@@ -44,7 +44,8 @@ export interface ApplyResult {
 
 export class DestructiveChangeError extends Error {
   constructor(readonly statements: string[]) {
-    super(`refusing ${statements.length} destructive statement(s) without --allow-destructive:\n${statements.join('\n')}`);
+    const list = statements.join('\n');
+    super(`refusing ${statements.length} destructive statement(s) without --allow-destructive:\n${list}`);
     this.name = 'DestructiveChangeError';
   }
 }
@@ -78,7 +79,9 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     const rewrites = new Set(statements.filter(rewritesTable));
     transactions.forEach((group, i) => {
       if (transactions.length > 1) log(`-- transaction ${i + 1} of ${transactions.length}`);
-      for (const s of group) log(destructive.includes(s) ? `-- DESTRUCTIVE\n${s}` : rewrites.has(s) ? `-- REWRITES THE TABLE\n${s}` : s);
+      for (const s of group) {
+        log(destructive.includes(s) ? `-- DESTRUCTIVE\n${s}` : rewrites.has(s) ? `-- REWRITES THE TABLE\n${s}` : s);
+      }
     });
     if (online.length) log(`-- online, outside the transaction:\n${online.join('\n')}`);
     log(statements.length ? `-- ${statements.length} statement(s)` : '-- schema is up to date');
@@ -147,7 +150,8 @@ async function scratchDatabase(live: pg.Client, liveUrl: string): Promise<{ url:
   }
   const url = new URL(liveUrl);
   url.pathname = `/${name}`;
-  return { url: url.toString(), stop: async () => void (await live.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)) };
+  const stop = async () => void (await live.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  return { url: url.toString(), stop };
 }
 
 const TABLE_OPTIONS = `SELECT relname AS name, coalesce(reloptions, '{}') AS options FROM pg_class

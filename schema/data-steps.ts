@@ -57,7 +57,8 @@ const RECOUNT_VOICES = `
     voice_vector = CASE WHEN v.n > 0 AND vector_norm(v.sum) > 0 THEN l2_normalize(v.sum) END,
     voice_confidence = CASE WHEN v.n > 0 AND vector_norm(v.sum) > 0
                             THEN round(least(1, vector_norm(v.sum) / v.n)::numeric, 6) END,
-    voice_model_status = CASE WHEN v.n = 0 THEN 'untrained' WHEN vector_norm(v.sum) > 0 THEN 'ready' ELSE 'training' END,
+    voice_model_status = CASE WHEN v.n = 0 THEN 'untrained'
+                              WHEN vector_norm(v.sum) > 0 THEN 'ready' ELSE 'training' END,
     updated_at = now()
   FROM v WHERE p.id = v.id`;
 

@@ -30,7 +30,8 @@ export const INVARIANTS: Record<string, string> = {
     WITH v AS (SELECT person_id, count(*)::int AS n, sum(embedding) AS s FROM voice_sample GROUP BY person_id)
     SELECT p.id FROM person p LEFT JOIN v ON v.person_id = p.id
     WHERE p.voice_sample_count <> coalesce(v.n, 0)
-       OR (v.n IS NULL AND (p.voice_vector IS NOT NULL OR p.voice_sum IS NOT NULL OR p.voice_model_status <> 'untrained'))
+       OR (v.n IS NULL AND (p.voice_vector IS NOT NULL OR p.voice_sum IS NOT NULL
+                            OR p.voice_model_status <> 'untrained'))
        OR (v.n IS NOT NULL AND (p.voice_sum IS NULL OR p.voice_vector IS NULL OR p.voice_model_status <> 'ready'
            OR l2_distance(p.voice_sum, v.s) > ${TOLERANCE} * v.n
            OR l2_distance(p.voice_vector, l2_normalize(v.s)) > ${TOLERANCE}
@@ -43,7 +44,9 @@ async function searchVectorChecks(db: pg.Client): Promise<Record<string, string>
     `SELECT table_name AS "table", column_name AS "column" FROM information_schema.columns
      WHERE table_schema = 'public' AND data_type = 'tsvector' ORDER BY 1, 2`,
   );
-  return Object.fromEntries(rows.map((r) => [`${r.table}.${r.column} filled`, `SELECT ctid FROM "${r.table}" WHERE "${r.column}" IS NULL`]));
+  return Object.fromEntries(
+    rows.map((r) => [`${r.table}.${r.column} filled`, `SELECT ctid FROM "${r.table}" WHERE "${r.column}" IS NULL`]),
+  );
 }
 
 /** The invariants that do not hold, each with up to 5 offending rows; {} when all hold. */
@@ -58,8 +61,12 @@ export async function brokenInvariants(db: pg.Client): Promise<Record<string, un
 
 /** Row counts of every table of schema public. */
 export async function rowCounts(db: pg.Client): Promise<Record<string, number>> {
-  const { rows } = await db.query<{ name: string }>(`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`);
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`,
+  );
   const counts: Record<string, number> = {};
-  for (const { name } of rows) counts[name] = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${name}"`)).rows[0].n;
+  for (const { name } of rows) {
+    counts[name] = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${name}"`)).rows[0].n;
+  }
   return counts;
 }

@@ -4,7 +4,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 
-const CREATE_INDEX = /^\s*create\s+(unique\s+)?index\s+(?!concurrently\b)(?:if\s+not\s+exists\s+)?("?[\w$"]+"?)\s+on\s+(?:only\s+)?("?[\w.$"]+)/i;
+const CREATE_INDEX = new RegExp(
+  String.raw`^\s*create\s+(unique\s+)?index\s+(?!concurrently\b)(?:if\s+not\s+exists\s+)?("?[\w$"]+"?)\s+` +
+    String.raw`on\s+(?:only\s+)?("?[\w.$"]+)`,
+  'i',
+);
 const DROP_INDEX = /^\s*drop\s+index\s+(?!concurrently\b)(if\s+exists\s+)?("?[\w.$"]+)\s*;?\s*$/i;
 const VALIDATE = /^\s*alter\s+table\s+(?:only\s+)?("?[\w.$"]+)\s+validate\s+constraint\b/i;
 const ALTER_TABLE = /^\s*alter\s+table\s+(?:only\s+)?("?[\w.$"]+)/i;
@@ -46,7 +50,8 @@ export async function splitOnline(client: pg.Client, plan: string[], largeRows: 
     const create = CREATE_INDEX.exec(s);
     const drop = DROP_INDEX.exec(s);
     const validate = VALIDATE.exec(s);
-    const namedElsewhere = (name: string) => plan.some((o) => o !== s && !DROP_INDEX.test(o) && new RegExp(`\\b${name}\\b`).test(o));
+    const namedElsewhere = (name: string) =>
+      plan.some((o) => o !== s && !DROP_INDEX.test(o) && new RegExp(`\\b${name}\\b`).test(o));
     if (create && (await isLarge(create[3])) && !namedElsewhere(bare(create[2]))) {
       creates.push(s.replace(/^\s*create\s+(unique\s+)?index\s+/i, (m) => `${m.trimEnd()} CONCURRENTLY `));
     } else if (drop && tableOf.has(bare(drop[2])) && (await isLarge(tableOf.get(bare(drop[2]))!))) {

@@ -67,9 +67,17 @@ interface Check {
   fix: string;
 }
 
+const UNIQUE_INDEX = new RegExp(
+  String.raw`^\s*create\s+unique\s+index\s+(?:concurrently\s+)?(?:if\s+not\s+exists\s+)?\S+\s+` +
+    String.raw`on\s+(?:only\s+)?(\S+)\s+(?:using\s+\w+\s*)?\(`,
+  'i',
+);
+const ADD_CONSTRAINT = /^\s*alter\s+table\s+(?:only\s+)?(\S+)\s+add\s+constraint\s+\S+\s+(check|foreign\s+key)\s*\(/i;
+const SET_NOT_NULL = /^\s*alter\s+table\s+(?:only\s+)?(\S+)\s+alter\s+column\s+("[^"]+"|\w+)\s+set\s+not\s+null/i;
+
 /** The check a plan statement implies, if any. */
 export function checkFor(statement: string): Check | undefined {
-  const unique = /^\s*create\s+unique\s+index\s+(?:concurrently\s+)?(?:if\s+not\s+exists\s+)?\S+\s+on\s+(?:only\s+)?(\S+)\s+(?:using\s+\w+\s*)?\(/i.exec(statement);
+  const unique = UNIQUE_INDEX.exec(statement);
   if (unique) {
     const table = unquote(unique[1]);
     const { inner, rest } = parenthesised(statement, unique[0].length - 1);
@@ -78,12 +86,14 @@ export function checkFor(statement: string): Check | undefined {
     const filter = [...keys.map((k) => `(${k}) IS NOT NULL`), ...(where ? [`(${where})`] : [])].join(' AND ');
     return {
       table,
-      sql: (pk) => `SELECT json_build_object('key', json_build_array(${keys.join(', ')}), 'rows', json_agg(${pk}))::text AS row
+      sql: (pk) => `SELECT json_build_object('key', json_build_array(${keys.join(', ')}),
+                                           'rows', json_agg(${pk}))::text AS row
                     FROM ${unique[1]} c WHERE ${filter} GROUP BY ${keys.join(', ')} HAVING count(*) > 1`,
-      fix: `make (${keys.join(', ')}) distinct in each group: change or merge the duplicate rows, then run db:apply again`,
+      fix: `make (${keys.join(', ')}) distinct in each group: change or merge the duplicate rows, ` +
+        'then run db:apply again',
     };
   }
-  const addConstraint = /^\s*alter\s+table\s+(?:only\s+)?(\S+)\s+add\s+constraint\s+\S+\s+(check|foreign\s+key)\s*\(/i.exec(statement);
+  const addConstraint = ADD_CONSTRAINT.exec(statement);
   if (addConstraint) {
     const table = unquote(addConstraint[1]);
     const { inner, rest } = parenthesised(statement, addConstraint[0].length - 1);
@@ -104,15 +114,17 @@ export function checkFor(statement: string): Check | undefined {
       sql: (pk) => `SELECT ${pk}::text AS row FROM ${addConstraint[1]} c
                     WHERE ${cols.map((c) => `c.${c} IS NOT NULL`).join(' AND ')}
                       AND NOT EXISTS (SELECT 1 FROM ${ref[1]} p WHERE ${matches})`,
-      fix: `point ${cols.join(', ')} of these rows at existing ${unquote(ref[1])} rows, or set it null or delete the rows`,
+      fix: `point ${cols.join(', ')} of these rows at existing ${unquote(ref[1])} rows, or set it null ` +
+        'or delete the rows',
     };
   }
-  const notNull = /^\s*alter\s+table\s+(?:only\s+)?(\S+)\s+alter\s+column\s+("[^"]+"|\w+)\s+set\s+not\s+null/i.exec(statement);
+  const notNull = SET_NOT_NULL.exec(statement);
   if (notNull) {
     return {
       table: unquote(notNull[1]),
       sql: (pk) => `SELECT ${pk}::text AS row FROM ${notNull[1]} c WHERE ${notNull[2]} IS NULL`,
-      fix: `fill ${unquote(notNull[2])} on these rows (or give the column a default in schema.sql), then run db:apply again`,
+      fix: `fill ${unquote(notNull[2])} on these rows (or give the column a default in schema.sql), ` +
+        'then run db:apply again',
     };
   }
   return undefined;
@@ -145,12 +157,16 @@ async function checkAll(client: pg.Client, statements: string[], offences: Offen
   for (const statement of statements) {
     const check = checkFor(statement);
     if (!check) continue;
-    const sql = `SELECT row, count(*) OVER ()::int AS total FROM (${check.sql(await rowKey(client, check.table))}) o LIMIT ${SHOWN}`;
+    const offending = check.sql(await rowKey(client, check.table));
+    const sql = `SELECT row, count(*) OVER ()::int AS total FROM (${offending}) o LIMIT ${SHOWN}`;
     try {
       await client.query('SAVEPOINT preflight');
       const { rows } = await client.query<{ row: string; total: number }>(sql);
       await client.query('RELEASE SAVEPOINT preflight');
-      if (rows.length) offences.push({ statement, table: check.table, count: rows[0].total, rows: rows.map((r) => r.row), fix: check.fix });
+      if (rows.length) {
+        const shown = rows.map((r) => r.row);
+        offences.push({ statement, table: check.table, count: rows[0].total, rows: shown, fix: check.fix });
+      }
     } catch (err) {
       await client.query('ROLLBACK TO SAVEPOINT preflight');
       if (!NOT_YET.has((err as { code?: string }).code ?? '')) throw err;
