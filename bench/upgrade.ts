@@ -29,7 +29,8 @@ const APPLIER = 'bench-db-apply';
 /** The released schema with SEGMENTS segments: 100 users, 1,000 per meeting, 1 in 10 attributed, 1 in 100 with an embedding. */
 async function seedLarge(db: pg.Client): Promise<void> {
   const meetings = Math.max(1, Math.ceil(SEGMENTS / SEGMENTS_PER_MEETING));
-  await db.query(`INSERT INTO app_user (username, email) SELECT 'u' || i, 'u' || i || '@example.test' FROM generate_series(1, 100) i`);
+  await db.query(`INSERT INTO app_user (username, email) SELECT 'u' || i, 'u' || i || '@example.test'
+      FROM generate_series(1, 100) i`);
   await db.query(`INSERT INTO person (user_id, display_name) SELECT id, 'Person of ' || username FROM app_user`);
   await db.query(
     `INSERT INTO meeting (user_id, title, source_type, start_time)

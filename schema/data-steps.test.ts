@@ -32,16 +32,20 @@ beforeEach(async () => {
   const one = async (sql: string, params: unknown[] = []) => (await db.query(sql, params)).rows[0].id as string;
   const user = await one(`INSERT INTO app_user (username, email) VALUES ('a', 'a@example.test') RETURNING id`);
   person = await one(
-    `INSERT INTO person (user_id, display_name, voice_vector, voice_sample_count, voice_model_status) VALUES ($1, 'Ann', $2, 2, 'ready') RETURNING id`,
+    `INSERT INTO person (user_id, display_name, voice_vector, voice_sample_count, voice_model_status)
+        VALUES ($1, 'Ann', $2, 2, 'ready') RETURNING id`,
     [user, vec(7)],
   );
-  const meeting = await one(`INSERT INTO meeting (user_id, title, source_type, start_time) VALUES ($1, 'm', 'upload', now()) RETURNING id`, [user]);
-  transcription = await one(`INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`, [meeting]);
+  const meeting = await one(`INSERT INTO meeting (user_id, title, source_type, start_time)
+      VALUES ($1, 'm', 'upload', now()) RETURNING id`, [user]);
+  transcription = await one(`INSERT INTO transcription (meeting_id, status)
+      VALUES ($1, 'completed') RETURNING id`, [meeting]);
   segments.length = 0;
   for (let i = 1; i <= 4; i++) {
     segments.push(
       await one(
-        `INSERT INTO transcript_segment (transcription_id, person_id, speaker_label, text, start_ms, feature_vector) VALUES ($1, $2, 'S1', 'x', $3, $4) RETURNING id`,
+        `INSERT INTO transcript_segment (transcription_id, person_id, speaker_label, text, start_ms, feature_vector)
+            VALUES ($1, $2, 'S1', 'x', $3, $4) RETURNING id`,
         [transcription, i < 4 ? person : null, i, vec(i)],
       ),
     );
@@ -77,7 +81,8 @@ describe('data steps', { timeout: 60_000 }, () => {
     const steps = runDataSteps(upgrade);
     // The recount reaches the person the service holds, and waits.
     for (;;) {
-      const { rows } = await db.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`, [(upgrade as unknown as { processID: number }).processID]);
+      const { rows } = await db.query(`SELECT 1 FROM pg_stat_activity
+          WHERE pid = $1 AND wait_event_type = 'Lock'`, [(upgrade as unknown as { processID: number }).processID]);
       if (rows.length) break;
       await sleep(20);
     }

@@ -22,7 +22,8 @@ let user: string;
 beforeEach(async () => {
   database = await fileDatabase();
   db = await connect();
-  user = (await db.query(`INSERT INTO app_user (username, email) VALUES ('a', 'a@example.test') RETURNING id`)).rows[0].id;
+  user = (await db.query(`INSERT INTO app_user (username, email)
+      VALUES ('a', 'a@example.test') RETURNING id`)).rows[0].id;
 });
 afterEach(async () => {
   await Promise.allSettled(clients.splice(0).map((c) => c.end()));
@@ -38,7 +39,8 @@ async function until(what: string, condition: () => boolean | Promise<boolean>):
 }
 
 const waitingQuery = async (pattern: string) =>
-  (await db.query(`SELECT 1 FROM pg_stat_activity WHERE query ILIKE $1 AND state = 'active' AND pid <> pg_backend_pid()`, [pattern]))
+  (await db.query(`SELECT 1 FROM pg_stat_activity
+      WHERE query ILIKE $1 AND state = 'active' AND pid <> pg_backend_pid()`, [pattern]))
     .rowCount! > 0;
 
 describe('db:apply online', { timeout: 120_000 }, () => {
@@ -105,6 +107,7 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     expect(lines).toContain('-- dropping invalid index app_user_email_key (a build cut short); the plan rebuilds it');
     expect(result.statements).toEqual([expect.stringMatching(/CREATE UNIQUE INDEX app_user_email_key/)]);
     expect(await brokenInvariants(db)).toEqual({});
-    await expect(db.query(`INSERT INTO app_user (username, email) VALUES ('c', 'B@EXAMPLE.TEST')`)).rejects.toMatchObject({ code: '23505' });
+    await expect(db.query(`INSERT INTO app_user (username, email)
+        VALUES ('c', 'B@EXAMPLE.TEST')`)).rejects.toMatchObject({ code: '23505' });
   });
 });

@@ -62,7 +62,8 @@ describe('upgrading a released schema', { timeout: 180_000 }, () => {
     const release = RELEASES[0]; // emails were unique case-sensitively then
     const { url, db } = await released(release);
     const { rows } = await db.query(
-      `INSERT INTO app_user (username, email) VALUES ('a', 'alice@x.test'), ('A', 'Alice@x.test'), ('c', 'carol@x.test') RETURNING id`,
+      `INSERT INTO app_user (username, email)
+          VALUES ('a', 'alice@x.test'), ('A', 'Alice@x.test'), ('c', 'carol@x.test') RETURNING id`,
     );
     const before = await rowCounts(db);
 
@@ -77,7 +78,8 @@ describe('upgrading a released schema', { timeout: 180_000 }, () => {
     // Nothing applied: the old index is there, no new column, every row as it was.
     const old = await db.query(`SELECT 1 FROM pg_indexes WHERE indexname = 'ai_thread_user_id_idx'`);
     expect(old.rowCount).toBe(1);
-    const column = await db.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'transcript_segment' AND column_name = 'user_id'`);
+    const column = await db.query(`SELECT 1 FROM information_schema.columns
+        WHERE table_name = 'transcript_segment' AND column_name = 'user_id'`);
     expect(column.rowCount).toBe(0);
     expect(await rowCounts(db)).toEqual(before);
 
