@@ -298,6 +298,7 @@ async function orchestrate(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'mi-bench-live-'));
   const stops: (() => Promise<unknown>)[] = [];
   try {
+    // The test engine: native PostgreSQL when installed, else PGlite (TEST_DATABASE chooses).
     const engine = await startTestEngine();
     stops.push(engine.stop);
     const pg = await createTestDatabase(engine.engine);
