@@ -58,7 +58,7 @@ async function seedLarge(db: pg.Client): Promise<void> {
   await db.query('ANALYZE');
 }
 
-/** Samples the longest lock wait of any backend but the applier's, every 100 ms, until stopped. */
+/** Samples the longest lock wait of any client backend but the applier's (not autovacuum), every 100 ms. */
 function lockWatch(url: string) {
   const client = new pg.Client({ connectionString: url });
   let longest = { ms: 0, query: '' };
@@ -68,7 +68,8 @@ function lockWatch(url: string) {
     while (running) {
       const { rows } = await client.query<{ ms: number; query: string }>(
         `SELECT extract(epoch FROM clock_timestamp() - query_start) * 1000 AS ms, left(query, 80) AS query
-         FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name <> $1 AND pid <> pg_backend_pid()`,
+         FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND backend_type = 'client backend'
+           AND application_name <> $1 AND pid <> pg_backend_pid()`,
         [APPLIER],
       );
       for (const r of rows) if (Number(r.ms) > longest.ms) longest = { ms: Number(r.ms), query: r.query };
