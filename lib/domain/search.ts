@@ -3,8 +3,8 @@
 // (schema/schema.sql); one statement ranks the four kinds together, best first.
 //
 // Text search configuration: 'english'. Transcripts and notes are English prose in this
-// product, and stemming is what people expect of a search box ("decided" finds "decision",
-// "meetings" finds "meeting"); stop words ("the", "and") are dropped, which keeps the indexes
+// product, and stemming is what people expect of a search box ("decided" finds "deciding",
+// "meetings" finds "meeting"; "decision" is another stem); stop words ("the", "and") are dropped, which keeps the indexes
 // small and a query of "the plan" from matching every segment. The price: words of other
 // languages are stemmed by English rules, and a query of only stop words matches nothing.
 //
