@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { mintDevToken } from '@mi/lib/auth';
-import { freePort } from '@mi/lib/free-port';
+import { mintDevToken } from '@mi/lib/adapters/auth';
+import { freePort } from '@mi/lib/dev/free-port';
 import { startLocalStack, type LocalStack } from '../../emulators/stack';
 
 const run = promisify(execFile);
