@@ -5,8 +5,10 @@ import type { RecordingSession } from '../recording';
 import type { Meeting, Person, ServerMessage, Segment, TalkingPoint, Transcription } from '../types';
 import { AudioPane } from './audio';
 import { errText, fill, fmtTime, h } from './dom';
+import { ExportBar } from './export';
 import { InsightsPane } from './insights';
 import { RecordingPanel } from './recording-panel';
+import { SegmentEditor } from './segment-editor';
 import { SpeakersPane } from './speakers';
 import { TranscriptPane } from './transcript';
 
@@ -15,7 +17,8 @@ const SERVER_REFRESH_MS = 2_000;
 export class MeetingView {
   readonly el: HTMLElement;
   private readonly header = h('div', { id: 'meeting-header' });
-  private readonly transcript = new TranscriptPane();
+  private readonly transcript: TranscriptPane;
+  private readonly exports: ExportBar;
   private readonly insights: InsightsPane;
   private readonly speakers: SpeakersPane;
   private readonly audio: AudioPane;
@@ -33,6 +36,9 @@ export class MeetingView {
     taskCadenceSegments: number,
   ) {
     const meetingId = (this.meetingId = meeting.id);
+    const editor = new SegmentEditor(api, (saved) => (saved ? this.transcript.replace(saved) : void this.reloadSegments()));
+    this.transcript = new TranscriptPane((segment, textEl) => editor.open(segment, textEl));
+    this.exports = new ExportBar(api);
     this.insights = new InsightsPane(taskCadenceSegments);
     this.speakers = new SpeakersPane(api, meetingId, () => this.reloadAfterAssign());
     this.audio = new AudioPane(api, meeting);
@@ -40,7 +46,7 @@ export class MeetingView {
     this.el = h(
       'div',
       { class: 'meeting', 'data-id': meetingId },
-      h('section', { class: 'card' }, this.header),
+      h('section', { class: 'card' }, this.header, this.exports.el),
       h('div', { class: 'columns' }, h('div', {}, this.recording?.el, this.audio.el), h('div', {}, this.transcript.el, this.speakers.el, this.insights.el)),
     );
     // The server's view of a recording changes without events for every step: poll it while the tab records.
@@ -155,6 +161,7 @@ export class MeetingView {
   private renderHeader() {
     const m = this.meeting;
     const t = this.transcription;
+    this.exports.show(t?.id ?? null);
     fill(
       this.header,
       h('h2', { id: 'meeting-title' }, m.title),
