@@ -6,10 +6,11 @@
 // assigned, the person's voice samples shown, and the label unassigned again; naming a new person
 // like an existing one (409) offers that person instead. The open meeting is in the URL (back,
 // forward and reload keep it), the tasks panel says when tasks come, the layout holds at 375 px,
-// and the page makes no failed request on the way. Screenshots of each state go to
+// and the page makes no failed request on the way. Then the finished meeting is searched (both
+// sorts), its transcript exported in three formats, and a segment's text corrected. Screenshots of each state go to
 // test-artifacts/e2e/ (UPDATE_SCREENSHOTS=1 also refreshes the committed copies in docs/screenshots/).
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -40,6 +41,8 @@ interface Snapshot {
 }
 
 let stack: LocalStack;
+/** The first test's finished recording and the user's token: the second test searches, exports and edits it. */
+let recorded: { meetingId: string; token: string } | null = null;
 let browser: Browser;
 let page: Page;
 let dir: string;
@@ -323,5 +326,58 @@ describe('developer console in Chromium', () => {
     // The whole way, the page's only failed request is the 409 it was meant to get: nothing
     // polled for audio or a recording that did not exist yet.
     expect(failedRequests).toEqual(['POST /people 409']);
+    recorded = { meetingId, token: token! };
   }, 240_000);
+
+  it('should search (both sorts), export the transcript and correct a segment', async () => {
+    if (!recorded) throw new Error('the recording test did not finish: nothing to search');
+    const { meetingId, token } = recorded;
+    const auth = { headers: { authorization: `Bearer ${token}` } };
+    const rest = async (p: string) => (await fetch(`${stack.url}${p}`, auth)).json();
+    const [transcription] = (await rest(`/meetings/${meetingId}/transcriptions`)).items.slice(-1);
+    const [first] = (await rest(`/transcriptions/${transcription.id}/segments?limit=1`)).items;
+    // A word of the first segment (the fake ML's text): the longest, so it is no stop word.
+    const word = (first.text as string).split(/[^A-Za-z]+/).sort((a, b) => b.length - a.length)[0].toLowerCase();
+
+    // Search: results with the word marked, best first, then newest first; a hit opens its meeting.
+    await page.fill('#search-q', word);
+    await page.click('#search-form button[type=submit]');
+    await expect.poll(() => page.locator('#search-results .search-hit').count()).toBeGreaterThan(0);
+    expect((await page.locator('#search-results mark').first().textContent())!.toLowerCase()).toContain(word.slice(0, 4));
+    const best = await page.locator('#search-results .search-hit').evaluateAll((els) => els.map((e) => e.getAttribute('data-id')));
+    const api = await rest(`/search?q=${encodeURIComponent(word)}&limit=20`);
+    expect(best).toEqual(api.items.map((i: { id: string }) => i.id));
+    await page.selectOption('#search-sort', 'recent');
+    const newest = await rest(`/search?q=${encodeURIComponent(word)}&sort=recent&limit=20`);
+    await expect
+      .poll(() => page.locator('#search-results .search-hit').evaluateAll((els) => els.map((e) => e.getAttribute('data-id'))))
+      .toEqual(newest.items.map((i: { id: string }) => i.id));
+    await shot('11-search');
+    await page.locator(`#search-results .search-hit[data-id="${first.id}"] a`).click();
+    await expect.poll(() => page.getAttribute('.meeting', 'data-id')).toBe(meetingId);
+    await expect.poll(() => page.locator('.segment').count()).toBeGreaterThan(0);
+    // A recording meeting offers no upload-style "Load audio": its audio loads once a take is final.
+    expect(await page.locator('#audio-load').count()).toBe(0);
+
+    // Export: each button downloads the transcript in its format, as the server exports it.
+    for (const [format, starts] of [['vtt', 'WEBVTT'], ['srt', '1'], ['json', '{']] as const) {
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click(`#export [data-format=${format}]`)]);
+      expect(download.suggestedFilename()).toBe(`transcript-${transcription.id}.${format}`);
+      const text = readFileSync((await download.path())!, 'utf8');
+      expect(text.startsWith(starts), `${format}: ${text.slice(0, 40)}`).toBe(true);
+      const served = await (await fetch(`${stack.url}/transcriptions/${transcription.id}/export?format=${format}`, auth)).text();
+      expect(text).toBe(served);
+    }
+
+    // Edit: the first segment's text corrected in place; the server has it.
+    const row = page.locator(`.segment[data-id="${first.id}"]`);
+    await row.locator('.segment-edit-open').click();
+    await row.locator('.segment-edit').fill('Corrected in the console');
+    await row.locator('.segment-save').click();
+    await expect.poll(() => row.locator('.text').textContent()).toBe('Corrected in the console');
+    const saved = (await rest(`/transcriptions/${transcription.id}/segments?limit=1`)).items[0];
+    expect(saved).toMatchObject({ id: first.id, text: 'Corrected in the console' });
+    await shot('12-segment-edited');
+    expect(failedRequests).toEqual(['POST /people 409']);
+  }, 120_000);
 });
