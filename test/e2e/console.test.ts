@@ -7,7 +7,8 @@
 // like an existing one (409) offers that person instead. The open meeting is in the URL (back,
 // forward and reload keep it), the tasks panel says when tasks come, the layout holds at 375 px,
 // and the page makes no failed request on the way. Then the finished meeting is searched (both
-// sorts), its transcript exported in three formats, and a segment's text corrected. Screenshots of each state go to
+// sorts), its transcript exported in three formats, a segment's text corrected, and an older
+// transcription of the meeting chosen. Screenshots of each state go to
 // test-artifacts/e2e/ (UPDATE_SCREENSHOTS=1 also refreshes the committed copies in docs/screenshots/).
 import { randomUUID } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -393,6 +394,16 @@ describe('developer console in Chromium', () => {
     const saved = (await rest(`/transcriptions/${transcription.id}/segments?limit=1`)).items[0];
     expect(saved).toMatchObject({ id: first.id, text: 'Corrected in the console' });
     await shot('12-segment-edited');
+
+    // A second transcription: the newest is shown, and the first can be chosen again.
+    const second = await call('POST', `/meetings/${meetingId}/transcriptions`);
+    const again = [{ speaker_label: 'SPEAKER_0', text: 'A second pass of the budget', start_ms: 0, end_ms: 2000 }];
+    await call('POST', `/transcriptions/${second.id}/segments`, { segments: again }, stack.config.SERVICE_AUTH_TOKEN);
+    // The page learns of it from the WebSocket (EntityChanged, TranscriptSegmentEvent).
+    await expect.poll(() => page.locator('#transcription-select option').count()).toBe(2);
+    await expect.poll(() => page.locator('.segment .text').first().textContent()).toBe('A second pass of the budget');
+    await page.selectOption('#transcription-select', transcription.id);
+    await expect.poll(() => page.locator('.segment .text').first().textContent()).toBe('Corrected in the console');
     expect(failedRequests.slice(failedBefore)).toEqual([]);
   }, 120_000);
 });

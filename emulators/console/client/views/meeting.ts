@@ -25,6 +25,9 @@ export class MeetingView {
   private readonly recording: RecordingPanel | null = null;
   readonly meetingId: string;
   private transcription: Transcription | null = null;
+  /** Every transcription of the meeting, oldest first; the newest is shown unless one was chosen. */
+  private transcriptions: Transcription[] = [];
+  private chosen: string | null = null;
   private people: Person[] = [];
   private timer: ReturnType<typeof setInterval> | null = null;
 
@@ -65,7 +68,7 @@ export class MeetingView {
         this.api.tasks(this.meetingId),
         this.api.people(),
       ]);
-      this.transcription = transcriptions.items[transcriptions.items.length - 1] ?? null;
+      this.pick(transcriptions.items);
       this.people = people.items;
       this.insights.setTalkingPoints(points.items);
       this.insights.setTasks(tasks.items);
@@ -100,7 +103,7 @@ export class MeetingView {
       case 'TranscriptSegmentEvent': {
         const segment = msg.segment as Segment;
         if (!this.transcription || this.transcription.id !== msg.transcription_id) void this.refreshTranscription();
-        this.transcript.add(segment);
+        if (!this.chosen || this.chosen === msg.transcription_id) this.transcript.add(segment);
         this.renderSpeakers();
         break;
       }
@@ -133,10 +136,30 @@ export class MeetingView {
   }
 
   private async refreshTranscription() {
-    const { items } = await this.api.transcriptions(this.meetingId);
-    this.transcription = items[items.length - 1] ?? null;
+    this.pick((await this.api.transcriptions(this.meetingId)).items);
     await this.reloadSegments();
     this.renderHeader();
+  }
+
+  private pick(items: Transcription[]) {
+    this.transcriptions = items;
+    this.transcription = items.find((t) => t.id === this.chosen) ?? items[items.length - 1] ?? null;
+  }
+
+  /** With more than one transcription (a batch pass, several takes), any can be shown. */
+  private transcriptionChooser() {
+    if (this.transcriptions.length < 2) return null;
+    const select = h(
+      'select',
+      { id: 'transcription-select', 'aria-label': 'transcription' },
+      ...this.transcriptions.map((t, i) => h('option', { value: t.id, selected: t.id === this.transcription?.id }, `#${i + 1} ${t.status} · ${fmtTime(t.created_at)}`)),
+    );
+    select.addEventListener('change', () => {
+      this.chosen = select.value;
+      this.pick(this.transcriptions);
+      void this.reloadSegments().then(() => this.renderHeader());
+    });
+    return h('p', {}, 'Transcription ', select);
   }
 
   private async reloadSegments() {
@@ -166,6 +189,7 @@ export class MeetingView {
       this.header,
       h('h2', { id: 'meeting-title' }, m.title),
       h('p', { class: 'muted' }, `${m.source_type} · started ${fmtTime(m.start_time)} · `, h('code', {}, m.id)),
+      this.transcriptionChooser(),
       t && h('p', { id: 'transcription-status' }, `transcription ${t.status}${t.is_degraded ? ' (degraded: audio is missing)' : ''}`),
       m.headline && h('p', { class: 'headline' }, m.headline),
       m.summary && h('p', {}, m.summary),
