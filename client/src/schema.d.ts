@@ -1044,8 +1044,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Full-text search over the caller's transcript segments, notes, talking points and meeting titles, best first
-         * @description Postgres full-text search (configuration english). Only your own items; items of soft-deleted meetings (and notes about them) are never returned. Ordered by rank descending, then kind, then id. The cursor is a keyset on (rank, kind, id) of the last item: following next_cursor gives every match exactly once, provided the items do not change meanwhile (an item edited between two pages is ranked anew and may be seen twice or not at all). A cursor that was not returned by this endpoint is 400.
+         * Full-text search over the caller's transcript segments, notes, talking points and meeting titles, best or newest first
+         * @description Postgres full-text search (configuration english). Only your own items; items of soft-deleted meetings (and notes about them) are never returned. Ordered as `sort` says. The cursor is a keyset on the order of the last item: following next_cursor gives every match exactly once, provided the items do not change meanwhile (an item edited between two pages is placed anew and may be seen twice or not at all). A cursor is bound to its user, q, filters and sort: one this endpoint did not return for the same query is 400, problem type invalid_cursor. limit may change between pages.
          */
         get: operations["search"];
         put?: never;
@@ -2575,6 +2575,12 @@ export interface components {
             snippet: string;
             /** @description ts_rank of the item for this query (higher is better); titles weigh most, then talking points, then segments and notes */
             rank: number;
+            /**
+             * Format: date-time
+             * @description the start_time of the item's meeting; a note not about a meeting: its created_at
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            start_time: string;
             /** @description segments only: where the segment starts in the recording */
             start_ms?: number;
         };
@@ -10616,6 +10622,8 @@ export interface operations {
                 from?: string;
                 /** @description the meeting's start_time before (a note not about a meeting: its created_at) */
                 to?: string;
+                /** @description relevance (default): every match ranked, best first (rank descending, then kind, then id). recent: newest meeting first (start_time; a note not about a meeting: its created_at), then by position in the meeting: its title, its segments by start_ms, then its notes and talking points; then kind, then id */
+                sort?: "relevance" | "recent";
                 /** @description page size (1-200, default 50) */
                 limit?: number;
                 /** @description opaque cursor from next_cursor */
@@ -10630,7 +10638,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description a page of matches, best first */
+            /** @description a page of matches, in the order of sort */
             200: {
                 headers: {
                     [name: string]: unknown;
