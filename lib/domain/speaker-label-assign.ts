@@ -5,7 +5,7 @@
 import type { Queryable } from '../db/pool';
 import { notFound, unprocessable } from '../errors';
 import { getMeeting } from './meetings';
-import { ownsPerson } from './people';
+import { lockSpeakerIdentity, ownsPerson } from './people';
 import { syncVoiceSamples } from './voice-samples';
 
 export interface LabelAssignment {
@@ -29,6 +29,9 @@ export async function assignSpeakerLabel(
   speakerLabel: string,
   personId: string,
 ): Promise<{ updated_count: number; people: string[] }> {
+  // guard: speaker-identity lock before the meeting's rows — test: test/concurrency/speaker-identity.test.ts >
+  //   should not deadlock when a merge and an assignment wait on each other's rows
+  await lockSpeakerIdentity(tx, userId);
   if (!(await getMeeting(tx, { userId }, meetingId, { forUpdate: true }))) throw notFound('meeting');
   // Segment writers hold their transcription row (FOR UPDATE) until they commit, and re-apply
   // stored assignments before that. Waiting for those rows here means a concurrent append either
@@ -69,6 +72,7 @@ export async function assignSpeakerLabel(
  * (the assigned person always, so clients refetch it).
  */
 export async function unassignSpeakerLabel(tx: Queryable, userId: string, meetingId: string, speakerLabel: string): Promise<{ person_id: string; people: string[] } | null> {
+  await lockSpeakerIdentity(tx, userId);
   if (!(await getMeeting(tx, { userId }, meetingId, { forUpdate: true }))) throw notFound('meeting');
   await tx.query('speaker_label.lock_transcriptions', 'SELECT 1 FROM transcription WHERE meeting_id = $1 FOR SHARE', [meetingId]);
   const { rows } = await tx.query<{ person_id: string }>(
