@@ -12,6 +12,7 @@ export interface MergeResult {
   ownPersonMoved: boolean;
 }
 
+/** A statement; `$3` (the user) only where the table is scoped by user rather than by a person key. */
 type Move = [name: string, sql: string];
 
 // What refers to a person, each moved by one statement ($1 the kept person, $2 the other, $3 the
@@ -63,7 +64,7 @@ export async function mergePeople(tx: Queryable, userId: string, keepId: string,
   );
   if (rows.length < 2) throw notFound('person');
   const move = async (moves: Move[]) => {
-    for (const [name, sql] of moves) await tx.query(name, sql, [keepId, otherId, userId]);
+    for (const [name, sql] of moves) await tx.query(name, sql, sql.includes('$3') ? [keepId, otherId, userId] : [keepId, otherId]);
   };
   await move(ATTRIBUTIONS);
   await moveVoiceSamples(tx, otherId, keepId);
