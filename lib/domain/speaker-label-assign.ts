@@ -1,6 +1,7 @@
 // POST and DELETE /meetings/{id}/speaker-labels: assigns a meeting's speaker label to a person
 // (or removes the assignment), relabels every matching segment and keeps the voice samples and
-// models in step, all in the caller's transaction. (speaker-labels.ts re-applies stored
+// models in step, all in the caller's transaction; PATCH /transcript-segments/{id} moves one
+// segment to another label. (speaker-labels.ts re-applies stored
 // assignments to new segments.)
 import type { Queryable } from '../db/pool';
 import { notFound, unprocessable } from '../errors';
@@ -47,7 +48,7 @@ export async function assignSpeakerLabel(
   );
   const matched = rows[0].matched;
   if (matched === 0) {
-    throw unprocessable("speaker_label not found in this meeting's transcript", [{ path: 'speaker_label', message: 'no segment of the meeting has this label' }]);
+    throw labelMissing();
   }
   await tx.query(
     'speaker_label.relabel',
@@ -89,6 +90,38 @@ export async function unassignSpeakerLabel(tx: Queryable, userId: string, meetin
   );
   const people = await syncVoiceSamples(tx, { meetingId, speakerLabel });
   return { person_id: rows[0].person_id, people: [...new Set([rows[0].person_id, ...people])] };
+}
+
+const labelMissing = () =>
+  unprocessable("speaker_label not found in this meeting's transcript", [{ path: 'speaker_label', message: 'no segment of the meeting has this label' }]);
+
+/**
+ * PATCH /transcript-segments/{id} with speaker_label: the segment moves to that label of its
+ * meeting and takes the person assigned to it (none when unassigned); its voice sample follows
+ * the person. 404 when the segment is not the user's, 422 when no segment of the meeting has the
+ * label. Returns the people whose voice model changed.
+ */
+export async function moveSegmentToLabel(tx: Queryable, userId: string, segmentId: string, speakerLabel: string): Promise<string[]> {
+  await lockSpeakerIdentity(tx, userId);
+  const { rows } = await tx.query<{ transcription_id: string; meeting_id: string }>(
+    'segment.lock_for_label',
+    `SELECT s.transcription_id, t.meeting_id FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id
+     JOIN meeting m ON m.id = t.meeting_id
+     WHERE s.id = $1 AND m.user_id = $2 AND m.deleted_at IS NULL FOR UPDATE OF s`,
+    [segmentId, userId],
+  );
+  if (!rows[0]) throw notFound('segment');
+  const { transcription_id: transcriptionId, meeting_id: meetingId } = rows[0];
+  const { rowCount } = await tx.query(
+    'segment.relabel',
+    `UPDATE transcript_segment s SET speaker_label = $3,
+       person_id = (SELECT person_id FROM meeting_speaker_label WHERE meeting_id = $2 AND speaker_label = $3)
+     WHERE s.id = $1 AND EXISTS (
+       SELECT 1 FROM transcript_segment o JOIN transcription t ON t.id = o.transcription_id WHERE t.meeting_id = $2 AND o.speaker_label = $3)`,
+    [segmentId, meetingId, speakerLabel],
+  );
+  if (!rowCount) throw labelMissing();
+  return syncVoiceSamples(tx, { transcriptionId, segmentIds: [segmentId] });
 }
 
 /** The meeting's stored assignments by label (the caller has checked the meeting is visible). */

@@ -2,13 +2,14 @@
 // and speaker corrected by its user).
 import { SERVICE } from '../domain/actor';
 import { getMeeting } from '../domain/meetings';
+import { moveSegmentToLabel } from '../domain/speaker-label-assign';
 import * as segments from '../domain/segments';
 import type { Segment } from '../domain/segments';
 import * as transcriptions from '../domain/transcriptions';
 import type { Transcription } from '../domain/transcriptions';
 import { DomainError, notFound } from '../errors';
 import { changed, segmentEvent } from '../event-catalogue';
-import type { UseCase, UseCaseContext } from './use-case';
+import { userOf, type UseCase, type UseCaseContext } from './use-case';
 
 export const createTranscription: UseCase<{ meetingId: string }, Transcription> = async (ctx, { meetingId }) => {
   const meeting = await getMeeting(ctx.tx, ctx.actor, meetingId, { forUpdate: true });
@@ -25,10 +26,13 @@ export const updateTranscription: UseCase<{ id: string; patch: transcriptions.Tr
 };
 
 export const updateSegment: UseCase<{ id: string; patch: segments.SegmentPatch }, Segment> = async (ctx, { id, patch }) => {
+  // A new speaker: the segment takes that label's person, and its voice sample follows.
+  const people = patch.speaker_label === undefined ? [] : await moveSegmentToLabel(ctx.tx, userOf(ctx), id, patch.speaker_label);
   const found = await segments.updateSegment(ctx.tx, ctx.actor, id, patch);
   if (!found) throw notFound('segment');
   const { meeting_id, user_id, ...segment } = found;
   ctx.emit(user_id, changed('transcript_segment', 'updated', id, meeting_id));
+  for (const personId of people) ctx.emit(user_id, changed('person', 'updated', personId, null));
   return segment;
 };
 
