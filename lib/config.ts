@@ -65,6 +65,8 @@ export const configSchema = z.object({
   // Voice matches (bench/voice.ts measures both on clustered and uniform vectors).
   VOICE_MATCH_EF_SEARCH: int(40, 1).pipe(z.number().max(1000)),
   VOICE_MATCH_EXACT_BELOW_SIMILARITY: num(0.4).pipe(z.number().max(1)),
+  // GET /meetings/{id}/speaker-labels suggests people at least this similar to an unassigned label's voice.
+  VOICE_SUGGEST_MIN_SIMILARITY: num(0.5).pipe(z.number().max(1)),
   // Live service
   LIVE_CONNECTION_LIFETIME_SECONDS: int(3300, 1),
   LIVE_MAX_CONNECTIONS_PER_USER: int(20, 1),

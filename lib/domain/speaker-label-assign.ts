@@ -1,21 +1,13 @@
 // POST and DELETE /meetings/{id}/speaker-labels: assigns a meeting's speaker label to a person
 // (or removes the assignment), relabels every matching segment and keeps the voice samples and
 // models in step, all in the caller's transaction; PATCH /transcript-segments/{id} moves one
-// segment to another label. (speaker-labels.ts re-applies stored
-// assignments to new segments.)
+// segment to another label. (speaker-labels.ts re-applies stored assignments to new segments;
+// speaker-label-list.ts lists the labels with suggestions.)
 import type { Queryable } from '../db/pool';
 import { notFound, unprocessable } from '../errors';
 import { getMeeting } from './meetings';
 import { lockSpeakerIdentity, ownsPerson } from './people';
 import { syncVoiceSamples } from './voice-samples';
-
-export interface LabelAssignment {
-  meeting_id: string;
-  speaker_label: string;
-  person_id: string;
-  created_at: string;
-  updated_at: string;
-}
 
 /**
  * Returns how many segments of the meeting carry the label (all now attributed to the person)
@@ -122,14 +114,4 @@ export async function moveSegmentToLabel(tx: Queryable, userId: string, segmentI
   );
   if (!rowCount) throw labelMissing();
   return syncVoiceSamples(tx, { transcriptionId, segmentIds: [segmentId] });
-}
-
-/** The meeting's stored assignments by label (the caller has checked the meeting is visible). */
-export async function listLabelAssignments(q: Queryable, meetingId: string): Promise<LabelAssignment[]> {
-  const { rows } = await q.query<LabelAssignment>(
-    'speaker_label.list',
-    'SELECT meeting_id, speaker_label, person_id, created_at, updated_at FROM meeting_speaker_label WHERE meeting_id = $1 ORDER BY speaker_label',
-    [meetingId],
-  );
-  return rows;
 }
