@@ -3,7 +3,7 @@
 // whose voice is closest to it (the voice-match search of voice.ts: HNSW walk, exact fallback).
 import pgvector from 'pgvector';
 import type { Database } from '../db/pool';
-import { findVoiceMatches, type VoiceSearchSettings } from './voice';
+import { findVoiceMatchesEach, type VoiceSearchSettings } from './voice';
 
 /** At most this many suggestions per unassigned label. */
 export const MAX_SUGGESTIONS = 3;
@@ -27,6 +27,8 @@ export interface SpeakerLabel {
   suggestions: SpeakerSuggestion[];
 }
 
+const round6 = (x: number) => Math.round(x * 1e6) / 1e6;
+
 export interface SuggestionSettings extends VoiceSearchSettings {
   minSimilarity: number;
 }
@@ -49,18 +51,21 @@ export async function listSpeakerLabels(db: Database, userId: string, meetingId:
      ORDER BY s.speaker_label`,
     [meetingId],
   );
-  const out: SpeakerLabel[] = [];
-  for (const { voice, ...label } of rows) {
-    out.push({ meeting_id: meetingId, ...label, suggestions: voice ? await suggest(db, userId, pgvector.fromSql(voice) as number[], settings) : [] });
-  }
-  return out;
-}
-
-async function suggest(db: Database, userId: string, voice: number[], settings: SuggestionSettings): Promise<SpeakerSuggestion[]> {
   // Embeddings that cancel out leave no direction to compare.
-  if (!voice.some((x) => x !== 0)) return [];
-  const matches = await findVoiceMatches(db, userId, voice, MAX_SUGGESTIONS, settings);
-  return matches
-    .filter((m) => m.similarity >= settings.minSimilarity)
-    .map((m) => ({ person_id: m.person.id, display_name: m.person.display_name, similarity: Math.round(m.similarity * 1e6) / 1e6 }));
+  const voices = rows.map((r) => {
+    const v = r.voice ? (pgvector.fromSql(r.voice) as number[]) : null;
+    return v?.some((x) => x !== 0) ? v : null;
+  });
+  const searched = voices.filter((v): v is number[] => v !== null);
+  const matches = searched.length ? await findVoiceMatchesEach(db, userId, searched, MAX_SUGGESTIONS, settings) : [];
+  let next = 0;
+  return rows.map(({ voice: _v, ...label }, i) => ({
+    meeting_id: meetingId,
+    ...label,
+    suggestions: voices[i]
+      ? matches[next++]
+          .filter((m) => m.similarity >= settings.minSimilarity)
+          .map((m) => ({ person_id: m.person.id, display_name: m.person.display_name, similarity: round6(m.similarity) }))
+      : [],
+  }));
 }
