@@ -3,17 +3,17 @@
 // (the worst case: no structure for the graph to exploit) and clustered ones (2,000 speakers'
 // centres plus noise, closer to real speaker embeddings). Per data set: recall@10 against the
 // exact answer and latency p50/p99 for each hnsw.ef_search, the serial exact scan (the
-// baseline), and the service's own plan (lib/domain/voice.ts) at its configured settings. The
+// baseline), and the service's own plan (lib/repositories/voice.ts) at its configured settings. The
 // baseline and the service alternate query by query, so their ratio shares the machine's noise.
-// Then GET /meetings/{id}/speaker-labels' suggestions (lib/domain/speaker-label-list.ts): a meeting
+// Then GET /meetings/{id}/speaker-labels' suggestions (lib/repositories/speaker-label-list.ts): a meeting
 // of 8 unassigned labels, each a few utterances of a known speaker, against the same work done by
 // exact scans. BENCH_DATA_SETS=clustered runs one data set (the uniform index takes ~25 min).
 import { randomUUID } from 'node:crypto';
 import pgvector from 'pgvector';
 import { loadConfig } from '@mi/lib/config';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
-import { MAX_SUGGESTIONS, listSpeakerLabels } from '@mi/lib/domain/speaker-label-list';
-import { EXACT_SETTINGS_SQL, VOICE_MATCH_SQL, WALK_SETTINGS_SQL, findVoiceMatches, voiceSearchSettings } from '@mi/lib/domain/voice';
+import { MAX_SUGGESTIONS, listSpeakerLabels } from '@mi/lib/repositories/speaker-label-list';
+import { EXACT_SETTINGS_SQL, VOICE_MATCH_SQL, WALK_SETTINGS_SQL, findVoiceMatches, voiceSearchSettings } from '@mi/lib/repositories/voice';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { ms, percentile, table, writeSection, type Row } from './report';
 import { serverCpuClock, timedWith, type Sample } from './server-cpu';
@@ -248,7 +248,7 @@ const out = `Engine: ${engine.engine.label}. ${PEOPLE.toLocaleString('en')} peop
 ${table(rows)}
 
 ${notes.join(' ')} Targets: clustered p99 ≤ 20 ms at recall@10 ≥ 0.99; uniform recall@10 ≥ 0.99 at no more than the exact scan's cost.`;
-const suggestionsOut = `Engine: ${engine.engine.label}. GET /meetings/{id}/speaker-labels without HTTP (lib/domain/speaker-label-list.ts): ${MEETINGS} meetings per data set, each with ${LABELS} unassigned labels of ${UTTERANCES} embeddings near one of the ${PEOPLE.toLocaleString('en')} people's vectors; the baseline computes the same label voices and finds each one's ${MAX_SUGGESTIONS} nearest people by the serial exact scan. Service and baseline alternate meeting by meeting. Server CPU as above.
+const suggestionsOut = `Engine: ${engine.engine.label}. GET /meetings/{id}/speaker-labels without HTTP (lib/repositories/speaker-label-list.ts): ${MEETINGS} meetings per data set, each with ${LABELS} unassigned labels of ${UTTERANCES} embeddings near one of the ${PEOPLE.toLocaleString('en')} people's vectors; the baseline computes the same label voices and finds each one's ${MAX_SUGGESTIONS} nearest people by the serial exact scan. Service and baseline alternate meeting by meeting. Server CPU as above.
 
 ${table(suggestionRows)}
 

@@ -2,7 +2,7 @@
 // "People and speakers"), on native PostgreSQL. Each guard test pins one interleaving: a third
 // connection holds a row the first writer needs, the second writer starts, and the row is let go
 // once the database shows who waits (polled, never slept on). Removing the guard named in the
-// test's title (markers in lib/domain/person-merge.ts and speaker-label-assign.ts) makes it fail.
+// test's title (markers in lib/repositories/person-merge.ts and speaker-label-assignments.ts) makes it fail.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';

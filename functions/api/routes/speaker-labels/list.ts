@@ -1,8 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { listSpeakerLabels } from '@mi/lib/domain/speaker-label-list';
-import { voiceSearchSettings } from '@mi/lib/domain/voice';
+import { getMeeting } from '@mi/lib/repositories/meetings';
+import { listSpeakerLabels } from '@mi/lib/repositories/speaker-label-list';
+import { voiceSearchSettings } from '@mi/lib/repositories/voice';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, z } from '../../openapi';
