@@ -30,7 +30,11 @@ const DIM = 192;
 const engine = await startTestEngine();
 const database = await createTestDatabase(engine.engine);
 const db = createDatabase(database.url, { max: 2 });
-const config = loadConfig({ APP_ENV: 'test', SERVICE_AUTH_TOKEN: 'bench-service-token-0123456789', IDENTITY_SECRET_KEY: 'bench-identity-secret-0123456789' });
+const config = loadConfig({
+  APP_ENV: 'test',
+  SERVICE_AUTH_TOKEN: 'bench-service-token-0123456789',
+  IDENTITY_SECRET_KEY: 'bench-identity-secret-0123456789',
+});
 const settings = voiceSearchSettings(config);
 const suggestSettings = { ...settings, minSimilarity: config.VOICE_SUGGEST_MIN_SIMILARITY };
 
@@ -90,7 +94,8 @@ async function topK(q: Database, sqlSettings: string[], userId: string, query: s
     for (const s of sqlSettings) await tx.query('bench.set', s);
     const { rows } = await tx.query<{ id: string }>(
       'bench.knn',
-      'SELECT id FROM person WHERE user_id = $1 AND voice_vector IS NOT NULL ORDER BY voice_vector <=> $2::vector LIMIT $3',
+      `SELECT id FROM person WHERE user_id = $1 AND voice_vector IS NOT NULL
+       ORDER BY voice_vector <=> $2::vector LIMIT $3`,
       [userId, query, limit],
     );
     return rows.map((r) => r.id);
@@ -103,13 +108,19 @@ async function labelledMeetings(userId: string, vectors: number[][]): Promise<st
   for (let i = 0; i < MEETINGS; i++) {
     const { rows: m } = await db.query<{ id: string }>(
       'bench.meeting',
-      `INSERT INTO meeting (user_id, title, source_type, start_time) VALUES ($1, 'bench', 'recording', now()) RETURNING id`,
+      `INSERT INTO meeting (user_id, title, source_type, start_time)
+       VALUES ($1, 'bench', 'recording', now()) RETURNING id`,
       [userId],
     );
-    const { rows: t } = await db.query<{ id: string }>('bench.transcription', `INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`, [m[0].id]);
+    const { rows: t } = await db.query<{ id: string }>(
+      'bench.transcription',
+      `INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`,
+      [m[0].id],
+    );
     const segs = Array.from({ length: LABELS }, (_, l) => {
       const speaker = vectors[Math.floor(random() * vectors.length)];
-      return Array.from({ length: UTTERANCES }, () => ({ label: `SPEAKER_${l}`, v: pgvector.toSql(near(speaker, NOISE / 2)) }));
+      const utterance = () => ({ label: `SPEAKER_${l}`, v: pgvector.toSql(near(speaker, NOISE / 2)) });
+      return Array.from({ length: UTTERANCES }, utterance);
     }).flat();
     await db.query(
       'bench.segments',
@@ -127,7 +138,8 @@ async function labelledMeetings(userId: string, vectors: number[][]): Promise<st
 async function exactSuggestions(userId: string, meetingId: string): Promise<void> {
   const { rows } = await db.query<{ voice: string }>(
     'bench.label_voices',
-    `SELECT avg(l2_normalize(s.feature_vector))::text AS voice FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id
+    `SELECT avg(l2_normalize(s.feature_vector))::text AS voice
+     FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id
      WHERE t.meeting_id = $1 GROUP BY s.speaker_label`,
     [meetingId],
   );
@@ -220,11 +232,12 @@ for (const [name, make] of Object.entries(DATA_SETS).filter(([n]) => chosen.incl
     'server CPU p50': cpu(samples, 50),
     'server CPU p99': cpu(samples, 99),
     'ratio to exact, CPU p50 / p99': cpuClock
-      ? `${(stat(samples, 'cpu', 50) / stat(base, 'cpu', 50)).toFixed(2)} / ${(stat(samples, 'cpu', 99) / stat(base, 'cpu', 99)).toFixed(2)}`
+      ? [50, 99].map((p) => (stat(samples, 'cpu', p) / stat(base, 'cpu', p)).toFixed(2)).join(' / ')
       : 'n/a',
   });
   suggestionRows.push(suggestionRow(`exact scans (serial), ${LABELS} labels`, exactListed, exactListed));
-  suggestionRows.push(suggestionRow(`**service** (${LABELS} labels, up to ${MAX_SUGGESTIONS} suggestions each)`, listed, exactListed));
+  const servicePlan = `**service** (${LABELS} labels, up to ${MAX_SUGGESTIONS} suggestions each)`;
+  suggestionRows.push(suggestionRow(servicePlan, listed, exactListed));
   notes.push(`${name}: ${suggested} of ${meetings.length * LABELS} labels got suggestions.`);
 
   // The planner's choices for the service's statement at this size (test/voice-plans.test.ts
@@ -248,11 +261,18 @@ const out = `Engine: ${engine.engine.label}. ${PEOPLE.toLocaleString('en')} peop
 ${table(rows)}
 
 ${notes.join(' ')} Targets: clustered p99 ≤ 20 ms at recall@10 ≥ 0.99; uniform recall@10 ≥ 0.99 at no more than the exact scan's cost.`;
-const suggestionsOut = `Engine: ${engine.engine.label}. GET /meetings/{id}/speaker-labels without HTTP (lib/repositories/speaker-label-list.ts): ${MEETINGS} meetings per data set, each with ${LABELS} unassigned labels of ${UTTERANCES} embeddings near one of the ${PEOPLE.toLocaleString('en')} people's vectors; the baseline computes the same label voices and finds each one's ${MAX_SUGGESTIONS} nearest people by the serial exact scan. Service and baseline alternate meeting by meeting. Server CPU as above.
-
-${table(suggestionRows)}
-
-Target: clustered server CPU p99 ≤ 50 ms for the 8 labels.`;
+const suggestionsOut = [
+  `Engine: ${engine.engine.label}. GET /meetings/{id}/speaker-labels without HTTP`,
+  `(lib/repositories/speaker-label-list.ts): ${MEETINGS} meetings per data set, each with ${LABELS} unassigned labels`,
+  `of ${UTTERANCES} embeddings near one of the`,
+  `${PEOPLE.toLocaleString('en')} people's vectors; the baseline computes the same label voices and finds each one's`,
+  `${MAX_SUGGESTIONS} nearest people by the serial exact scan. Service and baseline alternate meeting by meeting.`,
+  'Server CPU as above.',
+  '',
+  table(suggestionRows),
+  '',
+  'Target: clustered server CPU p99 ≤ 50 ms for the 8 labels.',
+].join('\n');
 console.log(out);
 console.log(suggestionsOut);
 // A run of some data sets only leaves the full voice-match table as it was.

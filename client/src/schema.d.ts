@@ -1987,7 +1987,7 @@ export interface components {
              * @example 2026-11-22T09:00:00.000Z
              */
             updated_at: string | null;
-            /** @description unassigned labels: up to 3 of your people whose voice is closest, best first; always [] for an assigned label */
+            /** @description unassigned labels: up to 3 of your people whose voice is closest, best first; [] for an assigned label */
             suggestions: {
                 /**
                  * Format: uuid

@@ -130,7 +130,8 @@ export async function deletePerson(q: Queryable, actor: Actor, id: string): Prom
  * meeting's segments, and each would otherwise wait for rows the other holds (a deadlock).
  */
 export async function lockSpeakerIdentity(tx: Queryable, userId: string): Promise<void> {
-  await tx.query('person.lock_identity', `SELECT pg_advisory_xact_lock(hashtextextended('speaker-identity:' || $1, 0))`, [userId]);
+  const sql = `SELECT pg_advisory_xact_lock(hashtextextended('speaker-identity:' || $1, 0))`;
+  await tx.query('person.lock_identity', sql, [userId]);
 }
 
 /** Whether `personId` is one of `userId`'s people (another user's counts as missing). */

@@ -28,11 +28,19 @@ const REFERENCES: Move[] = [
   ['person_merge.tasks', 'UPDATE task SET assigned_to = $1, updated_at = now() WHERE assigned_to = $2'],
   ['person_merge.sub_tasks', 'UPDATE sub_task SET assigned_to = $1, updated_at = now() WHERE assigned_to = $2'],
   ['person_merge.summaries', 'UPDATE person_summary SET person_id = $1, updated_at = now() WHERE person_id = $2'],
-  ['person_merge.notes', `UPDATE note SET subject_id = $1, updated_at = now() WHERE user_id = $3 AND subject_type = 'PERSON' AND subject_id = $2`],
-  ['person_merge.threads', `UPDATE ai_thread SET context_id = $1 WHERE user_id = $3 AND context_type = 'PERSON' AND context_id = $2`],
+  [
+    'person_merge.notes',
+    `UPDATE note SET subject_id = $1, updated_at = now()
+     WHERE user_id = $3 AND subject_type = 'PERSON' AND subject_id = $2`,
+  ],
+  [
+    'person_merge.threads',
+    `UPDATE ai_thread SET context_id = $1 WHERE user_id = $3 AND context_type = 'PERSON' AND context_id = $2`,
+  ],
   [
     'person_merge.attendance',
-    'INSERT INTO meeting_attendee (meeting_id, person_id) SELECT meeting_id, $1 FROM meeting_attendee WHERE person_id = $2 ON CONFLICT DO NOTHING',
+    `INSERT INTO meeting_attendee (meeting_id, person_id)
+     SELECT meeting_id, $1 FROM meeting_attendee WHERE person_id = $2 ON CONFLICT DO NOTHING`,
   ],
   // The kept person's empty contact fields take the other's values; its own values win.
   [
@@ -48,8 +56,16 @@ const REFERENCES: Move[] = [
  * Moves everything of `otherId` to `keepId` and deletes `otherId`. 422 when they are the same
  * person, 404 when either is not one of the user's people.
  */
-export async function mergePeople(tx: Queryable, userId: string, keepId: string, otherId: string): Promise<MergeResult> {
-  if (keepId === otherId) throw unprocessable('a person cannot be merged into itself', [{ path: 'person_id', message: 'must name another person' }]);
+export async function mergePeople(
+  tx: Queryable,
+  userId: string,
+  keepId: string,
+  otherId: string,
+): Promise<MergeResult> {
+  if (keepId === otherId) {
+    const why = { path: 'person_id', message: 'must name another person' };
+    throw unprocessable('a person cannot be merged into itself', [why]);
+  }
   // guard: speaker-identity lock (merge vs assignment deadlock) — test: test/concurrency/speaker-identity.test.ts >
   //   should not deadlock when a merge and an assignment wait on each other's rows
   await lockSpeakerIdentity(tx, userId);
@@ -64,12 +80,18 @@ export async function mergePeople(tx: Queryable, userId: string, keepId: string,
   );
   if (rows.length < 2) throw notFound('person');
   const move = async (moves: Move[]) => {
-    for (const [name, sql] of moves) await tx.query(name, sql, sql.includes('$3') ? [keepId, otherId, userId] : [keepId, otherId]);
+    for (const [name, sql] of moves) {
+      await tx.query(name, sql, sql.includes('$3') ? [keepId, otherId, userId] : [keepId, otherId]);
+    }
   };
   await move(ATTRIBUTIONS);
   await moveVoiceSamples(tx, otherId, keepId);
   await move(REFERENCES);
-  const { rowCount } = await tx.query('person_merge.own_person', 'UPDATE app_user SET person_id = $1, updated_at = now() WHERE person_id = $2', [keepId, otherId]);
+  const { rowCount } = await tx.query(
+    'person_merge.own_person',
+    'UPDATE app_user SET person_id = $1, updated_at = now() WHERE person_id = $2',
+    [keepId, otherId],
+  );
   await tx.query('person_merge.delete', 'DELETE FROM person WHERE id = $1', [otherId]);
   return { person: (await getPerson(tx, { userId }, keepId))!, ownPersonMoved: (rowCount ?? 0) > 0 };
 }

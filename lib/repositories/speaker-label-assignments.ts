@@ -85,7 +85,9 @@ export async function unassignSpeakerLabel(tx: Queryable, userId: string, meetin
 }
 
 const labelMissing = () =>
-  unprocessable("speaker_label not found in this meeting's transcript", [{ path: 'speaker_label', message: 'no segment of the meeting has this label' }]);
+  unprocessable("speaker_label not found in this meeting's transcript", [
+    { path: 'speaker_label', message: 'no segment of the meeting has this label' },
+  ]);
 
 /**
  * PATCH /transcript-segments/{id} with speaker_label: the segment moves to that label of its
@@ -93,7 +95,12 @@ const labelMissing = () =>
  * the person. 404 when the segment is not the user's, 422 when no segment of the meeting has the
  * label. Returns the people whose voice model changed.
  */
-export async function moveSegmentToLabel(tx: Queryable, userId: string, segmentId: string, speakerLabel: string): Promise<string[]> {
+export async function moveSegmentToLabel(
+  tx: Queryable,
+  userId: string,
+  segmentId: string,
+  speakerLabel: string,
+): Promise<string[]> {
   await lockSpeakerIdentity(tx, userId);
   const { rows } = await tx.query<{ transcription_id: string; meeting_id: string }>(
     'segment.lock_for_label',
@@ -109,7 +116,8 @@ export async function moveSegmentToLabel(tx: Queryable, userId: string, segmentI
     `UPDATE transcript_segment s SET speaker_label = $3,
        person_id = (SELECT person_id FROM meeting_speaker_label WHERE meeting_id = $2 AND speaker_label = $3)
      WHERE s.id = $1 AND EXISTS (
-       SELECT 1 FROM transcript_segment o JOIN transcription t ON t.id = o.transcription_id WHERE t.meeting_id = $2 AND o.speaker_label = $3)`,
+       SELECT 1 FROM transcript_segment o JOIN transcription t ON t.id = o.transcription_id
+       WHERE t.meeting_id = $2 AND o.speaker_label = $3)`,
     [segmentId, meetingId, speakerLabel],
   );
   if (!rowCount) throw labelMissing();

@@ -38,7 +38,12 @@ export interface SuggestionSettings extends VoiceSearchSettings {
  * the mean of its segments' L2-normalised embeddings; people at least `minSimilarity` similar to
  * it are suggested.
  */
-export async function listSpeakerLabels(db: Database, userId: string, meetingId: string, settings: SuggestionSettings): Promise<SpeakerLabel[]> {
+export async function listSpeakerLabels(
+  db: Database,
+  userId: string,
+  meetingId: string,
+  settings: SuggestionSettings,
+): Promise<SpeakerLabel[]> {
   const { rows } = await db.query<Omit<SpeakerLabel, 'meeting_id' | 'suggestions'> & { voice: string | null }>(
     'speaker_label.list_all',
     `SELECT s.speaker_label, l.person_id, count(*)::int AS segment_count, l.created_at, l.updated_at,
@@ -65,7 +70,11 @@ export async function listSpeakerLabels(db: Database, userId: string, meetingId:
     suggestions: voices[i]
       ? matches[next++]
           .filter((m) => m.similarity >= settings.minSimilarity)
-          .map((m) => ({ person_id: m.person.id, display_name: m.person.display_name, similarity: round6(m.similarity) }))
+          .map((m) => ({
+            person_id: m.person.id,
+            display_name: m.person.display_name,
+            similarity: round6(m.similarity),
+          }))
       : [],
   }));
 }

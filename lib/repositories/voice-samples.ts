@@ -129,7 +129,10 @@ export async function removeMeetingVoiceSamples(tx: Queryable, meetingIds: strin
  * left as it is.
  */
 export async function moveVoiceSamples(tx: Queryable, fromId: string, intoId: string): Promise<void> {
-  await tx.query('voice_sample.move_person', 'UPDATE voice_sample SET person_id = $2 WHERE person_id = $1', [fromId, intoId]);
+  await tx.query('voice_sample.move_person', 'UPDATE voice_sample SET person_id = $2 WHERE person_id = $1', [
+    fromId,
+    intoId,
+  ]);
   await updateVoiceModels(tx, [intoId], []);
 }
 

@@ -77,14 +77,21 @@ export async function findVoiceMatches(db: Database, userId: string, vector: num
  * findVoiceMatches for several vectors in one transaction (a meeting's speaker labels). Once one
  * search falls back to the exact scan, the rest of them do too, as the user's next requests would.
  */
-export async function findVoiceMatchesEach(db: Database, userId: string, vectors: number[][], limit: number, settings: VoiceSearchSettings): Promise<VoiceMatch[][]> {
+export async function findVoiceMatchesEach(
+  db: Database,
+  userId: string,
+  vectors: number[][],
+  limit: number,
+  settings: VoiceSearchSettings,
+): Promise<VoiceMatch[][]> {
   const results = await db.withTransaction(async (tx) => {
+    type Row = PersonBrief & { distance: number };
     const search = async (vector: number[]) =>
-      (await tx.query<PersonBrief & { distance: number }>('voice.matches', VOICE_MATCH_SQL, [userId, pgvector.toSql(vector), limit])).rows;
+      (await tx.query<Row>('voice.matches', VOICE_MATCH_SQL, [userId, pgvector.toSql(vector), limit])).rows;
     let exact = (exactUntil.get(userId) ?? 0) > Date.now();
     if (exact) await tx.query('voice.exact_settings', EXACT_SETTINGS_SQL);
     else await tx.query('voice.scan_settings', WALK_SETTINGS_SQL, [String(settings.efSearch)]);
-    const out: (PersonBrief & { distance: number })[][] = [];
+    const out: Row[][] = [];
     for (const vector of vectors) {
       const walked = await search(vector);
       const last = walked.at(-1);

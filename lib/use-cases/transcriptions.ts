@@ -27,7 +27,8 @@ export const updateTranscription: UseCase<{ id: string; patch: transcriptions.Tr
 
 export const updateSegment: UseCase<{ id: string; patch: segments.SegmentPatch }, Segment> = async (ctx, { id, patch }) => {
   // A new speaker: the segment takes that label's person, and its voice sample follows.
-  const people = patch.speaker_label === undefined ? [] : await moveSegmentToLabel(ctx.tx, userOf(ctx), id, patch.speaker_label);
+  const label = patch.speaker_label;
+  const people = label === undefined ? [] : await moveSegmentToLabel(ctx.tx, userOf(ctx), id, label);
   const found = await segments.updateSegment(ctx.tx, ctx.actor, id, patch);
   if (!found) throw notFound('segment');
   const { meeting_id, user_id, ...segment } = found;

@@ -52,7 +52,8 @@ export class SpeakersPane {
       const target = slots.get(label);
       if (!target || !suggestions.length) continue;
       const buttons = suggestions.map((s) => {
-        const b = h('button', { class: 'speaker-suggestion', 'data-label': label, 'data-person': s.person_id }, `${s.display_name} (${s.similarity.toFixed(2)})`);
+        const attrs = { class: 'speaker-suggestion', 'data-label': label, 'data-person': s.person_id };
+        const b = h('button', attrs, `${s.display_name} (${s.similarity.toFixed(2)})`);
         b.onclick = async () => {
           b.disabled = true;
           try {
@@ -119,7 +120,11 @@ export class SpeakersPane {
     // A duplicate of the assigned person (say, created for another meeting) merges into them.
     const others = current ? people.filter((p) => p.id !== current.id) : [];
     const mergeFrom = others.length
-      ? h('select', { class: 'speaker-merge-from', 'data-label': label }, ...others.map((p) => h('option', { value: p.id }, p.display_name)))
+      ? h(
+          'select',
+          { class: 'speaker-merge-from', 'data-label': label },
+          ...others.map((p) => h('option', { value: p.id }, p.display_name)),
+        )
       : null;
     const merge =
       current &&
@@ -128,7 +133,8 @@ export class SpeakersPane {
         const other = others.find((p) => p.id === mergeFrom.value)!;
         await this.api.mergePeople(current.id, other.id);
         await this.onAssigned();
-        return `${other.display_name} merged into ${current.display_name}: their segments, voice samples, tasks and notes are now ${current.display_name}'s`;
+        const into = current.display_name;
+        return `${other.display_name} merged into ${into}: their segments, samples, tasks and notes are now ${into}'s`;
       });
     return h(
       'div',

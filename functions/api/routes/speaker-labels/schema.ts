@@ -25,11 +25,15 @@ export const SpeakerLabelSchema = z
         z.object({
           person_id: Uuid,
           display_name: z.string(),
-          similarity: z.number().openapi({ description: "cosine similarity of the person's voice_vector to the label's voice" }),
+          similarity: z
+            .number()
+            .openapi({ description: "cosine similarity of the person's voice_vector to the label's voice" }),
         }),
       )
       .max(3)
-      .openapi({ description: 'unassigned labels: up to 3 of your people whose voice is closest, best first; always [] for an assigned label' }),
+      .openapi({
+        description: 'unassigned labels: up to 3 of your people whose voice is closest, best first; [] for an assigned label',
+      }),
   })
   .openapi('SpeakerLabel');
 

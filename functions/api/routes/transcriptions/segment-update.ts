@@ -29,9 +29,10 @@ const route = op({
   description:
     'For the meeting owner. `speaker_label` moves the segment to that label of its meeting: the segment takes ' +
     'the person assigned to the label (none when unassigned), and its voice sample follows (moved, dropped or ' +
-    "recorded; the people concerned have their voice model recomputed). 422 when no segment of the meeting has the label. " +
-    'Broadcasts EntityChanged { entity: transcript_segment, action: updated } and { entity: person, action: updated } ' +
-    'for each person whose model changed. ' +
+    'recorded; the people concerned have their voice model recomputed). ' +
+    '422 when no segment of the meeting has the label. ' +
+    'Broadcasts EntityChanged { entity: transcript_segment, action: updated } ' +
+    'and { entity: person, action: updated } for each person whose model changed. ' +
     'A later batch replace of the transcription (PUT /transcriptions/{id}/segments) keeps no user edits.',
   auth: ['bearer'],
   request: { params: IdParam, ...jsonBody(PatchSegmentBody) },
