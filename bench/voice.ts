@@ -267,7 +267,7 @@ const suggestionsOut = [
   `of ${UTTERANCES} embeddings near one of the`,
   `${PEOPLE.toLocaleString('en')} people's vectors; the baseline computes the same label voices and finds each one's`,
   `${MAX_SUGGESTIONS} nearest people by the serial exact scan. Service and baseline alternate meeting by meeting.`,
-  'Server CPU as above.',
+  'Server CPU is the time the database processes spent on a CPU meanwhile (/proc schedstat).',
   '',
   table(suggestionRows),
   '',
