@@ -271,7 +271,8 @@ describe('developer console in Chromium', () => {
     expect(await page.textContent('#voice-samples h4')).toContain('voice untrained');
     expect(await page.locator('.speaker-unassign[data-label="SPEAKER_0"]').count()).toBe(0);
     await shot('08-speaker-unassigned');
-    expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items).toMatchObject([{ speaker_label: 'SPEAKER_0', person_id: null, suggestions: [] }]);
+    // Every label is listed, none assigned; nobody has a voice left to suggest.
+    for (const item of (await rest(`/meetings/${meetingId}/speaker-labels`)).items) expect(item).toMatchObject({ person_id: null, suggestions: [] });
     expect(await rest(`/people/${ada}/voice-samples`)).toEqual({ items: [], next_cursor: null });
     expect(await rest(`/people/${ada}`)).toMatchObject({ voice_model_status: 'untrained', voice_vector: null });
 
@@ -284,7 +285,7 @@ describe('developer console in Chromium', () => {
     await shot('09-use-existing-person');
     await page.click('.speaker-use-existing[data-label="SPEAKER_0"]');
     await expect.poll(() => page.textContent('.speaker[data-label="SPEAKER_0"] .speaker-current')).toContain('Ada');
-    expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items).toMatchObject([{ speaker_label: 'SPEAKER_0', person_id: ada }]);
+    expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items[0]).toMatchObject({ speaker_label: 'SPEAKER_0', person_id: ada });
     expect((await rest('/people?q=Ada')).items).toHaveLength(1);
 
     // A new label whose voice is Ada's (the ML appends it with one of SPEAKER_0's embeddings): the
