@@ -1,6 +1,6 @@
 // The local stack: emulators (or the ones the user already runs), the embedded database, the
-// REST API and the live WebSocket service on one port (CORE_PORT), the fake ML service and the
-// periodic sweep. Everything it keeps lives under DATA_DIR.
+// REST API and the live WebSocket service on one port (CORE_PORT), the fake ML service (or, with
+// ML_SERVICE_URL set, the ML team's real one and no fake at all) and the periodic sweep. Everything it keeps lives under DATA_DIR.
 import { writeFileSync } from 'node:fs';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +13,8 @@ import type { Logger } from '@mi/lib/telemetry/log';
 import { createRuntime, type Runtime, type RuntimeOverrides } from '@mi/lib/adapters/runtime';
 import { createApp } from '../functions/api/app';
 import { runSweep } from '../functions/sweep';
+import { mlBatchSubscription } from '@mi/lib/ml/contract';
+import { mlContractDocuments } from '@mi/lib/ml/documents';
 import { asyncApiDocument } from '../run-services/live/asyncapi';
 import { createLiveService, type LiveService } from '../run-services/live/service';
 import { registerConsole } from './console/routes';
@@ -83,7 +85,16 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     stops.push(() => new Promise((r) => { server.close(r); server.closeAllConnections(); }));
     const port = (server.address() as AddressInfo).port;
     const url = `http://localhost:${port}`;
-    if (config.ML_PORT !== 0) await ensurePortFree('ML_PORT', config.ML_PORT, config.HOST);
+    // ML_SERVICE_URL set: the ML team's own service takes the live and batch paths; no stand-in runs.
+    const externalMl = env.ML_SERVICE_URL ? config.ML_SERVICE_URL : null;
+    if (!externalMl && config.ML_PORT !== 0) await ensurePortFree('ML_PORT', config.ML_PORT, config.HOST);
+    // The emulators it will start get fixed ports: checked now, before anything slow starts.
+    const emulatorPorts = [
+      ['PUBSUB_EMULATOR_PORT', config.PUBSUB_EMULATOR_PORT, vars.PUBSUB_EMULATOR_HOST],
+      ['FIRESTORE_EMULATOR_PORT', config.FIRESTORE_EMULATOR_PORT, vars.FIRESTORE_EMULATOR_HOST],
+      ['STORAGE_EMULATOR_PORT', config.STORAGE_EMULATOR_PORT, vars.STORAGE_EMULATOR_HOST],
+    ] as const;
+    for (const [variable, p, host] of emulatorPorts) if (!host && p !== 0) await ensurePortFree(variable, p, '127.0.0.1');
 
     const signerFile = vars.STORAGE_SIGNER_KEY_FILE ?? path.join(dataDir, 'gcs-signer.json');
     const signer = loadOrCreateSignerKey(signerFile);
@@ -103,19 +114,19 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     // Each stop is registered as soon as its part is up, so a failure elsewhere stops it too.
     const started = await Promise.allSettled([
       !overrides && !vars.PUBSUB_EMULATOR_HOST
-        ? step('Pub/Sub emulator started', () => startPubsubEmulator({ dataDir: path.join(dataDir, 'pubsub') }), (e) => ({ host: e.host })).then((e) => {
+        ? step('Pub/Sub emulator started', () => startPubsubEmulator({ port: config.PUBSUB_EMULATOR_PORT, dataDir: path.join(dataDir, 'pubsub') }), (e) => ({ host: e.host })).then((e) => {
             stops.push(e.stop);
             vars.PUBSUB_EMULATOR_HOST = e.host;
           })
         : undefined,
       !overrides && !vars.FIRESTORE_EMULATOR_HOST
-        ? step('Firestore emulator started', () => startFirestoreEmulator({}), (e) => ({ host: e.host })).then((e) => {
+        ? step('Firestore emulator started', () => startFirestoreEmulator({ port: config.FIRESTORE_EMULATOR_PORT }), (e) => ({ host: e.host })).then((e) => {
             stops.push(e.stop);
             vars.FIRESTORE_EMULATOR_HOST = e.host;
           })
         : undefined,
       !vars.STORAGE_EMULATOR_HOST
-        ? step('GCS emulator started', () => startGcsEmulator({ dataDir: path.join(dataDir, 'gcs'), trustedKeys: [signer] }), (e) => ({ url: e.url })).then((e) => {
+        ? step('GCS emulator started', () => startGcsEmulator({ port: config.STORAGE_EMULATOR_PORT, dataDir: path.join(dataDir, 'gcs'), trustedKeys: [signer] }), (e) => ({ url: e.url })).then((e) => {
             stops.push(e.stop);
             vars.STORAGE_EMULATOR_HOST = e.url;
           })
@@ -137,6 +148,8 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
       await rt.store.ensureBucket();
       await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
       await rt.bus.ensureTopic(config.PUBSUB_TOPIC_RECORDING_FINALIZED);
+      // The ML's work queue exists from the start, as Terraform makes it: nothing finalized waits on the ML being up.
+      await rt.bus.ensureQueue(config.PUBSUB_TOPIC_RECORDING_FINALIZED, mlBatchSubscription(config.PUBSUB_TOPIC_RECORDING_FINALIZED));
       return rt;
     });
 
@@ -148,6 +161,8 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     app.get('/', (c) => c.redirect('/console', 302));
     // The live service's AsyncAPI document, beside the REST API's /openapi.json.
     app.get('/asyncapi.json', (c) => c.json(asyncApiDocument({ host: c.req.header('host') ?? new URL(url).host, protocol: 'ws' })));
+    // The published core ↔ ML contract, as the live service serves it.
+    for (const [docPath, doc] of Object.entries(mlContractDocuments())) app.get(docPath, (c) => c.json(doc as object));
     // Requests go to the app from here on (the fake ML calls it back while starting); /healthz
     // says 200 only once everything is up.
     const appListener = getRequestListener(app.fetch);
@@ -155,9 +170,17 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     let ready = false;
     handler = (req, res) => (!ready && req.url?.split('?')[0] === '/healthz' ? starting(req, res) : appListener(req, res));
 
-    const ml = await step('fake ML service started', () => startFakeMl({ port: config.ML_PORT, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config, log }), (m) => ({ url: m.url }));
-    stops.push(ml.stop);
-    const liveService = createLiveService(rt, { mlUrl: ml.url });
+    let mlUrl: string;
+    if (externalMl) {
+      mlUrl = externalMl;
+      if (overrides) log.warn('ML_SERVICE_URL: the in-process Pub/Sub substitute cannot reach another process; the ML service gets no recording.finalized (install gcloud, README)');
+      log.info({ url: mlUrl }, 'using the ML service at ML_SERVICE_URL (no fake ML, no fake batch worker)');
+    } else {
+      const ml = await step('fake ML service started', () => startFakeMl({ port: config.ML_PORT, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config, log }), (m) => ({ url: m.url }));
+      stops.push(ml.stop);
+      mlUrl = ml.url;
+    }
+    const liveService = createLiveService(rt, { mlUrl });
     await step('live service up', () => liveService.start());
     live = liveService;
     stops.push(() => liveService.shutdown('shutdown'));
@@ -168,13 +191,13 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     stops.push(async () => clearInterval(timer));
 
     ready = true;
-    writeStackEnv(dataDir, { ...vars, DATABASE_URL: database.url, CORE_PORT: String(port), ML_SERVICE_URL: ml.url });
+    writeStackEnv(dataDir, { ...vars, DATABASE_URL: database.url, CORE_PORT: String(port), ML_SERVICE_URL: mlUrl });
     const addresses = {
       url,
       console: `${url}/console`,
       docs: `${url}/docs`,
       ws: `${url.replace('http', 'ws')}/ws`,
-      ml: ml.url,
+      ml: externalMl ? `${mlUrl} (ML_SERVICE_URL)` : `${mlUrl} (fake)`,
       storage: vars.STORAGE_EMULATOR_HOST!,
       pubsub: overrides ? 'in-process substitute' : vars.PUBSUB_EMULATOR_HOST!,
       firestore: overrides ? 'in-process substitute' : vars.FIRESTORE_EMULATOR_HOST!,
@@ -197,7 +220,7 @@ function readyBanner(a: Record<string, string>, seconds: string): string {
     ['console', a.console],
     ['API docs', a.docs],
     ['WebSocket', a.ws],
-    ['ML (fake)', a.ml],
+    ['ML', a.ml],
     ['storage', `${a.storage}   gcloud storage: CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=${a.storage.replace(/\/?$/, '/')} (README)`],
     ['Pub/Sub', a.pubsub],
     ['Firestore', a.firestore],
@@ -227,11 +250,25 @@ function portError(variable: string, port: number, host: string, err: NodeJS.Err
 }
 
 /**
- * The running stack's settings, so a deployable unit can run against it, e.g.
- * `set -a; . .data/local-stack.env; npx functions-framework --target=api --source=functions/dist`.
+ * The running stack's settings, for a shell (`source .data/local-stack.env`: gcloud and the
+ * Google clients then talk to the emulators) or a deployable unit run against the stack, e.g.
+ * `source .data/local-stack.env; npx functions-framework --target=api --source=functions/dist`.
  */
 function writeStackEnv(dataDir: string, vars: Record<string, string | undefined>) {
   const keys = ['APP_ENV', 'DATABASE_URL', 'PUBSUB_EMULATOR_HOST', 'FIRESTORE_EMULATOR_HOST', 'STORAGE_EMULATOR_HOST', 'STORAGE_SIGNER_KEY_FILE', 'STORAGE_BUCKET', 'ML_SERVICE_URL', 'IDENTITY_SECRET_KEY', 'SERVICE_AUTH_TOKEN', 'AUDIO_URL_SIGNING_KEY'];
-  const lines = keys.filter((k) => vars[k]).map((k) => `${k}=${vars[k]}`);
+  const http = (host: string | undefined) => host && (/^https?:\/\//.test(host) ? host : `http://${host}`).replace(/\/?$/, '/');
+  const all: Record<string, string | undefined> = {
+    ...Object.fromEntries(keys.map((k) => [k, vars[k]])),
+    // gcloud's own overrides: `gcloud storage ls`, `gcloud pubsub topics list` reach the emulators.
+    CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE: http(vars.STORAGE_EMULATOR_HOST),
+    CLOUDSDK_API_ENDPOINT_OVERRIDES_PUBSUB: http(vars.PUBSUB_EMULATOR_HOST),
+    CLOUDSDK_API_ENDPOINT_OVERRIDES_FIRESTORE: http(vars.FIRESTORE_EMULATOR_HOST),
+    GOOGLE_CLOUD_PROJECT: vars.GOOGLE_CLOUD_PROJECT ?? 'local-project',
+    // The emulators take no credentials; gcloud then sends none (this shell is the stack's).
+    CLOUDSDK_AUTH_DISABLE_CREDENTIALS: 'true',
+    CLOUDSDK_CORE_PROJECT: vars.GOOGLE_CLOUD_PROJECT ?? 'local-project',
+  };
+  const quote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`;
+  const lines = Object.entries(all).filter(([, v]) => v).map(([k, v]) => `export ${k}=${quote(v!)}`);
   writeFileSync(path.join(dataDir, 'local-stack.env'), lines.join('\n') + '\n', { mode: 0o600 });
 }
