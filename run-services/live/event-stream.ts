@@ -5,7 +5,7 @@
 // retention deletes events, so a read that finds some gone sends ResyncRequired before going
 // on. Events go through one queue, so live events arriving during a replay wait for it.
 import type { Queryable } from '@mi/lib/db/pool';
-import { eventsAfter, type StoredEvent } from '@mi/lib/events/outbox';
+import { eventsAfter, toDelivered, type StoredEvent } from '@mi/lib/events/outbox';
 import type { Logger } from '@mi/lib/telemetry/log';
 import type { DeliveredEvent, OutgoingMessage } from './server-messages';
 
@@ -37,9 +37,8 @@ export async function latestSeq(q: Queryable, userId: string): Promise<number> {
   return rows[0]?.last_seq ?? 0;
 }
 
-export function toClientMessage(e: StoredEvent): DeliveredEvent {
-  return { ...e.body, event_id: e.event_id, seq: e.seq, occurred_at: e.occurred_at };
-}
+/** The WebSocket message of an event: the same JSON webhooks POST (lib/events/outbox.ts). */
+export const toClientMessage: (e: StoredEvent) => DeliveredEvent = toDelivered;
 
 export class EventStream {
   private lastSeq = 0;
