@@ -4,7 +4,8 @@
 // the take resumes without losing a frame, a few frames "lost on the wire" come back as a gap
 // upload after the stop, the take is finalized, and the finished audio plays; a speaker label is
 // assigned, the person's voice samples shown, and the label unassigned again; naming a new person
-// like an existing one (409) offers that person instead. The open meeting is in the URL (back,
+// like an existing one (409) offers that person instead; a new label with her voice is suggested
+// as her (one click assigns), and a duplicate of her merges into her. The open meeting is in the URL (back,
 // forward and reload keep it), the tasks panel says when tasks come, the layout holds at 375 px,
 // and the page makes no failed request on the way. Then the finished meeting is searched (both
 // sorts), its transcript exported in three formats, a segment's text corrected, and an older
@@ -274,7 +275,8 @@ describe('developer console in Chromium', () => {
     expect(await page.textContent('#voice-samples h4')).toContain('voice untrained');
     expect(await page.locator('.speaker-unassign[data-label="SPEAKER_0"]').count()).toBe(0);
     await shot('08-speaker-unassigned');
-    expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items).toEqual([]);
+    // Every label is listed, none assigned; nobody has a voice left to suggest.
+    for (const item of (await rest(`/meetings/${meetingId}/speaker-labels`)).items) expect(item).toMatchObject({ person_id: null, suggestions: [] });
     expect(await rest(`/people/${ada}/voice-samples`)).toEqual({ items: [], next_cursor: null });
     expect(await rest(`/people/${ada}`)).toMatchObject({ voice_model_status: 'untrained', voice_vector: null });
 
@@ -287,8 +289,38 @@ describe('developer console in Chromium', () => {
     await shot('09-use-existing-person');
     await page.click('.speaker-use-existing[data-label="SPEAKER_0"]');
     await expect.poll(() => page.textContent('.speaker[data-label="SPEAKER_0"] .speaker-current')).toContain('Ada');
-    expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items).toMatchObject([{ speaker_label: 'SPEAKER_0', person_id: ada }]);
+    expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items[0]).toMatchObject({ speaker_label: 'SPEAKER_0', person_id: ada });
     expect((await rest('/people?q=Ada')).items).toHaveLength(1);
+
+    // A new label whose voice is Ada's (the ML appends it with one of SPEAKER_0's embeddings): the
+    // page suggests Ada beside it, and one click assigns her.
+    const service = { authorization: `Bearer ${stack.config.SERVICE_AUTH_TOKEN}`, 'content-type': 'application/json' };
+    const transcription = (await rest(`/meetings/${meetingId}/transcriptions`)).items.at(-1).id as string;
+    const spoken = (await rest(`/transcriptions/${transcription}/segments?limit=200`)).items.find((x: any) => x.feature_vector && x.speaker_label === 'SPEAKER_0');
+    const appended = await fetch(`${stack.url}/transcriptions/${transcription}/segments`, {
+      method: 'POST',
+      headers: service,
+      body: JSON.stringify({ segments: [{ speaker_label: 'SPEAKER_7', text: 'and one more thing', start_ms: 60_000, feature_vector: spoken.feature_vector }] }),
+    });
+    expect(appended.status).toBe(204);
+    await page.waitForSelector(`.speaker-suggestion[data-label="SPEAKER_7"][data-person="${ada}"]`);
+    await shot('09b-speaker-suggestion');
+    await page.click(`.speaker-suggestion[data-label="SPEAKER_7"][data-person="${ada}"]`);
+    await expect.poll(() => page.textContent('.speaker[data-label="SPEAKER_7"] .speaker-current')).toContain('Ada');
+
+    // A duplicate of Ada (made elsewhere) merges into her from her label's row, and is gone.
+    const duplicate = await fetch(`${stack.url}/people`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ display_name: 'Ada L.' }),
+    });
+    const adaL = (await duplicate.json()).id as string;
+    await page.waitForSelector(`.speaker-merge-from[data-label="SPEAKER_0"] option[value="${adaL}"]`, { state: 'attached' });
+    await page.selectOption('.speaker-merge-from[data-label="SPEAKER_0"]', adaL);
+    await page.click('.speaker-merge[data-label="SPEAKER_0"]');
+    await expect.poll(() => page.textContent('#speaker-message')).toContain('Ada L. merged into Ada');
+    expect((await fetch(`${stack.url}/people/${adaL}`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404);
+    expect((await rest('/people?q=Ada')).items.map((p: any) => p.id)).toEqual([ada]);
 
     // A reload of the finished meeting: it reopens with its transcript and playable audio.
     await page.reload();

@@ -37,6 +37,12 @@ export class Api {
     ok(await this.rest.POST('/meetings/{id}/speaker-labels', { params: { path: { id: meetingId } }, body: { speaker_label, person_id } }));
   unassignSpeaker = async (meetingId: string, speaker_label: string) =>
     ok(await this.rest.DELETE('/meetings/{id}/speaker-labels/{speaker_label}', { params: { path: { id: meetingId, speaker_label } } }));
+  /** Every label of the meeting, assigned or not, with suggestions for the unassigned ones. */
+  speakerLabels = async (meetingId: string) =>
+    ok(await this.rest.GET('/meetings/{id}/speaker-labels', { params: { path: { id: meetingId } } }));
+  /** Everything of `otherId` moves to `keepId`; `otherId` is deleted. */
+  mergePeople = async (keepId: string, otherId: string) =>
+    ok(await this.rest.POST('/people/{id}/merge', { params: { path: { id: keepId } }, body: { person_id: otherId } }));
   voiceSamples = async (personId: string) => ok(await this.rest.GET('/people/{id}/voice-samples', { params: { path: { id: personId }, query: { limit: 50 } } }));
   recording = async (meetingId: string) => {
     const state = ok(await this.rest.GET('/meetings/{id}/recording', { params: { path: { id: meetingId } } }));
