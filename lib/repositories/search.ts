@@ -14,8 +14,7 @@
 // same on every page; a row whose text changes between two pages may move (documented).
 import { UUID_PATTERN } from '../async';
 import type { Queryable } from '../db/pool';
-import { DomainError } from '../errors';
-import { decodeCursor, toPage, type Page } from '../domain/pagination';
+import { decodeCursor, invalidCursor, toPage, type Page } from '../domain/pagination';
 
 export const SEARCH_CONFIG = 'english';
 export const SEARCH_KINDS = ['meeting', 'note', 'segment', 'talking_point'] as const;
@@ -46,7 +45,7 @@ function decodeSearchCursor(cursor: string | undefined): [number, SearchKind, st
   if (!key) return null;
   const [rank, kind, id] = key;
   if (typeof rank === 'number' && Number.isFinite(rank) && SEARCH_KINDS.includes(kind as SearchKind) && typeof id === 'string' && UUID_PATTERN.test(id)) return [rank, kind as SearchKind, id];
-  throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
+  throw invalidCursor();
 }
 
 // ts_headline marks matches with STX/ETX (removed from the text first), so the snippet can be
