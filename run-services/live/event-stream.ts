@@ -4,6 +4,7 @@
 // read from there first. `last_seq` replay is the same read from the client's point on. Only
 // retention deletes events, so a read that finds some gone sends ResyncRequired before going
 // on. Events go through one queue, so live events arriving during a replay wait for it.
+import { retry } from '@mi/lib/async';
 import type { Queryable } from '@mi/lib/db/pool';
 import { eventsAfter, type StoredEvent } from '@mi/lib/events/outbox';
 import type { Logger } from '@mi/lib/telemetry/log';
@@ -20,6 +21,7 @@ export interface EventSink {
 
 const PAGE = 500;
 const READ_ATTEMPTS = 4;
+const READ_BACKOFF_MS = [200, 400, 800];
 
 /** The latest event seq of each of these users that has one. */
 export async function latestSeqs(q: Queryable, userIds: string[]): Promise<Map<string, number>> {
@@ -128,14 +130,7 @@ export class EventStream {
     if (!this.sink.send(toClientMessage(e))) this.closed = true;
   }
 
-  private async read<T>(fn: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (attempt >= READ_ATTEMPTS) throw err;
-        await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
-      }
-    }
+  private read<T>(fn: () => Promise<T>): Promise<T> {
+    return retry(fn, { steps: READ_BACKOFF_MS, attempts: READ_ATTEMPTS });
   }
 }

@@ -9,7 +9,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import WebSocket from 'ws';
-import { sleep } from '@mi/lib/async';
+import { backoffMs, sleep } from '@mi/lib/async';
 import type { Logger } from '@mi/lib/telemetry/log';
 
 export interface MlSessionInit {
@@ -266,7 +266,7 @@ export class MlStream {
 
   private retry(error: string): void {
     if (this.closed || this.retryTimer) return;
-    const delay = BACKOFF_MS[Math.min(this.attempt++, BACKOFF_MS.length - 1)];
+    const delay = Math.round(backoffMs(BACKOFF_MS, this.attempt++));
     if (!this.down) {
       this.down = true;
       this.o.onHealth({ source: 'core', code: 'ml_unavailable', detail: { error, retry_in_ms: delay } });

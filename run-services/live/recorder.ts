@@ -5,7 +5,7 @@
 // it owns the take: frame writes are retried with backoff, never given up (the stop's last step
 // retries for about 80 s, then leaves a take stuck in stopping to the sweep).
 import type { Coordination } from '@mi/lib/adapters/coordination';
-import { backoffMs, sleep } from '@mi/lib/async';
+import { backoffMs, retry, sleep } from '@mi/lib/async';
 import { progressEvent, type EventBody } from '@mi/lib/events/catalogue';
 import { instruments } from '@mi/lib/telemetry/metrics';
 import type { StoredEvent } from '@mi/lib/events/outbox';
@@ -581,13 +581,4 @@ export class Recorder {
 }
 
 /** Retries a database step with backoff, 20 times (about 80 s): a stop must complete if it can. */
-async function withRetry<T>(fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (attempt >= 20) throw err;
-      await sleep(backoffMs(BACKOFF_MS, attempt));
-    }
-  }
-}
+const withRetry = <T>(fn: () => Promise<T>): Promise<T> => retry(fn, { steps: BACKOFF_MS, attempts: 21 });
