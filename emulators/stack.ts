@@ -233,5 +233,5 @@ function portError(variable: string, port: number, host: string, err: NodeJS.Err
 function writeStackEnv(dataDir: string, vars: Record<string, string | undefined>) {
   const keys = ['APP_ENV', 'DATABASE_URL', 'PUBSUB_EMULATOR_HOST', 'FIRESTORE_EMULATOR_HOST', 'STORAGE_EMULATOR_HOST', 'STORAGE_SIGNER_KEY_FILE', 'STORAGE_BUCKET', 'ML_SERVICE_URL', 'IDENTITY_SECRET_KEY', 'SERVICE_AUTH_TOKEN', 'AUDIO_URL_SIGNING_KEY'];
   const lines = keys.filter((k) => vars[k]).map((k) => `${k}=${vars[k]}`);
-  writeFileSync(path.join(dataDir, 'local-stack.env'), lines.join('\n') + '\n', { mode: 0o600 });
+  writeFileSync(path.join(dataDir, 'local-stack.env'), `${lines.join('\n')}\n`, { mode: 0o600 });
 }

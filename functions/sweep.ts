@@ -14,6 +14,8 @@
 // Scheduler's service account holds run.invoker and Google's front end verifies its OIDC token
 // before any code runs — so the handler checks nothing more. In development/test (no IAM in
 // front) it requires `Authorization: Bearer <SERVICE_AUTH_TOKEN>`.
+import { sleep } from '@mi/lib/async';
+import { DomainError } from '@mi/lib/errors';
 import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
 import type { Coordination } from '@mi/lib/adapters/coordination';
 import { SERVICE } from '@mi/lib/domain/actor';
@@ -25,6 +27,7 @@ import type { Runtime } from '@mi/lib/adapters/runtime';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
 import { finalizeTake, stopOrphanedTake } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
+import { toProblem } from './api/problem';
 
 export type SweepRuntime = Pick<Runtime, 'config' | 'db' | 'store' | 'bus' | 'events' | 'log'>;
 
@@ -128,6 +131,12 @@ interface SweepResponse {
 
 const MAX_PERIOD_SECONDS = 3600;
 
+/** The REST edge's one mapper (api/problem.ts) shapes the sweep's errors too. */
+function sendProblem(res: SweepResponse, err: DomainError): void {
+  const { problem } = toProblem(err);
+  res.status(problem.status).json(problem);
+}
+
 /**
  * The functions-framework handler. A body `{"period_seconds": n}` (what Cloud Scheduler sends,
  * since it fires at most once a minute) runs a pass at once and then every
@@ -140,7 +149,7 @@ export function sweepHandler(rt: SweepRuntime, opts: SweepOptions = {}) {
       const header = req.headers.authorization;
       const token = bearerToken(Array.isArray(header) ? header[0] : header);
       if (!token || !safeEqual(token, rt.config.SERVICE_AUTH_TOKEN)) {
-        res.status(401).json({ type: 'https://meeting-intelligence.dev/problems/unauthorized', title: 'Unauthorized', status: 401, detail: 'service token required' });
+        sendProblem(res, new DomainError('unauthorized', 'service token required'));
         return;
       }
     }
@@ -150,18 +159,18 @@ export function sweepHandler(rt: SweepRuntime, opts: SweepOptions = {}) {
     const total: SweepCounts & { passes: number } = { passes: 0, ...NO_COUNTS };
     const started = Date.now();
     try {
-      do {
+      for (;;) {
         const counts = await runSweep(rt, opts);
         total.passes++;
         for (const k of Object.keys(counts) as (keyof SweepCounts)[]) total[k] += counts[k];
         const next = started + total.passes * intervalMs;
         if (next - started >= periodMs) break;
-        await new Promise((r) => setTimeout(r, Math.max(0, next - Date.now())));
-      } while (true);
+        await sleep(Math.max(0, next - Date.now()));
+      }
       res.status(200).json(total);
     } catch (err) {
       rt.log.error({ err: String(err) }, 'sweep failed');
-      res.status(500).json({ type: 'https://meeting-intelligence.dev/problems/internal', title: 'Internal Server Error', status: 500, detail: 'sweep failed; the next run retries' });
+      sendProblem(res, new DomainError('internal', 'sweep failed; the next run retries'));
     }
   };
 }

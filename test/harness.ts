@@ -107,7 +107,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     }
     const res = await fetch(url + path, { method, headers, body, duplex: 'half' } as RequestInit);
     const text = await res.text();
-    let parsed: unknown = undefined;
+    let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {

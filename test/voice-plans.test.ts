@@ -82,7 +82,7 @@ describe('voice-match plans', () => {
     const truth = vectors.map((v, i) => ({ name: `p${i + 1}`, similarity: cos(query, v) })).sort((a, b) => b.similarity - a.similarity);
     const matches = await findVoiceMatches(db, userId, query, 10, { efSearch: 40, exactBelowSimilarity: 0.4 });
     expect(matches.map((m) => m.person.display_name)).toEqual(truth.slice(0, 10).map((t) => t.name));
-    matches.forEach((m, i) => expect(m.similarity).toBeCloseTo(truth[i].similarity, 5));
+    for (const [i, m] of matches.entries()) expect(m.similarity).toBeCloseTo(truth[i].similarity, 5);
     expect(matches[0].person).toMatchObject({ user_id: userId, voice_model_status: 'ready' });
   });
 });

@@ -2,7 +2,6 @@
 // the tests all build the app through `createApp(deps)`.
 import { UUID_PATTERN } from '@mi/lib/async';
 import { OpenAPIHono } from '@hono/zod-openapi';
-import type { Context } from 'hono';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
@@ -19,7 +18,7 @@ import { codeOfStatus, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 import { registerRoutes } from './routes';
 
 
-export function problemResponse(c: Context, err: unknown, extraHeaders: Record<string, string> = {}): Response {
+export function problemResponse(err: unknown, extraHeaders: Record<string, string> = {}): Response {
   const { problem, headers } = toProblem(err);
   return new Response(JSON.stringify(problem), {
     status: problem.status,
@@ -99,11 +98,11 @@ export function createApp(deps: AppDeps) {
     // A client that went away mid-request (an upload cut short) is nobody's failure; nobody reads the answer.
     if (c.req.raw.signal.aborted) {
       log.info({ method: c.req.method, path: c.req.path, err: (err as Error).message }, 'client aborted the request');
-      return problemResponse(c, new DomainError('bad_request', 'the request was aborted by the client'));
+      return problemResponse(new DomainError('bad_request', 'the request was aborted by the client'));
     }
     const mapped = asDomainError(err);
     if (!(mapped instanceof DomainError)) log.error({ err }, 'unhandled error');
-    return problemResponse(c, mapped);
+    return problemResponse(mapped);
   });
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
@@ -114,9 +113,9 @@ export function createApp(deps: AppDeps) {
     const allowed = allowedMethods(app, c.req.path);
     // A handler's own c.notFound() (an unknown docs asset) reaches here with its method allowed: a 404.
     if (allowed.length && !allowed.includes(c.req.method)) {
-      return problemResponse(c, new DomainError('method_not_allowed', `${c.req.method} is not allowed here`), { Allow: allowed.join(', ') });
+      return problemResponse(new DomainError('method_not_allowed', `${c.req.method} is not allowed here`), { Allow: allowed.join(', ') });
     }
-    return problemResponse(c, new DomainError('not_found', `no route for ${c.req.method} ${c.req.path}`));
+    return problemResponse(new DomainError('not_found', `no route for ${c.req.method} ${c.req.path}`));
   });
   return app;
 }
@@ -128,7 +127,7 @@ function allowedMethods(app: OpenAPIHono<AppEnv>, path: string): string[] {
   const methods = new Set<string>();
   for (const r of app.routes) {
     if (r.method === 'ALL' || r.path === '*' || r.path.endsWith('/*')) continue;
-    const re = new RegExp('^' + r.path.replace(/:[^/]+/g, '[^/]+') + '/?$');
+    const re = new RegExp(`^${r.path.replace(/:[^/]+/g, '[^/]+')}/?$`);
     if (re.test(path)) methods.add(r.method);
   }
   return [...methods].sort();

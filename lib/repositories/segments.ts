@@ -67,7 +67,7 @@ function float4Array(vectors: number[][]): Buffer {
   // ndim, has-nulls flag, element type (float4), then for one dimension its length and lower bound.
   const header = n ? [1, 0, 700, n, 1] : [0, 0, 700];
   const buf = Buffer.alloc(header.length * 4 + n * 8);
-  header.forEach((x, i) => buf.writeInt32BE(x, i * 4));
+  for (const [i, x] of header.entries()) buf.writeInt32BE(x, i * 4);
   let o = header.length * 4;
   for (const v of vectors) {
     for (const x of v) {

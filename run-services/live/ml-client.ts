@@ -112,7 +112,10 @@ export class MlStream {
     this.batch = [];
     if (!frames.length || this.closed) return;
     const ws = this.ws;
-    if (!this.open || !ws) return void frames.forEach((m) => this.enqueue(m));
+    if (!this.open || !ws) {
+      for (const m of frames) this.enqueue(m);
+      return;
+    }
     this.socket?.cork();
     for (const m of frames) ws.send(m);
     this.socket?.uncork();

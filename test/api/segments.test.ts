@@ -97,7 +97,7 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
     expect((await post(t.id, [{ text: 'v', start_ms: 0, feature_vector: v }])).status).toBe(204);
     const got = (await api.request('GET', `/transcriptions/${t.id}/segments`, { token: svc })).body.items[0].feature_vector;
     expect(got).toHaveLength(192);
-    got.forEach((x: number, i: number) => expect(x).toBeCloseTo(v[i], 5));
+    for (const [i, x] of (got as number[]).entries()) expect(x).toBeCloseTo(v[i], 5);
     const bad = [v.slice(1), [...v, 0], [...v.slice(1), 'x'], []];
     for (const feature_vector of bad) {
       const res = await post(t.id, [{ text: 'v', start_ms: 0, feature_vector }]);
@@ -239,7 +239,9 @@ describe('PUT /transcriptions/{id}/segments (replace)', () => {
     // Each embedding lands on its own segment (they travel as one float4[] beside the rows).
     const stored = await sql(`SELECT start_ms, feature_vector::text AS v FROM transcript_segment WHERE transcription_id = $1 AND feature_vector IS NOT NULL ORDER BY start_ms`, [t.id]);
     expect(stored.map((r) => r.start_ms)).toEqual([0, 625, 1250, 1875, 2500, 3125, 3750, 4375].map((i) => i * 1000));
-    for (const r of stored) pgvector.fromSql(r.v).forEach((x: number, d: number) => expect(x).toBeCloseTo(vector(r.start_ms / 1000)[d], 5));
+    for (const r of stored) {
+      for (const [d, x] of (pgvector.fromSql(r.v) as number[]).entries()) expect(x).toBeCloseTo(vector(r.start_ms / 1000)[d], 5);
+    }
   });
 
   it('should answer 404 for an unknown transcription and accept only the service scheme', async () => {

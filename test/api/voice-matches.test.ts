@@ -60,7 +60,7 @@ describe('POST /people/voice-matches', () => {
 
     const exact = aliceIds.map((id, i) => ({ id, similarity: cosine(query, aliceVectors[i]) })).sort((a, b) => b.similarity - a.similarity);
     expect(res.body.items.map((m: any) => m.person.id)).toEqual(exact.slice(0, 5).map((e) => e.id));
-    res.body.items.forEach((m: any, i: number) => expect(m.similarity).toBeCloseTo(exact[i].similarity, 5));
+    for (const [i, m] of (res.body.items as { similarity: number }[]).entries()) expect(m.similarity).toBeCloseTo(exact[i].similarity, 5);
     for (const m of res.body.items) {
       expect(m.person.user_id).toBe(aliceId);
       expect(m.person).not.toHaveProperty('voice_vector');

@@ -70,7 +70,7 @@ async function run(cmds: Cmd[]): Promise<void> {
     w.meetings.push({ id, transcription, labels: new Map(), segs: [] });
   }
   let at = 0;
-  const body = (m: World['meetings'][number], segs: Seg[]) => ({
+  const body = (segs: Seg[]) => ({
     segments: segs.map((s) => ({ speaker_label: s.label, text: 'x', start_ms: at++, feature_vector: s.vec === null ? null : vector(s.vec), person_id: s.ml === null ? null : w.people[s.ml] })),
   });
   const attribute = (m: World['meetings'][number], segs: Seg[]) => segs.map((s) => ({ vec: s.vec, label: s.label, person: m.labels.get(s.label) ?? (s.ml === null ? null : w.people[s.ml]) }));
@@ -94,7 +94,7 @@ async function run(cmds: Cmd[]): Promise<void> {
       if (m.labels.delete(c.label)) for (const s of m.segs) if (s.label === c.label) s.person = null;
     } else if (c.kind === 'append' || c.kind === 'replace') {
       const m = w.meetings[c.m];
-      const res = await api.request(c.kind === 'append' ? 'POST' : 'PUT', `/transcriptions/${m.transcription}/segments`, { token: api.serviceToken, body: body(m, c.segs) });
+      const res = await api.request(c.kind === 'append' ? 'POST' : 'PUT', `/transcriptions/${m.transcription}/segments`, { token: api.serviceToken, body: body(c.segs) });
       expect(res.status, `${what}: ${res.text}`).toBe(204);
       m.segs = c.kind === 'append' ? [...m.segs, ...attribute(m, c.segs)] : attribute(m, c.segs);
     } else {
