@@ -7,7 +7,7 @@
 //  3. republishes outbox events whose publish failed,
 //  4. deletes outbox events past EVENT_RETENTION_HOURS and expired idempotency records, in
 //     bounded batches (lib/repositories/retention.ts),
-//  5. finishes account erasures a DELETE /me left unfinished (lib/repositories/erasure.ts) — first of
+//  5. finishes account erasures a DELETE /me left unfinished (lib/use-cases/account.ts) — first of
 //     all, so that no take of an account being erased is finalized — and purges meetings
 //     soft-deleted more than MEETING_PURGE_AFTER_DAYS ago (lib/use-cases/meetings.ts).
 // Auth of the HTTP target: in staging/production the function is private — only the Cloud
@@ -20,8 +20,8 @@ import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
 import type { Coordination } from '@mi/lib/adapters/coordination';
 import { SERVICE } from '@mi/lib/domain/actor';
 import { claimForFinalize, dueTakes, reclaimStale, releaseClaim, type FinalizeDeps } from '@mi/lib/repositories/finalize';
-import { CAPTURE_OPEN, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/repositories/recordings';
-import { resumeErasures } from '@mi/lib/repositories/erasure';
+import { idleTakes, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/repositories/recordings';
+import { resumeErasures } from '@mi/lib/use-cases/account';
 import { pruneExpired } from '@mi/lib/repositories/retention';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
@@ -105,11 +105,7 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
  */
 async function stopOrphanedTakes(rt: SweepRuntime, leases: Pick<Coordination, 'get'> | undefined, batch: number): Promise<number> {
   const idleSeconds = OWNER_STALE_SECONDS + rt.config.RECORDING_DISCONNECT_GRACE_SECONDS;
-  const { rows: idle } = await rt.db.query<Recording>(
-    'sweep.orphaned_takes',
-    `SELECT * FROM recording WHERE state = ANY($1) AND updated_at < now() - make_interval(secs => $2) ORDER BY updated_at LIMIT $3`,
-    [CAPTURE_OPEN, idleSeconds, batch],
-  );
+  const idle = await idleTakes(rt.db, idleSeconds, batch);
   let stopped = 0;
   for (const take of idle) {
     if (leases && (await leases.get(recordingLeaseKey(take.meeting_id, take.audio_version)))) continue;

@@ -10,7 +10,7 @@ import { progressEvent, type EventBody } from '@mi/lib/events/catalogue';
 import { instruments } from '@mi/lib/telemetry/metrics';
 import type { StoredEvent } from '@mi/lib/events/outbox';
 import { SERVICE } from '@mi/lib/domain/actor';
-import { completeStop } from '@mi/lib/use-cases/recording';
+import { beginStop, completeStop } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
 import type { OutgoingMessage } from './server-messages';
 import { coverageOfSet, RangeSet } from '@mi/lib/domain/coverage';
@@ -18,7 +18,6 @@ import { NO_END, type ManifestRow } from '@mi/lib/repositories/manifest';
 import { recordEvent } from '@mi/lib/repositories/recording-history';
 import {
   getRecording,
-  markStopping,
   pcmFrameBytes,
   recordingLeaseKey,
   releaseOwner,
@@ -475,11 +474,9 @@ export class Recorder {
     const c = rt.config;
     if (this.state !== 'recording') return;
     const { meetingId, audioVersion } = this.take;
-    const ok = await rt.db.withTransaction(async (tx) => {
-      if (!(await markStopping(tx, meetingId, audioVersion, reason, { owner: instanceId }))) return false;
-      await recordEvent(tx, meetingId, 'stop_requested', { audio_version: audioVersion, reason, instance: instanceId });
-      return true;
-    });
+    // Committed events reach this instance's connections first, then Pub/Sub.
+    const uow = { db: rt.db, events: { publish: async (events: StoredEvent[]) => this.host.dispatch(events) } };
+    const ok = await runUseCase(uow, SERVICE, beginStop, { meetingId, audioVersion, reason, owner: instanceId });
     if (!ok) return this.letGo(await this.whyLost());
     this.state = 'settling';
     this.clearDurationAndGrace();
@@ -489,8 +486,6 @@ export class Recorder {
     const drain: DrainResult = this.ml ? await this.ml.drain(c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS * 1000) : { drained: false, error: 'no ML session' };
     this.note(drain.timed_out ? 'ml_drain_timeout' : 'ml_drained', { ...drain, timeout_seconds: c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS });
 
-    // Committed events reach this instance's connections first, then Pub/Sub.
-    const uow = { db: rt.db, events: { publish: async (events: StoredEvent[]) => this.host.dispatch(events) } };
     const result = await withRetry(() =>
       runUseCase(uow, SERVICE, completeStop, {
         meetingId,
