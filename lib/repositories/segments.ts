@@ -43,7 +43,10 @@ export type SegmentEventBody = Omit<Segment, 'id' | 'feature_vector'> & { id: st
 
 const COLUMNS = 's.id, s.transcription_id, s.person_id, s.speaker_label, s.text, s.start_ms, s.end_ms, s.confidence, s.is_final, s.is_highlighted, s.feature_vector::text AS feature_vector';
 
-const fromRow = (r: Omit<Segment, 'feature_vector'> & { feature_vector: string | null }): Segment => ({
+/** A segment as selected by COLUMNS: the vector in pgvector's text form. */
+type SegmentRow = Omit<Segment, 'feature_vector'> & { feature_vector: string | null };
+
+const fromRow = <R extends SegmentRow>(r: R): Omit<R, 'feature_vector'> & Pick<Segment, 'feature_vector'> => ({
   ...r,
   feature_vector: r.feature_vector === null ? null : pgvector.fromSql(r.feature_vector),
 });
@@ -123,8 +126,8 @@ async function insertSegments(tx: Queryable, transcriptionId: string, segments: 
 }
 
 async function segmentsById(q: Queryable, ids: string[]): Promise<Segment[]> {
-  const { rows } = await q.query('segment.by_ids', `SELECT ${COLUMNS} FROM transcript_segment s WHERE s.id = ANY($1::uuid[])`, [ids]);
-  const byId = new Map(rows.map((r) => [r.id as string, fromRow(r)]));
+  const { rows } = await q.query<SegmentRow>('segment.by_ids', `SELECT ${COLUMNS} FROM transcript_segment s WHERE s.id = ANY($1::uuid[])`, [ids]);
+  const byId = new Map(rows.map((r) => [r.id, fromRow(r)]));
   return ids.map((id) => byId.get(id)!);
 }
 
@@ -218,7 +221,7 @@ export interface SegmentListQuery {
 export async function listSegments(q: Queryable, actor: Actor, transcriptionId: string, f: SegmentListQuery): Promise<Page<Segment>> {
   const after = decodeCursor(f.cursor, 2);
   const desc = f.order === 'desc';
-  const { rows } = await q.query(
+  const { rows } = await q.query<SegmentRow>(
     desc ? 'segment.list_desc' : 'segment.list_asc',
     `SELECT ${COLUMNS} FROM transcript_segment s
      JOIN transcription t ON t.id = s.transcription_id JOIN meeting m ON m.id = t.meeting_id
@@ -237,7 +240,7 @@ export interface SegmentPatch {
 
 /** A user's correction of one segment of their meeting; null when not theirs (or not found). */
 export async function updateSegment(tx: Queryable, actor: Actor, id: string, patch: SegmentPatch): Promise<(Segment & { meeting_id: string; user_id: string }) | null> {
-  const { rows } = await tx.query(
+  const { rows } = await tx.query<SegmentRow & { meeting_id: string; user_id: string }>(
     'segment.update',
     `UPDATE transcript_segment s SET text = coalesce($3, s.text), is_highlighted = coalesce($4, s.is_highlighted)
      FROM transcription t JOIN meeting m ON m.id = t.meeting_id
@@ -245,7 +248,7 @@ export async function updateSegment(tx: Queryable, actor: Actor, id: string, pat
      RETURNING ${COLUMNS}, t.meeting_id, m.user_id`,
     [id, actor.userId, patch.text ?? null, patch.is_highlighted ?? null],
   );
-  return rows[0] ? (fromRow(rows[0]) as Segment & { meeting_id: string; user_id: string }) : null;
+  return rows[0] ? fromRow(rows[0]) : null;
 }
 
 /**

@@ -17,7 +17,7 @@ const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i],
 
 /** Inserts people with voice vectors directly (the vectors normally come from label assignment). */
 async function peopleWithVoices(userId: string, vectors: (number[] | null)[]): Promise<string[]> {
-  const { rows } = await api.rt.db.query(
+  const { rows } = await api.rt.db.query<{ id: string }>(
     'test.people',
     `INSERT INTO person (user_id, display_name, voice_vector, voice_model_status)
      SELECT $1, 'v-' || gen_random_uuid(), v::vector, CASE WHEN v IS NULL THEN 'untrained' ELSE 'ready' END
