@@ -6,7 +6,7 @@
 // on. Events go through one queue, so live events arriving during a replay wait for it.
 import { retry } from '@mi/lib/async';
 import type { Queryable } from '@mi/lib/db/pool';
-import { eventsAfter, type StoredEvent } from '@mi/lib/events/outbox';
+import { eventsAfter, latestSeq, type StoredEvent } from '@mi/lib/events/outbox';
 import type { Logger } from '@mi/lib/telemetry/log';
 import type { DeliveredEvent, OutgoingMessage } from './server-messages';
 
@@ -22,22 +22,6 @@ export interface EventSink {
 const PAGE = 500;
 const READ_ATTEMPTS = 4;
 const READ_BACKOFF_MS = [200, 400, 800];
-
-/** The latest event seq of each of these users that has one. */
-export async function latestSeqs(q: Queryable, userIds: string[]): Promise<Map<string, number>> {
-  const { rows } = await q.query<{ user_id: string; last_seq: number }>(
-    'events.latest_seqs',
-    'SELECT user_id, last_seq FROM event_sequence WHERE user_id = ANY($1::uuid[])',
-    [userIds],
-  );
-  return new Map(rows.map((r) => [r.user_id, Number(r.last_seq)]));
-}
-
-/** The user's latest event seq (0 before the first). */
-export async function latestSeq(q: Queryable, userId: string): Promise<number> {
-  const { rows } = await q.query<{ last_seq: number }>('events.latest_seq', 'SELECT last_seq FROM event_sequence WHERE user_id = $1', [userId]);
-  return rows[0]?.last_seq ?? 0;
-}
 
 export function toClientMessage(e: StoredEvent): DeliveredEvent {
   return { ...e.body, event_id: e.event_id, seq: e.seq, occurred_at: e.occurred_at };
