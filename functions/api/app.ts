@@ -2,10 +2,12 @@
 // the tests all build the app through `createApp(deps)`.
 import { UUID_PATTERN } from '@mi/lib/async';
 import { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context } from 'hono';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { routePath } from 'hono/route';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { DomainError } from '@mi/lib/errors';
 import { StorageUnavailableError } from '@mi/lib/adapters/storage';
 import { instruments } from '@mi/lib/telemetry/metrics';
@@ -18,11 +20,14 @@ import { codeOfStatus, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 import { registerRoutes } from './routes';
 
 
-export function problemResponse(err: unknown, extraHeaders: Record<string, string> = {}): Response {
+// Through the context, not `new Response`: the headers middleware set before the error
+// (X-Request-Id, CORS) stay on the answer.
+export function problemResponse(c: Context, err: unknown, extraHeaders: Record<string, string> = {}): Response {
   const { problem, headers } = toProblem(err);
-  return new Response(JSON.stringify(problem), {
-    status: problem.status,
-    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, ...headers, ...extraHeaders },
+  return c.body(JSON.stringify(problem), problem.status as ContentfulStatusCode, {
+    'Content-Type': PROBLEM_CONTENT_TYPE,
+    ...headers,
+    ...extraHeaders,
   });
 }
 
@@ -98,11 +103,11 @@ export function createApp(deps: AppDeps) {
     // A client that went away mid-request (an upload cut short) is nobody's failure; nobody reads the answer.
     if (c.req.raw.signal.aborted) {
       log.info({ method: c.req.method, path: c.req.path, err: (err as Error).message }, 'client aborted the request');
-      return problemResponse(new DomainError('bad_request', 'the request was aborted by the client'));
+      return problemResponse(c, new DomainError('bad_request', 'the request was aborted by the client'));
     }
     const mapped = asDomainError(err);
     if (!(mapped instanceof DomainError)) log.error({ err }, 'unhandled error');
-    return problemResponse(mapped);
+    return problemResponse(c, mapped);
   });
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
@@ -113,9 +118,9 @@ export function createApp(deps: AppDeps) {
     const allowed = allowedMethods(app, c.req.path);
     // A handler's own c.notFound() (an unknown docs asset) reaches here with its method allowed: a 404.
     if (allowed.length && !allowed.includes(c.req.method)) {
-      return problemResponse(new DomainError('method_not_allowed', `${c.req.method} is not allowed here`), { Allow: allowed.join(', ') });
+      return problemResponse(c, new DomainError('method_not_allowed', `${c.req.method} is not allowed here`), { Allow: allowed.join(', ') });
     }
-    return problemResponse(new DomainError('not_found', `no route for ${c.req.method} ${c.req.path}`));
+    return problemResponse(c, new DomainError('not_found', `no route for ${c.req.method} ${c.req.path}`));
   });
   return app;
 }
