@@ -13,6 +13,7 @@ import type { Logger } from '@mi/lib/telemetry/log';
 import { createRuntime, type Runtime, type RuntimeOverrides } from '@mi/lib/adapters/runtime';
 import { createApp } from '../functions/api/app';
 import { runSweep } from '../functions/sweep';
+import { startWebhookDispatcher } from '@mi/lib/webhooks/dispatcher';
 import { mlBatchSubscription } from '@mi/lib/ml/contract';
 import { mlContractDocuments } from '@mi/lib/ml/documents';
 import { asyncApiDocument } from '../run-services/live/asyncapi';
@@ -184,6 +185,10 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     await step('live service up', () => liveService.start());
     live = liveService;
     stops.push(() => liveService.shutdown('shutdown'));
+
+    // Webhook delivery, as each live instance runs it in the cloud (docs/webhooks.md).
+    const webhooks = startWebhookDispatcher(rt);
+    stops.push(() => webhooks.stop());
 
     const timer = setInterval(() => {
       runSweep(rt, { coordination: rt.coordination }).catch((err) => log.warn({ err: String(err) }, 'sweep failed'));

@@ -70,6 +70,16 @@ export const configSchema = z.object({
   // Voice matches (bench/voice.ts measures both on clustered and uniform vectors).
   VOICE_MATCH_EF_SEARCH: int(40, 1).pipe(z.number().max(1000)),
   VOICE_MATCH_EXACT_BELOW_SIMILARITY: num(0.4).pipe(z.number().max(1)),
+  // Webhooks (decisions.md section 7): the pinned retry schedule (seconds after each failed attempt),
+  // the failing time after which an endpoint is disabled, and how often the dispatcher looks for work.
+  // Tests shorten the first two; production keeps the pinned values.
+  WEBHOOK_RETRY_SCHEDULE_SECONDS: z
+    .string()
+    .default('5,300,1800,7200,18000,36000,36000')
+    .transform((s) => s.split(',').map((x) => Number(x.trim())))
+    .pipe(z.array(z.number().min(0)).min(1, 'must list at least one delay')),
+  WEBHOOK_DISABLE_AFTER_SECONDS: num(5 * 24 * 3600),
+  WEBHOOK_POLL_MS: int(1000, 10),
   // Live service
   LIVE_CONNECTION_LIFETIME_SECONDS: int(3300, 1),
   LIVE_MAX_CONNECTIONS_PER_USER: int(20, 1),

@@ -308,6 +308,12 @@ describe('terraform', () => {
     expect(JSON.stringify(mods)).not.toContain('PUBSUB_EMULATOR_HOST');
     expect(varDefault('modules/services', 'live_connection_lifetime_seconds')).toBe(defaults.LIVE_CONNECTION_LIFETIME_SECONDS);
     expect(env).toMatch(/\bMEETING_PURGE_AFTER_DAYS\s+=/);
+    // Webhooks: the pinned schedule and disabling period, as the code's defaults.
+    const webhooks: Obj = l.webhooks;
+    expect(Object.keys(webhooks).sort()).toEqual(Object.keys(defaults).filter((k) => k.startsWith('WEBHOOK_')).sort());
+    expect(webhooks.WEBHOOK_RETRY_SCHEDULE_SECONDS.split(',').map(Number)).toEqual(defaults.WEBHOOK_RETRY_SCHEDULE_SECONDS);
+    expect(Number(webhooks.WEBHOOK_DISABLE_AFTER_SECONDS)).toBe(defaults.WEBHOOK_DISABLE_AFTER_SECONDS);
+    expect(env).toContain('local.webhooks');
     expect(varDefault('modules/services', 'meeting_purge_after_days')).toBe(defaults.MEETING_PURGE_AFTER_DAYS);
   });
 

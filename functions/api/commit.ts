@@ -11,14 +11,14 @@ import { setEtag } from './etag';
 import { completeIdempotency } from './middleware/idempotency';
 
 /** What a handler answers: the result as JSON (dates as strings), or nothing with 204. */
-export type Committed<T, S extends 200 | 201 | 204> = Response & (S extends 204 ? TypedResponse<null, 204, 'body'> : TypedResponse<JSONParsed<T>, S, 'json'>);
+export type Committed<T, S extends 200 | 201 | 202 | 204> = Response & (S extends 204 ? TypedResponse<null, 204, 'body'> : TypedResponse<JSONParsed<T>, S, 'json'>);
 
 export interface CommitOptions {
   /** The result is a single record: its ETag goes on the response (and on a replay). */
   etag?: boolean;
 }
 
-export async function commit<I, T, S extends 200 | 201 | 204>(
+export async function commit<I, T, S extends 200 | 201 | 202 | 204>(
   c: Context<AppEnv>,
   status: S,
   useCase: UseCase<I, T>,
@@ -41,7 +41,7 @@ export async function commit<I, T, S extends 200 | 201 | 204>(
   });
   if (claim) claim.completed = true;
   // The body is the JSON text of the result: typed as the JSON it is, so routes check it against their schema.
-  return (raw === null ? c.body(null, 204, headers) : c.body(raw, status as 200 | 201, headers)) as Committed<T, S>;
+  return (raw === null ? c.body(null, 204, headers) : c.body(raw, status as 200 | 201 | 202, headers)) as Committed<T, S>;
 }
 
 // The headers that describe the representation (set by the handler: ETag, Location); the rest

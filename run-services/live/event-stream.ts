@@ -6,7 +6,7 @@
 // on. Events go through one queue, so live events arriving during a replay wait for it.
 import { retry } from '@mi/lib/async';
 import type { Queryable } from '@mi/lib/db/pool';
-import { eventsAfter, latestSeq, type StoredEvent } from '@mi/lib/events/outbox';
+import { eventsAfter, latestSeq, toDelivered, type StoredEvent } from '@mi/lib/events/outbox';
 import type { Logger } from '@mi/lib/telemetry/log';
 import type { DeliveredEvent, OutgoingMessage } from './server-messages';
 
@@ -23,9 +23,8 @@ const PAGE = 500;
 const READ_ATTEMPTS = 4;
 const READ_BACKOFF_MS = [200, 400, 800];
 
-export function toClientMessage(e: StoredEvent): DeliveredEvent {
-  return { ...e.body, event_id: e.event_id, seq: e.seq, occurred_at: e.occurred_at };
-}
+/** The WebSocket message of an event: the same JSON webhooks POST (lib/events/outbox.ts). */
+export const toClientMessage: (e: StoredEvent) => DeliveredEvent = toDelivered;
 
 export class EventStream {
   private lastSeq = 0;

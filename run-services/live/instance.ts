@@ -11,6 +11,7 @@ import { openDatabase } from '@mi/lib/db/open';
 import type { Logger } from '@mi/lib/telemetry/log';
 import { mlContractDocuments } from '@mi/lib/ml/documents';
 import { createRuntime } from '@mi/lib/adapters/runtime';
+import { startWebhookDispatcher } from '@mi/lib/webhooks/dispatcher';
 import { createLiveService } from './service';
 
 export const EXIT_DEADLINE_MS = 8_000;
@@ -22,6 +23,9 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
 
   const live = createLiveService(rt);
   await live.start();
+  // Each instance (and worker) also delivers webhooks: CPU is always allocated here and at least
+  // one instance runs (docs/webhooks.md). Claims are leases, so any number of them share the work.
+  const webhooks = startWebhookDispatcher(rt);
 
   const mlDocuments = mlContractDocuments();
   const server = createServer((req, res) => {
@@ -57,6 +61,8 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
       log.error('shutdown did not finish in time; exiting');
       process.exit(1);
     }, EXIT_DEADLINE_MS).unref();
+    // Attempts in flight are not waited for: their leases lapse and another instance retries them.
+    void webhooks.stop();
     await live.shutdown('shutdown');
     server.closeAllConnections();
     server.close();
