@@ -25,5 +25,5 @@ export function writeSection(title: string, body: string, file = 'BENCHMARKS.md'
   const section = `## ${title}\n\n_Run ${new Date().toISOString()} on ${machine}._\n\n${body.trim()}\n`;
   const re = new RegExp(`## ${title}\\n[\\s\\S]*?(?=\\n## |$)`);
   const next = re.test(current) ? current.replace(re, section) : `${current.trimEnd()}\n\n${section}`;
-  writeFileSync(file, next.trimEnd() + '\n');
+  writeFileSync(file, `${next.trimEnd()}\n`);
 }

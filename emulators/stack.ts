@@ -278,5 +278,5 @@ function writeStackEnv(dataDir: string, vars: Record<string, string | undefined>
   };
   const quote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`;
   const lines = Object.entries(all).filter(([, v]) => v).map(([k, v]) => `export ${k}=${quote(v!)}`);
-  writeFileSync(path.join(dataDir, 'local-stack.env'), lines.join('\n') + '\n', { mode: 0o600 });
+  writeFileSync(path.join(dataDir, 'local-stack.env'), `${lines.join('\n')}\n`, { mode: 0o600 });
 }

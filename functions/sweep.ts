@@ -7,25 +7,28 @@
 //  3. republishes outbox events whose publish failed,
 //  4. deletes outbox events past EVENT_RETENTION_HOURS, expired idempotency records and webhook
 //     attempts older than 7 days, in bounded batches (lib/repositories/retention.ts),
-//  5. finishes account erasures a DELETE /me left unfinished (lib/repositories/erasure.ts) — first of
+//  5. finishes account erasures a DELETE /me left unfinished (lib/use-cases/account.ts) — first of
 //     all, so that no take of an account being erased is finalized — and purges meetings
 //     soft-deleted more than MEETING_PURGE_AFTER_DAYS ago (lib/use-cases/meetings.ts).
 // Auth of the HTTP target: in staging/production the function is private — only the Cloud
 // Scheduler's service account holds run.invoker and Google's front end verifies its OIDC token
 // before any code runs — so the handler checks nothing more. In development/test (no IAM in
 // front) it requires `Authorization: Bearer <SERVICE_AUTH_TOKEN>`.
+import { sleep } from '@mi/lib/async';
+import { DomainError } from '@mi/lib/errors';
 import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
 import type { Coordination } from '@mi/lib/adapters/coordination';
 import { SERVICE } from '@mi/lib/domain/actor';
 import { claimForFinalize, dueTakes, reclaimStale, releaseClaim, type FinalizeDeps } from '@mi/lib/repositories/finalize';
-import { CAPTURE_OPEN, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/repositories/recordings';
-import { resumeErasures } from '@mi/lib/repositories/erasure';
+import { idleTakes, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/repositories/recordings';
+import { resumeErasures } from '@mi/lib/use-cases/account';
 import { pruneExpired } from '@mi/lib/repositories/retention';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
 import { finalizeTake, stopOrphanedTake } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
 import { traceIdOf } from '@mi/lib/telemetry/trace-context';
+import { toProblem } from './api/problem';
 
 export type SweepRuntime = Pick<Runtime, 'config' | 'db' | 'store' | 'bus' | 'events' | 'log'>;
 
@@ -107,11 +110,7 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
  */
 async function stopOrphanedTakes(rt: SweepRuntime, leases: Pick<Coordination, 'get'> | undefined, batch: number): Promise<number> {
   const idleSeconds = OWNER_STALE_SECONDS + rt.config.RECORDING_DISCONNECT_GRACE_SECONDS;
-  const { rows: idle } = await rt.db.query<Recording>(
-    'sweep.orphaned_takes',
-    `SELECT * FROM recording WHERE state = ANY($1) AND updated_at < now() - make_interval(secs => $2) ORDER BY updated_at LIMIT $3`,
-    [CAPTURE_OPEN, idleSeconds, batch],
-  );
+  const idle = await idleTakes(rt.db, idleSeconds, batch);
   let stopped = 0;
   for (const take of idle) {
     if (leases && (await leases.get(recordingLeaseKey(take.meeting_id, take.audio_version)))) continue;
@@ -133,6 +132,12 @@ interface SweepResponse {
 
 const MAX_PERIOD_SECONDS = 3600;
 
+/** The REST edge's one mapper (api/problem.ts) shapes the sweep's errors too. */
+function sendProblem(res: SweepResponse, err: DomainError): void {
+  const { problem } = toProblem(err);
+  res.status(problem.status).json(problem);
+}
+
 /**
  * The functions-framework handler. A body `{"period_seconds": n}` (what Cloud Scheduler sends,
  * since it fires at most once a minute) runs a pass at once and then every
@@ -145,7 +150,7 @@ export function sweepHandler(rt: SweepRuntime, opts: SweepOptions = {}) {
       const header = req.headers.authorization;
       const token = bearerToken(Array.isArray(header) ? header[0] : header);
       if (!token || !safeEqual(token, rt.config.SERVICE_AUTH_TOKEN)) {
-        res.status(401).json({ type: 'https://meeting-intelligence.dev/problems/unauthorized', title: 'Unauthorized', status: 401, detail: 'service token required' });
+        sendProblem(res, new DomainError('unauthorized', 'service token required'));
         return;
       }
     }
@@ -155,18 +160,18 @@ export function sweepHandler(rt: SweepRuntime, opts: SweepOptions = {}) {
     const total: SweepCounts & { passes: number } = { passes: 0, ...NO_COUNTS };
     const started = Date.now();
     try {
-      do {
+      for (;;) {
         const counts = await runSweep(rt, opts);
         total.passes++;
         for (const k of Object.keys(counts) as (keyof SweepCounts)[]) total[k] += counts[k];
         const next = started + total.passes * intervalMs;
         if (next - started >= periodMs) break;
-        await new Promise((r) => setTimeout(r, Math.max(0, next - Date.now())));
-      } while (true);
+        await sleep(Math.max(0, next - Date.now()));
+      }
       res.status(200).json(total);
     } catch (err) {
       rt.log.error({ err: String(err) }, 'sweep failed');
-      res.status(500).json({ type: 'https://meeting-intelligence.dev/problems/internal', title: 'Internal Server Error', status: 500, detail: 'sweep failed; the next run retries' });
+      sendProblem(res, new DomainError('internal', 'sweep failed; the next run retries'));
     }
   };
 }

@@ -1,4 +1,5 @@
-// The small async tools every part shares: one sleep, one timeout, one backoff, one per-key queue.
+// The small async tools every part shares: one sleep, one timeout, one backoff, one retry loop, one
+// per-key queue.
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -31,6 +32,30 @@ export const settleWithin = (p: Promise<unknown>, ms: number): Promise<void> => 
 export function backoffMs(steps: readonly number[], attempt: number, random = Math.random): number {
   const step = steps[Math.min(Math.max(attempt, 0), steps.length - 1)];
   return step / 2 + random() * (step / 2);
+}
+
+export interface RetryOptions {
+  /** The backoff table (backoffMs): the wait after the n-th failure is its n-th step, jittered. */
+  steps: readonly number[];
+  /** Tries in all (default: until it succeeds or `giveUp`). */
+  attempts?: number;
+  /** True for an error not worth another try (or once the caller is shutting down). */
+  giveUp?: (err: unknown) => boolean;
+  /** Told of each failure that is retried. */
+  onRetry?: (err: unknown, failures: number) => void;
+}
+
+/** Runs `fn` until it succeeds; past the last try (or `giveUp`) the last error is thrown. */
+export async function retry<T>(fn: () => Promise<T>, opts: RetryOptions): Promise<T> {
+  for (let failures = 1; ; failures++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (failures >= (opts.attempts ?? Infinity) || opts.giveUp?.(err)) throw err;
+      opts.onRetry?.(err, failures);
+      await sleep(backoffMs(opts.steps, failures - 1));
+    }
+  }
 }
 
 /** Runs tasks of one key one after another (tasks of different keys run concurrently). */

@@ -64,7 +64,7 @@ async function bundle(unit: { entry: string; outDir: string; main: string; start
     ...(unit.start ? { scripts: { start: unit.start } } : {}),
     dependencies: deps,
   };
-  writeFileSync(path.join(outDir, 'package.json'), JSON.stringify(pkg, null, 2) + '\n');
+  writeFileSync(path.join(outDir, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   if (lock) execFileSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: outDir, stdio: 'inherit' });
 }
 

@@ -107,7 +107,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     }
     const res = await fetch(url + path, { method, headers, body, duplex: 'half' } as RequestInit);
     const text = await res.text();
-    let parsed: unknown = undefined;
+    let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {
@@ -139,7 +139,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     post,
     userId: async (token) => (await request('GET', '/me', { token })).body.id,
     async person(ownerId, name = `p-${randomUUID().slice(0, 8)}`) {
-      const { rows } = await rt.db.query('test.person', 'INSERT INTO person (user_id, display_name) VALUES ($1, $2) RETURNING id', [ownerId, name]);
+      const { rows } = await rt.db.query<{ id: string }>('test.person', 'INSERT INTO person (user_id, display_name) VALUES ($1, $2) RETURNING id', [ownerId, name]);
       return rows[0].id;
     },
     meeting: async (token, sourceType = 'text') => (await post(token, '/meetings', { title: 'm', source_type: sourceType })).body.id,
@@ -148,7 +148,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
       const segments = Array.from({ length: n }, (_, i) => ({ text: `s${i}`, start_ms: i * 1000 }));
       const appended = await request('POST', `/transcriptions/${t}/segments`, { token: config.SERVICE_AUTH_TOKEN, body: { segments } });
       if (appended.status !== 204) throw new Error(`appending segments answered ${appended.status}`);
-      const { rows } = await rt.db.query('test.segments', 'SELECT id FROM transcript_segment WHERE transcription_id = $1 ORDER BY start_ms', [t]);
+      const { rows } = await rt.db.query<{ id: string }>('test.segments', 'SELECT id FROM transcript_segment WHERE transcription_id = $1 ORDER BY start_ms', [t]);
       return rows.map((r) => r.id);
     },
     lastEvents,

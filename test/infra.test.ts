@@ -248,7 +248,7 @@ describe('terraform', () => {
     const c = sidecar.content[0];
     expect(c).toMatchObject({ name: 'otel-collector', image: '${var.otel_collector_image}' });
     expect(c.ports).toBeUndefined(); // only the live container takes requests
-    expect(block(c, 'volume_mounts').mount_path + 'config.yaml').toBe(c.args[0].replace('--config=', ''));
+    expect(`${block(c, 'volume_mounts').mount_path}config.yaml`).toBe(c.args[0].replace('--config=', ''));
     expect(block(c, 'startup_probe', 'http_get').port).toBe(13133);
     const volume = t.dynamic.volumes[0].content[0];
     expect(volume.name).toBe(block(c, 'volume_mounts').name);
@@ -428,10 +428,10 @@ describe('cloudbuild.yaml', () => {
   const ids = steps.map((s) => s.id);
 
   /** Steps a step waits for, directly or not (no waitFor: every earlier step; ['-']: none). */
-  function before(id: string, seen = new Set<string>()): Set<string> {
+  function stepsBefore(id: string, seen = new Set<string>()): Set<string> {
     const i = ids.indexOf(id);
     const direct: string[] = steps[i].waitFor ?? ids.slice(0, i);
-    for (const d of direct) if (d !== '-' && !seen.has(d)) { seen.add(d); before(d, seen); }
+    for (const d of direct) if (d !== '-' && !seen.has(d)) { seen.add(d); stepsBefore(d, seen); }
     return seen;
   }
 
@@ -449,9 +449,9 @@ describe('cloudbuild.yaml', () => {
   it('touches the database and deploys only after typecheck and tests, smoke-tests last', () => {
     const deploys = ids.filter((id) => id.startsWith('deploy-'));
     expect(deploys.sort()).toEqual(['deploy-api', 'deploy-live', 'deploy-sweep']);
-    for (const id of ['schema-apply', ...deploys]) expect([...before(id)], id).toEqual(expect.arrayContaining(['install', 'typecheck', 'test']));
-    for (const id of deploys) expect([...before(id)], id).toContain('schema-apply');
-    expect([...before('smoke-test')]).toEqual(expect.arrayContaining(deploys));
+    for (const id of ['schema-apply', ...deploys]) expect([...stepsBefore(id)], id).toEqual(expect.arrayContaining(['install', 'typecheck', 'test']));
+    for (const id of deploys) expect([...stepsBefore(id)], id).toContain('schema-apply');
+    expect([...stepsBefore('smoke-test')]).toEqual(expect.arrayContaining(deploys));
     expect(steps[ids.indexOf('test')].name).toMatch(/google-cloud-cli:emulators$/);
   });
 

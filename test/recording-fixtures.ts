@@ -33,7 +33,7 @@ export async function createTake(api: ApiHarness, token: string, opts: { encodin
     meetingId = m.body.id as string;
   }
   return api.rt.db.withTransaction(async (tx) => {
-    const { rows } = await tx.query('test.meeting_owner', 'SELECT user_id FROM meeting WHERE id = $1 FOR UPDATE', [meetingId]);
+    const { rows } = await tx.query<{ user_id: string }>('test.meeting_owner', 'SELECT user_id FROM meeting WHERE id = $1 FOR UPDATE', [meetingId]);
     const t = await createTranscription(tx, meetingId!, 'transcribing');
     const rec = await startRecording(tx, {
       meetingId: meetingId!,

@@ -29,10 +29,10 @@ const near = (c: number[], scale = 0.05) => unit(c.map((x) => x + rand() * scale
 beforeAll(async () => {
   database = await fileDatabase();
   db = createDatabase(database.url, { max: 2 });
-  userId = (await db.query('t.user', `INSERT INTO app_user (username, email) VALUES ('plans', $1) RETURNING id`, [`${randomUUID()}@example.com`])).rows[0].id;
+  userId = (await db.query<{ id: string }>('t.user', `INSERT INTO app_user (username, email) VALUES ('plans', $1) RETURNING id`, [`${randomUUID()}@example.com`])).rows[0].id;
   vectors = Array.from({ length: PEOPLE }, (_, i) => near(centres[i % centres.length]));
   // Building the index over the loaded rows is several times faster than inserting into it.
-  const { rows } = await db.query('t.def', `SELECT pg_get_indexdef('person_voice_vector_idx'::regclass) AS def`);
+  const { rows } = await db.query<{ def: string }>('t.def', `SELECT pg_get_indexdef('person_voice_vector_idx'::regclass) AS def`);
   await db.query('t.drop', 'DROP INDEX person_voice_vector_idx');
   await db.query(
     't.people',
@@ -82,7 +82,7 @@ describe('voice-match plans', () => {
     const truth = vectors.map((v, i) => ({ name: `p${i + 1}`, similarity: cos(query, v) })).sort((a, b) => b.similarity - a.similarity);
     const matches = await findVoiceMatches(db, userId, query, 10, { efSearch: 40, exactBelowSimilarity: 0.4 });
     expect(matches.map((m) => m.person.display_name)).toEqual(truth.slice(0, 10).map((t) => t.name));
-    matches.forEach((m, i) => expect(m.similarity).toBeCloseTo(truth[i].similarity, 5));
+    for (const [i, m] of matches.entries()) expect(m.similarity).toBeCloseTo(truth[i].similarity, 5);
     expect(matches[0].person).toMatchObject({ user_id: userId, voice_model_status: 'ready' });
   });
 });

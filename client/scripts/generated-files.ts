@@ -28,6 +28,6 @@ export async function generatedFiles(): Promise<Record<string, string>> {
   return {
     [path.join(src, 'schema.d.ts')]: HEADER + types,
     [path.join(src, 'idempotent-operations.ts')]:
-      HEADER + `/** "METHOD /path/{template}" of every operation whose Idempotency-Key header is required. */\nexport const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set(${JSON.stringify(idempotent.sort(), null, 2)});\n`,
+      `${HEADER}/** "METHOD /path/{template}" of every operation whose Idempotency-Key header is required. */\nexport const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set(${JSON.stringify(idempotent.sort(), null, 2)});\n`,
   };
 }

@@ -163,7 +163,7 @@ class GcsHandler {
 
   /** GET/HEAD /BUCKET/OBJECT?X-Goog-Signature=...: the XML-API path the client signs. */
   private async signedGet(req: IncomingMessage, res: ServerResponse, rawPath: string, rawQuery: string): Promise<void> {
-    let check;
+    let check: ReturnType<typeof this.verifier.check>;
     try {
       check = this.verifier.check({ method: req.method ?? 'GET', rawPath, rawQuery, headers: req.headers });
     } catch {

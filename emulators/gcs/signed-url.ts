@@ -10,7 +10,7 @@ const SEVEN_DAYS = 7 * 24 * 3600;
 
 // Everything but A-Z a-z 0-9 - . _ ~ is percent-encoded, as the client does when signing.
 const strictEncode = (s: string) =>
-  encodeURIComponent(s).replace(/[!'()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+  encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 export function isSignedUrlRequest(rawQuery: string): boolean {
   return /(^|&)X-Goog-Signature=/i.test(rawQuery);

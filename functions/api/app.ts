@@ -143,7 +143,7 @@ function allowedMethods(app: OpenAPIHono<AppEnv>, path: string): string[] {
   const methods = new Set<string>();
   for (const r of app.routes) {
     if (r.method === 'ALL' || r.path === '*' || r.path.endsWith('/*')) continue;
-    const re = new RegExp('^' + r.path.replace(/:[^/]+/g, '[^/]+') + '/?$');
+    const re = new RegExp(`^${r.path.replace(/:[^/]+/g, '[^/]+')}/?$`);
     if (re.test(path)) methods.add(r.method);
   }
   return [...methods].sort();

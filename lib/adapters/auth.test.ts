@@ -57,7 +57,7 @@ describe('auth (development/test: HS256)', () => {
     expect(await outcomeOf(auth.authenticate(header(secrets.SERVICE_AUTH_TOKEN), ['bearer']))).toBe('forbidden');
     const user = await mintDevToken(secrets.IDENTITY_SECRET_KEY, 'alice');
     expect(await outcomeOf(auth.authenticate(header(user), ['service']))).toBe('forbidden');
-    expect(await outcomeOf(auth.authenticate(header(secrets.SERVICE_AUTH_TOKEN + 'x'), ['service']))).toBe('unauthorized');
+    expect(await outcomeOf(auth.authenticate(header(`${secrets.SERVICE_AUTH_TOKEN}x`), ['service']))).toBe('unauthorized');
   });
 
   it('should reject an HS256 token where asymmetric keys are pinned (staging/production)', async () => {

@@ -1,7 +1,7 @@
 // Broadcast bus on Pub/Sub: every service instance has its own subscription on a topic, so each
 // instance receives every message. Messages are JSON; per-user events carry an ordering key so
 // one user's events arrive in order. Delivery is at least once: handlers must be idempotent.
-import { backoffMs, KeyedQueue, sleep, withTimeout } from '../async';
+import { KeyedQueue, retry, withTimeout } from '../async';
 import { Duration, PubSub, type CreateSubscriptionOptions, type Message, type Subscription, type Topic } from '@google-cloud/pubsub';
 import { createLogger, type Logger } from '../telemetry/log';
 import { emulatorAuth } from './google-auth';
@@ -188,18 +188,15 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
     subscription.on('close', () => {
       if (!closing) void heal();
     });
-    const heal = async () => {
-      for (let attempt = 0; !closing; attempt++) {
-        try {
+    const heal = () =>
+      retry(
+        async () => {
+          if (closing) return;
           await create();
           if (!closing) subscription.open();
-          return;
-        } catch (err) {
-          warn(err, `bus: recreating subscription ${name} failed`);
-          await sleep(backoffMs(HEAL_BACKOFF_MS, attempt));
-        }
-      }
-    };
+        },
+        { steps: HEAL_BACKOFF_MS, giveUp: () => closing, onRetry: (err) => warn(err, `bus: recreating subscription ${name} failed`) },
+      ).catch(() => undefined); // thrown only once closing
 
     const handle = {
       async close() {

@@ -42,7 +42,7 @@ export interface LeaseState {
 // The lease rules, shared with the in-process substitute (emulators/fallback).
 
 export function acquiredLease(current: LeaseState | undefined, owner: string, ttlMs: number, now: number): LeaseState | null {
-  if (current && current.owner && current.owner !== owner && current.expiresAt > now) return null;
+  if (current?.owner && current.owner !== owner && current.expiresAt > now) return null;
   const sameOwner = current?.owner === owner;
   return { owner, expiresAt: now + ttlMs, epoch: sameOwner ? current!.epoch : (current?.epoch ?? 0) + 1 };
 }
@@ -66,7 +66,7 @@ export function releasedLease(current: LeaseState | undefined, owner: string, no
 }
 
 export function toLease(key: string, state: LeaseState | null | undefined, now: number): Lease | null {
-  if (!state || !state.owner || state.expiresAt <= now) return null;
+  if (!state?.owner || state.expiresAt <= now) return null;
   return { key, owner: state.owner, expiresAt: new Date(state.expiresAt), epoch: state.epoch };
 }
 

@@ -22,7 +22,7 @@ pg.types.setTypeParser(1184, (v) => (parseTimestamptz(v) as Date).toISOString())
 pg.types.setTypeParser(1114, (v) => (parseTimestamp(v) as Date).toISOString());
 
 export interface Queryable {
-  query<R extends pg.QueryResultRow = any>(name: string, text: string, params?: unknown[]): Promise<pg.QueryResult<R>>;
+  query<R extends pg.QueryResultRow = Record<string, unknown>>(name: string, text: string, params?: unknown[]): Promise<pg.QueryResult<R>>;
 }
 
 export interface Database extends Queryable {

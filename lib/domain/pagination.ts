@@ -7,6 +7,9 @@ export interface Page<T> {
   next_cursor: string | null;
 }
 
+/** The one answer to a cursor this API did not hand out. */
+export const invalidCursor = () => new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
+
 export function encodeCursor(key: unknown[]): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');
 }
@@ -20,7 +23,7 @@ export function decodeCursor(cursor: string | undefined, arity: number): unknown
   } catch {
     // fall through
   }
-  throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
+  throw invalidCursor();
 }
 
 /** A page is cut short (with a next_cursor) rather than exceed this, serialised (decisions.md section 6). */
@@ -46,7 +49,7 @@ export function toPage<T>(rows: T[], limit: number, keyOf: (row: T) => unknown[]
 /** A cursor holding the last row's id (the sort key is read back from that row in SQL). */
 export function decodeIdCursor(cursor: string | undefined): string | null {
   const key = decodeCursor(cursor, 1);
-  if (key && !(typeof key[0] === 'string' && UUID_PATTERN.test(key[0]))) throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
+  if (key && !(typeof key[0] === 'string' && UUID_PATTERN.test(key[0]))) throw invalidCursor();
   return key ? (key[0] as string) : null;
 }
 
@@ -64,7 +67,7 @@ export function decodeCreatedCursor(cursor: string | undefined): [string | null,
   const key = decodeCursor(cursor, 2);
   if (!key) return [null, null];
   if (!(typeof key[0] === 'string' && CREATED_AT.test(key[0]) && typeof key[1] === 'string' && UUID_PATTERN.test(key[1]))) {
-    throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
+    throw invalidCursor();
   }
   return [key[0], key[1]];
 }

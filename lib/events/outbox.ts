@@ -95,6 +95,22 @@ export async function appendUserEvents(tx: Queryable, events: { userId: string; 
   });
 }
 
+/** The latest event seq of each of these users that has one. */
+export async function latestSeqs(q: Queryable, userIds: string[]): Promise<Map<string, number>> {
+  const { rows } = await q.query<{ user_id: string; last_seq: number }>(
+    'events.latest_seqs',
+    'SELECT user_id, last_seq FROM event_sequence WHERE user_id = ANY($1::uuid[])',
+    [userIds],
+  );
+  return new Map(rows.map((r) => [r.user_id, Number(r.last_seq)]));
+}
+
+/** The user's latest event seq (0 before the first). */
+export async function latestSeq(q: Queryable, userId: string): Promise<number> {
+  const { rows } = await q.query<{ last_seq: number }>('events.latest_seq', 'SELECT last_seq FROM event_sequence WHERE user_id = $1', [userId]);
+  return rows[0]?.last_seq ?? 0;
+}
+
 /** Stored events of a user after `afterSeq`, in order (WebSocket `last_seq` replay). */
 export async function eventsAfter(q: Queryable, userId: string, afterSeq: number, limit = 1000): Promise<StoredEvent[]> {
   const { rows } = await q.query<OutboxRow>(

@@ -1,5 +1,5 @@
 // Account erasure (DELETE /me, decisions.md section 6 "Lifecycle"). Three idempotent steps, so a
-// request cut short anywhere is finished by the sweep (resumeErasures):
+// request cut short anywhere is finished by the sweep (resumeErasures, lib/use-cases/account.ts; the SQL of each step is here):
 //  1. request: an account_erasure row, and the user's open takes stopped in the same transaction
 //     (the live instance owning one sees at its next write or owner heartbeat that the take is not
 //     recording any more, or gone, and lets go; nothing is stored for it after that),
@@ -13,17 +13,8 @@
 // take to commit to and deletes its own object (run-services/live/segments.ts).
 import { removeMeetingVoiceSamples } from './voice-samples';
 import type { Database, Queryable } from '../db/pool';
-import type { Logger } from '../telemetry/log';
-import type { ObjectStore } from '../adapters/storage';
-import { removeMeetingObjects } from '../objects/meeting-objects';
 import { recordEvent } from './recording-history';
 import { CAPTURE_OPEN } from './recordings';
-
-export interface ErasureDeps {
-  db: Database;
-  store: ObjectStore;
-  log: Logger;
-}
 
 /** Meetings deleted per row transaction: bounds a transaction of a user with much data. */
 export const ERASURE_MEETING_BATCH = 50;
@@ -95,57 +86,32 @@ export async function eraseRowBatch(db: Database, userId: string): Promise<'more
   });
 }
 
-/**
- * Steps 2 and 3 until done or `deadline` (epoch ms) passes: true when the erasure is finished
- * (no row and no object of the user remain), false when work is left for the sweep.
- */
-export async function continueErasure(deps: ErasureDeps, userId: string, deadline = Infinity): Promise<boolean> {
-  while ((await eraseRowBatch(deps.db, userId)) === 'more') if (Date.now() >= deadline) return false;
-  const { rows } = await deps.db.query<{ meeting_ids: string[] }>('erasure.get', 'SELECT meeting_ids FROM account_erasure WHERE user_id = $1', [userId]);
-  if (!rows[0]) return true; // finished by someone else
-  for (const meetingId of rows[0].meeting_ids) {
-    if (Date.now() >= deadline) return false;
-    await removeMeetingObjects(deps.store, meetingId);
-    await deps.db.query(
-      'erasure.objects_removed',
-      'UPDATE account_erasure SET meeting_ids = array_remove(meeting_ids, $2::uuid), updated_at = now() WHERE user_id = $1',
-      [userId, meetingId],
-    );
-  }
-  await deps.db.query('erasure.finish', `DELETE FROM account_erasure WHERE user_id = $1 AND rows_erased_at IS NOT NULL AND meeting_ids = '{}'`, [userId]);
-  return true;
+/** The meetings whose objects an erasure still has to delete; null when no erasure of the user is pending. */
+export async function erasureMeetings(q: Queryable, userId: string): Promise<string[] | null> {
+  const { rows } = await q.query<{ meeting_ids: string[] }>('erasure.get', 'SELECT meeting_ids FROM account_erasure WHERE user_id = $1', [userId]);
+  return rows[0]?.meeting_ids ?? null;
 }
 
-export interface ResumeOptions {
-  /** Requests untouched this long are taken up (a live request is still working on its own). */
-  minAgeMs: number;
-  batch: number;
-  /** Time one sweep pass spends on erasures (default 60 s); what is left goes on next pass. */
-  budgetMs?: number;
-}
-
-/** The sweep's part: erasures a request left unfinished (crashed, timed out, storage down). */
-export async function resumeErasures(deps: ErasureDeps, opts: ResumeOptions): Promise<{ finished: number; pending: number }> {
-  const { rows } = await deps.db.query<{ user_id: string }>(
-    'erasure.due',
-    `SELECT user_id FROM account_erasure WHERE updated_at <= now() - make_interval(secs => $1::double precision / 1000) ORDER BY updated_at LIMIT $2`,
-    [opts.minAgeMs, opts.batch],
+/** A meeting's objects are gone: the erasure no longer names it. */
+export async function meetingObjectsErased(q: Queryable, userId: string, meetingId: string): Promise<void> {
+  await q.query(
+    'erasure.objects_removed',
+    'UPDATE account_erasure SET meeting_ids = array_remove(meeting_ids, $2::uuid), updated_at = now() WHERE user_id = $1',
+    [userId, meetingId],
   );
-  let finished = 0;
-  let pending = 0;
-  const deadline = Date.now() + (opts.budgetMs ?? 60_000);
-  for (const { user_id } of rows) {
-    if (Date.now() >= deadline) {
-      pending++;
-      continue;
-    }
-    try {
-      if (await continueErasure(deps, user_id, deadline)) finished++;
-      else pending++;
-    } catch (err) {
-      pending++;
-      deps.log.warn({ err: (err as Error).message, user_id }, 'sweep: account erasure failed; the next pass retries');
-    }
-  }
-  return { finished, pending };
+}
+
+/** The erasure is finished once its rows and objects are gone: its own row goes last. */
+export async function finishErasure(q: Queryable, userId: string): Promise<void> {
+  await q.query('erasure.finish', `DELETE FROM account_erasure WHERE user_id = $1 AND rows_erased_at IS NOT NULL AND meeting_ids = '{}'`, [userId]);
+}
+
+/** Erasures untouched for minAgeMs (a live request is still working on its own), oldest first. */
+export async function erasuresDue(q: Queryable, minAgeMs: number, limit: number): Promise<string[]> {
+  const { rows } = await q.query<{ user_id: string }>(
+    'erasure.due',
+    'SELECT user_id FROM account_erasure WHERE updated_at <= now() - make_interval(secs => $1::double precision / 1000) ORDER BY updated_at LIMIT $2',
+    [minAgeMs, limit],
+  );
+  return rows.map((r) => r.user_id);
 }

@@ -1,4 +1,5 @@
 // Meetings repository: every query tenant-scoped through the Actor; soft-deleted rows hidden.
+import { jsonParam, patchSet } from '../db/params';
 import type { Queryable } from '../db/pool';
 import type { Actor } from '../domain/actor';
 import { decodeIdCursor, toPage, type Page } from '../domain/pagination';
@@ -33,14 +34,13 @@ export type MeetingPatch = Partial<Omit<MeetingInput, 'source_type'>>;
 
 const COLUMNS = 'id, user_id, title, source_type, start_time, end_time, summary, key_points, headline, deleted_at, created_at';
 const PATCHABLE = ['title', 'start_time', 'end_time', 'summary', 'key_points', 'headline'] as const;
-const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
 
 export async function createMeeting(q: Queryable, userId: string, input: MeetingInput): Promise<Meeting> {
   const { rows } = await q.query<Meeting>(
     'meeting.create',
     `INSERT INTO meeting (user_id, title, source_type, start_time, end_time, summary, key_points, headline)
      VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()), $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-    [userId, input.title, input.source_type, input.start_time ?? null, input.end_time ?? null, input.summary ?? null, json(input.key_points), input.headline ?? null],
+    [userId, input.title, input.source_type, input.start_time ?? null, input.end_time ?? null, input.summary ?? null, jsonParam(input.key_points), input.headline ?? null],
   );
   return rows[0];
 }
@@ -84,18 +84,12 @@ export async function listMeetings(q: Queryable, userId: string, f: MeetingFilte
 }
 
 export async function updateMeeting(q: Queryable, actor: Actor, id: string, patch: MeetingPatch): Promise<Meeting | null> {
-  const sets: string[] = [];
   const params: unknown[] = [id, actor.userId];
-  for (const field of PATCHABLE) {
-    if (!(field in patch)) continue;
-    const value = patch[field];
-    params.push(field === 'key_points' ? json(value) : value ?? null);
-    sets.push(`${field} = $${params.length}`);
-  }
-  if (!sets.length) return getMeeting(q, actor, id);
+  const set = patchSet(patch, PATCHABLE, params, ['key_points']);
+  if (!set) return getMeeting(q, actor, id);
   const { rows } = await q.query<Meeting>(
     'meeting.update',
-    `UPDATE meeting SET ${sets.join(', ')} WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+    `UPDATE meeting SET ${set} WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) AND deleted_at IS NULL RETURNING ${COLUMNS}`,
     params,
   );
   return rows[0] ?? null;

@@ -1,5 +1,6 @@
 // Notes repository: every query tenant-scoped through the Actor. Notes have no deleted_at,
 // so delete is a hard delete. The subject (a person or meeting) must be the note owner's.
+import { jsonParam, patchSet } from '../db/params';
 import type { Queryable } from '../db/pool';
 import type { Actor } from '../domain/actor';
 import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from '../domain/pagination';
@@ -28,7 +29,6 @@ export interface NoteInput {
 export type NotePatch = Partial<NoteInput>;
 
 const COLUMNS = 'id, user_id, content, subject_type, subject_id, tags, created_at, updated_at';
-const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
 
 /** The ownership check of a polymorphic PERSON/MEETING reference (notes' subject, threads' context). */
 export const subjectRef = (field: string, type: SubjectType | null | undefined, id: string | null | undefined): Ref[] =>
@@ -42,7 +42,7 @@ export async function createNote(q: Queryable, userId: string, input: NoteInput)
   const { rows } = await q.query<Note>(
     'note.create',
     `INSERT INTO note (user_id, content, subject_type, subject_id, tags) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
-    [userId, input.content, input.subject_type ?? null, input.subject_id ?? null, json(input.tags)],
+    [userId, input.content, input.subject_type ?? null, input.subject_id ?? null, jsonParam(input.tags)],
   );
   return rows[0];
 }
@@ -84,15 +84,10 @@ export async function updateNote(q: Queryable, actor: Actor, id: string, patch: 
   const note = await getNote(q, actor, id, { forUpdate: true });
   if (!note) return null;
   await assertOwnedRefs(q, note.user_id, subjectRef('subject_id', patch.subject_type, patch.subject_id));
-  const sets: string[] = [];
   const params: unknown[] = [id];
-  for (const field of ['content', 'subject_type', 'subject_id', 'tags'] as const) {
-    if (!(field in patch)) continue;
-    params.push(field === 'tags' ? json(patch.tags) : patch[field] ?? null);
-    sets.push(`${field} = $${params.length}`);
-  }
-  if (!sets.length) return note;
-  const { rows } = await q.query<Note>('note.update', `UPDATE note SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`, params);
+  const set = patchSet(patch, ['content', 'subject_type', 'subject_id', 'tags'], params, ['tags']);
+  if (!set) return note;
+  const { rows } = await q.query<Note>('note.update', `UPDATE note SET ${set}, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`, params);
   return rows[0];
 }
 

@@ -1,6 +1,7 @@
 // People repository: contacts and meeting participants, scoped to their user. Voice fields
 // are written only from the person's voice samples (voice-samples.ts), never by user input.
 import pgvector from 'pgvector';
+import { jsonParam, patchSet } from '../db/params';
 import type { Queryable } from '../db/pool';
 import type { Actor } from '../domain/actor';
 import { decodeCursor, toPage, type Page } from '../domain/pagination';
@@ -44,7 +45,6 @@ export const BRIEF_COLUMNS =
   'id, user_id, display_name, full_name, title, role, email, company, tags, voice_model_status, voice_confidence, created_at, updated_at';
 const COLUMNS = `${BRIEF_COLUMNS}, voice_vector::text AS voice_vector`;
 const PATCHABLE = ['display_name', 'full_name', 'title', 'role', 'email', 'company', 'tags'] as const;
-const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
 const likeEscape = (s: string) => s.replace(/[\\%_]/g, '\\$&');
 
 type PersonRow = Omit<Person, 'voice_vector'> & { voice_vector: string | null };
@@ -55,7 +55,7 @@ export async function createPerson(q: Queryable, userId: string, input: PersonIn
     'person.create',
     `INSERT INTO person (user_id, display_name, full_name, title, role, email, company, tags)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-    [userId, input.display_name, input.full_name ?? null, input.title ?? null, input.role ?? null, input.email ?? null, input.company ?? null, json(input.tags)],
+    [userId, input.display_name, input.full_name ?? null, input.title ?? null, input.role ?? null, input.email ?? null, input.company ?? null, jsonParam(input.tags)],
   );
   return fromRow(rows[0]);
 }
@@ -92,18 +92,12 @@ export async function listPeople(q: Queryable, userId: string, f: PersonFilter):
 }
 
 export async function updatePerson(q: Queryable, actor: Actor, id: string, patch: PersonPatch): Promise<Person | null> {
-  const sets: string[] = [];
   const params: unknown[] = [id, actor.userId];
-  for (const field of PATCHABLE) {
-    if (!(field in patch)) continue;
-    const value = patch[field];
-    params.push(field === 'tags' ? json(value) : value ?? null);
-    sets.push(`${field} = $${params.length}`);
-  }
-  if (!sets.length) return getPerson(q, actor, id);
+  const set = patchSet(patch, PATCHABLE, params, ['tags']);
+  if (!set) return getPerson(q, actor, id);
   const { rows } = await q.query<PersonRow>(
     'person.update',
-    `UPDATE person SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) RETURNING ${COLUMNS}`,
+    `UPDATE person SET ${set}, updated_at = now() WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) RETURNING ${COLUMNS}`,
     params,
   );
   return rows[0] ? fromRow(rows[0]) : null;

@@ -1,5 +1,6 @@
 // Person summaries: notes about a person, written by a user. They have no user_id of their
 // own, so every query is scoped through the person's owner.
+import { jsonParam, patchSet } from '../db/params';
 import type { Queryable } from '../db/pool';
 import type { Actor } from '../domain/actor';
 import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from '../domain/pagination';
@@ -24,7 +25,6 @@ export interface SummaryPatch {
 
 const COLUMNS = 's.id, s.person_id, s.author_id, s.summary, s.context, s.created_at, s.updated_at';
 // Keyset on milliseconds: the cursor carries a JS Date, which has no microseconds.
-const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
 
 /** Creates a summary of one of the author's people; null when the person is not theirs. */
 export async function createSummary(q: Queryable, authorId: string, personId: string, input: { summary: string; context?: unknown }): Promise<PersonSummary | null> {
@@ -33,7 +33,7 @@ export async function createSummary(q: Queryable, authorId: string, personId: st
     `INSERT INTO person_summary AS s (person_id, author_id, summary, context)
      SELECT p.id, $2, $3, $4 FROM person p WHERE p.id = $1 AND p.user_id = $2
      RETURNING ${COLUMNS}`,
-    [personId, authorId, input.summary, json(input.context)],
+    [personId, authorId, input.summary, jsonParam(input.context)],
   );
   return rows[0] ?? null;
 }
@@ -52,15 +52,14 @@ export async function listSummaries(q: Queryable, personId: string, f: { limit: 
 }
 
 export async function updateSummary(q: Queryable, actor: Actor, id: string, patch: SummaryPatch): Promise<OwnedSummary | null> {
+  const params: unknown[] = [id, actor.userId];
+  const set = patchSet(patch, ['summary', 'context'], params, ['context']);
   const { rows } = await q.query<OwnedSummary>(
     'person_summary.update',
-    `UPDATE person_summary s SET
-       summary = CASE WHEN $3 THEN $4 ELSE s.summary END,
-       context = CASE WHEN $5 THEN $6::jsonb ELSE s.context END,
-       updated_at = now()
+    `UPDATE person_summary s SET ${set ? `${set}, ` : ''}updated_at = now()
      FROM person p WHERE s.id = $1 AND p.id = s.person_id AND ($2::uuid IS NULL OR p.user_id = $2)
      RETURNING ${COLUMNS}, p.user_id AS owner_id`,
-    [id, actor.userId, 'summary' in patch, patch.summary ?? null, 'context' in patch, json(patch.context)],
+    params,
   );
   return rows[0] ?? null;
 }

@@ -121,6 +121,16 @@ export async function markStopped(q: Queryable, meetingId: string, audioVersion:
  * An open take (with its owner's user_id) locked FOR UPDATE, if it is still untouched for
  * idleSeconds: a resume that claimed it meanwhile touched updated_at.
  */
+/** Open takes untouched for idleSeconds, least recently touched first: the sweep's orphan candidates. */
+export async function idleTakes(q: Queryable, idleSeconds: number, limit: number): Promise<Recording[]> {
+  const { rows } = await q.query<Recording>(
+    'sweep.orphaned_takes',
+    'SELECT * FROM recording WHERE state = ANY($1) AND updated_at < now() - make_interval(secs => $2) ORDER BY updated_at LIMIT $3',
+    [CAPTURE_OPEN, idleSeconds, limit],
+  );
+  return rows;
+}
+
 export async function lockIdleTake(tx: Queryable, meetingId: string, audioVersion: number, idleSeconds: number): Promise<(Recording & { user_id: string }) | null> {
   const { rows } = await tx.query<Recording & { user_id: string }>(
     'sweep.lock_orphaned_take',

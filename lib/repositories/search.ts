@@ -19,8 +19,8 @@
 import { createHash } from 'node:crypto';
 import { UUID_PATTERN } from '../async';
 import type { Queryable } from '../db/pool';
-import { DomainError } from '../errors';
 import { decodeCursor, toPage, type Page } from '../domain/pagination';
+import { DomainError } from '../errors';
 
 export const SEARCH_CONFIG = 'english';
 export const SEARCH_KINDS = ['meeting', 'note', 'segment', 'talking_point'] as const;
@@ -49,8 +49,9 @@ export interface SearchFilter {
   cursor?: string;
 }
 
-const INVALID_CURSOR = 'cursor is not valid for this query; use next_cursor from the previous page of the same search';
-const invalidCursor = () => new DomainError('invalid_cursor', INVALID_CURSOR);
+// Search's own problem type (decisions.md section 7), not pagination's generic bad_request.
+const invalidCursor = () =>
+  new DomainError('invalid_cursor', 'cursor is not valid for this query; use next_cursor from the previous page of the same search');
 
 /** What a cursor is bound to: the user, q, filters and sort (not limit, which may change between pages). */
 function queryDigest(userId: string, f: SearchFilter): string {

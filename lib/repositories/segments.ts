@@ -45,7 +45,10 @@ export type SegmentEventBody = Omit<Segment, 'id' | 'feature_vector'> & { id: st
 
 const COLUMNS = 's.id, s.transcription_id, s.person_id, s.speaker_label, s.text, s.start_ms, s.end_ms, s.confidence, s.is_final, s.is_highlighted, s.feature_vector::text AS feature_vector';
 
-const fromRow = (r: Omit<Segment, 'feature_vector'> & { feature_vector: string | null }): Segment => ({
+/** A segment as selected by COLUMNS: the vector in pgvector's text form. */
+type SegmentRow = Omit<Segment, 'feature_vector'> & { feature_vector: string | null };
+
+const fromRow = <R extends SegmentRow>(r: R): Omit<R, 'feature_vector'> & Pick<Segment, 'feature_vector'> => ({
   ...r,
   feature_vector: r.feature_vector === null ? null : pgvector.fromSql(r.feature_vector),
 });
@@ -69,7 +72,7 @@ function float4Array(vectors: number[][]): Buffer {
   // ndim, has-nulls flag, element type (float4), then for one dimension its length and lower bound.
   const header = n ? [1, 0, 700, n, 1] : [0, 0, 700];
   const buf = Buffer.alloc(header.length * 4 + n * 8);
-  header.forEach((x, i) => buf.writeInt32BE(x, i * 4));
+  for (const [i, x] of header.entries()) buf.writeInt32BE(x, i * 4);
   let o = header.length * 4;
   for (const v of vectors) {
     for (const x of v) {
@@ -174,8 +177,8 @@ async function newSegments(tx: Queryable, transcriptionId: string, segments: Seg
 }
 
 async function segmentsById(q: Queryable, ids: string[]): Promise<Segment[]> {
-  const { rows } = await q.query('segment.by_ids', `SELECT ${COLUMNS} FROM transcript_segment s WHERE s.id = ANY($1::uuid[])`, [ids]);
-  const byId = new Map(rows.map((r) => [r.id as string, fromRow(r)]));
+  const { rows } = await q.query<SegmentRow>('segment.by_ids', `SELECT ${COLUMNS} FROM transcript_segment s WHERE s.id = ANY($1::uuid[])`, [ids]);
+  const byId = new Map(rows.map((r) => [r.id, fromRow(r)]));
   return ids.map((id) => byId.get(id)!);
 }
 
@@ -272,7 +275,7 @@ export interface SegmentListQuery {
 export async function listSegments(q: Queryable, actor: Actor, transcriptionId: string, f: SegmentListQuery): Promise<Page<Segment>> {
   const after = decodeCursor(f.cursor, 2);
   const desc = f.order === 'desc';
-  const { rows } = await q.query(
+  const { rows } = await q.query<SegmentRow>(
     desc ? 'segment.list_desc' : 'segment.list_asc',
     `SELECT ${COLUMNS} FROM transcript_segment s
      JOIN transcription t ON t.id = s.transcription_id JOIN meeting m ON m.id = t.meeting_id
@@ -291,10 +294,9 @@ export interface SegmentPatch {
   speaker_label?: string;
 }
 
-/** A user's correction of one segment of their meeting; null when not theirs (or not found). */
 /** One segment of a meeting of the actor's, as the API renders it; FOR UPDATE locks it for a conditional change. */
 export async function getSegment(q: Queryable, actor: Actor, id: string, opts: { forUpdate?: boolean } = {}): Promise<Segment | null> {
-  const { rows } = await q.query(
+  const { rows } = await q.query<SegmentRow>(
     'segment.get',
     `SELECT ${COLUMNS} FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id JOIN meeting m ON m.id = t.meeting_id
      WHERE s.id = $1 AND m.user_id = $2 AND m.deleted_at IS NULL${opts.forUpdate ? ' FOR UPDATE OF s' : ''}`,
@@ -303,8 +305,9 @@ export async function getSegment(q: Queryable, actor: Actor, id: string, opts: {
   return rows[0] ? fromRow(rows[0]) : null;
 }
 
+/** A user's correction of one segment of their meeting; null when not theirs (or not found). */
 export async function updateSegment(tx: Queryable, actor: Actor, id: string, patch: SegmentPatch): Promise<(Segment & { meeting_id: string; user_id: string }) | null> {
-  const { rows } = await tx.query(
+  const { rows } = await tx.query<SegmentRow & { meeting_id: string; user_id: string }>(
     'segment.update',
     `UPDATE transcript_segment s SET text = coalesce($3, s.text), is_highlighted = coalesce($4, s.is_highlighted)
      FROM transcription t JOIN meeting m ON m.id = t.meeting_id
@@ -312,7 +315,7 @@ export async function updateSegment(tx: Queryable, actor: Actor, id: string, pat
      RETURNING ${COLUMNS}, t.meeting_id, m.user_id`,
     [id, actor.userId, patch.text ?? null, patch.is_highlighted ?? null],
   );
-  return rows[0] ? (fromRow(rows[0]) as Segment & { meeting_id: string; user_id: string }) : null;
+  return rows[0] ? fromRow(rows[0]) : null;
 }
 
 /**

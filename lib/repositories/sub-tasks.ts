@@ -1,5 +1,6 @@
 // Legacy sub_tasks repository. A sub-task has no user_id: it is scoped through its task
 // (the actor's, not soft-deleted), so a hidden task hides its sub-tasks too.
+import { patchSet } from '../db/params';
 import type { Queryable } from '../db/pool';
 import type { Actor } from '../domain/actor';
 import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from '../domain/pagination';
@@ -78,17 +79,12 @@ export async function updateSubTask(q: Queryable, actor: Actor, id: string, patc
   const current = await getSubTask(q, actor, id, { forUpdate: true });
   if (!current) return null;
   await assertOwnedRefs(q, current.user_id, [{ field: 'assigned_to', kind: 'person', id: patch.assigned_to }]);
-  const sets: string[] = [];
   const params: unknown[] = [id];
-  for (const field of PATCHABLE) {
-    if (!(field in patch)) continue;
-    params.push(patch[field] ?? null);
-    sets.push(`${field} = $${params.length}`);
-  }
-  if (!sets.length) return current;
+  const set = patchSet(patch, PATCHABLE, params);
+  if (!set) return current;
   const { rows } = await q.query<SubTask>(
     'sub_task.update',
-    `UPDATE sub_task AS s SET ${sets.join(', ')}, updated_at = now() WHERE s.id = $1 RETURNING ${COLUMNS}`,
+    `UPDATE sub_task AS s SET ${set}, updated_at = now() WHERE s.id = $1 RETURNING ${COLUMNS}`,
     params,
   );
   return { ...current, sub_task: rows[0] };

@@ -1,10 +1,9 @@
 // The takes of a meeting (GET /meetings/{id}/recording/takes) and where a finalized take's audio
 // is (GET /meetings/{id}/audio-url?audio_version=N and its proxy link).
 import type { Queryable } from '../db/pool';
-import { DomainError } from '../errors';
 import { takeAudioPath } from '../objects/take-objects';
-import { coverage } from './manifest';
-import { decodeCursor, toPage, type Page } from '../domain/pagination';
+import { coverageOf } from '../domain/coverage';
+import { decodeCursor, invalidCursor, toPage, type Page } from '../domain/pagination';
 import type { Recording } from './recordings';
 
 export interface TakeSummary {
@@ -25,17 +24,20 @@ export interface TakeSummary {
 /** Takes oldest first (audio_version ascending), keyset-paginated by audio_version. */
 export async function listTakes(q: Queryable, meetingId: string, opts: { limit: number; cursor?: string }): Promise<Page<TakeSummary>> {
   const after = decodeCursor(opts.cursor, 1);
-  if (after && !(typeof after[0] === 'number' && Number.isSafeInteger(after[0]))) throw new DomainError('bad_request', 'cursor is not valid; use next_cursor from a previous page');
+  if (after && !(typeof after[0] === 'number' && Number.isSafeInteger(after[0]))) throw invalidCursor();
   // Clamped to the column's range (int4): past it there is no take.
   const afterVersion = after ? Math.min(after[0] as number, 2_147_483_647) : 0;
-  const { rows } = await q.query<Recording>(
+  // One statement: each take with its manifest ranges ([start, end, bytes]), its coverage computed here.
+  const { rows } = await q.query<Recording & { ranges: [number, number, number][] }>(
     'takes.list',
-    'SELECT * FROM recording WHERE meeting_id = $1 AND audio_version > $2 ORDER BY audio_version LIMIT $3',
+    `SELECT r.*, COALESCE((SELECT json_agg(json_build_array(m.start_sequence, m.end_sequence, m.byte_count))
+                           FROM segment_manifest m WHERE m.meeting_id = r.meeting_id AND m.audio_version = r.audio_version), '[]') AS ranges
+     FROM recording r WHERE r.meeting_id = $1 AND r.audio_version > $2 ORDER BY r.audio_version LIMIT $3`,
     [meetingId, afterVersion, opts.limit + 1],
   );
   const items: TakeSummary[] = [];
   for (const r of rows) {
-    const cov = await coverage(q, meetingId, r.audio_version);
+    const cov = coverageOf(r.ranges.map(([start_sequence, end_sequence, byte_count]) => ({ start_sequence, end_sequence, byte_count })));
     items.push({
       audio_version: r.audio_version,
       state: r.state,

@@ -67,7 +67,7 @@ export async function listTalkingPoints(q: Queryable, actor: Actor, meetingId: s
 
 /** Soft-deletes a talking point the actor may see; returns it with its meeting's owner, or null. */
 export async function softDeleteTalkingPoint(q: Queryable, actor: Actor, id: string): Promise<{ id: string; meeting_id: string; user_id: string } | null> {
-  const { rows } = await q.query(
+  const { rows } = await q.query<{ id: string; meeting_id: string; user_id: string }>(
     'talking_point.soft_delete',
     `UPDATE talking_point p SET deleted_at = now() FROM meeting m
      WHERE p.id = $1 AND m.id = p.meeting_id AND ($2::uuid IS NULL OR m.user_id = $2) AND m.deleted_at IS NULL AND p.deleted_at IS NULL

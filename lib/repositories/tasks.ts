@@ -1,5 +1,6 @@
 // Tasks repository: every query tenant-scoped through the Actor; soft-deleted rows hidden.
 // Also holds the ownership check of referenced ids that tasks, notes and threads share.
+import { patchSet } from '../db/params';
 import type { Queryable } from '../db/pool';
 import { unprocessable, type FieldError } from '../errors';
 import type { Actor } from '../domain/actor';
@@ -146,17 +147,12 @@ export async function updateTask(q: Queryable, actor: Actor, id: string, patch: 
   if (!task) return null;
   await assertOwnedRefs(q, task.user_id, taskRefs(patch));
   if (patch.parent_task_id) await assertNotOwnAncestor(q, task.user_id, id, patch.parent_task_id);
-  const sets: string[] = [];
   const params: unknown[] = [id];
-  for (const field of PATCHABLE) {
-    if (!(field in patch)) continue;
-    params.push(patch[field] ?? null);
-    sets.push(`${field} = $${params.length}`);
-  }
-  if (!sets.length) return task;
+  const set = patchSet(patch, PATCHABLE, params);
+  if (!set) return task;
   const { rows } = await q.query<Task>(
     'task.update',
-    `UPDATE task SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
+    `UPDATE task SET ${set}, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
     params,
   );
   return rows[0];

@@ -1,5 +1,6 @@
 // AI threads and their chat messages: every query tenant-scoped through the Actor (messages
 // through their thread); soft-deleted threads hide their messages, soft-deleted rows are hidden.
+import { jsonParam } from '../db/params';
 import type { Queryable } from '../db/pool';
 import type { Actor } from '../domain/actor';
 import { subjectRef, type SubjectType } from './notes';
@@ -42,7 +43,6 @@ export interface MessageInput {
 const THREAD_COLUMNS = 'id, user_id, context_type, context_id, deleted_at, created_at';
 const MESSAGE_COLUMNS = 'm.id, m.thread_id, m.role, m.content, m.tool_calls, m.deleted_at, m.created_at';
 const VISIBLE = '($2::uuid IS NULL OR user_id = $2) AND deleted_at IS NULL';
-const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
 
 export async function createThread(q: Queryable, userId: string, input: ThreadInput): Promise<AiThread> {
   await assertOwnedRefs(q, userId, subjectRef('context_id', input.context_type, input.context_id));
@@ -101,7 +101,7 @@ export async function addMessage(q: Queryable, threadId: string, input: MessageI
      VALUES ($1, $2, $3, $4, GREATEST(clock_timestamp(),
        (SELECT max(created_at) + interval '1 microsecond' FROM chat_message WHERE thread_id = $1)))
      RETURNING ${MESSAGE_COLUMNS}`,
-    [threadId, input.role, input.content, json(input.tool_calls)],
+    [threadId, input.role, input.content, jsonParam(input.tool_calls)],
   );
   return rows[0];
 }

@@ -20,7 +20,17 @@ import { assertGapsBounded, type Coverage } from '../domain/coverage';
 import { coverage, insertManifestRow, overlappingRows } from '../repositories/manifest';
 import { getMeeting } from '../repositories/meetings';
 import { recordEvent } from '../repositories/recording-history';
-import { claimRecording, getRecording, lockIdleTake, markStopped, markStopping, startRecording, type Recording, type StartInput } from '../repositories/recordings';
+import {
+  claimRecording,
+  getRecording,
+  lockIdleTake,
+  markStopped,
+  markStopping,
+  startRecording,
+  type Recording,
+  type StartInput,
+  type StopReason,
+} from '../repositories/recordings';
 import { createTranscription } from '../repositories/transcriptions';
 import { DomainError, notFound } from '../errors';
 import { changed, recordingChanged, type Entity, type EventBody } from '../events/catalogue';
@@ -109,6 +119,18 @@ export const completeStop: UseCase<StopCompletion, StopOutcome | null> = async (
 };
 
 /**
+ * The owning live instance begins a stop: recording → stopping, with its history entry. False
+ * when the take is not this owner's recording take any more (resumed elsewhere, stopped, gone).
+ * No event: the take changes for clients when the stop completes (completeStop).
+ */
+export const beginStop: UseCase<{ meetingId: string; audioVersion: number; reason: StopReason; owner: string }, boolean> = async (ctx, input) => {
+  const { meetingId, audioVersion, reason, owner } = input;
+  if (!(await markStopping(ctx.tx, meetingId, audioVersion, reason, { owner }))) return false;
+  await recordEvent(ctx.tx, meetingId, 'stop_requested', { audio_version: audioVersion, reason, instance: owner });
+  return true;
+};
+
+/**
  * Stops a take whose owner is gone (untouched for idleSeconds) with reason connection_closed;
  * false when it was resumed or stopped meanwhile. A take stuck in stopping (its owner died
  * mid-stop) keeps the reason it had.
@@ -124,9 +146,12 @@ export const stopOrphanedTake: UseCase<{ meetingId: string; audioVersion: number
 
 // --- gap upload ------------------------------------------------------------------------------
 
-/** The stored range's row, in the transaction that locks the take: 201 stored, 200 the identical range was there. The caller's own take (the edge checked the meeting). */
+/**
+ * The stored range's row, in the transaction that locks the take; `stored` false when the
+ * identical range was already there. The caller's own take (the edge checked the meeting).
+ */
 const storeGapRange =
-  (store: ObjectStore): UseCase<GapUpload & { sha: string; stored: StoredObject; objectName: string }, { status: 200 | 201; result: GapResult; objectName: string }> =>
+  (store: ObjectStore): UseCase<GapUpload & { sha: string; stored: StoredObject; objectName: string }, { stored: boolean; result: GapResult; objectName: string }> =>
   async (ctx, up) => {
     const { tx } = ctx;
     // The take's lock: one upload of a range at a time, so one is stored (201) and the rest see it (200).
@@ -150,7 +175,7 @@ const storeGapRange =
     if (overlaps.length) {
       const [row] = overlaps;
       if (overlaps.length === 1 && row.start_sequence === up.start && row.end_sequence === up.end && (await sameBytes(store, row, up.sha, up.bytes))) {
-        return { status: 200 as const, result: await resultOf(), objectName: row.object_name };
+        return { stored: false, result: await resultOf(), objectName: row.object_name };
       }
       const ranges = overlaps.map((r) => `${r.start_sequence}-${r.end_sequence}`).join(', ');
       throw new DomainError('already_exists', `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; upload only the missing ranges`);
@@ -171,15 +196,15 @@ const storeGapRange =
     });
     await recordEvent(tx, up.meetingId, 'gap_uploaded', { audio_version: up.audioVersion, start_sequence: up.start, end_sequence: up.end, byte_count: up.bytes.length, sha256: up.sha });
     ctx.emit(userOf(ctx), recordingChanged(up.meetingId));
-    return { status: 201 as const, result: await resultOf(), objectName: up.objectName };
+    return { stored: true, result: await resultOf(), objectName: up.objectName };
   };
 
 /**
  * Stores one range of a stopped take: the object first (create-only, content-addressed), so that
  * storage latency does not hold the take's row lock, then its manifest row in a unit of work.
- * Returns 201 when stored, 200 when the identical range was already there.
+ * `stored` is false when the identical range was already there (a retry).
  */
-export async function uploadGap(deps: UnitOfWorkDeps & { store: ObjectStore }, actor: Actor, up: GapUpload, ctx: EventContext): Promise<{ status: 200 | 201; result: GapResult }> {
+export async function uploadGap(deps: UnitOfWorkDeps & { store: ObjectStore }, actor: Actor, up: GapUpload, ctx: EventContext): Promise<{ stored: boolean; result: GapResult }> {
   const { store } = deps;
   const sha = sha256Hex(up.bytes);
   const name = gapObjectName(up.meetingId, up.audioVersion, up.start, up.end, sha);
@@ -192,10 +217,10 @@ export async function uploadGap(deps: UnitOfWorkDeps & { store: ObjectStore }, a
     created = false; // same name = same range and sha256: an identical retry
     stored = (await store.stat(name))!;
   }
-  let outcome: { status: 200 | 201; result: GapResult; objectName: string } | undefined;
+  let outcome: { stored: boolean; result: GapResult; objectName: string } | undefined;
   try {
     outcome = await runUseCase(deps, actor, storeGapRange(store), { ...up, sha, stored, objectName: name }, ctx);
-    return { status: outcome.status, result: outcome.result };
+    return { stored: outcome.stored, result: outcome.result };
   } finally {
     // Our object is garbage unless a row references it (a concurrent identical upload may).
     if (created && outcome?.objectName !== name && !(await gapObjectReferenced(deps.db, up, name))) await store.delete(name).catch(() => undefined);

@@ -4,8 +4,9 @@
 // read from there first. `last_seq` replay is the same read from the client's point on. Only
 // retention deletes events, so a read that finds some gone sends ResyncRequired before going
 // on. Events go through one queue, so live events arriving during a replay wait for it.
+import { retry } from '@mi/lib/async';
 import type { Queryable } from '@mi/lib/db/pool';
-import { eventsAfter, toDelivered, type StoredEvent } from '@mi/lib/events/outbox';
+import { eventsAfter, latestSeq, toDelivered, type StoredEvent } from '@mi/lib/events/outbox';
 import type { Logger } from '@mi/lib/telemetry/log';
 import type { DeliveredEvent, OutgoingMessage } from './server-messages';
 
@@ -20,22 +21,7 @@ export interface EventSink {
 
 const PAGE = 500;
 const READ_ATTEMPTS = 4;
-
-/** The latest event seq of each of these users that has one. */
-export async function latestSeqs(q: Queryable, userIds: string[]): Promise<Map<string, number>> {
-  const { rows } = await q.query<{ user_id: string; last_seq: number }>(
-    'events.latest_seqs',
-    'SELECT user_id, last_seq FROM event_sequence WHERE user_id = ANY($1::uuid[])',
-    [userIds],
-  );
-  return new Map(rows.map((r) => [r.user_id, Number(r.last_seq)]));
-}
-
-/** The user's latest event seq (0 before the first). */
-export async function latestSeq(q: Queryable, userId: string): Promise<number> {
-  const { rows } = await q.query<{ last_seq: number }>('events.latest_seq', 'SELECT last_seq FROM event_sequence WHERE user_id = $1', [userId]);
-  return rows[0]?.last_seq ?? 0;
-}
+const READ_BACKOFF_MS = [200, 400, 800];
 
 /** The WebSocket message of an event: the same JSON webhooks POST (lib/events/outbox.ts). */
 export const toClientMessage: (e: StoredEvent) => DeliveredEvent = toDelivered;
@@ -136,14 +122,7 @@ export class EventStream {
     if (!this.sink.send(toClientMessage(e))) this.closed = true;
   }
 
-  private async read<T>(fn: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (attempt >= READ_ATTEMPTS) throw err;
-        await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
-      }
-    }
+  private read<T>(fn: () => Promise<T>): Promise<T> {
+    return retry(fn, { steps: READ_BACKOFF_MS, attempts: READ_ATTEMPTS });
   }
 }

@@ -10,7 +10,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import WebSocket from 'ws';
 import type { z } from 'zod';
-import { sleep } from '@mi/lib/async';
+import { backoffMs, sleep } from '@mi/lib/async';
 import type { Logger } from '@mi/lib/telemetry/log';
 import { instruments } from '@mi/lib/telemetry/metrics';
 import { DrainReport, ML_MESSAGE_MAX_BYTES, parseMlMessage, StreamingSession, type CoreRejection, type StreamingStart } from '@mi/lib/ml/contract';
@@ -108,7 +108,10 @@ export class MlStream {
     this.batch = [];
     if (!frames.length || this.closed) return;
     const ws = this.ws;
-    if (!this.open || !ws) return void frames.forEach((m) => this.enqueue(m));
+    if (!this.open || !ws) {
+      for (const m of frames) this.enqueue(m);
+      return;
+    }
     this.socket?.cork();
     for (const m of frames) ws.send(m);
     this.socket?.uncork();
@@ -274,7 +277,7 @@ export class MlStream {
 
   private retry(error: string): void {
     if (this.closed || this.retryTimer) return;
-    const delay = BACKOFF_MS[Math.min(this.attempt++, BACKOFF_MS.length - 1)];
+    const delay = Math.round(backoffMs(BACKOFF_MS, this.attempt++));
     if (!this.down) {
       this.down = true;
       this.o.onHealth({ source: 'core', code: 'ml_unavailable', detail: { error, retry_in_ms: delay } });

@@ -5,12 +5,12 @@
 // it owns the take: frame writes are retried with backoff, never given up (the stop's last step
 // retries for about 80 s, then leaves a take stuck in stopping to the sweep).
 import type { Coordination } from '@mi/lib/adapters/coordination';
-import { backoffMs, sleep } from '@mi/lib/async';
+import { backoffMs, retry, sleep } from '@mi/lib/async';
 import { progressEvent, type EventBody } from '@mi/lib/events/catalogue';
 import { instruments } from '@mi/lib/telemetry/metrics';
 import type { StoredEvent } from '@mi/lib/events/outbox';
 import { SERVICE } from '@mi/lib/domain/actor';
-import { completeStop } from '@mi/lib/use-cases/recording';
+import { beginStop, completeStop } from '@mi/lib/use-cases/recording';
 import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
 import type { OutgoingMessage } from './server-messages';
@@ -19,7 +19,6 @@ import { NO_END, type ManifestRow } from '@mi/lib/repositories/manifest';
 import { recordEvent } from '@mi/lib/repositories/recording-history';
 import {
   getRecording,
-  markStopping,
   pcmFrameBytes,
   recordingLeaseKey,
   releaseOwner,
@@ -474,11 +473,9 @@ export class Recorder {
     const c = rt.config;
     if (this.state !== 'recording') return;
     const { meetingId, audioVersion } = this.take;
-    const ok = await rt.db.withTransaction(async (tx) => {
-      if (!(await markStopping(tx, meetingId, audioVersion, reason, { owner: instanceId }))) return false;
-      await recordEvent(tx, meetingId, 'stop_requested', { audio_version: audioVersion, reason, instance: instanceId });
-      return true;
-    });
+    // Committed events reach this instance's connections first, then Pub/Sub.
+    const uow = { db: rt.db, events: { publish: async (events: StoredEvent[]) => this.host.dispatch(events) } };
+    const ok = await runUseCase(uow, SERVICE, beginStop, { meetingId, audioVersion, reason, owner: instanceId });
     if (!ok) return this.letGo(await this.whyLost());
     this.state = 'settling';
     this.clearDurationAndGrace();
@@ -488,8 +485,6 @@ export class Recorder {
     const drain: DrainResult = this.ml ? await this.ml.drain(c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS * 1000) : { drained: false, error: 'no ML session' };
     this.note(drain.timed_out ? 'ml_drain_timeout' : 'ml_drained', { ...drain, timeout_seconds: c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS });
 
-    // Committed events reach this instance's connections first, then Pub/Sub.
-    const uow = { db: rt.db, events: { publish: async (events: StoredEvent[]) => this.host.dispatch(events) } };
     const result = await withRetry(() =>
       runUseCase(uow, SERVICE, completeStop, {
         meetingId,
@@ -585,13 +580,4 @@ export class Recorder {
 }
 
 /** Retries a database step with backoff, 20 times (about 80 s): a stop must complete if it can. */
-async function withRetry<T>(fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (attempt >= 20) throw err;
-      await sleep(backoffMs(BACKOFF_MS, attempt));
-    }
-  }
-}
+const withRetry = <T>(fn: () => Promise<T>): Promise<T> => retry(fn, { steps: BACKOFF_MS, attempts: 21 });

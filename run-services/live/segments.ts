@@ -116,7 +116,7 @@ export class SegmentCommitter {
       return;
     }
     this.dispatch(outcomes.flatMap((o) => (o.kind === 'closed' ? [] : o.events)));
-    batch.forEach((p, i) => p.resolve(outcomes[i]));
+    for (const [i, p] of batch.entries()) p.resolve(outcomes[i]);
     // Only a definite outcome may remove our objects; after a failed commit they may be referenced.
     const unreferenced = batch.flatMap((p, i) => {
       const o = outcomes[i];
@@ -183,7 +183,7 @@ export class SegmentCommitter {
       return req.progress(o.kind === 'stored' ? o.rows : []).map((body) => ({ userId: req.userId, body, outcome: o }));
     });
     const [, stored] = await Promise.all([insertManifestRows(tx, inserts), appendUserEvents(tx, due)]);
-    due.forEach((d, i) => d.outcome.events.push(stored[i]));
+    for (const [i, d] of due.entries()) d.outcome.events.push(stored[i]);
     return outcomes;
   }
 }

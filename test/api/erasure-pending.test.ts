@@ -32,7 +32,7 @@ describe('DELETE /me while storage fails', () => {
     const objects = async () => (await Promise.all(meetingObjectPrefixes(meeting).map((p) => api.rt.store.list(p)))).flat();
 
     expect((await faults({ mode: 'error503', count: 100_000 })).ok).toBe(true);
-    let res;
+    let res: Awaited<ReturnType<typeof api.request>>;
     try {
       res = await api.request('DELETE', '/me', { token });
     } finally {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { QueryResultRow } from 'pg';
 import pgvector from 'pgvector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type ApiHarness } from '../harness';
@@ -20,7 +21,7 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-const sql = async (text: string, params: unknown[] = []) => (await api.rt.db.query('test', text, params)).rows;
+const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) => (await api.rt.db.query<R>('test', text, params)).rows;
 
 async function transcription(token = alice): Promise<{ id: string; meeting_id: string }> {
   const m = await api.meeting(token, 'recording');
@@ -31,11 +32,11 @@ async function transcription(token = alice): Promise<{ id: string; meeting_id: s
 
 const post = (id: string, segments: unknown, token = svc) => api.request('POST', `/transcriptions/${id}/segments`, { token, body: { segments } });
 const put = (id: string, segments: unknown, token = svc) => api.request('PUT', `/transcriptions/${id}/segments`, { token, body: { segments } });
-const stored = (id: string) => sql('SELECT * FROM transcript_segment WHERE transcription_id = $1 ORDER BY start_ms', [id]);
+const stored = (id: string) => sql<{ id: string } & Record<string, unknown>>('SELECT * FROM transcript_segment WHERE transcription_id = $1 ORDER BY start_ms', [id]);
 const vector = (seed: number) => Array.from({ length: 192 }, (_, i) => Math.sin(seed + i) / 2);
 
 async function segmentEvents(transcriptionId: string): Promise<any[]> {
-  const rows = await sql(
+  const rows = await sql<{ user_id: string; payload: object }>(
     `SELECT user_id, payload FROM event_outbox WHERE event_type = 'TranscriptSegmentEvent' AND payload->>'transcription_id' = $1 ORDER BY seq`,
     [transcriptionId],
   );
@@ -97,7 +98,7 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
     expect((await post(t.id, [{ text: 'v', start_ms: 0, feature_vector: v }])).status).toBe(204);
     const got = (await api.request('GET', `/transcriptions/${t.id}/segments`, { token: svc })).body.items[0].feature_vector;
     expect(got).toHaveLength(192);
-    got.forEach((x: number, i: number) => expect(x).toBeCloseTo(v[i], 5));
+    for (const [i, x] of (got as number[]).entries()) expect(x).toBeCloseTo(v[i], 5);
     const bad = [v.slice(1), [...v, 0], [...v.slice(1), 'x'], []];
     for (const feature_vector of bad) {
       const res = await post(t.id, [{ text: 'v', start_ms: 0, feature_vector }]);
@@ -301,9 +302,11 @@ describe('PUT /transcriptions/{id}/segments (replace)', () => {
     );
     expect({ n, labelled, vectors }).toEqual({ n: 5000, labelled: 1250, vectors: 8 });
     // Each embedding lands on its own segment (they travel as one float4[] beside the rows).
-    const stored = await sql(`SELECT start_ms, feature_vector::text AS v FROM transcript_segment WHERE transcription_id = $1 AND feature_vector IS NOT NULL ORDER BY start_ms`, [t.id]);
+    const stored = await sql<{ start_ms: number; v: string }>(`SELECT start_ms, feature_vector::text AS v FROM transcript_segment WHERE transcription_id = $1 AND feature_vector IS NOT NULL ORDER BY start_ms`, [t.id]);
     expect(stored.map((r) => r.start_ms)).toEqual([0, 625, 1250, 1875, 2500, 3125, 3750, 4375].map((i) => i * 1000));
-    for (const r of stored) pgvector.fromSql(r.v).forEach((x: number, d: number) => expect(x).toBeCloseTo(vector(r.start_ms / 1000)[d], 5));
+    for (const r of stored) {
+      for (const [d, x] of (pgvector.fromSql(r.v) as number[]).entries()) expect(x).toBeCloseTo(vector(r.start_ms / 1000)[d], 5);
+    }
   });
 
   it('should answer 404 for an unknown transcription and accept only the service scheme', async () => {

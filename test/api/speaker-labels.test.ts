@@ -1,3 +1,4 @@
+import type { QueryResultRow } from 'pg';
 import { randomUUID } from 'node:crypto';
 import pgvector from 'pgvector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +21,7 @@ const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i], 0)
 const sumOf = (vs: number[][]) => vs.reduce((s, v) => s.map((x, i) => x + v[i]), Array(192).fill(0));
 const meanOfNormalized = (vs: number[][]) => normalize(sumOf(vs.map(normalize)));
 
-const sql = (text: string, params: unknown[] = []) => api.rt.db.query('test.sql', text, params).then((r) => r.rows);
+const sql = <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) => api.rt.db.query<R>('test.sql', text, params).then((r) => r.rows);
 
 const meeting = (token: string) => api.meeting(token, 'recording');
 // Through POST /people with the owner's token, unlike api.person's direct insert.
@@ -28,11 +29,11 @@ async function person(token: string, name = `p-${randomUUID().slice(0, 8)}`): Pr
   return (await api.post(token, '/people', { display_name: name })).body.id;
 }
 async function transcription(meetingId: string): Promise<string> {
-  return (await sql(`INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`, [meetingId]))[0].id;
+  return (await sql<{ id: string }>(`INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`, [meetingId]))[0].id;
 }
 /** Inserts segments [label, feature_vector | null] and returns their ids in order. */
 async function segments(transcriptionId: string, segs: [string, number[] | null][]): Promise<string[]> {
-  const rows = await sql(
+  const rows = await sql<{ id: string }>(
     `INSERT INTO transcript_segment (transcription_id, speaker_label, text, start_ms, feature_vector)
      SELECT $1, l, 'text', o * 1000, v::vector FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(l, v, o) ORDER BY o RETURNING id`,
     [transcriptionId, segs.map((s) => s[0]), segs.map((s) => (s[1] ? pgvector.toSql(s[1]) : null))],

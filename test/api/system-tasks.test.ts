@@ -1,3 +1,4 @@
+import type { QueryResultRow } from 'pg';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type ApiHarness } from '../harness';
@@ -19,7 +20,7 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-const sql = async (text: string, params: unknown[] = []) => (await api.rt.db.query('test', text, params)).rows;
+const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) => (await api.rt.db.query<R>('test', text, params)).rows;
 const key = () => ({ 'idempotency-key': randomUUID() });
 
 const meeting = (token = alice) => api.meeting(token, 'recording');
@@ -52,7 +53,7 @@ describe('POST /meetings/{id}/tasks', () => {
       },
       expect.objectContaining({ content: 'Book a room', source: 'system', due_date: null, assigned_to: null, user_id: aliceId }),
     ]);
-    const events = await sql(`SELECT user_id, payload FROM event_outbox WHERE payload @> $1::jsonb ORDER BY seq`, [
+    const events = await sql<{ user_id: string; payload: { id: string } }>(`SELECT user_id, payload FROM event_outbox WHERE payload @> $1::jsonb ORDER BY seq`, [
       JSON.stringify({ type: 'EntityChanged', entity: 'task', action: 'created', meeting_id: m }),
     ]);
     expect(events.map((e) => [e.user_id, e.payload.id])).toEqual(res.body.items.map((t: any) => [aliceId, t.id]));

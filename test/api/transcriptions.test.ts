@@ -32,7 +32,7 @@ async function transcription(meetingId: string, token = alice): Promise<any> {
 const patch = (id: string, body: unknown, token = svc) => api.request('PATCH', `/transcriptions/${id}`, { token, body });
 
 async function historyRows(id: string): Promise<number> {
-  const { rows } = await api.rt.db.query('t', 'SELECT count(*)::int AS n FROM transcription_status_history WHERE transcription_id = $1', [id]);
+  const { rows } = await api.rt.db.query<{ n: number }>('t', 'SELECT count(*)::int AS n FROM transcription_status_history WHERE transcription_id = $1', [id]);
   return rows[0].n;
 }
 

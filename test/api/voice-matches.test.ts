@@ -17,7 +17,7 @@ const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i],
 
 /** Inserts people with voice vectors directly (the vectors normally come from label assignment). */
 async function peopleWithVoices(userId: string, vectors: (number[] | null)[]): Promise<string[]> {
-  const { rows } = await api.rt.db.query(
+  const { rows } = await api.rt.db.query<{ id: string }>(
     'test.people',
     `INSERT INTO person (user_id, display_name, voice_vector, voice_model_status)
      SELECT $1, 'v-' || gen_random_uuid(), v::vector, CASE WHEN v IS NULL THEN 'untrained' ELSE 'ready' END
@@ -60,7 +60,7 @@ describe('POST /people/voice-matches', () => {
 
     const exact = aliceIds.map((id, i) => ({ id, similarity: cosine(query, aliceVectors[i]) })).sort((a, b) => b.similarity - a.similarity);
     expect(res.body.items.map((m: any) => m.person.id)).toEqual(exact.slice(0, 5).map((e) => e.id));
-    res.body.items.forEach((m: any, i: number) => expect(m.similarity).toBeCloseTo(exact[i].similarity, 5));
+    for (const [i, m] of (res.body.items as { similarity: number }[]).entries()) expect(m.similarity).toBeCloseTo(exact[i].similarity, 5);
     for (const m of res.body.items) {
       expect(m.person.user_id).toBe(aliceId);
       expect(m.person).not.toHaveProperty('voice_vector');

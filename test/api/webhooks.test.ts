@@ -109,7 +109,7 @@ describe('webhooks', () => {
     const id = (await create(erin, body())).body.id;
     const queued = await api.request('POST', `/webhooks/${id}/test`, { token: erin });
     expect(queued.status).toBe(202);
-    const { rows } = await api.rt.db.query('test.delivery', 'SELECT body FROM webhook_delivery WHERE webhook_id = $1', [id]);
+    const { rows } = await api.rt.db.query<{ body: string }>('test.delivery', 'SELECT body FROM webhook_delivery WHERE webhook_id = $1', [id]);
     expect(JSON.parse(rows[0].body)).toEqual({ type: 'WebhookTest', event_id: queued.body.event_id, occurred_at: expect.any(String), webhook_id: id });
     await api.request('PATCH', `/webhooks/${id}`, { token: erin, body: { enabled: false } });
     const refused = await api.request('POST', `/webhooks/${id}/test`, { token: erin });

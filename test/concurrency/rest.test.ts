@@ -1,6 +1,7 @@
 // Races only a server with real concurrency can lose: the API (a pg pool of 10) on native
 // PostgreSQL, many requests at once. PGlite runs one transaction at a time, so there these
 // cannot interleave and the file is skipped with the reason printed.
+import type { QueryResultRow } from 'pg';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -25,7 +26,7 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-const sql = async (text: string, params: unknown[] = []) => (await api.rt.db.query('test', text, params)).rows;
+const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) => (await api.rt.db.query<R>('test', text, params)).rows;
 
 /** Resolves once `count` other backends wait for a lock `holder` holds (polled, never a sleep). */
 async function blockedBy(holder: pg.Client, count = 1): Promise<void> {
@@ -71,11 +72,11 @@ describe.skipIf(!native)('idempotency under concurrency', () => {
 
 describe.skipIf(!native)("one user's event sequence", () => {
   it('should give 50 concurrent writers gapless, increasing seqs, in commit order', async () => {
-    const [{ max: before }] = await sql('SELECT coalesce(max(seq), 0)::int AS max FROM event_outbox WHERE user_id = $1', [aliceId]);
+    const [{ max: before }] = await sql<{ max: number }>('SELECT coalesce(max(seq), 0)::int AS max FROM event_outbox WHERE user_id = $1', [aliceId]);
     const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => api.post(alice, '/meetings', { title: `w${i}`, source_type: 'text' })));
     expect(statuses(answers)).toEqual([201]);
     // The outbox row is updated once published; the meeting row keeps its creating transaction.
-    const rows = await sql(
+    const rows = await sql<{ seq: number; committed: string }>(
       `SELECT e.seq, pg_xact_commit_timestamp(m.xmin) AS committed FROM event_outbox e JOIN meeting m ON m.id = (e.payload->>'id')::uuid
        WHERE e.user_id = $1 AND e.seq > $2 ORDER BY e.seq`,
       [aliceId, before],

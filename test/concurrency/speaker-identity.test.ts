@@ -3,6 +3,7 @@
 // connection holds a row the first writer needs, the second writer starts, and the row is let go
 // once the database shows who waits (polled, never slept on). Removing the guard named in the
 // test's title (markers in lib/repositories/person-merge.ts and speaker-label-assignments.ts) makes it fail.
+import type { QueryResultRow } from 'pg';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -26,7 +27,7 @@ afterAll(() => api?.close());
 let seed = 5;
 const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
 const randomVector = () => Array.from({ length: 192 }, () => rand());
-const sql = async (text: string, params: unknown[] = []) => (await api.rt.db.query('test', text, params)).rows;
+const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) => (await api.rt.db.query<R>('test', text, params)).rows;
 const person = async () => (await api.post(alice, '/people', { display_name: `p-${randomUUID().slice(0, 8)}` })).body.id as string;
 const merge = (keep: string, other: string) => api.post(alice, `/people/${keep}/merge`, { person_id: other });
 const assign = (m: string, speaker_label: string, person_id: string) => api.post(alice, `/meetings/${m}/speaker-labels`, { speaker_label, person_id });
@@ -85,7 +86,7 @@ async function expectConsistent(): Promise<void> {
     [aliceId],
   );
   expect(mismatched).toEqual([]);
-  const models = await sql(
+  const models = await sql<{ id: string; count: number; samples: number; cosine: number | null }>(
     `SELECT p.id, p.voice_sample_count AS count, count(v.segment_id)::int AS samples,
        CASE WHEN count(v.segment_id) > 0 THEN 1 - (p.voice_vector <=> l2_normalize(sum(v.embedding))) END AS cosine
      FROM person p LEFT JOIN voice_sample v ON v.person_id = p.id WHERE p.user_id = $1 GROUP BY p.id`,

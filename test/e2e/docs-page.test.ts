@@ -37,6 +37,7 @@ describe('docs page in a browser', () => {
     // The document's title and an operation of its first group: the reference rendered the document.
     const doc = (await api.request('GET', '/openapi.json')).body;
     await page.getByText(doc.paths['/me'].get.summary).first().waitFor({ timeout: 30_000 });
+    // biome-ignore lint/performance/useDomNodeTextContent: a Playwright locator, not a DOM node
     await expect.poll(() => page.locator('body').innerText(), { timeout: 10_000 }).toContain(doc.info.title);
     await page.waitForTimeout(1000); // anything fired after the first render
     expect(errors).toEqual([]);

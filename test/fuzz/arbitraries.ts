@@ -56,10 +56,10 @@ export const malformedBody = (valid: string): fc.Arbitrary<string | Uint8Array> 
   fc.oneof(
     fc.nat({ max: Math.max(0, valid.length - 1) }).map((n) => valid.slice(0, n)),
     fc.constantFrom<string | Uint8Array>(
-      '', ' ', 'null', '[]', '"text"', '{', '}', '{"a":1,}', '{a:1}', "{'a':1}", 'NaN', 'undefined', '\ufeff' + valid,
-      valid.replace(/:\s*(-?\d+(\.\d+)?)/, ':1e400'), valid.replace(/^\{/, '{"x":1,"x":2,'), valid + valid, valid + '\u0000',
-      '['.repeat(100_000) + ']'.repeat(100_000), '{"a":'.repeat(50_000) + '1' + '}'.repeat(50_000),
-      '"' + 'x'.repeat(1000), Buffer.from([0xff, 0xfe, 0x7b, 0x7d]), Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d]),
+      '', ' ', 'null', '[]', '"text"', '{', '}', '{"a":1,}', '{a:1}', "{'a':1}", 'NaN', 'undefined', `\ufeff${valid}`,
+      valid.replace(/:\s*(-?\d+(\.\d+)?)/, ':1e400'), valid.replace(/^\{/, '{"x":1,"x":2,'), valid + valid, `${valid}\u0000`,
+      '['.repeat(100_000) + ']'.repeat(100_000), `${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}`,
+      `"${'x'.repeat(1000)}`, Buffer.from([0xff, 0xfe, 0x7b, 0x7d]), Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d]),
     ),
     printable(80),
   );
@@ -94,7 +94,7 @@ export const badHeader = fc.oneof(
   fc.record({ name: fc.constant('idempotency-key'), value: fc.constant(undefined) }),
   fc.record({ name: fc.constant('content-digest'), value: fc.oneof(fc.constantFrom('sha-256=:AAAA:', 'sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:', 'garbage', 'md5=:x:', 'sha-256=', ':::'), printable(60)) }),
   fc.record({ name: fc.constant('x-client-id'), value: fc.oneof(fc.constantFrom('not-a-uuid', '', 'x'.repeat(5_000)), printable(40)) }),
-  fc.record({ name: fc.constantFrom('traceparent', 'tracestate'), value: fc.oneof(fc.constantFrom('00-zz-zz-01', '00-00000000000000000000000000000000-0000000000000000-01', 'ff-' + 'a'.repeat(500)), printable(60)) }),
-  fc.record({ name: fc.constant('authorization'), value: fc.oneof(fc.constantFrom('Bearer', 'Bearer  ', 'bearer x.y.z', 'Bearer a.b.c.d', 'Bearer ' + 'x'.repeat(10_000), 'Basic Og=='), printable(80)) }),
+  fc.record({ name: fc.constantFrom('traceparent', 'tracestate'), value: fc.oneof(fc.constantFrom('00-zz-zz-01', '00-00000000000000000000000000000000-0000000000000000-01', `ff-${'a'.repeat(500)}`), printable(60)) }),
+  fc.record({ name: fc.constant('authorization'), value: fc.oneof(fc.constantFrom('Bearer', 'Bearer  ', 'bearer x.y.z', 'Bearer a.b.c.d', `Bearer ${'x'.repeat(10_000)}`, 'Basic Og=='), printable(80)) }),
   fc.record({ name: fc.constantFrom('accept', 'accept-encoding', 'range', 'if-match', 'x-http-method-override'), value: printable(60) }),
 );

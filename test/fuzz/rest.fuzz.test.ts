@@ -189,7 +189,7 @@ function malformedPick(valid: string, pick: number, junk: string): string | Uint
 
 function describeCase(op: Operation, req: Prepared): string {
   const body = req.body === undefined ? '' : typeof req.body === 'string' ? req.body.slice(0, 300) : `<${req.body.byteLength} bytes>`;
-  const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, k === 'authorization' ? v.slice(0, 12) + '…' : v.slice(0, 80)]));
+  const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, k === 'authorization' ? `${v.slice(0, 12)}…` : v.slice(0, 80)]));
   return `${op.operationId}: ${req.method} ${req.url.slice(0, 200)} ${JSON.stringify(headers)} ${body}`;
 }
 
@@ -243,7 +243,7 @@ it(`should answer ${RUNS} generated hostile requests without a 5xx, with problem
   const caseArb = fc.record({ op: fc.nat(), mutations: fc.array(mutation(fixtureIds), { minLength: 1, maxLength: 3 }) });
   await fc.assert(fc.asyncProperty(caseArb, runCase), { numRuns: RUNS, seed: SEED, endOnFailure: true });
   // The service is still up and well after all of it.
-  expect((await fetch(api.url + '/healthz')).status).toBe(200);
+  expect((await fetch(`${api.url}/healthz`)).status).toBe(200);
   console.info(`REST fuzz: ${cases} cases over ${world.ops.length} operations (seed ${SEED}); statuses ${JSON.stringify(statuses)}; 5xx ${Object.entries(statuses).filter(([s]) => Number(s) >= 500).reduce((n, [, v]) => n + v, 0)}; DELETE /me as a throwaway account ${throwawayErasures}; failures ${failures.length}`);
   expect(failures.slice(0, 15)).toEqual([]);
 }, Math.max(120_000, RUNS * 1_000));

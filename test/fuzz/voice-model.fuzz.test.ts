@@ -5,6 +5,7 @@
 // voice_model_status ready with samples and untrained without, and every segment is attributed as
 // a plain model of the rules says. Checked after every step.
 // `npm test` runs VOICE_FUZZ_SEQUENCES (default 25) sequences; `npm run test:fuzz` 400.
+import type { QueryResultRow } from 'pg';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import pgvector from 'pgvector';
@@ -52,7 +53,7 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-const sql = (text: string, params: unknown[] = []) => api.rt.db.query('test.sql', text, params).then((r) => r.rows);
+const sql = <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) => api.rt.db.query<R>('test.sql', text, params).then((r) => r.rows);
 const newPerson = async () => (await api.post(alice, '/people', { display_name: `v-${randomUUID()}` })).body.id as string;
 
 /** The rules as a plain model: where each segment's attribution comes from. */
@@ -70,7 +71,7 @@ async function run(cmds: Cmd[]): Promise<void> {
     w.meetings.push({ id, transcription, labels: new Map(), segs: [] });
   }
   let at = 0;
-  const body = (m: World['meetings'][number], segs: Seg[]) => ({
+  const body = (segs: Seg[]) => ({
     segments: segs.map((s) => ({ speaker_label: s.label, text: 'x', start_ms: at++, feature_vector: s.vec === null ? null : vector(s.vec), person_id: s.ml === null ? null : w.people[s.ml] })),
   });
   const attribute = (m: World['meetings'][number], segs: Seg[]) => segs.map((s) => ({ vec: s.vec, label: s.label, person: m.labels.get(s.label) ?? (s.ml === null ? null : w.people[s.ml]) }));
@@ -94,7 +95,7 @@ async function run(cmds: Cmd[]): Promise<void> {
       if (m.labels.delete(c.label)) for (const s of m.segs) if (s.label === c.label) s.person = null;
     } else if (c.kind === 'append' || c.kind === 'replace') {
       const m = w.meetings[c.m];
-      const res = await api.request(c.kind === 'append' ? 'POST' : 'PUT', `/transcriptions/${m.transcription}/segments`, { token: api.serviceToken, body: body(m, c.segs) });
+      const res = await api.request(c.kind === 'append' ? 'POST' : 'PUT', `/transcriptions/${m.transcription}/segments`, { token: api.serviceToken, body: body(c.segs) });
       expect(res.status, `${what}: ${res.text}`).toBe(204);
       m.segs = c.kind === 'append' ? [...m.segs, ...attribute(m, c.segs)] : attribute(m, c.segs);
     } else {
@@ -116,7 +117,7 @@ async function check(w: World, after: string): Promise<void> {
     const rows = await sql('SELECT person_id FROM transcript_segment WHERE transcription_id = $1 ORDER BY start_ms', [m.transcription]);
     expect(rows.map((r) => r.person_id), `attribution after ${after}`).toEqual(m.segs.map((s) => s.person));
   }
-  const people = await sql('SELECT id, voice_vector::text AS v, voice_confidence, voice_model_status, voice_sample_count FROM person WHERE id = ANY($1)', [w.people]);
+  const people = await sql<{ id: string; v: string | null; voice_confidence: number | null; voice_model_status: string; voice_sample_count: number }>('SELECT id, voice_vector::text AS v, voice_confidence, voice_model_status, voice_sample_count FROM person WHERE id = ANY($1)', [w.people]);
   for (const p of people) {
     const mine = w.meetings.flatMap((m) => m.segs).filter((s) => s.person === p.id && s.vec !== null && s.vec !== 0).map((s) => normalize(vector(s.vec!)));
     const why = `person ${w.people.indexOf(p.id)} after ${after}`;

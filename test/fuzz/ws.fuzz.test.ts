@@ -102,7 +102,7 @@ const wellFormedButWrong = fc.oneof(
 );
 
 /** A command nested `depth` times in its own meeting_id (as text: too deep for JSON.stringify). */
-const deep = (depth: number) => '{"type":"StartRecordingCommand","meeting_id":['.repeat(depth) + '1' + ']}'.repeat(depth);
+const deep = (depth: number) => `${'{"type":"StartRecordingCommand","meeting_id":['.repeat(depth)}1${']}'.repeat(depth)}`;
 
 type TextCase = { kind: 'text'; text: string };
 type BinaryCase = { kind: 'binary'; bytes: Uint8Array };

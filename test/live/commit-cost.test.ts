@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import type { Database, Queryable } from '@mi/lib/db/pool';
+import type { QueryResultRow } from 'pg';
 import { TestClient, createMeeting, fileEnv, openTestDatabase, range, sleep, startInstance, token, type Instance } from './helpers';
 
 const LATER_ROWS = 40_000;
@@ -25,8 +26,8 @@ interface Statement {
 /** The database as is, noting the manifest statements run inside transactions (the commits). */
 function noting(db: Database, seen: Statement[]): Database {
   const watch = (tx: Queryable): Queryable => ({
-    async query(name, text, params = []) {
-      const res = await tx.query(name, text, params);
+    async query<R extends QueryResultRow>(name: string, text: string, params: unknown[] = []) {
+      const res = await tx.query<R>(name, text, params);
       if (name.startsWith('manifest.')) seen.push({ name, text, params, rows: res.rowCount ?? 0 });
       return res;
     },

@@ -39,7 +39,7 @@ async function waitForState(instance: Instance, meetingId: string, state: string
 }
 
 async function eventTypes(instance: Instance, meetingId: string): Promise<string[]> {
-  const { rows } = await instance.rt.db.query('test.events', 'SELECT event_type FROM recording_event_history WHERE meeting_id = $1 ORDER BY seq', [meetingId]);
+  const { rows } = await instance.rt.db.query<{ event_type: string }>('test.events', 'SELECT event_type FROM recording_event_history WHERE meeting_id = $1 ORDER BY seq', [meetingId]);
   return rows.map((r) => r.event_type);
 }
 

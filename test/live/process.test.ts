@@ -85,7 +85,7 @@ describe('server.ts', () => {
     expect(await back.stop(meetingId)).toMatchObject({ highest_contiguous_sequence: 37, missing_ranges: [] });
     const stored = await storedAudio(other, meetingId, 1);
     expect(stored.bytes.equals(Buffer.concat(range(0, 37).map(pcmFrame)))).toBe(true);
-    const { rows } = await other.rt.db.query('test.events', `SELECT payload FROM recording_event_history WHERE meeting_id = $1 AND event_type = 'recording_resumed'`, [meetingId]);
+    const { rows } = await other.rt.db.query<{ payload: { previous_owner: string; instance: string } }>('test.events', `SELECT payload FROM recording_event_history WHERE meeting_id = $1 AND event_type = 'recording_resumed'`, [meetingId]);
     expect(rows[0].payload.previous_owner).toMatch(/^live-/);
     back.close();
   });

@@ -40,7 +40,7 @@ afterAll(async () => {
 });
 
 async function eventTypes(meetingId: string): Promise<string[]> {
-  const { rows } = await core.rt.db.query('test.events', 'SELECT event_type FROM recording_event_history WHERE meeting_id = $1 ORDER BY seq', [meetingId]);
+  const { rows } = await core.rt.db.query<{ event_type: string }>('test.events', 'SELECT event_type FROM recording_event_history WHERE meeting_id = $1 ORDER BY seq', [meetingId]);
   return rows.map((r) => r.event_type);
 }
 

@@ -133,7 +133,7 @@ describe('events', () => {
     const client = await TestClient.connect(core.wsUrl, gina);
     const meetingId = await createMeeting(core, gina);
     const created = await client.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
-    const userId: string = (await core.rt.db.query('test.user', 'SELECT user_id FROM meeting WHERE id = $1', [meetingId])).rows[0].user_id;
+    const userId: string = (await core.rt.db.query<{ user_id: string }>('test.user', 'SELECT user_id FROM meeting WHERE id = $1', [meetingId])).rows[0].user_id;
     const body = { type: 'EntityChanged', entity: 'meeting', action: 'updated', id: meetingId, meeting_id: meetingId } as const;
     const [a, b]: StoredEvent[] = await core.rt.db.withTransaction(async (tx) => [await appendEvent(tx, userId, body), await appendEvent(tx, userId, body)]);
     await core.rt.events.publish([b]); // the later one first; the earlier one never published
@@ -152,7 +152,7 @@ describe('events', () => {
       const client = await TestClient.connect(slow.wsUrl, hank);
       const meetingId = await createMeeting(slow, hank);
       (client.ws as unknown as { _socket: { pause(): void } })._socket.pause();
-      const userId: string = (await slow.rt.db.query('test.user', 'SELECT user_id FROM meeting WHERE id = $1', [meetingId])).rows[0].user_id;
+      const userId: string = (await slow.rt.db.query<{ user_id: string }>('test.user', 'SELECT user_id FROM meeting WHERE id = $1', [meetingId])).rows[0].user_id;
       const big = segmentEvent(meetingId, randomUUID(), { text: 'x'.repeat(200_000) });
       const events = await slow.rt.db.withTransaction(async (tx) => Promise.all(range(1, 60).map(() => appendEvent(tx, userId, big))));
       await slow.rt.events.publish(events.sort((x, y) => x.seq - y.seq));

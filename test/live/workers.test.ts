@@ -93,7 +93,7 @@ describe('server.ts with two workers', () => {
     const stored = await storedAudio(rest, a.meetingId, 1); // throws on overlapping manifest rows
     expect(stored.sequences).toEqual(range(0, 44));
     expect(stored.bytes.equals(Buffer.concat(range(0, 44).map(pcmFrame)))).toBe(true);
-    const { rows } = await rest.rt.db.query('test.events', `SELECT payload FROM recording_event_history WHERE meeting_id = $1 AND event_type = 'recording_resumed'`, [a.meetingId]);
+    const { rows } = await rest.rt.db.query<{ payload: { previous_owner: string; instance: string } }>('test.events', `SELECT payload FROM recording_event_history WHERE meeting_id = $1 AND event_type = 'recording_resumed'`, [a.meetingId]);
     expect(rows.map((r) => [r.payload.previous_owner, r.payload.instance])).toEqual([[ids[0], ids[1]]]);
     for (const c of clients) c.client.close();
   });

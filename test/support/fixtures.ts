@@ -192,7 +192,7 @@ type Call = (operationId: string, as: 'owner' | 'service', patch?: Record<string
 type FirstItem = (operationId: string) => Promise<string>;
 
 /** How each record is made, after the records it needs. Steps without a key make links, not records. */
-const STEPS: { key: string; needs: string[]; make: (call: Call, ids: Ids, first: FirstItem, world: World) => Promise<string | void> }[] = [
+const STEPS: { key: string; needs: string[]; make: (call: Call, ids: Ids, first: FirstItem, world: World) => Promise<string | undefined> }[] = [
   ...SOURCE_TYPES.map((source_type) => ({ key: `meeting.${source_type}`, needs: [], make: async (call: Call) => (await call('createMeeting', 'owner', { source_type })).id })),
   { key: 'meeting', needs: ['meeting.text'], make: async (_c, ids) => ids['meeting.text'] },
   { key: 'person', needs: [], make: async (call) => (await call('createPerson', 'owner')).id },
@@ -276,7 +276,7 @@ export async function createFixtures(world: World, only?: Iterable<string>, owne
     return page.items[0].id as string;
   };
   const wanted = new Set(only ?? STEPS.map((s) => s.key));
-  for (const step of [...STEPS].reverse()) if (wanted.has(step.key)) step.needs.forEach((n) => wanted.add(n));
+  for (const step of [...STEPS].reverse()) if (wanted.has(step.key)) for (const n of step.needs) wanted.add(n);
   for (const step of STEPS) {
     if (!wanted.has(step.key)) continue;
     const id = await step.make(call, ids, first, world);

@@ -77,7 +77,7 @@ export function resolve(doc: Doc, schema: Schema): Schema {
   }
   if (schema.allOf) {
     const { allOf, ...rest } = schema;
-    return (allOf as Schema[]).reduce((acc, s) => ({ ...acc, ...resolve(doc, s) }), rest);
+    return Object.assign(rest, ...(allOf as Schema[]).map((s) => resolve(doc, s)));
   }
   return schema;
 }

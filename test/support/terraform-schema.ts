@@ -97,7 +97,9 @@ function checkBlock(where: string, body: Obj, schema: BlockSchema, problems: str
       problems.push(`${where}: unknown argument or block "${key}"`);
       continue;
     }
-    if (arg.block && isBlockList(value)) value.forEach((b) => checkBlock(`${where}.${key}`, b, arg.block!(), problems, false));
+    if (arg.block && isBlockList(value)) {
+      for (const b of value) checkBlock(`${where}.${key}`, b, arg.block!(), problems, false);
+    }
   }
   for (const [key, generators] of Object.entries(dynamic)) {
     const arg = schema.get(key);
@@ -127,7 +129,7 @@ export function checkModule(file: string, hcl: Obj, schema: ProviderSchema): str
       for (const [name, bodies] of Object.entries(byName)) {
         const where = `${file}: ${kind === 'data' ? 'data.' : ''}${type}.${name}`;
         if (!blockSchema) problems.push(`${where}: the google provider ${schema.version} has no ${kind} type ${type}`);
-        else bodies.forEach((body) => checkBlock(where, body, blockSchema, problems, true));
+        else for (const body of bodies) checkBlock(where, body, blockSchema, problems, true);
       }
     }
   }

@@ -45,7 +45,7 @@ async function subscriber(eventTypes: string[] = ['*']) {
 
 const tag = (token: string) => api.post(token, '/tags', { name: `t-${randomUUID()}` });
 const outbox = async (userId: string) =>
-  (await api.rt.db.query('test.outbox', 'SELECT id, seq, payload, created_at FROM event_outbox WHERE user_id = $1 ORDER BY seq', [userId])).rows;
+  (await api.rt.db.query<{ id: string; seq: string; payload: object; created_at: string }>('test.outbox', 'SELECT id, seq, payload, created_at FROM event_outbox WHERE user_id = $1 ORDER BY seq', [userId])).rows;
 const attempts = async (token: string, id: string) => (await api.request('GET', `/webhooks/${id}/deliveries?limit=200`, { token })).body.items as any[];
 
 beforeAll(async () => {

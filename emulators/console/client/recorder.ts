@@ -1,8 +1,6 @@
 // The microphone side of a recording: getUserMedia → AudioContext (16 kHz when the browser
 // allows it) → the pcm-frames AudioWorklet → one callback per 100 ms frame (3200 bytes).
-export interface FrameSink {
-  (pcm: Uint8Array, rms: number): void;
-}
+export type FrameSink = (pcm: Uint8Array, rms: number) => void;
 
 export class MicRecorder {
   private ctx: AudioContext | null = null;
@@ -40,7 +38,7 @@ export class MicRecorder {
   async close(): Promise<void> {
     this.sink = null;
     this.source?.disconnect();
-    this.stream?.getTracks().forEach((t) => t.stop());
+    for (const t of this.stream?.getTracks() ?? []) t.stop();
     await this.ctx?.close().catch(() => undefined);
     this.ctx = null;
     this.stream = null;

@@ -8,7 +8,7 @@ import type { RecordingSession, RecordingSnapshot } from '../recording';
 import type { RecordingEvent, RecordingState } from '../types';
 import { errText, fill, fmtTime, h } from './dom';
 
-const ranges = (r: [number, number][]) => (r.length ? r.map(([a, b]) => `${a}–${b}`).join(', ') + ` (${rangeFrames(r)} frames)` : 'none');
+const ranges = (r: [number, number][]) => (r.length ? `${r.map(([a, b]) => `${a}–${b}`).join(', ')} (${rangeFrames(r)} frames)` : 'none');
 const CAPTURING = ['recording', 'resuming', 'stopping'];
 const seconds = (frames: number) => `${((frames * FRAME_MS) / 1000).toFixed(1)} s`;
 

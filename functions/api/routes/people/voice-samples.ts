@@ -31,6 +31,6 @@ export function registerListVoiceSamples(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     if (!(await getPerson(db, { userId: userIdOf(c) }, id))) throw notFound('person');
     const result = await listVoiceSamples(db, id, c.req.valid('query'));
-    return c.json(JSON.parse(JSON.stringify(result)), 200);
+    return c.json(result, 200);
   });
 }

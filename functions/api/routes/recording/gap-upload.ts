@@ -79,8 +79,8 @@ export function registerUploadRecordingGap(app: OpenAPIHono<AppEnv>) {
     assertDigests(digests, bytes);
 
     const ctx = { originClientId: c.var.clientId, trace: c.var.trace };
-    const { status, result } = await uploadGap(c.var.deps, actorOf(c), { meetingId: id, audioVersion: audio_version, start, end, bytes }, ctx);
-    return c.json(result, status);
+    const { stored, result } = await uploadGap(c.var.deps, actorOf(c), { meetingId: id, audioVersion: audio_version, start, end, bytes }, ctx);
+    return c.json(result, stored ? 201 : 200);
   });
 }
 

@@ -27,6 +27,6 @@ export function registerListRecordingTakes(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     if (!(await getMeeting(db, { userId: userIdOf(c) }, id))) throw notFound('meeting');
     const result = await listTakes(db, id, c.req.valid('query'));
-    return c.json(JSON.parse(JSON.stringify(result)), 200);
+    return c.json(result, 200);
   });
 }
