@@ -184,7 +184,13 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     stops.push(async () => clearInterval(timer));
 
     ready = true;
-    writeStackEnv(dataDir, { ...vars, DATABASE_URL: database.url, CORE_PORT: String(port), ML_SERVICE_URL: mlUrl });
+    // CORE_URL, the project and the topic: what an ML service (and the conformance kit) needs to reach the stack.
+    const forMl = {
+      CORE_URL: url,
+      GOOGLE_CLOUD_PROJECT: config.GOOGLE_CLOUD_PROJECT,
+      PUBSUB_TOPIC_RECORDING_FINALIZED: config.PUBSUB_TOPIC_RECORDING_FINALIZED,
+    };
+    writeStackEnv(dataDir, { ...vars, ...forMl, DATABASE_URL: database.url, CORE_PORT: String(port), ML_SERVICE_URL: mlUrl });
     const addresses = {
       url,
       console: `${url}/console`,
@@ -247,7 +253,8 @@ function portError(variable: string, port: number, host: string, err: NodeJS.Err
  * `set -a; . .data/local-stack.env; npx functions-framework --target=api --source=functions/dist`.
  */
 function writeStackEnv(dataDir: string, vars: Record<string, string | undefined>) {
-  const keys = ['APP_ENV', 'DATABASE_URL', 'PUBSUB_EMULATOR_HOST', 'FIRESTORE_EMULATOR_HOST', 'STORAGE_EMULATOR_HOST', 'STORAGE_SIGNER_KEY_FILE', 'STORAGE_BUCKET', 'ML_SERVICE_URL', 'IDENTITY_SECRET_KEY', 'SERVICE_AUTH_TOKEN', 'AUDIO_URL_SIGNING_KEY'];
+  const keys = ['APP_ENV', 'DATABASE_URL', 'PUBSUB_EMULATOR_HOST', 'FIRESTORE_EMULATOR_HOST', 'STORAGE_EMULATOR_HOST', 'STORAGE_SIGNER_KEY_FILE', 'STORAGE_BUCKET', 'ML_SERVICE_URL', 'IDENTITY_SECRET_KEY', 'SERVICE_AUTH_TOKEN', 'AUDIO_URL_SIGNING_KEY',
+    'CORE_URL', 'GOOGLE_CLOUD_PROJECT', 'PUBSUB_TOPIC_RECORDING_FINALIZED'];
   const lines = keys.filter((k) => vars[k]).map((k) => `${k}=${vars[k]}`);
   writeFileSync(path.join(dataDir, 'local-stack.env'), lines.join('\n') + '\n', { mode: 0o600 });
 }

@@ -31,15 +31,20 @@ export interface AudioSocket {
 
 export function openAudioSocket(url: string, token: string, timeoutMs: number): Promise<AudioSocket> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false, handshakeTimeout: timeoutMs });
+    const headers = { authorization: `Bearer ${token}` };
+    const ws = new WebSocket(url, { headers, perMessageDeflate: false, handshakeTimeout: timeoutMs });
     let closing = false;
     const socket: AudioSocket = {
       received: [],
       closedBy: null,
       async send(sequences) {
         for (let i = 0; i < sequences.length; i += BATCH) {
-          if (ws.readyState !== WebSocket.OPEN) throw new Error(`the socket closed: ${socket.closedBy ?? 'by the kit'}`);
-          await Promise.all(sequences.slice(i, i + BATCH).map((seq) => new Promise<void>((r, j) => ws.send(audioFrame(seq), (e) => (e ? j(e) : r())))));
+          if (ws.readyState !== WebSocket.OPEN) {
+            throw new Error(`the socket closed: ${socket.closedBy ?? 'by the kit'}`);
+          }
+          const batch = sequences.slice(i, i + BATCH);
+          const sent = (seq: number) => new Promise<void>((r, j) => ws.send(audioFrame(seq), (e) => (e ? j(e) : r())));
+          await Promise.all(batch.map(sent));
           await new Promise((r) => setTimeout(r, 100)); // real time: 10 frames of 100 ms
         }
       },

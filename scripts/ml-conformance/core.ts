@@ -15,10 +15,17 @@ export interface Reply {
   body: unknown;
 }
 
-export async function callCore(core: CoreAccess, method: string, path: string, token = core.serviceToken, body?: unknown): Promise<Reply> {
+export async function callCore(
+  core: CoreAccess,
+  method: string,
+  path: string,
+  token = core.serviceToken,
+  body?: unknown,
+): Promise<Reply> {
   const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'idempotency-key': randomUUID() };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${core.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const res = await fetch(`${core.url}${path}`, { method, headers, body: payload });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
@@ -33,11 +40,17 @@ async function expectStatus(reply: Promise<Reply>, status: number, what: string)
 export async function prepareTake(core: CoreAccess): Promise<{ meetingId: string; transcriptionId: string }> {
   const user = await mintDevToken(core.identitySecret, 'ml-conformance');
   const meeting = { title: 'ML conformance take', source_type: 'recording' };
-  const { id: meetingId } = await expectStatus(callCore(core, 'POST', '/meetings', user, meeting), 201, 'POST /meetings');
-  const created = await expectStatus(callCore(core, 'POST', `/meetings/${meetingId}/transcriptions`), 201, 'POST /meetings/{id}/transcriptions');
+  const meetingReply = callCore(core, 'POST', '/meetings', user, meeting);
+  const { id: meetingId } = await expectStatus(meetingReply, 201, 'POST /meetings');
+  const created = await expectStatus(
+    callCore(core, 'POST', `/meetings/${meetingId}/transcriptions`),
+    201,
+    'POST /meetings/{id}/transcriptions',
+  );
   const transcriptionId = created.id as string;
   const transcribing = { status: 'transcribing', status_message: 'ML conformance take' };
-  await expectStatus(callCore(core, 'PATCH', `/transcriptions/${transcriptionId}`, undefined, transcribing), 200, 'PATCH /transcriptions/{id}');
+  const patch = callCore(core, 'PATCH', `/transcriptions/${transcriptionId}`, undefined, transcribing);
+  await expectStatus(patch, 200, 'PATCH /transcriptions/{id}');
   return { meetingId: meetingId as string, transcriptionId };
 }
 

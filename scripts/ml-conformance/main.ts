@@ -20,7 +20,8 @@ const { values } = parseArgs({
 if (!values.url) fail('--url is required');
 const stackEnvFile = `${process.env.DATA_DIR ?? '.data'}/local-stack.env`;
 const env = { ...(existsSync(stackEnvFile) ? parseEnv(readFileSync(stackEnvFile, 'utf8')) : {}), ...process.env };
-const need = (name: string) => env[name] || fail(`${name} is not set and not in ${stackEnvFile}: start the stack first (npm start)`);
+const need = (name: string) =>
+  env[name] || fail(`${name} is not set and not in ${stackEnvFile}: start the stack first (npm start)`);
 const timeout = Number(values.timeout);
 if (!(timeout > 0)) fail('--timeout must be a positive number of seconds');
 

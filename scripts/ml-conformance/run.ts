@@ -3,7 +3,12 @@
 // every answer, socket message and callback to the real core. Returns one row per check.
 import { randomUUID } from 'node:crypto';
 import { createBus } from '@mi/lib/adapters/bus';
-import { mlBatchSubscription, type RecordingFinalized, type StreamingSession, type StreamingStart } from '@mi/lib/ml/contract';
+import {
+  mlBatchSubscription,
+  type RecordingFinalized,
+  type StreamingSession,
+  type StreamingStart,
+} from '@mi/lib/ml/contract';
 import { newTraceparent } from '@mi/client';
 import { openAudioSocket, SAMPLE_RATE, type AudioSocket } from './audio';
 import { callCore, prepareTake, waitFor, type CoreAccess } from './core';
@@ -54,7 +59,9 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
   const callMl = async (method: string, path: string, body?: unknown, auth = true) => {
     const headers: Record<string, string> = { ...trace, ...(auth ? { authorization: `Bearer ${token}` } : {}) };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${ml}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(opts.timeoutMs) });
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const signal = AbortSignal.timeout(opts.timeoutMs);
+    const res = await fetch(`${ml}${path}`, { method, headers, body: payload, signal });
     const text = await res.text();
     let json: unknown = text;
     try {
@@ -141,7 +148,9 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
       const closed = sockets.map((s) => s.closedBy).filter(Boolean);
       if (closed.length) throw new Error(`the ML closed the socket while frames flowed: ${closed.join(', ')}`);
       for (const m of received) {
-        if (m.binaryBytes !== undefined) throw new Error(`a binary message (${m.binaryBytes} bytes): the ML sends text only`);
+        if (m.binaryBytes !== undefined) {
+          throw new Error(`a binary message (${m.binaryBytes} bytes): the ML sends text only`);
+        }
         let json: unknown;
         try {
           json = JSON.parse(m.text!);
@@ -182,7 +191,8 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
       return `completed: ${last.status_message ?? ''}`;
     });
     await check('the batch pass wrote the synthesis and the headline', async () => {
-      const meeting = (await callCore(opts.core, 'GET', `/meetings/${take!.meetingId}`)).body as Record<string, string | null>;
+      const reply = await callCore(opts.core, 'GET', `/meetings/${take!.meetingId}`);
+      const meeting = reply.body as Record<string, string | null>;
       if (!meeting.summary) throw new Error('the meeting has no summary (PUT /meetings/{id}/synthesis)');
       if (!meeting.headline) throw new Error('the meeting has no headline (PATCH /meetings/{id})');
       return `headline "${meeting.headline.slice(0, 60)}"`;
@@ -204,7 +214,8 @@ async function publishFinalized(opts: ConformanceOptions, message: RecordingFina
     await bus.ensureTopic(topic);
     // As Terraform and the local stack create it: nothing is lost while the ML is not pulling yet.
     await bus.ensureQueue(topic, mlBatchSubscription(topic));
-    await bus.publish(topic, message, { meeting_id: message.meeting_id, audio_version: String(message.audio_version), ...trace });
+    const attributes = { meeting_id: message.meeting_id, audio_version: String(message.audio_version), ...trace };
+    await bus.publish(topic, message, attributes);
   } finally {
     await bus.close();
   }

@@ -26,7 +26,11 @@ afterAll(async () => {
 /** The stand-in pulls the file's recording.finalized topic; a broken ML gets a topic of its own that nobody pulls. */
 const kitOptions = (mlUrl: string, timeoutMs: number, topic = core.config.PUBSUB_TOPIC_RECORDING_FINALIZED) => ({
   mlUrl,
-  core: { url: core.url, serviceToken: core.config.SERVICE_AUTH_TOKEN, identitySecret: core.config.IDENTITY_SECRET_KEY! },
+  core: {
+    url: core.url,
+    serviceToken: core.config.SERVICE_AUTH_TOKEN,
+    identitySecret: core.config.IDENTITY_SECRET_KEY!,
+  },
   pubsub: { projectId: core.config.GOOGLE_CLOUD_PROJECT, emulatorHost: core.config.PUBSUB_EMULATOR_HOST, topic },
   timeoutMs,
 });
@@ -47,7 +51,8 @@ async function brokenMl(behaviour: BrokenMlBehaviour): Promise<{ url: string; se
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     req.resume();
     req.on('end', () => {
-      if (req.headers.authorization !== `Bearer ${core.config.SERVICE_AUTH_TOKEN}`) return void res.writeHead(401).end();
+      const token = core.config.SERVICE_AUTH_TOKEN;
+      if (req.headers.authorization !== `Bearer ${token}`) return void res.writeHead(401).end();
       if (req.method === 'POST' && req.url === '/streaming') {
         const id = randomUUID();
         sessions.add(id);
@@ -56,7 +61,9 @@ async function brokenMl(behaviour: BrokenMlBehaviour): Promise<{ url: string; se
         return void res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       }
       const m = /^\/streaming\/(.+)$/.exec(req.url ?? '');
-      if (req.method === 'DELETE' && m && sessions.has(m[1])) return void (behaviour.drain ? behaviour.drain(res) : res.writeHead(204).end());
+      if (req.method === 'DELETE' && m && sessions.has(m[1])) {
+        return void (behaviour.drain ? behaviour.drain(res) : res.writeHead(204).end());
+      }
       res.writeHead(404).end();
     });
   });
@@ -114,27 +121,33 @@ describe('ML conformance kit', () => {
   });
 
   it('should fail an ML whose drain answers 200 without a drain report', async () => {
-    const checks = await runAgainst({ drain: (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}') });
-    expect(byName(checks, 'DELETE /streaming/{id} drains')).toMatchObject({ pass: false, reason: expect.stringContaining('drained') });
+    const drain = (res: ServerResponse) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    const checks = await runAgainst({ drain });
+    const check = byName(checks, 'DELETE /streaming/{id} drains');
+    expect(check).toMatchObject({ pass: false, reason: expect.stringContaining('drained') });
     expect(byName(checks, 'POST /streaming answers 201')).toMatchObject({ pass: true });
   });
 
   it('should fail an ML sending a message type the AsyncAPI document does not have', async () => {
-    const checks = await runAgainst({ onSocket: (ws) => ws.send(JSON.stringify({ type: 'warn', message: 'queue full' })) });
-    expect(byName(checks, 'messages on the audio socket')).toMatchObject({ pass: false, reason: expect.stringContaining('"warn"') });
+    const checks = await runAgainst({ onSocket: (ws) => ws.send(JSON.stringify({ type: 'warn', message: 'full' })) });
+    const check = byName(checks, 'messages on the audio socket');
+    expect(check).toMatchObject({ pass: false, reason: expect.stringContaining('"warn"') });
   });
 
   it('should fail an ML that never calls the core back, live or batch', async () => {
     const checks = await runAgainst({});
     expect(byName(checks, 'live segments reach the core')).toMatchObject({ pass: false });
-    expect(byName(checks, 'recording.finalized')).toMatchObject({ pass: false, reason: expect.stringContaining('transcribing') });
+    const batch = byName(checks, 'recording.finalized');
+    expect(batch).toMatchObject({ pass: false, reason: expect.stringContaining('transcribing') });
     expect(byName(checks, 'DELETE /streaming/{id} of an unknown session')).toMatchObject({ pass: true });
   });
 
   it('should print the table and exit 1 from the command line when a check fails', async () => {
     const ml = await brokenMl({ session: (id) => ({ id }) });
     try {
-      const child = spawn('npx', ['tsx', 'scripts/ml-conformance/main.ts', '--url', ml.url, '--core-url', core.url, '--timeout', '1'], {
+      const args = ['tsx', 'scripts/ml-conformance/main.ts', '--url', ml.url, '--core-url', core.url, '--timeout', '1'];
+      const child = spawn('npx', args, {
         env: {
           ...process.env,
           DATA_DIR: `/nonexistent-${randomUUID()}`,
@@ -147,7 +160,8 @@ describe('ML conformance kit', () => {
       child.stdout.on('data', (d) => (out += d));
       const code = await new Promise<number | null>((r) => child.on('close', r));
       expect(code).toBe(1);
-      expect(out).toMatch(/POST \/streaming answers 201 with a session \(OpenAPI startStreaming\)\s+FAIL\s+.*audio_url/);
+      expect(out).toMatch(/POST \/streaming answers 201 with a session \(OpenAPI startStreaming\)\s+FAIL\s+.*audio_url/,
+      );
       expect(out).toContain('1 of 3 checks failed');
     } finally {
       ml.server.closeAllConnections();
