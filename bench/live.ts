@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import WebSocket, { WebSocketServer } from 'ws';
 import { sleep, withTimeout } from '@mi/lib/async';
 import { mintDevToken } from '@mi/lib/adapters/auth';
-import { createTestDatabase, startTestEngine } from '../test/support/database';
+import { createTestDatabase, startTestEngine, type TestEngine } from '../test/support/database';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
 import { createMeeting } from '@mi/lib/repositories/meetings';
 import { findOrCreateUser } from '@mi/lib/repositories/users';
@@ -71,14 +71,14 @@ const CHANGES: Change[] = [
 ];
 const CHANGE_ROUNDS = 3;
 
-interface Plan {
+export interface Plan {
   wsUrl: string;
   mode: 'live' | 'bare';
   seconds: number;
   recordings: { token: string; meetingId: string }[];
 }
 
-interface LoadResult {
+export interface LoadResult {
   /** What went wrong, by error code or close code. */
   problems: Record<string, number>;
   sent: number;
@@ -86,11 +86,14 @@ interface LoadResult {
   ackMs: number[];
 }
 
-const role = process.argv[2];
-if (role === 'bare') await bareRole();
-else if (role === 'ml') await mlRole();
-else if (role === 'load') await loadRole(JSON.parse(readFileSync(process.argv[3], 'utf8')) as Plan);
-else await orchestrate();
+// Run as a script (bench:live, or one of its children); bench:upgrade imports the stack and measure.
+if (process.argv[1] && path.resolve(process.argv[1]) === SELF) {
+  const role = process.argv[2];
+  if (role === 'bare') await bareRole();
+  else if (role === 'ml') await mlRole();
+  else if (role === 'load') await loadRole(JSON.parse(readFileSync(process.argv[3], 'utf8')) as Plan);
+  else await orchestrate();
+}
 
 // --- children -----------------------------------------------------------------------------------
 
@@ -256,7 +259,7 @@ async function stopChild(c: Child): Promise<void> {
  * The Node the container runs (node:24-slim) for the live and the bare server: BENCH_NODE, else
  * npm's `node@24` package (as .ci/node-lts), else this one.
  */
-function serverNode(): string {
+export function serverNode(): string {
   if (process.env.BENCH_NODE) return process.env.BENCH_NODE;
   const found = spawnSync('npm', ['exec', '--yes', '--package=node@24', '--', 'node', '-p', 'process.execPath'], { encoding: 'utf8' });
   return found.status === 0 && found.stdout.trim() ? found.stdout.trim() : process.execPath;
@@ -295,48 +298,11 @@ async function orchestrate(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'mi-bench-live-'));
   const stops: (() => Promise<unknown>)[] = [];
   try {
-    await buildAll();
-    const [pubsub, firestore] = await Promise.all([startPubsubEmulator(), startFirestoreEmulator()]);
-    stops.push(pubsub.stop, firestore.stop);
-    const gcsPort = await freePort();
-    const gcs = spawn(process.execPath, ['--import', 'tsx', 'emulators/gcs/main.ts', '--port', String(gcsPort)], { cwd: ROOT, stdio: 'ignore' });
-    stops.push(async () => gcs.kill('SIGTERM'));
     // The test engine: native PostgreSQL when installed, else PGlite (TEST_DATABASE chooses).
     const engine = await startTestEngine();
     stops.push(engine.stop);
     const pg = await createTestDatabase(engine.engine);
-    const ml = child(['ml'], process.env);
-    stops.push(() => stopChild(ml));
-    const mlUrl = `http://127.0.0.1:${(await ml.line('ready')).ready}`;
-
-    const env: Record<string, string | undefined> = {
-      ...process.env,
-      APP_ENV: 'test',
-      LOG_LEVEL: 'error',
-      ...SECRETS,
-      ...BENCH_RECORDING_ENV,
-      LIVE_WORKERS: String(workers),
-      DATABASE_URL: pg.url,
-      PUBSUB_EMULATOR_HOST: pubsub.host,
-      FIRESTORE_EMULATOR_HOST: firestore.host,
-      STORAGE_EMULATOR_HOST: `http://127.0.0.1:${gcsPort}`,
-      STORAGE_BUCKET: 'bench-live',
-      PUBSUB_TOPIC_EVENTS: `bench-events-${randomUUID().slice(0, 8)}`,
-      ML_SERVICE_URL: mlUrl,
-    };
-    const store = createObjectStore({ bucket: 'bench-live', emulatorHost: env.STORAGE_EMULATOR_HOST });
-    for (let i = 0; ; i++) {
-      try {
-        await store.ensureBucket();
-        break;
-      } catch (err) {
-        if (i > 50) throw err;
-        await sleep(200); // the GCS emulator is still starting
-      }
-    }
-    const db = createDatabase(pg.url);
-    stops.push(() => db.close());
-    const named = { 'GCS emulator': gcs.pid, 'ML sink': ml.proc.pid, PostgreSQL: (await postmasterPid(engine.engine, db)) ?? undefined };
+    const { env, db, named } = await startLiveStack(pg.url, engine.engine, stops, workers);
     const run = async (n: number, mode: 'live' | 'bare', secs = seconds, change?: Change) => measure(n, mode, await makeRecordings(db, n), secs, env, dir, { pinned, named, node, change });
 
     // A first, unreported round warms up the emulators, the JIT and the caches.
@@ -429,6 +395,52 @@ async function orchestrate(): Promise<void> {
   }
 }
 
+/**
+ * What the live service needs besides its database (built bundles, the emulators, an ML sink), and
+ * its environment; what was started is stopped by `stops` (last first). Also bench:upgrade's.
+ */
+export async function startLiveStack(databaseUrl: string, engine: TestEngine, stops: (() => Promise<unknown>)[], workers = 1) {
+  await buildAll();
+  const [pubsub, firestore] = await Promise.all([startPubsubEmulator(), startFirestoreEmulator()]);
+  stops.push(pubsub.stop, firestore.stop);
+  const gcsPort = await freePort();
+  const gcs = spawn(process.execPath, ['--import', 'tsx', 'emulators/gcs/main.ts', '--port', String(gcsPort)], { cwd: ROOT, stdio: 'ignore' });
+  stops.push(async () => gcs.kill('SIGTERM'));
+  const ml = child(['ml'], process.env);
+  stops.push(() => stopChild(ml));
+  const mlUrl = `http://127.0.0.1:${(await ml.line('ready')).ready}`;
+
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    APP_ENV: 'test',
+    LOG_LEVEL: 'error',
+    ...SECRETS,
+    ...BENCH_RECORDING_ENV,
+    LIVE_WORKERS: String(workers),
+    DATABASE_URL: databaseUrl,
+    PUBSUB_EMULATOR_HOST: pubsub.host,
+    FIRESTORE_EMULATOR_HOST: firestore.host,
+    STORAGE_EMULATOR_HOST: `http://127.0.0.1:${gcsPort}`,
+    STORAGE_BUCKET: 'bench-live',
+    PUBSUB_TOPIC_EVENTS: `bench-events-${randomUUID().slice(0, 8)}`,
+    ML_SERVICE_URL: mlUrl,
+  };
+  const store = createObjectStore({ bucket: 'bench-live', emulatorHost: env.STORAGE_EMULATOR_HOST });
+  for (let i = 0; ; i++) {
+    try {
+      await store.ensureBucket();
+      break;
+    } catch (err) {
+      if (i > 50) throw err;
+      await sleep(200); // the GCS emulator is still starting
+    }
+  }
+  const db = createDatabase(databaseUrl);
+  stops.push(() => db.close());
+  const named = { 'GCS emulator': gcs.pid, 'ML sink': ml.proc.pid, PostgreSQL: (await postmasterPid(engine, db)) ?? undefined };
+  return { env, db, named };
+}
+
 function row(live: Measured, bare: Measured, held: boolean): Row {
   const offered = live.n * (1000 / FRAME_MS);
   const liveCpu = live.cpuMs / live.frames;
@@ -469,7 +481,7 @@ function processTable(at: Measured | undefined, over: Measured | undefined): str
 }
 
 /** n users, each with a recording meeting and a token. */
-async function makeRecordings(db: Database, n: number): Promise<Plan['recordings']> {
+export async function makeRecordings(db: Database, n: number): Promise<Plan['recordings']> {
   return Promise.all(
     Array.from({ length: n }, async (_, i) => {
       const name = `bench-${n}-${i}-${randomUUID().slice(0, 4)}`;
@@ -480,7 +492,7 @@ async function makeRecordings(db: Database, n: number): Promise<Plan['recordings
   );
 }
 
-async function measure(
+export async function measure(
   n: number,
   mode: 'live' | 'bare',
   recordings: Plan['recordings'],

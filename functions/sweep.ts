@@ -5,8 +5,8 @@
 //  2. finalizes stopped takes with no missing range or past their gap upload deadline
 //     (lib/use-cases/recording.ts finalizeTake), retrying claims a crashed sweep left behind,
 //  3. republishes outbox events whose publish failed,
-//  4. deletes outbox events past EVENT_RETENTION_HOURS and expired idempotency records, in
-//     bounded batches (lib/repositories/retention.ts),
+//  4. deletes outbox events past EVENT_RETENTION_HOURS, expired idempotency records and webhook
+//     attempts older than 7 days, in bounded batches (lib/repositories/retention.ts),
 //  5. finishes account erasures a DELETE /me left unfinished (lib/repositories/erasure.ts) — first of
 //     all, so that no take of an account being erased is finalized — and purges meetings
 //     soft-deleted more than MEETING_PURGE_AFTER_DAYS ago (lib/use-cases/meetings.ts).
@@ -25,6 +25,7 @@ import type { Runtime } from '@mi/lib/adapters/runtime';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
 import { finalizeTake, stopOrphanedTake } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
+import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 
 export type SweepRuntime = Pick<Runtime, 'config' | 'db' | 'store' | 'bus' | 'events' | 'log'>;
 
@@ -49,6 +50,7 @@ export interface SweepCounts {
   republished: number;
   prunedEvents: number;
   prunedIdempotencyRecords: number;
+  prunedWebhookAttempts: number;
   erasuresFinished: number;
   erasuresPending: number;
   purgedMeetings: number;
@@ -57,7 +59,7 @@ export interface SweepCounts {
 const STALE_FINALIZING_MS = 10 * 60_000;
 const ERASURE_MIN_AGE_MS = 60_000;
 
-export const NO_COUNTS: SweepCounts = { stopped: 0, finalized: 0, degraded: 0, failed: 0, republished: 0, prunedEvents: 0, prunedIdempotencyRecords: 0, erasuresFinished: 0, erasuresPending: 0, purgedMeetings: 0 };
+export const NO_COUNTS: SweepCounts = { stopped: 0, finalized: 0, degraded: 0, failed: 0, republished: 0, prunedEvents: 0, prunedIdempotencyRecords: 0, prunedWebhookAttempts: 0, erasuresFinished: 0, erasuresPending: 0, purgedMeetings: 0 };
 
 export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promise<SweepCounts> {
   const counts: SweepCounts = { ...NO_COUNTS };
@@ -72,6 +74,8 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
     try {
       const message = await finalizeTake(rt satisfies FinalizeDeps, rec);
       if (!message) return;
+      const trace = traceIdOf(rec.trace_context);
+      rt.log.info({ meeting_id: rec.meeting_id, audio_version: rec.audio_version, is_degraded: message.is_degraded, ...(trace && { trace_id: trace }) }, 'take finalized');
       counts.finalized++;
       if (message.is_degraded) counts.degraded++;
     } catch (err) {
@@ -90,6 +94,7 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   const pruned = await pruneExpired(rt.db, rt.config.EVENT_RETENTION_HOURS);
   counts.prunedEvents = pruned.events;
   counts.prunedIdempotencyRecords = pruned.idempotencyRecords;
+  counts.prunedWebhookAttempts = pruned.webhookAttempts;
   counts.purgedMeetings = await purgeDeletedMeetings(rt, rt.config.MEETING_PURGE_AFTER_DAYS);
   return counts;
 }

@@ -44,6 +44,11 @@ export const configSchema = z.object({
   PUBLIC_BASE_URL: z.string().url().optional(),
   GOOGLE_CLOUD_PROJECT: z.string().min(1).default('local-project'),
   FIRESTORE_EMULATOR_HOST: optionalText,
+  // Where `npm start` runs each emulator it starts (the *_HOST variable unset): fixed, so gcloud
+  // and other clients keep their address across restarts; 0: any free port.
+  PUBSUB_EMULATOR_PORT: int(8085, 0).pipe(z.number().max(65535)),
+  FIRESTORE_EMULATOR_PORT: int(8086, 0).pipe(z.number().max(65535)),
+  STORAGE_EMULATOR_PORT: int(4443, 0).pipe(z.number().max(65535)),
   STORAGE_EMULATOR_HOST: optionalText,
   STORAGE_SIGNER_KEY_FILE: optionalText,
   PUBSUB_TOPIC_EVENTS: z.string().min(1).default('events'),
@@ -65,9 +70,21 @@ export const configSchema = z.object({
   // Voice matches (bench/voice.ts measures both on clustered and uniform vectors).
   VOICE_MATCH_EF_SEARCH: int(40, 1).pipe(z.number().max(1000)),
   VOICE_MATCH_EXACT_BELOW_SIMILARITY: num(0.4).pipe(z.number().max(1)),
+  // Webhooks (decisions.md section 7): the pinned retry schedule (seconds after each failed attempt),
+  // the failing time after which an endpoint is disabled, and how often the dispatcher looks for work.
+  // Tests shorten the first two; production keeps the pinned values.
+  WEBHOOK_RETRY_SCHEDULE_SECONDS: z
+    .string()
+    .default('5,300,1800,7200,18000,36000,36000')
+    .transform((s) => s.split(',').map((x) => Number(x.trim())))
+    .pipe(z.array(z.number().min(0)).min(1, 'must list at least one delay')),
+  WEBHOOK_DISABLE_AFTER_SECONDS: num(5 * 24 * 3600),
+  WEBHOOK_POLL_MS: int(1000, 10),
   // Live service
   LIVE_CONNECTION_LIFETIME_SECONDS: int(3300, 1),
   LIVE_MAX_CONNECTIONS_PER_USER: int(20, 1),
+  /** A hello further behind than this many events gets ResyncRequired too_far_behind, not a replay. */
+  LIVE_REPLAY_MAX_EVENTS: int(5_000, 1),
   // A take's frames go to the ML service together this often (one socket write); 0: each at once.
   LIVE_ML_FORWARD_MS: int(300).pipe(z.number().max(2000)),
   LIVE_MAX_FRAME_BYTES: int(65_536, 16),

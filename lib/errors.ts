@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   'payload_too_large',
   'unsupported_media_type',
   'unprocessable', // a value fails validation
+  'too_many_gaps', // a take would miss more frame ranges than it may (decisions.md section 7)
   'too_many_requests',
   'internal',
   'unavailable', // a dependency cannot serve now; the caller may retry

@@ -1,8 +1,10 @@
 // `npm run db:apply [--dry-run] [--allow-destructive]`: bring a database to the state of
-// schema/schema.sql. The target state is loaded into a scratch in-memory PGlite, migra diffs
-// the live database against it, and the plan is applied in one transaction. Destructive
-// statements are refused unless allowed. Target: DATABASE_URL, else the local stack's
+// schema/schema.sql while the service runs on it. The target state is loaded into a scratch
+// database (see scratchDatabase), migra diffs the live database against it, and the plan is applied (see
+// applySchema). Statements that can lose data are refused unless allowed; data that a new
+// constraint would reject is named before anything is applied. Target: DATABASE_URL, else the local stack's
 // file-backed PGlite under DATA_DIR/pg, refused while `npm start` holds DATA_DIR (its lock file).
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -10,32 +12,54 @@ import pg from 'pg';
 import { createClient } from '@pgkit/client';
 import { run as migra } from '@pgkit/migra';
 import { lockDataDir } from '../lib/db/data-dir-lock';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded';
-import { destructiveStatements } from './destructive';
+import { startEmbeddedPostgres } from '../lib/db/embedded';
+import { runDataSteps } from './data-steps';
+import { destructiveStatements, type ColumnTypes } from './destructive';
+import { dropInvalidIndexes, rewritesTable, runOnline, splitOnline, withLockRetry } from './online';
+import { preflight, PreflightError } from './preflight';
+
+export { PreflightError } from './preflight';
 
 export const SCHEMA_SQL_PATH = fileURLToPath(new URL('./schema.sql', import.meta.url));
-/** Idempotent data steps appended to a non-empty plan (a diff cannot backfill a new column). */
-export const BACKFILL_SQL_PATH = fileURLToPath(new URL('./backfill.sql', import.meta.url));
 
 export interface ApplyOptions {
   allowDestructive?: boolean;
   dryRun?: boolean;
   log?: (line: string) => void;
+  /** Tables with at least this many rows get their indexes built and dropped CONCURRENTLY. */
+  onlineRows?: number;
+  /** How long a statement of the transaction may wait for a lock before the transaction is retried. */
+  lockTimeoutMs?: number;
+  /** How many times a transaction that waited too long for a lock is retried. */
+  lockRetries?: number;
+}
+
+export interface ApplyResult {
+  /** The plan: the transaction's statements, then those run outside it (online). */
+  statements: string[];
+  applied: boolean;
+  /** Rows each data step changed (schema/data-steps.ts); empty when none needed to. */
+  dataSteps: Record<string, number>;
 }
 
 export class DestructiveChangeError extends Error {
   constructor(readonly statements: string[]) {
-    super(`refusing ${statements.length} destructive statement(s) without --allow-destructive:\n${statements.join('\n')}`);
+    const list = statements.join('\n');
+    super(`refusing ${statements.length} destructive statement(s) without --allow-destructive:\n${list}`);
     this.name = 'DestructiveChangeError';
   }
 }
 
 /**
- * Brings the database at targetUrl to schema.sql. An empty database (nothing in schema
- * public but extensions) gets schema.sql itself, which is what the diff would produce
- * anyway, in a fraction of the time: every test database starts this way.
+ * Brings the database at targetUrl to schema.sql, in this order: the preflight (the data against
+ * the constraints the plan adds), the plan's changes in one transaction (a rewrite of a large
+ * table in one of its own; each retried when it waits too long for a lock, so that it never
+ * queues the service's writers behind it for long), the index builds and drops on large tables
+ * CONCURRENTLY outside them (schema/online.ts), then the data steps in batches.
+ * An empty database (nothing in schema public but extensions) gets schema.sql itself, which is
+ * what the diff would produce anyway, in a fraction of the time: every test database starts so.
  */
-export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): Promise<{ statements: string[]; applied: boolean }> {
+export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): Promise<ApplyResult> {
   const log = opts.log ?? (() => {});
   const schemaSql = readFileSync(SCHEMA_SQL_PATH, 'utf8');
   const target = new pg.Client({ connectionString: targetUrl });
@@ -44,18 +68,34 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     if (!opts.dryRun && (await isEmpty(target))) {
       log('-- empty database: running schema.sql');
       await inTransaction(target, [schemaSql]);
-      return { statements: [schemaSql], applied: true };
+      return { statements: [schemaSql], applied: true, dataSteps: {} };
     }
+    // An index a CONCURRENTLY build left invalid (a run cut short) looks current to the diff.
+    if (!opts.dryRun) await dropInvalidIndexes(target, log);
     const diff = await plan(target, targetUrl, schemaSql);
-    const statements = diff.length ? [...diff, readFileSync(BACKFILL_SQL_PATH, 'utf8').trim()] : diff;
-    const destructive = destructiveStatements(statements);
-    for (const s of statements) log(destructive.includes(s) ? `-- DESTRUCTIVE\n${s}` : s);
+    const { transactions, online } = await splitOnline(target, diff, opts.onlineRows ?? 10_000);
+    const statements = [...transactions.flat(), ...online];
+    const destructive = destructiveStatements(statements, await columnTypes(target));
+    const rewrites = new Set(statements.filter(rewritesTable));
+    transactions.forEach((group, i) => {
+      if (transactions.length > 1) log(`-- transaction ${i + 1} of ${transactions.length}`);
+      for (const s of group) {
+        log(destructive.includes(s) ? `-- DESTRUCTIVE\n${s}` : rewrites.has(s) ? `-- REWRITES THE TABLE\n${s}` : s);
+      }
+    });
+    if (online.length) log(`-- online, outside the transaction:\n${online.join('\n')}`);
     log(statements.length ? `-- ${statements.length} statement(s)` : '-- schema is up to date');
-    if (opts.dryRun || statements.length === 0) return { statements, applied: false };
+    if (opts.dryRun) return { statements, applied: false, dataSteps: {} };
     if (destructive.length && !opts.allowDestructive) throw new DestructiveChangeError(destructive);
-    await inTransaction(target, statements);
-    log('-- applied');
-    return { statements, applied: true };
+    const offences = await preflight(target, statements);
+    if (offences.length) throw new PreflightError(offences);
+    const retry = { timeoutMs: opts.lockTimeoutMs ?? 2000, retries: opts.lockRetries ?? 30, log };
+    for (const t of transactions) await withLockRetry(retry, () => inTransaction(target, t, retry.timeoutMs));
+    for (const s of online) await withLockRetry(retry, () => runOnline(target, s, retry.timeoutMs));
+    if (statements.length) log('-- applied');
+    const dataSteps = await runDataSteps(target);
+    for (const [step, rows] of Object.entries(dataSteps)) log(`-- data step ${step}: ${rows} row(s)`);
+    return { statements, applied: statements.length > 0, dataSteps };
   } finally {
     await target.end();
   }
@@ -73,29 +113,52 @@ async function isEmpty(client: pg.Client): Promise<boolean> {
 
 /** The statements that take the live database to schema.sql, in migra's order. */
 async function plan(liveClient: pg.Client, liveUrl: string, schemaSql: string): Promise<string[]> {
-  const scratch = await startEmbeddedPostgres();
+  const scratch = await scratchDatabase(liveClient, liveUrl);
   // pg-promise warns about a second client for one URL; these are short-lived and ours.
   const clientOptions = { pgpOptions: { initialize: { noWarnings: true } } };
   const live = createClient(liveUrl, clientOptions);
   const desired = createClient(scratch.url, clientOptions);
+  const desiredClient = new pg.Client({ connectionString: scratch.url });
   try {
-    await scratch.db.exec(schemaSql);
+    await desiredClient.connect();
+    await desiredClient.query(schemaSql);
     // unsafe: let migra emit drops; this tool decides what is destructive itself.
     // ignoreExtensionVersions: pgvector in PGlite and on Cloud SQL differ in version only.
     const migration = await migra(live, desired, { unsafe: true, schema: 'public', ignoreExtensionVersions: true });
     const statements = migration.statements.array.map((s) => s.trim()).filter(Boolean);
-    return [...statements, ...(await storageParameterStatements(liveClient, scratch.db))];
+    return [...statements, ...(await storageParameterStatements(liveClient, desiredClient))];
   } finally {
-    await Promise.allSettled([live.end(), desired.end()]);
+    await Promise.allSettled([live.end(), desired.end(), desiredClient.end()]);
     await scratch.stop();
   }
+}
+
+/**
+ * Where schema.sql is loaded to be diffed against: a throwaway database on the target's own
+ * server when it lets us create one (milliseconds, and the server's own pgvector), else an
+ * in-memory PGlite (seconds to boot; a role without CREATEDB, or the embedded target).
+ */
+async function scratchDatabase(live: pg.Client, liveUrl: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const name = `mi_apply_scratch_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  const created = await live.query(`CREATE DATABASE ${name}`).then(
+    () => true,
+    () => false,
+  );
+  if (!created) {
+    const embedded = await startEmbeddedPostgres();
+    return { url: embedded.url, stop: () => embedded.stop() };
+  }
+  const url = new URL(liveUrl);
+  url.pathname = `/${name}`;
+  const stop = async () => void (await live.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  return { url: url.toString(), stop };
 }
 
 const TABLE_OPTIONS = `SELECT relname AS name, coalesce(reloptions, '{}') AS options FROM pg_class
   WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p') ORDER BY relname`;
 
 /** migra ignores tables' storage parameters (fillfactor); these bring them to schema.sql's. */
-async function storageParameterStatements(live: pg.Client, desired: EmbeddedPostgres['db']): Promise<string[]> {
+async function storageParameterStatements(live: pg.Client, desired: pg.Client): Promise<string[]> {
   type Row = { name: string; options: string[] };
   const current = new Map((await live.query<Row>(TABLE_OPTIONS)).rows.map((r) => [r.name, r.options]));
   const key = (option: string) => option.split('=')[0];
@@ -110,9 +173,21 @@ async function storageParameterStatements(live: pg.Client, desired: EmbeddedPost
   });
 }
 
-async function inTransaction(client: pg.Client, statements: string[]): Promise<void> {
+/** The current type of every column of schema public, for the destructive guard. */
+async function columnTypes(client: pg.Client): Promise<ColumnTypes> {
+  const { rows } = await client.query<{ key: string; type: string }>(
+    `SELECT c.relname || '.' || a.attname AS key, format_type(a.atttypid, a.atttypmod) AS type
+     FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+     WHERE c.relnamespace = 'public'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped`,
+  );
+  const types = new Map(rows.map((r) => [r.key, r.type]));
+  return (table, column) => types.get(`${table}.${column}`);
+}
+
+async function inTransaction(client: pg.Client, statements: string[], lockTimeoutMs?: number): Promise<void> {
   await client.query('BEGIN');
   try {
+    if (lockTimeoutMs) await client.query(`SET LOCAL lock_timeout = ${Math.round(lockTimeoutMs)}`);
     for (const s of statements) await client.query(s);
     await client.query('COMMIT');
   } catch (err) {
@@ -146,6 +221,6 @@ async function main(argv: string[]): Promise<void> {
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   main(process.argv.slice(2)).catch((err) => {
     console.error(err instanceof Error ? err.message : err);
-    process.exitCode = err instanceof DestructiveChangeError ? 2 : 1;
+    process.exitCode = err instanceof DestructiveChangeError ? 2 : err instanceof PreflightError ? 3 : 1;
   });
 }

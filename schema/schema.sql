@@ -24,8 +24,10 @@ CREATE TABLE app_user (
   updated_at timestamptz NOT NULL DEFAULT now(),
   CONSTRAINT app_user_identity_id_key UNIQUE (identity_id)
 );
--- Email is unique case-insensitively (ALICE@example.test is alice@example.test).
-CREATE UNIQUE INDEX app_user_email_key ON app_user (lower(email));
+-- guard: user-email-unique | remove: UNIQUE | test: test/security/identities.test.ts :: a look-alike is 409
+-- Email is unique NFKC-normalised, trimmed and case-insensitively: ALICE@example.test, a
+-- full-width ａｌｉｃｅ@example.test and "alice@example.test " are alice@example.test.
+CREATE UNIQUE INDEX app_user_email_key ON app_user (lower(btrim(normalize(email, NFKC))));
 
 CREATE TABLE person (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -380,9 +382,11 @@ CREATE TABLE idempotency_record (
   response_headers jsonb,
   -- The first response's exact body: a replay sends these bytes, not a re-serialisation.
   response_raw text,
+  -- One claim per key: the idempotency middleware's insert gets through once.
+  -- guard: idempotency-claim | remove: PRIMARY KEY (principal, key), | test: test/concurrency/rest.test.ts :: one effect for one Idempotency-Key fired 20 times
+  PRIMARY KEY (principal, key),
   created_at timestamptz NOT NULL DEFAULT now(),
-  expires_at timestamptz NOT NULL,
-  PRIMARY KEY (principal, key)
+  expires_at timestamptz NOT NULL
 );
 CREATE INDEX idempotency_record_expires_at_idx ON idempotency_record (expires_at);
 
@@ -409,6 +413,54 @@ CREATE TABLE event_outbox (
 CREATE INDEX event_outbox_unpublished_idx ON event_outbox (created_at) WHERE published_at IS NULL;
 -- Retention: events older than the replay window are deleted by age.
 CREATE INDEX event_outbox_created_at_idx ON event_outbox (created_at);
+
+-- Webhook endpoints (decisions.md section 7). cursor_seq is the user's last outbox seq already
+-- turned into deliveries: a user's seqs commit in order (event_sequence's row lock), so reading
+-- past it never skips an event. lease_until: a delivery is in flight until then (one per
+-- endpoint, which keeps seq order); once past, the last release (claims serve the least recently
+-- served endpoint first). failing_since is the first failed attempt since the last success.
+CREATE TABLE webhook (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+  url text NOT NULL,
+  event_types text[] NOT NULL,
+  description text,
+  secret text NOT NULL,
+  enabled boolean NOT NULL DEFAULT true,
+  cursor_seq bigint NOT NULL DEFAULT 0,
+  lease_until timestamptz,
+  failing_since timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX webhook_user_id_created_at_idx ON webhook (user_id, created_at, id);
+
+-- Events waiting for delivery to one endpoint: the exact body signed on every attempt; the row
+-- goes on success or when the retry schedule is used up.
+CREATE TABLE webhook_delivery (
+  webhook_id uuid NOT NULL REFERENCES webhook (id) ON DELETE CASCADE,
+  event_id uuid NOT NULL,
+  seq bigint NOT NULL,
+  body text NOT NULL,
+  attempts integer NOT NULL DEFAULT 0,
+  next_attempt_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (webhook_id, event_id)
+);
+CREATE INDEX webhook_delivery_due_idx ON webhook_delivery (webhook_id, next_attempt_at, seq);
+
+-- The delivery log: every attempt, kept 7 days (the sweep prunes it).
+CREATE TABLE webhook_attempt (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  webhook_id uuid NOT NULL REFERENCES webhook (id) ON DELETE CASCADE,
+  event_id uuid NOT NULL,
+  attempt integer NOT NULL,
+  status_code integer,
+  error text,
+  duration_ms integer NOT NULL,
+  attempted_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX webhook_attempt_webhook_id_idx ON webhook_attempt (webhook_id, attempted_at DESC, id DESC);
+CREATE INDEX webhook_attempt_attempted_at_idx ON webhook_attempt (attempted_at);
 
 -- Live recording state, one row per take (meeting, audio_version).
 CREATE TABLE recording (

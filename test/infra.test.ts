@@ -189,7 +189,7 @@ describe('terraform', () => {
     expect(varDefault('envs/dev', 'live_min_instances')).toBeGreaterThanOrEqual(1);
     const c = block(t, 'containers');
     expect(block(c, 'resources').cpu_idle).toBe(false);
-    expect(block(c, 'startup_probe', 'http_get').path).toBe('/healthz');
+    expect(block(c, 'startup_probe', 'http_get').path).toBe('/readyz');
     expect(block(c, 'liveness_probe', 'http_get').path).toBe('/healthz');
     expect(block(live, 'lifecycle').ignore_changes).toContain('${template[0].containers[0].image}');
     // The server's reconnect advice comes before the platform's cut.
@@ -308,6 +308,12 @@ describe('terraform', () => {
     expect(JSON.stringify(mods)).not.toContain('PUBSUB_EMULATOR_HOST');
     expect(varDefault('modules/services', 'live_connection_lifetime_seconds')).toBe(defaults.LIVE_CONNECTION_LIFETIME_SECONDS);
     expect(env).toMatch(/\bMEETING_PURGE_AFTER_DAYS\s+=/);
+    // Webhooks: the pinned schedule and disabling period, as the code's defaults.
+    const webhooks: Obj = l.webhooks;
+    expect(Object.keys(webhooks).sort()).toEqual(Object.keys(defaults).filter((k) => k.startsWith('WEBHOOK_')).sort());
+    expect(webhooks.WEBHOOK_RETRY_SCHEDULE_SECONDS.split(',').map(Number)).toEqual(defaults.WEBHOOK_RETRY_SCHEDULE_SECONDS);
+    expect(Number(webhooks.WEBHOOK_DISABLE_AFTER_SECONDS)).toBe(defaults.WEBHOOK_DISABLE_AFTER_SECONDS);
+    expect(env).toContain('local.webhooks');
     expect(varDefault('modules/services', 'meeting_purge_after_days')).toBe(defaults.MEETING_PURGE_AFTER_DAYS);
   });
 
@@ -447,6 +453,15 @@ describe('cloudbuild.yaml', () => {
     for (const id of deploys) expect([...before(id)], id).toContain('schema-apply');
     expect([...before('smoke-test')]).toEqual(expect.arrayContaining(deploys));
     expect(steps[ids.indexOf('test')].name).toMatch(/google-cloud-cli:emulators$/);
+  });
+
+  it('runs the tests on native PostgreSQL as CI does, and the guards', () => {
+    const script = steps[ids.indexOf('test')].args.join('\n');
+    const ci = readFileSync(join(root, '.ci/run'), 'utf8');
+    for (const line of ['bash schema/install-native.sh', 'TEST_DATABASE=native npm test', 'npm run test:guards']) {
+      expect(ci).toContain(line);
+      expect(script).toContain(line);
+    }
   });
 
   it('uses exactly the substitutions it defines or Terraform provides', () => {

@@ -13,5 +13,6 @@ export const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set([
   "POST /tasks",
   "POST /tasks/{id}/sub-tasks",
   "POST /threads",
-  "POST /threads/{id}/messages"
+  "POST /threads/{id}/messages",
+  "POST /webhooks"
 ]);

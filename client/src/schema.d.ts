@@ -769,7 +769,7 @@ export interface paths {
         };
         /**
          * The transcript as a WebVTT, SRT, plain-text or JSON file
-         * @description Segments by start_ms, each with its speaker's name: the assigned person's display_name, else the speaker label. WebVTT cues carry the name as a voice span (`<v Name>`), SRT and text lines as `Name: `. A segment without an end lasts until the next one starts. At most 100000 segments (413 beyond).
+         * @description Segments by start_ms, each with its speaker's name: the assigned person's display_name, else the speaker label. WebVTT cues carry the name as a voice span (`<v Name>`), SRT and text lines as `Name: `. A segment without an end lasts until the next one starts. In every format names and texts are flattened to one line (control characters become one space, `-->` becomes `->`): one cue per segment. At most 100000 segments (413 beyond).
          */
         get: operations["exportTranscription"];
         put?: never;
@@ -787,7 +787,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a transcript segment
+         * @description For the meeting owner, with an ETag for a later conditional PATCH. Other users' segments and those of a deleted meeting answer 404.
+         */
+        get: operations["getTranscriptSegment"];
         put?: never;
         post?: never;
         delete?: never;
@@ -978,7 +982,7 @@ export interface paths {
         get?: never;
         /**
          * Upload missing frames of a stopped take (gap recovery)
-         * @description The body is the raw bytes of frames start_sequence..end_sequence (inclusive), in order, without the 8-byte sequence headers. Accepted while the take is `stopped` and before its gap_upload_deadline. While capture is still open (recording/stopping) the frames belong on the WebSocket: 409. Once the take is finalizing/finalized or past the deadline: 410. Optional `Content-Digest: sha-256=:<base64>:` (RFC 9530) is checked (422 on mismatch). The identical range with the same bytes answers 200 (idempotent); a range overlapping stored frames otherwise is 409. The range must end below the take's ceiling, max_duration_seconds × 10 frames (422 sequence_out_of_range). A pcm_s16le body is exactly (end − start + 1) × sample_rate / 10 × 2 bytes, a webm_opus body at least a byte per frame (422 otherwise). Bodies above RECORDING_MAX_CHUNK_BYTES are refused with 413.
+         * @description The body is the raw bytes of frames start_sequence..end_sequence (inclusive), in order, without the 8-byte sequence headers. Accepted while the take is `stopped` and before its gap_upload_deadline. While capture is still open (recording/stopping) the frames belong on the WebSocket: 409. Once the take is finalizing/finalized or past the deadline: 410. Optional `Content-Digest: sha-256=:<base64>:` (RFC 9530) is checked (422 on mismatch). The identical range with the same bytes answers 200 (idempotent); a range overlapping stored frames otherwise is 409. An upload that would leave the take more than 64 missing ranges (past the highest frame with a gap, or splitting a missing range) is 422 `too_many_gaps` and stores nothing; uploading in sequence order never meets it. The range must end below the take's ceiling, max_duration_seconds × 10 frames (422 sequence_out_of_range). A pcm_s16le body is exactly (end − start + 1) × sample_rate / 10 × 2 bytes, a webm_opus body at least a byte per frame (422 otherwise). Bodies above RECORDING_MAX_CHUNK_BYTES are refused with 413.
          */
         put: operations["uploadRecordingGap"];
         post?: never;
@@ -1046,6 +1050,98 @@ export interface paths {
         get: operations["search"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's webhooks
+         * @description Pages through the caller's webhooks, oldest first (secrets are never listed).
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook
+         * @description Creates an endpoint that receives the caller's events from now on, signed per the Standard Webhooks specification. The secret is returned here only. A URL that is not https (outside development and test) or whose host resolves to a private, loopback, link-local or metadata address is 422. At most 20 per user. Requires an Idempotency-Key.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook
+         * @description Returns one webhook of the caller (without its secret); `enabled` false once it failed for 5 days.
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook
+         * @description Deletes a webhook of the caller with its pending deliveries and its delivery log.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook
+         * @description Changes the URL (checked as on creation), event types, description or `enabled`. Enabling a disabled webhook resumes delivery where it stopped (events still in the outbox, kept EVENT_RETENTION_HOURS).
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List delivery attempts of a webhook
+         * @description Every attempt of the last 7 days, newest first: the event, the attempt number, the answer or why there was none.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Queues `{"type":"WebhookTest","event_id","occurred_at","webhook_id"}` ahead of the webhook's other deliveries; it is sent at once, signed and retried like any event, and its attempts appear in the deliveries.
+         */
+        post: operations["testWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2482,6 +2578,129 @@ export interface components {
             /** @description segments only: where the segment starts in the recording */
             start_ms?: number;
         };
+        WebhookPage: {
+            items: components["schemas"]["Webhook"][];
+            next_cursor: string | null;
+        };
+        /**
+         * @example {
+         *       "id": "3f1e2d4c-5b6a-4798-8a9b-0c1d2e3f4a5b",
+         *       "url": "https://example.com/hooks/meetings",
+         *       "event_types": [
+         *         "EntityChanged"
+         *       ],
+         *       "description": "CRM sync",
+         *       "enabled": true,
+         *       "created_at": "2026-11-22T09:00:00.000Z",
+         *       "updated_at": "2026-11-22T09:00:00.000Z"
+         *     }
+         */
+        Webhook: {
+            /**
+             * Format: uuid
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            id: string;
+            url: string;
+            event_types: string[];
+            description: string | null;
+            enabled: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            updated_at: string;
+        };
+        /**
+         * @example {
+         *       "id": "3f1e2d4c-5b6a-4798-8a9b-0c1d2e3f4a5b",
+         *       "url": "https://example.com/hooks/meetings",
+         *       "event_types": [
+         *         "EntityChanged"
+         *       ],
+         *       "description": "CRM sync",
+         *       "enabled": true,
+         *       "created_at": "2026-11-22T09:00:00.000Z",
+         *       "updated_at": "2026-11-22T09:00:00.000Z"
+         *     }
+         */
+        CreatedWebhook: components["schemas"]["Webhook"] & {
+            /**
+             * @description the signing secret (whsec_ + base64): shown on creation only; keep it
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret: string;
+        };
+        WebhookInput: {
+            /**
+             * Format: uri
+             * @description https (http://localhost and http://127.0.0.1 in development and test)
+             * @example https://example.com/hooks/meetings
+             */
+            url: string;
+            /**
+             * @description WebSocket event names to send, or ["*"] for all three
+             * @example [
+             *       "EntityChanged"
+             *     ]
+             */
+            event_types: ("EntityChanged" | "TranscriptSegmentEvent" | "TalkingPointEvent" | "*")[];
+            description?: string | null;
+        };
+        WebhookPatch: {
+            /**
+             * Format: uri
+             * @description https (http://localhost and http://127.0.0.1 in development and test)
+             * @example https://example.com/hooks/meetings
+             */
+            url?: string;
+            /**
+             * @description WebSocket event names to send, or ["*"] for all three
+             * @example [
+             *       "EntityChanged"
+             *     ]
+             */
+            event_types?: ("EntityChanged" | "TranscriptSegmentEvent" | "TalkingPointEvent" | "*")[];
+            description?: string | null;
+            /** @description true enables a disabled endpoint again */
+            enabled?: boolean;
+        };
+        WebhookAttemptPage: {
+            items: components["schemas"]["WebhookAttempt"][];
+            next_cursor: string | null;
+        };
+        WebhookAttempt: {
+            /**
+             * Format: uuid
+             * @description the webhook-id header: the event (or WebhookTest) sent
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            event_id: string;
+            /** @description 1 for the first attempt */
+            attempt: number;
+            /** @description the receiver's status; null when it did not answer */
+            status_code: number | null;
+            /** @description why there was no answer; null when there was one */
+            error: string | null;
+            duration_ms: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            attempted_at: string;
+        };
+        WebhookTestQueued: {
+            /**
+             * Format: uuid
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            event_id: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -2974,6 +3193,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
             };
             path: {
                 id: string;
@@ -3027,6 +3248,15 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3472,6 +3702,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
             };
             path: {
                 id: string;
@@ -3525,6 +3757,15 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4565,6 +4806,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
             };
             path: {
                 id: string;
@@ -4618,6 +4861,15 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5822,6 +6074,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
             };
             path: {
                 id: string;
@@ -5875,6 +6129,15 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8698,7 +8961,7 @@ export interface operations {
             };
         };
     };
-    updateTranscriptSegment: {
+    getTranscriptSegment: {
         parameters: {
             query?: never;
             header?: {
@@ -8710,15 +8973,13 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["PatchTranscriptSegment"];
-            };
-        };
+        requestBody?: never;
         responses: {
-            /** @description the full segment */
+            /** @description the segment */
             200: {
                 headers: {
+                    /** @description strong entity tag of the record; send it as If-Match to PATCH only if unchanged */
+                    etag: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8763,6 +9024,120 @@ export interface operations {
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateTranscriptSegment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+                /** @description the ETag of the record as last read (or *): 412 when it changed since */
+                "if-match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchTranscriptSegment"];
+            };
+        };
+        responses: {
+            /** @description the full segment */
+            200: {
+                headers: {
+                    /** @description strong entity tag of the record; send it as If-Match to PATCH only if unchanged */
+                    etag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TranscriptSegment"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description segment not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the record's current ETag: it changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10292,6 +10667,681 @@ export interface operations {
                 };
             };
             /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description page size (1-200, default 50) */
+                limit?: number;
+                /** @description opaque cursor from next_cursor */
+                cursor?: string;
+            };
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of webhooks */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookPage"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description required; a uuid per logical request */
+                "idempotency-key"?: string;
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookInput"];
+            };
+        };
+        responses: {
+            /** @description the created webhook, with its secret */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhook"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the webhook */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description webhook not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description webhook not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPatch"];
+            };
+        };
+        responses: {
+            /** @description the webhook */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description webhook not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description page size (1-200, default 50) */
+                limit?: number;
+                /** @description opaque cursor from next_cursor */
+                cursor?: string;
+            };
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of attempts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookAttemptPage"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description webhook not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description queued; the event_id is the webhook-id the receiver gets */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestQueued"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description webhook not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid_state: the webhook is disabled */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -10,6 +10,22 @@ import { consoleAssets } from './bundle';
 import { renderPage } from './page';
 
 const NAME = /^[\w.-]{1,64}$/;
+// A loopback name with any port: what a browser on this machine sends. Any other Host is a page
+// reached through DNS rebinding (its name resolves to 127.0.0.1, its Host stays its own).
+const LOOPBACK_HOST = /^(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/i;
+
+/** Why a mint request is refused (decisions.md section 7, Identities), or null. */
+function foreignRequest(c: Context): string | null {
+  const host = c.req.header('host') ?? '';
+  if (!LOOPBACK_HOST.test(host)) return 'the development token is minted only for localhost, 127.0.0.1 or [::1]';
+  const origin = c.req.header('origin');
+  // Same origin: the page's own scheme and Host. A cross-origin form or script sends its own.
+  if (origin !== undefined && origin.toLowerCase() !== `http://${host}`.toLowerCase()) return 'the development token is minted only for this origin';
+  const type = (c.req.header('content-type') ?? '').split(';')[0].trim().toLowerCase();
+  // text/plain is what a cross-origin page may send without a preflight.
+  if (type !== 'application/json') return 'the development token takes only application/json';
+  return null;
+}
 
 function problem(err: DomainError): Response {
   const { problem, headers } = toProblem(err);
@@ -37,6 +53,8 @@ export function registerConsole(app: Hono<any, any, any>, config: ConsoleConfig)
   // Outside development the route does not exist: the app answers 404 as for any unknown path.
   if (!devMint) return;
   app.post('/console/dev-token', async (c) => {
+    const refused = foreignRequest(c);
+    if (refused) return problem(new DomainError('forbidden', refused));
     let body: unknown;
     try {
       body = await c.req.json();

@@ -7,23 +7,29 @@ import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { routePath } from 'hono/route';
+import { notReady, type Database } from '@mi/lib/db/pool';
+import { erasedUsers } from '@mi/lib/repositories/erasure';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { DomainError } from '@mi/lib/errors';
 import { StorageUnavailableError } from '@mi/lib/adapters/storage';
 import { instruments } from '@mi/lib/telemetry/metrics';
 import { currentTraceHeaders, currentTraceId, withIncomingSpan } from '@mi/lib/telemetry/tracing';
 import { validTraceContext } from '@mi/lib/telemetry/trace-context';
-import type { AppDeps, AppEnv } from './env';
+import type { AppDeps, AppEnv, Principal } from './env';
 import { registerDocs } from './docs';
 import { limitBodies } from './middleware/body-limit';
 import { codeOfStatus, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 import { registerRoutes } from './routes';
 
 
+// Through the context, not `new Response`: the headers middleware set before the error
+// (X-Request-Id, CORS) stay on the answer.
 export function problemResponse(c: Context, err: unknown, extraHeaders: Record<string, string> = {}): Response {
   const { problem, headers } = toProblem(err);
-  return new Response(JSON.stringify(problem), {
-    status: problem.status,
-    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, ...headers, ...extraHeaders },
+  return c.body(JSON.stringify(problem), problem.status as ContentfulStatusCode, {
+    'Content-Type': PROBLEM_CONTENT_TYPE,
+    ...headers,
+    ...extraHeaders,
   });
 }
 
@@ -94,7 +100,7 @@ export function createApp(deps: AppDeps) {
   // Bodies are bounded before being read whole; raw audio routes stream with their own limits.
   app.use('*', limitBodies({ json: deps.config.API_MAX_JSON_BYTES, bulk: deps.config.API_MAX_BULK_JSON_BYTES }));
 
-  app.onError((err, c) => {
+  app.onError(async (err, c) => {
     const log = c.var.log ?? deps.log;
     // A client that went away mid-request (an upload cut short) is nobody's failure; nobody reads the answer.
     if (c.req.raw.signal.aborted) {
@@ -103,10 +109,19 @@ export function createApp(deps: AppDeps) {
     }
     const mapped = asDomainError(err);
     if (!(mapped instanceof DomainError)) log.error({ err }, 'unhandled error');
+    if (mapped instanceof DomainError && mapped.code === 'unprocessable' && (await accountErased(deps.db, c.var.principal))) {
+      // A request that raced DELETE /me: its references (and the account) vanished under it.
+      return problemResponse(c, new DomainError('not_found', 'the account no longer exists (it was erased)'));
+    }
     return problemResponse(c, mapped);
   });
 
+  // Liveness: the process serves. Readiness: it can serve requests, i.e. the database answers.
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    const problem = await notReady(deps.db);
+    return problem ? problemResponse(c, problem) : c.json({ status: 'ok' });
+  });
   registerRoutes(app);
   registerDocs(app, deps);
 
@@ -132,4 +147,10 @@ function allowedMethods(app: OpenAPIHono<AppEnv>, path: string): string[] {
     if (re.test(path)) methods.add(r.method);
   }
   return [...methods].sort();
+}
+
+/** True when the caller is a user whose account is gone or going (an error path only; false when unsure). */
+async function accountErased(db: Database, principal: Principal | undefined): Promise<boolean> {
+  if (principal?.kind !== 'user') return false;
+  return (await erasedUsers(db, [principal.userId]).catch(() => [])).length > 0;
 }

@@ -11,16 +11,17 @@ import { setEtag } from './etag';
 import { completeIdempotency } from './middleware/idempotency';
 
 /** What a handler answers: the result as JSON (dates as strings), or nothing with 204. */
-export type Committed<T, S extends 200 | 201 | 204> = Response & (S extends 204 ? TypedResponse<null, 204, 'body'> : TypedResponse<JSONParsed<T>, S, 'json'>);
+export type Committed<T, S extends 200 | 201 | 202 | 204> = Response & (S extends 204 ? TypedResponse<null, 204, 'body'> : TypedResponse<JSONParsed<T>, S, 'json'>);
 
 export interface CommitOptions {
   /** The result is a single record: its ETag goes on the response (and on a replay). */
   etag?: boolean;
 }
 
-export async function commit<I, T, S extends 200 | 201 | 204>(
+export async function commit<I, T, S extends 200 | 201 | 202 | 204>(
   c: Context<AppEnv>,
-  status: S,
+  /** The status, or how the committed result decides it (read in the transaction, e.g. created or replaced). */
+  status: S | ((result: T) => S),
   useCase: UseCase<I, T>,
   input: I,
   opts: CommitOptions = {},
@@ -29,19 +30,21 @@ export async function commit<I, T, S extends 200 | 201 | 204>(
   // What the client receives (dates as ISO strings), serialised once: a replay sends these bytes.
   let raw: string | null = null;
   let headers: Record<string, string> = {};
+  let code = typeof status === 'function' ? undefined : status;
   const actor = actorOf(c);
   await inUnitOfWork(c.var.deps, (tx, emit) => useCase({ tx, emit, actor }, input), {
     ctx: { originClientId: c.var.clientId, trace: c.var.trace },
     beforeCommit: async (tx, result) => {
       if (opts.etag) setEtag(c, result);
-      raw = status === 204 ? null : JSON.stringify(result);
+      code = typeof status === 'function' ? status(result) : status;
+      raw = code === 204 ? null : JSON.stringify(result);
       headers = replayedHeaders(c, raw);
-      if (claim) await completeIdempotency(tx, claim, status, raw, headers);
+      if (claim) await completeIdempotency(tx, claim, code, raw, headers);
     },
   });
   if (claim) claim.completed = true;
   // The body is the JSON text of the result: typed as the JSON it is, so routes check it against their schema.
-  return (raw === null ? c.body(null, 204, headers) : c.body(raw, status as 200 | 201, headers)) as Committed<T, S>;
+  return (raw === null ? c.body(null, 204, headers) : c.body(raw, code as 200 | 201 | 202, headers)) as Committed<T, S>;
 }
 
 // The headers that describe the representation (set by the handler: ETag, Location); the rest

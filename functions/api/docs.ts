@@ -24,6 +24,7 @@ export const TAGS = [
   { name: 'threads', description: 'AI chat threads and their messages.' },
   { name: 'tags', description: "The user's tags." },
   { name: 'search', description: "Full-text search over the user's meetings, transcripts, talking points and notes." },
+  { name: 'webhooks', description: 'Endpoints that receive the user\'s events server to server, signed per Standard Webhooks, retried, with a delivery log (docs/webhooks.md).' },
   { name: 'feature-flags', description: 'Feature flags as they apply to the caller.' },
   { name: 'preferences', description: "The user's preferences." },
   { name: 'vip', description: "The user's VIP people." },

@@ -31,6 +31,7 @@ const http: Record<ErrorCode, { status: number; type: string; title: string }> =
   payload_too_large: { status: 413, type: 'payload_too_large', title: 'Payload Too Large' },
   unsupported_media_type: { status: 415, type: 'unsupported_media_type', title: 'Unsupported Media Type' },
   unprocessable: { status: 422, type: 'unprocessable', title: 'Unprocessable Content' },
+  too_many_gaps: { status: 422, type: 'too_many_gaps', title: 'Too Many Gaps' },
   too_many_requests: { status: 429, type: 'too_many_requests', title: 'Too Many Requests' },
   internal: { status: 500, type: 'internal', title: 'Internal Server Error' },
   unavailable: { status: 503, type: 'unavailable', title: 'Service Unavailable' },

@@ -13,7 +13,8 @@ export type Scheme = 'bearer' | 'service';
 
 export interface UserClaims {
   identityId: string;
-  email: string;
+  /** null when the token carries no email: the stored one stays (decisions.md section 7). */
+  email: string | null;
   username: string;
 }
 
@@ -44,6 +45,8 @@ export interface Authenticator {
 }
 
 const MAX_CLOCK_SKEW_SECONDS = 60;
+/** A subject of nothing visible (whitespace, control and format characters such as U+200B). */
+const INVISIBLE = /^[\p{White_Space}\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]*$/u;
 
 export function createAuthenticator(config: Config): Authenticator {
   const local = config.APP_ENV === 'development' || config.APP_ENV === 'test';
@@ -65,13 +68,13 @@ export function createAuthenticator(config: Config): Authenticator {
     }
     // An identity needs a name, and a token cannot be issued in the future (60 s of clock skew).
     const sub = payload.sub!;
-    if (typeof sub !== 'string' || !sub.trim()) throw new DomainError('unauthorized', 'invalid credentials: the token names no subject');
+    if (typeof sub !== 'string' || INVISIBLE.test(sub)) throw new DomainError('unauthorized', 'invalid credentials: the token names no subject');
     if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + MAX_CLOCK_SKEW_SECONDS) {
       throw new DomainError('unauthorized', 'invalid credentials: the token was issued in the future');
     }
     const name = [payload.username, payload.name, payload.preferred_username].find((v) => typeof v === 'string' && v) as string | undefined;
-    const email = typeof payload.email === 'string' && payload.email ? payload.email : `${sub}@users.invalid`;
-    return { identityId: sub, email, username: name ?? email.split('@')[0] };
+    const email = typeof payload.email === 'string' && payload.email.trim() ? payload.email.trim() : null;
+    return { identityId: sub, email, username: name ?? (email ? email.split('@')[0] : sub) };
   }
 
   const sharedTokens = [config.SERVICE_AUTH_TOKEN, config.SERVICE_AUTH_TOKEN_PREVIOUS].filter((t): t is string => !!t);

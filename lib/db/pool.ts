@@ -3,6 +3,7 @@
 // Names are not server-side prepared statements: pglite-socket shares one backend session
 // between connections, where a named statement would collide.
 import pg from 'pg';
+import { withTimeout } from '../async';
 import { DomainError } from '../errors';
 import { instruments, watchPool } from '../telemetry/metrics';
 
@@ -48,6 +49,17 @@ const UNAVAILABLE_SQLSTATES = new Set([
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
 // pg reports a dropped socket and an exhausted pool only by message.
 const UNAVAILABLE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+
+/** How long readiness (GET /readyz) waits for the database to answer (decisions.md section 7). */
+export const READY_TIMEOUT_MS = 1_000;
+
+/** The readiness check: null when the database answered within READY_TIMEOUT_MS, else a 503 to send. */
+export async function notReady(db: Queryable): Promise<DomainError | null> {
+  return withTimeout(db.query('ready', 'SELECT 1'), READY_TIMEOUT_MS).then(
+    () => null,
+    () => new DomainError('unavailable', `the database does not answer within ${READY_TIMEOUT_MS} ms`, undefined, DB_RETRY_AFTER_SECONDS),
+  );
+}
 
 /** True when the error means "the database cannot serve now", not "this request is wrong". */
 export function isDatabaseUnavailable(err: unknown): boolean {

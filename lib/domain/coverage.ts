@@ -5,7 +5,31 @@
 // RangeSet: a set of non-negative integers kept as sorted, merged, inclusive ranges. A take has
 // few ranges (one, plus one per hole).
 
+import { DomainError } from '../errors';
+
 export type Range = [number, number];
+
+/** Missing ranges a take may have below its highest frame, live or through gap uploads (decisions.md sections 6, 7). */
+export const MAX_MISSING_RANGES = 64;
+
+/**
+ * 422 too_many_gaps when storing frames start..end would leave the take more than
+ * MAX_MISSING_RANGES missing ranges (and more than it has): a range past the highest frame with
+ * a gap, or inside a missing range away from its ends, opens one. Uploads in sequence order never do.
+ */
+export function assertGapsBounded(before: Pick<Coverage, 'missing_ranges' | 'highest_sequence'>, start: number, end: number): void {
+  const after: Range[] = before.missing_ranges
+    .flatMap(([a, b]): Range[] => [[a, Math.min(b, start - 1)], [Math.max(a, end + 1), b]])
+    .filter(([a, b]) => a <= b);
+  if (start > before.highest_sequence + 1) after.push([before.highest_sequence + 1, start - 1]);
+  if (after.length > Math.max(MAX_MISSING_RANGES, before.missing_ranges.length)) {
+    throw new DomainError(
+      'too_many_gaps',
+      `storing frames ${start}-${end} would leave the take ${after.length} missing ranges (at most ${MAX_MISSING_RANGES}); ` +
+        'nothing was stored: upload the missing ranges in sequence order',
+    );
+  }
+}
 
 export class RangeSet {
   private r: Range[] = [];

@@ -105,6 +105,11 @@ export async function eventsAfter(q: Queryable, userId: string, afterSeq: number
   return rows.map(toStored);
 }
 
+/** An event as receivers get it (WebSocket message, webhook body): the body's fields and the envelope. */
+export function toDelivered(e: StoredEvent): EventBody & Omit<EventEnvelope, 'user_id'> {
+  return { ...e.body, event_id: e.event_id, seq: e.seq, occurred_at: e.occurred_at };
+}
+
 /** The Pub/Sub message of one event; attributes carry what receivers filter on. */
 export function toMessage(e: StoredEvent): { data: unknown; attributes: Record<string, string> } {
   const attributes: Record<string, string> = { user_id: e.user_id, seq: String(e.seq), event_type: e.body.type };

@@ -15,9 +15,13 @@ export async function getAudioFile(q: Queryable, meetingId: string): Promise<Aud
 
 /** Sets the meeting's audio; returns the path it replaced (null when it had none). */
 export async function setAudioFile(q: Queryable, meetingId: string, storagePath: string): Promise<{ file: AudioFile; previous: string | null }> {
+  // The meeting row, not the file row, is locked: a first upload has no file row to lock, and
+  // two first uploads would each see none (both 201, the loser's object never deleted).
+  // guard: audio-upload-meeting-lock | remove: FOR UPDATE | test: test/api/audio.test.ts :: concurrent first uploads
+  await q.query('audio_file.lock', 'SELECT 1 FROM meeting WHERE id = $1 FOR UPDATE', [meetingId]);
   const { rows: before } = await q.query<{ storage_path: string }>(
-    'audio_file.lock',
-    'SELECT storage_path FROM meeting_audio_file WHERE meeting_id = $1 FOR UPDATE',
+    'audio_file.previous',
+    'SELECT storage_path FROM meeting_audio_file WHERE meeting_id = $1',
     [meetingId],
   );
   const { rows } = await q.query<AudioFile>(

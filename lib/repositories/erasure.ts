@@ -50,6 +50,17 @@ export async function requestErasure(tx: Queryable, userId: string): Promise<{ s
   return { stoppedTakes: rows.length };
 }
 
+/** The users among these whose account is erased or being erased (DELETE /me). */
+export async function erasedUsers(q: Queryable, userIds: string[]): Promise<string[]> {
+  const { rows } = await q.query<{ id: string }>(
+    'erasure.erased_users',
+    `SELECT u.id FROM unnest($1::uuid[]) AS u(id)
+     WHERE NOT EXISTS (SELECT 1 FROM app_user a WHERE a.id = u.id) OR EXISTS (SELECT 1 FROM account_erasure e WHERE e.user_id = u.id)`,
+    [userIds],
+  );
+  return rows.map((r) => r.id);
+}
+
 /**
  * Step 2, one batch: deletes up to ERASURE_MEETING_BATCH meetings of the user, or, when none is
  * left, the user's other rows. 'done' once the user's rows are gone (or the erasure finished).

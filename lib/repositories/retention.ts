@@ -6,6 +6,7 @@
 // deletes by address (a Tid Scan). `WHERE id IN (SELECT … LIMIT n)` reads the same but native
 // PostgreSQL plans it as a hash semi-join over a sequential scan of the whole table.
 import type { Queryable } from '../db/pool';
+import { ATTEMPT_LOG_DAYS, DELETE_OLD_ATTEMPTS } from './webhooks';
 
 export const RETENTION_BATCH_ROWS = 5_000;
 /** Batches per table per sweep pass: a backlog is worked off over several passes. */
@@ -21,12 +22,14 @@ export const DELETE_EXPIRED_IDEMPOTENCY_RECORDS = `DELETE FROM idempotency_recor
 export interface Pruned {
   events: number;
   idempotencyRecords: number;
+  webhookAttempts: number;
 }
 
 export async function pruneExpired(db: Queryable, retentionHours: number): Promise<Pruned> {
   const events = await inBatches(() => db.query('retention.events', DELETE_EXPIRED_EVENTS, [retentionHours, RETENTION_BATCH_ROWS]));
   const idempotencyRecords = await inBatches(() => db.query('retention.idempotency', DELETE_EXPIRED_IDEMPOTENCY_RECORDS, [RETENTION_BATCH_ROWS]));
-  return { events, idempotencyRecords };
+  const webhookAttempts = await inBatches(() => db.query('retention.webhook_attempts', DELETE_OLD_ATTEMPTS, [ATTEMPT_LOG_DAYS, RETENTION_BATCH_ROWS]));
+  return { events, idempotencyRecords, webhookAttempts };
 }
 
 async function inBatches(batch: () => Promise<{ rowCount: number | null }>): Promise<number> {

@@ -290,6 +290,17 @@ export interface SegmentPatch {
 }
 
 /** A user's correction of one segment of their meeting; null when not theirs (or not found). */
+/** One segment of a meeting of the actor's, as the API renders it; FOR UPDATE locks it for a conditional change. */
+export async function getSegment(q: Queryable, actor: Actor, id: string, opts: { forUpdate?: boolean } = {}): Promise<Segment | null> {
+  const { rows } = await q.query(
+    'segment.get',
+    `SELECT ${COLUMNS} FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id JOIN meeting m ON m.id = t.meeting_id
+     WHERE s.id = $1 AND m.user_id = $2 AND m.deleted_at IS NULL${opts.forUpdate ? ' FOR UPDATE OF s' : ''}`,
+    [id, actor.userId],
+  );
+  return rows[0] ? fromRow(rows[0]) : null;
+}
+
 export async function updateSegment(tx: Queryable, actor: Actor, id: string, patch: SegmentPatch): Promise<(Segment & { meeting_id: string; user_id: string }) | null> {
   const { rows } = await tx.query(
     'segment.update',

@@ -123,6 +123,7 @@ export async function listTasks(q: Queryable, userId: string, f: TaskFilter): Pr
 /** Refuses a parent that is the task itself or one of its descendants (422). */
 async function assertNotOwnAncestor(q: Queryable, userId: string, id: string, parentId: string): Promise<void> {
   // Serialises re-parenting per user, so two concurrent moves cannot close a cycle between them.
+  // guard: task-tree-advisory-lock | remove: await q.query('task.tree_lock', `SELECT pg_advisory_xact_lock(hashtext('task_tree:' || $1))`, [userId]); | test: test/concurrency/rest.test.ts :: four concurrent re-parentings
   await q.query('task.tree_lock', `SELECT pg_advisory_xact_lock(hashtext('task_tree:' || $1))`, [userId]);
   const { rows } = await q.query<{ cycle: boolean }>(
     'task.ancestry',
@@ -139,6 +140,8 @@ async function assertNotOwnAncestor(q: Queryable, userId: string, id: string, pa
 }
 
 export async function updateTask(q: Queryable, actor: Actor, id: string, patch: TaskPatch): Promise<Task | null> {
+  // Locked and read again after any concurrent delete commits: a deleted task is not updated (404).
+  // guard: task-update-for-update | remove: { forUpdate: true } | test: test/concurrency/rest.test.ts :: PATCH racing a DELETE of a task
   const task = await getTask(q, actor, id, { forUpdate: true });
   if (!task) return null;
   await assertOwnedRefs(q, task.user_id, taskRefs(patch));

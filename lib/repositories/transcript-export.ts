@@ -29,7 +29,7 @@ export async function exportLines(q: Queryable, transcriptionId: string): Promis
     [transcriptionId, EXPORT_MAX_SEGMENTS + 1],
   );
   if (rows.length > EXPORT_MAX_SEGMENTS) throw new DomainError('payload_too_large', `a transcript of more than ${EXPORT_MAX_SEGMENTS} segments cannot be exported at once`);
-  return rows;
+  return rows.map((l) => ({ ...l, speaker: flatten(l.speaker), speaker_label: l.speaker_label && flatten(l.speaker_label), text: flatten(l.text) }));
 }
 
 export const EXPORT_CONTENT_TYPES: Record<ExportFormat, string> = {
@@ -45,12 +45,12 @@ export function formatTranscript(format: ExportFormat, lines: ExportLine[], meta
     case 'json':
       return JSON.stringify({ ...meta, segments: lines });
     case 'txt':
-      return lines.map((l) => `[${clock(l.start_ms)}] ${l.speaker}: ${oneLine(l.text)}\n`).join('');
+      return lines.map((l) => `[${clock(l.start_ms)}] ${l.speaker}: ${l.text}\n`).join('');
     case 'vtt':
       // The header node keeps an empty transcript a valid WebVTT file.
-      return stringifySync([{ type: 'header', data: 'WEBVTT' }, ...cues(lines, (l) => `<v ${vttEscape(l.speaker)}>${vttEscape(oneLine(l.text))}`)], { format: 'WebVTT' });
+      return stringifySync([{ type: 'header', data: 'WEBVTT' }, ...cues(lines, (l) => `<v ${vttEscape(l.speaker)}>${vttEscape(l.text)}`)], { format: 'WebVTT' });
     case 'srt':
-      return stringifySync(cues(lines, (l) => `${l.speaker}: ${oneLine(l.text)}`), { format: 'SRT' });
+      return stringifySync(cues(lines, (l) => `${l.speaker}: ${l.text}`), { format: 'SRT' });
   }
 }
 
@@ -65,8 +65,11 @@ function cues(lines: ExportLine[], text: (l: ExportLine) => string): NodeList {
   });
 }
 
-// A blank line ends a cue in both formats, and "-->" would read as a timing line.
-const oneLine = (s: string) => s.replace(/\s*\r?\n\s*/g, ' ').replace(/-->/g, '->');
+// Every format gets one line per segment: a line break ends a cue (a blank line ends it in both
+// subtitle formats) and "-->" reads as a timing line. Any run of control characters (and the
+// Unicode line and paragraph separators) becomes one space; "--->" must not leave "-->" behind.
+export const flatten = (s: string) =>
+  s.replace(/[ \t]*[\p{Cc}\u2028\u2029]+[ \t]*/gu, ' ').replace(/-{2,}>/g, '->');
 const vttEscape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 function clock(ms: number): string {

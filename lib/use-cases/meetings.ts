@@ -30,7 +30,8 @@ export const updateMeeting: UseCase<{ id: string; patch: meetings.MeetingPatch; 
 };
 
 /** Soft-deletes the meeting; its tasks are detached from it (each an update). */
-export const deleteMeeting: UseCase<{ id: string }, void> = async (ctx, { id }) => {
+export const deleteMeeting: UseCase<{ id: string; precondition?: Precondition }, void> = async (ctx, { id, precondition }) => {
+  await checkPrecondition(precondition, () => meetings.getMeeting(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const deleted = await meetings.softDeleteMeeting(ctx.tx, ctx.actor, id);
   if (!deleted) throw notFound('meeting');
   const owner = deleted.meeting.user_id;

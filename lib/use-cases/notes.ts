@@ -20,7 +20,8 @@ export const updateNote: UseCase<{ id: string; patch: notes.NotePatch; precondit
   return note;
 };
 
-export const deleteNote: UseCase<{ id: string }, void> = async (ctx, { id }) => {
+export const deleteNote: UseCase<{ id: string; precondition?: Precondition }, void> = async (ctx, { id, precondition }) => {
+  await checkPrecondition(precondition, () => notes.getNote(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const note = await notes.deleteNote(ctx.tx, ctx.actor, id);
   if (!note) throw notFound('note');
   ctx.emit(note.user_id, changed('note', 'deleted', id, meetingOf(note.subject_type, note.subject_id)));

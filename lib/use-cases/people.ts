@@ -24,8 +24,9 @@ export const updatePerson: UseCase<{ id: string; patch: people.PersonPatch; prec
   return person;
 };
 
-export const deletePerson: UseCase<{ id: string }, void> = async (ctx, { id }) => {
+export const deletePerson: UseCase<{ id: string; precondition?: Precondition }, void> = async (ctx, { id, precondition }) => {
   const userId = userOf(ctx);
+  await checkPrecondition(precondition, () => people.getPerson(ctx.tx, { userId }, id, { forUpdate: true }));
   if (!(await people.deletePerson(ctx.tx, { userId }, id))) throw notFound('person');
   ctx.emit(userId, changed('person', 'deleted', id, null));
 };

@@ -16,7 +16,7 @@ import type { RecordingFinalized } from '../ml/contract';
 import { assertAcceptsGaps, FRAME_MS, gapObjectReferenced, type GapResult, type GapUpload } from '../repositories/gap-recovery';
 import { composeAudio, deleteUnreferenced, sameBytes } from '../objects/take-audio';
 import { gapObjectName, sha256Hex } from '../objects/take-objects';
-import type { Coverage } from '../domain/coverage';
+import { assertGapsBounded, type Coverage } from '../domain/coverage';
 import { coverage, insertManifestRow, overlappingRows } from '../repositories/manifest';
 import { getMeeting } from '../repositories/meetings';
 import { recordEvent } from '../repositories/recording-history';
@@ -129,6 +129,8 @@ const storeGapRange =
   (store: ObjectStore): UseCase<GapUpload & { sha: string; stored: StoredObject; objectName: string }, { status: 200 | 201; result: GapResult; objectName: string }> =>
   async (ctx, up) => {
     const { tx } = ctx;
+    // The take's lock: one upload of a range at a time, so one is stored (201) and the rest see it (200).
+    // guard: gap-upload-take-lock | remove: , { forUpdate: true } | test: test/concurrency/rest.test.ts :: same upload arrives 20 times at once
     const rec = await getRecording(tx, up.meetingId, up.audioVersion, { forUpdate: true });
     if (!rec) throw new DomainError('not_found', `recording audio_version ${up.audioVersion} not found`);
     assertAcceptsGaps(rec);
@@ -153,6 +155,7 @@ const storeGapRange =
       const ranges = overlaps.map((r) => `${r.start_sequence}-${r.end_sequence}`).join(', ');
       throw new DomainError('already_exists', `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; upload only the missing ranges`);
     }
+    assertGapsBounded(await coverage(tx, up.meetingId, up.audioVersion), up.start, up.end);
     await insertManifestRow(tx, {
       meeting_id: up.meetingId,
       audio_version: up.audioVersion,

@@ -26,7 +26,8 @@ export const updateTask: UseCase<{ id: string; patch: tasks.TaskPatch; precondit
 };
 
 /** Soft-deletes the task (and what the domain deletes with it), one event each. */
-export const deleteTask: UseCase<{ id: string }, void> = async (ctx, { id }) => {
+export const deleteTask: UseCase<{ id: string; precondition?: Precondition }, void> = async (ctx, { id, precondition }) => {
+  await checkPrecondition(precondition, () => tasks.getTask(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const deleted = await tasks.softDeleteTask(ctx.tx, ctx.actor, id);
   if (!deleted.length) throw notFound('task');
   for (const t of deleted) ctx.emit(t.user_id, changed('task', 'deleted', t.id, t.meeting_id));

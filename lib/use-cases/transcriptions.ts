@@ -8,7 +8,7 @@ import * as transcriptions from '../repositories/transcriptions';
 import type { Transcription } from '../repositories/transcriptions';
 import { DomainError, notFound } from '../errors';
 import { changed, segmentEvent } from '../events/catalogue';
-import type { UseCase, UseCaseContext } from './use-case';
+import { checkPrecondition, type Precondition, type UseCase, type UseCaseContext } from './use-case';
 
 export const createTranscription: UseCase<{ meetingId: string }, Transcription> = async (ctx, { meetingId }) => {
   const meeting = await getMeeting(ctx.tx, ctx.actor, meetingId, { forUpdate: true });
@@ -24,7 +24,8 @@ export const updateTranscription: UseCase<{ id: string; patch: transcriptions.Tr
   return t;
 };
 
-export const updateSegment: UseCase<{ id: string; patch: segments.SegmentPatch }, Segment> = async (ctx, { id, patch }) => {
+export const updateSegment: UseCase<{ id: string; patch: segments.SegmentPatch; precondition?: Precondition }, Segment> = async (ctx, { id, patch, precondition }) => {
+  await checkPrecondition(precondition, () => segments.getSegment(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const found = await segments.updateSegment(ctx.tx, ctx.actor, id, patch);
   if (!found) throw notFound('segment');
   const { meeting_id, user_id, ...segment } = found;

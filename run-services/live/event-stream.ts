@@ -5,7 +5,7 @@
 // retention deletes events, so a read that finds some gone sends ResyncRequired before going
 // on. Events go through one queue, so live events arriving during a replay wait for it.
 import type { Queryable } from '@mi/lib/db/pool';
-import { eventsAfter, type StoredEvent } from '@mi/lib/events/outbox';
+import { eventsAfter, toDelivered, type StoredEvent } from '@mi/lib/events/outbox';
 import type { Logger } from '@mi/lib/telemetry/log';
 import type { DeliveredEvent, OutgoingMessage } from './server-messages';
 
@@ -37,9 +37,8 @@ export async function latestSeq(q: Queryable, userId: string): Promise<number> {
   return rows[0]?.last_seq ?? 0;
 }
 
-export function toClientMessage(e: StoredEvent): DeliveredEvent {
-  return { ...e.body, event_id: e.event_id, seq: e.seq, occurred_at: e.occurred_at };
-}
+/** The WebSocket message of an event: the same JSON webhooks POST (lib/events/outbox.ts). */
+export const toClientMessage: (e: StoredEvent) => DeliveredEvent = toDelivered;
 
 export class EventStream {
   private lastSeq = 0;
@@ -52,6 +51,8 @@ export class EventStream {
     private readonly clientId: string,
     private readonly sink: EventSink,
     private readonly log: Logger,
+    /** At most this many events are replayed (or caught up) at once; beyond, ResyncRequired too_far_behind. */
+    private readonly maxReplay: number,
   ) {}
 
   /** Starts after `lastSeq` (replaying what the outbox holds after it) or after the latest event. */
@@ -108,9 +109,16 @@ export class EventStream {
    * and nothing is skipped silently.
    */
   private async fill(upTo: number): Promise<void> {
+    if (upTo - this.lastSeq > this.maxReplay) {
+      // Too far behind: the client refetches what it shows instead, and events go on after upTo.
+      if (!this.sink.send({ type: 'ResyncRequired', oldest_seq: upTo + 1, reason: 'too_far_behind' })) return void (this.closed = true);
+      this.lastSeq = upTo;
+      return;
+    }
     while (this.lastSeq < upTo && !this.closed) {
       const from = this.lastSeq;
-      const batch = await this.read(() => eventsAfter(this.db, this.userId, from, Math.min(PAGE, upTo - from)));
+      // One page in memory at a time, and never more than maxReplay events.
+      const batch = await this.read(() => eventsAfter(this.db, this.userId, from, Math.min(PAGE, this.maxReplay, upTo - from)));
       const next = batch[0]?.seq ?? upTo + 1;
       if (next > from + 1) {
         if (!this.sink.send({ type: 'ResyncRequired', oldest_seq: next })) return void (this.closed = true);

@@ -1,4 +1,5 @@
-// One live instance on the port: /healthz, the /ws WebSocket and the published documents. Run by server.ts, either alone
+// One live instance on the port: /healthz (liveness), /readyz (serving and the database answers), the /ws WebSocket
+// and the published documents. Run by server.ts, either alone
 // (LIVE_WORKERS=1) or as one of its node:cluster workers, which share the port. On SIGTERM
 // (Cloud Run gives 10 s; the primary forwards it) it flushes every buffer, advises clients to
 // reconnect (1012), releases leases, presence and its subscription, and exits within 8 s.
@@ -8,9 +9,13 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '@mi/lib/config';
 import { openDatabase } from '@mi/lib/db/open';
+import { notReady } from '@mi/lib/db/pool';
+import { DomainError } from '@mi/lib/errors';
+import { PROBLEM_CONTENT_TYPE, toProblem } from '@mi/functions/api/problem';
 import type { Logger } from '@mi/lib/telemetry/log';
 import { mlContractDocuments } from '@mi/lib/ml/documents';
 import { createRuntime } from '@mi/lib/adapters/runtime';
+import { startWebhookDispatcher } from '@mi/lib/webhooks/dispatcher';
 import { createLiveService } from './service';
 
 export const EXIT_DEADLINE_MS = 8_000;
@@ -22,6 +27,9 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
 
   const live = createLiveService(rt);
   await live.start();
+  // Each instance (and worker) also delivers webhooks: CPU is always allocated here and at least
+  // one instance runs (docs/webhooks.md). Claims are leases, so any number of them share the work.
+  const webhooks = startWebhookDispatcher(rt);
 
   const mlDocuments = mlContractDocuments();
   const server = createServer((req, res) => {
@@ -31,13 +39,23 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
       res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ok ? 'ok' : 'unavailable' }));
       return;
     }
+    if (req.method === 'GET' && path === '/readyz') {
+      // Ready: accepting connections (not starting or draining) and the database answers.
+      const draining = live.accepting ? null : new DomainError('unavailable', 'not accepting connections', undefined, 1);
+      void (draining ? Promise.resolve(draining) : notReady(rt.db)).then((err) => {
+        if (!err) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok' }));
+        const { problem, headers } = toProblem(err);
+        res.writeHead(problem.status, { 'content-type': PROBLEM_CONTENT_TYPE, ...headers }).end(JSON.stringify(problem));
+      });
+      return;
+    }
     if (req.method === 'GET' && path === '/asyncapi.json') {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(asyncApiDocument({ host: req.headers.host ?? 'localhost', protocol: 'wss' })));
       return;
     }
     const mlDocument = req.method === 'GET' ? mlDocuments[path] : undefined;
     if (mlDocument) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(mlDocument));
-    const detail = `only /ws, /healthz, /asyncapi.json and ${Object.keys(mlDocuments).join(', ')} live here`;
+    const detail = `only /ws, /healthz, /readyz, /asyncapi.json and ${Object.keys(mlDocuments).join(', ')} live here`;
     res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 404, detail }));
   });
   server.on('upgrade', (req, socket, head) => {
@@ -57,6 +75,8 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
       log.error('shutdown did not finish in time; exiting');
       process.exit(1);
     }, EXIT_DEADLINE_MS).unref();
+    // Attempts in flight are not waited for: their leases lapse and another instance retries them.
+    void webhooks.stop();
     await live.shutdown('shutdown');
     server.closeAllConnections();
     server.close();

@@ -14,6 +14,8 @@ export const CloseCode = {
   helloTimeout: 4408,
   /** The token is valid but its email belongs to another account (decisions.md section 6). */
   accountConflict: 4409,
+  /** The account was erased (DELETE /me), on whichever instance the connection is. */
+  accountErased: 4410,
   /** The client did not read what the server sent fast enough (send queue bound). */
   slowReader: 4413,
   tooManyConnections: 4429,

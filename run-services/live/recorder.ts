@@ -11,9 +11,10 @@ import { instruments } from '@mi/lib/telemetry/metrics';
 import type { StoredEvent } from '@mi/lib/events/outbox';
 import { SERVICE } from '@mi/lib/domain/actor';
 import { completeStop } from '@mi/lib/use-cases/recording';
+import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
 import type { OutgoingMessage } from './server-messages';
-import { coverageOfSet, RangeSet } from '@mi/lib/domain/coverage';
+import { coverageOfSet, MAX_MISSING_RANGES, RangeSet } from '@mi/lib/domain/coverage';
 import { NO_END, type ManifestRow } from '@mi/lib/repositories/manifest';
 import { recordEvent } from '@mi/lib/repositories/recording-history';
 import {
@@ -75,8 +76,6 @@ const MAX_PENDING_BYTES = 4 * 1024 * 1024;
 const BACKLOG_SEGMENTS_PER_OBJECT = 8;
 const BACKOFF_MS = [100, 200, 500, 1_000, 2_000, 5_000];
 const DURATION_WARNING_LEAD_MS = 60_000;
-/** Holes a live take may hold below its highest frame (decisions.md section 6). */
-export const MAX_MISSING_RANGES = 64;
 const LET_GO_FLUSH_MS = 5_000;
 /**
  * A run shorter than the target is written once its oldest frame waited the target plus this:
@@ -508,6 +507,11 @@ export class Recorder {
     }
     this.state = 'done';
     this.halt();
+    const trace = this.take.trace && traceIdOf(this.take.trace);
+    rt.log.info(
+      { meeting_id: meetingId, audio_version: audioVersion, reason, instance: instanceId, ...(trace && { trace_id: trace }), ...result.coverage },
+      'take stopped',
+    );
     if (this.client) {
       this.client.send({
         type: 'RecordingStopped',

@@ -65,8 +65,11 @@ export const ServerMessageSchemas = {
     .object({ type: z.literal('ReconnectAdvised'), reason: z.enum(['lifetime', 'shutdown']) })
     .describe('Close 1012 follows: reconnect at once with last_seq and resume.'),
   ResyncRequired: z
-    .object({ type: z.literal('ResyncRequired'), oldest_seq: z.number().int() })
-    .describe('Events after last_seq are no longer all kept: refetch what is shown; events go on from oldest_seq.'),
+    .object({ type: z.literal('ResyncRequired'), oldest_seq: z.number().int(), reason: z.literal('too_far_behind').optional() })
+    .describe(
+      'Events after last_seq are no longer all kept, or (reason too_far_behind) more than LIVE_REPLAY_MAX_EVENTS of them would be replayed: ' +
+        'refetch what is shown; events go on from oldest_seq.',
+    ),
   error: z
     .object({ type: z.literal('error'), code: z.enum(ERROR_CODES), message: z.string(), ref: z.string().nullable() })
     .describe('A message or frame was refused; `ref` names the message type it answers.'),

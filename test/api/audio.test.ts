@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { signAudioLink } from '@mi/lib/audio/playback-links';
 import { startGcsEmulator, type GcsEmulator } from '../../emulators/gcs/server';
 import { loadOrCreateSignerKey } from '../../emulators/gcs/signer-key';
@@ -112,6 +112,17 @@ describe('audio upload, signed URL and proxy link', () => {
     const proxied = await fetch(local(links.body.proxy_url));
     expect(proxied.headers.get('content-type')).toBe('audio/webm');
     expect(Buffer.from(await proxied.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
+  // PGlite runs one transaction at a time: nothing interleaves there.
+  it.skipIf(inject('database').kind !== 'native')('should answer one 201 and one 200 to two concurrent first uploads, keeping one object (5 rounds)', async () => {
+    for (let round = 0; round < 5; round++) {
+      const id = await meeting();
+      const answers = await Promise.all([upload(id, audio(3000)), upload(id, audio(4000))]);
+      expect(answers.map((a) => a.status).sort(), `round ${round}`).toEqual([200, 201]);
+      const kept = (await api.rt.store.list(`uploads/${id}/`)).map((o) => o.name);
+      expect(kept).toHaveLength(1); // the loser's object was deleted once the winner's change committed
+    }
   });
 
   it('should refuse uploads above RECORDING_MAX_UPLOAD_BYTES (413), declared or streamed, and store nothing', async () => {

@@ -81,11 +81,44 @@ describe('GET /transcriptions/{id}/export', () => {
     expect(json.body).toMatchObject({ transcription_id: transcriptionId, meeting_id: meetingId });
     expect(json.body.segments.map((s: any) => [s.speaker, s.speaker_label, s.text, s.start_ms])).toEqual([
       ['Dana <CEO>', 'S0', 'Hello & welcome <everyone>', 0],
-      ['S1', 'S1', 'Thanks.\n\nTwo lines --> one', 1500],
+      ['S1', 'S1', 'Thanks. Two lines -> one', 1500],
       ['Dana <CEO>', 'S0', 'Let us start', 3_723_004],
     ]);
     const byDefault = await api.request('GET', `/transcriptions/${transcriptionId}/export`, { token: alice });
     expect(byDefault.headers.get('content-type')).toBe('text/vtt; charset=utf-8');
+  });
+
+  it('should keep a hostile name and text inside one cue per segment in every format, with nosniff and no-store', async () => {
+    const m = await api.meeting(alice, 'recording');
+    const t = (await api.post(alice, `/meetings/${m}/transcriptions`)).body.id;
+    const inject = '\r\n\n00:00:09.000 ---> 00:00:10.000\nEvil';
+    const hostile = [
+      { speaker_label: `Mallory${inject}`, text: `a\u0007b\u2028c${inject}`, start_ms: 0, end_ms: 1000 },
+      { speaker_label: 'S1', text: 'fine', start_ms: 1000, end_ms: 2000 },
+    ];
+    const posted = await api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: { segments: hostile } });
+    expect(posted.status).toBe(204);
+    const flat = ' 00:00:09.000 -> 00:00:10.000 Evil';
+    for (const format of ['vtt', 'srt', 'txt', 'json']) {
+      const res = await exportAs(format, alice, t);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(res.headers.get('cache-control')).toBe('private, no-store');
+      expect(res.text).not.toMatch(/-->\s*00:00:10/);
+    }
+    const vtt = parseVtt((await exportAs('vtt', alice, t)).text);
+    expect(vtt.errors).toEqual([]);
+    expect(vtt.cues.map((c: any) => [c.tree.children[0].value, c.tree.children[0].children.map((x: any) => x.value).join('')])).toEqual([
+      // The voice annotation comes back as written (escaped), the cue text decoded.
+      [`Mallory${flat.replace('>', '&gt;')}`, `a b c${flat}`],
+      ['S1', 'fine'],
+    ]);
+    const srt = new SrtParser().fromSrt((await exportAs('srt', alice, t)).text);
+    expect(srt.map((c) => c.text)).toEqual([`Mallory${flat}: a b c${flat}`, 'S1: fine']);
+    const txt = (await exportAs('txt', alice, t)).text;
+    expect(txt).toBe(`[00:00:00] Mallory${flat}: a b c${flat}\n[00:00:01] S1: fine\n`);
+    const json = (await exportAs('json', alice, t)).body;
+    expect(json.segments.map((s: any) => [s.speaker, s.speaker_label, s.text])).toEqual([[`Mallory${flat}`, `Mallory${flat}`, `a b c${flat}`], ['S1', 'S1', 'fine']]);
   });
 
   it('should export an empty transcription as an empty file of its format', async () => {

@@ -2,6 +2,7 @@
 // upload PUT /meetings/{id}/recording/audio/{start}-{end}?audio_version=N.
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gapPrefix } from '@mi/lib/objects/take-objects';
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { recordEvent } from '@mi/lib/repositories/recording-history';
 import { startApi, type ApiHarness } from '../harness';
@@ -213,6 +214,35 @@ describe('PUT /meetings/{id}/recording/audio/{start}-{end}', () => {
     await stopTake(api, opus);
     expect((await put(gapPath(opus, 10, 19), Buffer.alloc(9, 1))).status).toBe(422); // less than a byte a frame
     expect((await put(gapPath(opus, 10, 19), Buffer.alloc(10, 1))).status).toBe(201);
+  });
+
+  it('should answer 422 too_many_gaps to an upload that would leave more than 64 missing ranges, storing nothing', async () => {
+    const take = await createTake(api, alice);
+    await storeLiveSegment(api, take, 0, 0);
+    await stopTake(api, take);
+    // Scattered single frames 2, 4, …, 128: each opens a hole before it, up to 64.
+    for (let seq = 2; seq <= 128; seq += 2) expect((await put(gapPath(take, seq, seq), framesBytes(seq, seq))).status, `${seq}`).toBe(201);
+    const objects = async () => (await api.rt.store.list(gapPrefix(take.meetingId, take.audioVersion))).length;
+    expect(await objects()).toBe(64);
+    const refused = [
+      [130, 130], // past the highest frame with a gap
+      [200, 210],
+    ];
+    for (const [start, end] of refused) {
+      const res = await put(gapPath(take, start, end), framesBytes(start, end));
+      expect(res.status, `${start}-${end}`).toBe(422);
+      expect(res.headers.get('content-type')).toContain('application/problem+json');
+      expect(res.body.type).toMatch(/\/too_many_gaps$/);
+    }
+    expect(await objects()).toBe(64);
+    const recording = await api.request('GET', `/meetings/${take.meetingId}/recording`, { token: alice });
+    expect(recording.body.missing_ranges).toHaveLength(64);
+    expect(recording.body.frames_stored).toBe(65);
+    // Right after the highest frame, or filling a hole, is always taken; in order never meets the bound.
+    expect((await put(gapPath(take, 129, 129), framesBytes(129, 129))).status).toBe(201);
+    expect((await put(gapPath(take, 1, 1), framesBytes(1, 1))).status).toBe(201);
+    expect((await put(gapPath(take, 131, 131), framesBytes(131, 131))).status).toBe(201); // 64 holes again
+    expect((await put(gapPath(take, 133, 133), framesBytes(133, 133))).status).toBe(422);
   });
 
   it('should answer 409 while capture is open, 410 after the deadline or once finalized', async () => {

@@ -26,6 +26,14 @@ beforeAll(async () => {
 afterAll(() => api?.close());
 
 const sql = async (text: string, params: unknown[] = []) => (await api.rt.db.query('test', text, params)).rows;
+
+/** Resolves once `count` other backends wait for a lock `holder` holds (polled, never a sleep). */
+async function blockedBy(holder: pg.Client, count = 1): Promise<void> {
+  const pid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+  await expect
+    .poll(async () => (await sql('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]))[0].n, { timeout: 20_000, interval: 20 })
+    .toBeGreaterThanOrEqual(count);
+}
 const statuses = (answers: { status: number }[]) => [...new Set(answers.map((a) => a.status))].sort();
 
 describe.skipIf(!native)('idempotency under concurrency', () => {
@@ -51,8 +59,11 @@ describe.skipIf(!native)('idempotency under concurrency', () => {
       Array.from({ length: 20 }, () => api.request('PUT', path, { token: alice, raw: bytes, headers: { 'content-type': 'application/octet-stream' } })),
     );
     expect(answers.filter((a) => a.status >= 500)).toEqual([]);
-    expect(answers.filter((a) => a.status === 201).length).toBeGreaterThanOrEqual(1);
+    // The take's lock lets one store it; the others find the identical range (200) or wait (409).
+    expect(answers.filter((a) => a.status === 201)).toHaveLength(1);
     for (const a of answers) expect([200, 201, 409]).toContain(a.status);
+    const uploaded = await sql(`SELECT count(*)::int AS n FROM recording_event_history WHERE meeting_id = $1 AND event_type = 'gap_uploaded'`, [take.meetingId]);
+    expect(uploaded).toEqual([{ n: 1 }]);
     const rows = (await listManifest(api.rt.db, take.meetingId, take.audioVersion)).filter((r) => r.start_sequence <= 19 && r.end_sequence >= 10);
     expect(rows.map((r) => [r.start_sequence, r.end_sequence])).toEqual([[10, 19]]);
   });
@@ -126,6 +137,36 @@ describe.skipIf(!native)('no lost update', () => {
     }
   });
 
+  it('should let at most three of four concurrent re-parentings into a ring win, so no cycle forms (20 rounds)', async () => {
+    for (let round = 0; round < 20; round++) {
+      const ids: string[] = [];
+      for (let i = 0; i < 4; i++) ids.push((await api.post(alice, '/tasks', { content: `ring${round}.${i}` })).body.id);
+      const answers = await Promise.all(ids.map((id, i) => api.request('PATCH', `/tasks/${id}`, { token: alice, body: { parent_task_id: ids[(i + 1) % 4] } })));
+      expect(answers.filter((a) => a.status !== 200 && a.status !== 422)).toEqual([]);
+      const parents = await sql('SELECT id, parent_task_id FROM task WHERE id = ANY($1)', [ids]);
+      expect(parents.filter((p) => p.parent_task_id !== null).length, `round ${round}`).toBeLessThan(4);
+    }
+  });
+
+  it('should answer 404 to a PATCH racing a DELETE of a task, never updating the deleted task', async () => {
+    const task = (await api.post(alice, '/tasks', { content: 'doomed' })).body.id;
+    const outside = new pg.Client({ connectionString: dbUrl });
+    await outside.connect();
+    try {
+      // The delete's transaction holds the row; the PATCH starts while it is uncommitted.
+      await outside.query('BEGIN');
+      await outside.query('UPDATE task SET deleted_at = now() WHERE id = $1', [task]);
+      const patch = api.request('PATCH', `/tasks/${task}`, { token: alice, body: { content: 'revived' } });
+      await blockedBy(outside);
+      await outside.query('COMMIT');
+      const answer = await patch;
+      expect(answer.status, answer.text).toBe(404);
+      expect(await sql('SELECT content FROM task WHERE id = $1', [task])).toEqual([{ content: 'doomed' }]);
+    } finally {
+      await outside.end();
+    }
+  });
+
   it("should count both meetings' embeddings when one person's voice is refined from two meetings at once", async () => {
     const person = await api.person(aliceId);
     const vector = (seed: number) => Array.from({ length: 192 }, (_, i) => Math.sin(seed * (i + 1)));
@@ -146,6 +187,36 @@ describe.skipIf(!native)('no lost update', () => {
   });
 });
 
+describe.skipIf(!native)('requests racing DELETE /me', () => {
+  it('should answer 404 problem+json, never 422 or a constraint, when the account goes while a request writes', async () => {
+    const token = await api.token(`racer-${randomUUID().slice(0, 8)}`);
+    const userId = await api.userId(token);
+    const meeting = await api.meeting(token);
+    const outside = new pg.Client({ connectionString: dbUrl });
+    await outside.connect();
+    try {
+      // Erasure's order: the user row locked, then the rows deleted. The requests were
+      // authenticated before; their inserts wait for the user row, then find it gone.
+      await outside.query('BEGIN');
+      await outside.query('SELECT 1 FROM app_user WHERE id = $1 FOR UPDATE', [userId]);
+      const create = api.post(token, '/meetings', { title: 'late', source_type: 'text' });
+      await blockedBy(outside);
+      const task = api.post(token, '/tasks', { content: 'late', meeting_id: meeting });
+      await blockedBy(outside, 2);
+      await outside.query('DELETE FROM meeting WHERE user_id = $1', [userId]);
+      await outside.query('DELETE FROM app_user WHERE id = $1', [userId]);
+      await outside.query('COMMIT');
+      for (const res of [await create, await task]) {
+        expect(res.status, res.text).toBe(404);
+        expect(res.headers.get('content-type')).toContain('application/problem+json');
+        expect(res.body.detail).not.toMatch(/_fkey|constraint|app_user|references/);
+      }
+    } finally {
+      await outside.end();
+    }
+  });
+});
+
 describe.skipIf(!native)('serialization failures and deadlocks', () => {
   it('should retry a transaction chosen as a deadlock victim (40P01) and answer 200', async () => {
     const person = await api.person(aliceId);
@@ -157,13 +228,15 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
     try {
       const [{ deadlocks: before }] = (await outside.query('SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()')).rows;
       const retriesBefore = api.rt.db.retries;
+      // This session checks for deadlocks last, so the API's transaction is always the victim.
+      await outside.query(`SET deadlock_timeout = '60s'`);
       await outside.query('BEGIN');
       await outside.query('SELECT 1 FROM person WHERE id = $1 FOR UPDATE', [person]);
       // The assignment locks the meeting, then waits for the person this transaction holds…
       const assign = api.request('POST', `/meetings/${m}/speaker-labels`, { token: alice, body: { speaker_label: 'S0', person_id: person }, headers: { 'idempotency-key': randomUUID() } });
-      await new Promise((r) => setTimeout(r, 300));
-      // …and this one now waits for the meeting: a cycle. The assignment waited longer, so its
-      // deadlock check runs first and it is the victim; its retry then waits for us.
+      await blockedBy(outside);
+      // …and this one now waits for the meeting: a cycle. The assignment's deadlock check runs
+      // first (1 s against 60 s), so it is the victim; its retry then waits for us.
       const outsideWaits = outside.query('SELECT 1 FROM meeting WHERE id = $1 FOR UPDATE', [m]);
       await outsideWaits;
       await outside.query('COMMIT');

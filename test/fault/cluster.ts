@@ -42,6 +42,9 @@ const FAULT_RECORDING_ENV: Record<string, string> = {
   RECORDING_DISCONNECT_GRACE_SECONDS: '3',
   RECORDING_GAP_UPLOAD_DEADLINE_SECONDS: '600',
   ML_DRAIN_TIMEOUT_SECONDS: '0.5',
+  // The instances deliver webhooks: retries within the run (about 30 s in all before giving up).
+  WEBHOOK_RETRY_SCHEDULE_SECONDS: '0.5,1,2,4,8,8,8',
+  WEBHOOK_POLL_MS: '200',
 };
 
 export interface ClusterOptions {

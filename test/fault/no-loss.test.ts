@@ -3,7 +3,7 @@
 // holding a recording, a dropped client socket, a client away past the disconnect grace,
 // storage 503s and stalls, the ML service hanging and refusing, a Pub/Sub emulator restart, and on
 // native PostgreSQL a database restart). Acknowledged frames lost, frames stored twice and
-// stray objects must all be 0. The long run: `npm run test:fault -- --faults 100`.
+// stray objects must all be 0, and every event reaches the users' webhooks. The long run: `npm run test:fault -- --faults 100`.
 import { describe, expect, inject, it, onTestFailed } from 'vitest';
 import { runNoLoss } from './scenario';
 
@@ -36,6 +36,10 @@ describe('no acknowledged frame is lost', () => {
     expect(report.totals.acked).toBeGreaterThan(1000);
     expect(report.takes.flatMap((t) => t.lost.map((seq) => `${t.name}#${seq}`))).toEqual([]);
     expect(report.totals.duplicated).toBe(0);
+    // Every event of the users reached their webhook (delivered by the instances being killed), signed.
+    expect(report.webhooks.events).toBeGreaterThan(10);
+    expect(report.webhooks.missing).toEqual([]);
+    expect(report.webhooks.unverified).toBe(0);
     expect(report.strays).toEqual([]);
     // The client that was away had its take stopped, uploaded what the server lacked, and went on in a new take.
     expect(report.clients.takesStoppedByServer).toBeGreaterThanOrEqual(1);

@@ -7,6 +7,7 @@ import { NO_COUNTS, runSweep, type SweepCounts } from '../../functions/sweep';
 import { checkMeeting, totals, type NoLossTotals, type TakeReport } from './checker';
 import { ResilientClient } from './client';
 import { sleep, startCluster, type Cluster, type ClusterOptions, type LiveChild } from './cluster';
+import { Receiver } from '../webhooks/receiver';
 
 export const FAULT_KINDS = ['sigkill', 'sigterm', 'drop-socket', 'client-offline', 'gcs-503', 'gcs-stall', 'ml-hang', 'ml-refuse', 'pubsub-restart', 'db-restart'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -37,6 +38,8 @@ export interface NoLossReport {
   /** Objects under a meeting's prefix that nothing references, and leftovers of the compose temp prefix. */
   strays: string[];
   clients: { reconnects: number; resumes: number; resent: number; gapFramesUploaded: number; takesStoppedByServer: number; anomalies: string[] };
+  /** What the users' webhook (one each, every event type, delivered by the live instances) received. */
+  webhooks: WebhookReport;
   /** What the sweeps did, summed over the run. */
   sweeps: SweepCounts;
   durationMs: number;
@@ -73,9 +76,14 @@ async function drive(cluster: Cluster, opts: NoLossOptions, log: (line: string) 
   const [pauseMin, pauseMax] = opts.pauseMs ?? [1500, 3500];
   const instanceUrls = () => cluster.instances.map((i) => i.wsUrl);
 
+  // Each user's webhook posts to its own path; the receiver checks it with that webhook's secret.
+  const secrets = new Map<string, string>();
+  const receiver = await new Receiver((path) => secrets.get(path) ?? '').start();
+  const webhookUsers: string[] = [];
   const clients = await Promise.all(
     Array.from({ length: nClients }, async (_, i) => {
       const token = await cluster.token(`fault-user-${i}`);
+      webhookUsers.push(await subscribe(cluster.apiUrl, token, `${receiver.url}/${i}`, secrets));
       const meetingId = await createMeeting(cluster.apiUrl, token);
       const client = new ResilientClient({ name: `client-${i}`, token, apiUrl: cluster.apiUrl, meetingId, instances: instanceUrls, frameBytes: frameBytesFor(i), log });
       await client.begin();
@@ -135,6 +143,8 @@ async function drive(cluster: Cluster, opts: NoLossOptions, log: (line: string) 
   const takes = checked.flatMap((c) => c.takes);
   const strays = [...checked.flatMap((c) => c.strays), ...(await cluster.rt.store.list('_tmp/')).map((o) => o.name)];
   log('checked');
+  const webhooks = await checkWebhooks(cluster, receiver, webhookUsers, log);
+  await receiver.stop();
   for (const c of clients) c.close();
   const sum = (f: (c: ResilientClient) => number) => clients.reduce((n, c) => n + f(c), 0);
   return {
@@ -152,6 +162,7 @@ async function drive(cluster: Cluster, opts: NoLossOptions, log: (line: string) 
       takesStoppedByServer: sum((c) => c.stats.takesStoppedByServer),
       anomalies: clients.flatMap((c) => c.stats.anomalies.map((a) => `${c.o.name}: ${a}`)),
     },
+    webhooks,
     sweeps: sumSweeps(sweeps),
     durationMs: Date.now() - started,
   };
@@ -352,4 +363,52 @@ function shuffled<T>(items: T[], random: () => number): T[] {
     [items[i], items[j]] = [items[j], items[i]];
   }
   return items;
+}
+
+export interface WebhookReport {
+  /** Events of the users written after their webhook (every type but the progress event). */
+  events: number;
+  /** Distinct events received with a 2xx, and attempts received beyond one per event. */
+  delivered: number;
+  redelivered: number;
+  /** Events never received (ids), and requests whose signature did not verify. */
+  missing: string[];
+  unverified: number;
+}
+
+/** One webhook per user to the receiver, every event type; returns the user id. */
+async function subscribe(apiUrl: string, token: string, url: string, secrets: Map<string, string>): Promise<string> {
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() };
+  const res = await fetch(`${apiUrl}/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url, event_types: ['*'] }) });
+  if (res.status !== 201) throw new Error(`creating the webhook answered ${res.status}: ${await res.text()}`);
+  const hook = (await res.json()) as { id: string; secret: string };
+  secrets.set(new URL(url).pathname, hook.secret);
+  const me = await fetch(`${apiUrl}/me`, { headers: { authorization: `Bearer ${token}` } });
+  return ((await me.json()) as { id: string }).id;
+}
+
+/** Waits (up to 90 s: retries may be pending) until every event of the users reached the receiver. */
+async function checkWebhooks(cluster: Cluster, receiver: Receiver, userIds: string[], log: (line: string) => void): Promise<WebhookReport> {
+  const { rows } = await cluster.rt.db.query<{ id: string }>(
+    'fault.webhook_events',
+    `SELECT e.id FROM event_outbox e JOIN webhook w ON w.user_id = e.user_id
+     WHERE e.user_id = ANY($1::uuid[]) AND e.created_at > w.created_at AND e.event_type <> 'AudioStoredProgressEvent'`,
+    [userIds],
+  );
+  const expected = rows.map((r) => r.id);
+  const missing = () => {
+    const got = new Set(receiver.ids());
+    return expected.filter((id) => !got.has(id));
+  };
+  for (const deadline = Date.now() + 90_000; Date.now() < deadline && missing().length; ) await sleep(250);
+  const ids = receiver.ids();
+  const report = {
+    events: expected.length,
+    delivered: new Set(ids).size,
+    redelivered: ids.length - new Set(ids).size,
+    missing: missing(),
+    unverified: receiver.received.filter((r) => !r.verified).length,
+  };
+  log(`webhooks: ${JSON.stringify({ ...report, missing: report.missing.length })}`);
+  return report;
 }

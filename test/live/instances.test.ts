@@ -103,6 +103,22 @@ describe('two instances', () => {
   });
 });
 
+describe('account erasure', () => {
+  it("should close the user's connections on every instance with 4410 after DELETE /me, and no one else's", async () => {
+    const t = await token(a.config, 'erased-live');
+    const bystander = await TestClient.connect(b.wsUrl, await token(a.config, 'bystander-live'));
+    const onA = await TestClient.connect(a.wsUrl, t);
+    const onB = await TestClient.connect(b.wsUrl, t);
+    const erased = await fetch(`${a.url}/me`, { method: 'DELETE', headers: { authorization: `Bearer ${t}` } });
+    expect(erased.status).toBe(204);
+    const [closedA, closedB] = await Promise.all([onA.closed, onB.closed]);
+    expect(closedA.code).toBe(4410);
+    expect(closedB.code).toBe(4410);
+    expect(bystander.ws.readyState).toBe(bystander.ws.OPEN);
+    bystander.close();
+  });
+});
+
 describe('disconnect grace', () => {
   it('should stop at once with reason connection_closed when the grace is 0, with the frames delivered stored', async () => {
     const t = await token(a.config, 'zero');

@@ -86,3 +86,28 @@ describe('replay past the retention window', () => {
     client.close();
   });
 });
+
+describe('a hello too far behind', () => {
+  it('should get ResyncRequired too_far_behind instead of a replay beyond LIVE_REPLAY_MAX_EVENTS (5,000), and a replay up to it', async () => {
+    const max = live.instance.config.LIVE_REPLAY_MAX_EVENTS;
+    expect(max).toBe(5_000);
+    const t = await token(live.instance.config, `far-behind-${randomUUID().slice(0, 6)}`);
+    const userId = await userIdOf(t);
+    await live.database.db.withTransaction((tx) =>
+      appendEvents(tx, userId, range(1, max + 1).map(() => ({ type: 'EntityChanged', entity: 'note', action: 'updated' as const, id: randomUUID(), meeting_id: null }))),
+    );
+    const far = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 0 });
+    await far.waitFor((m) => m.type === 'ResyncRequired');
+    // Then live events go on after it: a new one arrives, nothing of the backlog.
+    const meetingId = await createMeeting(live.instance, t);
+    await far.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+    expect(shown(far.messages)).toEqual([{ type: 'ResyncRequired', oldest_seq: max + 2, reason: 'too_far_behind' }, max + 2]);
+    far.close();
+
+    const near = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 2 }); // exactly max events behind
+    await near.waitFor((m) => m.seq === max + 2, 60_000);
+    expect(near.ofType('ResyncRequired')).toEqual([]);
+    expect(near.messages.filter((m) => m.seq !== undefined).map((m) => m.seq)).toEqual(range(3, max + 2));
+    near.close();
+  });
+});

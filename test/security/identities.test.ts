@@ -60,7 +60,14 @@ describe('identities', () => {
 
   it('should answer 401 to a token with an empty or missing sub, or issued more than 60 s in the future', async () => {
     const now = Math.floor(Date.now() / 1000);
-    for (const claims of [{ sub: '', email: 'x@example.test' }, { email: 'y@example.test' }, { sub: ' ', email: 'z@example.test' }, { sub: `idp|${randomUUID()}`, iat: now + 120 }]) {
+    const invisible = ['\u200b', ' \u200b\u200d ', '\ufeff', '\u2060\u00ad', '\t\u3000'];
+    for (const claims of [
+      { sub: '', email: 'x@example.test' },
+      { email: 'y@example.test' },
+      { sub: ' ', email: 'z@example.test' },
+      ...invisible.map((sub) => ({ sub, email: `${randomUUID()}@example.test` })),
+      { sub: `idp|${randomUUID()}`, iat: now + 120 },
+    ]) {
       const res = await me(await jwt(claims));
       expect(res.status, JSON.stringify(claims)).toBe(401);
     }
@@ -68,6 +75,39 @@ describe('identities', () => {
     const ws = await TestClient.open(live.instance.wsUrl);
     ws.send({ type: 'hello', token: await jwt({ sub: '' }), client_id: randomUUID() });
     expect((await ws.closed).code).toBe(4401);
+  });
+
+  it('should keep the stored email when a token carries none, so no other identity can take it', async () => {
+    const sub = `idp|${randomUUID()}`;
+    const email = `gail-${randomUUID().slice(0, 6)}@example.test`;
+    const first = await me(await jwt({ sub, email }));
+    expect(first.body.email).toBe(email);
+    const without = await me(await jwt({ sub }));
+    expect(without.status).toBe(200);
+    expect(without.body).toMatchObject({ id: first.body.id, email });
+    const thief = await me(await jwt({ sub: `idp|${randomUUID()}`, email }));
+    expect(thief.status).toBe(409);
+    expect((await me(await jwt({ sub, email }))).status).toBe(200);
+    // A new identity without an email gets an address of its own, and a second one too.
+    const a = await me(await jwt({ sub: `idp|${randomUUID()}` }));
+    const b = await me(await jwt({ sub: `idp|${randomUUID()}` }));
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(a.body.email).not.toBe(b.body.email);
+  });
+
+  it('should compare emails NFKC-normalised, trimmed and lower-cased: a look-alike is 409', async () => {
+    const local = `hank${randomUUID().slice(0, 6)}`;
+    const email = `${local}@example.test`;
+    expect((await me(await jwt({ sub: `idp|${randomUUID()}`, email }))).status).toBe(200);
+    // Full-width letters (U+FF41…) normalise to ASCII under NFKC.
+    const fullWidth = [...local].map((ch) => (/[a-z0-9]/.test(ch) ? String.fromCodePoint(ch.codePointAt(0)! + 0xfee0) : ch)).join('');
+    for (const lookAlike of [`${email} `, ` ${email}`, `${email}\u3000`, `${fullWidth}@example.test`, `${fullWidth.toUpperCase()}@ＥＸＡＭＰＬＥ.test`]) {
+      const res = await me(await jwt({ sub: `idp|${randomUUID()}`, email: lookAlike }));
+      expect(res.status, JSON.stringify(lookAlike)).toBe(409);
+      expect(res.body.type).toMatch(/\/account_conflict$/);
+    }
+    const count = await live.database.db.query('test.users', `SELECT count(*)::int AS n FROM app_user WHERE lower(normalize(email, NFKC)) LIKE $1`, [`%${local}%`]);
+    expect(count.rows[0].n).toBe(1);
   });
 
   it('should name fields, never constraints, in the details of conflicts and bad references', async () => {

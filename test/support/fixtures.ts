@@ -24,6 +24,7 @@ const PATH_RESOURCE: Record<string, string> = {
   'transcript-segments': 'segment',
   topics: 'topic',
   'talking-points': 'talkingPoint',
+  webhooks: 'webhook',
 };
 
 /** Body, query and named path fields that hold a reference, by name. */
@@ -194,6 +195,7 @@ const STEPS: { key: string; needs: string[]; make: (call: Call, ids: Ids, first:
   { key: 'meeting', needs: ['meeting.text'], make: async (_c, ids) => ids['meeting.text'] },
   { key: 'person', needs: [], make: async (call) => (await call('createPerson', 'owner')).id },
   { key: 'tag', needs: [], make: async (call) => (await call('createTag', 'owner')).id },
+  { key: 'webhook', needs: [], make: async (call) => (await call('createWebhook', 'owner')).id },
   { key: 'task', needs: [], make: async (call) => (await call('createTask', 'owner')).id },
   { key: 'subTask', needs: ['task'], make: async (call) => (await call('createSubTask', 'owner')).id },
   { key: 'note', needs: [], make: async (call) => (await call('createNote', 'owner')).id },

@@ -41,6 +41,7 @@ export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
 
   const existing = await db.withTransaction(async (tx) => {
     await tx.query('idempotency.expire', 'DELETE FROM idempotency_record WHERE principal = $1 AND key = $2 AND expires_at < now()', [principal, key]);
+    // The claim is the insert that the primary key (principal, key) lets through once (guard idempotency-claim, schema.sql).
     const claimed = await tx.query(
       'idempotency.claim',
       `INSERT INTO idempotency_record (principal, key, method, path, request_hash, state, expires_at)

@@ -21,6 +21,7 @@ import { registerSystemTasks } from './system-tasks';
 import { registerRecording } from './recording';
 import { registerAudio } from './audio';
 import { registerSearch } from './search';
+import { registerWebhooks } from './webhooks';
 
 /** Every resource's routes, registered on the one app. */
 export function registerRoutes(app: OpenAPIHono<AppEnv>) {
@@ -45,4 +46,5 @@ export function registerRoutes(app: OpenAPIHono<AppEnv>) {
   registerRecording(app);
   registerAudio(app);
   registerSearch(app);
+  registerWebhooks(app);
 }

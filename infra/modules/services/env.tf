@@ -22,7 +22,15 @@ locals {
 
   recording = merge(local.recording_defaults, var.recording_settings)
 
-  all_env = merge(local.recording, {
+  # Webhook delivery (docs/webhooks.md) runs in the live service's instances: the pinned retry
+  # schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h) and disabling after 5 days of failures.
+  webhooks = {
+    WEBHOOK_RETRY_SCHEDULE_SECONDS = "5,300,1800,7200,18000,36000,36000"
+    WEBHOOK_DISABLE_AFTER_SECONDS  = "432000"
+    WEBHOOK_POLL_MS                = "1000"
+  }
+
+  all_env = merge(local.recording, local.webhooks, {
     APP_ENV                          = var.app_env
     LOG_LEVEL                        = var.log_level
     OTEL_ENABLED                     = tostring(var.otel_enabled)

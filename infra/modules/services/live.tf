@@ -4,7 +4,9 @@
 # mostly idle connections, session affinity so a reconnect tends to find its instance, and
 # instance-based billing (cpu_idle = false) because the Pub/Sub subscriber, lease heartbeats
 # and segment flush timers run outside requests. At least one instance stays up so broadcasts
-# always have a subscriber.
+# always have a subscriber. The same always-on instances deliver webhooks (docs/webhooks.md):
+# their dispatchers lease work in Postgres and send over the default internet egress; private
+# ranges go to the VPC connector, which is why a webhook URL resolving to one is refused.
 #
 # Node runs JavaScript on one core per process, so the server forks one worker per vCPU
 # (LIVE_WORKERS = live_cpu), each a full live instance; concurrency and the database pool are
@@ -90,10 +92,13 @@ resource "google_cloud_run_v2_service" "live" {
         }
       }
 
-      # /healthz answers 200 once the service accepts connections, 503 before.
+      # Readiness (google provider 6 has no readiness_probe for Cloud Run v2): a new instance
+      # takes traffic once /readyz answers 200, i.e. it accepts connections and its database
+      # answers within 1 s. Liveness stays /healthz: a database outage must not restart the
+      # instances that hold live recordings (they buffer and answer 503 meanwhile).
       startup_probe {
         http_get {
-          path = "/healthz"
+          path = "/readyz"
         }
         period_seconds    = 2
         timeout_seconds   = 2

@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { DomainError, notFound, unprocessable } from '@mi/lib/errors';
-import { getAudioFile } from '@mi/lib/repositories/audio';
 import { attachUploadedAudio } from '@mi/lib/use-cases/audio';
 import { getMeeting } from '@mi/lib/repositories/meetings';
 import { ObjectTooLargeError, type StoredObject } from '@mi/lib/adapters/storage';
@@ -68,10 +67,10 @@ export function registerUploadAudio(app: OpenAPIHono<AppEnv>) {
     }
 
     let previous: string | null = null;
-    const had = await getAudioFile(db, id);
     try {
       const replaced = (path: string | null) => void (previous = path);
-      const res = await commit(c, had ? 200 : 201, attachUploadedAudio, { meeting_id: id, storage_path: name, content_type: contentType, byte_count: stored.size, replaced });
+      // 200 or 201 as the committed transaction found the meeting: with a file or without one.
+      const res = await commit(c, () => (previous ? 200 : 201), attachUploadedAudio, { meeting_id: id, storage_path: name, content_type: contentType, byte_count: stored.size, replaced });
       if (previous && previous !== name) await store.delete(previous).catch(() => undefined);
       return res;
     } catch (err) {

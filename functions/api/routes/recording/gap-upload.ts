@@ -23,6 +23,8 @@ const route = op({
     'frames belong on the WebSocket: 409. Once the take is finalizing/finalized or past the deadline: 410. ' +
     'Optional `Content-Digest: sha-256=:<base64>:` (RFC 9530) is checked (422 on mismatch). ' +
     'The identical range with the same bytes answers 200 (idempotent); a range overlapping stored frames otherwise is 409. ' +
+    'An upload that would leave the take more than 64 missing ranges (past the highest frame with a gap, or splitting a missing range) is 422 ' +
+    '`too_many_gaps` and stores nothing; uploading in sequence order never meets it. ' +
     "The range must end below the take's ceiling, max_duration_seconds × 10 frames (422 sequence_out_of_range). A pcm_s16le body is exactly " +
     '(end − start + 1) × sample_rate / 10 × 2 bytes, a webm_opus body at least a byte per frame (422 otherwise). ' +
     `Bodies above RECORDING_MAX_CHUNK_BYTES are refused with 413.`,

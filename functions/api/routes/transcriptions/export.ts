@@ -16,6 +16,7 @@ const route = op({
   description:
     "Segments by start_ms, each with its speaker's name: the assigned person's display_name, else the speaker label. " +
     'WebVTT cues carry the name as a voice span (`<v Name>`), SRT and text lines as `Name: `. A segment without an end lasts until the next one starts. ' +
+    'In every format names and texts are flattened to one line (control characters become one space, `-->` becomes `->`): one cue per segment. ' +
     `At most ${EXPORT_MAX_SEGMENTS} segments (413 beyond).`,
   auth: ['bearer'],
   request: { params: IdParam, query: z.object({ format: z.enum(EXPORT_FORMATS).default('vtt').openapi({ description: 'file format (default vtt)' }) }) },
@@ -48,6 +49,9 @@ export function registerExportTranscription(app: OpenAPIHono<AppEnv>) {
     return c.text(body, 200, {
       'content-type': EXPORT_CONTENT_TYPES[format],
       'content-disposition': `attachment; filename="transcript-${id}.${format}"`,
+      // A transcript is personal: never sniffed into HTML by a browser, never kept by a shared cache.
+      'x-content-type-options': 'nosniff',
+      'cache-control': 'private, no-store',
     });
   });
 }

@@ -2,6 +2,7 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { AppEnv } from '../../env';
 import { registerCreateTranscription } from './create';
 import { registerExportTranscription } from './export';
+import { registerGetSegment } from './segment-get';
 import { registerUpdateSegment } from './segment-update';
 import { registerGetTranscription } from './get';
 import { registerTranscriptionHistory } from './history';
@@ -21,5 +22,6 @@ export function registerTranscriptions(app: OpenAPIHono<AppEnv>) {
   registerReplaceSegments(app);
   registerListSegments(app);
   registerExportTranscription(app);
+  registerGetSegment(app);
   registerUpdateSegment(app);
 }

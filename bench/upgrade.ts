@@ -1,0 +1,168 @@
+// `npm run bench:upgrade`: db:apply from a released schema to today's on a database of
+// BENCH_SEGMENTS transcript segments (default 1,000,000) while BENCH_RECORDINGS recordings
+// (default 200) stream to the live service (bench:live's stack: the deployable bundle, emulators,
+// an ML sink). Reports the longest lock wait any other backend saw while the upgrade ran, and the
+// live path's acknowledgement delays (frame sent → progress event covering it) with the upgrade
+// against a baseline load of the same size without it, in the same run.
+// BENCH_FROM (a release of schema/releases, default round-2: the last whose diff rewrites tables
+// and backfills; round-3's diff is today's additions only), BENCH_SECONDS (each load, default 90).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { sleep } from '@mi/lib/async';
+import { applySchema } from '../schema/apply';
+import { brokenInvariants, rowCounts } from '../schema/invariants';
+import { RELEASES, releaseSqlPath } from '../schema/releases/seed';
+import { createTestDatabase, startTestEngine } from '../test/support/database';
+import { makeRecordings, measure, serverNode, startLiveStack, type LoadResult } from './live';
+import { ms, percentile, table, writeSection, type Row } from './report';
+
+const SEGMENTS = Number(process.env.BENCH_SEGMENTS ?? 1_000_000);
+const RECORDINGS = Number(process.env.BENCH_RECORDINGS ?? 200);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 90);
+const FROM = RELEASES.find((r) => r.name === (process.env.BENCH_FROM ?? 'round-2'));
+if (!FROM) throw new Error(`BENCH_FROM must be one of ${RELEASES.map((r) => r.name).join(', ')}`);
+const SEGMENTS_PER_MEETING = 1000;
+const APPLIER = 'bench-db-apply';
+
+/** The released schema with SEGMENTS segments: 100 users, 1,000 per meeting, 1 in 10 attributed, 1 in 100 with an embedding. */
+async function seedLarge(db: pg.Client): Promise<void> {
+  const meetings = Math.max(1, Math.ceil(SEGMENTS / SEGMENTS_PER_MEETING));
+  await db.query(`INSERT INTO app_user (username, email) SELECT 'u' || i, 'u' || i || '@example.test'
+      FROM generate_series(1, 100) i`);
+  await db.query(`INSERT INTO person (user_id, display_name) SELECT id, 'Person of ' || username FROM app_user`);
+  await db.query(
+    `INSERT INTO meeting (user_id, title, source_type, start_time)
+     SELECT (SELECT id FROM app_user ORDER BY id OFFSET g % 100 LIMIT 1), 'Quarterly budget ' || g, 'upload', now() - g * interval '1 hour'
+     FROM generate_series(1, $1) g`,
+    [meetings],
+  );
+  await db.query(`INSERT INTO transcription (meeting_id, status) SELECT id, 'completed' FROM meeting`);
+  // In chunks of 100 meetings: one statement per chunk keeps each transaction's memory bounded.
+  const { rows } = await db.query<{ id: string; person: string }>(
+    `SELECT t.id, (SELECT p.id FROM person p WHERE p.user_id = m.user_id LIMIT 1) AS person
+     FROM transcription t JOIN meeting m ON m.id = t.meeting_id ORDER BY t.id`,
+  );
+  for (let i = 0; i < rows.length; i += 100) {
+    const chunk = rows.slice(i, i + 100);
+    await db.query(
+      `INSERT INTO transcript_segment (transcription_id, person_id, speaker_label, text, start_ms, end_ms, feature_vector)
+       SELECT c.id, CASE WHEN g % 10 = 0 THEN c.person END, 'S' || (g % 3),
+              'line ' || g || ' on the budget, the hiring plan and the quarter ahead', g * 1000, g * 1000 + 900,
+              CASE WHEN g % 100 = 0 THEN (SELECT array_agg(random() - 0.5 + d * 0 + g * 0)::real[] FROM generate_series(1, 192) d)::vector END
+       FROM unnest($1::uuid[], $2::uuid[]) AS c(id, person), generate_series(0, $3 - 1) g`,
+      [chunk.map((r) => r.id), chunk.map((r) => r.person), Math.min(SEGMENTS_PER_MEETING, SEGMENTS)],
+    );
+  }
+  await db.query('ANALYZE');
+}
+
+/** Samples the longest lock wait of any client backend but the applier's (not autovacuum), every 100 ms. */
+function lockWatch(url: string) {
+  const client = new pg.Client({ connectionString: url });
+  let longest = { ms: 0, query: '' };
+  let running = true;
+  const done = (async () => {
+    await client.connect();
+    while (running) {
+      const { rows } = await client.query<{ ms: number; query: string }>(
+        `SELECT extract(epoch FROM clock_timestamp() - query_start) * 1000 AS ms, left(query, 80) AS query
+         FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND backend_type = 'client backend'
+           AND application_name <> $1 AND pid <> pg_backend_pid()`,
+        [APPLIER],
+      );
+      for (const r of rows) if (Number(r.ms) > longest.ms) longest = { ms: Number(r.ms), query: r.query };
+      await sleep(100);
+    }
+    await client.end();
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await done;
+      return longest;
+    },
+  };
+}
+
+const stops: (() => Promise<unknown>)[] = [];
+const dir = mkdtempSync(path.join(tmpdir(), 'mi-bench-upgrade-'));
+try {
+  const engine = await startTestEngine();
+  stops.push(engine.stop);
+  const database = await createTestDatabase(engine.engine, { schema: false });
+  const admin = new pg.Client({ connectionString: database.url });
+  await admin.connect();
+  stops.push(() => admin.end());
+  await admin.query(readFileSync(releaseSqlPath(FROM), 'utf8'));
+  const cpu0 = process.cpuUsage();
+  let t = performance.now();
+  await seedLarge(admin);
+  console.log(`seeded ${SEGMENTS} segments of ${FROM.name} in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+  const before = await rowCounts(admin);
+
+  const { env, db, named } = await startLiveStack(database.url, engine.engine, stops);
+  const node = serverNode();
+  const load = async () => measure(RECORDINGS, 'live', await makeRecordings(db, RECORDINGS), SECONDS, env, dir, { pinned: false, named, node });
+  // A first, unreported round warms up the emulators, the JIT and the caches (as bench:live's).
+  await measure(10, 'live', await makeRecordings(db, 10), 5, env, dir, { pinned: false, named, node });
+  // Baseline: the same load, no upgrade.
+  const baseline = await load();
+
+  // The same load again; the upgrade starts once the recordings' first segments are stored.
+  const manifests = async () => Number((await admin.query('SELECT count(*) AS n FROM segment_manifest')).rows[0].n);
+  const stored = await manifests();
+  const during = load();
+  while ((await manifests()) < stored + RECORDINGS) await sleep(200);
+  const watch = lockWatch(database.url);
+  const lines: string[] = [];
+  t = performance.now();
+  const applyCpu = process.cpuUsage();
+  const url = new URL(database.url);
+  url.searchParams.set('application_name', APPLIER);
+  const result = await applySchema(url.toString(), { log: (l) => lines.push(`${((performance.now() - t) / 1000).toFixed(1)} s ${l.replace(/\s+/g, ' ').slice(0, 150)}`) });
+  const applyMs = performance.now() - t;
+  const applyCpuMs = (process.cpuUsage(applyCpu).user + process.cpuUsage(applyCpu).system) / 1000;
+  const longest = await watch.stop();
+  const withUpgrade = await during;
+
+  const after = await rowCounts(admin);
+  const lost = Object.entries(before).filter(([k, n]) => k !== 'segment_manifest' && after[k] < n);
+  const broken = await brokenInvariants(admin);
+  const row = (name: string, r: LoadResult): Row => ({
+    load: name,
+    'frames sent': r.sent,
+    'acked/sent': (r.acked / r.sent).toFixed(4),
+    'ack p50': ms(percentile(r.ackMs, 50)),
+    'ack p99': ms(percentile(r.ackMs, 99)),
+    'ack max': ms(Math.max(...r.ackMs)),
+    problems: Object.keys(r.problems).length ? JSON.stringify(r.problems) : 'none',
+  });
+  const body = [
+    `db:apply from ${FROM.name} (schema/releases) to today's schema.sql on ${SEGMENTS.toLocaleString('en')} transcript segments ` +
+      `(${Math.ceil(SEGMENTS / SEGMENTS_PER_MEETING)} meetings, 1 in 10 attributed, 1 in 100 with an embedding) while ` +
+      `${RECORDINGS} recordings stream for ${SECONDS} s to the live service (bench:live's stack, not pinned); ` +
+      `the baseline is the same load without the upgrade, in the same run. ${engine.engine.label}.`,
+    '',
+    table([row('baseline (no upgrade)', baseline.result), row('during db:apply', withUpgrade.result)]),
+    '',
+    `Ack max during / baseline: ${(Math.max(...withUpgrade.result.ackMs) / Math.max(...baseline.result.ackMs)).toFixed(2)}; ` +
+      `ack p99 during / baseline: ${(percentile(withUpgrade.result.ackMs, 99) / percentile(baseline.result.ackMs, 99)).toFixed(2)}.`,
+    `Longest lock wait another backend saw during the upgrade: ${ms(longest.ms)}${longest.query ? ` (\`${longest.query.replace(/\s+/g, ' ')}\`)` : ''}.`,
+    `The upgrade: ${(applyMs / 1000).toFixed(1)} s wall, ${result.statements.length} statement(s), data steps ${JSON.stringify(result.dataSteps)}; ` +
+      `the bench process's CPU while it ran ${(applyCpuMs / 1000).toFixed(1)} s (the server's own is not separable here).`,
+    `Rows lost: ${lost.length ? JSON.stringify(lost) : 'none'}; invariants broken: ${Object.keys(broken).length ? JSON.stringify(Object.keys(broken)) : 'none'}.`,
+    '',
+    'Timeline of the apply:',
+    '',
+    '```',
+    ...lines,
+    '```',
+  ].join('\n');
+  console.log(`\n${body}\n\nbench process CPU total ${((process.cpuUsage(cpu0).user + process.cpuUsage(cpu0).system) / 1e6).toFixed(0)} s`);
+  writeSection('Upgrade', body, path.join(import.meta.dirname, '..', 'BENCHMARKS.md'));
+} finally {
+  for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,113 @@
+// db:apply while the service writes, on native PostgreSQL with real lock conflicts: the plan's
+// transaction gives way instead of queueing writers behind it, index builds on large tables do not
+// block writers, and an index a cut-short build left invalid is rebuilt.
+import pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { fileDatabase } from '../test/harness';
+import type { TestDatabase } from '../test/support/database';
+import { applySchema } from './apply';
+import { brokenInvariants } from './invariants';
+
+let database: TestDatabase;
+const clients: pg.Client[] = [];
+async function connect(): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: database.url });
+  await c.connect();
+  clients.push(c);
+  return c;
+}
+let db: pg.Client;
+let user: string;
+beforeEach(async () => {
+  database = await fileDatabase();
+  db = await connect();
+  user = (await db.query(`INSERT INTO app_user (username, email)
+      VALUES ('a', 'a@example.test') RETURNING id`)).rows[0].id;
+});
+afterEach(async () => {
+  await Promise.allSettled(clients.splice(0).map((c) => c.end()));
+  await database.close();
+});
+
+async function until(what: string, condition: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 1200; i++) {
+    if (await condition()) return;
+    await sleep(50);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const waitingQuery = async (pattern: string) =>
+  (await db.query(`SELECT 1 FROM pg_stat_activity
+      WHERE query ILIKE $1 AND state = 'active' AND pid <> pg_backend_pid()`, [pattern]))
+    .rowCount! > 0;
+
+describe('db:apply online', { timeout: 120_000 }, () => {
+  it('should give way to a long reader instead of queueing the writers behind its lock, then apply', async () => {
+    await db.query('ALTER TABLE note DROP COLUMN tags'); // the plan re-adds it: ACCESS EXCLUSIVE on note
+    const reader = await connect();
+    await reader.query('BEGIN');
+    await reader.query('SELECT count(*) FROM note'); // holds ACCESS SHARE until it ends
+
+    const lines: string[] = [];
+    let done = false;
+    const applying = applySchema(database.url, { lockTimeoutMs: 300, lockRetries: 1000, log: (l) => lines.push(l) }).finally(() => {
+      done = true;
+    });
+    await until('the transaction to give way', () => lines.some((l) => l.includes('waited too long for a lock')));
+    // A writer of note is not stuck behind the waiting ALTER TABLE while the reader goes on.
+    const writer = await connect();
+    await writer.query(`INSERT INTO note (user_id, content) VALUES ($1, 'written during the upgrade')`, [user]);
+    expect(done).toBe(false);
+
+    await reader.query('COMMIT');
+    const result = await applying;
+    expect(result.statements).toEqual([expect.stringMatching(/add column "tags" jsonb/)]);
+    const { rows } = await db.query(`SELECT content, tags FROM note`);
+    expect(rows).toEqual([{ content: 'written during the upgrade', tags: null }]);
+  });
+
+  it('should build an index on a large table CONCURRENTLY, outside the transaction, without blocking writers', async () => {
+    await db.query('DROP INDEX task_meeting_id_idx');
+    await db.query(`INSERT INTO task (user_id, content) SELECT $1, 'task ' || i FROM generate_series(1, 5) i`, [user]);
+    // An open writer: a plain CREATE INDEX waits for it, and every later writer waits behind that.
+    const open = await connect();
+    await open.query('BEGIN');
+    await open.query(`INSERT INTO task (user_id, content) VALUES ($1, 'open')`, [user]);
+
+    const applying = applySchema(database.url, { onlineRows: 5, lockTimeoutMs: 60_000 });
+    await until('the index build to wait for the open writer', () => waitingQuery('%create index%task_meeting_id_idx%'));
+    const writer = await connect();
+    await writer.query(`INSERT INTO task (user_id, content) VALUES ($1, 'during the build')`, [user]);
+
+    await open.query('COMMIT');
+    const result = await applying;
+    expect(result.statements).toEqual([expect.stringMatching(/^CREATE INDEX CONCURRENTLY task_meeting_id_idx ON public\.task/)]);
+    expect(await brokenInvariants(db)).toEqual({});
+    expect((await db.query(`SELECT count(*)::int AS n FROM task`)).rows[0].n).toBe(7);
+  });
+
+  it('should keep an index build in the transaction on a small table', async () => {
+    await db.query('DROP INDEX task_meeting_id_idx');
+    const result = await applySchema(database.url, { onlineRows: 5 });
+    expect(result.statements).toEqual([expect.stringMatching(/^CREATE INDEX task_meeting_id_idx ON public\.task/)]);
+  });
+
+  it('should rebuild an index that a cut-short CONCURRENTLY build left invalid', async () => {
+    await db.query('DROP INDEX app_user_email_key');
+    await db.query(`INSERT INTO app_user (username, email) VALUES ('b', 'A@example.test')`);
+    // Fails on the duplicate and leaves an invalid index with today's definition behind.
+    await expect(db.query('CREATE UNIQUE INDEX CONCURRENTLY app_user_email_key ON app_user (lower(email))')).rejects.toMatchObject({ code: '23505' });
+    await db.query(`UPDATE app_user SET email = 'b@example.test' WHERE username = 'b'`);
+    expect(Object.keys(await brokenInvariants(db))).toEqual(['indexes valid']);
+
+    const lines: string[] = [];
+    const result = await applySchema(database.url, { log: (l) => lines.push(l) });
+    expect(lines).toContain('-- dropping invalid index app_user_email_key (a build cut short); the plan rebuilds it');
+    expect(result.statements).toEqual([expect.stringMatching(/CREATE UNIQUE INDEX app_user_email_key/)]);
+    expect(await brokenInvariants(db)).toEqual({});
+    await expect(db.query(`INSERT INTO app_user (username, email)
+        VALUES ('c', 'B@EXAMPLE.TEST')`)).rejects.toMatchObject({ code: '23505' });
+  });
+});

@@ -1,0 +1,378 @@
+-- The single declarative target state of the core service's database.
+-- `npm run db:apply` diffs a live database against this file and applies the difference;
+-- never write migrations by hand. Field names, types and delete rules follow the spec's
+-- "Resources and their fields"; internal tables the design needs are at the end.
+-- decimal fields are numeric (exact, as the spec says); the pg type parser turns them
+-- into JSON numbers at the repository edge.
+
+CREATE EXTENSION IF NOT EXISTS vector;
+
+CREATE TYPE task_source AS ENUM ('user', 'system');
+CREATE TYPE meeting_source_type AS ENUM ('recording', 'upload', 'text', 'anecdotal');
+
+-- The spec's "user" resource. "user" is a reserved word in Postgres, so the table is
+-- app_user; the API still calls the resource user.
+CREATE TABLE app_user (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  username text NOT NULL,
+  email text NOT NULL,
+  identity_id text,
+  person_id uuid,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT app_user_email_key UNIQUE (email),
+  CONSTRAINT app_user_identity_id_key UNIQUE (identity_id)
+);
+
+CREATE TABLE person (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+  display_name text NOT NULL,
+  full_name text,
+  title text,
+  role text,
+  email text,
+  company text,
+  tags jsonb,
+  voice_model_status text NOT NULL DEFAULT 'untrained'
+    CONSTRAINT person_voice_model_status_check CHECK (voice_model_status IN ('untrained', 'training', 'ready')),
+  voice_confidence numeric,
+  voice_vector vector(192),
+  -- Internal: how many segment embeddings built voice_vector, to weigh it in on refinement.
+  voice_sample_count integer NOT NULL DEFAULT 0,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT person_user_id_display_name_key UNIQUE (user_id, display_name)
+);
+-- The unique (user_id, display_name) index also serves user-scoped listing by name.
+-- m and ef_construction above pgvector's defaults (16, 64): on 100,000 random 192-dimension
+-- vectors, at the highest ef_search (1000), the default graph finds 84% of the true top 10 and
+-- this one 99.7%.
+CREATE INDEX person_voice_vector_idx ON person USING hnsw (voice_vector vector_cosine_ops) WITH (m = 32, ef_construction = 200);
+
+-- Circular with person.user_id, so added once both tables exist.
+ALTER TABLE app_user ADD CONSTRAINT app_user_person_id_fkey
+  FOREIGN KEY (person_id) REFERENCES person (id) ON DELETE SET NULL;
+CREATE INDEX app_user_person_id_idx ON app_user (person_id);
+
+CREATE TABLE person_summary (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  person_id uuid NOT NULL REFERENCES person (id) ON DELETE CASCADE,
+  author_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+  summary text NOT NULL,
+  context jsonb,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX person_summary_person_id_idx ON person_summary (person_id);
+CREATE INDEX person_summary_author_id_idx ON person_summary (author_id);
+
+CREATE TABLE tag (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+  name text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  -- Tag names are unique per user (a duplicate answers 409); also the index of the tenant scope.
+  CONSTRAINT tag_user_id_name_key UNIQUE (user_id, name)
+);
+
+CREATE TABLE meeting (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+  title text NOT NULL,
+  source_type meeting_source_type NOT NULL,
+  start_time timestamptz NOT NULL,
+  end_time timestamptz,
+  summary text,
+  key_points jsonb,
+  headline text,
+  deleted_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+-- Listing: newest first with a (start_time, id) keyset cursor, live rows only.
+CREATE INDEX meeting_user_id_start_time_idx ON meeting (user_id, start_time DESC, id) WHERE deleted_at IS NULL;
+-- The partial index above skips soft-deleted rows; the user cascade needs every row.
+CREATE INDEX meeting_user_id_idx ON meeting (user_id);
+
+CREATE TABLE meeting_audio_file (
+  meeting_id uuid PRIMARY KEY REFERENCES meeting (id) ON DELETE CASCADE,
+  storage_path text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE meeting_attendee (
+  meeting_id uuid NOT NULL REFERENCES meeting (id) ON DELETE CASCADE,
+  person_id uuid NOT NULL REFERENCES person (id) ON DELETE CASCADE,
+  PRIMARY KEY (meeting_id, person_id)
+);
+CREATE INDEX meeting_attendee_person_id_idx ON meeting_attendee (person_id);
+
+CREATE TABLE transcription (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  meeting_id uuid NOT NULL REFERENCES meeting (id) ON DELETE CASCADE,
+  status text NOT NULL
+    CONSTRAINT transcription_status_check CHECK (status IN ('pending', 'transcribing', 'synthesizing', 'completed', 'failed')),
+  status_message text,
+  is_degraded boolean NOT NULL DEFAULT false,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX transcription_meeting_id_idx ON transcription (meeting_id);
+
+-- Append-only audit of transcription status changes.
+CREATE TABLE transcription_status_history (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  transcription_id uuid NOT NULL REFERENCES transcription (id) ON DELETE CASCADE,
+  status text NOT NULL
+    CONSTRAINT transcription_status_history_status_check CHECK (status IN ('pending', 'transcribing', 'synthesizing', 'completed', 'failed')),
+  status_message text,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX transcription_status_history_transcription_id_idx ON transcription_status_history (transcription_id, created_at);
+
+CREATE TABLE transcript_segment (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  transcription_id uuid REFERENCES transcription (id) ON DELETE CASCADE,
+  person_id uuid REFERENCES person (id) ON DELETE SET NULL,
+  speaker_label text,
+  text text NOT NULL,
+  start_ms numeric NOT NULL,
+  end_ms numeric NOT NULL DEFAULT 0,
+  confidence numeric NOT NULL DEFAULT 0,
+  is_final boolean NOT NULL DEFAULT true,
+  is_highlighted boolean NOT NULL DEFAULT false,
+  feature_vector vector(192)
+-- Free space on each page so relabelling a speaker (a person_id change) is a HOT update.
+) WITH (fillfactor = 70);
+CREATE INDEX transcript_segment_transcription_id_start_ms_idx ON transcript_segment (transcription_id, start_ms);
+CREATE INDEX transcript_segment_transcription_id_speaker_label_idx ON transcript_segment (transcription_id, speaker_label);
+-- For the person's ON DELETE SET NULL. A summarizing (BRIN) index does not stop HOT updates of
+-- person_id (PostgreSQL 16+), which a btree would, halving the cost of a relabel; bloom answers
+-- equality per range of 16 pages; autosummarize summarizes new ranges (until then they are scanned).
+CREATE INDEX transcript_segment_person_id_idx ON transcript_segment USING brin (person_id uuid_bloom_ops) WITH (pages_per_range = 16, autosummarize = on);
+
+-- One row per stored audio object of a live recording (inclusive frame range).
+CREATE TABLE segment_manifest (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  meeting_id uuid NOT NULL REFERENCES meeting (id) ON DELETE CASCADE,
+  audio_version integer NOT NULL DEFAULT 1,
+  start_sequence bigint NOT NULL,
+  end_sequence bigint NOT NULL,
+  started_at_ms bigint NOT NULL,
+  duration_ms bigint NOT NULL,
+  object_name text NOT NULL,
+  object_generation bigint,
+  byte_count bigint NOT NULL,
+  crc32c text NOT NULL,
+  sha256 text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT segment_manifest_range_key UNIQUE (meeting_id, audio_version, start_sequence, end_sequence)
+);
+-- The unique key's leading columns (meeting_id, audio_version, start_sequence) serve the
+-- contiguity scan and the meeting cascade.
+
+CREATE TABLE meeting_speaker_label (
+  meeting_id uuid NOT NULL REFERENCES meeting (id) ON DELETE CASCADE,
+  speaker_label text NOT NULL,
+  person_id uuid NOT NULL REFERENCES person (id) ON DELETE CASCADE,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (meeting_id, speaker_label)
+);
+CREATE INDEX meeting_speaker_label_person_id_idx ON meeting_speaker_label (person_id);
+
+-- Append-only diagnostics trail; seq orders rows that share a created_at.
+CREATE TABLE recording_event_history (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  meeting_id uuid NOT NULL REFERENCES meeting (id) ON DELETE CASCADE,
+  event_type text NOT NULL,
+  payload jsonb,
+  created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX recording_event_history_meeting_id_seq_idx ON recording_event_history (meeting_id, seq DESC);
+
+CREATE TABLE topic (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  meeting_id uuid NOT NULL REFERENCES meeting (id) ON DELETE CASCADE,
+  name text NOT NULL,
+  summary text NOT NULL,
+  is_final boolean NOT NULL DEFAULT false,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX topic_meeting_id_idx ON topic (meeting_id);
+
+-- segment_id has no foreign key: batch rebuilds replace segments wholesale.
+CREATE TABLE topic_segment (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  topic_id uuid NOT NULL REFERENCES topic (id) ON DELETE CASCADE,
+  segment_id uuid NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX topic_segment_topic_id_idx ON topic_segment (topic_id);
+
+CREATE TABLE talking_point (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  meeting_id uuid NOT NULL REFERENCES meeting (id) ON DELETE CASCADE,
+  topic_id uuid REFERENCES topic (id) ON DELETE SET NULL,
+  content text NOT NULL,
+  is_final boolean NOT NULL DEFAULT false,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  deleted_at timestamptz
+);
+CREATE INDEX talking_point_meeting_id_idx ON talking_point (meeting_id);
+CREATE INDEX talking_point_topic_id_idx ON talking_point (topic_id);
+
+-- segment_id has no foreign key: batch rebuilds replace segments wholesale.
+CREATE TABLE talking_point_segment (
+  talking_point_id uuid NOT NULL REFERENCES talking_point (id) ON DELETE CASCADE,
+  segment_id uuid NOT NULL,
+  PRIMARY KEY (talking_point_id, segment_id)
+);
+
+CREATE TABLE task (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+  content text NOT NULL,
+  status text NOT NULL DEFAULT 'pending'
+    CONSTRAINT task_status_check CHECK (status IN ('pending', 'completed')),
+  source task_source NOT NULL DEFAULT 'system',
+  due_date date,
+  assigned_to uuid REFERENCES person (id) ON DELETE SET NULL,
+  meeting_id uuid REFERENCES meeting (id) ON DELETE SET NULL,
+  parent_task_id uuid REFERENCES task (id) ON DELETE CASCADE,
+  deleted_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX task_user_id_created_at_idx ON task (user_id, created_at);
+CREATE INDEX task_meeting_id_idx ON task (meeting_id);
+CREATE INDEX task_parent_task_id_idx ON task (parent_task_id);
+CREATE INDEX task_assigned_to_idx ON task (assigned_to);
+
+-- Legacy; kept because the spec still lists it.
+CREATE TABLE sub_task (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  task_id uuid NOT NULL REFERENCES task (id) ON DELETE CASCADE,
+  content text NOT NULL,
+  status text NOT NULL DEFAULT 'pending'
+    CONSTRAINT sub_task_status_check CHECK (status IN ('pending', 'completed')),
+  assigned_to uuid REFERENCES person (id) ON DELETE SET NULL,
+  due_date date,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX sub_task_task_id_idx ON sub_task (task_id);
+CREATE INDEX sub_task_assigned_to_idx ON sub_task (assigned_to);
+
+-- subject_id is polymorphic (a person or a meeting), so it has no foreign key.
+CREATE TABLE note (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+  content text NOT NULL,
+  subject_type text
+    CONSTRAINT note_subject_type_check CHECK (subject_type IN ('PERSON', 'MEETING')),
+  subject_id uuid,
+  tags jsonb,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX note_user_id_idx ON note (user_id);
+CREATE INDEX note_subject_type_subject_id_idx ON note (subject_type, subject_id);
+
+-- context_id is polymorphic (a person or a meeting), so it has no foreign key.
+CREATE TABLE ai_thread (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+  context_type text
+    CONSTRAINT ai_thread_context_type_check CHECK (context_type IN ('PERSON', 'MEETING')),
+  context_id uuid,
+  deleted_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX ai_thread_user_id_idx ON ai_thread (user_id);
+
+CREATE TABLE chat_message (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  thread_id uuid NOT NULL REFERENCES ai_thread (id) ON DELETE CASCADE,
+  role text NOT NULL
+    CONSTRAINT chat_message_role_check CHECK (role IN ('user', 'assistant', 'system', 'tool')),
+  content text NOT NULL,
+  tool_calls jsonb,
+  deleted_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX chat_message_thread_id_created_at_idx ON chat_message (thread_id, created_at);
+
+-- ---------------------------------------------------------------------------------------
+-- Internal tables (not resources of the spec).
+
+-- Idempotency-Key records, written in the same transaction as the effect. principal is
+-- the user id, or 'service' for service credentials. Rows expire after 24 h.
+CREATE TABLE idempotency_record (
+  principal text NOT NULL,
+  key uuid NOT NULL,
+  method text NOT NULL,
+  path text NOT NULL,
+  request_hash text NOT NULL,
+  state text NOT NULL
+    CONSTRAINT idempotency_record_state_check CHECK (state IN ('in_flight', 'done')),
+  response_status integer,
+  response_body jsonb,
+  response_headers jsonb,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (principal, key)
+);
+CREATE INDEX idempotency_record_expires_at_idx ON idempotency_record (expires_at);
+
+-- Per-user event counter: the seq every WebSocket event of that user carries.
+CREATE TABLE event_sequence (
+  user_id uuid PRIMARY KEY REFERENCES app_user (id) ON DELETE CASCADE,
+  last_seq bigint NOT NULL DEFAULT 0
+);
+
+-- Transactional outbox: events written with their change, published to Pub/Sub after
+-- commit (the sweep republishes leftovers) and replayed to reconnecting clients.
+CREATE TABLE event_outbox (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+  seq bigint NOT NULL,
+  event_type text NOT NULL,
+  payload jsonb NOT NULL,
+  origin_client_id uuid,
+  trace_context jsonb,
+  created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  published_at timestamptz,
+  CONSTRAINT event_outbox_user_id_seq_key UNIQUE (user_id, seq)
+);
+CREATE INDEX event_outbox_unpublished_idx ON event_outbox (created_at) WHERE published_at IS NULL;
+-- Retention: events older than the replay window are deleted by age.
+CREATE INDEX event_outbox_created_at_idx ON event_outbox (created_at);
+
+-- Live recording state, one row per take (meeting, audio_version).
+CREATE TABLE recording (
+  meeting_id uuid NOT NULL REFERENCES meeting (id) ON DELETE CASCADE,
+  audio_version integer NOT NULL,
+  transcription_id uuid REFERENCES transcription (id) ON DELETE SET NULL,
+  state text NOT NULL
+    CONSTRAINT recording_state_check CHECK (state IN ('recording', 'stopping', 'stopped', 'finalizing', 'finalized')),
+  encoding text NOT NULL
+    CONSTRAINT recording_encoding_check CHECK (encoding IN ('pcm_s16le', 'webm_opus')),
+  sample_rate integer NOT NULL DEFAULT 16000,
+  max_duration_seconds integer NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT now(),
+  stopped_at timestamptz,
+  stop_reason text
+    CONSTRAINT recording_stop_reason_check CHECK (stop_reason IN ('user', 'max_duration', 'connection_closed')),
+  gap_upload_deadline timestamptz,
+  finalized_at timestamptz,
+  owner_instance text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (meeting_id, audio_version)
+);
+CREATE INDEX recording_state_gap_upload_deadline_idx ON recording (state, gap_upload_deadline);
+CREATE INDEX recording_transcription_id_idx ON recording (transcription_id);

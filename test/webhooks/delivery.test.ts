@@ -1,0 +1,211 @@
+// Webhook delivery end to end on the production engine: events written through the REST API,
+// the dispatcher (lib/webhooks/dispatcher.ts) running against the same database, and real
+// receivers that verify every signature with the standardwebhooks package. The retry schedule
+// is shortened through its configuration; nothing here waits real minutes.
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { appendEvent } from '@mi/lib/events/outbox';
+import { pruneExpired } from '@mi/lib/repositories/retention';
+import { progressEvent, talkingPointEvent } from '@mi/lib/events/catalogue';
+import { claimDue, startDispatcher, type Dispatcher, type DispatcherOptions } from '@mi/lib/webhooks/dispatcher';
+import { startApi, type ApiHarness } from '../harness';
+import { Receiver } from './receiver';
+
+let api: ApiHarness;
+const dispatchers: Dispatcher[] = [];
+const receivers: Receiver[] = [];
+
+const waitFor = async <T>(what: string, fn: () => Promise<T> | T, ok: (v: T) => boolean = Boolean): Promise<T> => {
+  for (let i = 0; i < 1500; i++) {
+    const v = await fn();
+    if (ok(v)) return v;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+};
+
+function dispatch(over: Partial<DispatcherOptions> = {}): Dispatcher {
+  const d = startDispatcher({ db: api.rt.db, log: api.rt.log, env: 'test', pollMs: 50, retrySchedule: [0.1, 0.2, 0.3], disableAfterSeconds: 3600, timeoutMs: 2000, ...over });
+  dispatchers.push(d);
+  return d;
+}
+
+/** A user with a webhook to a new receiver; returns the token, user id, webhook and receiver. */
+async function subscriber(eventTypes: string[] = ['*']) {
+  const token = await api.token(`u-${randomUUID().slice(0, 8)}`);
+  const userId = await api.userId(token);
+  let secret = '';
+  const receiver = await new Receiver(() => secret).start();
+  receivers.push(receiver);
+  const created = await api.post(token, '/webhooks', { url: receiver.url, event_types: eventTypes });
+  expect(created.status).toBe(201);
+  secret = created.body.secret;
+  return { token, userId, webhookId: created.body.id as string, receiver };
+}
+
+const tag = (token: string) => api.post(token, '/tags', { name: `t-${randomUUID()}` });
+const outbox = async (userId: string) =>
+  (await api.rt.db.query('test.outbox', 'SELECT id, seq, payload, created_at FROM event_outbox WHERE user_id = $1 ORDER BY seq', [userId])).rows;
+const attempts = async (token: string, id: string) => (await api.request('GET', `/webhooks/${id}/deliveries?limit=200`, { token })).body.items as any[];
+
+beforeAll(async () => {
+  api = await startApi();
+});
+afterEach(async () => {
+  await Promise.all(dispatchers.splice(0).map((d) => d.stop()));
+  await Promise.all(receivers.splice(0).map((r) => r.stop()));
+});
+afterAll(() => api?.close());
+
+describe('webhook delivery', () => {
+  it('should POST the WebSocket JSON of each event, signed per Standard Webhooks, webhook-id = event_id', async () => {
+    const s = await subscriber();
+    dispatch();
+    await tag(s.token);
+    await tag(s.token);
+    await waitFor('two deliveries', () => s.receiver.ids().length >= 2);
+    const events = await outbox(s.userId);
+    expect(s.receiver.received.map((r) => r.verified)).toEqual([true, true]);
+    expect(s.receiver.received.map((r) => r.body)).toEqual(
+      events.map((e) => ({ ...e.payload, event_id: e.id, seq: Number(e.seq), occurred_at: e.created_at })),
+    );
+    expect(s.receiver.ids()).toEqual(events.map((e) => e.id));
+    const log = await attempts(s.token, s.webhookId);
+    expect(log.map((a) => [a.event_id, a.attempt, a.status_code, a.error])).toEqual(events.map((e) => [e.id, 1, 200, null]).reverse());
+  });
+
+  it('should send only the subscribed types and never AudioStoredProgressEvent', async () => {
+    const only = await subscriber(['TalkingPointEvent']);
+    const meetingId = await api.meeting(only.token);
+    dispatch();
+    await api.rt.db.withTransaction(async (tx) => {
+      await appendEvent(tx, only.userId, progressEvent({ meeting_id: meetingId, audio_version: 1, highest_contiguous_sequence: 1, frames_stored: 1, bytes_stored: 1 }));
+      await appendEvent(tx, only.userId, talkingPointEvent(meetingId, { id: randomUUID(), text: 'x' }));
+    });
+    await tag(only.token);
+    await api.request('POST', `/webhooks/${only.webhookId}/test`, { token: only.token });
+    // The test event is queued after the others were written: when it has arrived, everything before it was fanned out.
+    await waitFor('the test event', () => only.receiver.received.some((r) => r.body.type === 'WebhookTest'));
+    await waitFor('the talking point', () => only.receiver.received.some((r) => r.body.type === 'TalkingPointEvent'));
+    const types = only.receiver.received.map((r) => r.body.type).sort();
+    expect(types).toEqual(['TalkingPointEvent', 'WebhookTest']);
+  });
+
+  it('should retry a failing receiver on the schedule with the same webhook-id, then succeed', async () => {
+    const s = await subscriber();
+    s.receiver.mode = { status: 500 };
+    dispatch();
+    await tag(s.token);
+    await waitFor('two failed attempts', () => s.receiver.received.length >= 2);
+    s.receiver.mode = { status: 204 };
+    await waitFor('success', () => s.receiver.ids().length === 1);
+    const log = (await waitFor('the success logged', () => attempts(s.token, s.webhookId), (a) => a[0]?.status_code === 204)).reverse();
+    expect(new Set(s.receiver.received.map((r) => r.id)).size).toBe(1);
+    expect(log.map((a) => a.attempt)).toEqual(log.map((_, i) => i + 1));
+    expect(log.at(-1).status_code).toBe(204);
+    expect(log[0].status_code).toBe(500);
+    // Each retry waited at least its delay of the schedule (0.1 s, 0.2 s, ...).
+    const at = log.map((a) => Date.parse(a.attempted_at));
+    for (let i = 1; i < at.length; i++) expect(at[i] - at[i - 1]).toBeGreaterThanOrEqual([100, 200, 300][i - 1] - 5);
+    expect((await api.request('GET', `/webhooks/${s.webhookId}`, { token: s.token })).body.enabled).toBe(true);
+  });
+
+  it('should give a delivery up after the last retry and disable an endpoint failing for the whole period', async () => {
+    const s = await subscriber();
+    s.receiver.mode = { status: 410 };
+    dispatch({ retrySchedule: [0.05, 0.05], disableAfterSeconds: 0.6 });
+    await tag(s.token);
+    await waitFor('three attempts', async () => (await attempts(s.token, s.webhookId)).length === 3);
+    const { rows } = await api.rt.db.query('test.pending', 'SELECT count(*)::int AS n FROM webhook_delivery WHERE webhook_id = $1', [s.webhookId]);
+    expect(rows[0].n).toBe(0);
+    // Events keep failing; past 0.6 s of failures the endpoint is disabled.
+    await waitFor(
+      'disabled',
+      async () => {
+        await tag(s.token);
+        return (await api.request('GET', `/webhooks/${s.webhookId}`, { token: s.token })).body.enabled === false;
+      },
+      (v) => v,
+    );
+    // Enabled again, it resumes: what was pending or written meanwhile arrives.
+    s.receiver.mode = { status: 200 };
+    await api.request('PATCH', `/webhooks/${s.webhookId}`, { token: s.token, body: { enabled: true } });
+    const later = (await tag(s.token)).body.id;
+    await waitFor('delivery after enabling', () => s.receiver.received.some((r) => r.status === 200 && r.body.id === later));
+  });
+
+  it('should send POST /webhooks/{id}/test at once, verified', async () => {
+    const s = await subscriber();
+    dispatch();
+    const queued = await api.request('POST', `/webhooks/${s.webhookId}/test`, { token: s.token });
+    await waitFor('the test event', () => s.receiver.ids().includes(queued.body.event_id));
+    expect(s.receiver.received[0]).toMatchObject({ verified: true, body: { type: 'WebhookTest', webhook_id: s.webhookId } });
+  });
+
+  it("should not let a receiver that never answers stall other users' deliveries; it times out", async () => {
+    const slow = await subscriber();
+    const fast = await subscriber();
+    slow.receiver.mode = 'hang';
+    dispatch({ timeoutMs: 1500 });
+    await tag(slow.token);
+    await waitFor('the slow attempt to start', async () => (await api.rt.db.query('test.lease', 'SELECT lease_until FROM webhook WHERE id = $1', [slow.webhookId])).rows[0].lease_until);
+    await tag(fast.token);
+    await waitFor('the fast delivery', () => fast.receiver.ids().length === 1);
+    expect(await attempts(slow.token, slow.webhookId)).toEqual([]); // still in flight
+    const [timedOut] = await waitFor('the timeout', () => attempts(slow.token, slow.webhookId), (a) => a.length > 0);
+    expect(timedOut).toMatchObject({ attempt: 1, status_code: null, error: 'no answer within 1.5 s' });
+  });
+
+  it('should retry a delivery whose dispatcher died in flight once its lease lapses', async () => {
+    const s = await subscriber();
+    await tag(s.token);
+    // A dispatcher fans out and claims, then dies before attempting (no outcome is written).
+    const dead = dispatch({ concurrency: 0 });
+    await waitFor('queued', async () => (await api.rt.db.query('test.q', 'SELECT 1 FROM webhook_delivery WHERE webhook_id = $1', [s.webhookId])).rowCount);
+    await dead.stop();
+    expect((await claimDue(api.rt.db, 100, 0.3)).map((c) => c.webhook_id)).toContain(s.webhookId);
+    dispatch();
+    await waitFor('the retried delivery', () => s.receiver.ids().length === 1);
+    const log = await waitFor('its attempt logged', () => attempts(s.token, s.webhookId), (a) => a.length > 0);
+    expect(log.map((a) => [a.attempt, a.status_code])).toEqual([[1, 200]]);
+  });
+
+  it('should keep one attempt in flight per endpoint across dispatchers, each event delivered once and in seq order', async () => {
+    const s = await subscriber();
+    s.receiver.delayMs = 15;
+    for (let i = 0; i < 12; i++) await tag(s.token);
+    dispatch();
+    dispatch();
+    dispatch();
+    await waitFor('all 12', () => s.receiver.ids().length >= 12);
+    const events = await outbox(s.userId);
+    expect(s.receiver.ids()).toEqual(events.map((e) => e.id));
+    expect(s.receiver.maxInFlight).toBe(1);
+  });
+
+  it('should keep the delivery log 7 days (the sweep prunes older attempts)', async () => {
+    const s = await subscriber();
+    await api.rt.db.query(
+      'test.old_attempts',
+      `INSERT INTO webhook_attempt (webhook_id, event_id, attempt, status_code, duration_ms, attempted_at)
+       VALUES ($1, gen_random_uuid(), 1, 200, 5, now() - interval '8 days'), ($1, gen_random_uuid(), 1, 200, 6, now() - interval '6 days')`,
+      [s.webhookId],
+    );
+    expect((await pruneExpired(api.rt.db, 48)).webhookAttempts).toBeGreaterThanOrEqual(1);
+    expect((await attempts(s.token, s.webhookId)).map((a) => a.duration_ms)).toEqual([6]);
+  });
+
+  it('should deliver every event after the receiver was down for a while, each webhook-id at least once', async () => {
+    const s = await subscriber();
+    dispatch({ retrySchedule: [0.1, 0.2, 0.4, 0.8, 1, 1, 1] });
+    await s.receiver.stop();
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) ids.push((await tag(s.token)).body.id);
+    await waitFor('failed attempts while down', async () => (await attempts(s.token, s.webhookId)).filter((a) => a.error).length >= 3);
+    await s.receiver.start();
+    await waitFor('every event', () => new Set(s.receiver.ids()).size >= 10);
+    const events = await outbox(s.userId);
+    expect(new Set(s.receiver.ids())).toEqual(new Set(events.map((e) => e.id)));
+    expect(s.receiver.received.every((r) => r.verified)).toBe(true);
+  });
+});

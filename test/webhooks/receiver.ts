@@ -1,0 +1,76 @@
+// A real webhook receiver for tests: an HTTP server that verifies every request's signature with
+// the Standard Webhooks specification's own library and records what it got. It can answer with a
+// status, hang (never answer), or be down (not listening) for a while, on the same port.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+
+export interface Received {
+  id: string;
+  body: any;
+  verified: boolean;
+  status: number;
+}
+
+export type Mode = { status: number } | 'hang';
+
+export class Receiver {
+  readonly received: Received[] = [];
+  /** Requests being answered now, and the most there ever were at once. */
+  inFlight = 0;
+  maxInFlight = 0;
+  mode: Mode = { status: 200 };
+  /** Milliseconds before answering. */
+  delayMs = 0;
+  private server: Server | null = null;
+  private port = 0;
+
+  /** `secret` gives the signing secret of the webhook that posts to a path. */
+  constructor(private readonly secret: (path: string) => string) {}
+
+  get url() {
+    return `http://127.0.0.1:${this.port}/hook`;
+  }
+
+  /** The webhook-ids answered with a 2xx, in arrival order. */
+  ids() {
+    return this.received.filter((r) => r.status < 300).map((r) => r.id);
+  }
+
+  async start(): Promise<this> {
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', async () => {
+        this.inFlight++;
+        this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+        const text = Buffer.concat(chunks).toString('utf8');
+        let verified = true;
+        try {
+          new Webhook(this.secret(req.url ?? '/')).verify(text, req.headers as Record<string, string>);
+        } catch {
+          verified = false;
+        }
+        if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
+        this.inFlight--;
+        const mode = this.mode;
+        if (mode === 'hang') return; // never answered; stop() closes the connection
+        this.received.push({ id: String(req.headers['webhook-id']), body: JSON.parse(text), verified, status: mode.status });
+        res.writeHead(mode.status).end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve));
+    this.port = (server.address() as AddressInfo).port;
+    this.server = server;
+    return this;
+  }
+
+  /** Stops listening (connections are refused) until start() again. */
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
+}
