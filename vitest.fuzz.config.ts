@@ -5,6 +5,7 @@ import { defineConfig } from 'vitest/config';
 import base from './vitest.config';
 
 export default defineConfig({
+  resolve: base.resolve,
   test: {
     ...base.test,
     include: ['test/fuzz/**/*.fuzz.test.ts'],

@@ -5,10 +5,14 @@
 // exact answer and latency p50/p99 for each hnsw.ef_search, the serial exact scan (the
 // baseline), and the service's own plan (lib/repositories/voice.ts) at its configured settings. The
 // baseline and the service alternate query by query, so their ratio shares the machine's noise.
+// Then GET /meetings/{id}/speaker-labels' suggestions (lib/repositories/speaker-label-list.ts): a meeting
+// of 8 unassigned labels, each a few utterances of a known speaker, against the same work done by
+// exact scans. BENCH_DATA_SETS=clustered runs one data set (the uniform index takes ~25 min).
 import { randomUUID } from 'node:crypto';
 import pgvector from 'pgvector';
 import { loadConfig } from '@mi/lib/config';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
+import { MAX_SUGGESTIONS, listSpeakerLabels } from '@mi/lib/repositories/speaker-label-list';
 import { EXACT_SETTINGS_SQL, VOICE_MATCH_SQL, WALK_SETTINGS_SQL, findVoiceMatches, voiceSearchSettings } from '@mi/lib/repositories/voice';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { ms, percentile, table, writeSection, type Row } from './report';
@@ -16,13 +20,23 @@ import { serverCpuClock, timedWith, type Sample } from './server-cpu';
 
 const PEOPLE = Number(process.env.BENCH_PEOPLE ?? 100_000);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
+/** Meetings listed per data set, and the labels (and utterances per label) of each. */
+const MEETINGS = Number(process.env.BENCH_MEETINGS ?? 100);
+const LABELS = 8;
+const UTTERANCES = 4;
 const EF_SEARCH = [40, 100, 200, 400, 1000];
 const DIM = 192;
 
 const engine = await startTestEngine();
 const database = await createTestDatabase(engine.engine);
 const db = createDatabase(database.url, { max: 2 });
-const settings = voiceSearchSettings(loadConfig({ APP_ENV: 'test', SERVICE_AUTH_TOKEN: 'bench-service-token-0123456789', IDENTITY_SECRET_KEY: 'bench-identity-secret-0123456789' }));
+const config = loadConfig({
+  APP_ENV: 'test',
+  SERVICE_AUTH_TOKEN: 'bench-service-token-0123456789',
+  IDENTITY_SECRET_KEY: 'bench-identity-secret-0123456789',
+});
+const settings = voiceSearchSettings(config);
+const suggestSettings = { ...settings, minSimilarity: config.VOICE_SUGGEST_MIN_SIMILARITY };
 
 // Seeded, so every run measures the same vectors.
 let state = 20261124;
@@ -75,21 +89,68 @@ async function load(userId: string, vectors: number[][]): Promise<{ loadMs: numb
   return { loadMs, buildMs };
 }
 
-async function topK(q: Database, sqlSettings: string[], userId: string, query: string): Promise<string[]> {
+async function topK(q: Database, sqlSettings: string[], userId: string, query: string, limit = 10): Promise<string[]> {
   return q.withTransaction(async (tx) => {
     for (const s of sqlSettings) await tx.query('bench.set', s);
     const { rows } = await tx.query<{ id: string }>(
       'bench.knn',
-      'SELECT id FROM person WHERE user_id = $1 AND voice_vector IS NOT NULL ORDER BY voice_vector <=> $2::vector LIMIT 10',
-      [userId, query],
+      `SELECT id FROM person WHERE user_id = $1 AND voice_vector IS NOT NULL
+       ORDER BY voice_vector <=> $2::vector LIMIT $3`,
+      [userId, query, limit],
     );
     return rows.map((r) => r.id);
   });
 }
 
+/** Meetings of the user, each with LABELS unassigned labels of UTTERANCES embeddings near a known speaker's. */
+async function labelledMeetings(userId: string, vectors: number[][]): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < MEETINGS; i++) {
+    const { rows: m } = await db.query<{ id: string }>(
+      'bench.meeting',
+      `INSERT INTO meeting (user_id, title, source_type, start_time)
+       VALUES ($1, 'bench', 'recording', now()) RETURNING id`,
+      [userId],
+    );
+    const { rows: t } = await db.query<{ id: string }>(
+      'bench.transcription',
+      `INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`,
+      [m[0].id],
+    );
+    const segs = Array.from({ length: LABELS }, (_, l) => {
+      const speaker = vectors[Math.floor(random() * vectors.length)];
+      const utterance = () => ({ label: `SPEAKER_${l}`, v: pgvector.toSql(near(speaker, NOISE / 2)) });
+      return Array.from({ length: UTTERANCES }, utterance);
+    }).flat();
+    await db.query(
+      'bench.segments',
+      `INSERT INTO transcript_segment (transcription_id, speaker_label, text, start_ms, feature_vector)
+       SELECT $1, l, 'x', o, v::vector FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(l, v, o)`,
+      [t[0].id, segs.map((x) => x.label), segs.map((x) => x.v)],
+    );
+    ids.push(m[0].id);
+  }
+  await db.query('bench.analyze_segments', 'ANALYZE transcript_segment');
+  return ids;
+}
+
+/** The baseline of the suggestions: the labels' voices, then each one's neighbours by the exact scan. */
+async function exactSuggestions(userId: string, meetingId: string): Promise<void> {
+  const { rows } = await db.query<{ voice: string }>(
+    'bench.label_voices',
+    `SELECT avg(l2_normalize(s.feature_vector))::text AS voice
+     FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id
+     WHERE t.meeting_id = $1 GROUP BY s.speaker_label`,
+    [meetingId],
+  );
+  for (const { voice } of rows) await topK(db, [EXACT_SETTINGS_SQL], userId, voice, MAX_SUGGESTIONS);
+}
+
 const rows: Row[] = [];
+const suggestionRows: Row[] = [];
 const notes: string[] = [];
-for (const [name, make] of Object.entries(DATA_SETS)) {
+const chosen = process.env.BENCH_DATA_SETS?.split(',') ?? Object.keys(DATA_SETS);
+for (const [name, make] of Object.entries(DATA_SETS).filter(([n]) => chosen.includes(n))) {
   // A user per data set: the service remembers per user whether the walk serves them.
   const { rows: users } = await db.query<{ id: string }>('bench.user', `INSERT INTO app_user (username, email) VALUES ($1, $2) RETURNING id`, [name, `${randomUUID()}@bench.invalid`]);
   const userId = users[0].id;
@@ -148,6 +209,37 @@ for (const [name, make] of Object.entries(DATA_SETS)) {
   }
   rows.push(row(`**service** (ef_search ${settings.efSearch}; exact scan below similarity ${settings.exactBelowSimilarity}, then for that user a while)`, recallOf(served).toFixed(3), service));
 
+  // GET /meetings/{id}/speaker-labels, alternating with its exact-scan baseline meeting by meeting.
+  const meetings = await labelledMeetings(userId, vectors);
+  const listed: Sample[] = [];
+  const exactListed: Sample[] = [];
+  let suggested = 0;
+  for (const [i, m] of meetings.entries()) {
+    const serve = async () => {
+      const [labels, t] = await timed(() => listSpeakerLabels(db, userId, m, suggestSettings));
+      suggested += labels.filter((l) => l.suggestions.length).length;
+      listed.push(t);
+    };
+    const exact = async () => exactListed.push((await timed(() => exactSuggestions(userId, m)))[1]);
+    if (i % 2) await serve().then(exact);
+    else await exact().then(serve);
+  }
+  const suggestionRow = (plan: string, samples: Sample[], base: Sample[]): Row => ({
+    'data set': name,
+    plan,
+    'wall p50': ms(stat(samples, 'wall', 50)),
+    'wall p99': ms(stat(samples, 'wall', 99)),
+    'server CPU p50': cpu(samples, 50),
+    'server CPU p99': cpu(samples, 99),
+    'ratio to exact, CPU p50 / p99': cpuClock
+      ? [50, 99].map((p) => (stat(samples, 'cpu', p) / stat(base, 'cpu', p)).toFixed(2)).join(' / ')
+      : 'n/a',
+  });
+  suggestionRows.push(suggestionRow(`exact scans (serial), ${LABELS} labels`, exactListed, exactListed));
+  const servicePlan = `**service** (${LABELS} labels, up to ${MAX_SUGGESTIONS} suggestions each)`;
+  suggestionRows.push(suggestionRow(servicePlan, listed, exactListed));
+  notes.push(`${name}: ${suggested} of ${meetings.length * LABELS} labels got suggestions.`);
+
   // The planner's choices for the service's statement at this size (test/voice-plans.test.ts
   // asserts them on a small table): the walk on the HNSW index, the exact scan sorting ids only.
   const explain = (settingsSql: string, params: unknown[]) =>
@@ -169,8 +261,23 @@ const out = `Engine: ${engine.engine.label}. ${PEOPLE.toLocaleString('en')} peop
 ${table(rows)}
 
 ${notes.join(' ')} Targets: clustered p99 ≤ 20 ms at recall@10 ≥ 0.99; uniform recall@10 ≥ 0.99 at no more than the exact scan's cost.`;
+const suggestionsOut = [
+  `Engine: ${engine.engine.label}. GET /meetings/{id}/speaker-labels without HTTP`,
+  `(lib/repositories/speaker-label-list.ts): ${MEETINGS} meetings per data set, each with ${LABELS} unassigned labels`,
+  `of ${UTTERANCES} embeddings near one of the`,
+  `${PEOPLE.toLocaleString('en')} people's vectors; the baseline computes the same label voices and finds each one's`,
+  `${MAX_SUGGESTIONS} nearest people by the serial exact scan. Service and baseline alternate meeting by meeting.`,
+  'Server CPU is the time the database processes spent on a CPU meanwhile (/proc schedstat).',
+  '',
+  table(suggestionRows),
+  '',
+  'Target: clustered server CPU p99 ≤ 50 ms for the 8 labels.',
+].join('\n');
 console.log(out);
-writeSection('Voice matches', out);
+console.log(suggestionsOut);
+// A run of some data sets only leaves the full voice-match table as it was.
+if (chosen.length === Object.keys(DATA_SETS).length) writeSection('Voice matches', out);
+writeSection('Speaker-label suggestions', suggestionsOut);
 await db.close();
 await database.close();
 await engine.stop();

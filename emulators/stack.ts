@@ -65,6 +65,9 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     if (appEnv === 'development') {
       const secrets = loadOrCreateDevSecrets(dataDir);
       for (const [k, v] of Object.entries(secrets)) vars[k] ??= v;
+      // A stopped take is finalized by the sweep: locally it runs often, so `finished` (client) and
+      // the console see a take final within a few seconds of its stop (deployed: 30 s, Cloud Scheduler).
+      vars.RECORDING_GAP_SWEEP_INTERVAL_SECONDS ??= '2';
     }
     let config = loadConfig(vars);
     const lock = lockDataDir(dataDir, 'npm start');

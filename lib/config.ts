@@ -70,6 +70,8 @@ export const configSchema = z.object({
   // Voice matches (bench/voice.ts measures both on clustered and uniform vectors).
   VOICE_MATCH_EF_SEARCH: int(40, 1).pipe(z.number().max(1000)),
   VOICE_MATCH_EXACT_BELOW_SIMILARITY: num(0.4).pipe(z.number().max(1)),
+  // GET /meetings/{id}/speaker-labels suggests people at least this similar to an unassigned label's voice.
+  VOICE_SUGGEST_MIN_SIMILARITY: num(0.5).pipe(z.number().max(1)),
   // Webhooks (decisions.md section 7): the pinned retry schedule (seconds after each failed attempt),
   // the failing time after which an endpoint is disabled, and how often the dispatcher looks for work.
   // Tests shorten the first two; production keeps the pinned values.

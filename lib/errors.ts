@@ -5,6 +5,7 @@
 
 export const ERROR_CODES = [
   'bad_request', // the request itself is malformed (not its values)
+  'invalid_cursor', // a page cursor this query did not return
   'unauthorized',
   'forbidden',
   'not_found',

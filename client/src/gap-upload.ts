@@ -1,7 +1,7 @@
 // Gap recovery after a stop (decisions.md 5.3): frames start..end of a take, concatenated in
 // order, PUT with their SHA-256 as Content-Digest so the server can refuse a damaged body.
-import { ok } from './problem';
-import type { RestClient } from './rest';
+import { ok } from './problem.js';
+import type { RestClient } from './rest.js';
 
 
 export async function contentDigest(bytes: Uint8Array<ArrayBuffer>): Promise<string> {

@@ -8,6 +8,7 @@ export const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set([
   "POST /meetings/{id}/transcriptions",
   "POST /notes",
   "POST /people",
+  "POST /people/{id}/merge",
   "POST /people/{id}/summaries",
   "POST /tags",
   "POST /tasks",

@@ -4,10 +4,10 @@
 // 503/429 with Retry-After. Headers are set once per logical call, before the retrying fetch,
 // so every retry repeats the same key and trace.
 import createClient, { type Client, type Middleware } from 'openapi-fetch';
-import { IDEMPOTENT_OPERATIONS } from './idempotent-operations';
-import { DEFAULT_RETRY, retryingFetch, type RetryOptions } from './retry';
-import type { paths } from './schema';
-import { newTraceparent, type TraceHeaders } from './trace';
+import { IDEMPOTENT_OPERATIONS } from './idempotent-operations.js';
+import { DEFAULT_RETRY, retryingFetch, type RetryOptions } from './retry.js';
+import type { paths } from './schema.js';
+import { newTraceparent, type TraceHeaders } from './trace.js';
 
 export type RestClient = Client<paths>;
 

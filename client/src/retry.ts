@@ -1,5 +1,8 @@
 // Retrying 503 and 429 answers: the server says when (Retry-After, seconds or an HTTP date), we
 // wait that long, within bounds, so a client never hammers an overloaded service nor hangs.
+// A 409 is retried only when it carries Retry-After: the server sends it on concurrent_update
+// (concurrent writers kept colliding and nothing was written), never on a conflict a retry cannot
+// cure. Colliding writers retry with exponential backoff and full jitter, so they spread out.
 export interface RetryOptions {
   /** Retries after the first attempt (0 turns retrying off). */
   retries: number;
@@ -13,6 +16,9 @@ export const DEFAULT_RETRY: RetryOptions = { retries: 3, baseDelayMs: 500, maxDe
 
 const RETRYABLE = new Set([429, 503]);
 
+/** Whether an answer may succeed when repeated. */
+const retryable = (res: Response) => RETRYABLE.has(res.status) || (res.status === 409 && res.headers.has('retry-after'));
+
 /** Milliseconds a Retry-After value asks for, or null when absent or unreadable. */
 export function retryAfterMs(value: string | null, now = Date.now()): number | null {
   const v = value?.trim() ?? '';
@@ -24,15 +30,18 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | n
 }
 
 /**
- * A fetch that repeats the same Request (same headers, so the same Idempotency-Key) on 503/429.
+ * A fetch that repeats the same Request (same headers, so the same Idempotency-Key) on 503/429
+ * and on a 409 with Retry-After.
  * The request is cloned per attempt because a body can be read once.
  */
 export function retryingFetch(base: (r: Request) => Promise<Response>, opts: RetryOptions = DEFAULT_RETRY): (r: Request) => Promise<Response> {
   return async (request) => {
     for (let attempt = 0; ; attempt++) {
       const res = await base(request.clone());
-      if (!RETRYABLE.has(res.status) || attempt >= opts.retries) return res;
-      const wait = retryAfterMs(res.headers.get('retry-after')) ?? opts.baseDelayMs * 2 ** attempt;
+      if (!retryable(res) || attempt >= opts.retries) return res;
+      const backoff = opts.baseDelayMs * 2 ** attempt;
+      const after = retryAfterMs(res.headers.get('retry-after'));
+      const wait = res.status === 409 ? Math.max(after ?? 0, Math.random() * backoff) : (after ?? backoff);
       if (wait > opts.maxDelayMs) return res;
       await res.body?.cancel().catch(() => undefined);
       await new Promise((r) => setTimeout(r, wait));

@@ -436,6 +436,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/people/{id}/merge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Merge another person into this one
+         * @description Two of your people are one. In one transaction everything of the person named in the body moves to {id}: speaker-label assignments and the transcript segments attributed to them, voice samples (the voice model is recomputed from all of them), task and sub-task assignments, notes, AI threads and summaries about them, and meeting attendance; your own person becomes {id} if it was the other. Empty contact fields of {id} take the other's values; {id}'s own values and display_name stay. The other person is then deleted. Broadcasts EntityChanged { entity: person, action: updated } for {id} and { action: deleted } for the other (and { entity: user } when your own person moved). 422 when person_id is {id} itself; 404 when either is not one of your people.
+         */
+        post: operations["mergePerson"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/people/{id}/voice-samples": {
         parameters: {
             query?: never;
@@ -608,8 +628,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The meeting's speaker-label assignments, by label
-         * @description Lists the meeting's speaker-label assignments (label → person), ordered by label.
+         * The meeting's speaker labels, assigned or not, with suggestions
+         * @description Every speaker label of the meeting's transcript segments, ordered by label, with the person assigned to it (person_id null when unassigned) and how many segments carry it. An unassigned label carries `suggestions`: up to 3 of your people whose voice_vector is closest to the label's voice (the mean of its segments' L2-normalised feature_vectors), at least VOICE_SUGGEST_MIN_SIMILARITY (default 0.5) similar, best first; [] when none qualifies or the label has no embeddings. The search is that of POST /people/voice-matches.
          */
         get: operations["listSpeakerLabels"];
         put?: never;
@@ -798,8 +818,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Correct a segment's text or highlight it
-         * @description For the meeting owner. Broadcasts EntityChanged { entity: transcript_segment, action: updated }. A later batch replace of the transcription (PUT /transcriptions/{id}/segments) keeps no user edits.
+         * Correct a segment's text or speaker, or highlight it
+         * @description For the meeting owner. `speaker_label` moves the segment to that label of its meeting: the segment takes the person assigned to the label (none when unassigned), and its voice sample follows (moved, dropped or recorded; the people concerned have their voice model recomputed). 422 when no segment of the meeting has the label. Broadcasts EntityChanged { entity: transcript_segment, action: updated } and { entity: person, action: updated } for each person whose model changed. A later batch replace of the transcription (PUT /transcriptions/{id}/segments) keeps no user edits.
          */
         patch: operations["updateTranscriptSegment"];
         trace?: never;
@@ -1044,8 +1064,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Full-text search over the caller's transcript segments, notes, talking points and meeting titles, best first
-         * @description Postgres full-text search (configuration english). Only your own items; items of soft-deleted meetings (and notes about them) are never returned. Ordered by rank descending, then kind, then id. The cursor is a keyset on (rank, kind, id) of the last item: following next_cursor gives every match exactly once, provided the items do not change meanwhile (an item edited between two pages is ranked anew and may be seen twice or not at all). A cursor that was not returned by this endpoint is 400.
+         * Full-text search over the caller's transcript segments, notes, talking points and meeting titles, best or newest first
+         * @description Postgres full-text search (configuration english). Only your own items; items of soft-deleted meetings (and notes about them) are never returned. Ordered as `sort` says. The cursor is a keyset on the order of the last item: following next_cursor gives every match exactly once, provided the items do not change meanwhile (an item edited between two pages is placed anew and may be seen twice or not at all). A cursor is bound to its user, q, filters and sort: one this endpoint did not return for the same query is 400, problem type invalid_cursor. limit may change between pages.
          */
         get: operations["search"];
         put?: never;
@@ -1901,6 +1921,14 @@ export interface components {
              */
             person_id: string | null;
         };
+        MergePerson: {
+            /**
+             * Format: uuid
+             * @description the person merged into {id} and then deleted
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            person_id: string;
+        };
         VoiceSamplePage: {
             items: components["schemas"]["VoiceSample"][];
             next_cursor: string | null;
@@ -2025,10 +2053,10 @@ export interface components {
             items: components["schemas"]["PersonBrief"][];
             next_cursor: string | null;
         };
-        SpeakerLabelAssignments: {
-            items: components["schemas"]["SpeakerLabelAssignment"][];
+        SpeakerLabels: {
+            items: components["schemas"]["SpeakerLabel"][];
         };
-        SpeakerLabelAssignment: {
+        SpeakerLabel: {
             /**
              * Format: uuid
              * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
@@ -2037,19 +2065,35 @@ export interface components {
             speaker_label: string;
             /**
              * Format: uuid
+             * @description the person the label is assigned to; null when unassigned
              * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
              */
-            person_id: string;
+            person_id: string | null;
+            /** @description the meeting's segments with this label */
+            segment_count: number;
             /**
              * Format: date-time
+             * @description of the assignment; null when unassigned
              * @example 2026-11-22T09:00:00.000Z
              */
-            created_at: string;
+            created_at: string | null;
             /**
              * Format: date-time
+             * @description of the assignment; null when unassigned
              * @example 2026-11-22T09:00:00.000Z
              */
-            updated_at: string;
+            updated_at: string | null;
+            /** @description unassigned labels: up to 3 of your people whose voice is closest, best first; [] for an assigned label */
+            suggestions: {
+                /**
+                 * Format: uuid
+                 * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+                 */
+                person_id: string;
+                display_name: string;
+                /** @description cosine similarity of the person's voice_vector to the label's voice */
+                similarity: number;
+            }[];
         };
         SpeakerLabelAssigned: {
             /** @description segments of the meeting with this label, all now attributed to the person */
@@ -2228,6 +2272,11 @@ export interface components {
         PatchTranscriptSegment: {
             text?: string;
             is_highlighted?: boolean;
+            /**
+             * @description another speaker label of the segment's meeting
+             * @example SPEAKER_1
+             */
+            speaker_label?: string;
         };
         /**
          * @example {
@@ -2575,6 +2624,12 @@ export interface components {
             snippet: string;
             /** @description ts_rank of the item for this query (higher is better); titles weigh most, then talking points, then segments and notes */
             rank: number;
+            /**
+             * Format: date-time
+             * @description the start_time of the item's meeting; a note not about a meeting: its created_at
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            start_time: string;
             /** @description segments only: where the segment starts in the recording */
             start_ms?: number;
         };
@@ -6378,6 +6433,111 @@ export interface operations {
             };
         };
     };
+    mergePerson: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description required; a uuid per logical request */
+                "idempotency-key"?: string;
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MergePerson"];
+            };
+        };
+        responses: {
+            /** @description the merged person */
+            200: {
+                headers: {
+                    /** @description strong entity tag of the record; send it as If-Match to PATCH only if unchanged */
+                    etag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Person"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description person not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listVoiceSamples: {
         parameters: {
             query?: {
@@ -7669,13 +7829,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the assignments */
+            /** @description the labels */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SpeakerLabelAssignments"];
+                    "application/json": components["schemas"]["SpeakerLabels"];
                 };
             };
             /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
@@ -10616,6 +10776,8 @@ export interface operations {
                 from?: string;
                 /** @description the meeting's start_time before (a note not about a meeting: its created_at) */
                 to?: string;
+                /** @description relevance (default): every match ranked, best first (rank descending, then kind, then id). recent: newest meeting first (start_time; a note not about a meeting: its created_at), then by position in the meeting: its title, its segments by start_ms, then its notes and talking points; then kind, then id */
+                sort?: "relevance" | "recent";
                 /** @description page size (1-200, default 50) */
                 limit?: number;
                 /** @description opaque cursor from next_cursor */
@@ -10630,7 +10792,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description a page of matches, best first */
+            /** @description a page of matches, in the order of sort */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -161,6 +161,36 @@ describe('REST client retries', () => {
     expect(sent[1].at - sent[0].at).toBeGreaterThanOrEqual(1_900);
   });
 
+  it.skipIf(!native)('should retry a 409 concurrent_update (it carries Retry-After) with backoff, and no other 409', async () => {
+    // The database fails the person's update with serialization failures, for real: the server
+    // retries its transaction 4 times, then answers 409 concurrent_update; the fifth passes.
+    const personId = await api.person(await api.userId(alice));
+    const admin = new pg.Client({ connectionString: api.rt.db.pool.options.connectionString });
+    await admin.connect();
+    try {
+      await admin.query('CREATE SEQUENCE IF NOT EXISTS collisions');
+      await admin.query(`CREATE OR REPLACE FUNCTION collide() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.id = '${personId}' AND nextval('collisions') <= 4 THEN RAISE EXCEPTION 'injected' USING ERRCODE = '40001'; END IF;
+          RETURN NEW;
+        END $$`);
+      await admin.query('CREATE TRIGGER collide BEFORE UPDATE ON person FOR EACH ROW EXECUTE FUNCTION collide()');
+      const { client, sent } = observedClient();
+      const person = ok(await client.PATCH('/people/{id}', { params: { path: { id: personId } }, body: { display_name: 'Ada Collided' } }));
+      expect(person.display_name).toBe('Ada Collided');
+      expect(sent.map((s) => s.status)).toEqual([409, 200]);
+      // A conflict a retry cannot cure (a taken name) is answered once, without Retry-After.
+      const again = observedClient();
+      const taken = await again.client.POST('/people', { body: { display_name: 'Ada Collided' } });
+      expect(taken.response.status).toBe(409);
+      expect(taken.response.headers.has('retry-after')).toBe(false);
+      expect(again.sent).toHaveLength(1);
+    } finally {
+      await admin.query('DROP TRIGGER IF EXISTS collide ON person').catch(() => undefined);
+      await admin.end();
+    }
+  });
+
   it('should give the 503 back when retries are exhausted (bounded)', async () => {
     const { client, sent } = observedClient({ retries: 1 });
     const id = await uploadMeeting(client);

@@ -16,6 +16,7 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
 const http: Record<ErrorCode, { status: number; type: string; title: string }> = {
   bad_request: { status: 400, type: 'bad_request', title: 'Bad Request' },
+  invalid_cursor: { status: 400, type: 'invalid_cursor', title: 'Invalid Cursor' },
   unauthorized: { status: 401, type: 'unauthorized', title: 'Unauthorized' },
   forbidden: { status: 403, type: 'forbidden', title: 'Forbidden' },
   not_found: { status: 404, type: 'not_found', title: 'Not Found' },

@@ -187,7 +187,8 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
             retries++;
             continue;
           }
-          if (RETRYABLE.has(code)) throw new DomainError('concurrent_update', 'concurrent update; try again');
+          // Retry-After (0: at once, with the client's own backoff) tells clients this conflict is retryable.
+          if (RETRYABLE.has(code)) throw new DomainError('concurrent_update', 'concurrent update; nothing was written, try again', undefined, 0);
           throw mapDbError(err, 'transaction');
         } finally {
           client.release(broken);

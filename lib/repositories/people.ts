@@ -123,6 +123,17 @@ export async function deletePerson(q: Queryable, actor: Actor, id: string): Prom
   return rows[0] ?? null;
 }
 
+/**
+ * Serialises the changes of one user's speaker identity (merging people, assigning, unassigning
+ * and moving speaker labels) for the rest of the transaction. Taken first, before any row lock:
+ * a merge rewrites attributions across all the user's meetings while an assignment holds a
+ * meeting's segments, and each would otherwise wait for rows the other holds (a deadlock).
+ */
+export async function lockSpeakerIdentity(tx: Queryable, userId: string): Promise<void> {
+  const sql = `SELECT pg_advisory_xact_lock(hashtextextended('speaker-identity:' || $1, 0))`;
+  await tx.query('person.lock_identity', sql, [userId]);
+}
+
 /** Whether `personId` is one of `userId`'s people (another user's counts as missing). */
 export async function ownsPerson(q: Queryable, userId: string, personId: string): Promise<boolean> {
   const { rows } = await q.query('person.owned', 'SELECT 1 FROM person WHERE id = $1 AND user_id = $2', [personId, userId]);

@@ -287,6 +287,8 @@ export async function listSegments(q: Queryable, actor: Actor, transcriptionId: 
 export interface SegmentPatch {
   text?: string;
   is_highlighted?: boolean;
+  /** Moves the segment to another label of its meeting (speaker-label-assignments.ts moveSegmentToLabel). */
+  speaker_label?: string;
 }
 
 /** A user's correction of one segment of their meeting; null when not theirs (or not found). */

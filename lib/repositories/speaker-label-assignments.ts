@@ -1,20 +1,13 @@
 // POST and DELETE /meetings/{id}/speaker-labels: assigns a meeting's speaker label to a person
 // (or removes the assignment), relabels every matching segment and keeps the voice samples and
-// models in step, all in the caller's transaction. (speaker-labels.ts re-applies stored
-// assignments to new segments.)
+// models in step, all in the caller's transaction; PATCH /transcript-segments/{id} moves one
+// segment to another label. (speaker-label-reapply.ts re-applies stored assignments to new segments;
+// speaker-label-list.ts lists the labels with suggestions.)
 import type { Queryable } from '../db/pool';
 import { notFound, unprocessable } from '../errors';
 import { getMeeting } from './meetings';
-import { ownsPerson } from './people';
+import { lockSpeakerIdentity, ownsPerson } from './people';
 import { syncVoiceSamples } from './voice-samples';
-
-export interface LabelAssignment {
-  meeting_id: string;
-  speaker_label: string;
-  person_id: string;
-  created_at: string;
-  updated_at: string;
-}
 
 /**
  * Returns how many segments of the meeting carry the label (all now attributed to the person)
@@ -29,6 +22,9 @@ export async function assignSpeakerLabel(
   speakerLabel: string,
   personId: string,
 ): Promise<{ updated_count: number; people: string[] }> {
+  // guard: speaker-identity lock before the meeting's rows — test: test/concurrency/speaker-identity.test.ts >
+  //   should not deadlock when a merge and an assignment wait on each other's rows
+  await lockSpeakerIdentity(tx, userId);
   if (!(await getMeeting(tx, { userId }, meetingId, { forUpdate: true }))) throw notFound('meeting');
   // Segment writers hold their transcription row (FOR UPDATE) until they commit, and re-apply
   // stored assignments before that. Waiting for those rows here means a concurrent append either
@@ -44,7 +40,7 @@ export async function assignSpeakerLabel(
   );
   const matched = rows[0].matched;
   if (matched === 0) {
-    throw unprocessable("speaker_label not found in this meeting's transcript", [{ path: 'speaker_label', message: 'no segment of the meeting has this label' }]);
+    throw labelMissing();
   }
   await tx.query(
     'speaker_label.relabel',
@@ -69,6 +65,7 @@ export async function assignSpeakerLabel(
  * (the assigned person always, so clients refetch it).
  */
 export async function unassignSpeakerLabel(tx: Queryable, userId: string, meetingId: string, speakerLabel: string): Promise<{ person_id: string; people: string[] } | null> {
+  await lockSpeakerIdentity(tx, userId);
   if (!(await getMeeting(tx, { userId }, meetingId, { forUpdate: true }))) throw notFound('meeting');
   await tx.query('speaker_label.lock_transcriptions', 'SELECT 1 FROM transcription WHERE meeting_id = $1 FOR SHARE', [meetingId]);
   const { rows } = await tx.query<{ person_id: string }>(
@@ -87,12 +84,42 @@ export async function unassignSpeakerLabel(tx: Queryable, userId: string, meetin
   return { person_id: rows[0].person_id, people: [...new Set([rows[0].person_id, ...people])] };
 }
 
-/** The meeting's stored assignments by label (the caller has checked the meeting is visible). */
-export async function listLabelAssignments(q: Queryable, meetingId: string): Promise<LabelAssignment[]> {
-  const { rows } = await q.query<LabelAssignment>(
-    'speaker_label.list',
-    'SELECT meeting_id, speaker_label, person_id, created_at, updated_at FROM meeting_speaker_label WHERE meeting_id = $1 ORDER BY speaker_label',
-    [meetingId],
+const labelMissing = () =>
+  unprocessable("speaker_label not found in this meeting's transcript", [
+    { path: 'speaker_label', message: 'no segment of the meeting has this label' },
+  ]);
+
+/**
+ * PATCH /transcript-segments/{id} with speaker_label: the segment moves to that label of its
+ * meeting and takes the person assigned to it (none when unassigned); its voice sample follows
+ * the person. 404 when the segment is not the user's, 422 when no segment of the meeting has the
+ * label. Returns the people whose voice model changed.
+ */
+export async function moveSegmentToLabel(
+  tx: Queryable,
+  userId: string,
+  segmentId: string,
+  speakerLabel: string,
+): Promise<string[]> {
+  await lockSpeakerIdentity(tx, userId);
+  const { rows } = await tx.query<{ transcription_id: string; meeting_id: string }>(
+    'segment.lock_for_label',
+    `SELECT s.transcription_id, t.meeting_id FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id
+     JOIN meeting m ON m.id = t.meeting_id
+     WHERE s.id = $1 AND m.user_id = $2 AND m.deleted_at IS NULL FOR UPDATE OF s`,
+    [segmentId, userId],
   );
-  return rows;
+  if (!rows[0]) throw notFound('segment');
+  const { transcription_id: transcriptionId, meeting_id: meetingId } = rows[0];
+  const { rowCount } = await tx.query(
+    'segment.relabel',
+    `UPDATE transcript_segment s SET speaker_label = $3,
+       person_id = (SELECT person_id FROM meeting_speaker_label WHERE meeting_id = $2 AND speaker_label = $3)
+     WHERE s.id = $1 AND EXISTS (
+       SELECT 1 FROM transcript_segment o JOIN transcription t ON t.id = o.transcription_id
+       WHERE t.meeting_id = $2 AND o.speaker_label = $3)`,
+    [segmentId, meetingId, speakerLabel],
+  );
+  if (!rowCount) throw labelMissing();
+  return syncVoiceSamples(tx, { transcriptionId, segmentIds: [segmentId] });
 }

@@ -123,6 +123,19 @@ export async function removeMeetingVoiceSamples(tx: Queryable, meetingIds: strin
   return people;
 }
 
+/**
+ * Merging people: every sample of `fromId` becomes one of `intoId`, whose model is recounted from
+ * all of them. The caller holds both people locked; `fromId` is deleted after, so its model is
+ * left as it is.
+ */
+export async function moveVoiceSamples(tx: Queryable, fromId: string, intoId: string): Promise<void> {
+  await tx.query('voice_sample.move_person', 'UPDATE voice_sample SET person_id = $2 WHERE person_id = $1', [
+    fromId,
+    intoId,
+  ]);
+  await updateVoiceModels(tx, [intoId], []);
+}
+
 const scaled = (meanText: string, n: number) => pgvector.toSql((pgvector.fromSql(meanText) as number[]).map((x) => x * n));
 
 /**

@@ -70,20 +70,41 @@ export const EXACT_SETTINGS_SQL = `SELECT set_config('enable_indexscan', 'off', 
  * A user with few people gets the planner's exact scan from the start (ANALYZE statistics).
  */
 export async function findVoiceMatches(db: Database, userId: string, vector: number[], limit: number, settings: VoiceSearchSettings): Promise<VoiceMatch[]> {
-  const query = pgvector.toSql(vector);
-  const search = (tx: Queryable) => tx.query<PersonBrief & { distance: number }>('voice.matches', VOICE_MATCH_SQL, [userId, query, limit]);
-  const exact = async (tx: Queryable) => {
-    await tx.query('voice.exact_settings', EXACT_SETTINGS_SQL);
-    return (await search(tx)).rows;
-  };
-  const rows = await db.withTransaction(async (tx) => {
-    if ((exactUntil.get(userId) ?? 0) > Date.now()) return exact(tx);
-    await tx.query('voice.scan_settings', WALK_SETTINGS_SQL, [String(settings.efSearch)]);
-    const walked = (await search(tx)).rows;
-    const last = walked.at(-1);
-    if (!last || 1 - last.distance >= settings.exactBelowSimilarity) return walked;
-    rememberExact(userId);
-    return exact(tx);
+  return (await findVoiceMatchesEach(db, userId, [vector], limit, settings))[0];
+}
+
+/**
+ * findVoiceMatches for several vectors in one transaction (a meeting's speaker labels). Once one
+ * search falls back to the exact scan, the rest of them do too, as the user's next requests would.
+ */
+export async function findVoiceMatchesEach(
+  db: Database,
+  userId: string,
+  vectors: number[][],
+  limit: number,
+  settings: VoiceSearchSettings,
+): Promise<VoiceMatch[][]> {
+  const results = await db.withTransaction(async (tx) => {
+    type Row = PersonBrief & { distance: number };
+    const search = async (vector: number[]) =>
+      (await tx.query<Row>('voice.matches', VOICE_MATCH_SQL, [userId, pgvector.toSql(vector), limit])).rows;
+    let exact = (exactUntil.get(userId) ?? 0) > Date.now();
+    if (exact) await tx.query('voice.exact_settings', EXACT_SETTINGS_SQL);
+    else await tx.query('voice.scan_settings', WALK_SETTINGS_SQL, [String(settings.efSearch)]);
+    const out: Row[][] = [];
+    for (const vector of vectors) {
+      const walked = await search(vector);
+      const last = walked.at(-1);
+      if (exact || !last || 1 - last.distance >= settings.exactBelowSimilarity) {
+        out.push(walked);
+        continue;
+      }
+      rememberExact(userId);
+      exact = true;
+      await tx.query('voice.exact_settings', EXACT_SETTINGS_SQL);
+      out.push(await search(vector));
+    }
+    return out;
   });
-  return rows.map(({ distance, ...person }) => ({ person, similarity: 1 - distance }));
+  return results.map((rows) => rows.map(({ distance, ...person }) => ({ person, similarity: 1 - distance })));
 }

@@ -1,6 +1,7 @@
 // People (the caller's contacts), the caller's own person, and summaries about people.
 import * as people from '../repositories/people';
 import type { Person } from '../repositories/people';
+import { mergePeople } from '../repositories/person-merge';
 import * as summaries from '../repositories/person-summaries';
 import type { PersonSummary } from '../repositories/person-summaries';
 import type { User } from '../repositories/users';
@@ -29,6 +30,16 @@ export const deletePerson: UseCase<{ id: string; precondition?: Precondition }, 
   await checkPrecondition(precondition, () => people.getPerson(ctx.tx, { userId }, id, { forUpdate: true }));
   if (!(await people.deletePerson(ctx.tx, { userId }, id))) throw notFound('person');
   ctx.emit(userId, changed('person', 'deleted', id, null));
+};
+
+/** Two of the caller's people are one: everything of `otherId` moves to `id`, and `otherId` is deleted. */
+export const mergePerson: UseCase<{ id: string; otherId: string }, Person> = async (ctx, { id, otherId }) => {
+  const userId = userOf(ctx);
+  const { person, ownPersonMoved } = await mergePeople(ctx.tx, userId, id, otherId);
+  ctx.emit(userId, changed('person', 'updated', id, null));
+  ctx.emit(userId, changed('person', 'deleted', otherId, null));
+  if (ownPersonMoved) ctx.emit(userId, changed('user', 'updated', userId, null));
+  return person;
 };
 
 /** Which of the caller's people is the caller (null: none). */

@@ -3,12 +3,14 @@
 import { SERVICE } from '../domain/actor';
 import { getMeeting } from '../repositories/meetings';
 import * as segments from '../repositories/segments';
+import { moveSegmentToLabel } from '../repositories/speaker-label-assignments';
+import { lockSpeakerIdentity } from '../repositories/people';
 import type { Segment } from '../repositories/segments';
 import * as transcriptions from '../repositories/transcriptions';
 import type { Transcription } from '../repositories/transcriptions';
 import { DomainError, notFound } from '../errors';
 import { changed, segmentEvent } from '../events/catalogue';
-import { checkPrecondition, type Precondition, type UseCase, type UseCaseContext } from './use-case';
+import { checkPrecondition, userOf, type Precondition, type UseCase, type UseCaseContext } from './use-case';
 
 export const createTranscription: UseCase<{ meetingId: string }, Transcription> = async (ctx, { meetingId }) => {
   const meeting = await getMeeting(ctx.tx, ctx.actor, meetingId, { forUpdate: true });
@@ -25,11 +27,17 @@ export const updateTranscription: UseCase<{ id: string; patch: transcriptions.Tr
 };
 
 export const updateSegment: UseCase<{ id: string; patch: segments.SegmentPatch; precondition?: Precondition }, Segment> = async (ctx, { id, patch, precondition }) => {
+  // A new speaker: the user's speaker-identity lock first (the order every identity change keeps),
+  // then If-Match on the row as read; the segment takes that label's person, its voice sample follows.
+  const label = patch.speaker_label;
+  if (label !== undefined) await lockSpeakerIdentity(ctx.tx, userOf(ctx));
   await checkPrecondition(precondition, () => segments.getSegment(ctx.tx, ctx.actor, id, { forUpdate: true }));
+  const people = label === undefined ? [] : await moveSegmentToLabel(ctx.tx, userOf(ctx), id, label);
   const found = await segments.updateSegment(ctx.tx, ctx.actor, id, patch);
   if (!found) throw notFound('segment');
   const { meeting_id, user_id, ...segment } = found;
   ctx.emit(user_id, changed('transcript_segment', 'updated', id, meeting_id));
+  for (const personId of people) ctx.emit(user_id, changed('person', 'updated', personId, null));
   return segment;
 };
 

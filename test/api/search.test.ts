@@ -1,5 +1,6 @@
 // GET /search: full-text search over one user's segments, notes, talking points and meeting
-// titles; ranking, marked snippets, filters, keyset pagination, tenancy, soft deletes, errors.
+// titles; both sorts, marked snippets, filters, keyset pagination and its query-bound cursors, tenancy,
+// soft deletes, errors.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type ApiHarness } from '../harness';
@@ -83,12 +84,21 @@ describe('GET /search', () => {
     const items = await ok(t, { q: 'budget' });
     expect(items.map((i) => `${i.kind}:${i.id}`).sort()).toEqual([`meeting:${m}`, `note:${n}`, `segment:${seg}`, `talking_point:${tp}`].sort());
     const segment = items.find((i) => i.kind === 'segment');
-    expect(segment).toEqual({ kind: 'segment', id: seg, meeting_id: m, snippet: 'we should cut the <mark>budget</mark> by ten percent', rank: expect.any(Number), start_ms: 4200 });
+    expect(segment).toEqual({
+      kind: 'segment',
+      id: seg,
+      meeting_id: m,
+      snippet: 'we should cut the <mark>budget</mark> by ten percent',
+      rank: expect.any(Number),
+      start_time: '2026-06-01T09:00:00.000Z',
+      start_ms: 4200,
+    });
     // Best first: the title (weight A), the talking point (B), then the others.
     expect(items.slice(0, 2).map((i) => i.kind)).toEqual(['meeting', 'talking_point']);
     for (const i of items) {
       expect(i.meeting_id).toBe(m);
       expect(i.rank).toBeGreaterThan(0);
+      expect(i.start_time).toBe('2026-06-01T09:00:00.000Z');
       expect(i.snippet.toLowerCase()).toContain('<mark>budget</mark>');
       if (i.kind !== 'segment') expect(i).not.toHaveProperty('start_ms');
     }
@@ -101,6 +111,13 @@ describe('GET /search', () => {
     const items = await ok(t, { q: 'budget decide' });
     expect(items.map((i) => i.id)).toEqual([seg]);
     expect(items[0].snippet).toBe('The <mark>budgets</mark> were <mark>decided</mark>');
+    // As the README says: "decided" finds "deciding" and "decides", not "decision" (another stem).
+    const [deciding, decides] = await segments(t, m, [
+      { text: 'deciding soon', start_ms: 1 },
+      { text: 'she decides', start_ms: 2 },
+      { text: 'a decision', start_ms: 3 },
+    ]);
+    expect((await ok(t, { q: 'decided' })).map((i) => i.id).sort()).toEqual([seg, deciding, decides].sort());
     // Only stop words: a valid query that matches nothing.
     expect(await ok(t, { q: 'the were' })).toEqual([]);
   });
@@ -184,6 +201,51 @@ describe('GET /search', () => {
     expect(first.body.next_cursor).toBeNull();
   });
 
+  it('should sort=recent: newest meeting first, then its title, segments by start_ms, notes and talking points', async () => {
+    const t = await user();
+    const old = await meeting(t, 'plan old', '2026-01-01T09:00:00.000Z');
+    const recent = await meeting(t, 'plan new', '2026-05-01T09:00:00.000Z');
+    // Listed back by start_ms.
+    const [early, late] = await segments(t, recent, [
+      { text: 'plan late plan plan plan', start_ms: 9000 },
+      { text: 'plan early', start_ms: 1000 },
+    ]);
+    const [oldSeg] = await segments(t, old, [{ text: 'plan plan plan plan plan', start_ms: 0 }]);
+    const tp = await talkingPoint(recent, 'plan agreed');
+    const aboutOld = await note(t, 'plan of the old meeting', { type: 'MEETING', id: old });
+    // A loose note is dated by its created_at (now): newer than both meetings.
+    const loose = await note(t, 'plan for later');
+    const items = await ok(t, { q: 'plan', sort: 'recent' });
+    expect(items.map((i) => i.id)).toEqual([loose, recent, early, late, tp, old, oldSeg, aboutOld]);
+    expect(items.map((i) => i.start_time).slice(1)).toEqual([...Array(4).fill('2026-05-01T09:00:00.000Z'), ...Array(3).fill('2026-01-01T09:00:00.000Z')]);
+    expect(Date.parse(items[0].start_time)).toBeGreaterThan(Date.parse('2026-11-01T00:00:00Z'));
+    // Each item is still ranked for the query, and relevance (the default) orders by it.
+    for (const i of items) expect(i.rank).toBeGreaterThan(0);
+    const best = await ok(t, { q: 'plan' });
+    expect(best.map((i) => i.id).sort()).toEqual(items.map((i) => i.id).sort());
+    expect(best.map((i) => i.rank)).toEqual([...best.map((i) => i.rank)].sort((x, y) => y - x));
+    expect(await ok(t, { q: 'plan', sort: 'relevance' })).toEqual(best);
+  });
+
+  it('should page sort=recent through equal times and all kinds without duplicates or gaps', async () => {
+    const t = await user();
+    // Two meetings at the same time, segments at equal start_ms: the (meeting, position, kind, id) tie-breaks keep pages apart.
+    const a = await meeting(t, 'rollout', '2026-04-01T09:00:00.000Z');
+    const b = await meeting(t, 'rollout', '2026-04-01T09:00:00.000Z');
+    for (const m of [a, b]) await segments(t, m, Array.from({ length: 9 }, (_, i) => ({ text: 'rollout steps', start_ms: i % 3 })));
+    for (let i = 0; i < 3; i++) await note(t, 'rollout notes', { type: 'MEETING', id: a });
+    for (let i = 0; i < 2; i++) await talkingPoint(b, 'rollout date');
+    for (let i = 0; i < 2; i++) await note(t, 'rollout loose');
+    const whole = await ok(t, { q: 'rollout', sort: 'recent', limit: 200 });
+    expect(whole).toHaveLength(27);
+    expect(new Set(whole.map((i) => i.id)).size).toBe(27);
+    for (const limit of [1, 4, 26]) {
+      const { items, pages } = await allPages(t, { q: 'rollout', sort: 'recent', limit });
+      expect(pages).toBe(Math.ceil(27 / limit));
+      expect(items.map((i) => i.id)).toEqual(whole.map((i) => i.id));
+    }
+  });
+
   it("should never return another user's items, even given their meeting or person id", async () => {
     const alice = await user();
     const bob = await user();
@@ -240,6 +302,8 @@ describe('GET /search errors', () => {
       { q: 'a', person_id: '123' },
       { q: 'a', from: 'yesterday' },
       { q: 'a', to: '2026-13-01T00:00:00Z' },
+      { q: 'a', sort: 'newest' },
+      { q: 'a', sort: '' },
     ];
     for (const query of cases) {
       const res = await search(t, query);
@@ -249,13 +313,45 @@ describe('GET /search errors', () => {
     }
   });
 
-  it('should answer 400 to a cursor it did not make', async () => {
+  it('should answer 400 invalid_cursor to a cursor it did not make', async () => {
     const t = await user();
     const forged = (key: unknown) => Buffer.from(JSON.stringify(key)).toString('base64url');
     for (const cursor of ['garbage', forged([1, 'segment']), forged(['x', 'segment', randomUUID()]), forged([0.5, 'user', randomUUID()]), forged([0.5, 'note', 'not-a-uuid'])]) {
       const res = await search(t, { q: 'a', cursor });
       expect(res.status, cursor).toBe(400);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
+      expect(res.body.type).toMatch(/\/invalid_cursor$/);
+    }
+  });
+
+  it('should answer 400 invalid_cursor to a cursor of another user, q, filter or sort, and take it with another limit', async () => {
+    const t = await user();
+    const other = await user();
+    const m = await meeting(t, 'quota', '2026-02-01T09:00:00.000Z');
+    await segments(t, m, Array.from({ length: 5 }, (_, i) => ({ text: 'quota review', start_ms: i })));
+    for (const sort of ['relevance', 'recent']) {
+      const query = { q: 'quota', sort, limit: 2 };
+      const first = await search(t, query);
+      expect(first.status, first.text).toBe(200);
+      const cursor = first.body.next_cursor;
+      expect(cursor).toEqual(expect.any(String));
+      // The same query, another limit: the next items.
+      const next = await ok(t, { ...query, limit: 10, cursor });
+      expect(next.map((i) => i.id)).toEqual((await ok(t, { ...query, limit: 10 })).slice(2).map((i) => i.id));
+      const elsewhere: [string, Record<string, string | number>][] = [
+        [other, query],
+        [t, { ...query, q: 'review' }],
+        [t, { ...query, sort: sort === 'recent' ? 'relevance' : 'recent' }],
+        [t, { ...query, meeting_id: m }],
+        [t, { ...query, person_id: randomUUID() }],
+        [t, { ...query, from: '2026-01-01T00:00:00Z' }],
+        [t, { ...query, to: '2027-01-01T00:00:00Z' }],
+      ];
+      for (const [token, q] of elsewhere) {
+        const res = await search(token, { ...q, cursor });
+        expect(res.status, JSON.stringify(q)).toBe(400);
+        expect(res.body).toMatchObject({ status: 400, type: expect.stringMatching(/\/invalid_cursor$/) });
+      }
     }
   });
 

@@ -172,7 +172,10 @@ describe('POST /meetings/{id}/speaker-labels', () => {
     ]);
     const list = await api.request('GET', `/meetings/${m}/speaker-labels`, { token: alice });
     expect(list.status).toBe(200);
-    expect(list.body.items).toEqual([{ meeting_id: m, speaker_label: 'S0', person_id: p, created_at: expect.any(String), updated_at: expect.any(String) }]);
+    expect(list.body.items).toEqual([
+      { meeting_id: m, speaker_label: 'S0', person_id: p, segment_count: 2, created_at: expect.any(String), updated_at: expect.any(String), suggestions: [] },
+      { meeting_id: m, speaker_label: 'S1', person_id: null, segment_count: 1, created_at: null, updated_at: null, suggestions: [] },
+    ]);
   });
 
   it('should relabel 10,000 segments in one request', async () => {

@@ -4,12 +4,15 @@
 // the take resumes without losing a frame, a few frames "lost on the wire" come back as a gap
 // upload after the stop, the take is finalized, and the finished audio plays; a speaker label is
 // assigned, the person's voice samples shown, and the label unassigned again; naming a new person
-// like an existing one (409) offers that person instead. The open meeting is in the URL (back,
+// like an existing one (409) offers that person instead; a new label with her voice is suggested
+// as her (one click assigns), and a duplicate of her merges into her. The open meeting is in the URL (back,
 // forward and reload keep it), the tasks panel says when tasks come, the layout holds at 375 px,
-// and the page makes no failed request on the way. Screenshots of each state go to
+// and the page makes no failed request on the way. Then the finished meeting is searched (both
+// sorts), its transcript exported in three formats, a segment's text corrected, and an older
+// transcription of the meeting chosen. Screenshots of each state go to
 // test-artifacts/e2e/ (UPDATE_SCREENSHOTS=1 also refreshes the committed copies in docs/screenshots/).
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -172,6 +175,8 @@ describe('developer console in Chromium', () => {
     const meetingId = (await page.getAttribute('.meeting', 'data-id'))!;
     // Not recording: the tasks panel says nothing of when tasks come.
     expect(await page.locator('#tasks-hint').count()).toBe(0);
+    // No upload-style "Load audio" on a recording meeting: its audio loads once a take is final.
+    expect(await page.locator('#audio-load').count()).toBe(0);
     await shot('02-meeting-created');
 
     // The open meeting is in the URL: back closes it, forward and a reload reopen it.
@@ -270,7 +275,8 @@ describe('developer console in Chromium', () => {
     expect(await page.textContent('#voice-samples h4')).toContain('voice untrained');
     expect(await page.locator('.speaker-unassign[data-label="SPEAKER_0"]').count()).toBe(0);
     await shot('08-speaker-unassigned');
-    expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items).toEqual([]);
+    // Every label is listed, none assigned; nobody has a voice left to suggest.
+    for (const item of (await rest(`/meetings/${meetingId}/speaker-labels`)).items) expect(item).toMatchObject({ person_id: null, suggestions: [] });
     expect(await rest(`/people/${ada}/voice-samples`)).toEqual({ items: [], next_cursor: null });
     expect(await rest(`/people/${ada}`)).toMatchObject({ voice_model_status: 'untrained', voice_vector: null });
 
@@ -283,8 +289,38 @@ describe('developer console in Chromium', () => {
     await shot('09-use-existing-person');
     await page.click('.speaker-use-existing[data-label="SPEAKER_0"]');
     await expect.poll(() => page.textContent('.speaker[data-label="SPEAKER_0"] .speaker-current')).toContain('Ada');
-    expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items).toMatchObject([{ speaker_label: 'SPEAKER_0', person_id: ada }]);
+    expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items[0]).toMatchObject({ speaker_label: 'SPEAKER_0', person_id: ada });
     expect((await rest('/people?q=Ada')).items).toHaveLength(1);
+
+    // A new label whose voice is Ada's (the ML appends it with one of SPEAKER_0's embeddings): the
+    // page suggests Ada beside it, and one click assigns her.
+    const service = { authorization: `Bearer ${stack.config.SERVICE_AUTH_TOKEN}`, 'content-type': 'application/json' };
+    const transcription = (await rest(`/meetings/${meetingId}/transcriptions`)).items.at(-1).id as string;
+    const spoken = (await rest(`/transcriptions/${transcription}/segments?limit=200`)).items.find((x: any) => x.feature_vector && x.speaker_label === 'SPEAKER_0');
+    const appended = await fetch(`${stack.url}/transcriptions/${transcription}/segments`, {
+      method: 'POST',
+      headers: service,
+      body: JSON.stringify({ segments: [{ speaker_label: 'SPEAKER_7', text: 'and one more thing', start_ms: 60_000, feature_vector: spoken.feature_vector }] }),
+    });
+    expect(appended.status).toBe(204);
+    await page.waitForSelector(`.speaker-suggestion[data-label="SPEAKER_7"][data-person="${ada}"]`);
+    await shot('09b-speaker-suggestion');
+    await page.click(`.speaker-suggestion[data-label="SPEAKER_7"][data-person="${ada}"]`);
+    await expect.poll(() => page.textContent('.speaker[data-label="SPEAKER_7"] .speaker-current')).toContain('Ada');
+
+    // A duplicate of Ada (made elsewhere) merges into her from her label's row, and is gone.
+    const duplicate = await fetch(`${stack.url}/people`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ display_name: 'Ada L.' }),
+    });
+    const adaL = (await duplicate.json()).id as string;
+    await page.waitForSelector(`.speaker-merge-from[data-label="SPEAKER_0"] option[value="${adaL}"]`, { state: 'attached' });
+    await page.selectOption('.speaker-merge-from[data-label="SPEAKER_0"]', adaL);
+    await page.click('.speaker-merge[data-label="SPEAKER_0"]');
+    await expect.poll(() => page.textContent('#speaker-message')).toContain('Ada L. merged into Ada');
+    expect((await fetch(`${stack.url}/people/${adaL}`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404);
+    expect((await rest('/people?q=Ada')).items.map((p: any) => p.id)).toEqual([ada]);
 
     // A reload of the finished meeting: it reopens with its transcript and playable audio.
     await page.reload();
@@ -324,4 +360,82 @@ describe('developer console in Chromium', () => {
     // polled for audio or a recording that did not exist yet.
     expect(failedRequests).toEqual(['POST /people 409']);
   }, 240_000);
+
+  it('should search (both sorts), export the transcript and correct a segment', async () => {
+    // Its own meeting and transcript (made over REST), so it does not hang on the recording test.
+    await page.goto(`${stack.url}/console`);
+    if (!(await page.evaluate(() => localStorage.getItem('mi-console-token')))) {
+      await page.fill('#mint-name', 'e2e-alice');
+      await page.click('#mint');
+    }
+    await page.waitForSelector('#conn-state.ready');
+    const failedBefore = failedRequests.length;
+    const token = (await page.evaluate(() => localStorage.getItem('mi-console-token')))!;
+    const call = async (method: string, p: string, body?: unknown, bearer = token) => {
+      const headers = { authorization: `Bearer ${bearer}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() };
+      const res = await fetch(`${stack.url}${p}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      expect(res.status, `${method} ${p}`).toBeLessThan(300);
+      return res.status === 204 ? null : res.json();
+    };
+    const rest = (p: string) => call('GET', p);
+    const auth = { headers: { authorization: `Bearer ${token}` } };
+    const meetingId = (await call('POST', '/meetings', { title: 'E2E quarterly review', source_type: 'text' })).id;
+    const transcription = await call('POST', `/meetings/${meetingId}/transcriptions`);
+    const segments = [
+      { speaker_label: 'SPEAKER_0', text: 'The quarterly budget is approved', start_ms: 0, end_ms: 2000 },
+      { speaker_label: 'SPEAKER_1', text: 'Budget owners report next week', start_ms: 2000, end_ms: 4000 },
+    ];
+    await call('POST', `/transcriptions/${transcription.id}/segments`, { segments }, stack.config.SERVICE_AUTH_TOKEN);
+    const [first] = (await rest(`/transcriptions/${transcription.id}/segments?limit=1`)).items;
+    const word = 'budget';
+
+    // Search: results with the word marked, best first, then newest first; a hit opens its meeting.
+    await page.fill('#search-q', word);
+    await page.click('#search-form button[type=submit]');
+    await expect.poll(() => page.locator('#search-results .search-hit').count()).toBeGreaterThan(0);
+    expect((await page.locator('#search-results mark').first().textContent())!.toLowerCase()).toBe(word);
+    const best = await page.locator('#search-results .search-hit').evaluateAll((els) => els.map((e) => e.getAttribute('data-id')));
+    const api = await rest(`/search?q=${encodeURIComponent(word)}&limit=20`);
+    expect(best).toEqual(api.items.map((i: { id: string }) => i.id));
+    await page.selectOption('#search-sort', 'recent');
+    const newest = await rest(`/search?q=${encodeURIComponent(word)}&sort=recent&limit=20`);
+    await expect
+      .poll(() => page.locator('#search-results .search-hit').evaluateAll((els) => els.map((e) => e.getAttribute('data-id'))))
+      .toEqual(newest.items.map((i: { id: string }) => i.id));
+    await shot('11-search');
+    await page.locator(`#search-results .search-hit[data-id="${first.id}"] a`).click();
+    await expect.poll(() => page.getAttribute('.meeting', 'data-id')).toBe(meetingId);
+    await expect.poll(() => page.locator('.segment').count()).toBeGreaterThan(0);
+
+    // Export: each button downloads the transcript in its format, as the server exports it.
+    for (const [format, starts] of [['vtt', 'WEBVTT'], ['srt', '1'], ['json', '{']] as const) {
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click(`#export [data-format=${format}]`)]);
+      expect(download.suggestedFilename()).toBe(`transcript-${transcription.id}.${format}`);
+      const text = readFileSync((await download.path())!, 'utf8');
+      expect(text.startsWith(starts), `${format}: ${text.slice(0, 40)}`).toBe(true);
+      const served = await (await fetch(`${stack.url}/transcriptions/${transcription.id}/export?format=${format}`, auth)).text();
+      expect(text).toBe(served);
+    }
+
+    // Edit: the first segment's text corrected in place; the server has it.
+    const row = page.locator(`.segment[data-id="${first.id}"]`);
+    await row.locator('.segment-edit-open').click();
+    await row.locator('.segment-edit').fill('Corrected in the console');
+    await row.locator('.segment-save').click();
+    await expect.poll(() => row.locator('.text').textContent()).toBe('Corrected in the console');
+    const saved = (await rest(`/transcriptions/${transcription.id}/segments?limit=1`)).items[0];
+    expect(saved).toMatchObject({ id: first.id, text: 'Corrected in the console' });
+    await shot('12-segment-edited');
+
+    // A second transcription: the newest is shown, and the first can be chosen again.
+    const second = await call('POST', `/meetings/${meetingId}/transcriptions`);
+    const again = [{ speaker_label: 'SPEAKER_0', text: 'A second pass of the budget', start_ms: 0, end_ms: 2000 }];
+    await call('POST', `/transcriptions/${second.id}/segments`, { segments: again }, stack.config.SERVICE_AUTH_TOKEN);
+    // The page learns of it from the WebSocket (EntityChanged, TranscriptSegmentEvent).
+    await expect.poll(() => page.locator('#transcription-select option').count()).toBe(2);
+    await expect.poll(() => page.locator('.segment .text').first().textContent()).toBe('A second pass of the budget');
+    await page.selectOption('#transcription-select', transcription.id);
+    await expect.poll(() => page.locator('.segment .text').first().textContent()).toBe('Corrected in the console');
+    expect(failedRequests.slice(failedBefore)).toEqual([]);
+  }, 120_000);
 });

@@ -52,6 +52,8 @@ export const REQUEST_OVERRIDES: Record<string, { params?: Record<string, string>
   updateTranscription: { body: { status: 'transcribing' } },
   // The meeting whose SPEAKER_0 is assigned (the parameter's example), so the owner's DELETE succeeds.
   unassignSpeakerLabel: { params: { id: 'labelledMeeting' } },
+  // A second person keeps everything of the body's person (a merge into itself is 422).
+  mergePerson: { params: { id: 'keptPerson' } },
 };
 
 /** Sub-resources that exist only on one kind of meeting. */
@@ -194,6 +196,7 @@ const STEPS: { key: string; needs: string[]; make: (call: Call, ids: Ids, first:
   ...SOURCE_TYPES.map((source_type) => ({ key: `meeting.${source_type}`, needs: [], make: async (call: Call) => (await call('createMeeting', 'owner', { source_type })).id })),
   { key: 'meeting', needs: ['meeting.text'], make: async (_c, ids) => ids['meeting.text'] },
   { key: 'person', needs: [], make: async (call) => (await call('createPerson', 'owner')).id },
+  { key: 'keptPerson', needs: [], make: async (call) => (await call('createPerson', 'owner')).id },
   { key: 'tag', needs: [], make: async (call) => (await call('createTag', 'owner')).id },
   { key: 'webhook', needs: [], make: async (call) => (await call('createWebhook', 'owner')).id },
   { key: 'task', needs: [], make: async (call) => (await call('createTask', 'owner')).id },

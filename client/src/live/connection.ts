@@ -2,8 +2,8 @@
 // id and the last event seq seen (the server replays what we missed, or says ResyncRequired),
 // each event handled once, reconnect with jittered backoff up to 30 s, at once when the server
 // advises it (1012), and no retry after a close that a reconnect cannot fix (4400, 4401, 4409).
-import { backoffDelay } from './backoff';
-import type { ClientCommand, ResyncRequired, ServerMessage } from './messages';
+import { backoffDelay } from './backoff.js';
+import type { ClientCommand, ResyncRequired, ServerMessage } from './messages.js';
 
 /**
  * The part of the WebSocket API we use: the browser's global and the `ws` package both have it.
@@ -88,6 +88,24 @@ export class LiveConnection {
 
   get ready(): boolean {
     return this.status.state === 'ready' && this.ws?.readyState === OPEN;
+  }
+
+  /** Resolves once the hello is answered (at once when it is); rejects when the connection closes for good, or after `timeoutMs`. */
+  whenReady(timeoutMs = 15_000): Promise<void> {
+    if (this.ready) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const done = (err?: Error) => {
+        clearTimeout(timer);
+        off();
+        if (err) reject(err);
+        else resolve();
+      };
+      const timer = setTimeout(() => done(new Error(`not connected within ${timeoutMs} ms (${this.status.state}); was connect() called?`)), timeoutMs);
+      const off = this.subscribe({
+        onReady: () => done(),
+        onStatus: (st) => st.state === 'closed' && done(new Error(`the connection is closed: ${st.reason}`)),
+      });
+    });
   }
 
   /** Adds a listener; returns its removal. */

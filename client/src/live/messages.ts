@@ -1,7 +1,7 @@
 // The WebSocket protocol's messages (decisions.md section 5, docs/websocket.md). Events come
 // from the OpenAPI document's components; commands and their answers are not REST and are
 // written out here.
-import type { components } from '../schema';
+import type { components } from '../schema.js';
 
 export type Range = [number, number];
 type Schemas = components['schemas'];

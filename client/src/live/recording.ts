@@ -2,12 +2,12 @@
 // 100 ms frames, keep every frame until the server reports it durable, resume on every new
 // connection and resend what RecordingResumed does not cover, stop, upload what is still missing
 // over REST (with Content-Digest), then wait for the sweep to finalize the take.
-import { uploadGap } from '../gap-upload';
-import { ApiProblem, ok } from '../problem';
-import type { RestClient } from '../rest';
-import type { LiveConnection } from './connection';
-import { encodeFrame, FrameStore, rangeFrames, toRanges, type Range } from './frames';
-import type { ErrorMessage, RecordingStopped, ServerMessage, StartRecordingCommand } from './messages';
+import { uploadGap } from '../gap-upload.js';
+import { ApiProblem, ok } from '../problem.js';
+import type { RestClient } from '../rest.js';
+import type { LiveConnection } from './connection.js';
+import { encodeFrame, FrameStore, rangeFrames, toRanges, type Range } from './frames.js';
+import type { ErrorMessage, RecordingStopped, ServerMessage, StartRecordingCommand } from './messages.js';
 
 export type RecordingPhase = 'idle' | 'starting' | 'recording' | 'resuming' | 'stopping' | 'uploading-gaps' | 'finalizing' | 'finalized' | 'failed';
 
@@ -52,7 +52,12 @@ export interface LiveRecordingOptions {
   encoding?: StartRecordingCommand['encoding'];
   sampleRate?: number;
   onChange?(snapshot: RecordingSnapshot): void;
-  /** Poll the take's state after the stop until the sweep finalizes it (default); false ends at 'finalizing'. */
+  /** How long start() waits for the connection to be ready (default 15 s). */
+  connectTimeoutMs?: number;
+  /**
+   * Poll the take's state after the stop until the sweep finalizes it (default); false ends at
+   * 'finalizing'. The sweep runs every RECORDING_GAP_SWEEP_INTERVAL_SECONDS (the local stack: 2 s).
+   */
   awaitFinalize?: boolean;
   finalizePollMs?: number;
   finalizeLimitMs?: number;
@@ -72,6 +77,8 @@ export class LiveRecording {
   private skip = 0;
   /** Our StopRecordingCommand went out after every pushed frame (same socket, in order). */
   private stopSent = false;
+  /** Our StartRecordingCommand went out (start() first waits for the connection). */
+  private startSent = false;
   /** RecordingStopped (or its equivalent) is handled once per take. */
   private stopHandled = false;
   private s: RecordingSnapshot = blank();
@@ -100,19 +107,29 @@ export class LiveRecording {
     return this.ended.promise;
   }
 
-  /** Starts a take; resolves on RecordingStarted (push frames from then on). */
+  /**
+   * Starts a take; resolves on RecordingStarted (push frames from then on). Waits for the
+   * connection to be ready first (up to `connectTimeoutMs`), so it may be called right after connect().
+   */
   start(meetingId: string): Promise<void> {
     if (this.active) return Promise.reject(new Error('a recording is already running'));
     this.store = new FrameStore();
-    this.wantStop = this.stopSent = this.stopHandled = false;
+    this.wantStop = this.stopSent = this.stopHandled = this.startSent = false;
     this.skip = 0;
     this.ended = deferred();
     this.s = { ...blank(), phase: 'starting', meetingId };
     this.emit();
     return new Promise<void>((resolve, reject) => {
       this.started = { resolve, reject };
-      const sent = this.opts.connection.send({ type: 'StartRecordingCommand', meeting_id: meetingId, encoding: this.opts.encoding ?? 'pcm_s16le', sample_rate: this.opts.sampleRate ?? 16_000 });
-      if (!sent) this.fail('not connected: wait for the connection and start again');
+      const command = { type: 'StartRecordingCommand', meeting_id: meetingId, encoding: this.opts.encoding ?? 'pcm_s16le', sample_rate: this.opts.sampleRate ?? 16_000 } as const;
+      this.opts.connection.whenReady(this.opts.connectTimeoutMs).then(
+        () => {
+          if (this.s.phase !== 'starting' || this.startSent) return;
+          this.startSent = this.opts.connection.send(command);
+          if (!this.startSent) this.fail('not connected: the connection was lost before the start; start again');
+        },
+        (err: Error) => this.fail(`not connected: ${err.message}`),
+      );
     });
   }
 
@@ -147,7 +164,7 @@ export class LiveRecording {
   /** Every (re)connection: an open take continues on it. */
   private socketReady(): void {
     if (this.s.audioVersion === null || !['recording', 'resuming', 'stopping'].includes(this.s.phase) || this.stopHandled) {
-      if (this.s.phase === 'starting' && this.s.audioVersion === null && this.started) this.fail('the connection was lost before RecordingStarted; look at the recording state and start again');
+      if (this.s.phase === 'starting' && this.startSent && this.s.audioVersion === null && this.started) this.fail('the connection was lost before RecordingStarted; look at the recording state and start again');
       return;
     }
     this.set({ phase: this.wantStop ? 'stopping' : 'resuming', live: false });

@@ -37,6 +37,12 @@ export class Api {
     ok(await this.rest.POST('/meetings/{id}/speaker-labels', { params: { path: { id: meetingId } }, body: { speaker_label, person_id } }));
   unassignSpeaker = async (meetingId: string, speaker_label: string) =>
     ok(await this.rest.DELETE('/meetings/{id}/speaker-labels/{speaker_label}', { params: { path: { id: meetingId, speaker_label } } }));
+  /** Every label of the meeting, assigned or not, with suggestions for the unassigned ones. */
+  speakerLabels = async (meetingId: string) =>
+    ok(await this.rest.GET('/meetings/{id}/speaker-labels', { params: { path: { id: meetingId } } }));
+  /** Everything of `otherId` moves to `keepId`; `otherId` is deleted. */
+  mergePeople = async (keepId: string, otherId: string) =>
+    ok(await this.rest.POST('/people/{id}/merge', { params: { path: { id: keepId } }, body: { person_id: otherId } }));
   voiceSamples = async (personId: string) => ok(await this.rest.GET('/people/{id}/voice-samples', { params: { path: { id: personId }, query: { limit: 50 } } }));
   recording = async (meetingId: string) => {
     const state = ok(await this.rest.GET('/meetings/{id}/recording', { params: { path: { id: meetingId } } }));
@@ -45,6 +51,19 @@ export class Api {
   /** The takes, oldest first; the first page is enough for a console (200 takes). */
   takes = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/recording/takes', { params: { path: { id: meetingId }, query: { limit: 200 } } }));
   recordingEvents = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/recording/events', { params: { path: { id: meetingId }, query: { limit: 100 } } }));
+  search = async (q: string, sort: 'relevance' | 'recent', cursor?: string | null) =>
+    ok(await this.rest.GET('/search', { params: { query: { q, sort, limit: 20, ...(cursor ? { cursor } : {}) } } }));
+  /** The transcript in one export format, as the text a download saves. */
+  exportTranscript = async (transcriptionId: string, format: 'vtt' | 'srt' | 'txt' | 'json') =>
+    ok(await this.rest.GET('/transcriptions/{id}/export', { params: { path: { id: transcriptionId }, query: { format } }, parseAs: 'text' })) as string;
+  /**
+   * A segment's new text, conditional on `etag` when we hold one (412: someone changed it since).
+   * Answers the segment and its new ETag (when the server sends one).
+   */
+  updateSegmentText = async (id: string, text: string, etag: string | null) => {
+    const result = await this.rest.PATCH('/transcript-segments/{id}', { params: { path: { id } }, body: { text }, headers: etag ? { 'If-Match': etag } : {} });
+    return { segment: ok(result), etag: result.response.headers.get('etag') };
+  };
   audioUrl = async (meetingId: string, audio_version?: number) =>
     ok(await this.rest.GET('/meetings/{id}/audio-url', { params: { path: { id: meetingId }, query: audio_version === undefined ? {} : { audio_version } } }));
 }

@@ -8,6 +8,7 @@ import type { ServerMessage } from './types';
 import { errText, fill, h } from './views/dom';
 import { MeetingView } from './views/meeting';
 import { MeetingsList } from './views/meetings';
+import { SearchPane } from './views/search';
 import { signInView } from './views/sign-in';
 import './styles.css';
 
@@ -102,6 +103,7 @@ function start(api: Api, token: string, clientId: string, username: string) {
     else location.hash = meetingHash(id);
   });
   addEventListener('hashchange', () => void open(meetingInHash()));
+  const search = new SearchPane(api, (id) => (location.hash = meetingHash(id)));
 
   const signOut = h('button', {
     id: 'sign-out',
@@ -115,7 +117,7 @@ function start(api: Api, token: string, clientId: string, username: string) {
   fill(
     root,
     h('header', { class: 'top' }, h('h1', {}, 'Meeting Intelligence · developer console'), h('span', {}, 'signed in as ', h('strong', { id: 'user-name' }, username)), conn, signOut),
-    h('div', { class: 'layout' }, meetings.el, main),
+    h('div', { class: 'layout' }, h('div', { class: 'sidebar' }, search.el, meetings.el), main),
   );
   socket.connect();
   void meetings.load(false);

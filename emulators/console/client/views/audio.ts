@@ -19,7 +19,8 @@ export class AudioPane {
     private readonly api: Api,
     private readonly meeting: Pick<Meeting, 'id' | 'source_type'>,
   ) {
-    const load = h('button', { id: 'audio-load', onclick: () => this.load(true) }, 'Load audio');
+    // Only an upload's audio is asked for on demand; a recording's loads once a take is final.
+    const load = meeting.source_type === 'upload' && h('button', { id: 'audio-load', onclick: () => this.load(true) }, 'Load audio');
     this.audio.addEventListener('error', () => {
       if (!this.fallback) return void (this.info.textContent = 'the audio did not load');
       this.info.textContent = 'signed storage link failed; playing through the proxy link';
@@ -27,7 +28,7 @@ export class AudioPane {
       this.fallback = null;
     });
     this.audio.addEventListener('loadedmetadata', () => (this.info.textContent = `${this.audio.duration.toFixed(1)} s · ${this.info.dataset.expires ?? ''}`));
-    this.el = h('section', { class: 'card' }, h('h3', {}, 'Audio'), h('div', { class: 'row' }, load), this.audio, this.info);
+    this.el = h('section', { class: 'card' }, h('h3', {}, 'Audio'), load && h('div', { class: 'row' }, load), this.audio, this.info);
   }
 
   /**

@@ -5,8 +5,10 @@ import type { RecordingSession } from '../recording';
 import type { Meeting, Person, ServerMessage, Segment, TalkingPoint, Transcription } from '../types';
 import { AudioPane } from './audio';
 import { errText, fill, fmtTime, h } from './dom';
+import { ExportBar } from './export';
 import { InsightsPane } from './insights';
 import { RecordingPanel } from './recording-panel';
+import { SegmentEditor } from './segment-editor';
 import { SpeakersPane } from './speakers';
 import { TranscriptPane } from './transcript';
 
@@ -15,13 +17,17 @@ const SERVER_REFRESH_MS = 2_000;
 export class MeetingView {
   readonly el: HTMLElement;
   private readonly header = h('div', { id: 'meeting-header' });
-  private readonly transcript = new TranscriptPane();
+  private readonly transcript: TranscriptPane;
+  private readonly exports: ExportBar;
   private readonly insights: InsightsPane;
   private readonly speakers: SpeakersPane;
   private readonly audio: AudioPane;
   private readonly recording: RecordingPanel | null = null;
   readonly meetingId: string;
   private transcription: Transcription | null = null;
+  /** Every transcription of the meeting, oldest first; the newest is shown unless one was chosen. */
+  private transcriptions: Transcription[] = [];
+  private chosen: string | null = null;
   private people: Person[] = [];
   private timer: ReturnType<typeof setInterval> | null = null;
 
@@ -33,6 +39,9 @@ export class MeetingView {
     taskCadenceSegments: number,
   ) {
     const meetingId = (this.meetingId = meeting.id);
+    const editor = new SegmentEditor(api, (saved) => (saved ? this.transcript.replace(saved) : void this.reloadSegments()));
+    this.transcript = new TranscriptPane((segment, textEl) => editor.open(segment, textEl));
+    this.exports = new ExportBar(api);
     this.insights = new InsightsPane(taskCadenceSegments);
     this.speakers = new SpeakersPane(api, meetingId, () => this.reloadAfterAssign());
     this.audio = new AudioPane(api, meeting);
@@ -40,7 +49,7 @@ export class MeetingView {
     this.el = h(
       'div',
       { class: 'meeting', 'data-id': meetingId },
-      h('section', { class: 'card' }, this.header),
+      h('section', { class: 'card' }, this.header, this.exports.el),
       h('div', { class: 'columns' }, h('div', {}, this.recording?.el, this.audio.el), h('div', {}, this.transcript.el, this.speakers.el, this.insights.el)),
     );
     // The server's view of a recording changes without events for every step: poll it while the tab records.
@@ -59,7 +68,7 @@ export class MeetingView {
         this.api.tasks(this.meetingId),
         this.api.people(),
       ]);
-      this.transcription = transcriptions.items[transcriptions.items.length - 1] ?? null;
+      this.pick(transcriptions.items);
       this.people = people.items;
       this.insights.setTalkingPoints(points.items);
       this.insights.setTasks(tasks.items);
@@ -94,7 +103,7 @@ export class MeetingView {
       case 'TranscriptSegmentEvent': {
         const segment = msg.segment as Segment;
         if (!this.transcription || this.transcription.id !== msg.transcription_id) void this.refreshTranscription();
-        this.transcript.add(segment);
+        if (!this.chosen || this.chosen === msg.transcription_id) this.transcript.add(segment);
         this.renderSpeakers();
         break;
       }
@@ -127,10 +136,30 @@ export class MeetingView {
   }
 
   private async refreshTranscription() {
-    const { items } = await this.api.transcriptions(this.meetingId);
-    this.transcription = items[items.length - 1] ?? null;
+    this.pick((await this.api.transcriptions(this.meetingId)).items);
     await this.reloadSegments();
     this.renderHeader();
+  }
+
+  private pick(items: Transcription[]) {
+    this.transcriptions = items;
+    this.transcription = items.find((t) => t.id === this.chosen) ?? items[items.length - 1] ?? null;
+  }
+
+  /** With more than one transcription (a batch pass, several takes), any can be shown. */
+  private transcriptionChooser() {
+    if (this.transcriptions.length < 2) return null;
+    const select = h(
+      'select',
+      { id: 'transcription-select', 'aria-label': 'transcription' },
+      ...this.transcriptions.map((t, i) => h('option', { value: t.id, selected: t.id === this.transcription?.id }, `#${i + 1} ${t.status} · ${fmtTime(t.created_at)}`)),
+    );
+    select.addEventListener('change', () => {
+      this.chosen = select.value;
+      this.pick(this.transcriptions);
+      void this.reloadSegments().then(() => this.renderHeader());
+    });
+    return h('p', {}, 'Transcription ', select);
   }
 
   private async reloadSegments() {
@@ -155,10 +184,12 @@ export class MeetingView {
   private renderHeader() {
     const m = this.meeting;
     const t = this.transcription;
+    this.exports.show(t?.id ?? null);
     fill(
       this.header,
       h('h2', { id: 'meeting-title' }, m.title),
       h('p', { class: 'muted' }, `${m.source_type} · started ${fmtTime(m.start_time)} · `, h('code', {}, m.id)),
+      this.transcriptionChooser(),
       t && h('p', { id: 'transcription-status' }, `transcription ${t.status}${t.is_degraded ? ' (degraded: audio is missing)' : ''}`),
       m.headline && h('p', { class: 'headline' }, m.headline),
       m.summary && h('p', {}, m.summary),

@@ -3,6 +3,9 @@
 // their embeddings voice samples of the person), remove an assignment (DELETE
 // /meetings/{id}/speaker-labels/{label}: the segments lose the person, the samples go), and show
 // the voice samples behind an assigned person's model (GET /people/{id}/voice-samples).
+// Unassigned labels show the people whose voice is closest (GET /meetings/{id}/speaker-labels'
+// suggestions; one click assigns), and an assigned person can absorb a duplicate (POST
+// /people/{id}/merge).
 import { ApiProblem, type Api } from '../api';
 import type { Person } from '../types';
 import { errText, fill, fmtTime, h } from './dom';
@@ -14,6 +17,8 @@ export class SpeakersPane {
   private readonly samples = h('div', { id: 'voice-samples' });
   /** Whose samples are shown, so a re-render after an event refreshes them. */
   private shownPerson: string | null = null;
+  /** Each unassigned label's place for suggestions, and how to assign it. */
+  private suggestionSlots = new Map<string, { slot: HTMLElement; assignTo: (personId: string) => Promise<string> }>();
 
   constructor(
     private readonly api: Api,
@@ -27,7 +32,41 @@ export class SpeakersPane {
     if (this.shownPerson) void this.showSamples(people.find((p) => p.id === this.shownPerson));
     if (!labels.size) return fill(this.body, h('p', { class: 'muted' }, 'Speaker labels appear with the transcript.'));
     const byId = new Map(people.map((p) => [p.id, p]));
+    this.suggestionSlots.clear();
     fill(this.body, ...[...labels].map(([label, personId]) => this.row(label, personId ? byId.get(personId) : undefined, people)));
+    void this.showSuggestions();
+  }
+
+  /** Beside each unassigned label, the people whose voice is closest: a click assigns one. */
+  private async showSuggestions() {
+    if (!this.suggestionSlots.size) return;
+    const slots = this.suggestionSlots;
+    let items;
+    try {
+      ({ items } = await this.api.speakerLabels(this.meetingId));
+    } catch (err) {
+      this.message.textContent = errText(err);
+      return;
+    }
+    for (const { speaker_label: label, suggestions } of items) {
+      const target = slots.get(label);
+      if (!target || !suggestions.length) continue;
+      const buttons = suggestions.map((s) => {
+        const attrs = { class: 'speaker-suggestion', 'data-label': label, 'data-person': s.person_id };
+        const b = h('button', attrs, `${s.display_name} (${s.similarity.toFixed(2)})`);
+        b.onclick = async () => {
+          b.disabled = true;
+          try {
+            this.message.textContent = await target.assignTo(s.person_id);
+          } catch (err) {
+            this.message.textContent = errText(err);
+            b.disabled = false;
+          }
+        };
+        return b;
+      });
+      fill(target.slot, 'sounds like: ', ...buttons);
+    }
   }
 
   private row(label: string, current: Person | undefined, people: Person[]) {
@@ -76,6 +115,27 @@ export class SpeakersPane {
         return `${label}: assignment removed; its segments no longer shape ${current.display_name}'s voice`;
       });
     const samples = current && act('speaker-samples', 'Voice samples', async () => ((this.shownPerson = current.id), await this.showSamples(current), ''));
+    const suggestions = h('span', { class: 'speaker-suggestions muted', 'data-label': label });
+    if (!current) this.suggestionSlots.set(label, { slot: suggestions, assignTo });
+    // A duplicate of the assigned person (say, created for another meeting) merges into them.
+    const others = current ? people.filter((p) => p.id !== current.id) : [];
+    const mergeFrom = others.length
+      ? h(
+          'select',
+          { class: 'speaker-merge-from', 'data-label': label },
+          ...others.map((p) => h('option', { value: p.id }, p.display_name)),
+        )
+      : null;
+    const merge =
+      current &&
+      mergeFrom &&
+      act('speaker-merge', `Merge into ${current.display_name}`, async () => {
+        const other = others.find((p) => p.id === mergeFrom.value)!;
+        await this.api.mergePeople(current.id, other.id);
+        await this.onAssigned();
+        const into = current.display_name;
+        return `${other.display_name} merged into ${into}: their segments, samples, tasks and notes are now ${into}'s`;
+      });
     return h(
       'div',
       { class: 'speaker row', 'data-label': label },
@@ -86,6 +146,9 @@ export class SpeakersPane {
       assign,
       unassign,
       samples,
+      mergeFrom,
+      merge,
+      suggestions,
     );
   }
 

@@ -11,7 +11,8 @@ export class TranscriptPane {
   private interim: Segment | null = null;
   private names = new Map<string, string>();
 
-  constructor() {
+  /** `edit(segment, textEl)` opens an editor on a final segment's text (views/segment-editor.ts). */
+  constructor(private readonly edit?: (segment: Segment, textEl: HTMLElement) => void) {
     this.el = h('section', { class: 'card' }, h('h3', {}, 'Transcript ', this.count), this.list);
     this.render();
   }
@@ -29,6 +30,12 @@ export class TranscriptPane {
     } else {
       this.interim = segment;
     }
+    this.render();
+  }
+
+  /** A segment as the server now has it (an edit saved here). */
+  replace(segment: Segment) {
+    if (this.segments.has(segment.id)) this.segments.set(segment.id, segment);
     this.render();
   }
 
@@ -51,14 +58,17 @@ export class TranscriptPane {
   private render() {
     const all = this.sorted();
     this.count.textContent = String(all.length);
-    const row = (s: Segment, cls: string) =>
-      h(
+    const row = (s: Segment, cls: string) => {
+      const text = h('span', { class: 'text' }, s.text);
+      const edit = s.is_final && this.edit && h('button', { class: 'link segment-edit-open', title: 'edit the text', onclick: () => this.edit!(s, text) }, 'edit');
+      return h(
         'li',
         { class: cls, 'data-id': s.id },
         h('span', { class: 'time' }, fmtMs(s.start_ms)),
         h('span', { class: 'speaker' }, (s.person_id && this.names.get(s.person_id)) || s.speaker_label || '?'),
-        h('span', { class: 'text' }, s.text),
+        h('span', {}, text, ' ', edit),
       );
+    };
     if (!all.length && !this.interim) return fill(this.list, h('li', { class: 'muted' }, 'No transcript yet.'));
     fill(this.list, ...all.map((s) => row(s, 'segment')), this.interim && row(this.interim, 'segment interim'));
     this.list.scrollTop = this.list.scrollHeight;

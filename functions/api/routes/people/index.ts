@@ -5,6 +5,7 @@ import { registerDeletePerson } from './delete';
 import { registerGetPerson } from './get';
 import { registerListPeople } from './list';
 import { registerSetMyPerson } from './me-person';
+import { registerMergePerson } from './merge';
 import { registerUpdatePerson } from './update';
 import { registerListVoiceSamples } from './voice-samples';
 
@@ -15,5 +16,6 @@ export function registerPeople(app: OpenAPIHono<AppEnv>) {
   registerUpdatePerson(app);
   registerDeletePerson(app);
   registerSetMyPerson(app);
+  registerMergePerson(app);
   registerListVoiceSamples(app);
 }

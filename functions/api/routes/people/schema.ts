@@ -62,6 +62,11 @@ export const PatchPersonBody = z
   .refine((b) => Object.keys(b).length > 0, 'at least one field is required')
   .openapi('PatchPerson', { description: 'voice fields are not writable' });
 
+export const MergePersonBody = z
+  .object({ person_id: Uuid.openapi({ description: 'the person merged into {id} and then deleted' }) })
+  .strict()
+  .openapi('MergePerson');
+
 export const VoiceSampleSchema = z
   .object({
     meeting_id: Uuid,

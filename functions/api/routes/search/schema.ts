@@ -1,4 +1,4 @@
-import { SEARCH_KINDS } from '@mi/lib/repositories/search';
+import { SEARCH_KINDS, SEARCH_SORTS } from '@mi/lib/repositories/search';
 import { PageQuery, Timestamp, Uuid, z } from '../../openapi';
 
 export const SearchQuery = z.object({
@@ -20,6 +20,12 @@ export const SearchQuery = z.object({
   }),
   from: Timestamp.optional().openapi({ description: "the meeting's start_time at or after (a note not about a meeting: its created_at)" }),
   to: Timestamp.optional().openapi({ description: "the meeting's start_time before (a note not about a meeting: its created_at)" }),
+  sort: z.enum(SEARCH_SORTS).default('relevance').openapi({
+    description:
+      'relevance (default): every match ranked, best first (rank descending, then kind, then id). recent: newest meeting first ' +
+      "(start_time; a note not about a meeting: its created_at), then by position in the meeting: its title, its segments by start_ms, " +
+      'then its notes and talking points; then kind, then id',
+  }),
   ...PageQuery,
 });
 
@@ -33,6 +39,7 @@ export const SearchHitSchema = z
       example: 'we agreed the <mark>budget</mark> for next quarter',
     }),
     rank: z.number().openapi({ description: 'ts_rank of the item for this query (higher is better); titles weigh most, then talking points, then segments and notes' }),
+    start_time: Timestamp.openapi({ description: "the start_time of the item's meeting; a note not about a meeting: its created_at" }),
     start_ms: z.number().optional().openapi({ description: 'segments only: where the segment starts in the recording' }),
   })
   .openapi('SearchHit');

@@ -7,7 +7,16 @@ import { IdParam, jsonBody, jsonResponse, notFoundResponse, op, withEtag, z } fr
 import { SegmentSchema } from './schema';
 
 const PatchSegmentBody = z
-  .object({ text: z.string().max(100_000).optional(), is_highlighted: z.boolean().optional() })
+  .object({
+    text: z.string().max(100_000).optional(),
+    is_highlighted: z.boolean().optional(),
+    speaker_label: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .openapi({ example: 'SPEAKER_1', description: "another speaker label of the segment's meeting" }),
+  })
   .strict()
   .refine((b) => Object.keys(b).length > 0, 'at least one field is required')
   .openapi('PatchTranscriptSegment');
@@ -17,9 +26,14 @@ const route = op({
   path: '/transcript-segments/{id}',
   operationId: 'updateTranscriptSegment',
   tags: ['transcriptions'],
-  summary: "Correct a segment's text or highlight it",
+  summary: "Correct a segment's text or speaker, or highlight it",
   description:
-    'For the meeting owner. Broadcasts EntityChanged { entity: transcript_segment, action: updated }. ' +
+    'For the meeting owner. `speaker_label` moves the segment to that label of its meeting: the segment takes ' +
+    'the person assigned to the label (none when unassigned), and its voice sample follows (moved, dropped or ' +
+    'recorded; the people concerned have their voice model recomputed). ' +
+    '422 when no segment of the meeting has the label. ' +
+    'Broadcasts EntityChanged { entity: transcript_segment, action: updated } ' +
+    'and { entity: person, action: updated } for each person whose model changed. ' +
     'A later batch replace of the transcription (PUT /transcriptions/{id}/segments) keeps no user edits.',
   conditional: true,
   auth: ['bearer'],
