@@ -199,7 +199,13 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     stops.push(async () => clearInterval(timer));
 
     ready = true;
-    writeStackEnv(dataDir, { ...vars, DATABASE_URL: database.url, CORE_PORT: String(port), ML_SERVICE_URL: mlUrl });
+    // CORE_URL, the project and the topic: what an ML service (and the conformance kit) needs.
+    const forMl = {
+      CORE_URL: url,
+      GOOGLE_CLOUD_PROJECT: config.GOOGLE_CLOUD_PROJECT,
+      PUBSUB_TOPIC_RECORDING_FINALIZED: config.PUBSUB_TOPIC_RECORDING_FINALIZED,
+    };
+    writeStackEnv(dataDir, { ...vars, ...forMl, DATABASE_URL: database.url, CORE_PORT: String(port), ML_SERVICE_URL: mlUrl });
     const addresses = {
       url,
       console: `${url}/console`,
@@ -263,7 +269,8 @@ function portError(variable: string, port: number, host: string, err: NodeJS.Err
  * `source .data/local-stack.env; npx functions-framework --target=api --source=functions/dist`.
  */
 function writeStackEnv(dataDir: string, vars: Record<string, string | undefined>) {
-  const keys = ['APP_ENV', 'DATABASE_URL', 'PUBSUB_EMULATOR_HOST', 'FIRESTORE_EMULATOR_HOST', 'STORAGE_EMULATOR_HOST', 'STORAGE_SIGNER_KEY_FILE', 'STORAGE_BUCKET', 'ML_SERVICE_URL', 'IDENTITY_SECRET_KEY', 'SERVICE_AUTH_TOKEN', 'AUDIO_URL_SIGNING_KEY'];
+  const keys = ['APP_ENV', 'DATABASE_URL', 'PUBSUB_EMULATOR_HOST', 'FIRESTORE_EMULATOR_HOST', 'STORAGE_EMULATOR_HOST', 'STORAGE_SIGNER_KEY_FILE', 'STORAGE_BUCKET', 'ML_SERVICE_URL', 'IDENTITY_SECRET_KEY', 'SERVICE_AUTH_TOKEN', 'AUDIO_URL_SIGNING_KEY',
+    'CORE_URL', 'PUBSUB_TOPIC_RECORDING_FINALIZED'];
   const http = (host: string | undefined) => host && (/^https?:\/\//.test(host) ? host : `http://${host}`).replace(/\/?$/, '/');
   const all: Record<string, string | undefined> = {
     ...Object.fromEntries(keys.map((k) => [k, vars[k]])),

@@ -3,6 +3,7 @@
 // published documents only (POST /streaming → 201 {id, audio_url}, frames on the socket, 204 to
 // the drain), listening on ML_PORT itself: a stack that still started its stand-in would fail to
 // start. The batch message waits on recording.finalized.ml-batch for a puller of its own client.
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -114,5 +115,22 @@ describe('npm start with ML_SERVICE_URL', () => {
     expect(received).toEqual(message);
     await subscription.close();
     await pubsub.close();
+  });
+
+  it('should let the conformance kit find the stack from .data/local-stack.env alone', async () => {
+    // Only --url: the core's URL, credentials and Pub/Sub come from the file the stack wrote.
+    const args = ['tsx', 'scripts/ml-conformance/main.ts', '--url', ml.url, '--timeout', '1'];
+    const fromStack = /^(SERVICE_AUTH_TOKEN|IDENTITY_SECRET_KEY|PUBSUB_|GOOGLE_CLOUD_PROJECT|CORE_)/;
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !fromStack.test(k)));
+    const child = spawn('npx', args, { env: { ...env, DATA_DIR: dataDir } });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    const code = await new Promise<number | null>((r) => child.on('close', r));
+    expect(out).toMatch(/setup: a meeting and a transcription on the core\s+pass/);
+    expect(out).toMatch(/POST \/streaming answers 201 with a session \(OpenAPI startStreaming\)\s+pass/);
+    expect(out).toMatch(/DELETE \/streaming\/\{id\} drains: 200 with a drain report, or 204\s+pass/);
+    // This small ML never calls the core back: the kit says so and fails.
+    expect(out).toMatch(/live segments reach the core .*\s+FAIL/);
+    expect(code).toBe(1);
   });
 });

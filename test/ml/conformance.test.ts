@@ -1,0 +1,171 @@
+// The ML conformance kit (scripts/ml-conformance) against a real core: it passes our stand-in ML,
+// and it fails MLs that break the contract, each at the check that names the break.
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { OpenedDatabase } from '@mi/lib/db/open';
+import { runConformance, type Check } from '../../scripts/ml-conformance/run';
+import { fileEnv, openTestDatabase, startInstance, type Instance } from '../live/helpers';
+
+let database: OpenedDatabase;
+let core: Instance;
+
+beforeAll(async () => {
+  database = await openTestDatabase();
+  core = await startInstance(database, fileEnv(), { ml: true });
+}, 60_000);
+
+afterAll(async () => {
+  await core?.close();
+  await database?.close();
+});
+
+/** The stand-in pulls the file's recording.finalized topic; a broken ML gets a topic of its own that nobody pulls. */
+const kitOptions = (mlUrl: string, timeoutMs: number, topic = core.config.PUBSUB_TOPIC_RECORDING_FINALIZED) => ({
+  mlUrl,
+  core: {
+    url: core.url,
+    serviceToken: core.config.SERVICE_AUTH_TOKEN,
+    identitySecret: core.config.IDENTITY_SECRET_KEY!,
+  },
+  pubsub: { projectId: core.config.GOOGLE_CLOUD_PROJECT, emulatorHost: core.config.PUBSUB_EMULATOR_HOST, topic },
+  timeoutMs,
+});
+
+interface BrokenMlBehaviour {
+  /** The 201 body of POST /streaming, given the session id and its socket URL. */
+  session?: (id: string, audioUrl: string) => unknown;
+  drain?: (res: ServerResponse) => void;
+  onSocket?: (ws: WebSocket) => void;
+}
+
+/** An ML that keeps the contract, except where `behaviour` says; it never calls the core. */
+async function brokenMl(behaviour: BrokenMlBehaviour): Promise<{ url: string; server: Server }> {
+  const server = createServer();
+  const wss = new WebSocketServer({ noServer: true });
+  const sessions = new Set<string>();
+  let url = '';
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    req.resume();
+    req.on('end', () => {
+      const token = core.config.SERVICE_AUTH_TOKEN;
+      if (req.headers.authorization !== `Bearer ${token}`) return void res.writeHead(401).end();
+      if (req.method === 'POST' && req.url === '/streaming') {
+        const id = randomUUID();
+        sessions.add(id);
+        const audioUrl = `${url.replace('http', 'ws')}/audio/${id}`;
+        const body = behaviour.session ? behaviour.session(id, audioUrl) : { id, audio_url: audioUrl };
+        return void res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      }
+      const m = /^\/streaming\/(.+)$/.exec(req.url ?? '');
+      if (req.method === 'DELETE' && m && sessions.has(m[1])) {
+        return void (behaviour.drain ? behaviour.drain(res) : res.writeHead(204).end());
+      }
+      res.writeHead(404).end();
+    });
+  });
+  server.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => behaviour.onSocket?.(ws)));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url, server };
+}
+
+async function runAgainst(behaviour: BrokenMlBehaviour): Promise<Check[]> {
+  const ml = await brokenMl(behaviour);
+  try {
+    return await runConformance(kitOptions(ml.url, 1_000, `unpulled-${randomUUID().slice(0, 8)}`));
+  } finally {
+    ml.server.closeAllConnections();
+    ml.server.close();
+  }
+}
+
+const byName = (checks: Check[], prefix: string) => checks.find((c) => c.name.startsWith(prefix));
+
+describe('ML conformance kit', () => {
+  it('should pass our stand-in ML: every check, from the session start to the batch pass', async () => {
+    const checks = await runConformance(kitOptions(core.ml!.url, 30_000));
+    expect(checks.filter((c) => !c.pass)).toEqual([]);
+    expect(checks.map((c) => c.name)).toEqual([
+      'setup: a meeting and a transcription on the core',
+      'POST /streaming without a credential is refused (4xx)',
+      'POST /streaming answers 201 with a session (OpenAPI startStreaming)',
+      'the audio socket takes frames 0–29 and 40–59 (a gap)',
+      'POST /streaming with start_sequence 60 resumes the take',
+      "the resumed session's socket takes frames 60–99",
+      'DELETE /streaming/{id} drains: 200 with a drain report, or 204',
+      'DELETE /streaming/{id} of an unknown session answers 404',
+      'messages on the audio socket follow the AsyncAPI document (Warning, Dropped)',
+      'live segments reach the core (POST /transcriptions/{id}/segments)',
+      'recording.finalized: the ML claims the take and completes it',
+      'the batch pass wrote the synthesis and the headline',
+    ]);
+  });
+
+  it('should fail an ML answering the session start without audio_url, and stop there', async () => {
+    const checks = await runAgainst({ session: (id) => ({ id }) });
+    const start = byName(checks, 'POST /streaming answers 201');
+    expect(start).toMatchObject({ pass: false });
+    expect(start!.reason).toContain('audio_url');
+    expect(checks.at(-1)).toBe(start);
+  });
+
+  it('should fail an ML whose audio_url is not a WebSocket URL (a rule only the contract module holds)', async () => {
+    const checks = await runAgainst({ session: (id) => ({ id, audio_url: `http://127.0.0.1:9/${id}` }) });
+    const start = byName(checks, 'POST /streaming answers 201');
+    expect(start).toMatchObject({ pass: false });
+    expect(start!.reason).toContain('ws:// or wss://');
+  });
+
+  it('should fail an ML whose drain answers 200 without a drain report', async () => {
+    const drain = (res: ServerResponse) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    const checks = await runAgainst({ drain });
+    const check = byName(checks, 'DELETE /streaming/{id} drains');
+    expect(check).toMatchObject({ pass: false, reason: expect.stringContaining('drained') });
+    expect(byName(checks, 'POST /streaming answers 201')).toMatchObject({ pass: true });
+  });
+
+  it('should fail an ML sending a message type the AsyncAPI document does not have', async () => {
+    const checks = await runAgainst({ onSocket: (ws) => ws.send(JSON.stringify({ type: 'warn', message: 'full' })) });
+    const check = byName(checks, 'messages on the audio socket');
+    expect(check).toMatchObject({ pass: false, reason: expect.stringContaining('"warn"') });
+  });
+
+  it('should fail an ML that never calls the core back, live or batch', async () => {
+    const checks = await runAgainst({});
+    expect(byName(checks, 'live segments reach the core')).toMatchObject({ pass: false });
+    const batch = byName(checks, 'recording.finalized');
+    expect(batch).toMatchObject({ pass: false, reason: expect.stringContaining('transcribing') });
+    expect(byName(checks, 'DELETE /streaming/{id} of an unknown session')).toMatchObject({ pass: true });
+  });
+
+  it('should print the table and exit 1 from the command line when a check fails', async () => {
+    const ml = await brokenMl({ session: (id) => ({ id }) });
+    try {
+      const args = ['tsx', 'scripts/ml-conformance/main.ts', '--url', ml.url, '--core-url', core.url, '--timeout', '1'];
+      const child = spawn('npx', args, {
+        env: {
+          ...process.env,
+          DATA_DIR: `/nonexistent-${randomUUID()}`,
+          SERVICE_AUTH_TOKEN: core.config.SERVICE_AUTH_TOKEN,
+          IDENTITY_SECRET_KEY: core.config.IDENTITY_SECRET_KEY!,
+          PUBSUB_EMULATOR_HOST: core.config.PUBSUB_EMULATOR_HOST!,
+        },
+      });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      const code = await new Promise<number | null>((r) => child.on('close', r));
+      expect(code).toBe(1);
+      expect(out).toMatch(/POST \/streaming answers 201 with a session \(OpenAPI startStreaming\)\s+FAIL\s+.*audio_url/,
+      );
+      expect(out).toContain('1 of 3 checks failed');
+    } finally {
+      ml.server.closeAllConnections();
+      ml.server.close();
+    }
+  });
+});
