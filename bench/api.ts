@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pgvector from 'pgvector';
-import { mintDevToken } from '@mi/lib/auth';
+import { mintDevToken } from '@mi/lib/adapters/auth';
 import { startLocalStack } from '../emulators/stack';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { ms, percentile, table, writeSection, type Row } from './report';

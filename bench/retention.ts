@@ -3,7 +3,7 @@
 // PostgreSQL when installed). Reports the time of each bounded batch against the baseline of a
 // batch that finds nothing to delete, and the whole pass.
 import { createDatabase } from '@mi/lib/db/pool';
-import { pruneExpired, RETENTION_BATCH_ROWS, RETENTION_MAX_BATCHES } from '@mi/lib/domain/retention';
+import { pruneExpired, RETENTION_BATCH_ROWS, RETENTION_MAX_BATCHES } from '@mi/lib/repositories/retention';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { ms, percentile, table, writeSection, type Row } from './report';
 

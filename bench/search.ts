@@ -1,4 +1,4 @@
-// `npm run bench:search`: GET /search's statement (lib/domain/search.ts, as the route runs it)
+// `npm run bench:search`: GET /search's statement (lib/repositories/search.ts, as the route runs it)
 // on the test engine (native PostgreSQL when installed) over 1,000,000 transcript segments of
 // many users, measured for the one user who holds 100,000 of them. Texts are 12 words drawn
 // from a 5,000-word vocabulary with a Zipf-like (log-uniform) law, so a query can hit almost
@@ -7,7 +7,7 @@
 // first 50 matching segments: no rank, no other kinds, no snippets); for scale, ILIKE '%word%'.
 import os from 'node:os';
 import { createDatabase } from '@mi/lib/db/pool';
-import { HEADLINE_OPTIONS, search, SEARCH_SQL } from '@mi/lib/domain/search';
+import { HEADLINE_OPTIONS, search, SEARCH_SQL } from '@mi/lib/repositories/search';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { ms, percentile, table, writeSection, type Row } from './report';
 import { serverCpuClock, timedWith, type Sample } from './server-cpu';
@@ -201,7 +201,7 @@ if (process.env.BENCH_EXPLAIN) {
 }
 
 const loadAfter = os.loadavg()[0];
-const out = `Engine: ${engine.engine.label}. ${Number(counts[0].total).toLocaleString('en')} transcript segments of ${(1 + (SEGMENTS - USER_SEGMENTS) / PER_MEETING / 10).toLocaleString('en')} users; the measured user has ${Number(counts[0].segments).toLocaleString('en')} of them in ${USER_SEGMENTS / PER_MEETING} meetings, plus ${(USER_SEGMENTS / PER_MEETING) * 25} talking points and 2,000 notes. Segments are ${WORDS_PER_SEGMENT} words from a ${VOCABULARY.toLocaleString('en')}-word vocabulary (log-uniform: the commonest word is in most segments). ${QUERIES} queries per row, \`limit\` 50, through \`search()\` of lib/domain/search.ts (the route's statement, snippets included), one at a time. Wall time is from a client on the same machine; server CPU is the time the database's processes spent on a CPU meanwhile (/proc schedstat), which the other work on a shared machine disturbs far less. Baseline, same run, query by query before each search: the bare GIN lookup (the user's first 50 matching segments, unranked). A search ranks every match (best first is pinned), so the common-word rows rank all of theirs.
+const out = `Engine: ${engine.engine.label}. ${Number(counts[0].total).toLocaleString('en')} transcript segments of ${(1 + (SEGMENTS - USER_SEGMENTS) / PER_MEETING / 10).toLocaleString('en')} users; the measured user has ${Number(counts[0].segments).toLocaleString('en')} of them in ${USER_SEGMENTS / PER_MEETING} meetings, plus ${(USER_SEGMENTS / PER_MEETING) * 25} talking points and 2,000 notes. Segments are ${WORDS_PER_SEGMENT} words from a ${VOCABULARY.toLocaleString('en')}-word vocabulary (log-uniform: the commonest word is in most segments). ${QUERIES} queries per row, \`limit\` 50, through \`search()\` of lib/repositories/search.ts (the route's statement, snippets included), one at a time. Wall time is from a client on the same machine; server CPU is the time the database's processes spent on a CPU meanwhile (/proc schedstat), which the other work on a shared machine disturbs far less. Baseline, same run, query by query before each search: the bare GIN lookup (the user's first 50 matching segments, unranked). A search ranks every match (best first is pinned), so the common-word rows rank all of theirs.
 
 ${table(rows)}
 

@@ -3,13 +3,13 @@
 // (the worst case: no structure for the graph to exploit) and clustered ones (2,000 speakers'
 // centres plus noise, closer to real speaker embeddings). Per data set: recall@10 against the
 // exact answer and latency p50/p99 for each hnsw.ef_search, the serial exact scan (the
-// baseline), and the service's own plan (lib/domain/voice.ts) at its configured settings. The
+// baseline), and the service's own plan (lib/repositories/voice.ts) at its configured settings. The
 // baseline and the service alternate query by query, so their ratio shares the machine's noise.
 import { randomUUID } from 'node:crypto';
 import pgvector from 'pgvector';
 import { loadConfig } from '@mi/lib/config';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
-import { EXACT_SETTINGS_SQL, VOICE_MATCH_SQL, WALK_SETTINGS_SQL, findVoiceMatches, voiceSearchSettings } from '@mi/lib/domain/voice';
+import { EXACT_SETTINGS_SQL, VOICE_MATCH_SQL, WALK_SETTINGS_SQL, findVoiceMatches, voiceSearchSettings } from '@mi/lib/repositories/voice';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { ms, percentile, table, writeSection, type Row } from './report';
 import { serverCpuClock, timedWith, type Sample } from './server-cpu';

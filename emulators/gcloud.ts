@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
-import { freePort } from '@mi/lib/free-port';
+import { freePort } from '@mi/lib/dev/free-port';
 
 export { freePort };
 

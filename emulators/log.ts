@@ -2,7 +2,7 @@
 // (Cloud Logging's shape) when stdout is not a terminal or LOG_FORMAT=json, so output piped
 // to a file or a tool stays machine-readable.
 import pretty from 'pino-pretty';
-import { createLogger, SPAN_KEY, TRACE_KEY, type Logger } from '@mi/lib/log';
+import { createLogger, SPAN_KEY, TRACE_KEY, type Logger } from '@mi/lib/telemetry/log';
 
 export type LogFormat = 'pretty' | 'json';
 

@@ -1,7 +1,7 @@
 // `npm start`: runs the local stack until Ctrl-C, SIGTERM or SIGHUP (to this process or to any
 // of its launchers: npm, sh, tsx), then stops every child and exits.
 import { ConfigError } from '@mi/lib/config';
-import { DataDirInUseError } from '@mi/lib/data-dir-lock';
+import { DataDirInUseError } from '@mi/lib/db/data-dir-lock';
 import { watchLaunchers } from './lifeline';
 import { startLocalStack, type LocalStack } from './stack';
 

@@ -6,7 +6,7 @@ import * as ff from '@google-cloud/functions-framework';
 import { getRequestListener } from '@hono/node-server';
 import { loadConfig } from '@mi/lib/config';
 import { openDatabase } from '@mi/lib/db/open';
-import { createRuntime, type Runtime } from '@mi/lib/runtime';
+import { createRuntime, type Runtime } from '@mi/lib/adapters/runtime';
 import { createApp } from './api/app';
 import { sweepHandler } from './sweep';
 

@@ -6,22 +6,22 @@
 //     (lib/use-cases/recording.ts finalizeTake), retrying claims a crashed sweep left behind,
 //  3. republishes outbox events whose publish failed,
 //  4. deletes outbox events past EVENT_RETENTION_HOURS and expired idempotency records, in
-//     bounded batches (lib/domain/retention.ts),
-//  5. finishes account erasures a DELETE /me left unfinished (lib/domain/erasure.ts) — first of
+//     bounded batches (lib/repositories/retention.ts),
+//  5. finishes account erasures a DELETE /me left unfinished (lib/repositories/erasure.ts) — first of
 //     all, so that no take of an account being erased is finalized — and purges meetings
 //     soft-deleted more than MEETING_PURGE_AFTER_DAYS ago (lib/use-cases/meetings.ts).
 // Auth of the HTTP target: in staging/production the function is private — only the Cloud
 // Scheduler's service account holds run.invoker and Google's front end verifies its OIDC token
 // before any code runs — so the handler checks nothing more. In development/test (no IAM in
 // front) it requires `Authorization: Bearer <SERVICE_AUTH_TOKEN>`.
-import { bearerToken, safeEqual } from '@mi/lib/auth';
-import type { Coordination } from '@mi/lib/coordination';
+import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
+import type { Coordination } from '@mi/lib/adapters/coordination';
 import { SERVICE } from '@mi/lib/domain/actor';
-import { claimForFinalize, dueTakes, reclaimStale, releaseClaim, type FinalizeDeps } from '@mi/lib/domain/finalize';
-import { CAPTURE_OPEN, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/domain/recordings';
-import { resumeErasures } from '@mi/lib/domain/erasure';
-import { pruneExpired } from '@mi/lib/domain/retention';
-import type { Runtime } from '@mi/lib/runtime';
+import { claimForFinalize, dueTakes, reclaimStale, releaseClaim, type FinalizeDeps } from '@mi/lib/repositories/finalize';
+import { CAPTURE_OPEN, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/repositories/recordings';
+import { resumeErasures } from '@mi/lib/repositories/erasure';
+import { pruneExpired } from '@mi/lib/repositories/retention';
+import type { Runtime } from '@mi/lib/adapters/runtime';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
 import { finalizeTake, stopOrphanedTake } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
-import { lockFile } from '../lib/data-dir-lock';
+import { lockFile } from '../lib/db/data-dir-lock';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-apply-lock-'));
@@ -23,7 +23,7 @@ function dbApply(): Promise<{ code: number; stdout: string; stderr: string }> {
 
 /** Another process that takes DATA_DIR as the stack does, and keeps it until killed. */
 async function holder() {
-  const code = `import { lockDataDir } from './lib/data-dir-lock.ts'; lockDataDir(${JSON.stringify(dataDir)}, 'npm start'); console.log('locked'); setInterval(() => {}, 1000);`;
+  const code = `import { lockDataDir } from './lib/db/data-dir-lock.ts'; lockDataDir(${JSON.stringify(dataDir)}, 'npm start'); console.log('locked'); setInterval(() => {}, 1000);`;
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (l) => l === 'locked' && resolve());

@@ -9,7 +9,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { createClient } from '@pgkit/client';
 import { run as migra } from '@pgkit/migra';
-import { lockDataDir } from '../lib/data-dir-lock';
+import { lockDataDir } from '../lib/db/data-dir-lock';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded';
 import { destructiveStatements } from './destructive';
 

@@ -156,7 +156,7 @@ CREATE TABLE transcript_segment (
   is_final boolean NOT NULL DEFAULT true,
   is_highlighted boolean NOT NULL DEFAULT false,
   feature_vector vector(192),
-  -- GET /search ('english': stemmed, stop words dropped; see lib/domain/search.ts).
+  -- GET /search ('english': stemmed, stop words dropped; see lib/repositories/search.ts).
   text_search tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
   -- Internal: the meeting's owner, set by the trigger below, so search scans one user's
   -- segments in the index instead of every user's matches in the heap.
@@ -216,7 +216,7 @@ CREATE INDEX meeting_speaker_label_person_id_idx ON meeting_speaker_label (perso
 
 -- Voice samples (decisions.md section 6): one row per segment whose embedding shapes a person's
 -- voice, i.e. every segment attributed to a person with a non-zero feature_vector. The embedding
--- is stored L2-normalised. Written only by lib/domain/voice-samples.ts, which keeps the person's
+-- is stored L2-normalised. Written only by lib/repositories/voice-samples.ts, which keeps the person's
 -- voice_sum in step in the same transaction; the delete rules below are a backstop (a person's
 -- samples go with the person; meeting purge and erasure call removeMeetingVoiceSamples first).
 CREATE TABLE voice_sample (

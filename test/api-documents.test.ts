@@ -8,7 +8,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Parser } from '@asyncapi/parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EventBodySchemas } from '@mi/lib/event-catalogue';
+import { EventBodySchemas } from '@mi/lib/events/catalogue';
 import { buildDocument } from '../client/scripts/document';
 import { asyncApiDocument } from '../run-services/live/asyncapi';
 import { ServerMessageSchemas } from '../run-services/live/server-messages';

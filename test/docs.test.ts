@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../lib/config';
-import { EVENTS_DOC, withEventTable } from '../lib/scripts/docs-events';
+import { EVENTS_DOC, withEventTable } from '../scripts/docs-events';
 
 describe('docs', () => {
   it('should document every configuration variable the code reads', () => {

@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../lib/config';
-import { PRELOAD } from '../lib/scripts/build';
+import { PRELOAD } from '../scripts/build';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const infra = join(root, 'infra');
@@ -270,10 +270,10 @@ describe('terraform', () => {
   });
 
   it('alerts: outbox lag and ack latency p99, on the names the code exports', () => {
-    const metricsSource = readFileSync(join(root, 'lib/metrics.ts'), 'utf8');
+    const metricsSource = readFileSync(join(root, 'lib/telemetry/metrics.ts'), 'utf8');
     // OTLP → Prometheus (googlemanagedprometheus): dots → underscores, the unit as a suffix.
     const promName = (otlp: string, unit: string) => {
-      expect(metricsSource, `lib/metrics.ts exports ${otlp}`).toContain(`'${otlp}'`);
+      expect(metricsSource, `lib/telemetry/metrics.ts exports ${otlp}`).toContain(`'${otlp}'`);
       return `${otlp.replace(/\./g, '_')}_${unit}`;
     };
     const outbox = block(res('modules/services', 'google_monitoring_alert_policy', 'outbox_lag'), 'conditions', 'condition_prometheus_query_language');
@@ -516,7 +516,7 @@ describe('Node runtime', () => {
     expect(pkg.engines.node).toBe('>=20.19');
     expect(pkg.devDependencies['@types/node']).toMatch(/^\^20\./);
     // The bundles ship to the LTS but test/deploy runs them on the local Node too.
-    expect(readFileSync(join(root, 'lib/scripts/build.ts'), 'utf8')).toMatch(/target: 'node20'/);
+    expect(readFileSync(join(root, 'scripts/build.ts'), 'utf8')).toMatch(/target: 'node20'/);
   });
 });
 

@@ -5,9 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, type Database, type Queryable } from '@mi/lib/db/pool';
-import { listNotes } from '@mi/lib/domain/notes';
-import { listTasks } from '@mi/lib/domain/tasks';
-import { listThreads } from '@mi/lib/domain/threads';
+import { listNotes } from '@mi/lib/repositories/notes';
+import { listTasks } from '@mi/lib/repositories/tasks';
+import { listThreads } from '@mi/lib/repositories/threads';
 import { fileDatabase } from './harness';
 import type { TestDatabase } from './support/database';
 

@@ -2,7 +2,7 @@
 // MEETING_PURGE_AFTER_DAYS ago loses its rows (every table, found through information_schema) and
 // its stored objects; younger deletions and live meetings stay; batches are bounded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { meetingObjectPrefixes } from '@mi/lib/domain/meeting-objects';
+import { meetingObjectPrefixes } from '@mi/lib/objects/meeting-objects';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
 import { runSweep } from '../functions/sweep';
 import { startApi, type ApiHarness } from './harness';

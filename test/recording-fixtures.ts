@@ -2,9 +2,10 @@
 // a take row, segment objects (create-only) with manifest rows, and the stop transition.
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
-import { insertManifestRow, segmentObjectName } from '@mi/lib/domain/manifest';
-import { markStopped, markStopping, startRecording, type Encoding, type StopReason } from '@mi/lib/domain/recordings';
-import { createTranscription } from '@mi/lib/domain/transcriptions';
+import { segmentObjectName } from '@mi/lib/objects/take-objects';
+import { insertManifestRow } from '@mi/lib/repositories/manifest';
+import { markStopped, markStopping, startRecording, type Encoding, type StopReason } from '@mi/lib/repositories/recordings';
+import { createTranscription } from '@mi/lib/repositories/transcriptions';
 import type { ApiHarness } from './harness';
 
 export interface Take {

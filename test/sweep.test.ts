@@ -3,13 +3,13 @@
 // claims, outbox republish, orphaned takes and the HTTP handler.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createCoordination, type Coordination } from '@mi/lib/coordination';
-import type { BusMessage } from '@mi/lib/bus';
-import { gapObjectName, sha256Hex } from '@mi/lib/domain/gap-recovery';
-import { listManifest, segmentObjectName } from '@mi/lib/domain/manifest';
-import { getRecording, recordingLeaseKey } from '@mi/lib/domain/recordings';
+import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
+import type { BusMessage } from '@mi/lib/adapters/bus';
+import { gapObjectName, segmentObjectName, sha256Hex } from '@mi/lib/objects/take-objects';
+import { listManifest } from '@mi/lib/repositories/manifest';
+import { getRecording, recordingLeaseKey } from '@mi/lib/repositories/recordings';
 import { runSweep, sweepHandler } from '../functions/sweep';
-import { DELETE_EXPIRED_EVENTS, DELETE_EXPIRED_IDEMPOTENCY_RECORDS, RETENTION_BATCH_ROWS } from '@mi/lib/domain/retention';
+import { DELETE_EXPIRED_EVENTS, DELETE_EXPIRED_IDEMPOTENCY_RECORDS, RETENTION_BATCH_ROWS } from '@mi/lib/repositories/retention';
 import { listenToEvents, startApi, type ApiHarness } from './harness';
 import { createTake, expireGapDeadline, framesBytes, stopTake, storeLiveSegment, type Take } from './recording-fixtures';
 

@@ -1,11 +1,11 @@
-// The plans of the voice-match statements the service runs (lib/domain/voice.ts), on a seeded,
+// The plans of the voice-match statements the service runs (lib/repositories/voice.ts), on a seeded,
 // analysed table: the walk uses the HNSW index, the exact scan one serial scan whose sort carries
 // ids and distances only, and both read the winners' person columns by primary key.
 import { randomUUID } from 'node:crypto';
 import pgvector from 'pgvector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
-import { EXACT_SETTINGS_SQL, VOICE_MATCH_SQL, WALK_SETTINGS_SQL, findVoiceMatches } from '@mi/lib/domain/voice';
+import { EXACT_SETTINGS_SQL, VOICE_MATCH_SQL, WALK_SETTINGS_SQL, findVoiceMatches } from '@mi/lib/repositories/voice';
 import { fileDatabase } from './harness';
 import type { TestDatabase } from './support/database';
 

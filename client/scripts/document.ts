@@ -2,7 +2,7 @@
 // register at construction and GET /openapi.json reads only the config, so the other adapters
 // are never touched. A fixed config keeps the output the same on every machine.
 import { loadConfig } from '@mi/lib/config';
-import { createLogger } from '@mi/lib/log';
+import { createLogger } from '@mi/lib/telemetry/log';
 import type { AppDeps } from '../../functions/api/env';
 import { createApp } from '../../functions/api/app';
 

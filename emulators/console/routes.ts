@@ -2,7 +2,7 @@
 // stylesheet and AudioWorklet, and (APP_ENV=development only) POST /console/dev-token, which
 // mints a development user token the way `npm run token` does.
 import type { Context, Hono } from 'hono';
-import { mintDevToken } from '@mi/lib/auth';
+import { mintDevToken } from '@mi/lib/adapters/auth';
 import type { Config } from '@mi/lib/config';
 import { DomainError } from '@mi/lib/errors';
 import { PROBLEM_CONTENT_TYPE, toProblem } from '@mi/functions/api/problem';

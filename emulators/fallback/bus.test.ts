@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { BusMessage } from '../../lib/bus';
+import type { BusMessage } from '../../lib/adapters/bus';
 import { createMemoryBus } from './bus';
 
 describe('in-process bus', () => {

@@ -2,7 +2,7 @@
 // One process means one "instance" in practice, but every subscription still gets every message,
 // in publish order; a handler that throws gets the message again after a short pause.
 import { randomUUID } from 'node:crypto';
-import type { Bus, BusHandler } from '../../lib/bus';
+import type { Bus, BusHandler } from '../../lib/adapters/bus';
 
 const REDELIVERY_DELAY_MS = 200;
 

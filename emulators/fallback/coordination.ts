@@ -1,5 +1,5 @@
 // In-process stand-in for Firestore coordination, used by the local stack only when gcloud is
-// missing. Same lease rules as lib/coordination (imported from there); a single process needs no
+// missing. Same lease rules as lib/adapters/coordination (imported from there); a single process needs no
 // transactions because each call reads and writes its entry without awaiting in between.
 import {
   acquiredLease,
@@ -9,7 +9,7 @@ import {
   toLease,
   type Coordination,
   type LeaseState,
-} from '../../lib/coordination';
+} from '../../lib/adapters/coordination';
 
 export function createMemoryCoordination(): Coordination {
   const leases = new Map<string, LeaseState>();

@@ -1,6 +1,6 @@
 // Incremental CRC32C and MD5, reported base64-encoded the way GCS does.
 import { createHash, type Hash } from 'node:crypto';
-import { crc32cBase64, crc32cUpdate } from '@mi/lib/crc32c';
+import { crc32cBase64, crc32cUpdate } from '@mi/lib/adapters/crc32c';
 
 export class ObjectHasher {
   private crc = 0;

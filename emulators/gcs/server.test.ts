@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { Storage } from '@google-cloud/storage';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createObjectStore } from '../../lib/storage';
+import { createObjectStore } from '../../lib/adapters/storage';
 import { startGcsEmulator, type GcsEmulator } from './server';
 import { loadOrCreateSignerKey } from './signer-key';
 

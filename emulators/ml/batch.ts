@@ -2,7 +2,7 @@
 // claim the transcription (→ synthesizing), replace its segments with the final set, write the
 // synthesis and the headline, re-extract the system tasks, and mark it completed. Deterministic:
 // the final set is derived from the live segments.
-import type { Logger } from '@mi/lib/log';
+import type { Logger } from '@mi/lib/telemetry/log';
 import { ok, type RestClient } from '@mi/client';
 import { featureVector, stableUuid, taskText } from './content';
 import type { MlLimits } from './session';

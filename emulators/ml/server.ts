@@ -8,10 +8,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { z } from 'zod';
-import { bearerToken, safeEqual } from '@mi/lib/auth';
-import { createBus, type Bus } from '@mi/lib/bus';
+import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
+import { createBus, type Bus } from '@mi/lib/adapters/bus';
 import type { Config } from '@mi/lib/config';
-import { createLogger, type Logger } from '@mi/lib/log';
+import { createLogger, type Logger } from '@mi/lib/telemetry/log';
 import { runBatchPass, type FinalizedMessage } from './batch';
 import { createRestClient } from '@mi/client';
 import { StreamingSession, type MlLimits } from './session';

@@ -4,7 +4,7 @@
 // spec's cadences, posted to the core.
 import type { WebSocket } from 'ws';
 import type { Config } from '@mi/lib/config';
-import type { Logger } from '@mi/lib/log';
+import type { Logger } from '@mi/lib/telemetry/log';
 import { ok, type RestClient } from '@mi/client';
 import { FRAME_MS, WINDOW_FRAMES, featureVector, phraseOf, rmsPcm16, speakerOf, stableUuid, talkingPointText, taskText, windowOf } from './content';
 

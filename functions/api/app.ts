@@ -8,10 +8,10 @@ import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { routePath } from 'hono/route';
 import { DomainError } from '@mi/lib/errors';
-import { StorageUnavailableError } from '@mi/lib/storage';
-import { instruments } from '@mi/lib/metrics';
-import { currentTraceHeaders, currentTraceId, withIncomingSpan } from '@mi/lib/telemetry';
-import { validTraceContext } from '@mi/lib/trace-context';
+import { StorageUnavailableError } from '@mi/lib/adapters/storage';
+import { instruments } from '@mi/lib/telemetry/metrics';
+import { currentTraceHeaders, currentTraceId, withIncomingSpan } from '@mi/lib/telemetry/tracing';
+import { validTraceContext } from '@mi/lib/telemetry/trace-context';
 import type { AppDeps, AppEnv } from './env';
 import { registerDocs } from './docs';
 import { limitBodies } from './middleware/body-limit';
@@ -69,7 +69,7 @@ export function createApp(deps: AppDeps) {
     c.set('deps', deps);
     const clientId = c.req.header('x-client-id');
     c.set('clientId', clientId && UUID_PATTERN.test(clientId) ? clientId : null);
-    // The same rule as the live service's (lib/trace-context.ts): what is invalid is dropped.
+    // The same rule as the live service's (lib/telemetry/trace-context.ts): what is invalid is dropped.
     const incoming = validTraceContext({ traceparent: c.req.header('traceparent'), tracestate: c.req.header('tracestate') }) ?? {};
     await withIncomingSpan(`${c.req.method} ${c.req.path}`, incoming, async (span) => {
       // Our span's context goes on to Pub/Sub attributes and outgoing calls (same trace id).

@@ -3,7 +3,7 @@
 // in the same transaction.
 import type { Context, TypedResponse } from 'hono';
 import type { JSONParsed } from 'hono/utils/types';
-import { inUnitOfWork } from '@mi/lib/unit-of-work';
+import { inUnitOfWork } from '@mi/lib/use-cases/unit-of-work';
 import type { UseCase } from '@mi/lib/use-cases/use-case';
 import { actorOf } from './actor';
 import type { AppEnv } from './env';

@@ -1,15 +1,15 @@
 // The Hono environment of the REST API: what every handler can read from the context.
 import type { RequestIdVariables } from 'hono/request-id';
-import type { Authenticator } from '@mi/lib/auth';
+import type { Authenticator } from '@mi/lib/adapters/auth';
 import type { Config } from '@mi/lib/config';
 import type { Database } from '@mi/lib/db/pool';
-import type { User } from '@mi/lib/domain/users';
-import type { EventPublisher } from '@mi/lib/events';
-import type { FeatureFlags } from '@mi/lib/flags';
-import type { Logger } from '@mi/lib/log';
-import type { ObjectStore } from '@mi/lib/storage';
+import type { User } from '@mi/lib/repositories/users';
+import type { EventPublisher } from '@mi/lib/events/outbox';
+import type { FeatureFlags } from '@mi/lib/adapters/flags';
+import type { Logger } from '@mi/lib/telemetry/log';
+import type { ObjectStore } from '@mi/lib/adapters/storage';
 
-/** The adapters the API runs on, built once per process (the Runtime of lib/runtime.ts). */
+/** The adapters the API runs on, built once per process (the Runtime of lib/adapters/runtime.ts). */
 export interface AppDeps {
   config: Config;
   log: Logger;

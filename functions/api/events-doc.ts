@@ -1,7 +1,7 @@
 // Event payloads delivered over the WebSocket, documented as OpenAPI components from the one
-// event catalogue (lib/event-catalogue.ts), so client teams have one reference for REST and events.
+// event catalogue (lib/events/catalogue.ts), so client teams have one reference for REST and events.
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { deliveredEventSchemas } from '@mi/lib/event-catalogue';
+import { deliveredEventSchemas } from '@mi/lib/events/catalogue';
 
 type OpenAPIRegistry = OpenAPIHono['openAPIRegistry'];
 

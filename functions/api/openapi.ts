@@ -3,7 +3,7 @@
 // middleware (auth, idempotency), so documentation and behaviour cannot drift apart.
 import { createRoute, z, type RouteConfig } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
-import type { Scheme } from '@mi/lib/auth';
+import type { Scheme } from '@mi/lib/adapters/auth';
 import type { AppEnv } from './env';
 import { requireAuth } from './middleware/auth';
 import { idempotent } from './middleware/idempotency';

@@ -4,7 +4,7 @@
 // between connections, where a named statement would collide.
 import pg from 'pg';
 import { DomainError } from '../errors';
-import { instruments, watchPool } from '../metrics';
+import { instruments, watchPool } from '../telemetry/metrics';
 
 // Return bigint (int8) and numeric as JS numbers: sequences, byte counts and decimals of this
 // domain stay far below 2^53, and the API speaks JSON numbers.

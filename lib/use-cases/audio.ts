@@ -1,6 +1,6 @@
 // A meeting's uploaded audio file.
-import { setAudioFile } from '../domain/audio';
-import { changed } from '../event-catalogue';
+import { setAudioFile } from '../repositories/audio';
+import { changed } from '../events/catalogue';
 import { userOf, type UseCase } from './use-case';
 
 export interface UploadedAudio {

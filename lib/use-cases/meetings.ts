@@ -1,17 +1,17 @@
 // Meetings: create, update, soft-delete, purge; their attendees; the synthesis the ML service writes.
-import { addAttendee as insertAttendee, removeAttendee as deleteAttendee } from '../domain/attendees';
+import { addAttendee as insertAttendee, removeAttendee as deleteAttendee } from '../repositories/attendees';
 import { SERVICE } from '../domain/actor';
-import * as meetings from '../domain/meetings';
-import type { Meeting } from '../domain/meetings';
-import { removeMeetingObjects } from '../domain/meeting-objects';
-import { ownsPerson } from '../domain/people';
-import { deleteMeetings, lockForPurge, meetingsDueForPurge, ownersOfPeople, PURGE_BATCH_MEETINGS, PURGE_MAX_BATCHES } from '../domain/purge';
-import { removeMeetingVoiceSamples } from '../domain/voice-samples';
-import { replaceSynthesis as writeSynthesis, type SynthesisInput } from '../domain/synthesis';
+import * as meetings from '../repositories/meetings';
+import type { Meeting } from '../repositories/meetings';
+import { removeMeetingObjects } from '../objects/meeting-objects';
+import { ownsPerson } from '../repositories/people';
+import { deleteMeetings, lockForPurge, meetingsDueForPurge, ownersOfPeople, PURGE_BATCH_MEETINGS, PURGE_MAX_BATCHES } from '../repositories/purge';
+import { removeMeetingVoiceSamples } from '../repositories/voice-samples';
+import { replaceSynthesis as writeSynthesis, type SynthesisInput } from '../repositories/synthesis';
 import { notFound, unprocessable } from '../errors';
-import { changed } from '../event-catalogue';
-import type { ObjectStore } from '../storage';
-import type { UnitOfWorkDeps } from '../unit-of-work';
+import { changed } from '../events/catalogue';
+import type { ObjectStore } from '../adapters/storage';
+import type { UnitOfWorkDeps } from './unit-of-work';
 import { checkPrecondition, runUseCase, userOf, type Precondition, type UseCase, type UseCaseContext } from './use-case';
 
 export const createMeeting: UseCase<meetings.MeetingInput, Meeting> = async (ctx, body) => {
@@ -76,7 +76,7 @@ const purgeMeetingRows: UseCase<{ ids: string[]; afterDays: number }, number> = 
 };
 
 /**
- * The sweep's purge (lib/domain/purge.ts): meetings soft-deleted more than afterDays ago, in
+ * The sweep's purge (lib/repositories/purge.ts): meetings soft-deleted more than afterDays ago, in
  * batches, each meeting's stored objects first and then the rows in a unit of work.
  */
 export async function purgeDeletedMeetings(deps: UnitOfWorkDeps & { store: ObjectStore }, afterDays: number, opts: { batch?: number; maxBatches?: number } = {}): Promise<number> {

@@ -1,8 +1,8 @@
 // Notes on a person or a meeting.
-import * as notes from '../domain/notes';
-import { meetingOf, type Note } from '../domain/notes';
+import * as notes from '../repositories/notes';
+import { meetingOf, type Note } from '../repositories/notes';
 import { notFound } from '../errors';
-import { changed } from '../event-catalogue';
+import { changed } from '../events/catalogue';
 import { checkPrecondition, userOf, type Precondition, type UseCase } from './use-case';
 
 export const createNote: UseCase<notes.NoteInput, Note> = async (ctx, body) => {

@@ -1,11 +1,11 @@
 // People (the caller's contacts), the caller's own person, and summaries about people.
-import * as people from '../domain/people';
-import type { Person } from '../domain/people';
-import * as summaries from '../domain/person-summaries';
-import type { PersonSummary } from '../domain/person-summaries';
-import type { User } from '../domain/users';
+import * as people from '../repositories/people';
+import type { Person } from '../repositories/people';
+import * as summaries from '../repositories/person-summaries';
+import type { PersonSummary } from '../repositories/person-summaries';
+import type { User } from '../repositories/users';
 import { notFound, unprocessable } from '../errors';
-import { changed } from '../event-catalogue';
+import { changed } from '../events/catalogue';
 import { checkPrecondition, userOf, type Precondition, type UseCase } from './use-case';
 
 export const createPerson: UseCase<people.PersonInput, Person> = async (ctx, body) => {

@@ -5,29 +5,29 @@
 import type { Actor } from '../domain/actor';
 import { SERVICE } from '../domain/actor';
 import {
-  composeAudio,
-  deleteUnreferenced,
-  dropIfTakeGone,
   markDegraded,
   markFinalized,
   setTakeAudio,
   takeComposition,
+  takeExists,
   type FinalizeDeps,
   type RecordingFinalized,
-} from '../domain/finalize';
-import { assertAcceptsGaps, FRAME_MS, gapObjectName, gapObjectReferenced, sameBytes, sha256Hex, type GapResult, type GapUpload } from '../domain/gap-recovery';
+} from '../repositories/finalize';
+import { assertAcceptsGaps, FRAME_MS, gapObjectReferenced, type GapResult, type GapUpload } from '../repositories/gap-recovery';
+import { composeAudio, deleteUnreferenced, sameBytes } from '../objects/take-audio';
+import { gapObjectName, sha256Hex } from '../objects/take-objects';
 import type { Coverage } from '../domain/coverage';
-import { coverage, insertManifestRow, overlappingRows } from '../domain/manifest';
-import { getMeeting } from '../domain/meetings';
-import { recordEvent } from '../domain/recording-events';
-import { claimRecording, getRecording, lockIdleTake, markStopped, markStopping, startRecording, type Recording, type StartInput } from '../domain/recordings';
-import { createTranscription } from '../domain/transcriptions';
+import { coverage, insertManifestRow, overlappingRows } from '../repositories/manifest';
+import { getMeeting } from '../repositories/meetings';
+import { recordEvent } from '../repositories/recording-history';
+import { claimRecording, getRecording, lockIdleTake, markStopped, markStopping, startRecording, type Recording, type StartInput } from '../repositories/recordings';
+import { createTranscription } from '../repositories/transcriptions';
 import { DomainError, notFound } from '../errors';
-import { changed, recordingChanged, type Entity, type EventBody } from '../event-catalogue';
-import type { EventContext } from '../events';
-import { ObjectExistsError, type ObjectStore, type StoredObject } from '../storage';
-import { validTraceContext } from '../trace-context';
-import type { UnitOfWorkDeps } from '../unit-of-work';
+import { changed, recordingChanged, type Entity, type EventBody } from '../events/catalogue';
+import type { EventContext } from '../events/outbox';
+import { ObjectExistsError, type ObjectStore, type StoredObject } from '../adapters/storage';
+import { validTraceContext } from '../telemetry/trace-context';
+import type { UnitOfWorkDeps } from './unit-of-work';
 import { runUseCase, userOf, type UseCase } from './use-case';
 
 /**
@@ -246,7 +246,9 @@ export async function finalizeTake(deps: FinalizeDeps, rec: Recording): Promise<
   await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, { meeting_id: rec.meeting_id, audio_version: String(rec.audio_version), ...validTraceContext(rec.trace_context) });
   const bytesStored = chain.reduce((n, r) => n + r.byte_count, 0);
   const done = await runUseCase(deps, SERVICE, markTakeFinalized, { rec, storagePath, message, framesStored: cov.frames_stored, bytesStored });
-  if (!done && storagePath) await dropIfTakeGone(deps, rec, storagePath);
+  // The take was deleted while its audio was composed (its account erased): nothing would lead to
+  // the object. A take still there was finalized by another sweep, whose audio this is too.
+  if (!done && storagePath && !(await takeExists(deps.db, rec))) await deps.store.delete(storagePath).catch(() => undefined);
   if (done) {
     await deleteUnreferenced(deps, rec, rows).catch((err) => deps.log.warn({ err: (err as Error).message }, 'could not delete unreferenced objects of a finalized take'));
   }

@@ -1,7 +1,7 @@
 // Speaker labels of a meeting's transcript assigned to people (and their voice samples).
-import * as labels from '../domain/speaker-label-assign';
+import * as labels from '../repositories/speaker-label-assignments';
 import { notFound } from '../errors';
-import { changed } from '../event-catalogue';
+import { changed } from '../events/catalogue';
 import { userOf, type UseCase, type UseCaseContext } from './use-case';
 
 /** One event for the bulk relabel (id null: the client refetches the meeting's segments), one per person whose model changed. */

@@ -1,8 +1,8 @@
 // The caller's tags.
-import * as tags from '../domain/tags';
-import type { Tag } from '../domain/tags';
+import * as tags from '../repositories/tags';
+import type { Tag } from '../repositories/tags';
 import { notFound } from '../errors';
-import { changed } from '../event-catalogue';
+import { changed } from '../events/catalogue';
 import { userOf, type UseCase } from './use-case';
 
 export const createTag: UseCase<{ name: string }, Tag> = async (ctx, { name }) => {

@@ -1,10 +1,10 @@
 // Talking points of a meeting (written by the ML service, deleted by their user).
 import { SERVICE } from '../domain/actor';
-import { getMeeting } from '../domain/meetings';
-import * as points from '../domain/talking-points';
-import type { TalkingPoint } from '../domain/talking-points';
+import { getMeeting } from '../repositories/meetings';
+import * as points from '../repositories/talking-points';
+import type { TalkingPoint } from '../repositories/talking-points';
 import { notFound } from '../errors';
-import { changed, talkingPointEvent } from '../event-catalogue';
+import { changed, talkingPointEvent } from '../events/catalogue';
 import type { UseCase } from './use-case';
 
 export const createTalkingPoint: UseCase<{ meetingId: string; body: points.TalkingPointInput }, TalkingPoint> = async (ctx, { meetingId, body }) => {

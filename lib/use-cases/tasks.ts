@@ -1,13 +1,13 @@
 // Tasks (the user's and the ML service's system tasks of a meeting) and their sub-tasks.
 import { SERVICE } from '../domain/actor';
-import { getMeeting } from '../domain/meetings';
-import * as subTasks from '../domain/sub-tasks';
-import type { SubTask } from '../domain/sub-tasks';
-import { createSystemTasks as insertSystemTasks, softDeleteSystemTasks, type SystemTaskInput } from '../domain/system-tasks';
-import * as tasks from '../domain/tasks';
-import type { Task } from '../domain/tasks';
+import { getMeeting } from '../repositories/meetings';
+import * as subTasks from '../repositories/sub-tasks';
+import type { SubTask } from '../repositories/sub-tasks';
+import { createSystemTasks as insertSystemTasks, softDeleteSystemTasks, type SystemTaskInput } from '../repositories/system-tasks';
+import * as tasks from '../repositories/tasks';
+import type { Task } from '../repositories/tasks';
 import { notFound } from '../errors';
-import { changed } from '../event-catalogue';
+import { changed } from '../events/catalogue';
 import { checkPrecondition, userOf, type Precondition, type UseCase } from './use-case';
 
 export const createTask: UseCase<tasks.TaskInput, Task> = async (ctx, body) => {

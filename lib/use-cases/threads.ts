@@ -1,9 +1,9 @@
 // AI chat threads and their messages.
-import { meetingOf } from '../domain/notes';
-import * as threads from '../domain/threads';
-import type { AiThread, ChatMessage } from '../domain/threads';
+import { meetingOf } from '../repositories/notes';
+import * as threads from '../repositories/threads';
+import type { AiThread, ChatMessage } from '../repositories/threads';
 import { notFound } from '../errors';
-import { changed } from '../event-catalogue';
+import { changed } from '../events/catalogue';
 import { userOf, type UseCase } from './use-case';
 
 export const createThread: UseCase<threads.ThreadInput, AiThread> = async (ctx, body) => {

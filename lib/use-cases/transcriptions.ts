@@ -1,13 +1,13 @@
 // Transcriptions of a meeting and their segments (written by the ML service; a segment's text
 // and speaker corrected by its user).
 import { SERVICE } from '../domain/actor';
-import { getMeeting } from '../domain/meetings';
-import * as segments from '../domain/segments';
-import type { Segment } from '../domain/segments';
-import * as transcriptions from '../domain/transcriptions';
-import type { Transcription } from '../domain/transcriptions';
+import { getMeeting } from '../repositories/meetings';
+import * as segments from '../repositories/segments';
+import type { Segment } from '../repositories/segments';
+import * as transcriptions from '../repositories/transcriptions';
+import type { Transcription } from '../repositories/transcriptions';
 import { DomainError, notFound } from '../errors';
-import { changed, segmentEvent } from '../event-catalogue';
+import { changed, segmentEvent } from '../events/catalogue';
 import type { UseCase, UseCaseContext } from './use-case';
 
 export const createTranscription: UseCase<{ meetingId: string }, Transcription> = async (ctx, { meetingId }) => {

@@ -2,13 +2,13 @@
 // speaker label, stop a take, …) that every edge — the REST routes, the live service's
 // WebSocket commands, the sweep — calls the same way. A use case runs inside a unit of work the
 // edge opens for it (REST: functions/api/commit.ts, with the idempotency record; the others:
-// `runUseCase` below): it reads and writes rows through the repositories (lib/domain), emits
-// typed events (lib/event-catalogue.ts constructors), raises DomainError (lib/errors.ts) and
+// `runUseCase` below): it reads and writes rows through the repositories (lib/repositories), emits
+// typed events (lib/events/catalogue.ts constructors), raises DomainError (lib/errors.ts) and
 // returns the API-shaped result (ISO strings, no Date). It knows nothing of HTTP or WebSocket.
 import type { Queryable } from '../db/pool';
 import type { Actor } from '../domain/actor';
-import type { EventContext } from '../events';
-import { inUnitOfWork, type Emit, type UnitOfWorkDeps } from '../unit-of-work';
+import type { EventContext } from '../events/outbox';
+import { inUnitOfWork, type Emit, type UnitOfWorkDeps } from './unit-of-work';
 
 export interface UseCaseContext {
   /** The unit of work's transaction. */

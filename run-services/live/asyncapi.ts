@@ -1,8 +1,8 @@
 // The WebSocket protocol as an AsyncAPI 3 document, generated from the schemas the service itself
 // validates and sends with: the client commands (protocol.ts), the server messages
-// (server-messages.ts) and the events (lib/event-catalogue.ts). Served at GET /asyncapi.json.
+// (server-messages.ts) and the events (lib/events/catalogue.ts). Served at GET /asyncapi.json.
 import { z } from 'zod';
-import { deliveredEventSchemas } from '@mi/lib/event-catalogue';
+import { deliveredEventSchemas } from '@mi/lib/events/catalogue';
 import { Hello, ResumeRecording, StartRecording, StopRecording } from './protocol';
 import { ServerMessageSchemas } from './server-messages';
 

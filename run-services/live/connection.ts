@@ -6,7 +6,7 @@ import { sleep } from '@mi/lib/async';
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import type { Config } from '@mi/lib/config';
-import type { Logger } from '@mi/lib/log';
+import type { Logger } from '@mi/lib/telemetry/log';
 import type { EventSink, EventStream } from './event-stream';
 import { Command, CloseCode, Hello, describeIssues, type ClientCommand, type ErrorCode, type HelloMessage } from './protocol';
 import type { Recorder, RecorderClient } from './recorder';

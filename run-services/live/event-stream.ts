@@ -5,8 +5,8 @@
 // retention deletes events, so a read that finds some gone sends ResyncRequired before going
 // on. Events go through one queue, so live events arriving during a replay wait for it.
 import type { Queryable } from '@mi/lib/db/pool';
-import { eventsAfter, type StoredEvent } from '@mi/lib/events';
-import type { Logger } from '@mi/lib/log';
+import { eventsAfter, type StoredEvent } from '@mi/lib/events/outbox';
+import type { Logger } from '@mi/lib/telemetry/log';
 import type { DeliveredEvent, OutgoingMessage } from './server-messages';
 
 export interface EventSink {

@@ -8,8 +8,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '@mi/lib/config';
 import { openDatabase } from '@mi/lib/db/open';
-import type { Logger } from '@mi/lib/log';
-import { createRuntime } from '@mi/lib/runtime';
+import type { Logger } from '@mi/lib/telemetry/log';
+import { createRuntime } from '@mi/lib/adapters/runtime';
 import { createLiveService } from './service';
 
 export const EXIT_DEADLINE_MS = 8_000;

@@ -10,7 +10,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import WebSocket from 'ws';
 import { sleep } from '@mi/lib/async';
-import type { Logger } from '@mi/lib/log';
+import type { Logger } from '@mi/lib/telemetry/log';
 
 export interface MlSessionInit {
   meeting_id: string;

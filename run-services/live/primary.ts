@@ -4,7 +4,7 @@
 // instance: its own instance id, subscription, presence and leases, so takes move between
 // workers exactly as between Cloud Run instances. The primary holds no session state.
 import cluster, { type Worker } from 'node:cluster';
-import type { Logger } from '@mi/lib/log';
+import type { Logger } from '@mi/lib/telemetry/log';
 import { EXIT_DEADLINE_MS } from './instance';
 
 /** A worker that dies is replaced, but a crash loop ends the instance (Cloud Run starts another). */

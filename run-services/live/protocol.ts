@@ -1,7 +1,7 @@
 // The WebSocket protocol of decisions.md section 5 (plus the additions in docs/websocket.md):
 // client commands, close codes, error codes, audio frame framing.
 import { z } from 'zod';
-import { validTraceContext, type TraceContext } from '@mi/lib/trace-context';
+import { validTraceContext, type TraceContext } from '@mi/lib/telemetry/trace-context';
 import type { ERROR_CODES } from './server-messages';
 
 export const CloseCode = {
@@ -29,7 +29,7 @@ export const INT4_MAX = 2_147_483_647;
 const int = () => z.number().int().max(Number.MAX_SAFE_INTEGER);
 
 // W3C trace context a client may send with hello or a start: never a reason to refuse the
-// message (the socket's message size bounds it); traceOf keeps what is valid, lib/trace-context.ts.
+// message (the socket's message size bounds it); traceOf keeps what is valid, lib/telemetry/trace-context.ts.
 const traceparent = z.unknown().optional();
 const tracestate = z.unknown().optional();
 

@@ -4,18 +4,18 @@
 // (settle → flush → bounded ML drain → stopped). Nothing the recorder was given is dropped while
 // it owns the take: frame writes are retried with backoff, never given up (the stop's last step
 // retries for about 80 s, then leaves a take stuck in stopping to the sweep).
-import type { Coordination } from '@mi/lib/coordination';
+import type { Coordination } from '@mi/lib/adapters/coordination';
 import { backoffMs, sleep } from '@mi/lib/async';
-import { progressEvent, type EventBody } from '@mi/lib/event-catalogue';
-import { instruments } from '@mi/lib/metrics';
-import type { StoredEvent } from '@mi/lib/events';
+import { progressEvent, type EventBody } from '@mi/lib/events/catalogue';
+import { instruments } from '@mi/lib/telemetry/metrics';
+import type { StoredEvent } from '@mi/lib/events/outbox';
 import { SERVICE } from '@mi/lib/domain/actor';
 import { completeStop } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
 import type { OutgoingMessage } from './server-messages';
 import { coverageOfSet, RangeSet } from '@mi/lib/domain/coverage';
-import { NO_END, type ManifestRow } from '@mi/lib/domain/manifest';
-import { recordEvent } from '@mi/lib/domain/recording-events';
+import { NO_END, type ManifestRow } from '@mi/lib/repositories/manifest';
+import { recordEvent } from '@mi/lib/repositories/recording-history';
 import {
   getRecording,
   markStopping,
@@ -24,8 +24,8 @@ import {
   releaseOwner,
   type Encoding,
   type StopReason,
-} from '@mi/lib/domain/recordings';
-import type { Runtime } from '@mi/lib/runtime';
+} from '@mi/lib/repositories/recordings';
+import type { Runtime } from '@mi/lib/adapters/runtime';
 import { FrameBuffer, type Run } from './frames';
 import { MlStream, type DrainResult, type MlHealth } from './ml-client';
 import { FRAME_MS, type ErrorCode } from './protocol';

@@ -10,12 +10,13 @@
 // request at once; a busy one needs a handful of statements per batch instead of per segment.
 import type { Database, Queryable } from '@mi/lib/db/pool';
 import type { Range } from '@mi/lib/domain/coverage';
-import { insertManifestRows, rowsStartingIn, segmentObjectName, type ManifestInput, type ManifestRow } from '@mi/lib/domain/manifest';
-import { lockTakesForWrite, type RecordingState, type TakeKey } from '@mi/lib/domain/recordings';
-import { crc32cOf } from '@mi/lib/crc32c';
-import { appendUserEvents, type EventBody, type StoredEvent } from '@mi/lib/events';
-import type { Logger } from '@mi/lib/log';
-import { ObjectExistsError, type ObjectStore } from '@mi/lib/storage';
+import { segmentObjectName } from '@mi/lib/objects/take-objects';
+import { insertManifestRows, rowsStartingIn, type ManifestInput, type ManifestRow } from '@mi/lib/repositories/manifest';
+import { lockTakesForWrite, type RecordingState, type TakeKey } from '@mi/lib/repositories/recordings';
+import { crc32cOf } from '@mi/lib/adapters/crc32c';
+import { appendUserEvents, type EventBody, type StoredEvent } from '@mi/lib/events/outbox';
+import type { Logger } from '@mi/lib/telemetry/log';
+import { ObjectExistsError, type ObjectStore } from '@mi/lib/adapters/storage';
 import type { Run } from './frames';
 import { FRAME_MS } from './protocol';
 

@@ -1,9 +1,9 @@
-// What the live service sends a client besides the events of lib/event-catalogue.ts. The
+// What the live service sends a client besides the events of lib/events/catalogue.ts. The
 // connection only sends messages of these shapes (`ServerMessage`), and the AsyncAPI document
 // (asyncapi.ts) is generated from the same schemas.
 import { z } from 'zod';
-import type { EventBody } from '@mi/lib/event-catalogue';
-import type { EventEnvelope } from '@mi/lib/events';
+import type { EventBody } from '@mi/lib/events/catalogue';
+import type { EventEnvelope } from '@mi/lib/events/outbox';
 
 const uuid = z.string().uuid();
 const take = { meeting_id: uuid, audio_version: z.number().int() };

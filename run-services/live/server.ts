@@ -3,7 +3,7 @@
 // live instance itself (instance.ts). SIGTERM drains every instance within Cloud Run's 10 s.
 import cluster from 'node:cluster';
 import { loadConfig } from '@mi/lib/config';
-import { createLogger } from '@mi/lib/log';
+import { createLogger } from '@mi/lib/telemetry/log';
 import { runInstance } from './instance';
 import { runPrimary } from './primary';
 

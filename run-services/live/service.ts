@@ -8,18 +8,18 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import { createCoordination, type Coordination } from '@mi/lib/coordination';
-import { OWNER_HEARTBEAT_SECONDS, OWNER_STALE_SECONDS } from '@mi/lib/domain/recordings';
-import { findOrCreateUser } from '@mi/lib/domain/users';
-import { BROADCAST, createEventPublisher, outboxBacklog, type StoredEvent } from '@mi/lib/events';
-import { instanceTopic, type BusMessage } from '@mi/lib/bus';
-import type { Runtime } from '@mi/lib/runtime';
+import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
+import { OWNER_HEARTBEAT_SECONDS, OWNER_STALE_SECONDS } from '@mi/lib/repositories/recordings';
+import { findOrCreateUser } from '@mi/lib/repositories/users';
+import { BROADCAST, createEventPublisher, outboxBacklog, type StoredEvent } from '@mi/lib/events/outbox';
+import { instanceTopic, type BusMessage } from '@mi/lib/adapters/bus';
+import type { Runtime } from '@mi/lib/adapters/runtime';
 import { Connection, type ConnectionHost } from './connection';
 import { RemoteListeners } from './listeners';
 import { EventStream, latestSeqs } from './event-stream';
 import { CloseCode, FRAME_HEADER_BYTES, traceOf, type ClientCommand, type HelloMessage } from './protocol';
 import type { Recorder } from './recorder';
-import { instruments, watchOutbox } from '@mi/lib/metrics';
+import { instruments, watchOutbox } from '@mi/lib/telemetry/metrics';
 import { ADVISED_RECONNECT_GRACE_SECONDS, Sessions } from './sessions';
 
 export interface LiveServiceOptions {

@@ -1,17 +1,17 @@
 // The recordings of this instance and the commands that move them: start, resume (taking a take
 // over from any instance), stop, audio frames, and the disconnect grace stop.
-import type { Coordination } from '@mi/lib/coordination';
+import type { Coordination } from '@mi/lib/adapters/coordination';
 import { DomainError, type ErrorCode as DomainErrorCode } from '@mi/lib/errors';
-import type { StoredEvent } from '@mi/lib/events';
-import { listManifest, type ManifestRow } from '@mi/lib/domain/manifest';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { getRecording, recordingLeaseKey, touchOwnedTakes, type Recording } from '@mi/lib/domain/recordings';
-import type { Runtime } from '@mi/lib/runtime';
+import type { StoredEvent } from '@mi/lib/events/outbox';
+import { listManifest, type ManifestRow } from '@mi/lib/repositories/manifest';
+import { getMeeting } from '@mi/lib/repositories/meetings';
+import { getRecording, recordingLeaseKey, touchOwnedTakes, type Recording } from '@mi/lib/repositories/recordings';
+import type { Runtime } from '@mi/lib/adapters/runtime';
 import type { Connection } from './connection';
 import { FRAME_HEADER_BYTES, frameSequence, INT4_MAX, traceOf, type ErrorCode, type ResumeCommand, type StartCommand, type StopCommand } from './protocol';
 import { MAX_MISSING_RANGES, Recorder, type RecorderHost, type Take } from './recorder';
 import { SegmentCommitter } from './segments';
-import type { UnitOfWorkDeps } from '@mi/lib/unit-of-work';
+import type { UnitOfWorkDeps } from '@mi/lib/use-cases/unit-of-work';
 import { claimTake, startTake } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
 import { KeyedQueue, settleWithin } from '@mi/lib/async';

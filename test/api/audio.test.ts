@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signAudioLink } from '@mi/lib/audio-links';
+import { signAudioLink } from '@mi/lib/audio/playback-links';
 import { startGcsEmulator, type GcsEmulator } from '../../emulators/gcs/server';
 import { loadOrCreateSignerKey } from '../../emulators/gcs/signer-key';
 import { startApi, type ApiHarness } from '../harness';

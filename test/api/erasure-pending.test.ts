@@ -2,7 +2,7 @@
 // kept (account_erasure names the meetings whose objects remain), and the sweep finishes it once
 // storage is back. A GCS emulator of this file's own, so its injected faults touch no other file.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { meetingObjectPrefixes } from '@mi/lib/domain/meeting-objects';
+import { meetingObjectPrefixes } from '@mi/lib/objects/meeting-objects';
 import { startGcsEmulator, type GcsEmulator } from '../../emulators/gcs/server';
 import { runSweep } from '../../functions/sweep';
 import { startApi, type ApiHarness } from '../harness';

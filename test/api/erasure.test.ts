@@ -5,8 +5,8 @@
 // column that information_schema lists, so a new table cannot be forgotten.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eraseRowBatch, requestErasure } from '@mi/lib/domain/erasure';
-import { meetingObjectPrefixes } from '@mi/lib/domain/meeting-objects';
+import { eraseRowBatch, requestErasure } from '@mi/lib/repositories/erasure';
+import { meetingObjectPrefixes } from '@mi/lib/objects/meeting-objects';
 import { runSweep } from '../../functions/sweep';
 import { startApi, type ApiHarness } from '../harness';
 import { createTake, expireGapDeadline, stopTake, storeLiveSegment } from '../recording-fixtures';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Firestore } from '@google-cloud/firestore';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFirestore } from '@mi/lib/coordination';
+import { createFirestore } from '@mi/lib/adapters/coordination';
 import { startApi, type ApiHarness } from '../harness';
 
 let api: ApiHarness;

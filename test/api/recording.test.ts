@@ -2,8 +2,8 @@
 // upload PUT /meetings/{id}/recording/audio/{start}-{end}?audio_version=N.
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listManifest } from '@mi/lib/domain/manifest';
-import { recordEvent } from '@mi/lib/domain/recording-events';
+import { listManifest } from '@mi/lib/repositories/manifest';
+import { recordEvent } from '@mi/lib/repositories/recording-history';
 import { startApi, type ApiHarness } from '../harness';
 import { createTake, expireGapDeadline, framesBytes, stopTake, storeLiveSegment, type Take } from '../recording-fixtures';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pgvector from 'pgvector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applySpeakerLabels } from '@mi/lib/domain/speaker-labels';
+import { applySpeakerLabels } from '@mi/lib/repositories/speaker-label-reapply';
 import { startApi, type ApiHarness } from '../harness';
 
 let api: ApiHarness;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTask } from '@mi/lib/domain/tasks';
+import { createTask } from '@mi/lib/repositories/tasks';
 import { startApi, type ApiHarness } from '../harness';
 import { twoUsers, type TwoUsers } from './fixture';
 

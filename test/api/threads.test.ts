@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addMessage } from '@mi/lib/domain/threads';
+import { addMessage } from '@mi/lib/repositories/threads';
 import { startApi, type ApiHarness } from '../harness';
 import { twoUsers, type TwoUsers } from './fixture';
 

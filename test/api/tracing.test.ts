@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BusMessage } from '@mi/lib/bus';
-import { flushTelemetry } from '@mi/lib/telemetry';
+import type { BusMessage } from '@mi/lib/adapters/bus';
+import { flushTelemetry } from '@mi/lib/telemetry/tracing';
 import { listenToEvents, startApi, type ApiHarness } from '../harness';
 
 let api: ApiHarness;

@@ -3,7 +3,7 @@
 // GET /people/{id}/voice-samples, and removeMeetingVoiceSamples for purge and erasure.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeMeetingVoiceSamples } from '@mi/lib/domain/voice-samples';
+import { removeMeetingVoiceSamples } from '@mi/lib/repositories/voice-samples';
 import { startApi, type ApiHarness } from '../harness';
 
 let api: ApiHarness;

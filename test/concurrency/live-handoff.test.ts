@@ -4,7 +4,7 @@
 // no frame lost, round after round.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { listManifest } from '@mi/lib/domain/manifest';
+import { listManifest } from '@mi/lib/repositories/manifest';
 import { TestClient, createMeeting, fileEnv, openTestDatabase, pcmFrame, range, startInstance, storedAudio, token, type Instance } from '../live/helpers';
 
 const native = inject('database').kind === 'native';

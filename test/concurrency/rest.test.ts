@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { listManifest } from '@mi/lib/domain/manifest';
+import { listManifest } from '@mi/lib/repositories/manifest';
 import { startApi, type ApiHarness } from '../harness';
 import { createTake, framesBytes, stopTake, storeLiveSegment } from '../recording-fixtures';
 

@@ -4,7 +4,7 @@
 // recovers by itself. PGlite has no lock waits, timeouts or connection limits to provoke.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { adminQuery, findNativeEngine, startNativeCluster, type NativeCluster } from '@mi/lib/db/native';
+import { adminQuery, findNativeEngine, startNativeCluster, type NativeCluster } from '@mi/lib/dev/native-postgres';
 import { createDatabase } from '@mi/lib/db/pool';
 import { applySchema } from '../../schema/apply';
 import { startApi, type ApiHarness } from '../harness';

@@ -2,9 +2,9 @@
 // acknowledged (reported durable to the client) must be in exactly one manifest row and in the
 // take's composed audio, byte for byte; manifest ranges never overlap; every object under the
 // meeting's prefix is referenced by a manifest row or is a take's composed file.
-import { listManifest } from '@mi/lib/domain/manifest';
-import { getRecording } from '@mi/lib/domain/recordings';
-import type { Runtime } from '@mi/lib/runtime';
+import { listManifest } from '@mi/lib/repositories/manifest';
+import { getRecording } from '@mi/lib/repositories/recordings';
+import type { Runtime } from '@mi/lib/adapters/runtime';
 
 const WAV_HEADER_BYTES = 44;
 

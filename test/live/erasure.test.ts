@@ -3,7 +3,7 @@
 // and afterwards no row of the user (any table, found through information_schema) and no object
 // under the meeting's prefixes remain.
 import { describe, expect, it } from 'vitest';
-import { meetingObjectPrefixes } from '@mi/lib/domain/meeting-objects';
+import { meetingObjectPrefixes } from '@mi/lib/objects/meeting-objects';
 import { runSweep } from '../../functions/sweep';
 import { rowsNaming } from '../support/rows-naming';
 import { TestClient, createMeeting, sleep, token, useInstance } from './helpers';

@@ -6,7 +6,7 @@
 // with what the closed connection delivered flushed; a reconnect or a resume cancels the stop.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { getRecording } from '@mi/lib/domain/recordings';
+import { getRecording } from '@mi/lib/repositories/recordings';
 import { TestClient, createMeeting, fileEnv, openTestDatabase, pcmFrame, range, sleep, startInstance, storedAudio, token, type Instance } from './helpers';
 
 let database: OpenedDatabase;

@@ -6,7 +6,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { sleep } from '@mi/lib/async';
-import { createLogger } from '@mi/lib/log';
+import { createLogger } from '@mi/lib/telemetry/log';
 import { MlStream } from '@mi/live/ml-client';
 
 interface Stand {

@@ -3,8 +3,8 @@
 // connection open; max duration; ML forwarding, health and a hung ML's drain.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { getRecording } from '@mi/lib/domain/recordings';
-import { listManifest } from '@mi/lib/domain/manifest';
+import { getRecording } from '@mi/lib/repositories/recordings';
+import { listManifest } from '@mi/lib/repositories/manifest';
 import type { FakeMl } from '../../emulators/ml/server';
 import {
   TestClient,

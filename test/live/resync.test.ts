@@ -4,8 +4,8 @@
 // gap where it reads and never skips events silently.
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { pruneExpired } from '@mi/lib/domain/retention';
-import { appendEvents } from '@mi/lib/events';
+import { pruneExpired } from '@mi/lib/repositories/retention';
+import { appendEvents } from '@mi/lib/events/outbox';
 import { TestClient, createMeeting, range, token, useInstance, type Message } from './helpers';
 
 const live = useInstance();

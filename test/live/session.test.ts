@@ -4,8 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { appendEvent, type StoredEvent } from '@mi/lib/events';
-import { segmentEvent } from '@mi/lib/event-catalogue';
+import { appendEvent, type StoredEvent } from '@mi/lib/events/outbox';
+import { segmentEvent } from '@mi/lib/events/catalogue';
 import { TestClient, createMeeting, fileEnv, openTestDatabase, range, sleep, startInstance, storedAudio, token, type Instance } from './helpers';
 
 let database: OpenedDatabase;

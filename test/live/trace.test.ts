@@ -4,7 +4,7 @@
 // What is not valid W3C trace context is dropped on the way, never the take's ML stream.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { BusMessage } from '@mi/lib/bus';
+import type { BusMessage } from '@mi/lib/adapters/bus';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { runSweep } from '../../functions/sweep';
 import { TestClient, createMeeting, fileEnv, openTestDatabase, range, startInstance, token, type Instance } from './helpers';

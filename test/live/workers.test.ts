@@ -6,7 +6,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { getRecording } from '@mi/lib/domain/recordings';
+import { getRecording } from '@mi/lib/repositories/recordings';
 import { TestClient, createMeeting, fileEnv, openTestDatabase, pcmFrame, range, sleep, startInstance, storedAudio, token, type Instance } from './helpers';
 import { isAlive, startServer, type ServerProcess } from './server-process';
 

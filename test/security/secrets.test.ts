@@ -5,7 +5,7 @@
 // itself, never with the service token or the identity secret.
 import { createHmac, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintDevToken } from '@mi/lib/auth';
+import { mintDevToken } from '@mi/lib/adapters/auth';
 import { startApi } from '../harness';
 import { createFixtures, createWorld, type Ids, type World } from '../support/fixtures';
 import { fetchDoc } from '../support/openapi';

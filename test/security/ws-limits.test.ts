@@ -8,9 +8,9 @@ import type { Socket } from 'node:net';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { listManifest } from '@mi/lib/domain/manifest';
-import { appendEvent, appendEvents } from '@mi/lib/events';
-import { changed, segmentEvent } from '@mi/lib/event-catalogue';
+import { listManifest } from '@mi/lib/repositories/manifest';
+import { appendEvent, appendEvents } from '@mi/lib/events/outbox';
+import { changed, segmentEvent } from '@mi/lib/events/catalogue';
 import { TestClient, createMeeting, fileEnv, frameMessage, openTestDatabase, pcmFrame, range, sleep, startInstance, token, type Instance } from '../live/helpers';
 
 const MAX_FRAME = 4096;

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { mintDevToken } from '@mi/lib/auth';
+import { mintDevToken } from '@mi/lib/adapters/auth';
 import { freePort } from '../../emulators/gcloud';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-stack-'));

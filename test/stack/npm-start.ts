@@ -1,7 +1,7 @@
 // Runs `npm start` as a user does, in its own process group, on free ports and a given DATA_DIR.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { freePort } from '@mi/lib/free-port';
+import { freePort } from '@mi/lib/dev/free-port';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 

@@ -1,5 +1,5 @@
 // Credentials that must be refused: malformed, forged, tampered, expired, not yet valid.
-import { mintDevToken } from '@mi/lib/auth';
+import { mintDevToken } from '@mi/lib/adapters/auth';
 
 const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 

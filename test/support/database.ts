@@ -5,7 +5,7 @@
 // a template database carries the schema, and each test file clones its own from it.
 import { randomUUID } from 'node:crypto';
 import { startEmbeddedPostgres } from '@mi/lib/db/embedded';
-import { adminQuery, findNativeEngine, startNativeCluster, type ClusterOptions, type NativeCluster } from '@mi/lib/db/native';
+import { adminQuery, findNativeEngine, startNativeCluster, type ClusterOptions, type NativeCluster } from '@mi/lib/dev/native-postgres';
 import { applySchema } from '../../schema/apply';
 
 export type TestEngine =

@@ -2,7 +2,7 @@
 // operation of the OpenAPI document built from them: path parameters and body references are
 // filled with that user's ids, bodies generated from the operation's schema.
 import { randomUUID } from 'node:crypto';
-import { markStopped, markStopping, startRecording } from '@mi/lib/domain/recordings';
+import { markStopped, markStopping, startRecording } from '@mi/lib/repositories/recordings';
 import type { ApiHarness, TestResponse } from '../harness';
 import { exampleFor, fillPath, operations, resolve, types, uniqueText, type Doc, type Operation, type Schema } from './openapi';
 

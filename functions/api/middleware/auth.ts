@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
-import type { Scheme } from '@mi/lib/auth';
-import { findOrCreateUser } from '@mi/lib/domain/users';
+import type { Scheme } from '@mi/lib/adapters/auth';
+import { findOrCreateUser } from '@mi/lib/repositories/users';
 import type { AppEnv } from '../env';
 
 /** Enforces the schemes an operation accepts and sets `principal` (users created on first sight). */

@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { continueErasure } from '@mi/lib/domain/erasure';
+import { continueErasure } from '@mi/lib/repositories/erasure';
 import { requestAccountErasure } from '@mi/lib/use-cases/account';
 import { userIdOf } from '../actor';
 import { commit } from '../commit';

@@ -1,5 +1,5 @@
 # Firestore (native mode) holds the live service's cross-instance coordination
-# (lib/coordination.ts): recording leases with heartbeats and per-user connection presence.
+# (lib/adapters/coordination.ts): recording leases with heartbeats and per-user connection presence.
 # Both expire; the TTL policy deletes expired documents (lazily, usually within a day), so
 # readers still compare expires_at with the clock and treat an expired document as absent.
 

@@ -8,7 +8,7 @@ variable "location_id" {
 }
 
 # TTL policies name collection groups (the last path segment), wherever the collection sits.
-# lib/coordination.ts writes leases to `<prefix>leases` (the live service's prefix is `live_`)
+# lib/adapters/coordination.ts writes leases to `<prefix>leases` (the live service's prefix is `live_`)
 # and each connection to `<prefix>presence/{user}/presence_connections/{connection}`.
 variable "ttl_collections" {
   description = "Collection groups whose documents expire at var.ttl_field."

@@ -1,4 +1,4 @@
-# Alerts on the live service's metrics (lib/metrics.ts), as Managed Service for Prometheus
+# Alerts on the live service's metrics (lib/telemetry/metrics.ts), as Managed Service for Prometheus
 # stores them (otel-collector.yaml): OTLP names with dots as underscores and unit suffixes.
 
 resource "google_monitoring_alert_policy" "outbox_lag" {

@@ -29,7 +29,7 @@ locals {
   }
 
   # A function runs one container, so no collector sidecar: its spans and metrics go over OTLP
-  # straight to Google's Telemetry API, carrying the service account's token (lib/otlp.ts), and
+  # straight to Google's Telemetry API, carrying the service account's token (lib/telemetry/otlp.ts), and
   # every instance starts with the telemetry preload, which the functions framework's process
   # (run from the source directory) loads through NODE_OPTIONS (docs/deployment.md, Observability).
   function_telemetry_env = {

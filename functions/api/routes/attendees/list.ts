@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { listAttendees } from '@mi/lib/domain/attendees';
-import { getMeeting } from '@mi/lib/domain/meetings';
+import { listAttendees } from '@mi/lib/repositories/attendees';
+import { getMeeting } from '@mi/lib/repositories/meetings';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, page, PageQuery, z } from '../../openapi';

@@ -1,12 +1,12 @@
 import { Readable } from 'node:stream';
 import { UUID_PATTERN } from '@mi/lib/async';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { verifyAudioLink } from '@mi/lib/audio-links';
+import { verifyAudioLink } from '@mi/lib/audio/playback-links';
 import { DomainError } from '@mi/lib/errors';
-import { getAudioFile } from '@mi/lib/domain/audio';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { getRecording } from '@mi/lib/domain/recordings';
-import { finalizedAudioPath } from '@mi/lib/domain/takes';
+import { getAudioFile } from '@mi/lib/repositories/audio';
+import { getMeeting } from '@mi/lib/repositories/meetings';
+import { getRecording } from '@mi/lib/repositories/recordings';
+import { finalizedAudioPath } from '@mi/lib/repositories/takes';
 import type { AppEnv } from '../../env';
 import { IdParam, problemResponse, z } from '../../openapi';
 import { parseRange } from './range';

@@ -1,10 +1,10 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { audioProxyUrl } from '@mi/lib/audio-links';
+import { audioProxyUrl } from '@mi/lib/audio/playback-links';
 import { DomainError, notFound } from '@mi/lib/errors';
-import { getAudioFile } from '@mi/lib/domain/audio';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { getRecording } from '@mi/lib/domain/recordings';
-import { finalizedAudioPath } from '@mi/lib/domain/takes';
+import { getAudioFile } from '@mi/lib/repositories/audio';
+import { getMeeting } from '@mi/lib/repositories/meetings';
+import { getRecording } from '@mi/lib/repositories/recordings';
+import { finalizedAudioPath } from '@mi/lib/repositories/takes';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, op, problemResponse, z } from '../../openapi';

@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getMeeting } from '@mi/lib/domain/meetings';
+import { getMeeting } from '@mi/lib/repositories/meetings';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { setEtag } from '../../etag';

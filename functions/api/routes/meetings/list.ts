@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { listMeetings } from '@mi/lib/domain/meetings';
+import { listMeetings } from '@mi/lib/repositories/meetings';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { jsonResponse, op, page, PageQuery, Timestamp, z } from '../../openapi';

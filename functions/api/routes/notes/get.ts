@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getNote } from '@mi/lib/domain/notes';
+import { getNote } from '@mi/lib/repositories/notes';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { setEtag } from '../../etag';

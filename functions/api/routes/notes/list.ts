@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { listNotes } from '@mi/lib/domain/notes';
+import { listNotes } from '@mi/lib/repositories/notes';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { jsonResponse, op, page, PageQuery, Uuid, z } from '../../openapi';

@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getPerson } from '@mi/lib/domain/people';
+import { getPerson } from '@mi/lib/repositories/people';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { setEtag } from '../../etag';

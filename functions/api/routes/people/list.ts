@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { listPeople } from '@mi/lib/domain/people';
+import { listPeople } from '@mi/lib/repositories/people';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { jsonResponse, op, page, PageQuery, z } from '../../openapi';

@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getPerson } from '@mi/lib/domain/people';
-import { listSummaries } from '@mi/lib/domain/person-summaries';
+import { getPerson } from '@mi/lib/repositories/people';
+import { listSummaries } from '@mi/lib/repositories/person-summaries';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, page, PageQuery, z } from '../../openapi';

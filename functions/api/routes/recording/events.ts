@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { listRecordingEvents } from '@mi/lib/domain/recording-events';
+import { getMeeting } from '@mi/lib/repositories/meetings';
+import { listRecordingEvents } from '@mi/lib/repositories/recording-history';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, page, PageQuery, z } from '../../openapi';

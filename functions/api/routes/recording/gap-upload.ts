@@ -1,8 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound, unprocessable } from '@mi/lib/errors';
-import { assertAcceptsGaps } from '@mi/lib/domain/gap-recovery';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { getRecording, pcmFrameBytes, type Recording } from '@mi/lib/domain/recordings';
+import { assertAcceptsGaps } from '@mi/lib/repositories/gap-recovery';
+import { getMeeting } from '@mi/lib/repositories/meetings';
+import { getRecording, pcmFrameBytes, type Recording } from '@mi/lib/repositories/recordings';
 import { uploadGap } from '@mi/lib/use-cases/recording';
 import { actorOf, userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';

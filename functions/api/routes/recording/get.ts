@@ -1,8 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { coverage } from '@mi/lib/domain/manifest';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { getRecording } from '@mi/lib/domain/recordings';
+import { coverage } from '@mi/lib/repositories/manifest';
+import { getMeeting } from '@mi/lib/repositories/meetings';
+import { getRecording } from '@mi/lib/repositories/recordings';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, z } from '../../openapi';

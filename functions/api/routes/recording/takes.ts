@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { listTakes } from '@mi/lib/domain/takes';
+import { getMeeting } from '@mi/lib/repositories/meetings';
+import { listTakes } from '@mi/lib/repositories/takes';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, page, PageQuery, z } from '../../openapi';

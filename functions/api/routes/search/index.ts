@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { search } from '@mi/lib/domain/search';
+import { search } from '@mi/lib/repositories/search';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { jsonResponse, op } from '../../openapi';

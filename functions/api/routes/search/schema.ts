@@ -1,4 +1,4 @@
-import { SEARCH_KINDS } from '@mi/lib/domain/search';
+import { SEARCH_KINDS } from '@mi/lib/repositories/search';
 import { PageQuery, Timestamp, Uuid, z } from '../../openapi';
 
 export const SearchQuery = z.object({

@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { listLabelAssignments } from '@mi/lib/domain/speaker-label-assign';
+import { getMeeting } from '@mi/lib/repositories/meetings';
+import { listLabelAssignments } from '@mi/lib/repositories/speaker-label-assignments';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, z } from '../../openapi';

@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getSubTask } from '@mi/lib/domain/sub-tasks';
+import { getSubTask } from '@mi/lib/repositories/sub-tasks';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op } from '../../openapi';

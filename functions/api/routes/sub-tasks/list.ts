@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { listSubTasks } from '@mi/lib/domain/sub-tasks';
-import { getTask } from '@mi/lib/domain/tasks';
+import { listSubTasks } from '@mi/lib/repositories/sub-tasks';
+import { getTask } from '@mi/lib/repositories/tasks';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, page, PageQuery, z } from '../../openapi';

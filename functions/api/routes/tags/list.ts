@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { listTags } from '@mi/lib/domain/tags';
+import { listTags } from '@mi/lib/repositories/tags';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { jsonResponse, op, page, PageQuery, z } from '../../openapi';

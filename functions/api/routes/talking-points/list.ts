@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { listTalkingPoints } from '@mi/lib/domain/talking-points';
+import { getMeeting } from '@mi/lib/repositories/meetings';
+import { listTalkingPoints } from '@mi/lib/repositories/talking-points';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, page, PageQuery, z } from '../../openapi';

@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getTask, listTasks } from '@mi/lib/domain/tasks';
+import { getTask, listTasks } from '@mi/lib/repositories/tasks';
 import { actorOf, userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, PageQuery, z } from '../../openapi';

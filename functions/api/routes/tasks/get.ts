@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getTask } from '@mi/lib/domain/tasks';
+import { getTask } from '@mi/lib/repositories/tasks';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { setEtag } from '../../etag';

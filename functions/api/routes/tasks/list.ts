@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { listTasks } from '@mi/lib/domain/tasks';
+import { listTasks } from '@mi/lib/repositories/tasks';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { jsonResponse, op, page, PageQuery, Uuid, z } from '../../openapi';

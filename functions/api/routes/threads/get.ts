@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getThread } from '@mi/lib/domain/threads';
+import { getThread } from '@mi/lib/repositories/threads';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op } from '../../openapi';

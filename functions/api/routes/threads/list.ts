@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { listThreads } from '@mi/lib/domain/threads';
+import { listThreads } from '@mi/lib/repositories/threads';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { jsonResponse, op, page, PageQuery, Uuid, z } from '../../openapi';

@@ -1,7 +1,7 @@
 // Chat messages live under their thread: /threads/{id}/messages.
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getThread, listMessages } from '@mi/lib/domain/threads';
+import { getThread, listMessages } from '@mi/lib/repositories/threads';
 import { addMessage, deleteMessage } from '@mi/lib/use-cases/threads';
 import { actorOf } from '../../actor';
 import { commit } from '../../commit';

@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { EXPORT_CONTENT_TYPES, EXPORT_FORMATS, EXPORT_MAX_SEGMENTS, exportLines, formatTranscript } from '@mi/lib/domain/transcript-export';
-import { getTranscription } from '@mi/lib/domain/transcriptions';
+import { EXPORT_CONTENT_TYPES, EXPORT_FORMATS, EXPORT_MAX_SEGMENTS, exportLines, formatTranscript } from '@mi/lib/repositories/transcript-export';
+import { getTranscription } from '@mi/lib/repositories/transcriptions';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, notFoundResponse, op, problemResponse, z } from '../../openapi';

@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { getMeeting } from '@mi/lib/domain/meetings';
-import { listTranscriptions } from '@mi/lib/domain/transcriptions';
+import { getMeeting } from '@mi/lib/repositories/meetings';
+import { listTranscriptions } from '@mi/lib/repositories/transcriptions';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, page, PageQuery, z } from '../../openapi';

@@ -1,5 +1,5 @@
-import { MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/domain/segments';
-import { TRANSCRIPTION_STATUSES } from '@mi/lib/domain/transcriptions';
+import { MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/repositories/segments';
+import { TRANSCRIPTION_STATUSES } from '@mi/lib/repositories/transcriptions';
 import { Timestamp, Uuid, Vector192, z } from '../../openapi';
 
 export const TranscriptionStatus = z.enum(TRANSCRIPTION_STATUSES).openapi('TranscriptionStatus');

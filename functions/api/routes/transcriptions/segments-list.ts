@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { listSegments } from '@mi/lib/domain/segments';
-import { getTranscription } from '@mi/lib/domain/transcriptions';
+import { listSegments } from '@mi/lib/repositories/segments';
+import { getTranscription } from '@mi/lib/repositories/transcriptions';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, page, PageQuery, z } from '../../openapi';

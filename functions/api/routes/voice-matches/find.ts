@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { findVoiceMatches, voiceSearchSettings } from '@mi/lib/domain/voice';
+import { findVoiceMatches, voiceSearchSettings } from '@mi/lib/repositories/voice';
 import { userIdOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { jsonBody, jsonResponse, op, Vector192, z } from '../../openapi';

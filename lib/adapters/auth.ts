@@ -1,0 +1,103 @@
+// Authentication exactly as decisions.md section 2: bearerAuth is a user JWT (HS256 with
+// IDENTITY_SECRET_KEY in development/test, JWKS in staging/production), serviceAuth is the
+// SERVICE_AUTH_TOKEN compared in constant time. Missing/invalid → 401; the wrong scheme → 403.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createRemoteJWKSet, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import type { Config } from '../config';
+import { DomainError } from '../errors';
+
+export type Scheme = 'bearer' | 'service';
+
+export interface UserClaims {
+  identityId: string;
+  email: string;
+  username: string;
+}
+
+export type Credential = { scheme: 'service' } | { scheme: 'bearer'; claims: UserClaims };
+
+const HS_ALGS = ['HS256'];
+const ASYMMETRIC_ALGS = ['RS256', 'ES256', 'EdDSA'];
+
+function digest(s: string) {
+  return createHash('sha256').update(s).digest();
+}
+
+/** Constant-time token comparison (hashing first equalises lengths). */
+export function safeEqual(a: string, b: string): boolean {
+  return timingSafeEqual(digest(a), digest(b));
+}
+
+export function bearerToken(header: string | undefined | null): string | null {
+  const m = /^Bearer +([^\s]+)\s*$/i.exec(header ?? '');
+  return m ? m[1] : null;
+}
+
+export interface Authenticator {
+  /** Verifies a raw token; throws 401 DomainError. */
+  verify(token: string): Promise<Credential>;
+  /** Verifies and checks the scheme against what the operation accepts (403 otherwise). */
+  authenticate(header: string | undefined | null, accepts: readonly Scheme[]): Promise<Credential>;
+}
+
+const MAX_CLOCK_SKEW_SECONDS = 60;
+
+export function createAuthenticator(config: Config): Authenticator {
+  const local = config.APP_ENV === 'development' || config.APP_ENV === 'test';
+  const key: Uint8Array | JWTVerifyGetKey = local
+    ? new TextEncoder().encode(config.IDENTITY_SECRET_KEY)
+    : createRemoteJWKSet(new URL(config.IDENTITY_JWKS_URL!));
+
+  async function verifyJwt(token: string): Promise<UserClaims> {
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, key as never, {
+        algorithms: local ? HS_ALGS : ASYMMETRIC_ALGS,
+        issuer: local ? undefined : config.IDENTITY_ISSUER,
+        audience: config.IDENTITY_AUDIENCE,
+        requiredClaims: ['sub', 'exp'],
+      }));
+    } catch {
+      throw new DomainError('unauthorized', 'invalid or expired credentials');
+    }
+    // An identity needs a name, and a token cannot be issued in the future (60 s of clock skew).
+    const sub = payload.sub!;
+    if (typeof sub !== 'string' || !sub.trim()) throw new DomainError('unauthorized', 'invalid credentials: the token names no subject');
+    if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + MAX_CLOCK_SKEW_SECONDS) {
+      throw new DomainError('unauthorized', 'invalid credentials: the token was issued in the future');
+    }
+    const name = [payload.username, payload.name, payload.preferred_username].find((v) => typeof v === 'string' && v) as string | undefined;
+    const email = typeof payload.email === 'string' && payload.email ? payload.email : `${sub}@users.invalid`;
+    return { identityId: sub, email, username: name ?? email.split('@')[0] };
+  }
+
+  async function verify(token: string): Promise<Credential> {
+    if (safeEqual(token, config.SERVICE_AUTH_TOKEN)) return { scheme: 'service' };
+    return { scheme: 'bearer', claims: await verifyJwt(token) };
+  }
+
+  return {
+    verify,
+    async authenticate(header, accepts) {
+      const token = bearerToken(header);
+      if (!token) throw new DomainError('unauthorized', 'missing credentials: send Authorization: Bearer <token>');
+      const cred = await verify(token);
+      if (!accepts.includes(cred.scheme)) {
+        throw new DomainError('forbidden', `this operation does not accept ${cred.scheme === 'service' ? 'service' : 'user'} credentials`);
+      }
+      return cred;
+    },
+  };
+}
+
+/** Development/test user token signed with IDENTITY_SECRET_KEY (`npm run token -- alice`). */
+export async function mintDevToken(secret: string, name: string, opts: { ttlSeconds?: number; email?: string; notBefore?: number } = {}): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  const jwt = new SignJWT({ email: opts.email ?? `${name}@example.test`, username: name })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setSubject(`dev|${name}`)
+    .setIssuedAt(now)
+    .setExpirationTime(now + (opts.ttlSeconds ?? 12 * 3600));
+  if (opts.notBefore) jwt.setNotBefore(opts.notBefore);
+  return jwt.sign(new TextEncoder().encode(secret));
+}

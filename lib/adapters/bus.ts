@@ -1,0 +1,249 @@
+// The bus on Pub/Sub. A subscriber names itself (an instance id): it gets its own subscription on
+// a topic, so every subscriber of a shared topic receives every message; live instances instead
+// subscribe to a topic of their own (instanceTopic), which publishers address. Messages are JSON;
+// per-user events carry an ordering key so one user's events arrive in order. Delivery is at
+// least once: handlers must be idempotent.
+import { backoffMs, KeyedQueue, sleep, withTimeout } from '../async';
+import { Duration, PubSub, type Message, type Subscription, type Topic } from '@google-cloud/pubsub';
+import { createLogger, type Logger } from '../telemetry/log';
+
+export interface BusMessage {
+  id: string;
+  data: unknown;
+  attributes: Record<string, string>;
+  orderingKey?: string;
+}
+
+export interface PublishOptions {
+  /** Messages with the same key reach every subscriber in publish order. */
+  orderingKey?: string;
+  /**
+   * The topic is an instance's (instanceTopic), which deletes it when it stops: a missing topic
+   * is never created (not even against the emulator) and the publish resolves to null.
+   */
+  instanceTopic?: boolean;
+}
+
+export type BusHandler = (m: BusMessage) => void | Promise<void>;
+
+export interface Bus {
+  ensureTopic(topic: string): Promise<void>;
+  /** A topic of an instance that stops; a topic already gone is fine. */
+  deleteTopic(topic: string): Promise<void>;
+  /** The message id; null for an instance topic that no longer exists. */
+  publish(topic: string, data: unknown, attributes?: Record<string, string>, opts?: PublishOptions): Promise<string | null>;
+  /** One subscription per instance, expiring when unused, deleted on close(). Handler success acks, a throw nacks. */
+  subscribeInstance(topic: string, instanceId: string, handler: BusHandler): Promise<{ close(): Promise<void> }>;
+  close(): Promise<void>;
+}
+
+// Pub/Sub's minimum expiration TTL: a killed instance's subscription disappears a day later.
+const SUBSCRIPTION_TTL_SECONDS = 24 * 60 * 60;
+// Broadcasts are only useful to a live instance; 10 minutes is Pub/Sub's minimum retention.
+const RETENTION_SECONDS = 600;
+const HEAL_BACKOFF_MS = [250, 500, 1_000, 2_000, 5_000];
+const CLOSE_TIMEOUT_MS = 5_000;
+const STREAM_RETRY_MAX_SECONDS = 3;
+// Publishes retry for 10 s, not the client's default 10 minutes: callers keep what must not be
+// lost (the event outbox, republished by the sweep), and a publish retrying for minutes would
+// hold every later message of its ordering key behind it.
+const PUBLISH_BACKOFF = {
+  initialRetryDelayMillis: 100,
+  retryDelayMultiplier: 2,
+  maxRetryDelayMillis: 2_000,
+  initialRpcTimeoutMillis: 5_000,
+  rpcTimeoutMultiplier: 1,
+  maxRpcTimeoutMillis: 5_000,
+  totalTimeoutMillis: 10_000,
+};
+// gRPC's reconnect backoff grows to 120 s: after an outage of half a minute the channel could sit
+// idle for ~20 s more before it even tries, holding publishes and the subscription's recovery.
+const MAX_RECONNECT_BACKOFF_MS = 5_000;
+const GRPC_NOT_FOUND = 5;
+const GRPC_ALREADY_EXISTS = 6;
+
+export function createBus(opts: { projectId: string; emulatorHost?: string; log?: Logger }): Bus {
+  const emulatorHost = opts.emulatorHost ?? process.env.PUBSUB_EMULATOR_HOST;
+  const client = new PubSub({
+    projectId: opts.projectId,
+    // gax hands `grpc.*` options to the channel; ClientConfig does not declare them.
+    ...({ 'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS } as object),
+    ...(emulatorHost && {
+      apiEndpoint: emulatorHost,
+      emulatorMode: true,
+      // Placeholder credentials keep the client from probing for GCE metadata; the emulator ignores them.
+      credentials: { client_email: 'emulator@localhost', private_key: 'unused' },
+    }),
+  });
+  const topics = new Map<string, Topic>();
+  const subscriptions = new Set<{ close(): Promise<void> }>();
+  const log = opts.log ?? createLogger({ name: 'bus' });
+  const warn = (err: unknown, msg: string) => log.warn({ err }, msg);
+
+  const topicFor = (name: string) => {
+    let topic = topics.get(name);
+    if (!topic) {
+      topic = client.topic(name, { messageOrdering: true, gaxOpts: { retry: { backoffSettings: PUBLISH_BACKOFF } } });
+      topics.set(name, topic);
+    }
+    return topic;
+  };
+
+  // In production Terraform owns topics; against an emulator (which forgets everything on
+  // restart) the bus creates them on demand.
+  const ensureTopic = async (name: string) => {
+    try {
+      await client.createTopic(name);
+    } catch (err) {
+      if (codeOf(err) !== GRPC_ALREADY_EXISTS) throw err;
+    }
+  };
+
+  const publishOnce = async (name: string, data: unknown, attributes: Record<string, string>, orderingKey?: string) => {
+    const topic = topicFor(name);
+    try {
+      return await topic.publishMessage({ data: Buffer.from(JSON.stringify(data ?? null)), attributes, orderingKey });
+    } catch (err) {
+      // A failed publish pauses its ordering key until resumed.
+      if (orderingKey) topic.resumePublishing(orderingKey);
+      throw err;
+    }
+  };
+
+  const deleteTopic = async (name: string) => {
+    topics.delete(name);
+    try {
+      await withTimeout(client.topic(name).delete(), CLOSE_TIMEOUT_MS);
+    } catch (err) {
+      if (codeOf(err) !== GRPC_NOT_FOUND) throw err;
+    }
+  };
+
+  const publish: Bus['publish'] = async (name, data, attributes = {}, publishOpts = {}) => {
+    try {
+      return await publishOnce(name, data, attributes, publishOpts.orderingKey);
+    } catch (err) {
+      if (codeOf(err) === GRPC_NOT_FOUND && publishOpts.instanceTopic) {
+        topics.delete(name); // its instance stopped; its clients reconnect elsewhere and replay
+        return null;
+      }
+      if (!emulatorHost || codeOf(err) !== GRPC_NOT_FOUND) throw err;
+      await ensureTopic(name);
+      return publishOnce(name, data, attributes, publishOpts.orderingKey);
+    }
+  };
+
+  const subscribeInstance: Bus['subscribeInstance'] = async (topicName, instanceId, handler) => {
+    const name = instanceSubscriptionName(topicName, instanceId);
+    const create = async () => {
+      if (emulatorHost) await ensureTopic(topicName);
+      try {
+        await topicFor(topicName).createSubscription(name, {
+          enableMessageOrdering: true,
+          expirationPolicy: { ttl: { seconds: SUBSCRIPTION_TTL_SECONDS } },
+          messageRetentionDuration: { seconds: RETENTION_SECONDS },
+          retryPolicy: { minimumBackoff: { seconds: 1 }, maximumBackoff: { seconds: 30 } },
+        });
+      } catch (err) {
+        if (codeOf(err) !== GRPC_ALREADY_EXISTS) throw err; // an instance restarting with the same id
+      }
+    };
+    await create();
+
+    // A short retry ceiling: after an outage, pulling resumes within seconds, not a minute.
+    const subscription: Subscription = client.subscription(name, {
+      streamingOptions: { retryMaxBackoff: Duration.from({ seconds: STREAM_RETRY_MAX_SECONDS }) },
+    });
+    const keyChains = new KeyedQueue();
+    let closing = false;
+
+    const deliver = async (message: Message) => {
+      let data: unknown;
+      try {
+        data = JSON.parse(message.data.toString('utf8'));
+      } catch (err) {
+        warn(err, `bus: dropping message ${message.id} on ${topicName}: not JSON`);
+        message.ack();
+        return;
+      }
+      try {
+        await handler({ id: message.id, data, attributes: { ...message.attributes }, orderingKey: message.orderingKey || undefined });
+        message.ack();
+      } catch (err) {
+        warn(err, `bus: handler failed for message ${message.id} on ${topicName}; it will be redelivered`);
+        message.nack();
+      }
+    };
+
+    // The client emits messages of one key in order; chaining keeps an async handler from overlapping them.
+    subscription.on('message', (message: Message) => {
+      const key = message.orderingKey;
+      if (!key) return void deliver(message);
+      void keyChains.run(key, () => deliver(message));
+    });
+    subscription.on('error', (err) => warn(err, `bus: subscription ${name} error`));
+    // The stream closes itself on a non-retryable error (e.g. the subscription vanished when the
+    // emulator restarted): recreate the subscription and pull again.
+    subscription.on('close', () => {
+      if (!closing) void heal();
+    });
+    const heal = async () => {
+      for (let attempt = 0; !closing; attempt++) {
+        try {
+          await create();
+          if (!closing) subscription.open();
+          return;
+        } catch (err) {
+          warn(err, `bus: recreating subscription ${name} failed`);
+          await sleep(backoffMs(HEAL_BACKOFF_MS, attempt));
+        }
+      }
+    };
+
+    const handle = {
+      async close() {
+        if (closing) return;
+        closing = true;
+        subscriptions.delete(handle);
+        // Bounded: shutdown has seconds, and an undeleted subscription expires on its own.
+        try {
+          await withTimeout(subscription.close(), CLOSE_TIMEOUT_MS);
+          await withTimeout(subscription.delete(), CLOSE_TIMEOUT_MS);
+        } catch (err) {
+          if (codeOf(err) !== GRPC_NOT_FOUND) warn(err, `bus: could not delete subscription ${name}`);
+        }
+      },
+    };
+    subscriptions.add(handle);
+    return handle;
+  };
+
+  return {
+    ensureTopic,
+    deleteTopic,
+    publish,
+    subscribeInstance,
+    async close() {
+      await Promise.allSettled([...subscriptions].map((s) => s.close()));
+      await Promise.allSettled([...topics.values()].map((t) => withTimeout(t.flush(), CLOSE_TIMEOUT_MS)));
+      await withTimeout(client.close(), CLOSE_TIMEOUT_MS).catch((err) => warn(err, 'bus: closing the client'));
+    },
+  };
+}
+
+/** The topic of one instance's own messages: `<topic>.<instance id>`, a valid topic id. */
+export function instanceTopic(topic: string, instanceId: string): string {
+  return resourceId(`${topic}.${instanceId}`);
+}
+
+export function instanceSubscriptionName(topic: string, instanceId: string): string {
+  return resourceId(`${topic}--${instanceId}`);
+}
+
+/** Topic and subscription ids allow [A-Za-z0-9-_.~+%], start with a letter and hold at most 255 characters. */
+function resourceId(name: string): string {
+  const raw = name.replace(/[^A-Za-z0-9\-_.~+%]/g, '-');
+  return (/^[A-Za-z]/.test(raw) ? raw : `s-${raw}`).slice(0, 255);
+}
+
+const codeOf = (err: unknown) => (err as { code?: unknown }).code;

@@ -1,0 +1,115 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emulatorFromEnvOrStart, type RunningEmulator } from '../../emulators/gcloud';
+import { createCoordination, createFirestore, type Coordination } from './coordination';
+
+// Two Coordination clients on one Firestore stand for two Cloud Run instances.
+let emulator: RunningEmulator;
+let one: Coordination;
+let two: Coordination;
+const prefix = `t${randomUUID().slice(0, 8)}_`;
+const projectId = 'coordination-test';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const key = () => `recording/${randomUUID()}`;
+
+beforeAll(async () => {
+  emulator = await emulatorFromEnvOrStart('firestore');
+  one = createCoordination({ projectId, emulatorHost: emulator.host, collectionPrefix: prefix });
+  two = createCoordination({ projectId, emulatorHost: emulator.host, collectionPrefix: prefix });
+});
+
+afterAll(async () => {
+  await Promise.allSettled([one?.close(), two?.close()]);
+  await emulator?.stop();
+});
+
+describe('leases', () => {
+  it('should let exactly one of ten concurrent acquires win', async () => {
+    const k = key();
+    const owners = Array.from({ length: 10 }, (_, i) => `instance-${i}`);
+    const results = await Promise.all(owners.map((o, i) => (i % 2 ? one : two).acquire(k, o, 30_000)));
+    const winners = results.filter((r) => r !== null);
+    expect(winners).toHaveLength(1);
+    expect(await one.get(k)).toEqual(winners[0]);
+    expect(winners[0]!.epoch).toBe(1);
+  });
+
+  it('should refuse a held lease, re-grant it to its owner, and give it away once expired', async () => {
+    const k = key();
+    const held = await one.acquire(k, 'a', 400);
+    expect(held).toMatchObject({ key: k, owner: 'a', epoch: 1 });
+    expect(await two.acquire(k, 'b', 400)).toBeNull();
+    expect(await one.acquire(k, 'a', 400)).toMatchObject({ owner: 'a', epoch: 1 });
+
+    await sleep(500);
+    expect(await one.get(k)).toBeNull();
+    const taken = await two.acquire(k, 'b', 10_000);
+    expect(taken).toMatchObject({ owner: 'b', epoch: 2 });
+    expect(taken!.expiresAt.getTime()).toBeGreaterThan(Date.now() + 9_000);
+  });
+
+  it('should make the old owner lose the lease on its next renew after a takeover', async () => {
+    const k = key();
+    await one.acquire(k, 'a', 30_000);
+    const renewed = await one.renew(k, 'a', 60_000);
+    expect(renewed).toMatchObject({ owner: 'a', epoch: 1 });
+    expect(renewed!.expiresAt.getTime()).toBeGreaterThan(Date.now() + 50_000);
+
+    expect(await two.takeOver(k, 'b', 30_000)).toMatchObject({ owner: 'b', epoch: 2 });
+    expect(await one.renew(k, 'a', 30_000)).toBeNull();
+    expect(await one.get(k)).toMatchObject({ owner: 'b', epoch: 2 });
+  });
+
+  it('should release only when still the owner, keeping the epoch growing', async () => {
+    const k = key();
+    await one.acquire(k, 'a', 30_000);
+    await two.release(k, 'b');
+    expect(await one.get(k)).toMatchObject({ owner: 'a' });
+
+    await one.release(k, 'a');
+    expect(await two.get(k)).toBeNull();
+    expect(await one.renew(k, 'a', 30_000)).toBeNull();
+    expect(await two.acquire(k, 'b', 30_000)).toMatchObject({ owner: 'b', epoch: 2 });
+  });
+
+  it('should store an expires_at Timestamp for the TTL policy', async () => {
+    const k = key();
+    const lease = await one.acquire(k, 'a', 30_000);
+    const db = createFirestore({ projectId, emulatorHost: emulator.host });
+    try {
+      const docs = (await db.collection(`${prefix}leases`).where('key', '==', k).get()).docs;
+      expect(docs).toHaveLength(1);
+      expect(docs[0].get('expires_at').toMillis()).toBe(lease!.expiresAt.getTime());
+    } finally {
+      await db.terminate();
+    }
+  });
+});
+
+describe('presence', () => {
+  it('should count one user’s connections across instances and drop removed ones', async () => {
+    const user = `user-${randomUUID()}`;
+    await one.addPresence(user, 'c1', 'instance-1', 30_000);
+    await two.addPresence(user, 'c2', 'instance-2', 30_000);
+    await two.addPresence(`other-${user}`, 'c3', 'instance-2', 30_000);
+    expect(await one.countPresence(user)).toBe(2);
+    expect(await two.countPresence(user)).toBe(2);
+
+    expect(await one.removePresence(user, 'c1')).toBe(1);
+    expect(await two.removePresence(user, 'c2')).toBe(0);
+    expect(await one.countPresence(`other-${user}`)).toBe(1);
+  });
+
+  it('should stop counting a connection whose heartbeat lapsed', async () => {
+    const user = `user-${randomUUID()}`;
+    await one.addPresence(user, 'short', 'instance-1', 300);
+    await two.addPresence(user, 'long', 'instance-2', 30_000);
+    expect(await two.countPresence(user)).toBe(2);
+    await sleep(400);
+    expect(await two.countPresence(user)).toBe(1);
+    // A heartbeat re-adds it.
+    await one.addPresence(user, 'short', 'instance-1', 30_000);
+    expect(await two.countPresence(user)).toBe(2);
+  });
+});

@@ -1,0 +1,204 @@
+// The one event path. A mutation writes its events to event_outbox inside its own transaction
+// (with a per-user increasing seq); after commit they are published to Pub/Sub, to the topic of
+// each live instance holding a connection of the user (EventRoutes), with the origin client id
+// and trace context as attributes. Rows left unpublished (bus down, crash) are republished by
+// the sweep, oldest first, so every event reaches the live instances that listen.
+import { instanceTopic, type Bus } from '../adapters/bus';
+import type { EventBody } from './catalogue';
+import type { Queryable } from '../db/pool';
+import type { Logger } from '../telemetry/log';
+
+export type { EntityAction, EventBody } from './catalogue';
+
+/** The envelope every delivered event carries. */
+export interface EventEnvelope {
+  event_id: string;
+  seq: number;
+  occurred_at: string;
+  user_id: string;
+}
+
+export type StoredEvent = EventEnvelope & { body: EventBody; origin_client_id: string | null; trace_context: Record<string, string> | null };
+
+export interface EventContext {
+  originClientId?: string | null;
+  trace?: Record<string, string> | null;
+}
+
+interface OutboxRow {
+  id: string;
+  user_id: string;
+  seq: number;
+  event_type: string;
+  payload: EventBody;
+  origin_client_id: string | null;
+  trace_context: Record<string, string> | null;
+  created_at: string;
+}
+
+const toStored = (r: OutboxRow): StoredEvent => ({
+  event_id: r.id,
+  seq: r.seq,
+  occurred_at: r.created_at,
+  user_id: r.user_id,
+  body: r.payload,
+  origin_client_id: r.origin_client_id,
+  trace_context: r.trace_context,
+});
+
+/** Writes events of one user in the caller's transaction, in order, with consecutive seqs. */
+export async function appendEvents(tx: Queryable, userId: string, bodies: EventBody[], ctx: EventContext = {}): Promise<StoredEvent[]> {
+  return appendUserEvents(tx, bodies.map((body) => ({ userId, body })), ctx);
+}
+
+export async function appendEvent(tx: Queryable, userId: string, body: EventBody, ctx: EventContext = {}): Promise<StoredEvent> {
+  return (await appendEvents(tx, userId, [body], ctx))[0];
+}
+
+/**
+ * Writes events of any number of users in one statement, whatever their count (the live
+ * service's group commit): each user's events get consecutive seqs in the given order.
+ * Returns the stored events in the order given.
+ */
+export async function appendUserEvents(tx: Queryable, events: { userId: string; body: EventBody }[], ctx: EventContext = {}): Promise<StoredEvent[]> {
+  if (!events.length) return [];
+  // event_sequence rows are locked in user order, so that concurrent writers cannot deadlock.
+  const { rows } = await tx.query<OutboxRow>(
+    'events.append',
+    `WITH input AS (
+       SELECT u, e, ord, row_number() OVER (PARTITION BY u ORDER BY ord) AS rn, count(*) OVER (PARTITION BY u) AS n
+       FROM unnest($1::uuid[], $2::jsonb[]) WITH ORDINALITY AS t(u, e, ord)
+     ), reserved AS (
+       INSERT INTO event_sequence (user_id, last_seq)
+       SELECT u, count(*) FROM input GROUP BY u ORDER BY u
+       ON CONFLICT (user_id) DO UPDATE SET last_seq = event_sequence.last_seq + EXCLUDED.last_seq
+       RETURNING user_id, last_seq
+     )
+     INSERT INTO event_outbox (id, user_id, seq, event_type, payload, origin_client_id, trace_context)
+     SELECT gen_random_uuid(), i.u, r.last_seq - i.n + i.rn, i.e->>'type', i.e, $3, $4
+     FROM input i JOIN reserved r ON r.user_id = i.u ORDER BY i.ord
+     RETURNING *`,
+    [events.map((e) => e.userId), events.map((e) => JSON.stringify(e.body)), ctx.originClientId ?? null, ctx.trace && Object.keys(ctx.trace).length ? JSON.stringify(ctx.trace) : null],
+  );
+  // RETURNING order is not guaranteed: match rows back by user and seq (per user, seqs follow the input order).
+  const byUser = new Map<string, StoredEvent[]>();
+  for (const r of rows) {
+    const list = byUser.get(r.user_id);
+    if (list) list.push(toStored(r));
+    else byUser.set(r.user_id, [toStored(r)]);
+  }
+  for (const list of byUser.values()) list.sort((a, b) => a.seq - b.seq);
+  const taken = new Map<string, number>();
+  return events.map((e) => {
+    const i = taken.get(e.userId) ?? 0;
+    taken.set(e.userId, i + 1);
+    return byUser.get(e.userId)![i];
+  });
+}
+
+/** Stored events of a user after `afterSeq`, in order (WebSocket `last_seq` replay). */
+export async function eventsAfter(q: Queryable, userId: string, afterSeq: number, limit = 1000): Promise<StoredEvent[]> {
+  const { rows } = await q.query<OutboxRow>(
+    'events.after',
+    `SELECT * FROM event_outbox WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+    [userId, afterSeq, limit],
+  );
+  return rows.map(toStored);
+}
+
+/** The Pub/Sub message of one event; attributes carry what receivers filter on. */
+export function toMessage(e: StoredEvent): { data: unknown; attributes: Record<string, string> } {
+  const attributes: Record<string, string> = { user_id: e.user_id, seq: String(e.seq), event_type: e.body.type };
+  if (e.origin_client_id) attributes.origin_client_id = e.origin_client_id;
+  for (const [k, v] of Object.entries(e.trace_context ?? {})) attributes[k] = v;
+  return { data: e, attributes };
+}
+
+export interface EventPublisher {
+  /**
+   * Publishes these (just committed) events, waiting at most PUBLISH_WAIT_MS: with Pub/Sub down
+   * the caller still answers promptly; the publish goes on in the background and whatever
+   * stays unpublished is left to the sweep.
+   */
+  publish(events: StoredEvent[]): Promise<void>;
+  /** Republishes every unpublished row older than `minAgeMs`; returns how many went out. */
+  republishPending(minAgeMs?: number): Promise<number>;
+}
+
+/** How long a publish after commit is waited for (the Pub/Sub client retries for up to 60 s). */
+const PUBLISH_WAIT_MS = 1000;
+
+/**
+ * The live instances a user's events must reach: those holding a connection of the user. Each
+ * gets the events on its own topic (instanceTopic); a user nobody listens to costs no message.
+ */
+export type EventRoutes = (userId: string) => Promise<string[]>;
+
+/** Publishes every event once to the shared topic every instance reads (EVENT_FANOUT=broadcast). */
+export const BROADCAST: EventRoutes = async () => [''];
+
+export function createEventPublisher(deps: { db: Queryable; bus: Bus; topic: string; log: Logger; routes: EventRoutes }): EventPublisher {
+  const { db, bus, topic, log, routes } = deps;
+
+  /** Each user's instances, or the error that kept us from learning them (the sweep retries). */
+  async function route(events: StoredEvent[]): Promise<Map<string, string[] | Error>> {
+    const users = [...new Set(events.map((e) => e.user_id))];
+    const found = await Promise.all(users.map((u) => routes(u).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))));
+    return new Map(users.map((u, i) => [u, found[i]]));
+  }
+
+  /**
+   * Publishes in seq order: the client keeps per-ordering-key (user) order on each instance's
+   * topic even with the publishes in flight together. An event is published once every instance
+   * of its user has it (or none listens). Returns how many went out; the rest stay for the sweep.
+   */
+  async function publishAll(events: StoredEvent[]): Promise<number> {
+    if (!events.length) return 0;
+    const targets = await route(events);
+    const results = await Promise.allSettled(
+      events.map((e) => {
+        const to = targets.get(e.user_id)!;
+        if (to instanceof Error) return Promise.reject(to);
+        const { data, attributes } = toMessage(e);
+        const opts = { orderingKey: e.user_id, instanceTopic: true };
+        return Promise.all(
+          to.map((i) => (i ? bus.publish(instanceTopic(topic, i), data, attributes, opts) : bus.publish(topic, data, attributes, { orderingKey: e.user_id }))),
+        );
+      }),
+    );
+    const sent = events.filter((_, i) => results[i].status === 'fulfilled').map((e) => e.event_id);
+    const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
+    if (failed) log.warn({ err: String(failed.reason), unpublished: events.length - sent.length }, 'event publish failed; the sweep will retry');
+    if (sent.length) await db.query('events.mark_published', 'UPDATE event_outbox SET published_at = now() WHERE id = ANY($1::uuid[])', [sent]);
+    return sent.length;
+  }
+
+  return {
+    async publish(events) {
+      const done = publishAll(events).catch((err) => log.warn({ err: String(err) }, 'event publish failed; the sweep will retry'));
+      await Promise.race([done, new Promise((r) => setTimeout(r, PUBLISH_WAIT_MS).unref())]);
+    },
+    async republishPending(minAgeMs = 5000) {
+      const { rows } = await db.query<OutboxRow>(
+        'events.pending',
+        `SELECT * FROM event_outbox WHERE published_at IS NULL AND created_at < clock_timestamp() - ($1 || ' milliseconds')::interval
+         ORDER BY user_id, seq LIMIT 1000`,
+        [String(minAgeMs)],
+      );
+      return publishAll(rows.map(toStored));
+    },
+  };
+}
+
+/**
+ * Unpublished outbox rows and the age of the oldest (s; 0 when none): one read of the partial
+ * index on unpublished rows; the outbox metrics (lib/telemetry/metrics.ts).
+ */
+export async function outboxBacklog(db: Queryable): Promise<{ unpublished: number; oldestAgeSeconds: number }> {
+  const { rows } = await db.query<{ unpublished: number; age: number | null }>(
+    'events.backlog',
+    `SELECT count(*)::int AS unpublished, extract(epoch FROM clock_timestamp() - min(created_at))::float8 AS age
+       FROM event_outbox WHERE published_at IS NULL`,
+  );
+  return { unpublished: rows[0].unpublished, oldestAgeSeconds: rows[0].age ?? 0 };
+}

@@ -1,0 +1,140 @@
+// Account erasure (DELETE /me, decisions.md section 6 "Lifecycle"). Three idempotent steps, so a
+// request cut short anywhere is finished by the sweep (resumeErasures):
+//  1. request: an account_erasure row, and the user's open takes stopped in the same transaction
+//     (the live instance owning one sees at its next write or owner heartbeat that the take is not
+//     recording any more, or gone, and lets go; nothing is stored for it after that),
+//  2. rows, in bounded batches: the user's meetings (and their cascades, and the service's
+//     idempotency records of requests on them), their ids recorded in the request in the same
+//     transaction; last the user's idempotency records and the user row (its
+//     cascades: people, tasks, notes, threads, tags, outbox events, event sequence),
+//  3. objects: everything under each recorded meeting's prefixes, meeting by meeting; then the
+//     request row itself, so a finished erasure leaves no row naming the user.
+// Rows go before objects: a live writer that stores a segment once its take is gone finds no
+// take to commit to and deletes its own object (run-services/live/segments.ts).
+import { removeMeetingVoiceSamples } from './voice-samples';
+import type { Database, Queryable } from '../db/pool';
+import type { Logger } from '../telemetry/log';
+import type { ObjectStore } from '../adapters/storage';
+import { removeMeetingObjects } from '../objects/meeting-objects';
+import { recordEvent } from './recording-history';
+import { CAPTURE_OPEN } from './recordings';
+
+export interface ErasureDeps {
+  db: Database;
+  store: ObjectStore;
+  log: Logger;
+}
+
+/** Meetings deleted per row transaction: bounds a transaction of a user with much data. */
+export const ERASURE_MEETING_BATCH = 50;
+
+/** Step 1: records the request (again: kept as it is) and stops the user's open takes. */
+export async function requestErasure(tx: Queryable, userId: string): Promise<{ stoppedTakes: number }> {
+  await tx.query(
+    'erasure.request',
+    'INSERT INTO account_erasure (user_id) VALUES ($1) ON CONFLICT (user_id) DO UPDATE SET updated_at = now()',
+    [userId],
+  );
+  // Stopped the way the sweep stops an orphaned take, with the gap window closed at once: the
+  // take is about to be deleted, and nothing may finalize it meanwhile (finalize.dueTakes skips
+  // takes of an account being erased).
+  const { rows } = await tx.query<{ meeting_id: string; audio_version: number }>(
+    'erasure.stop_takes',
+    `UPDATE recording r SET state = 'stopped', stop_reason = COALESCE(r.stop_reason, 'user'), stopped_at = now(),
+       gap_upload_deadline = now(), owner_instance = NULL, updated_at = now()
+     FROM meeting m WHERE m.id = r.meeting_id AND m.user_id = $1 AND r.state = ANY($2)
+     RETURNING r.meeting_id, r.audio_version`,
+    [userId, CAPTURE_OPEN],
+  );
+  for (const t of rows) await recordEvent(tx, t.meeting_id, 'recording_stopped', { audio_version: t.audio_version, reason: 'user', by: 'account_erasure' });
+  return { stoppedTakes: rows.length };
+}
+
+/**
+ * Step 2, one batch: deletes up to ERASURE_MEETING_BATCH meetings of the user, or, when none is
+ * left, the user's other rows. 'done' once the user's rows are gone (or the erasure finished).
+ */
+export async function eraseRowBatch(db: Database, userId: string): Promise<'more' | 'done'> {
+  return db.withTransaction(async (tx) => {
+    const { rows: req } = await tx.query<{ rows_erased_at: Date | null }>('erasure.lock', 'SELECT rows_erased_at FROM account_erasure WHERE user_id = $1 FOR UPDATE', [userId]);
+    if (!req[0] || req[0].rows_erased_at) return 'done';
+    // The user row locked first: a concurrent insert referencing the user (a new meeting) waits,
+    // then fails, so no meeting escapes the ids recorded below.
+    await tx.query('erasure.lock_user', 'SELECT id FROM app_user WHERE id = $1 FOR UPDATE', [userId]);
+    const { rows: meetings } = await tx.query<{ id: string }>('erasure.meetings', 'SELECT id FROM meeting WHERE user_id = $1 ORDER BY id LIMIT $2', [userId, ERASURE_MEETING_BATCH]);
+    const ids = meetings.map((m) => m.id);
+    if (ids.length) {
+      // The user's people go with the account; their models need no recount, but the samples'
+      // removal is the one way samples leave (and keeps running sums exact if a person stays).
+      await removeMeetingVoiceSamples(tx, ids);
+      await tx.query('erasure.delete_meetings', 'DELETE FROM meeting WHERE id = ANY($1::uuid[])', [ids]);
+      // The ML service's idempotent writes on these meetings keep their answers (the user's data) for 24 h.
+      await tx.query(
+        'erasure.service_idempotency',
+        `DELETE FROM idempotency_record WHERE principal = 'service' AND path LIKE '/meetings/%' AND split_part(path, '/', 3) = ANY($1::text[])`,
+        [ids],
+      );
+      await tx.query('erasure.note_meetings', 'UPDATE account_erasure SET meeting_ids = meeting_ids || $2::uuid[], updated_at = now() WHERE user_id = $1', [userId, ids]);
+      if (ids.length === ERASURE_MEETING_BATCH) return 'more';
+    }
+    await tx.query('erasure.idempotency', 'DELETE FROM idempotency_record WHERE principal = $1', [userId]);
+    await tx.query('erasure.user', 'DELETE FROM app_user WHERE id = $1', [userId]);
+    await tx.query('erasure.rows_erased', 'UPDATE account_erasure SET rows_erased_at = now(), updated_at = now() WHERE user_id = $1', [userId]);
+    return 'done';
+  });
+}
+
+/**
+ * Steps 2 and 3 until done or `deadline` (epoch ms) passes: true when the erasure is finished
+ * (no row and no object of the user remain), false when work is left for the sweep.
+ */
+export async function continueErasure(deps: ErasureDeps, userId: string, deadline = Infinity): Promise<boolean> {
+  while ((await eraseRowBatch(deps.db, userId)) === 'more') if (Date.now() >= deadline) return false;
+  const { rows } = await deps.db.query<{ meeting_ids: string[] }>('erasure.get', 'SELECT meeting_ids FROM account_erasure WHERE user_id = $1', [userId]);
+  if (!rows[0]) return true; // finished by someone else
+  for (const meetingId of rows[0].meeting_ids) {
+    if (Date.now() >= deadline) return false;
+    await removeMeetingObjects(deps.store, meetingId);
+    await deps.db.query(
+      'erasure.objects_removed',
+      'UPDATE account_erasure SET meeting_ids = array_remove(meeting_ids, $2::uuid), updated_at = now() WHERE user_id = $1',
+      [userId, meetingId],
+    );
+  }
+  await deps.db.query('erasure.finish', `DELETE FROM account_erasure WHERE user_id = $1 AND rows_erased_at IS NOT NULL AND meeting_ids = '{}'`, [userId]);
+  return true;
+}
+
+export interface ResumeOptions {
+  /** Requests untouched this long are taken up (a live request is still working on its own). */
+  minAgeMs: number;
+  batch: number;
+  /** Time one sweep pass spends on erasures (default 60 s); what is left goes on next pass. */
+  budgetMs?: number;
+}
+
+/** The sweep's part: erasures a request left unfinished (crashed, timed out, storage down). */
+export async function resumeErasures(deps: ErasureDeps, opts: ResumeOptions): Promise<{ finished: number; pending: number }> {
+  const { rows } = await deps.db.query<{ user_id: string }>(
+    'erasure.due',
+    `SELECT user_id FROM account_erasure WHERE updated_at <= now() - make_interval(secs => $1::double precision / 1000) ORDER BY updated_at LIMIT $2`,
+    [opts.minAgeMs, opts.batch],
+  );
+  let finished = 0;
+  let pending = 0;
+  const deadline = Date.now() + (opts.budgetMs ?? 60_000);
+  for (const { user_id } of rows) {
+    if (Date.now() >= deadline) {
+      pending++;
+      continue;
+    }
+    try {
+      if (await continueErasure(deps, user_id, deadline)) finished++;
+      else pending++;
+    } catch (err) {
+      pending++;
+      deps.log.warn({ err: (err as Error).message, user_id }, 'sweep: account erasure failed; the next pass retries');
+    }
+  }
+  return { finished, pending };
+}

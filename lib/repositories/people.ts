@@ -1,0 +1,142 @@
+// People repository: contacts and meeting participants, scoped to their user. Voice fields
+// are written only from the person's voice samples (voice-samples.ts), never by user input.
+import pgvector from 'pgvector';
+import type { Queryable } from '../db/pool';
+import type { Actor } from '../domain/actor';
+import { decodeCursor, toPage, type Page } from '../domain/pagination';
+import type { User } from './users';
+
+export type VoiceModelStatus = 'untrained' | 'training' | 'ready';
+
+export interface Person {
+  id: string;
+  user_id: string;
+  display_name: string;
+  full_name: string | null;
+  title: string | null;
+  role: string | null;
+  email: string | null;
+  company: string | null;
+  tags: unknown;
+  voice_model_status: VoiceModelStatus;
+  voice_confidence: number | null;
+  voice_vector: number[] | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A person without the 192-number voice_vector (lists and matches). */
+export type PersonBrief = Omit<Person, 'voice_vector'>;
+
+export interface PersonInput {
+  display_name: string;
+  full_name?: string | null;
+  title?: string | null;
+  role?: string | null;
+  email?: string | null;
+  company?: string | null;
+  tags?: unknown;
+}
+
+export type PersonPatch = Partial<PersonInput>;
+
+export const BRIEF_COLUMNS =
+  'id, user_id, display_name, full_name, title, role, email, company, tags, voice_model_status, voice_confidence, created_at, updated_at';
+const COLUMNS = `${BRIEF_COLUMNS}, voice_vector::text AS voice_vector`;
+const PATCHABLE = ['display_name', 'full_name', 'title', 'role', 'email', 'company', 'tags'] as const;
+const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
+const likeEscape = (s: string) => s.replace(/[\\%_]/g, '\\$&');
+
+type PersonRow = Omit<Person, 'voice_vector'> & { voice_vector: string | null };
+const fromRow = (r: PersonRow): Person => ({ ...r, voice_vector: r.voice_vector === null ? null : (pgvector.fromSql(r.voice_vector) as number[]) });
+
+export async function createPerson(q: Queryable, userId: string, input: PersonInput): Promise<Person> {
+  const { rows } = await q.query<PersonRow>(
+    'person.create',
+    `INSERT INTO person (user_id, display_name, full_name, title, role, email, company, tags)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+    [userId, input.display_name, input.full_name ?? null, input.title ?? null, input.role ?? null, input.email ?? null, input.company ?? null, json(input.tags)],
+  );
+  return fromRow(rows[0]);
+}
+
+/** The person if the actor may see it; `forUpdate` locks it for the transaction. */
+export async function getPerson(q: Queryable, actor: Actor, id: string, opts: { forUpdate?: boolean } = {}): Promise<Person | null> {
+  const { rows } = await q.query<PersonRow>(
+    'person.get',
+    `SELECT ${COLUMNS} FROM person WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2)${opts.forUpdate ? ' FOR UPDATE' : ''}`,
+    [id, actor.userId],
+  );
+  return rows[0] ? fromRow(rows[0]) : null;
+}
+
+export interface PersonFilter {
+  limit: number;
+  cursor?: string;
+  q?: string;
+}
+
+/** The user's people by display_name; `q` matches display_name or full_name (case-insensitive). */
+export async function listPeople(q: Queryable, userId: string, f: PersonFilter): Promise<Page<PersonBrief>> {
+  const after = decodeCursor(f.cursor, 2);
+  const { rows } = await q.query<PersonBrief>(
+    'person.list',
+    `SELECT ${BRIEF_COLUMNS} FROM person
+     WHERE user_id = $1
+       AND ($2::text IS NULL OR display_name ILIKE '%' || $2 || '%' OR full_name ILIKE '%' || $2 || '%')
+       AND ($3::text IS NULL OR (display_name, id) > ($3::text, $4::uuid))
+     ORDER BY display_name, id LIMIT $5`,
+    [userId, f.q === undefined ? null : likeEscape(f.q), after?.[0] ?? null, after?.[1] ?? null, f.limit + 1],
+  );
+  return toPage(rows, f.limit, (p) => [p.display_name, p.id]);
+}
+
+export async function updatePerson(q: Queryable, actor: Actor, id: string, patch: PersonPatch): Promise<Person | null> {
+  const sets: string[] = [];
+  const params: unknown[] = [id, actor.userId];
+  for (const field of PATCHABLE) {
+    if (!(field in patch)) continue;
+    const value = patch[field];
+    params.push(field === 'tags' ? json(value) : value ?? null);
+    sets.push(`${field} = $${params.length}`);
+  }
+  if (!sets.length) return getPerson(q, actor, id);
+  const { rows } = await q.query<PersonRow>(
+    'person.update',
+    `UPDATE person SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) RETURNING ${COLUMNS}`,
+    params,
+  );
+  return rows[0] ? fromRow(rows[0]) : null;
+}
+
+/**
+ * Hard delete. The schema's delete rules do the rest: segments and tasks lose the person_id,
+ * summaries, label assignments, voice samples and attendances go, app_user.person_id becomes
+ * null. (No other person's model depends on this one's samples, so nothing is recomputed.)
+ */
+export async function deletePerson(q: Queryable, actor: Actor, id: string): Promise<{ id: string; user_id: string } | null> {
+  const { rows } = await q.query<{ id: string; user_id: string }>(
+    'person.delete',
+    'DELETE FROM person WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) RETURNING id, user_id',
+    [id, actor.userId],
+  );
+  return rows[0] ?? null;
+}
+
+/** Whether `personId` is one of `userId`'s people (another user's counts as missing). */
+export async function ownsPerson(q: Queryable, userId: string, personId: string): Promise<boolean> {
+  const { rows } = await q.query('person.owned', 'SELECT 1 FROM person WHERE id = $1 AND user_id = $2', [personId, userId]);
+  return rows.length > 0;
+}
+
+/** Sets or clears the user's own person record; null when `personId` is not the user's. */
+export async function setOwnPerson(q: Queryable, userId: string, personId: string | null): Promise<User | null> {
+  const { rows } = await q.query<User>(
+    'user.set_person',
+    `UPDATE app_user SET person_id = $2, updated_at = now()
+     WHERE id = $1 AND ($2::uuid IS NULL OR EXISTS (SELECT 1 FROM person WHERE id = $2 AND user_id = $1))
+     RETURNING id, username, email, identity_id, person_id, created_at, updated_at`,
+    [userId, personId],
+  );
+  return rows[0] ?? null;
+}

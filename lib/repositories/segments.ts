@@ -1,0 +1,268 @@
+// Transcript segments: bulk append (live path) and atomic replace (batch rebuild). Inserts go
+// as ONE statement over a json_to_recordset parameter, so 5,000 segments cost one round trip.
+// Stored speaker-label assignments are resolved in the same statement.
+import { randomUUID } from 'node:crypto';
+import pgvector from 'pgvector';
+import type { Queryable } from '../db/pool';
+import { unprocessable } from '../errors';
+import type { Actor } from '../domain/actor';
+import { decodeCursor, toPage, type Page } from '../domain/pagination';
+import { applySpeakerLabels } from './speaker-label-reapply';
+import { syncVoiceSamples, takeVoiceSamples } from './voice-samples';
+
+export const MAX_SEGMENTS_PER_REQUEST = 5000;
+
+export interface SegmentInput {
+  speaker_label?: string | null;
+  text: string;
+  start_ms: number;
+  end_ms?: number;
+  confidence?: number;
+  is_final?: boolean;
+  is_highlighted?: boolean;
+  feature_vector?: number[] | null;
+  person_id?: string | null;
+}
+
+export interface Segment {
+  id: string;
+  transcription_id: string;
+  person_id: string | null;
+  speaker_label: string | null;
+  text: string;
+  start_ms: number;
+  end_ms: number;
+  confidence: number;
+  is_final: boolean;
+  is_highlighted: boolean;
+  feature_vector: number[] | null;
+}
+
+/** A segment as broadcast: the embedding stays out of events (clients do not use it). */
+export type SegmentEventBody = Omit<Segment, 'id' | 'feature_vector'> & { id: string | null };
+
+const COLUMNS = 's.id, s.transcription_id, s.person_id, s.speaker_label, s.text, s.start_ms, s.end_ms, s.confidence, s.is_final, s.is_highlighted, s.feature_vector::text AS feature_vector';
+
+const fromRow = (r: Omit<Segment, 'feature_vector'> & { feature_vector: string | null }): Segment => ({
+  ...r,
+  feature_vector: r.feature_vector === null ? null : pgvector.fromSql(r.feature_vector),
+});
+
+/** 422 unless every given person_id is a person of `ownerUserId` (others' ids count as nonexistent). */
+export async function assertPeopleOf(q: Queryable, ownerUserId: string, personIds: (string | null | undefined)[], field = 'person_id'): Promise<void> {
+  const ids = [...new Set(personIds.filter((p): p is string => !!p))];
+  if (!ids.length) return;
+  const { rows } = await q.query<{ id: string }>('person.ids_of_user', 'SELECT id FROM person WHERE user_id = $1 AND id = ANY($2::uuid[])', [ownerUserId, ids]);
+  if (rows.length === ids.length) return;
+  const found = new Set(rows.map((r) => r.id));
+  throw unprocessable(`${field} does not exist`, ids.filter((id) => !found.has(id)).map((id) => ({ path: field, message: `person ${id} does not exist` })));
+}
+
+/**
+ * The vectors as one binary float4[] (node-pg sends a Buffer in binary format): parsing the
+ * text form of 500 embeddings costs PGlite more than writing 5,000 rows.
+ */
+function float4Array(vectors: number[][]): Buffer {
+  const n = vectors.reduce((sum, v) => sum + v.length, 0);
+  // ndim, has-nulls flag, element type (float4), then for one dimension its length and lower bound.
+  const header = n ? [1, 0, 700, n, 1] : [0, 0, 700];
+  const buf = Buffer.alloc(header.length * 4 + n * 8);
+  header.forEach((x, i) => buf.writeInt32BE(x, i * 4));
+  let o = header.length * 4;
+  for (const v of vectors) {
+    for (const x of v) {
+      buf.writeInt32BE(4, o);
+      buf.writeFloatBE(x, o + 4);
+      o += 8;
+    }
+  }
+  return buf;
+}
+
+/** Inserts the segments in one statement; returns their ids in input order. */
+async function insertSegments(tx: Queryable, transcriptionId: string, segments: SegmentInput[]): Promise<string[]> {
+  if (!segments.length) return [];
+  const ids = segments.map(() => randomUUID());
+  const vectors: number[][] = [];
+  let offset = 0;
+  const records = segments.map((s, i) => {
+    const v = s.feature_vector;
+    if (v) vectors.push(v);
+    const record = {
+      id: ids[i],
+      person_id: s.person_id ?? null,
+      speaker_label: s.speaker_label ?? null,
+      text: s.text,
+      start_ms: s.start_ms,
+      end_ms: s.end_ms ?? 0,
+      confidence: s.confidence ?? 0,
+      is_final: s.is_final ?? true,
+      is_highlighted: s.is_highlighted ?? false,
+      // The embedding's slice of the float4[] parameter (1-based, inclusive).
+      v_from: v ? offset + 1 : null,
+      v_to: v ? offset + v.length : null,
+    };
+    offset += v?.length ?? 0;
+    return record;
+  });
+  // Assigned labels are resolved while inserting: rewriting the rows afterwards costs a second
+  // write of every labelled row.
+  await tx.query(
+    'segment.insert_bulk',
+    `INSERT INTO transcript_segment (id, transcription_id, person_id, speaker_label, text, start_ms, end_ms, confidence, is_final, is_highlighted, feature_vector)
+     SELECT r.id, t.id, COALESCE(l.person_id, r.person_id), r.speaker_label, r.text, r.start_ms, r.end_ms, r.confidence, r.is_final, r.is_highlighted,
+       ($3::float4[])[r.v_from:r.v_to]::vector
+     FROM transcription t
+     CROSS JOIN json_to_recordset($2::json) AS r(id uuid, person_id uuid, speaker_label text, text text, start_ms numeric, end_ms numeric,
+       confidence numeric, is_final boolean, is_highlighted boolean, v_from int, v_to int)
+     LEFT JOIN meeting_speaker_label l ON l.meeting_id = t.meeting_id AND l.speaker_label = r.speaker_label
+     WHERE t.id = $1`,
+    [transcriptionId, JSON.stringify(records), float4Array(vectors)],
+  );
+  return ids;
+}
+
+async function segmentsById(q: Queryable, ids: string[]): Promise<Segment[]> {
+  const { rows } = await q.query('segment.by_ids', `SELECT ${COLUMNS} FROM transcript_segment s WHERE s.id = ANY($1::uuid[])`, [ids]);
+  const byId = new Map(rows.map((r) => [r.id as string, fromRow(r)]));
+  return ids.map((id) => byId.get(id)!);
+}
+
+/** The person each speaker label of the transcription's meeting is assigned to. */
+async function labelAssignments(q: Queryable, transcriptionId: string): Promise<Map<string, string>> {
+  const { rows } = await q.query<{ speaker_label: string; person_id: string }>(
+    'speaker_label.of_transcription',
+    `SELECT l.speaker_label, l.person_id FROM meeting_speaker_label l JOIN transcription t ON t.meeting_id = l.meeting_id WHERE t.id = $1`,
+    [transcriptionId],
+  );
+  return new Map(rows.map((r) => [r.speaker_label, r.person_id]));
+}
+
+export interface AppendResult {
+  /** One entry per input segment in input order: stored finals (with their id) and interim ones (id null, not stored). */
+  broadcast: SegmentEventBody[];
+  /** People whose voice model changed: the new segments attributed to them became voice samples. */
+  people: string[];
+}
+
+/**
+ * Live path: stores the final segments, applies label assignments, and returns every segment
+ * (final and interim) in request order for broadcasting. Interim segments are not stored.
+ */
+export async function appendSegments(tx: Queryable, transcriptionId: string, segments: SegmentInput[]): Promise<AppendResult> {
+  const finals = segments.filter((s) => s.is_final !== false);
+  const ids = await insertSegments(tx, transcriptionId, finals);
+  // Normally only the new segments change attribution; should the re-apply have relabelled older
+  // ones too (a race its comment describes), every segment of the transcription is synced.
+  const relabelled = await applySpeakerLabels(tx, transcriptionId);
+  const people = relabelled
+    ? await syncVoiceSamples(tx, { transcriptionId })
+    : ids.length
+      ? await syncVoiceSamples(tx, { transcriptionId, segmentIds: ids }, [], { onlyNew: true })
+      : [];
+  const stored = ids.length ? await segmentsById(tx, ids) : [];
+  const labels = finals.length < segments.length ? await labelAssignments(tx, transcriptionId) : new Map<string, string>();
+  let next = 0;
+  const broadcast = segments.map((s): SegmentEventBody => {
+    if (s.is_final !== false) {
+      const { feature_vector: _v, ...seg } = stored[next++];
+      return seg;
+    }
+    return {
+      id: null,
+      transcription_id: transcriptionId,
+      person_id: (s.speaker_label && labels.get(s.speaker_label)) || s.person_id || null,
+      speaker_label: s.speaker_label ?? null,
+      text: s.text,
+      start_ms: s.start_ms,
+      end_ms: s.end_ms ?? 0,
+      confidence: s.confidence ?? 0,
+      is_final: false,
+      is_highlighted: s.is_highlighted ?? false,
+    };
+  });
+  return { broadcast, people };
+}
+
+/**
+ * Batch rebuild: deletes every segment of the transcription (and their voice samples) and inserts
+ * the new set (all stored); attributed new segments become samples. Returns the people whose
+ * voice model changed.
+ */
+export async function replaceSegments(tx: Queryable, transcriptionId: string, segments: SegmentInput[]): Promise<string[]> {
+  const dropped = await takeVoiceSamples(tx, { transcriptionId });
+  await tx.query('segment.delete_all', 'DELETE FROM transcript_segment WHERE transcription_id = $1', [transcriptionId]);
+  await insertSegments(tx, transcriptionId, segments);
+  await applySpeakerLabels(tx, transcriptionId);
+  // Every segment of the transcription is new: none has a sample yet.
+  return syncVoiceSamples(tx, { transcriptionId }, dropped, { onlyNew: true });
+}
+
+/** True while a live recording's capture of this transcription is open (decisions.md section 4). */
+export async function isInProcessing(q: Queryable, transcriptionId: string): Promise<boolean> {
+  const { rows } = await q.query(
+    'recording.in_processing',
+    `SELECT 1 FROM recording WHERE transcription_id = $1 AND state IN ('recording', 'stopping') LIMIT 1`,
+    [transcriptionId],
+  );
+  return rows.length > 0;
+}
+
+export interface SegmentListQuery {
+  limit: number;
+  cursor?: string;
+  order?: 'asc' | 'desc';
+}
+
+/** Segments of a transcription the actor may see, by (start_ms, id). */
+export async function listSegments(q: Queryable, actor: Actor, transcriptionId: string, f: SegmentListQuery): Promise<Page<Segment>> {
+  const after = decodeCursor(f.cursor, 2);
+  const desc = f.order === 'desc';
+  const { rows } = await q.query(
+    desc ? 'segment.list_desc' : 'segment.list_asc',
+    `SELECT ${COLUMNS} FROM transcript_segment s
+     JOIN transcription t ON t.id = s.transcription_id JOIN meeting m ON m.id = t.meeting_id
+     WHERE s.transcription_id = $1 AND ($2::uuid IS NULL OR m.user_id = $2) AND m.deleted_at IS NULL
+       AND ($3::numeric IS NULL OR (s.start_ms, s.id) ${desc ? '<' : '>'} ($3::numeric, $4::uuid))
+     ORDER BY s.start_ms ${desc ? 'DESC' : 'ASC'}, s.id ${desc ? 'DESC' : 'ASC'} LIMIT $5`,
+    [transcriptionId, actor.userId, after?.[0] ?? null, after?.[1] ?? null, f.limit + 1],
+  );
+  return toPage(rows.map(fromRow), f.limit, (s) => [s.start_ms, s.id]);
+}
+
+export interface SegmentPatch {
+  text?: string;
+  is_highlighted?: boolean;
+}
+
+/** A user's correction of one segment of their meeting; null when not theirs (or not found). */
+export async function updateSegment(tx: Queryable, actor: Actor, id: string, patch: SegmentPatch): Promise<(Segment & { meeting_id: string; user_id: string }) | null> {
+  const { rows } = await tx.query(
+    'segment.update',
+    `UPDATE transcript_segment s SET text = coalesce($3, s.text), is_highlighted = coalesce($4, s.is_highlighted)
+     FROM transcription t JOIN meeting m ON m.id = t.meeting_id
+     WHERE s.id = $1 AND t.id = s.transcription_id AND m.user_id = $2 AND m.deleted_at IS NULL
+     RETURNING ${COLUMNS}, t.meeting_id, m.user_id`,
+    [id, actor.userId, patch.text ?? null, patch.is_highlighted ?? null],
+  );
+  return rows[0] ? (fromRow(rows[0]) as Segment & { meeting_id: string; user_id: string }) : null;
+}
+
+/**
+ * 422 unless every id names a transcript segment of this meeting (the service may only link
+ * its own meeting's segments; another meeting's or user's count as nonexistent).
+ */
+export async function assertSegmentsOfMeeting(q: Queryable, meetingId: string, ids: string[], field: string): Promise<void> {
+  const unique = [...new Set(ids)];
+  if (!unique.length) return;
+  const { rows } = await q.query<{ missing: string[] }>(
+    'segment.of_meeting',
+    `SELECT coalesce(array_agg(u.id), '{}') AS missing FROM unnest($2::uuid[]) AS u(id)
+     WHERE NOT EXISTS (SELECT 1 FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id WHERE s.id = u.id AND t.meeting_id = $1)`,
+    [meetingId, unique],
+  );
+  const missing = rows[0].missing;
+  if (missing.length) {
+    throw unprocessable(`${field}: ${missing.length} id(s) are not segments of this meeting`, missing.slice(0, 10).map((id) => ({ path: field, message: `${id} is not a segment of this meeting` })));
+  }
+}

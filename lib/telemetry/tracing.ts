@@ -1,0 +1,74 @@
+// OpenTelemetry tracing (metrics: metrics.ts): W3C trace context in (traceparent/tracestate) and out (Pub/Sub
+// attributes, outgoing HTTP), spans exported over OTLP/HTTP (to a collector, or with Google
+// credentials to the Telemetry API: otlp.ts). Export runs in the background and failures are
+// dropped, so start-up and requests are unaffected when no collector listens. The spans of
+// http, pg, gRPC and fetch calls come from the instrumentations telemetry-register.ts installs
+// before the app loads (node --import); they use the provider set here.
+import { context, propagation, SpanKind, trace, type Span, type Tracer } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, SamplingDecision, type Sampler } from '@opentelemetry/sdk-trace-base';
+import type { Config } from '../config';
+import { flushMetrics, initMetrics } from './metrics';
+import { otlpTarget, preloadedInstrumentations, resourceAttributes, type OtlpConfig } from './otlp';
+
+let provider: BasicTracerProvider | null = null;
+
+/**
+ * Traces start at what the process serves (a request, a message, a WebSocket session); a client
+ * call outside of one (a lease heartbeat, a subscriber's ack, a token fetch: the instrumentations'
+ * gRPC, http and fetch spans of background work) starts none, and its children follow it out.
+ */
+const rootSampler: Sampler = {
+  shouldSample: (_context, _traceId, _name, kind) => ({ decision: kind === SpanKind.CLIENT ? SamplingDecision.NOT_RECORD : SamplingDecision.RECORD_AND_SAMPLED }),
+  toString: () => 'NoRootClientSpans',
+};
+
+/** Once per process. Without export (tests), spans still carry context for propagation. */
+export function initTelemetry(config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_METRIC_EXPORT_INTERVAL'> & OtlpConfig, serviceName: string) {
+  if (provider) return;
+  const resource = resourceFromAttributes(resourceAttributes(config, serviceName));
+  const exporter = config.OTEL_ENABLED ? new OTLPTraceExporter(otlpTarget(config, 'traces')) : null;
+  provider = new BasicTracerProvider({
+    resource,
+    sampler: new ParentBasedSampler({ root: rootSampler }),
+    spanProcessors: exporter ? [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000 })] : [],
+  });
+  trace.setGlobalTracerProvider(provider);
+  for (const instrumentation of preloadedInstrumentations()) instrumentation.setTracerProvider(provider);
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  initMetrics(config, resource);
+}
+
+export async function flushTelemetry() {
+  await Promise.all([provider?.forceFlush().catch(() => {}), flushMetrics()]);
+}
+
+export const tracer = (): Tracer => trace.getTracer('meeting-intelligence');
+
+/** Runs fn in a span that continues the trace of the incoming headers. */
+export function withIncomingSpan<T>(name: string, headers: Record<string, string | undefined>, fn: (span: Span) => Promise<T>): Promise<T> {
+  const parent = propagation.extract(context.active(), headers);
+  return tracer().startActiveSpan(name, {}, parent, async (span) => {
+    try {
+      return await fn(span);
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** traceparent/tracestate of the current span, for Pub/Sub attributes and outgoing HTTP. */
+export function currentTraceHeaders(): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier;
+}
+
+export function currentTraceId(): string | undefined {
+  const id = trace.getActiveSpan()?.spanContext().traceId;
+  return id && !/^0+$/.test(id) ? id : undefined;
+}

@@ -1,0 +1,45 @@
+// The one unit of work: an operation's rows and the events it emits are written in one
+// transaction, and the events are published after it commits. The edges run each use case
+// (lib/use-cases) in one: REST through functions/api/commit.ts, the live service's commands and
+// the sweep through runUseCase; the live recorder's stop uses it directly (its segment group
+// commit, run-services/live/segments.ts, is a transaction of its own for throughput).
+import type { Database, Queryable } from '../db/pool';
+import type { EventBody } from '../events/catalogue';
+import { appendEvents, type EventContext, type EventPublisher, type StoredEvent } from '../events/outbox';
+
+export type Emit = (userId: string, event: EventBody) => void;
+
+export interface UnitOfWorkDeps {
+  db: Database;
+  /** Where committed events go: Pub/Sub (and, in the live service, its own connections first). */
+  events: Pick<EventPublisher, 'publish'>;
+}
+
+export interface UnitOfWorkOptions<T> {
+  /** Origin client and trace of the events. */
+  ctx?: EventContext;
+  /** Runs last inside the transaction, after the events are written (the idempotency record). */
+  beforeCommit?: (tx: Queryable, result: T) => Promise<void>;
+}
+
+/**
+ * Runs `fn` in a transaction (retried on serialization failures and deadlocks), writes what it
+ * emitted, commits, then publishes. Only the committed attempt's events are published.
+ */
+export async function inUnitOfWork<T>(deps: UnitOfWorkDeps, fn: (tx: Queryable, emit: Emit) => Promise<T>, opts: UnitOfWorkOptions<T> = {}): Promise<T> {
+  let emitted: StoredEvent[] = [];
+  const result = await deps.db.withTransaction(async (tx) => {
+    emitted = [];
+    // Collected, then written in one statement per user at the end of the transaction.
+    const pending = new Map<string, EventBody[]>();
+    const emit: Emit = (userId, event) => {
+      pending.set(userId, [...(pending.get(userId) ?? []), event]);
+    };
+    const out = await fn(tx, emit);
+    for (const [userId, bodies] of pending) emitted.push(...(await appendEvents(tx, userId, bodies, opts.ctx)));
+    await opts.beforeCommit?.(tx, out);
+    return out;
+  });
+  await deps.events.publish(emitted);
+  return result;
+}
