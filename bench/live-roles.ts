@@ -16,6 +16,7 @@ export const SEGMENT_MS = 2000;
 /** How long the load waits for the last acknowledgements after its last frame. */
 const DRAIN_MS = 15_000;
 const START_TIMEOUT_MS = 60_000;
+const START_ATTEMPTS = 5;
 
 export interface Plan {
   mode: 'live' | 'bare';
@@ -72,38 +73,54 @@ async function loadRole(plan: Plan): Promise<void> {
     ),
   );
 
+  // A recording whose hello or start the server refused (an overloaded database answers
+  // `unavailable`) tries again, as a client does.
   const sessions = await Promise.all(
     plan.recordings.map(async (r, i) => {
-      const ws = new WebSocket(r.wsUrl, { perMessageDeflate: false });
-      await new Promise<void>((resolve, reject) => (ws.once('open', () => resolve()), ws.once('error', reject)));
-      ws.on('close', (code) => problem(`close ${code}`));
-      const sentAt: number[] = [];
-      let ackedUpTo = -1;
-      const started = new Promise<void>((resolve) => {
-        ws.on('message', (data) => {
-          const m = JSON.parse(String(data)) as { type: string; highest_contiguous_sequence?: number; meeting_id?: string; code?: string };
-          if (m.type === 'RecordingStarted') resolve();
-          if (m.type === 'error' || m.type === 'RecordingHealth') problem(`${m.type} ${m.code}`);
-          if (m.type === 'AudioStoredProgressEvent' && m.meeting_id === r.meetingId) {
-            const now = Date.now();
-            for (let s = ackedUpTo + 1; s <= m.highest_contiguous_sequence!; s++) if (sentAt[s]) ackMs.push(now - sentAt[s]), acked++;
-            ackedUpTo = Math.max(ackedUpTo, m.highest_contiguous_sequence!);
-          }
-        });
-      });
-      if (plan.mode === 'live') {
-        ws.send(JSON.stringify({ type: 'hello', token: r.token, client_id: randomUUID() }));
-        ws.send(JSON.stringify({ type: 'StartRecordingCommand', meeting_id: r.meetingId, encoding: 'pcm_s16le', sample_rate: 16000 }));
-        // A take that does not start is a failed run, not a hang.
-        await withTimeout(started, START_TIMEOUT_MS).catch(() => {
-          throw new Error(`recording ${i} did not start within ${START_TIMEOUT_MS} ms; problems so far: ${JSON.stringify(problems)}`);
-        });
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await session(r, i);
+        } catch (err) {
+          if (attempt >= START_ATTEMPTS) throw err;
+          problem('start retried');
+          await sleep(1000);
+        }
       }
-      // Recordings start spread over one segment period, as independent users' do: their segments
-      // fall due one after another, not all in the same 100 ms.
-      return { ws, sentAt, offset: (i * SEGMENT_MS) / plan.recordings.length };
     }),
   );
+
+  async function session(r: Plan['recordings'][number], i: number) {
+    const ws = new WebSocket(r.wsUrl, { perMessageDeflate: false });
+    await new Promise<void>((resolve, reject) => (ws.once('open', () => resolve()), ws.once('error', reject)));
+    ws.on('close', (code) => problem(`close ${code}`));
+    const sentAt: number[] = [];
+    let ackedUpTo = -1;
+    const started = new Promise<void>((resolve, reject) => {
+      ws.once('close', (code) => reject(new Error(`recording ${i} closed (${code}) before it started`)));
+      ws.on('message', (data) => {
+        const m = JSON.parse(String(data)) as { type: string; highest_contiguous_sequence?: number; meeting_id?: string; code?: string };
+        if (m.type === 'RecordingStarted') resolve();
+        if (m.type === 'error' || m.type === 'RecordingHealth') problem(`${m.type} ${m.code}`);
+        if (m.type === 'AudioStoredProgressEvent' && m.meeting_id === r.meetingId) {
+          const now = Date.now();
+          for (let s = ackedUpTo + 1; s <= m.highest_contiguous_sequence!; s++) if (sentAt[s]) ackMs.push(now - sentAt[s]), acked++;
+          ackedUpTo = Math.max(ackedUpTo, m.highest_contiguous_sequence!);
+        }
+      });
+    });
+    if (plan.mode === 'live') {
+      ws.send(JSON.stringify({ type: 'hello', token: r.token, client_id: randomUUID() }));
+      ws.send(JSON.stringify({ type: 'StartRecordingCommand', meeting_id: r.meetingId, encoding: 'pcm_s16le', sample_rate: 16000 }));
+      // A take that does not start is a failed run, not a hang.
+      await withTimeout(started, START_TIMEOUT_MS).catch((err: Error) => {
+        ws.terminate();
+        throw new Error(`recording ${i} did not start within ${START_TIMEOUT_MS} ms (${err.message}); problems so far: ${JSON.stringify(problems)}`);
+      });
+    }
+    // Recordings start spread over one segment period, as independent users' do: their segments
+    // fall due one after another, not all in the same 100 ms.
+    return { ws, sentAt, offset: (i * SEGMENT_MS) / plan.recordings.length };
+  }
 
   // The measured window starts with the first frame: take starts are not per-frame work.
   console.log(JSON.stringify({ sending: true }));
