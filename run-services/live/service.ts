@@ -130,7 +130,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     mlUrl: opts.mlUrl ?? config.ML_SERVICE_URL,
     leaseTtlMs: opts.leaseTtlMs ?? OWNER_STALE_SECONDS * 1000,
     heartbeatMs: opts.heartbeatMs ?? OWNER_HEARTBEAT_SECONDS * 1000,
-    // Our own events reach our connections at once; their Pub/Sub copies are dropped by seq.
+    // Our own events reach our connections at once, and go out only to the other instances holding their user.
     dispatch(produced) {
       for (const e of produced) deliverLocal(e);
       fanout.eventsProduced += produced.length;
