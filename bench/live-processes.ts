@@ -151,7 +151,8 @@ export function child(args: string[], env: Record<string, string | undefined>, o
 
 /** Until the live service answers /healthz (it has started). */
 export async function waitHealthy(port: number, server: Child): Promise<void> {
-  for (let i = 0; i < 300; i++) {
+  // Two minutes: eight instances starting at once on a loaded machine are slow.
+  for (let i = 0; i < 1200; i++) {
     if (server.proc.exitCode !== null) throw new Error(`the live service exited with ${server.proc.exitCode}`);
     const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
     if (ok) return;
