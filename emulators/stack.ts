@@ -1,6 +1,6 @@
 // The local stack: emulators (or the ones the user already runs), the embedded database, the
-// REST API and the live WebSocket service on one port (CORE_PORT), the fake ML service and the
-// periodic sweep. Everything it keeps lives under DATA_DIR.
+// REST API and the live WebSocket service on one port (CORE_PORT), the fake ML service (or, with
+// ML_SERVICE_URL set, the ML team's real one and no fake at all) and the periodic sweep. Everything it keeps lives under DATA_DIR.
 import { writeFileSync } from 'node:fs';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +13,8 @@ import type { Logger } from '@mi/lib/telemetry/log';
 import { createRuntime, type Runtime, type RuntimeOverrides } from '@mi/lib/adapters/runtime';
 import { createApp } from '../functions/api/app';
 import { runSweep } from '../functions/sweep';
+import { mlBatchSubscription } from '@mi/lib/ml/contract';
+import { mlContractDocuments } from '@mi/lib/ml/documents';
 import { asyncApiDocument } from '../run-services/live/asyncapi';
 import { createLiveService, type LiveService } from '../run-services/live/service';
 import { registerConsole } from './console/routes';
@@ -83,7 +85,9 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     stops.push(() => new Promise((r) => { server.close(r); server.closeAllConnections(); }));
     const port = (server.address() as AddressInfo).port;
     const url = `http://localhost:${port}`;
-    if (config.ML_PORT !== 0) await ensurePortFree('ML_PORT', config.ML_PORT, config.HOST);
+    // ML_SERVICE_URL set: the ML team's own service takes the live and batch paths; no stand-in runs.
+    const externalMl = env.ML_SERVICE_URL ? config.ML_SERVICE_URL : null;
+    if (!externalMl && config.ML_PORT !== 0) await ensurePortFree('ML_PORT', config.ML_PORT, config.HOST);
 
     const signerFile = vars.STORAGE_SIGNER_KEY_FILE ?? path.join(dataDir, 'gcs-signer.json');
     const signer = loadOrCreateSignerKey(signerFile);
@@ -137,6 +141,8 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
       await rt.store.ensureBucket();
       await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
       await rt.bus.ensureTopic(config.PUBSUB_TOPIC_RECORDING_FINALIZED);
+      // The ML's work queue exists from the start, as Terraform makes it: nothing finalized waits on the ML being up.
+      await rt.bus.ensureQueue(config.PUBSUB_TOPIC_RECORDING_FINALIZED, mlBatchSubscription(config.PUBSUB_TOPIC_RECORDING_FINALIZED));
       return rt;
     });
 
@@ -148,6 +154,8 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     app.get('/', (c) => c.redirect('/console', 302));
     // The live service's AsyncAPI document, beside the REST API's /openapi.json.
     app.get('/asyncapi.json', (c) => c.json(asyncApiDocument({ host: c.req.header('host') ?? new URL(url).host, protocol: 'ws' })));
+    // The published core ↔ ML contract, as the live service serves it.
+    for (const [docPath, doc] of Object.entries(mlContractDocuments())) app.get(docPath, (c) => c.json(doc as object));
     // Requests go to the app from here on (the fake ML calls it back while starting); /healthz
     // says 200 only once everything is up.
     const appListener = getRequestListener(app.fetch);
@@ -155,9 +163,17 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     let ready = false;
     handler = (req, res) => (!ready && req.url?.split('?')[0] === '/healthz' ? starting(req, res) : appListener(req, res));
 
-    const ml = await step('fake ML service started', () => startFakeMl({ port: config.ML_PORT, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config, log }), (m) => ({ url: m.url }));
-    stops.push(ml.stop);
-    const liveService = createLiveService(rt, { mlUrl: ml.url });
+    let mlUrl: string;
+    if (externalMl) {
+      mlUrl = externalMl;
+      if (overrides) log.warn('ML_SERVICE_URL: the in-process Pub/Sub substitute cannot reach another process; the ML service gets no recording.finalized (install gcloud, README)');
+      log.info({ url: mlUrl }, 'using the ML service at ML_SERVICE_URL (no fake ML, no fake batch worker)');
+    } else {
+      const ml = await step('fake ML service started', () => startFakeMl({ port: config.ML_PORT, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config, log }), (m) => ({ url: m.url }));
+      stops.push(ml.stop);
+      mlUrl = ml.url;
+    }
+    const liveService = createLiveService(rt, { mlUrl });
     await step('live service up', () => liveService.start());
     live = liveService;
     stops.push(() => liveService.shutdown('shutdown'));
@@ -168,13 +184,13 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     stops.push(async () => clearInterval(timer));
 
     ready = true;
-    writeStackEnv(dataDir, { ...vars, DATABASE_URL: database.url, CORE_PORT: String(port), ML_SERVICE_URL: ml.url });
+    writeStackEnv(dataDir, { ...vars, DATABASE_URL: database.url, CORE_PORT: String(port), ML_SERVICE_URL: mlUrl });
     const addresses = {
       url,
       console: `${url}/console`,
       docs: `${url}/docs`,
       ws: `${url.replace('http', 'ws')}/ws`,
-      ml: ml.url,
+      ml: externalMl ? `${mlUrl} (ML_SERVICE_URL)` : `${mlUrl} (fake)`,
       storage: vars.STORAGE_EMULATOR_HOST!,
       pubsub: overrides ? 'in-process substitute' : vars.PUBSUB_EMULATOR_HOST!,
       firestore: overrides ? 'in-process substitute' : vars.FIRESTORE_EMULATOR_HOST!,
@@ -197,7 +213,7 @@ function readyBanner(a: Record<string, string>, seconds: string): string {
     ['console', a.console],
     ['API docs', a.docs],
     ['WebSocket', a.ws],
-    ['ML (fake)', a.ml],
+    ['ML', a.ml],
     ['storage', `${a.storage}   gcloud storage: CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=${a.storage.replace(/\/?$/, '/')} (README)`],
     ['Pub/Sub', a.pubsub],
     ['Firestore', a.firestore],

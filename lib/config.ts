@@ -119,6 +119,16 @@ export const configSchema = z.object({
   IDENTITY_ISSUER: optionalText,
   IDENTITY_AUDIENCE: optionalText,
   SERVICE_AUTH_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Rotation without downtime: the previous shared token, still accepted until it is removed.
+  SERVICE_AUTH_TOKEN_PREVIOUS: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Staging/production: Google-signed ID tokens of these service accounts (the ML's), audience
+  // SERVICE_ID_TOKEN_AUDIENCE (default PUBLIC_BASE_URL), are service credentials.
+  ML_SERVICE_ACCOUNT_EMAILS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((e) => e.trim()).filter(Boolean)),
+  SERVICE_ID_TOKEN_AUDIENCE: z.string().url().optional(),
+  GOOGLE_ID_TOKEN_CERTS_URL: z.string().url().default('https://www.googleapis.com/oauth2/v1/certs'),
   AUDIO_URL_SIGNING_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
   PROVIDER_A_API_KEY: optionalText,
   PROVIDER_B_API_KEY: optionalText,

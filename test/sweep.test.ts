@@ -11,6 +11,9 @@ import { getRecording, recordingLeaseKey } from '@mi/lib/repositories/recordings
 import { runSweep, sweepHandler } from '../functions/sweep';
 import { DELETE_EXPIRED_EVENTS, DELETE_EXPIRED_IDEMPOTENCY_RECORDS, RETENTION_BATCH_ROWS } from '@mi/lib/repositories/retention';
 import { listenToEvents, startApi, type ApiHarness } from './harness';
+import { recordingFinalizedSchema } from '@mi/lib/ml/documents';
+import { Ajv2020 } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import { createTake, expireGapDeadline, framesBytes, stopTake, storeLiveSegment, type Take } from './recording-fixtures';
 
 let api: ApiHarness;
@@ -37,6 +40,11 @@ afterAll(async () => {
 });
 
 const messagesFor = (t: Take) => finalized.filter((m) => (m.data as any).meeting_id === t.meetingId);
+// What the ML team builds against: the published JSON Schema of the message (decisions.md section 7).
+const ajv = new Ajv2020({ allErrors: true, strict: false });
+addFormats.default(ajv);
+const publishedSchema = ajv.compile(recordingFinalizedSchema());
+const schemaErrors = (data: unknown) => (publishedSchema(data) ? [] : publishedSchema.errors);
 const eventsOf = async (t: Take) =>
   (await api.request('GET', `/meetings/${t.meetingId}/recording/events?limit=200`, { token: alice })).body.items.map((e: any) => e.event_type) as string[];
 
@@ -103,6 +111,7 @@ describe('runSweep: finalize', () => {
       is_degraded: false,
       missing_ranges: [],
     });
+    expect(schemaErrors(messagesFor(take)[0].data)).toEqual([]);
     await vi.waitFor(() =>
       expect(events.some((e) => (e.data as any).body?.entity === 'recording' && (e.data as any).body?.meeting_id === take.meetingId)).toBe(true),
     );
@@ -175,6 +184,7 @@ describe('runSweep: finalize', () => {
     expect(t.body.is_degraded).toBe(true);
     await vi.waitFor(() => expect(messagesFor(take)).toHaveLength(1), { timeout: 10_000 });
     expect(messagesFor(take)[0].data).toMatchObject({ is_degraded: true, missing_ranges: [[10, 19]] });
+    expect(schemaErrors(messagesFor(take)[0].data)).toEqual([]);
   });
 
   it('should finalize each take exactly once when two sweeps run at once', async () => {

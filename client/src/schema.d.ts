@@ -751,7 +751,7 @@ export interface paths {
         put: operations["replaceTranscriptSegments"];
         /**
          * Append segments (live path)
-         * @description Final segments are stored, get the meeting's stored speaker-label assignments, and are each broadcast as TranscriptSegmentEvent. Interim segments (is_final false) are broadcast with is_final false but not stored. A stored segment attributed to a person (by an assignment or its own person_id) with a non-zero feature_vector becomes a voice sample of that person, whose voice model is updated in the same transaction (EntityChanged { entity: person, action: updated } per person). At most 5,000 segments (413).
+         * @description Final segments are stored, get the meeting's stored speaker-label assignments, and are each broadcast as TranscriptSegmentEvent. Interim segments (is_final false) are broadcast with is_final false but not stored. A stored segment attributed to a person (by an assignment or its own person_id) with a non-zero feature_vector becomes a voice sample of that person, whose voice model is updated in the same transaction (EntityChanged { entity: person, action: updated } per person). At most 5,000 segments (413). Idempotent: a repeat with the same Idempotency-Key and body is answered 204 again and adds nothing; segments may carry their own `id` (see TranscriptSegmentInput).
          */
         post: operations["appendTranscriptSegments"];
         delete?: never;
@@ -1021,7 +1021,7 @@ export interface paths {
         };
         /**
          * Short-lived playback links of the meeting audio
-         * @description `url` is a signed object-storage link valid for RECORDING_AUDIO_URL_TTL_SECONDS; `proxy_url` is the per-user signed link to GET /meetings/{id}/audio with the same expiry. Answered with `Cache-Control: private, no-store`. Without `audio_version`: the meeting's audio (an upload, or the latest finalized take). With `audio_version=N`: that take's composed audio, for any finalized take (the proxy link then carries `audio_version` under its signature). An unknown take answers 404; a take that is not finalized yet answers 422 naming `audio_version`.
+         * @description `url` is a signed object-storage link valid for RECORDING_AUDIO_URL_TTL_SECONDS; `proxy_url` is the per-user signed link to GET /meetings/{id}/audio with the same expiry. Answered with `Cache-Control: private, no-store`. Without `audio_version`: the meeting's audio (an upload, or the latest finalized take). With `audio_version=N`: that take's composed audio, for any finalized take (the proxy link then carries `audio_version` under its signature). An unknown take answers 404; a take that is not finalized yet answers 422 naming `audio_version`. The service token (the ML batch pass reading a finalized take) is answered like the owner, its proxy link the owner's.
          */
         get: operations["getMeetingAudioUrl"];
         put?: never;
@@ -2073,6 +2073,12 @@ export interface components {
             segments: components["schemas"]["TranscriptSegmentInput"][];
         };
         TranscriptSegmentInput: {
+            /**
+             * Format: uuid
+             * @description chosen by the client (the ML references it in segment_ids without reading back); on append, an id already stored with identical content is skipped, with different content (or in another transcription) 409. Default: a new uuid
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            id?: string;
             speaker_label?: string | null;
             text: string;
             start_ms: number;
@@ -8481,6 +8487,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description optional; a repeat with the same key and body is answered as the first, adding nothing */
+                "idempotency-key"?: string;
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
             };
@@ -8531,6 +8539,15 @@ export interface operations {
             };
             /** @description transcription not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,19 +1,22 @@
 // In-process stand-in for the Pub/Sub bus, used by the local stack only when gcloud is missing.
 // One process means one "instance" in practice, but every subscription still gets every message,
-// in publish order; a handler that throws gets the message again after a short pause.
+// in publish order; a handler that throws gets the message again after a short pause. A work
+// queue (ensureQueue) keeps its messages while nobody pulls it.
 import { randomUUID } from 'node:crypto';
 import type { Bus, BusHandler } from '../../lib/adapters/bus';
 
 const REDELIVERY_DELAY_MS = 200;
 
 interface Queue {
-  handler: BusHandler;
+  /** null: a work queue nobody pulls right now; its messages wait. */
+  handler: BusHandler | null;
   tail: Promise<void>;
   closed: boolean;
 }
 
 export function createMemoryBus(): Bus {
   const topics = new Map<string, Set<Queue>>();
+  const named = new Map<string, Queue>();
   const topic = (name: string) => {
     if (!topics.has(name)) topics.set(name, new Set());
     return topics.get(name)!;
@@ -22,6 +25,7 @@ export function createMemoryBus(): Bus {
   const deliver = async (queue: Queue, message: Parameters<BusHandler>[0]) => {
     while (!queue.closed) {
       try {
+        if (!queue.handler) throw new Error('no puller');
         await queue.handler(structuredClone(message));
         return;
       } catch {
@@ -54,7 +58,24 @@ export function createMemoryBus(): Bus {
         },
       };
     },
+    async ensureQueue(topicName, name) {
+      if (named.has(name)) return;
+      const queue: Queue = { handler: null, tail: Promise.resolve(), closed: false };
+      named.set(name, queue);
+      topic(topicName).add(queue);
+    },
+    async subscribeQueue(topicName, name, handler) {
+      await this.ensureQueue(topicName, name);
+      const queue = named.get(name)!;
+      queue.handler = handler;
+      return {
+        async close() {
+          if (queue.handler === handler) queue.handler = null;
+        },
+      };
+    },
     async close() {
+      named.clear();
       for (const queues of topics.values()) for (const q of queues) q.closed = true;
       topics.clear();
     },

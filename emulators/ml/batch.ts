@@ -3,18 +3,11 @@
 // synthesis and the headline, re-extract the system tasks, and mark it completed. Deterministic:
 // the final set is derived from the live segments.
 import type { Logger } from '@mi/lib/telemetry/log';
+import type { RecordingFinalized } from '@mi/lib/ml/contract';
 import { ok, type RestClient } from '@mi/client';
 import { featureVector, stableUuid, taskText } from './content';
 import type { MlLimits } from './session';
 
-export interface FinalizedMessage {
-  meeting_id: string;
-  audio_version: number;
-  transcription_id: string | null;
-  storage_path: string | null;
-  is_degraded: boolean;
-  missing_ranges: [number, number][];
-}
 
 interface Segment {
   id: string;
@@ -31,7 +24,7 @@ const PAGE = 200;
 
 export type BatchOutcome = 'completed' | 'skipped' | 'failed';
 
-export async function runBatchPass(core: RestClient, limits: Pick<MlLimits, 'ML_SEGMENT_FEATURE_MAX_PER_SPEAKER' | 'ML_TASK_CADENCE_SEGMENTS'>, msg: FinalizedMessage, log: Logger): Promise<BatchOutcome> {
+export async function runBatchPass(core: RestClient, limits: Pick<MlLimits, 'ML_SEGMENT_FEATURE_MAX_PER_SPEAKER' | 'ML_TASK_CADENCE_SEGMENTS'>, msg: RecordingFinalized, log: Logger): Promise<BatchOutcome> {
   const tid = msg.transcription_id;
   if (!tid) return 'skipped';
   // The claim: only one worker moves the transcription to synthesizing; a redelivered or

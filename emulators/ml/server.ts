@@ -7,12 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
-import { z } from 'zod';
 import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
 import { createBus, type Bus } from '@mi/lib/adapters/bus';
 import type { Config } from '@mi/lib/config';
 import { createLogger, type Logger } from '@mi/lib/telemetry/log';
-import { runBatchPass, type FinalizedMessage } from './batch';
+import { mlBatchSubscription, RecordingFinalized, StreamingStart } from '@mi/lib/ml/contract';
+import { runBatchPass } from './batch';
 import { createRestClient } from '@mi/client';
 import { StreamingSession, type MlLimits } from './session';
 
@@ -42,29 +42,6 @@ export interface FakeMl {
   /** The trace context each streaming request arrived with, in order (for tests of propagation). */
   requestTraces(): { request: 'start' | 'audio' | 'drain'; session: string; trace: Record<string, string> }[];
 }
-
-/** One subscription shared by every fake ML process: a work queue, each message handled once. */
-export const BATCH_SUBSCRIBER = 'ml-batch';
-
-const StartBody = z
-  .object({
-    meeting_id: z.string().uuid(),
-    transcription_id: z.string().uuid(),
-    audio_version: z.number().int().min(1),
-    encoding: z.enum(['pcm_s16le', 'webm_opus']),
-    sample_rate: z.number().int().min(1000).max(192_000),
-    start_sequence: z.number().int().min(0),
-  })
-  .strict();
-
-const FinalizedBody = z.object({
-  meeting_id: z.string().uuid(),
-  audio_version: z.number().int(),
-  transcription_id: z.string().uuid().nullable(),
-  storage_path: z.string().nullable(),
-  is_degraded: z.boolean(),
-  missing_ranges: z.array(z.tuple([z.number(), z.number()])),
-});
 
 const MAX_BODY_BYTES = 64 * 1024;
 const TRACE_HEADERS = ['traceparent', 'tracestate'];
@@ -113,9 +90,9 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
     if (url.pathname === '/streaming') {
       if (req.method !== 'POST') return send(res, 405, 'use POST');
       if (mode === 'refuse') return send(res, 503, 'the ML service refuses new sessions (fault mode)');
-      let body: z.infer<typeof StartBody>;
+      let body: StreamingStart;
       try {
-        const parsed = StartBody.safeParse(await readJson(req));
+        const parsed = StreamingStart.safeParse(await readJson(req));
         if (!parsed.success) return send(res, 422, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
         body = parsed.data;
       } catch {
@@ -188,14 +165,16 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
   const bus = opts.bus ?? createBus({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.PUBSUB_EMULATOR_HOST, log });
   let subscription: { close(): Promise<void> };
   try {
-    subscription = await bus.subscribeInstance(config.PUBSUB_TOPIC_RECORDING_FINALIZED, BATCH_SUBSCRIBER, async (message) => {
-      const parsed = FinalizedBody.safeParse(message.data);
+    // The one work queue every ML process shares: each message reaches one of them.
+    const topic = config.PUBSUB_TOPIC_RECORDING_FINALIZED;
+    subscription = await bus.subscribeQueue(topic, mlBatchSubscription(topic), async (message) => {
+      const parsed = RecordingFinalized.safeParse(message.data);
       if (!parsed.success) {
         log.warn({ message_id: message.id }, 'fake ML: ignoring a malformed recording.finalized message');
         return;
       }
       // Throws only when the core could not be reached: the message is redelivered.
-      await runBatchPass(core, config, parsed.data as FinalizedMessage, log);
+      await runBatchPass(core, config, parsed.data, log);
     });
   } catch (err) {
     await new Promise((r) => server.close(r));

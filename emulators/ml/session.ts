@@ -5,6 +5,7 @@
 import type { WebSocket } from 'ws';
 import type { Config } from '@mi/lib/config';
 import type { Logger } from '@mi/lib/telemetry/log';
+import type { StreamingStart } from '@mi/lib/ml/contract';
 import { ok, type RestClient } from '@mi/client';
 import { FRAME_MS, WINDOW_FRAMES, featureVector, phraseOf, rmsPcm16, speakerOf, stableUuid, talkingPointText, taskText, windowOf } from './content';
 
@@ -23,15 +24,7 @@ export type MlLimits = Pick<
   | 'ML_SEGMENT_FEATURE_MAX_PER_SPEAKER'
 >;
 
-export interface SessionInit {
-  id: string;
-  meeting_id: string;
-  transcription_id: string;
-  audio_version: number;
-  encoding: 'pcm_s16le' | 'webm_opus';
-  sample_rate: number;
-  start_sequence: number;
-}
+export type SessionInit = StreamingStart & { id: string };
 
 interface Frame {
   seq: number;
@@ -211,6 +204,8 @@ export class StreamingSession {
     const segments = {
       segments: [
         {
+          // Its own id and key: a retried or resumed post of this window adds nothing (decisions.md section 7).
+          id: stableUuid(transcription_id, 'segment', w),
           speaker_label: label,
           text,
           start_ms: w * WINDOW_FRAMES * FRAME_MS,
@@ -221,7 +216,8 @@ export class StreamingSession {
         },
       ],
     };
-    ok(await this.core.POST('/transcriptions/{id}/segments', { params: { path: { id: transcription_id } }, body: segments, headers: this.trace }));
+    const key = stableUuid(transcription_id, 'segments', w);
+    ok(await this.core.POST('/transcriptions/{id}/segments', { params: { path: { id: transcription_id }, header: { 'idempotency-key': key } }, body: segments, headers: this.trace }));
     this.recentTexts.push(text);
     if (this.recentTexts.length > this.limits.ML_INSIGHT_CONTEXT_SEGMENTS) this.recentTexts.shift();
 

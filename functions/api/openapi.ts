@@ -6,7 +6,7 @@ import type { MiddlewareHandler } from 'hono';
 import type { Scheme } from '@mi/lib/adapters/auth';
 import type { AppEnv } from './env';
 import { requireAuth } from './middleware/auth';
-import { idempotent } from './middleware/idempotency';
+import { idempotent, optionallyIdempotent } from './middleware/idempotency';
 
 export { z };
 
@@ -74,8 +74,8 @@ export const page = <T extends z.ZodTypeAny>(item: T, name: string) =>
 type OpConfig = Omit<RouteConfig, 'security' | 'middleware'> & {
   operationId: string;
   auth: readonly Scheme[];
-  /** Requires Idempotency-Key (creating, retryable POSTs). */
-  idempotent?: boolean;
+  /** Requires Idempotency-Key (creating, retryable POSTs); 'optional': honours it when sent. */
+  idempotent?: boolean | 'optional';
   /** Honours If-Match against the record's ETag (412 when it no longer matches). */
   conditional?: boolean;
 };
@@ -87,9 +87,10 @@ type Declared<C extends OpConfig> = ReturnType<typeof createRoute<C['path'], Omi
 
 export function op<const C extends OpConfig>(cfg: C): Declared<C> {
   const middleware: MiddlewareHandler<AppEnv>[] = [requireAuth(cfg.auth)];
-  if (cfg.idempotent) middleware.push(idempotent);
+  if (cfg.idempotent) middleware.push(cfg.idempotent === 'optional' ? optionallyIdempotent : idempotent);
   const headers = z.object({
-    ...(cfg.idempotent ? { 'idempotency-key': Uuid.openapi({ description: 'required; a uuid per logical request' }) } : {}),
+    ...(cfg.idempotent === true ? { 'idempotency-key': Uuid.openapi({ description: 'required; a uuid per logical request' }) } : {}),
+    ...(cfg.idempotent === 'optional' ? { 'idempotency-key': Uuid.optional().openapi({ description: 'optional; a repeat with the same key and body is answered as the first, adding nothing' }) } : {}),
     'x-client-id': Uuid.optional().openapi({ description: 'originating client; its WebSocket connection gets no echo of the resulting events' }),
     ...(cfg.conditional ? { 'if-match': z.string().optional().openapi({ description: 'the ETag of the record as last read (or *): 412 when it changed since' }) } : {}),
   });

@@ -1,8 +1,11 @@
 // Authentication exactly as decisions.md section 2: bearerAuth is a user JWT (HS256 with
 // IDENTITY_SECRET_KEY in development/test, JWKS in staging/production), serviceAuth is the
-// SERVICE_AUTH_TOKEN compared in constant time. Missing/invalid → 401; the wrong scheme → 403.
+// SERVICE_AUTH_TOKEN compared in constant time (or SERVICE_AUTH_TOKEN_PREVIOUS while a rotation
+// lasts), or a Google-signed ID token of an ML service account (ML_SERVICE_ACCOUNT_EMAILS, checked
+// by google-auth-library). Missing/invalid → 401; the wrong scheme → 403.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { createRemoteJWKSet, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { OAuth2Client } from 'google-auth-library';
+import { createRemoteJWKSet, decodeJwt, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Config } from '../config';
 import { DomainError } from '../errors';
 
@@ -71,8 +74,16 @@ export function createAuthenticator(config: Config): Authenticator {
     return { identityId: sub, email, username: name ?? email.split('@')[0] };
   }
 
+  const sharedTokens = [config.SERVICE_AUTH_TOKEN, config.SERVICE_AUTH_TOKEN_PREVIOUS].filter((t): t is string => !!t);
+  const verifyServiceIdToken = googleIdTokenVerifier(config);
+
   async function verify(token: string): Promise<Credential> {
-    if (safeEqual(token, config.SERVICE_AUTH_TOKEN)) return { scheme: 'service' };
+    // Every shared token is compared, so the time taken does not say which one matched.
+    if (sharedTokens.map((t) => safeEqual(token, t)).includes(true)) return { scheme: 'service' };
+    if (verifyServiceIdToken && issuerOf(token) !== undefined && GOOGLE_ISSUERS.includes(issuerOf(token)!)) {
+      await verifyServiceIdToken(token);
+      return { scheme: 'service' };
+    }
     return { scheme: 'bearer', claims: await verifyJwt(token) };
   }
 
@@ -87,6 +98,38 @@ export function createAuthenticator(config: Config): Authenticator {
       }
       return cred;
     },
+  };
+}
+
+const GOOGLE_ISSUERS = ['accounts.google.com', 'https://accounts.google.com'];
+
+function issuerOf(token: string): string | undefined {
+  try {
+    return decodeJwt(token).iss;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The ML service's identity in staging/production: a Google-signed ID token (signature against
+ * Google's certificates, issuer, expiry, audience: the core's URL) of one of ML_SERVICE_ACCOUNT_EMAILS,
+ * email verified. Null when no ML service account is configured. Throws 401 otherwise.
+ */
+function googleIdTokenVerifier(config: Config): ((token: string) => Promise<void>) | null {
+  const accounts = config.ML_SERVICE_ACCOUNT_EMAILS;
+  const audience = config.SERVICE_ID_TOKEN_AUDIENCE ?? config.PUBLIC_BASE_URL;
+  if (!accounts.length) return null;
+  const client = new OAuth2Client({ endpoints: { oauth2FederatedSignonPemCertsUrl: config.GOOGLE_ID_TOKEN_CERTS_URL } });
+  return async (token) => {
+    let email: string | undefined;
+    try {
+      const payload = (await client.verifyIdToken({ idToken: token, audience })).getPayload();
+      email = payload?.email_verified ? payload.email : undefined;
+    } catch {
+      throw new DomainError('unauthorized', 'invalid or expired service identity token');
+    }
+    if (!email || !accounts.includes(email)) throw new DomainError('unauthorized', 'the identity token is not of an ML service account');
   };
 }
 

@@ -4,7 +4,7 @@
 // per-user events carry an ordering key so one user's events arrive in order. Delivery is at
 // least once: handlers must be idempotent.
 import { backoffMs, KeyedQueue, sleep, withTimeout } from '../async';
-import { Duration, PubSub, type Message, type Subscription, type Topic } from '@google-cloud/pubsub';
+import { Duration, PubSub, type CreateSubscriptionOptions, type Message, type Subscription, type Topic } from '@google-cloud/pubsub';
 import { createLogger, type Logger } from '../telemetry/log';
 
 export interface BusMessage {
@@ -34,6 +34,10 @@ export interface Bus {
   publish(topic: string, data: unknown, attributes?: Record<string, string>, opts?: PublishOptions): Promise<string | null>;
   /** One subscription per instance, expiring when unused, deleted on close(). Handler success acks, a throw nacks. */
   subscribeInstance(topic: string, instanceId: string, handler: BusHandler): Promise<{ close(): Promise<void> }>;
+  /** Creates a work queue: a named, durable subscription (kept while nobody pulls), unless it exists. */
+  ensureQueue(topic: string, subscription: string): Promise<void>;
+  /** Pulls a work queue (ensureQueue first): each message goes to one of its pullers; close() keeps the queue. */
+  subscribeQueue(topic: string, subscription: string, handler: BusHandler): Promise<{ close(): Promise<void> }>;
   close(): Promise<void>;
 }
 
@@ -41,6 +45,20 @@ export interface Bus {
 const SUBSCRIPTION_TTL_SECONDS = 24 * 60 * 60;
 // Broadcasts are only useful to a live instance; 10 minutes is Pub/Sub's minimum retention.
 const RETENTION_SECONDS = 600;
+const INSTANCE_OPTIONS: CreateSubscriptionOptions = {
+  enableMessageOrdering: true,
+  expirationPolicy: { ttl: { seconds: SUBSCRIPTION_TTL_SECONDS } },
+  messageRetentionDuration: { seconds: RETENTION_SECONDS },
+  retryPolicy: { minimumBackoff: { seconds: 1 }, maximumBackoff: { seconds: 30 } },
+};
+// A work queue as Terraform declares the ML's (infra/modules/pubsub): never expires, keeps a
+// week of messages, and redelivers with backoff.
+const QUEUE_OPTIONS: CreateSubscriptionOptions = {
+  ackDeadlineSeconds: 600,
+  expirationPolicy: {}, // no ttl: never expires
+  messageRetentionDuration: { seconds: 7 * 24 * 60 * 60 },
+  retryPolicy: { minimumBackoff: { seconds: 10 }, maximumBackoff: { seconds: 600 } },
+};
 const HEAL_BACKOFF_MS = [250, 500, 1_000, 2_000, 5_000];
 const CLOSE_TIMEOUT_MS = 5_000;
 const STREAM_RETRY_MAX_SECONDS = 3;
@@ -133,21 +151,27 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
     }
   };
 
-  const subscribeInstance: Bus['subscribeInstance'] = async (topicName, instanceId, handler) => {
+  const createSubscription = async (topicName: string, name: string, options: CreateSubscriptionOptions) => {
+    if (emulatorHost) await ensureTopic(topicName);
+    try {
+      await topicFor(topicName).createSubscription(name, options);
+    } catch (err) {
+      if (codeOf(err) !== GRPC_ALREADY_EXISTS) throw err; // an instance restarting with the same id
+    }
+  };
+
+  const ensureQueue: Bus['ensureQueue'] = (topicName, name) => createSubscription(topicName, name, QUEUE_OPTIONS);
+
+  const subscribeInstance: Bus['subscribeInstance'] = (topicName, instanceId, handler) => {
     const name = instanceSubscriptionName(topicName, instanceId);
-    const create = async () => {
-      if (emulatorHost) await ensureTopic(topicName);
-      try {
-        await topicFor(topicName).createSubscription(name, {
-          enableMessageOrdering: true,
-          expirationPolicy: { ttl: { seconds: SUBSCRIPTION_TTL_SECONDS } },
-          messageRetentionDuration: { seconds: RETENTION_SECONDS },
-          retryPolicy: { minimumBackoff: { seconds: 1 }, maximumBackoff: { seconds: 30 } },
-        });
-      } catch (err) {
-        if (codeOf(err) !== GRPC_ALREADY_EXISTS) throw err; // an instance restarting with the same id
-      }
-    };
+    return pull(topicName, name, handler, { create: () => createSubscription(topicName, name, INSTANCE_OPTIONS), deleteOnClose: true });
+  };
+
+  const subscribeQueue: Bus['subscribeQueue'] = (topicName, name, handler) =>
+    pull(topicName, name, handler, { create: () => ensureQueue(topicName, name), deleteOnClose: false });
+
+  const pull = async (topicName: string, name: string, handler: BusHandler, how: { create(): Promise<void>; deleteOnClose: boolean }) => {
+    const create = how.create;
     await create();
 
     // A short retry ceiling: after an outage, pulling resumes within seconds, not a minute.
@@ -208,7 +232,7 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
         // Bounded: shutdown has seconds, and an undeleted subscription expires on its own.
         try {
           await withTimeout(subscription.close(), CLOSE_TIMEOUT_MS);
-          await withTimeout(subscription.delete(), CLOSE_TIMEOUT_MS);
+          if (how.deleteOnClose) await withTimeout(subscription.delete(), CLOSE_TIMEOUT_MS);
         } catch (err) {
           if (codeOf(err) !== GRPC_NOT_FOUND) warn(err, `bus: could not delete subscription ${name}`);
         }
@@ -223,6 +247,8 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
     deleteTopic,
     publish,
     subscribeInstance,
+    ensureQueue,
+    subscribeQueue,
     async close() {
       await Promise.allSettled([...subscriptions].map((s) => s.close()));
       await Promise.allSettled([...topics.values()].map((t) => withTimeout(t.flush(), CLOSE_TIMEOUT_MS)));

@@ -23,16 +23,6 @@ export interface FinalizeDeps {
   config: Pick<Config, 'PUBSUB_TOPIC_RECORDING_FINALIZED'>;
 }
 
-/** The `recording.finalized` message (the ML streaming contract). */
-export interface RecordingFinalized {
-  meeting_id: string;
-  audio_version: number;
-  transcription_id: string | null;
-  storage_path: string | null;
-  is_degraded: boolean;
-  missing_ranges: [number, number][];
-}
-
 /**
  * Stopped takes due for finalizing: past their gap upload deadline, or stopped by the user and
  * with no missing range. A take the server stopped (connection_closed, max_duration) may lack

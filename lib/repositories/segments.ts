@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import pgvector from 'pgvector';
 import type { Queryable } from '../db/pool';
-import { unprocessable } from '../errors';
+import { DomainError, unprocessable } from '../errors';
 import type { Actor } from '../domain/actor';
 import { decodeCursor, toPage, type Page } from '../domain/pagination';
 import { applySpeakerLabels } from './speaker-label-reapply';
@@ -13,6 +13,8 @@ import { syncVoiceSamples, takeVoiceSamples } from './voice-samples';
 export const MAX_SEGMENTS_PER_REQUEST = 5000;
 
 export interface SegmentInput {
+  /** Chosen by the client (the ML links segment_ids to it without reading back); a new uuid otherwise. */
+  id?: string;
   speaker_label?: string | null;
   text: string;
   start_ms: number;
@@ -82,7 +84,9 @@ function float4Array(vectors: number[][]): Buffer {
 /** Inserts the segments in one statement; returns their ids in input order. */
 async function insertSegments(tx: Queryable, transcriptionId: string, segments: SegmentInput[]): Promise<string[]> {
   if (!segments.length) return [];
-  const ids = segments.map(() => randomUUID());
+  const ids = segments.map((s) => s.id ?? randomUUID());
+  const given = ids.filter((_, i) => segments[i].id);
+  if (new Set(given).size < given.length) throw unprocessable('a segment id appears twice', [{ path: 'segments.id', message: 'ids must be unique' }]);
   const vectors: number[][] = [];
   let offset = 0;
   const records = segments.map((s, i) => {
@@ -107,7 +111,7 @@ async function insertSegments(tx: Queryable, transcriptionId: string, segments: 
   });
   // Assigned labels are resolved while inserting: rewriting the rows afterwards costs a second
   // write of every labelled row.
-  await tx.query(
+  const inserted = await tx.query(
     'segment.insert_bulk',
     `INSERT INTO transcript_segment (id, transcription_id, person_id, speaker_label, text, start_ms, end_ms, confidence, is_final, is_highlighted, feature_vector)
      SELECT r.id, t.id, COALESCE(l.person_id, r.person_id), r.speaker_label, r.text, r.start_ms, r.end_ms, r.confidence, r.is_final, r.is_highlighted,
@@ -116,10 +120,57 @@ async function insertSegments(tx: Queryable, transcriptionId: string, segments: 
      CROSS JOIN json_to_recordset($2::json) AS r(id uuid, person_id uuid, speaker_label text, text text, start_ms numeric, end_ms numeric,
        confidence numeric, is_final boolean, is_highlighted boolean, v_from int, v_to int)
      LEFT JOIN meeting_speaker_label l ON l.meeting_id = t.meeting_id AND l.speaker_label = r.speaker_label
-     WHERE t.id = $1`,
+     WHERE t.id = $1
+     ON CONFLICT (id) DO NOTHING`,
     [transcriptionId, JSON.stringify(records), float4Array(vectors)],
   );
+  // Only a client-chosen id can collide: one of another transcription's segments (or a concurrent request's).
+  if (inserted.rowCount !== segments.length) throw new DomainError('already_exists', 'a segment id is already taken by another segment');
   return ids;
+}
+
+interface StoredSegmentContent {
+  id: string;
+  transcription_id: string;
+  speaker_label: string | null;
+  text: string;
+  start_ms: number;
+  end_ms: number;
+  confidence: number;
+  is_highlighted: boolean;
+  has_vector: boolean;
+}
+
+/**
+ * The segments not stored yet: one whose client-chosen id is stored with the same content is a
+ * repeat and is left out; stored with different content (or in another transcription) it is 409.
+ */
+async function newSegments(tx: Queryable, transcriptionId: string, segments: SegmentInput[]): Promise<SegmentInput[]> {
+  const ids = segments.flatMap((s) => (s.id ? [s.id] : []));
+  if (!ids.length) return segments;
+  const { rows } = await tx.query<StoredSegmentContent>(
+    'segment.by_client_ids',
+    `SELECT id, transcription_id, speaker_label, text, start_ms::float8 AS start_ms, end_ms::float8 AS end_ms,
+       confidence::float8 AS confidence, is_highlighted, feature_vector IS NOT NULL AS has_vector
+     FROM transcript_segment WHERE id = ANY($1::uuid[])`,
+    [ids],
+  );
+  const stored = new Map(rows.map((r) => [r.id, r]));
+  return segments.filter((s) => {
+    const r = s.id ? stored.get(s.id) : undefined;
+    if (!r) return true;
+    const same =
+      r.transcription_id === transcriptionId &&
+      r.speaker_label === (s.speaker_label ?? null) &&
+      r.text === s.text &&
+      r.start_ms === s.start_ms &&
+      r.end_ms === (s.end_ms ?? 0) &&
+      r.confidence === (s.confidence ?? 0) &&
+      r.is_highlighted === (s.is_highlighted ?? false) &&
+      r.has_vector === !!s.feature_vector;
+    if (!same) throw new DomainError('already_exists', `segment ${s.id} is already stored with different content`);
+    return false;
+  });
 }
 
 async function segmentsById(q: Queryable, ids: string[]): Promise<Segment[]> {
@@ -149,7 +200,10 @@ export interface AppendResult {
  * Live path: stores the final segments, applies label assignments, and returns every segment
  * (final and interim) in request order for broadcasting. Interim segments are not stored.
  */
-export async function appendSegments(tx: Queryable, transcriptionId: string, segments: SegmentInput[]): Promise<AppendResult> {
+export async function appendSegments(tx: Queryable, transcriptionId: string, input: SegmentInput[]): Promise<AppendResult> {
+  // Repeats of stored segments (same client id and content) add nothing and are not broadcast again.
+  const fresh = new Set(await newSegments(tx, transcriptionId, input.filter((s) => s.is_final !== false)));
+  const segments = input.filter((s) => s.is_final === false || fresh.has(s));
   const finals = segments.filter((s) => s.is_final !== false);
   const ids = await insertSegments(tx, transcriptionId, finals);
   // Normally only the new segments change attribution; should the re-apply have relabelled older

@@ -105,6 +105,11 @@ export interface TranscriptionPatch {
 export async function updateTranscription(tx: Queryable, id: string, patch: TranscriptionPatch): Promise<Transcription & { user_id: string }> {
   const current = await getTranscription(tx, { userId: null }, id, { forUpdate: true });
   if (!current) throw notFound('transcription');
+  // The batch pass's exclusive claim: a second move to synthesizing (a redelivered
+  // recording.finalized) is refused, so one pass runs per claim (decisions.md section 7).
+  if (patch.status === 'synthesizing' && current.status === 'synthesizing') {
+    throw new DomainError('invalid_state', 'transcription is already synthesizing (claimed by another batch pass)');
+  }
   const changes = patch.status !== undefined && patch.status !== current.status;
   if (changes && !canTransition(current.status, patch.status!)) {
     throw new DomainError('invalid_state', `transcription cannot go from ${current.status} to ${patch.status}`);

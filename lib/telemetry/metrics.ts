@@ -31,6 +31,7 @@ function instrumentsOf(meter: Meter) {
     ackLatency: ms('live.ack.latency', "From a frame's arrival to the progress event that first covers it (highest_contiguous_sequence)"),
     takesOpen: meter.createUpDownCounter('live.takes.open', { description: 'Takes (recorders) this instance holds' }),
     wsConnections: meter.createUpDownCounter('live.websocket.connections', { description: 'Open WebSocket connections' }),
+    mlRejected: meter.createCounter('live.ml.messages.rejected', { description: 'ML → core socket messages the core could not use, by reason' }),
     httpDuration: ms('http.server.request.duration', 'REST request duration by route template and status'),
     dbConnectWait: ms('db.client.connection.wait_time', 'Wait for a pool connection (transactions)'),
   };

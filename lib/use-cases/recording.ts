@@ -11,8 +11,8 @@ import {
   takeComposition,
   takeExists,
   type FinalizeDeps,
-  type RecordingFinalized,
 } from '../repositories/finalize';
+import type { RecordingFinalized } from '../ml/contract';
 import { assertAcceptsGaps, FRAME_MS, gapObjectReferenced, type GapResult, type GapUpload } from '../repositories/gap-recovery';
 import { composeAudio, deleteUnreferenced, sameBytes } from '../objects/take-audio';
 import { gapObjectName, sha256Hex } from '../objects/take-objects';

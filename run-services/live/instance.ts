@@ -1,4 +1,4 @@
-// One live instance on the port: /healthz and the /ws WebSocket. Run by server.ts, either alone
+// One live instance on the port: /healthz, the /ws WebSocket and the published documents. Run by server.ts, either alone
 // (LIVE_WORKERS=1) or as one of its node:cluster workers, which share the port. On SIGTERM
 // (Cloud Run gives 10 s; the primary forwards it) it flushes every buffer, advises clients to
 // reconnect (1012), releases leases, presence and its subscription, and exits within 8 s.
@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '@mi/lib/config';
 import { openDatabase } from '@mi/lib/db/open';
 import type { Logger } from '@mi/lib/telemetry/log';
+import { mlContractDocuments } from '@mi/lib/ml/documents';
 import { createRuntime } from '@mi/lib/adapters/runtime';
 import { createLiveService } from './service';
 
@@ -22,6 +23,7 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
   const live = createLiveService(rt);
   await live.start();
 
+  const mlDocuments = mlContractDocuments();
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://live').pathname;
     if (req.method === 'GET' && path === '/healthz') {
@@ -34,7 +36,10 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(asyncApiDocument({ host: req.headers.host ?? 'localhost', protocol: 'wss' })));
       return;
     }
-    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 404, detail: 'only /ws, /healthz and /asyncapi.json live here' }));
+    const mlDocument = req.method === 'GET' ? mlDocuments[path] : undefined;
+    if (mlDocument) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(mlDocument));
+    const detail = `only /ws, /healthz, /asyncapi.json and ${Object.keys(mlDocuments).join(', ')} live here`;
+    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 404, detail }));
   });
   server.on('upgrade', (req, socket, head) => {
     if (new URL(req.url ?? '/', 'http://live').pathname === '/ws') live.handleUpgrade(req, socket, head);

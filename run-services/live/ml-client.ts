@@ -9,17 +9,13 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import WebSocket from 'ws';
+import type { z } from 'zod';
 import { sleep } from '@mi/lib/async';
 import type { Logger } from '@mi/lib/telemetry/log';
+import { instruments } from '@mi/lib/telemetry/metrics';
+import { DrainReport, ML_MESSAGE_MAX_BYTES, parseMlMessage, StreamingSession, type CoreRejection, type StreamingStart } from '@mi/lib/ml/contract';
 
-export interface MlSessionInit {
-  meeting_id: string;
-  transcription_id: string;
-  audio_version: number;
-  encoding: 'pcm_s16le' | 'webm_opus';
-  sample_rate: number;
-  start_sequence: number;
-}
+export type MlSessionInit = StreamingStart;
 
 /** A health observation for the recording's history and its client (RecordingHealth). */
 export interface MlHealth {
@@ -32,7 +28,7 @@ export interface DrainResult {
   drained: boolean;
   processed?: number;
   dropped?: number;
-  /** The drain did not answer within the bound (or failed). */
+  /** The drain did not answer within the bound. */
   timed_out?: boolean;
   error?: string;
 }
@@ -145,9 +141,12 @@ export class MlStream {
         headers: { authorization: `Bearer ${this.o.token}`, ...this.o.trace },
         signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
       });
-      if (!res.ok) return { drained: false, error: `DELETE answered ${res.status}` };
-      const body = (await res.json()) as { drained?: boolean; processed?: number; dropped?: number };
-      return { drained: body.drained === true, processed: body.processed, dropped: body.dropped };
+      // 204: drained, nothing to report; 200: the drain report (the contract's two answers).
+      if (res.status === 204) return { drained: true };
+      if (res.status !== 200) return { drained: false, error: `DELETE answered ${res.status}` };
+      const report = DrainReport.safeParse(await res.json().catch(() => undefined));
+      if (!report.success) return { drained: false, error: `DELETE answered 200 without a drain report: ${issues(report.error)}` };
+      return report.data;
     } catch (err) {
       const timedOut = (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError';
       return { drained: false, timed_out: timedOut, ...(timedOut ? {} : { error: (err as Error).message }) };
@@ -182,7 +181,9 @@ export class MlStream {
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
       if (res.status !== 201) throw new Error(`POST /streaming answered ${res.status}`);
-      const session = (await res.json()) as { id: string; audio_url: string };
+      const parsed = StreamingSession.safeParse(await res.json().catch(() => undefined));
+      if (!parsed.success) throw new Error(`POST /streaming answered 201 without a session: ${issues(parsed.error)}`);
+      const session = parsed.data;
       if (this.closed) return;
       this.id = session.id;
       // Audio does not compress: no permessage-deflate, whatever the ML service offers. The
@@ -190,7 +191,9 @@ export class MlStream {
       const secure = new URL(session.audio_url).protocol === 'wss:';
       // ws calls it with one options object; its type lists every overload of net.createConnection.
       const createConnection = ((opts: net.NetConnectOpts & tls.ConnectionOptions) => (this.socket = secure ? tls.connect(opts) : net.connect(opts))) as typeof net.createConnection;
-      this.attach(new WebSocket(session.audio_url, { headers: { authorization: `Bearer ${this.o.token}`, ...this.o.trace }, perMessageDeflate: false, createConnection }));
+      const headers = { authorization: `Bearer ${this.o.token}`, ...this.o.trace };
+      // A larger ML message closes the socket with 1009 (ws): an answer, not an unbounded read.
+      this.attach(new WebSocket(session.audio_url, { headers, perMessageDeflate: false, createConnection, maxPayload: ML_MESSAGE_MAX_BYTES }));
     } catch (err) {
       this.retry((err as Error).message);
     }
@@ -209,7 +212,8 @@ export class MlStream {
       for (const m of this.queue.splice(0)) ws.send(m);
     });
     ws.on('message', (data, isBinary) => {
-      if (!isBinary) this.fromMl(String(data));
+      if (!isBinary) return this.fromMl(String(data));
+      this.reject({ type: 'rejected', reason: 'binary', detail: 'the core takes only JSON text messages from the ML service' });
     });
     ws.on('error', (err) => this.o.log.debug({ err: err.message }, 'ML audio socket error'));
     ws.on('close', () => {
@@ -222,19 +226,23 @@ export class MlStream {
   }
 
   private fromMl(text: string): void {
-    let m: { type?: unknown; code?: unknown; detail?: unknown; count?: unknown; total?: unknown };
-    try {
-      m = JSON.parse(text);
-    } catch {
-      return;
-    }
-    if (m.type === 'warning' && typeof m.code === 'string') {
-      this.o.onHealth({ source: 'ml', code: m.code, detail: isObject(m.detail) ? m.detail : {} });
-    } else if (m.type === 'dropped' && typeof m.count === 'number') {
+    const read = parseMlMessage(text);
+    if (!read.ok) return this.reject(read.rejection);
+    const m = read.message;
+    if (m.type === 'warning') {
+      this.o.onHealth({ source: 'ml', code: m.code, detail: m.detail ?? {} });
+    } else {
       this.mlDropped.count += m.count;
-      this.mlDropped.total = typeof m.total === 'number' ? m.total : this.mlDropped.total + m.count;
+      this.mlDropped.total = m.total ?? this.mlDropped.total + m.count;
       this.scheduleDropReport();
     }
+  }
+
+  /** An ML message the core cannot use: answered on the socket, logged and counted, never dropped silently. */
+  private reject(rejection: CoreRejection): void {
+    instruments().mlRejected.add(1, { reason: rejection.reason });
+    this.o.log.warn({ session_id: this.id, ...rejection }, 'ML message rejected');
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(rejection));
   }
 
   private drop(reason: string): void {
@@ -289,4 +297,4 @@ export class MlStream {
   }
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const issues = (e: z.ZodError) => e.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ');

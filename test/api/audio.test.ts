@@ -143,7 +143,7 @@ describe('audio upload, signed URL and proxy link', () => {
     expect(await api.rt.store.list(`uploads/${id}/`)).toEqual([]);
   });
 
-  it('should answer audio-url with distinct 404s and hide other users meetings', async () => {
+  it('should answer audio-url with distinct 404s, hide other users meetings, and answer the service like the owner', async () => {
     const id = await meeting();
     const noAudio = await api.request('GET', `/meetings/${id}/audio-url`, { token: alice });
     expect(noAudio.status).toBe(404);
@@ -154,7 +154,15 @@ describe('audio upload, signed URL and proxy link', () => {
     await upload(id, audio(100));
     expect((await api.request('GET', `/meetings/${id}/audio-url`, { token: bob })).body.detail).toBe('meeting not found');
     expect((await api.request('GET', `/meetings/${id}/audio-url`)).status).toBe(401);
-    expect((await api.request('GET', `/meetings/${id}/audio-url`, { token: api.serviceToken })).status).toBe(403);
+    // The ML service (service token) is answered like the owner: the same object, the owner's proxy link.
+    const owner = await api.request('GET', `/meetings/${id}/audio-url`, { token: alice });
+    const service = await api.request('GET', `/meetings/${id}/audio-url`, { token: api.serviceToken });
+    expect(service.status).toBe(200);
+    expect(new URL(service.body.url).pathname).toBe(new URL(owner.body.url).pathname);
+    expect((await fetch(service.body.url)).status).toBe(200);
+    const proxied = await fetch(local(service.body.proxy_url));
+    expect(proxied.status).toBe(200);
+    expect((await api.request('GET', `/meetings/${randomUUID()}/audio-url`, { token: api.serviceToken })).status).toBe(404);
   });
 
   it('should refuse tampered, expired, other-user and other-meeting links with 403', async () => {

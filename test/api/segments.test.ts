@@ -159,6 +159,70 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
   });
 });
 
+describe('idempotent append (decisions.md section 7)', () => {
+  const keyed = (id: string, segments: unknown, key: string) =>
+    api.request('POST', `/transcriptions/${id}/segments`, { token: svc, body: { segments }, headers: { 'idempotency-key': key } });
+
+  it('should answer a repeat with the same Idempotency-Key 204 and add nothing, and 422 to the same key with another body', async () => {
+    const t = await transcription();
+    const key = randomUUID();
+    const body = [{ speaker_label: 'SPEAKER_0', text: 'once', start_ms: 0, end_ms: 900 }];
+    const first = await keyed(t.id, body, key);
+    const again = await keyed(t.id, body, key);
+    expect([first.status, again.status]).toEqual([204, 204]);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await stored(t.id)).toHaveLength(1);
+    expect(await segmentEvents(t.id)).toHaveLength(1);
+    expect((await keyed(t.id, [{ text: 'other', start_ms: 5 }], key)).status).toBe(422);
+    expect((await keyed(t.id, body, 'not-a-uuid')).status).toBe(400);
+    expect(await stored(t.id)).toHaveLength(1);
+  });
+
+  it('should store a client-chosen id, skip an identical repeat and answer 409 to different content, storing nothing of it', async () => {
+    const t = await transcription();
+    const id = randomUUID();
+    const seg = { id, speaker_label: 'SPEAKER_1', text: 'mine', start_ms: 100, end_ms: 900, confidence: 0.8, feature_vector: vector(3) };
+    expect((await post(t.id, [seg])).status).toBe(204);
+    const other = { id: randomUUID(), text: 'next', start_ms: 1000 };
+    expect((await post(t.id, [seg, other])).status).toBe(204);
+    expect((await stored(t.id)).map((r) => [r.id, r.text])).toEqual([
+      [id, 'mine'],
+      [other.id, 'next'],
+    ]);
+    expect((await segmentEvents(t.id)).map((e) => e.segment.id)).toEqual([id, other.id]);
+
+    const third = { id: randomUUID(), text: 'third', start_ms: 2000 };
+    const changed = await post(t.id, [third, { ...seg, text: 'changed' }]);
+    expect(changed.status).toBe(409);
+    expect(changed.body.detail).toContain(id);
+    expect(await stored(t.id)).toHaveLength(2);
+
+    const elsewhere = await transcription();
+    expect((await post(elsewhere.id, [seg])).status).toBe(409);
+    expect((await put(elsewhere.id, [seg])).status).toBe(409);
+    expect(await stored(elsewhere.id)).toHaveLength(0);
+    expect((await post(t.id, [third, third])).status).toBe(422);
+  });
+
+  it('should store one copy when identical appends with one segment id race', async () => {
+    const t = await transcription();
+    const seg = { id: randomUUID(), text: 'raced', start_ms: 0 };
+    const answers = await Promise.all(Array.from({ length: 6 }, () => post(t.id, [seg])));
+    expect(answers.map((r) => r.status)).toEqual([204, 204, 204, 204, 204, 204]);
+    expect(await stored(t.id)).toHaveLength(1);
+    expect(await segmentEvents(t.id)).toHaveLength(1);
+  });
+
+  it('should keep client ids through a replace (PUT), so segment_ids can name them', async () => {
+    const t = await transcription();
+    const ids = [randomUUID(), randomUUID()];
+    expect((await put(t.id, ids.map((id, i) => ({ id, text: `s${i}`, start_ms: i * 1000 })))).status).toBe(204);
+    expect((await stored(t.id)).map((r) => r.id)).toEqual(ids);
+    expect((await put(t.id, ids.map((id, i) => ({ id, text: `again ${i}`, start_ms: i * 1000 })))).status).toBe(204);
+    expect((await stored(t.id)).map((r) => r.text)).toEqual(['again 0', 'again 1']);
+  });
+});
+
 describe('PUT /transcriptions/{id}/segments (replace)', () => {
   it('should replace every segment and broadcast EntityChanged transcript_segment', async () => {
     const t = await transcription();

@@ -135,7 +135,8 @@ describe('PATCH and the status machine', () => {
         await api.rt.db.query('t', 'UPDATE transcription SET status = $2 WHERE id = $1', [t.id, from]);
         const before = await historyRows(t.id);
         const res = await patch(t.id, { status: to, status_message: `${from}->${to}` });
-        const ok = from === to || allowed[from].includes(to);
+        // synthesizing → synthesizing is the batch claim taken twice: refused (decisions.md section 7).
+        const ok = (from === to && to !== 'synthesizing') || allowed[from].includes(to);
         expect({ from, to, status: res.status }).toEqual({ from, to, status: ok ? 200 : 409 });
         const after = await historyRows(t.id);
         expect({ from, to, added: after - before }).toEqual({ from, to, added: ok && from !== to ? 1 : 0 });
@@ -143,6 +144,18 @@ describe('PATCH and the status machine', () => {
         expect(now).toBe(ok ? to : from);
       }
     }
+  });
+
+  it('should let exactly one of concurrent batch claims (PATCH to synthesizing) through; the others 409 invalid_state', async () => {
+    const t = await transcription(await meeting());
+    expect((await patch(t.id, { status: 'transcribing' })).status).toBe(200);
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => patch(t.id, { status: 'synthesizing', status_message: `pass ${i}` })));
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 409, 409, 409, 409, 409]);
+    for (const r of answers.filter((a) => a.status === 409)) {
+      expect(r.body).toMatchObject({ status: 409, type: expect.stringMatching(/\/conflict$/), detail: expect.stringContaining('already synthesizing') });
+    }
+    expect(await historyRows(t.id)).toBe(3);
   });
 
   it('should record every change in the status history, oldest first', async () => {

@@ -24,6 +24,9 @@ interface StoredRecord {
   response_raw: string | null;
 }
 
+/** Idempotency-Key honoured when sent: a request without one simply runs (the ML's segment append). */
+export const optionallyIdempotent: MiddlewareHandler<AppEnv> = (c, next) => (c.req.header('idempotency-key') === undefined ? next() : idempotent(c, next));
+
 export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
   const key = c.req.header('idempotency-key');
   if (!key) throw new DomainError('bad_request', 'Idempotency-Key header is required for this operation');

@@ -41,6 +41,10 @@ module "secrets" {
       live     = { member = module.iam.members.live, secrets = local.core_secrets }
       deployer = { member = module.iam.members.deployer, secrets = ["DATABASE_URL"] }
     },
+    # The ML service account gets exactly: these secrets, the ml-batch subscription (pubsub module)
+    # and no bucket access: it reads a take's audio through the signed URL of GET
+    # /meetings/{id}/audio-url (short-lived, one object, access checked by the core), not bucket IAM,
+    # which would open every user's audio to it.
     var.ml_service_account_email == "" ? {} : {
       ml = {
         member  = "serviceAccount:${var.ml_service_account_email}"
@@ -152,6 +156,7 @@ module "services" {
   events_topic                = module.pubsub.events_topic
   recording_finalized_topic   = module.pubsub.recording_finalized_topic
   ml_service_url              = var.ml_service_url
+  ml_service_account_email    = var.ml_service_account_email
   public_base_url             = "https://${var.domain}"
   identity_jwks_url           = var.identity_jwks_url
   identity_issuer             = var.identity_issuer
@@ -191,4 +196,5 @@ module "gateway" {
   live_service_name = module.services.live_service_name
 
   rate_limit_exempt_ip_ranges = var.rate_limit_exempt_ip_ranges
+  ml_rate_limit               = var.ml_rate_limit
 }

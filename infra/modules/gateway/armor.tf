@@ -30,6 +30,34 @@ resource "google_compute_security_policy" "edge" {
     }
   }
 
+  # The ML service posts every user's segments and insights: its limit is sized by recordings, not
+  # by a user's budget (docs/capacity.md: ~40 requests per recording-minute; 1,000 recordings with
+  # 2x headroom is 80,000 per 60 s). Matched here, its requests never meet the per-token rule.
+  dynamic "rule" {
+    for_each = length(var.ml_rate_limit.ip_ranges) > 0 ? [1] : []
+    content {
+      priority    = 900
+      action      = "throttle"
+      description = "the ML service, sized by concurrent recordings"
+      preview     = var.rate_limit_preview
+      match {
+        versioned_expr = "SRC_IPS_V1"
+        config {
+          src_ip_ranges = var.ml_rate_limit.ip_ranges
+        }
+      }
+      rate_limit_options {
+        conform_action = "allow"
+        exceed_action  = "deny(429)"
+        enforce_on_key = "ALL"
+        rate_limit_threshold {
+          count        = var.ml_rate_limit.recordings * var.ml_rate_limit.requests_per_recording_minute * 2
+          interval_sec = 60
+        }
+      }
+    }
+  }
+
   rule {
     priority    = 1000
     action      = "throttle"

@@ -43,6 +43,12 @@ variable "rate_limit_exempt_ip_ranges" {
   default     = []
 }
 
+variable "ml_rate_limit" {
+  description = "The ML service's edge limit: its egress ranges (Cloud NAT), the concurrent recordings to serve and its requests per recording-minute (docs/capacity.md); the threshold is their product with 2x headroom per 60 s."
+  type        = object({ ip_ranges = list(string), recordings = number, requests_per_recording_minute = number })
+  default     = { ip_ranges = [], recordings = 1000, requests_per_recording_minute = 40 }
+}
+
 variable "rate_limit_preview" {
   description = "Log what the rate rules would refuse without refusing it (Cloud Armor preview mode)."
   type        = bool

@@ -32,6 +32,7 @@ locals {
     PUBSUB_TOPIC_EVENTS              = var.events_topic
     PUBSUB_TOPIC_RECORDING_FINALIZED = var.recording_finalized_topic
     ML_SERVICE_URL                   = var.ml_service_url
+    ML_SERVICE_ACCOUNT_EMAILS        = var.ml_service_account_email
     PUBLIC_BASE_URL                  = var.public_base_url
     IDENTITY_JWKS_URL                = var.identity_jwks_url
     IDENTITY_ISSUER                  = var.identity_issuer

@@ -113,6 +113,12 @@ variable "ml_service_url" {
   type = string
 }
 
+variable "ml_service_account_email" {
+  description = "ML_SERVICE_ACCOUNT_EMAILS: the ML service account whose Google-signed ID tokens the core accepts (empty: none)."
+  type        = string
+  default     = ""
+}
+
 variable "public_base_url" {
   description = "PUBLIC_BASE_URL: the load balancer's https origin."
   type        = string

@@ -5,7 +5,7 @@ import { getAudioFile } from '@mi/lib/repositories/audio';
 import { getMeeting } from '@mi/lib/repositories/meetings';
 import { getRecording } from '@mi/lib/repositories/recordings';
 import { finalizedAudioPath } from '@mi/lib/repositories/takes';
-import { userIdOf } from '../../actor';
+import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, op, problemResponse, z } from '../../openapi';
 import { AudioVersionQuery } from '../recording/schema';
@@ -28,8 +28,9 @@ const route = op({
     'GET /meetings/{id}/audio with the same expiry. Answered with `Cache-Control: private, no-store`. ' +
     'Without `audio_version`: the meeting\'s audio (an upload, or the latest finalized take). With `audio_version=N`: that take\'s ' +
     'composed audio, for any finalized take (the proxy link then carries `audio_version` under its signature). ' +
-    'An unknown take answers 404; a take that is not finalized yet answers 422 naming `audio_version`.',
-  auth: ['bearer'],
+    'An unknown take answers 404; a take that is not finalized yet answers 422 naming `audio_version`. ' +
+    'The service token (the ML batch pass reading a finalized take) is answered like the owner, its proxy link the owner\'s.',
+  auth: ['bearer', 'service'],
   request: { params: IdParam, query: z.object({ audio_version: AudioVersionQuery.optional().openapi({ description: 'a finalized take (default: the latest finalized take)' }) }) },
   responses: {
     200: {
@@ -44,9 +45,9 @@ const route = op({
 export function registerAudioUrl(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const { db, store, config } = c.var.deps;
-    const userId = userIdOf(c);
     const { id } = c.req.valid('param');
-    if (!(await getMeeting(db, { userId }, id))) throw notFound('meeting');
+    const meeting = await getMeeting(db, actorOf(c), id);
+    if (!meeting) throw notFound('meeting');
     const { audio_version: version } = c.req.valid('query');
     let path: string;
     if (version === undefined) {
@@ -63,6 +64,6 @@ export function registerAudioUrl(app: OpenAPIHono<AppEnv>) {
     const { url, expiresAt } = await store.signedReadUrl(path, config.RECORDING_AUDIO_URL_TTL_SECONDS);
     const exp = Math.floor(expiresAt.getTime() / 1000);
     c.header('Cache-Control', 'private, no-store');
-    return c.json({ url, expires_at: expiresAt.toISOString(), proxy_url: audioProxyUrl(config.PUBLIC_BASE_URL, config.AUDIO_URL_SIGNING_KEY, id, userId, exp, version) }, 200);
+    return c.json({ url, expires_at: expiresAt.toISOString(), proxy_url: audioProxyUrl(config.PUBLIC_BASE_URL, config.AUDIO_URL_SIGNING_KEY, id, meeting.user_id, exp, version) }, 200);
   });
 }

@@ -34,7 +34,7 @@ export const PatchTranscriptionBody = z
   .object({
     status: TranscriptionStatus.optional().openapi({
       description:
-        'pending → transcribing → synthesizing → completed; pending, transcribing, synthesizing → failed; completed, failed → transcribing. Anything else is 409; the current status is no transition.',
+        'pending → transcribing → synthesizing → completed; pending, transcribing, synthesizing → failed; completed, failed → transcribing. Anything else is 409; the current status is no transition, except synthesizing: moving to it when already synthesizing is 409 invalid_state (the batch pass claims its take exclusively).',
     }),
     status_message: z.string().max(10_000).nullable().optional(),
     is_degraded: z.boolean().optional(),
@@ -61,6 +61,11 @@ export const SegmentSchema = z
 
 const SegmentInput = z
   .object({
+    id: Uuid.optional().openapi({
+      description:
+        'chosen by the client (the ML references it in segment_ids without reading back); on append, an id already stored with ' +
+        'identical content is skipped, with different content (or in another transcription) 409. Default: a new uuid',
+    }),
     speaker_label: z.string().max(200).nullable().optional(),
     text: z.string().max(100_000),
     start_ms: z.number().finite().min(0),

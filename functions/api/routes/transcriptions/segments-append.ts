@@ -4,7 +4,7 @@ import { MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/repositories/segments';
 import { appendSegments } from '@mi/lib/use-cases/transcriptions';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';
-import { IdParam, jsonBody, notFoundResponse, op } from '../../openapi';
+import { IdParam, jsonBody, notFoundResponse, op, problemResponse } from '../../openapi';
 import { SegmentsBody } from './schema';
 
 const route = op({
@@ -14,10 +14,16 @@ const route = op({
   tags: ['transcriptions'],
   summary: 'Append segments (live path)',
   description:
-    'Final segments are stored, get the meeting\'s stored speaker-label assignments, and are each broadcast as TranscriptSegmentEvent. Interim segments (is_final false) are broadcast with is_final false but not stored. A stored segment attributed to a person (by an assignment or its own person_id) with a non-zero feature_vector becomes a voice sample of that person, whose voice model is updated in the same transaction (EntityChanged { entity: person, action: updated } per person). At most 5,000 segments (413).',
+    'Final segments are stored, get the meeting\'s stored speaker-label assignments, and are each broadcast as TranscriptSegmentEvent. Interim segments (is_final false) are broadcast with is_final false but not stored. A stored segment attributed to a person (by an assignment or its own person_id) with a non-zero feature_vector becomes a voice sample of that person, whose voice model is updated in the same transaction (EntityChanged { entity: person, action: updated } per person). At most 5,000 segments (413). ' +
+    'Idempotent: a repeat with the same Idempotency-Key and body is answered 204 again and adds nothing; segments may carry their own `id` (see TranscriptSegmentInput).',
   auth: ['service'],
+  idempotent: 'optional',
   request: { params: IdParam, ...jsonBody(SegmentsBody) },
-  responses: { 204: { description: 'appended' }, 404: notFoundResponse('transcription') },
+  responses: {
+    204: { description: 'appended' },
+    404: notFoundResponse('transcription'),
+    409: problemResponse('a segment id is stored with different content or in another transcription, or the Idempotency-Key is in use'),
+  },
 });
 
 export function registerAppendSegments(app: OpenAPIHono<AppEnv>) {

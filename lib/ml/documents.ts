@@ -1,0 +1,137 @@
+// The published core ↔ ML contract, generated from the schemas of ./contract.ts (decisions.md
+// section 7): the OpenAPI document of what the core calls on the ML service, the AsyncAPI
+// document of the audio socket both ways, and the JSON Schema of `recording.finalized`. Served
+// at /ml-contract/* by the local stack and the live service; the conformance kit checks an ML
+// service against the same schemas. Objects are open (no additionalProperties: false): either side
+// ignores fields it does not know, so the contract can grow.
+import { z } from 'zod';
+import { CoreRejection, DrainReport, MlDropped, MlWarning, RecordingFinalized, StreamingSession, StreamingStart } from './contract';
+
+export const ML_CONTRACT_PATHS = {
+  openapi: '/ml-contract/openapi.json',
+  asyncapi: '/ml-contract/asyncapi.json',
+  recordingFinalized: '/ml-contract/recording-finalized.schema.json',
+} as const;
+
+const VERSION = '1.0.0';
+
+const jsonSchema = (schema: z.ZodType, target: 'draft-7' | 'draft-2020-12') => {
+  const { $schema: _, ...json } = z.toJSONSchema(schema, { target, io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  return json;
+};
+
+const problem = { description: 'any error; the core records it and retries with backoff (POST) or gives up on the drain (DELETE)' };
+
+export function mlOpenApiDocument() {
+  const schema = (s: z.ZodType) => jsonSchema(s, 'draft-2020-12');
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'ML service: what the core calls',
+      version: VERSION,
+      description:
+        'The ML service implements these operations; the core (the live service) calls them with `Authorization: Bearer <token>` ' +
+        '(the shared service token in development, a Google-signed ID token in staging and production, docs/ml-integration.md) and ' +
+        'the W3C `traceparent`/`tracestate` of the take. The audio itself goes over the WebSocket of `audio_url` (' +
+        `${ML_CONTRACT_PATHS.asyncapi}).`,
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    },
+    servers: [{ url: 'http://localhost:4003', description: 'the stand-in ML of the local stack (ML_PORT)' }],
+    security: [{ serviceAuth: [] }],
+    tags: [{ name: 'streaming', description: 'one live session per take (and per resume)' }],
+    paths: {
+      '/streaming': {
+        post: {
+          operationId: 'startStreaming',
+          tags: ['streaming'],
+          summary: 'Start (or resume) the streaming session of a take',
+          description:
+            'Called when a take starts, and again with `start_sequence` > 0 when it resumes (the take moved to another ' +
+            'instance, or the previous session was lost). The core then opens `audio_url`. Any status but 201 with a ' +
+            'valid body counts as unavailable: the core retries with backoff (0.25 s … 10 s) while the take is open.',
+          requestBody: { required: true, content: { 'application/json': { schema: schema(StreamingStart) } } },
+          responses: {
+            '201': { description: 'the session', content: { 'application/json': { schema: schema(StreamingSession) } } },
+            '4XX': problem,
+            '5XX': problem,
+          },
+        },
+      },
+      '/streaming/{id}': {
+        delete: {
+          operationId: 'drainStreaming',
+          tags: ['streaming'],
+          summary: 'Drain and end a session',
+          description:
+            'Called when the take stops, after every frame was written to the socket: process what was received, then ' +
+            'answer. The core waits at most ML_DRAIN_TIMEOUT_SECONDS and then closes the socket either way.',
+          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'the session id' }],
+          responses: {
+            '200': { description: 'the drain report', content: { 'application/json': { schema: schema(DrainReport) } } },
+            '204': { description: 'drained (same as `{"drained": true}`)' },
+            '404': problem,
+            '5XX': problem,
+          },
+        },
+      },
+    },
+    components: {
+      securitySchemes: { serviceAuth: { type: 'http', scheme: 'bearer', description: 'the service credential (docs/ml-integration.md)' } },
+    },
+  };
+}
+
+export function mlAsyncApiDocument() {
+  const schema = (s: z.ZodType) => jsonSchema(s, 'draft-7');
+  const messages = {
+    AudioFrame: {
+      name: 'AudioFrame',
+      summary: 'core → ML, binary: 8 bytes big-endian unsigned sequence number, then one frame (100 ms) as the client sent it',
+      description:
+        'Frames arrive in sequence order but not gap-free: a frame the core could not forward is dropped for ML (and ' +
+        'reported as ml_frames_dropped to the user); a resumed session starts at its start_sequence, and may repeat frames.',
+      contentType: 'application/octet-stream',
+      payload: { type: 'string', format: 'binary' },
+    },
+    Rejected: { name: 'Rejected', summary: 'core → ML', contentType: 'application/json', payload: schema(CoreRejection) },
+    Warning: { name: 'Warning', summary: 'ML → core', contentType: 'application/json', payload: schema(MlWarning) },
+    Dropped: { name: 'Dropped', summary: 'ML → core', contentType: 'application/json', payload: schema(MlDropped) },
+  };
+  const ref = (name: keyof typeof messages) => ({ $ref: `#/channels/audio/messages/${name}` });
+  return {
+    asyncapi: '3.0.0',
+    info: {
+      title: 'ML service: the audio socket',
+      version: VERSION,
+      description:
+        'The WebSocket the core opens at the `audio_url` of POST /streaming (with the same Authorization header): frames ' +
+        'go to the ML, health messages come back as JSON text. A text message the core cannot use (not JSON, an unknown ' +
+        'type, invalid fields) or any binary message from the ML is answered with `Rejected`, logged and counted ' +
+        `(live.ml.messages.rejected); one larger than 64 KiB closes the socket with 1009. No permessage-deflate.`,
+    },
+    servers: { ml: { host: 'localhost:4003', protocol: 'ws', description: 'the stand-in ML of the local stack' } },
+    channels: { audio: { address: '{audio_url}', parameters: { audio_url: { description: 'as answered by POST /streaming' } }, messages } },
+    operations: {
+      sendFrames: { action: 'send', channel: { $ref: '#/channels/audio' }, summary: 'core → ML: audio, and rejections', messages: [ref('AudioFrame'), ref('Rejected')] },
+      receiveHealth: { action: 'receive', channel: { $ref: '#/channels/audio' }, summary: 'ML → core: health of the session', messages: [ref('Warning'), ref('Dropped')] },
+    },
+  };
+}
+
+export function recordingFinalizedSchema() {
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    $id: ML_CONTRACT_PATHS.recordingFinalized,
+    title: 'recording.finalized',
+    ...jsonSchema(RecordingFinalized, 'draft-2020-12'),
+  };
+}
+
+/** The three documents by path, for the servers that publish them. */
+export function mlContractDocuments(): Record<string, unknown> {
+  return {
+    [ML_CONTRACT_PATHS.openapi]: mlOpenApiDocument(),
+    [ML_CONTRACT_PATHS.asyncapi]: mlAsyncApiDocument(),
+    [ML_CONTRACT_PATHS.recordingFinalized]: recordingFinalizedSchema(),
+  };
+}
