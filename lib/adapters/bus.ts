@@ -31,7 +31,12 @@ export interface Bus {
   /** A topic of an instance that stops; a topic already gone is fine. */
   deleteTopic(topic: string): Promise<void>;
   /** The message id; null for an instance topic that no longer exists. */
-  publish(topic: string, data: unknown, attributes?: Record<string, string>, opts?: PublishOptions): Promise<string | null>;
+  publish(
+    topic: string,
+    data: unknown,
+    attributes?: Record<string, string>,
+    opts?: PublishOptions,
+  ): Promise<string | null>;
   /** One subscription per instance, expiring when unused, deleted on close(). Handler success acks, a throw nacks. */
   subscribeInstance(topic: string, instanceId: string, handler: BusHandler): Promise<{ close(): Promise<void> }>;
   /** Creates a work queue: a named, durable subscription (kept while nobody pulls), unless it exists. */

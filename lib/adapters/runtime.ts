@@ -52,7 +52,13 @@ export function createRuntime(config: Config, db: Database, opts: { log?: Logger
     auth: createAuthenticator(config),
     bus,
     // Where presence says the user's connections are (a live instance routes its own events itself).
-    events: createEventPublisher({ db, bus, topic: config.PUBSUB_TOPIC_EVENTS, log, routes: eventRoutes(config, coordination) }),
+    events: createEventPublisher({
+      db,
+      bus,
+      topic: config.PUBSUB_TOPIC_EVENTS,
+      log,
+      routes: eventRoutes(config, coordination),
+    }),
     store,
     flags,
     coordination,

@@ -137,13 +137,20 @@ export type EventRoutes = (userId: string) => Promise<string[]>;
 /** Publishes every event once to the shared topic every instance reads (EVENT_FANOUT=broadcast). */
 export const BROADCAST: EventRoutes = async () => [''];
 
-export function createEventPublisher(deps: { db: Queryable; bus: Bus; topic: string; log: Logger; routes: EventRoutes }): EventPublisher {
+export function createEventPublisher(deps: {
+  db: Queryable;
+  bus: Bus;
+  topic: string;
+  log: Logger;
+  routes: EventRoutes;
+}): EventPublisher {
   const { db, bus, topic, log, routes } = deps;
 
   /** Each user's instances, or the error that kept us from learning them (the sweep retries). */
   async function route(events: StoredEvent[]): Promise<Map<string, string[] | Error>> {
     const users = [...new Set(events.map((e) => e.user_id))];
-    const found = await Promise.all(users.map((u) => routes(u).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))));
+    const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
+    const found = await Promise.all(users.map((u) => routes(u).catch(asError)));
     return new Map(users.map((u, i) => [u, found[i]]));
   }
 
@@ -161,8 +168,9 @@ export function createEventPublisher(deps: { db: Queryable; bus: Bus; topic: str
         if (to instanceof Error) return Promise.reject(to);
         const { data, attributes } = toMessage(e);
         const opts = { orderingKey: e.user_id, instanceTopic: true };
+        const shared = { orderingKey: e.user_id };
         return Promise.all(
-          to.map((i) => (i ? bus.publish(instanceTopic(topic, i), data, attributes, opts) : bus.publish(topic, data, attributes, { orderingKey: e.user_id }))),
+          to.map((i) => (i ? bus.publish(instanceTopic(topic, i), data, attributes, opts) : bus.publish(topic, data, attributes, shared))),
         );
       }),
     );

@@ -65,7 +65,9 @@ export class RemoteListeners {
 
   /** Forgets users not looked at for a while (they are read again when needed). */
   prune(now = Date.now()): void {
-    for (const [userId, e] of this.known) if (!e.reading && now - e.readAt > 2 * this.refreshMs) this.known.delete(userId);
+    for (const [userId, e] of this.known) {
+      if (!e.reading && now - e.readAt > 2 * this.refreshMs) this.known.delete(userId);
+    }
   }
 
   private apply(entry: Entry, instance: string, holds: boolean): void {

@@ -141,11 +141,19 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
   });
 
   /** Tells `to` (the other instances holding the user) what changed here; best effort, heartbeats re-check. */
-  async function notify(to: Iterable<string>, userId: string, holds: boolean, online: boolean | null, minGraceSeconds = 0): Promise<void> {
-    const notice: PresenceNotice = { control: 'presence', user_id: userId, instance: instanceId, holds, online, min_grace_seconds: minGraceSeconds };
+  async function notify(to: Iterable<string>, userId: string, holds: boolean, online: boolean | null, minGrace = 0) {
+    const notice: PresenceNotice = {
+      control: 'presence',
+      user_id: userId,
+      instance: instanceId,
+      holds,
+      online,
+      min_grace_seconds: minGrace,
+    };
     const attributes = { user_id: userId, control: 'presence' };
+    const opts = { orderingKey: userId, instanceTopic: !broadcast };
     const targets = broadcast ? [topic] : [...to].map((i) => instanceTopic(topic, i));
-    await Promise.all(targets.map((t) => rt.bus.publish(t, notice, attributes, { orderingKey: userId, instanceTopic: !broadcast }))).catch((err) =>
+    await Promise.all(targets.map((t) => rt.bus.publish(t, notice, attributes, opts))).catch((err) =>
       log.warn({ err: (err as Error).message }, 'could not publish a presence notice; heartbeats will notice'),
     );
   }
@@ -196,7 +204,9 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       if (!conn.open) return;
       // Presence first: a publisher that commits after the replay's starting point reads presence
       // after this write, so it addresses this instance (the replay covers what came before).
-      await coordination.addPresence(userId, conn.id, instanceId, presenceTtlMs).catch((err) => log.warn({ err: (err as Error).message }, 'presence write failed'));
+      await coordination
+        .addPresence(userId, conn.id, instanceId, presenceTtlMs)
+        .catch((err) => log.warn({ err: (err as Error).message }, 'presence write failed'));
       if (!conn.open) return void coordination.removePresence(userId, conn.id).catch(() => undefined);
       conn.userId = userId;
       conn.clientId = hello.client_id;
@@ -249,7 +259,8 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         const remaining = await coordination.removePresence(userId, conn.id).catch(() => null);
         if (localConnections(userId) > 0) return;
         const others = await listeners.of(userId).catch(() => []);
-        if (remaining !== 0) return void notify(others, userId, false, null); // unknown or connected elsewhere: heartbeats re-check
+        // Unknown, or connected elsewhere: heartbeats re-check.
+        if (remaining !== 0) return void notify(others, userId, false, null);
         const minGrace = conn.advised ? ADVISED_RECONNECT_GRACE_SECONDS : 0;
         sessions.userOffline(userId, minGrace);
         await notify(others, userId, false, false, minGrace);
@@ -323,7 +334,8 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
           await Promise.allSettled(present.map((c) => settleWithin(coordination.removePresence(c.userId, c.id), 1_000)));
           // The instances sharing our users stop addressing us (their routes would learn it within REFRESH_MS).
           const users = [...new Set(present.map((c) => c.userId))];
-          await settleWithin(Promise.all(users.map(async (u) => notify(await listeners.of(u).catch(() => []), u, false, null))), 1_000);
+          const letGo = async (u: string) => notify(await listeners.of(u).catch(() => []), u, false, null);
+          await settleWithin(Promise.all(users.map(letGo)), 1_000);
         }
         await settleWithin(subscription?.close() ?? Promise.resolve(), 2_000);
         if (!broadcast) await settleWithin(rt.bus.deleteTopic(ownTopic), 1_000);
