@@ -88,6 +88,13 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     // ML_SERVICE_URL set: the ML team's own service takes the live and batch paths; no stand-in runs.
     const externalMl = env.ML_SERVICE_URL ? config.ML_SERVICE_URL : null;
     if (!externalMl && config.ML_PORT !== 0) await ensurePortFree('ML_PORT', config.ML_PORT, config.HOST);
+    // The emulators it will start get fixed ports: checked now, before anything slow starts.
+    const emulatorPorts = [
+      ['PUBSUB_EMULATOR_PORT', config.PUBSUB_EMULATOR_PORT, vars.PUBSUB_EMULATOR_HOST],
+      ['FIRESTORE_EMULATOR_PORT', config.FIRESTORE_EMULATOR_PORT, vars.FIRESTORE_EMULATOR_HOST],
+      ['STORAGE_EMULATOR_PORT', config.STORAGE_EMULATOR_PORT, vars.STORAGE_EMULATOR_HOST],
+    ] as const;
+    for (const [variable, p, host] of emulatorPorts) if (!host && p !== 0) await ensurePortFree(variable, p, '127.0.0.1');
 
     const signerFile = vars.STORAGE_SIGNER_KEY_FILE ?? path.join(dataDir, 'gcs-signer.json');
     const signer = loadOrCreateSignerKey(signerFile);
@@ -107,19 +114,19 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     // Each stop is registered as soon as its part is up, so a failure elsewhere stops it too.
     const started = await Promise.allSettled([
       !overrides && !vars.PUBSUB_EMULATOR_HOST
-        ? step('Pub/Sub emulator started', () => startPubsubEmulator({ dataDir: path.join(dataDir, 'pubsub') }), (e) => ({ host: e.host })).then((e) => {
+        ? step('Pub/Sub emulator started', () => startPubsubEmulator({ port: config.PUBSUB_EMULATOR_PORT, dataDir: path.join(dataDir, 'pubsub') }), (e) => ({ host: e.host })).then((e) => {
             stops.push(e.stop);
             vars.PUBSUB_EMULATOR_HOST = e.host;
           })
         : undefined,
       !overrides && !vars.FIRESTORE_EMULATOR_HOST
-        ? step('Firestore emulator started', () => startFirestoreEmulator({}), (e) => ({ host: e.host })).then((e) => {
+        ? step('Firestore emulator started', () => startFirestoreEmulator({ port: config.FIRESTORE_EMULATOR_PORT }), (e) => ({ host: e.host })).then((e) => {
             stops.push(e.stop);
             vars.FIRESTORE_EMULATOR_HOST = e.host;
           })
         : undefined,
       !vars.STORAGE_EMULATOR_HOST
-        ? step('GCS emulator started', () => startGcsEmulator({ dataDir: path.join(dataDir, 'gcs'), trustedKeys: [signer] }), (e) => ({ url: e.url })).then((e) => {
+        ? step('GCS emulator started', () => startGcsEmulator({ port: config.STORAGE_EMULATOR_PORT, dataDir: path.join(dataDir, 'gcs'), trustedKeys: [signer] }), (e) => ({ url: e.url })).then((e) => {
             stops.push(e.stop);
             vars.STORAGE_EMULATOR_HOST = e.url;
           })
@@ -243,11 +250,25 @@ function portError(variable: string, port: number, host: string, err: NodeJS.Err
 }
 
 /**
- * The running stack's settings, so a deployable unit can run against it, e.g.
- * `set -a; . .data/local-stack.env; npx functions-framework --target=api --source=functions/dist`.
+ * The running stack's settings, for a shell (`source .data/local-stack.env`: gcloud and the
+ * Google clients then talk to the emulators) or a deployable unit run against the stack, e.g.
+ * `source .data/local-stack.env; npx functions-framework --target=api --source=functions/dist`.
  */
 function writeStackEnv(dataDir: string, vars: Record<string, string | undefined>) {
   const keys = ['APP_ENV', 'DATABASE_URL', 'PUBSUB_EMULATOR_HOST', 'FIRESTORE_EMULATOR_HOST', 'STORAGE_EMULATOR_HOST', 'STORAGE_SIGNER_KEY_FILE', 'STORAGE_BUCKET', 'ML_SERVICE_URL', 'IDENTITY_SECRET_KEY', 'SERVICE_AUTH_TOKEN', 'AUDIO_URL_SIGNING_KEY'];
-  const lines = keys.filter((k) => vars[k]).map((k) => `${k}=${vars[k]}`);
+  const http = (host: string | undefined) => host && (/^https?:\/\//.test(host) ? host : `http://${host}`).replace(/\/?$/, '/');
+  const all: Record<string, string | undefined> = {
+    ...Object.fromEntries(keys.map((k) => [k, vars[k]])),
+    // gcloud's own overrides: `gcloud storage ls`, `gcloud pubsub topics list` reach the emulators.
+    CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE: http(vars.STORAGE_EMULATOR_HOST),
+    CLOUDSDK_API_ENDPOINT_OVERRIDES_PUBSUB: http(vars.PUBSUB_EMULATOR_HOST),
+    CLOUDSDK_API_ENDPOINT_OVERRIDES_FIRESTORE: http(vars.FIRESTORE_EMULATOR_HOST),
+    GOOGLE_CLOUD_PROJECT: vars.GOOGLE_CLOUD_PROJECT ?? 'local-project',
+    // The emulators take no credentials; gcloud then sends none (this shell is the stack's).
+    CLOUDSDK_AUTH_DISABLE_CREDENTIALS: 'true',
+    CLOUDSDK_CORE_PROJECT: vars.GOOGLE_CLOUD_PROJECT ?? 'local-project',
+  };
+  const quote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`;
+  const lines = Object.entries(all).filter(([, v]) => v).map(([k, v]) => `export ${k}=${quote(v!)}`);
   writeFileSync(path.join(dataDir, 'local-stack.env'), lines.join('\n') + '\n', { mode: 0o600 });
 }

@@ -25,6 +25,7 @@ import type { Runtime } from '@mi/lib/adapters/runtime';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
 import { finalizeTake, stopOrphanedTake } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
+import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 
 export type SweepRuntime = Pick<Runtime, 'config' | 'db' | 'store' | 'bus' | 'events' | 'log'>;
 
@@ -72,6 +73,8 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
     try {
       const message = await finalizeTake(rt satisfies FinalizeDeps, rec);
       if (!message) return;
+      const trace = traceIdOf(rec.trace_context);
+      rt.log.info({ meeting_id: rec.meeting_id, audio_version: rec.audio_version, is_degraded: message.is_degraded, ...(trace && { trace_id: trace }) }, 'take finalized');
       counts.finalized++;
       if (message.is_degraded) counts.degraded++;
     } catch (err) {

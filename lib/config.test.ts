@@ -22,6 +22,10 @@ describe('config', () => {
       LOG_LEVEL: 'info',
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318',
       PUBSUB_EMULATOR_HOST: 'localhost:8085',
+      // npm start runs the emulators it starts here: the Pub/Sub one where PUBSUB_EMULATOR_HOST points.
+      PUBSUB_EMULATOR_PORT: 8085,
+      FIRESTORE_EMULATOR_PORT: 8086,
+      STORAGE_EMULATOR_PORT: 4443,
       RECORDING_SEGMENT_TARGET_MS: 2000,
       RECORDING_PROGRESS_EVERY_FRAMES: 100,
       RECORDING_PROGRESS_INTERVAL_SECONDS: 10,

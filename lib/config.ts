@@ -44,6 +44,11 @@ export const configSchema = z.object({
   PUBLIC_BASE_URL: z.string().url().optional(),
   GOOGLE_CLOUD_PROJECT: z.string().min(1).default('local-project'),
   FIRESTORE_EMULATOR_HOST: optionalText,
+  // Where `npm start` runs each emulator it starts (the *_HOST variable unset): fixed, so gcloud
+  // and other clients keep their address across restarts; 0: any free port.
+  PUBSUB_EMULATOR_PORT: int(8085, 0).pipe(z.number().max(65535)),
+  FIRESTORE_EMULATOR_PORT: int(8086, 0).pipe(z.number().max(65535)),
+  STORAGE_EMULATOR_PORT: int(4443, 0).pipe(z.number().max(65535)),
   STORAGE_EMULATOR_HOST: optionalText,
   STORAGE_SIGNER_KEY_FILE: optionalText,
   PUBSUB_TOPIC_EVENTS: z.string().min(1).default('events'),

@@ -189,7 +189,7 @@ describe('terraform', () => {
     expect(varDefault('envs/dev', 'live_min_instances')).toBeGreaterThanOrEqual(1);
     const c = block(t, 'containers');
     expect(block(c, 'resources').cpu_idle).toBe(false);
-    expect(block(c, 'startup_probe', 'http_get').path).toBe('/healthz');
+    expect(block(c, 'startup_probe', 'http_get').path).toBe('/readyz');
     expect(block(c, 'liveness_probe', 'http_get').path).toBe('/healthz');
     expect(block(live, 'lifecycle').ignore_changes).toContain('${template[0].containers[0].image}');
     // The server's reconnect advice comes before the platform's cut.

@@ -7,6 +7,7 @@ import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { routePath } from 'hono/route';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { DomainError } from '@mi/lib/errors';
 import { StorageUnavailableError } from '@mi/lib/adapters/storage';
 import { instruments } from '@mi/lib/telemetry/metrics';
@@ -19,11 +20,14 @@ import { codeOfStatus, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 import { registerRoutes } from './routes';
 
 
+// Through the context, not `new Response`: the headers middleware set before the error
+// (X-Request-Id, CORS) stay on the answer.
 export function problemResponse(c: Context, err: unknown, extraHeaders: Record<string, string> = {}): Response {
   const { problem, headers } = toProblem(err);
-  return new Response(JSON.stringify(problem), {
-    status: problem.status,
-    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, ...headers, ...extraHeaders },
+  return c.body(JSON.stringify(problem), problem.status as ContentfulStatusCode, {
+    'Content-Type': PROBLEM_CONTENT_TYPE,
+    ...headers,
+    ...extraHeaders,
   });
 }
 

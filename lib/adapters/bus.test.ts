@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PubSub } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { emulatorFromEnvOrStart, startPubsubEmulator, type RunningEmulator } from '../../emulators/gcloud';
+import { emulatorAuth } from './google-auth';
 import { createBus, instanceSubscriptionName, type Bus, type BusMessage } from './bus';
 
 const projectId = `bus-${randomUUID().slice(0, 8)}`;
@@ -22,7 +23,7 @@ async function subscriptionsOf(topic: string): Promise<string[]> {
 
 beforeAll(async () => {
   emulator = await emulatorFromEnvOrStart('pubsub');
-  admin = new PubSub({ projectId, apiEndpoint: emulator.host, emulatorMode: true, credentials: { client_email: 'a@b', private_key: 'x' } });
+  admin = new PubSub({ projectId, apiEndpoint: emulator.host, emulatorMode: true, authClient: emulatorAuth() });
 });
 
 afterAll(async () => {

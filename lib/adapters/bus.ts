@@ -6,6 +6,7 @@
 import { backoffMs, KeyedQueue, sleep, withTimeout } from '../async';
 import { Duration, PubSub, type CreateSubscriptionOptions, type Message, type Subscription, type Topic } from '@google-cloud/pubsub';
 import { createLogger, type Logger } from '../telemetry/log';
+import { emulatorAuth } from './google-auth';
 
 export interface BusMessage {
   id: string;
@@ -94,8 +95,7 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
     ...(emulatorHost && {
       apiEndpoint: emulatorHost,
       emulatorMode: true,
-      // Placeholder credentials keep the client from probing for GCE metadata; the emulator ignores them.
-      credentials: { client_email: 'emulator@localhost', private_key: 'unused' },
+      authClient: emulatorAuth(),
     }),
   });
   const topics = new Map<string, Topic>();

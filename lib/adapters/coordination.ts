@@ -4,6 +4,7 @@
 // TTLs should be far above the clock skew between instances (seconds, not milliseconds).
 // Every lease and presence document carries an `expires_at` Timestamp for the TTL policy.
 import { Firestore, Timestamp, type DocumentData, type DocumentReference } from '@google-cloud/firestore';
+import { emulatorAuth } from './google-auth';
 
 export interface Lease {
   key: string;
@@ -82,8 +83,7 @@ export function createFirestore(opts: { projectId: string; emulatorHost?: string
     ...(emulatorHost && {
       host: emulatorHost,
       ssl: false,
-      // Placeholder credentials keep the client from probing for GCE metadata; the emulator ignores them.
-      credentials: { client_email: 'emulator@localhost', private_key: 'unused' },
+      authClient: emulatorAuth(),
     }),
   });
 }

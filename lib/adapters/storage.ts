@@ -6,6 +6,7 @@ import { PassThrough, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { IdempotencyStrategy, Storage, type File, type FileMetadata, type PreconditionOptions } from '@google-cloud/storage';
 import { nativeCrc32cValidator } from './crc32c';
+import { serviceAccountAuth } from './google-auth';
 
 export interface StoredObject { name: string; size: number; generation: string; crc32c: string; md5Hash?: string; contentType?: string }
 
@@ -121,7 +122,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     // The emulator ignores the project, but bucket creation needs one.
     projectId: opts.projectId ?? (apiEndpoint ? 'local-project' : undefined),
     ...(apiEndpoint ? { apiEndpoint } : {}),
-    ...(key ? { credentials: { client_email: key.client_email, private_key: key.private_key } } : {}),
+    ...(key ? { authClient: serviceAccountAuth(key) } : {}),
     // Under the default RetryConditional the client turns retries off on the shared Storage
     // for every unconditioned write and can leave them off for later calls. Repeating a call
     // is safe here: a retried write sends the same bytes, deletes ignore 404, and a

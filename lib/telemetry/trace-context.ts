@@ -45,3 +45,8 @@ export function validTraceContext(input: { traceparent?: unknown; tracestate?: u
   const tracestate = validTracestate(input.tracestate);
   return tracestate === null ? { traceparent: input.traceparent } : { traceparent: input.traceparent, tracestate };
 }
+
+/** The trace id of a valid W3C trace context, for log lines (the traceparent's second field). */
+export function traceIdOf(trace: TraceContext | null | undefined): string | undefined {
+  return trace?.traceparent?.split('-')[1];
+}

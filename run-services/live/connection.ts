@@ -33,6 +33,8 @@ export class Connection implements RecorderClient, EventSink {
   clientId: string | null = null;
   /** W3C trace context of the upgrade request or the hello: the default of its takes' traces. */
   trace: Record<string, string> | null = null;
+  /** Its lines carry connection_id, request_id (the upgrade's), trace_id and, after hello, user_id. */
+  log: Logger;
   ready = false;
   recorder: Recorder | null = null;
   stream: EventStream | null = null;
@@ -50,8 +52,12 @@ export class Connection implements RecorderClient, EventSink {
     private readonly host: ConnectionHost,
   ) {
     const c = host.config;
+    this.log = host.log.child({ connection_id: this.id });
     ws.on('message', (data, isBinary) => this.onMessage(toBuffer(data), isBinary));
-    ws.once('close', () => this.onClose());
+    ws.once('close', (code, reason) => {
+      this.log.info({ code, reason: reason.toString(), reconnect_advised: this.advised }, 'connection closed');
+      this.onClose();
+    });
     ws.on('error', (err) => host.log.debug({ err: err.message, connection_id: this.id }, 'client socket error'));
     this.helloTimer = setTimeout(() => this.close(CloseCode.helloTimeout, 'no hello received'), c.LIVE_HELLO_TIMEOUT_SECONDS * 1000);
     this.lifetimeTimer = setTimeout(() => void host.lifetimeReached(this), c.LIVE_CONNECTION_LIFETIME_SECONDS * 1000);

@@ -11,6 +11,7 @@ import { instruments } from '@mi/lib/telemetry/metrics';
 import type { StoredEvent } from '@mi/lib/events/outbox';
 import { SERVICE } from '@mi/lib/domain/actor';
 import { completeStop } from '@mi/lib/use-cases/recording';
+import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
 import type { OutgoingMessage } from './server-messages';
 import { coverageOfSet, RangeSet } from '@mi/lib/domain/coverage';
@@ -437,6 +438,11 @@ export class Recorder implements PumpHost {
     }
     this.state = 'done';
     this.halt();
+    const trace = this.take.trace && traceIdOf(this.take.trace);
+    rt.log.info(
+      { meeting_id: meetingId, audio_version: audioVersion, reason, instance: instanceId, ...(trace && { trace_id: trace }), ...result.coverage },
+      'take stopped',
+    );
     if (this.client) {
       this.client.send({
         type: 'RecordingStopped',

@@ -18,9 +18,13 @@ import { Connection, type ConnectionHost } from './connection';
 import { RemoteListeners } from './listeners';
 import { EventStream, latestSeqs } from './event-stream';
 import { CloseCode, FRAME_HEADER_BYTES, traceOf, type ClientCommand, type HelloMessage } from './protocol';
+import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 import type { Recorder } from './recorder';
 import { instruments, watchOutbox } from '@mi/lib/telemetry/metrics';
 import { ADVISED_RECONNECT_GRACE_SECONDS, Sessions } from './sessions';
+
+/** A caller's X-Request-Id is kept when it is this (hono/request-id's rule on the REST API). */
+const REQUEST_ID = /^[\w\-=]{1,255}$/;
 
 export interface LiveServiceOptions {
   /** Names this instance in leases, presence and its subscription; unique per process. */
@@ -210,7 +214,10 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       if (!conn.open) return void coordination.removePresence(userId, conn.id).catch(() => undefined);
       conn.userId = userId;
       conn.clientId = hello.client_id;
-      conn.trace = traceOf(hello) ?? conn.trace;
+      const helloTrace = traceOf(hello);
+      conn.trace = helloTrace ?? conn.trace;
+      conn.log = conn.log.child({ user_id: userId, ...(helloTrace && { trace_id: traceIdOf(helloTrace) }) });
+      conn.log.info({ client_id: hello.client_id, last_seq: hello.last_seq ?? null }, 'hello');
       conn.ready = true;
       conn.stream = new EventStream(rt.db, userId, hello.client_id, conn, log);
       conn.send({ type: 'ready', connection_id: conn.id });
@@ -285,6 +292,11 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         if (state !== 'running') return void ws.close(CloseCode.reconnect, 'server shutting down');
         const conn = new Connection(ws, host);
         conn.trace = traceOf({ traceparent: req.headers.traceparent, tracestate: req.headers.tracestate });
+        // The caller's X-Request-Id when well-formed (as the REST API takes it), else a new one.
+        const sent = req.headers['x-request-id'];
+        const requestId = typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
+        conn.log = conn.log.child({ request_id: requestId, ...(conn.trace && { trace_id: traceIdOf(conn.trace) }) });
+        conn.log.info({ instance: instanceId }, 'connection opened');
         connections.add(conn);
         instruments().wsConnections.add(1);
       });

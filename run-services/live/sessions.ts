@@ -161,6 +161,7 @@ export class Sessions implements RecorderHost {
     }
     const r = this.adopt(conn, created, userId, []);
     await this.d.coordination.acquire(r.key, this.d.instanceId, this.d.leaseTtlMs).catch((err) => this.warn(err, 'could not take the lease of a new take'));
+    conn.log.info({ meeting_id: created.meeting_id, audio_version: created.audio_version, max_duration_seconds: created.max_duration_seconds }, 'take started');
     conn.send({
       type: 'RecordingStarted',
       meeting_id: created.meeting_id,
@@ -189,6 +190,7 @@ export class Sessions implements RecorderHost {
         conn.recorder = local;
         if (!conn.open) this.connectionClosed(conn);
         local.note('recording_resumed', { instance: this.d.instanceId, connection_id: conn.id, same_instance: true });
+        conn.log.info({ meeting_id: cmd.meeting_id, audio_version: cmd.audio_version, same_instance: true }, 'take resumed');
         return this.sendResumed(conn, local);
       }
       const { rt, instanceId } = this.d;
@@ -201,6 +203,7 @@ export class Sessions implements RecorderHost {
       // The old owner, if alive, sees the lease (or the row) taken at its next heartbeat and lets go.
       await this.d.coordination.takeOver(key, instanceId, this.d.leaseTtlMs).catch((err) => this.warn(err, 'lease takeover failed'));
       const stored = await listManifest(rt.db, cmd.meeting_id, cmd.audio_version);
+      conn.log.info({ meeting_id: cmd.meeting_id, audio_version: cmd.audio_version, same_instance: false, frames_stored: stored.length }, 'take resumed');
       this.sendResumed(conn, this.adopt(conn, claimed, userId, stored));
     });
   }
@@ -210,6 +213,7 @@ export class Sessions implements RecorderHost {
     if (!r || r.take.meetingId !== cmd.meeting_id) {
       return conn.error('no_recording', 'this connection is not recording that meeting (resume it first)', cmd.type);
     }
+    conn.log.info({ meeting_id: cmd.meeting_id, audio_version: r.take.audioVersion }, 'take stop requested');
     // Not awaited: frames keep arriving (and are stored) during the settle time.
     void r.stop('user');
   }

@@ -52,4 +52,21 @@ describe('Cloud Logging-shaped request lines', () => {
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     expect(lastLine('/healthz')).toMatchObject({ request_id: id });
   });
+
+  it.each([
+    ['an unknown route (404)', 'GET', '/no-such-route', false, undefined],
+    ['a wrong method (405)', 'DELETE', '/openapi.json', false, undefined],
+    ['no token (401)', 'GET', '/me', false, undefined],
+    ['a failed validation (422)', 'POST', '/meetings', true, { title: 7 }],
+    ['an unknown record (404)', 'GET', '/meetings/00000000-0000-4000-8000-000000000000', true, undefined],
+  ])('should answer %s with the X-Request-Id it logged', async (_name, method, path, auth, body) => {
+    const token = auth ? await api.token('request-id-user') : undefined;
+    const res = await api.request(method, path, { token, body, headers: { 'idempotency-key': crypto.randomUUID() } });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+    const id = res.headers.get('x-request-id');
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    const line = lines.filter((l) => l.message === 'request' && l.path === path).at(-1);
+    expect(line).toMatchObject({ request_id: id, status: res.status });
+  });
 });

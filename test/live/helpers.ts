@@ -98,7 +98,7 @@ export interface Instance {
   close(): Promise<void>;
 }
 
-export type InstanceOptions = LiveServiceOptions & { ml?: boolean };
+export type InstanceOptions = LiveServiceOptions & { ml?: boolean; logDestination?: { write(line: string): void } };
 
 /**
  * A core instance: REST app and live service on one HTTP server on the shared database, and,
@@ -106,7 +106,7 @@ export type InstanceOptions = LiveServiceOptions & { ml?: boolean };
  */
 export async function startInstance(database: OpenedDatabase, env: Record<string, string>, opts: InstanceOptions = {}): Promise<Instance> {
   const config = loadConfig(env);
-  const rt = createRuntime(config, database.db, { log: createLogger({ level: config.LOG_LEVEL, name: 'live-test' }) });
+  const rt = createRuntime(config, database.db, { log: createLogger({ level: config.LOG_LEVEL, name: 'live-test', destination: opts.logDestination }) });
   await rt.store.ensureBucket();
   await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
   let live: LiveService | null = null;
@@ -118,7 +118,7 @@ export async function startInstance(database: OpenedDatabase, env: Record<string
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const ml = opts.ml ? await startFakeMl({ port: 0, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config }) : null;
-  const { ml: _ml, ...liveOpts } = opts;
+  const { ml: _ml, logDestination: _log, ...liveOpts } = opts;
   live = createLiveService(rt, { heartbeatMs: 500, leaseTtlMs: 5_000, ...(ml ? { mlUrl: ml.url } : {}), ...liveOpts });
   await live.start();
   const service = live;

@@ -15,6 +15,7 @@ import { WebSocketServer } from 'ws';
 import { mintDevToken } from '@mi/lib/adapters/auth';
 import { startLocalStack, type LocalStack } from '../../emulators/stack';
 import { TestClient, type Instance, createMeeting } from '../live/helpers';
+import { emulatorAuth } from '@mi/lib/adapters/google-auth';
 
 interface SmallMl {
   url: string;
@@ -102,7 +103,7 @@ describe('npm start with ML_SERVICE_URL', () => {
   it('should keep recording.finalized on recording.finalized.ml-batch for the ML to pull', async () => {
     const message = { meeting_id: randomUUID(), audio_version: 1, transcription_id: null, storage_path: null, is_degraded: false, missing_ranges: [] };
     await stack.rt.bus.publish(topic, message);
-    const pubsub = new PubSub({ projectId: stack.config.GOOGLE_CLOUD_PROJECT, apiEndpoint: stack.config.PUBSUB_EMULATOR_HOST, emulatorMode: true });
+    const pubsub = new PubSub({ projectId: stack.config.GOOGLE_CLOUD_PROJECT, apiEndpoint: stack.config.PUBSUB_EMULATOR_HOST, emulatorMode: true, authClient: emulatorAuth() });
     const subscription = pubsub.subscription(`${topic}.ml-batch`);
     const received = await new Promise<unknown>((resolve) =>
       subscription.on('message', (m: Message) => {

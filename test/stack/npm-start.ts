@@ -17,7 +17,9 @@ export interface NpmStart {
 export async function spawnNpmStart(env: Record<string, string | undefined>): Promise<NpmStart> {
   const [port, mlPort] = [await freePort(), await freePort()];
   // undefined removes a variable (e.g. the run's emulators, so that the stack starts its own).
-  const merged: Record<string, string | undefined> = { ...process.env, APP_ENV: 'development', LOG_LEVEL: 'info', LOG_FORMAT: 'json', CORE_PORT: String(port), ML_PORT: String(mlPort), ...env };
+  const merged: Record<string, string | undefined> = { ...process.env, APP_ENV: 'development', LOG_LEVEL: 'info', LOG_FORMAT: 'json', CORE_PORT: String(port), ML_PORT: String(mlPort),
+    // Emulators the stack starts itself take any free port in tests (their fixed defaults would collide across files).
+    PUBSUB_EMULATOR_PORT: '0', FIRESTORE_EMULATOR_PORT: '0', STORAGE_EMULATOR_PORT: '0', ...env };
   const child = spawn('npm', ['start'], {
     cwd: ROOT,
     env: Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== undefined)) as Record<string, string>,

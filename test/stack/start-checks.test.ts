@@ -42,4 +42,18 @@ describe('npm start checks first', () => {
       taken.close();
     }
   }, 60_000);
+
+  it('should report an emulator port in use at once, naming its variable, before any emulator', async () => {
+    const taken: Server = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const run = await failedStart({ FIRESTORE_EMULATOR_PORT: String(port) });
+      expect(run.code).toBe(1);
+      expect(run.output).toContain(`FIRESTORE_EMULATOR_PORT: port ${port} on 127.0.0.1 is already in use`);
+      expect(run.output).not.toContain('emulator started');
+    } finally {
+      taken.close();
+    }
+  }, 60_000);
 });

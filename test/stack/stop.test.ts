@@ -1,9 +1,12 @@
 // Stopping `npm start` by signalling any process of it (npm, which does not pass signals on to
 // the stack; tsx; the stack's node) stops everything: no process of the tree is left, nothing
 // listens on any port it had, /healthz no longer answers.
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '@mi/lib/dev/free-port';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { spawnNpmStart, untilReady, type NpmStart } from './npm-start';
 import { commandLine, listening, listeningPorts, processTree, running } from './processes';
@@ -43,7 +46,7 @@ function pidOf(s: NpmStart, target: Target): number {
   return pid;
 }
 
-async function startAndSignal(target: Target, signal: NodeJS.Signals, env: Record<string, string | undefined>) {
+async function startAndSignal(target: Target, signal: NodeJS.Signals, env: Record<string, string | undefined>, whileRunning?: (dataDir: string) => Promise<void>) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-stop-'));
   dirs.push(dataDir);
   const s = await spawnNpmStart({ DATA_DIR: dataDir, ...env });
@@ -52,6 +55,7 @@ async function startAndSignal(target: Target, signal: NodeJS.Signals, env: Recor
   const tree = processTree(s.child.pid!);
   const ports = listeningPorts(tree);
   const commands = tree.map(commandLine);
+  await whileRunning?.(dataDir);
   expect(ports).toEqual(expect.arrayContaining([s.port, s.mlPort]));
 
   process.kill(pidOf(s, target), signal); // that process alone, not its group
@@ -65,8 +69,29 @@ async function startAndSignal(target: Target, signal: NodeJS.Signals, env: Recor
 
 describe('stopping npm start', () => {
   it('should stop the gcloud emulators and everything else when npm alone gets SIGTERM', async () => {
-    const own = { PUBSUB_EMULATOR_HOST: undefined, FIRESTORE_EMULATOR_HOST: undefined, STORAGE_EMULATOR_HOST: undefined, STORAGE_SIGNER_KEY_FILE: undefined };
-    const { tree, commands, ports } = await startAndSignal('npm', 'SIGTERM', own);
+    // On the ports it is told (fixed by default: 8085, 8086, 4443), written to a file a shell sources.
+    const [pubsub, firestore, storage] = [await freePort(), await freePort(), await freePort()];
+    const own = {
+      PUBSUB_EMULATOR_HOST: undefined,
+      FIRESTORE_EMULATOR_HOST: undefined,
+      STORAGE_EMULATOR_HOST: undefined,
+      STORAGE_SIGNER_KEY_FILE: undefined,
+      PUBSUB_EMULATOR_PORT: String(pubsub),
+      FIRESTORE_EMULATOR_PORT: String(firestore),
+      STORAGE_EMULATOR_PORT: String(storage),
+      STORAGE_BUCKET: 'stack-env-bucket',
+    };
+    const sourced = async (dataDir: string) => {
+      const script = `source ${path.join(dataDir, 'local-stack.env')} && echo "$PUBSUB_EMULATOR_HOST $FIRESTORE_EMULATOR_HOST" && gcloud storage ls`;
+      const gcloudConfig = mkdtempSync(path.join(tmpdir(), 'mi-gcloud-'));
+      dirs.push(gcloudConfig);
+      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CLOUDSDK_') && !k.endsWith('_EMULATOR_HOST')));
+      const { stdout } = await promisify(execFile)('bash', ['-c', script], { env: { ...env, CLOUDSDK_CONFIG: gcloudConfig } });
+      expect(stdout).toContain(`127.0.0.1:${pubsub} 127.0.0.1:${firestore}`);
+      expect(stdout).toContain('gs://stack-env-bucket/');
+    };
+    const { tree, commands, ports } = await startAndSignal('npm', 'SIGTERM', own, sourced);
+    expect(ports).toEqual(expect.arrayContaining([pubsub, firestore, storage]));
     expect(commands.filter((c) => c.startsWith('java'))).toHaveLength(2);
     // The stack started its own emulators: Java processes and their ports were part of it.
     expect(tree.length).toBeGreaterThanOrEqual(6);

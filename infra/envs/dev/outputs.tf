@@ -24,6 +24,7 @@ output "cloudbuild_substitutions" {
     _API_FUNCTION          = module.services.api_function_name
     _SWEEP_FUNCTION        = module.services.sweep_function_name
     _LIVE_SERVICE          = module.services.live_service_name
+    _SWEEP_JOB             = module.scheduler.job_name
     _PUBLIC_URL            = "https://${var.domain}"
   } : "${k}=${v}"])
 }

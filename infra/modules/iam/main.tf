@@ -33,6 +33,9 @@ locals {
       { unit = "deployer", role = "roles/cloudfunctions.developer" },
       { unit = "deployer", role = "roles/cloudsql.client" }, # Auth Proxy for the schema step
       { unit = "deployer", role = "roles/logging.logWriter" },
+      # npm run ops -- sweep: run the sweep job now and read its outcome (no per-job IAM exists).
+      { unit = "deployer", role = "roles/cloudscheduler.jobRunner" },
+      { unit = "deployer", role = "roles/cloudscheduler.viewer" },
       { unit = "builder", role = "roles/logging.logWriter" },
     ],
   )

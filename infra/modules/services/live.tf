@@ -90,10 +90,13 @@ resource "google_cloud_run_v2_service" "live" {
         }
       }
 
-      # /healthz answers 200 once the service accepts connections, 503 before.
+      # Readiness (google provider 6 has no readiness_probe for Cloud Run v2): a new instance
+      # takes traffic once /readyz answers 200, i.e. it accepts connections and its database
+      # answers within 1 s. Liveness stays /healthz: a database outage must not restart the
+      # instances that hold live recordings (they buffer and answer 503 meanwhile).
       startup_probe {
         http_get {
-          path = "/healthz"
+          path = "/readyz"
         }
         period_seconds    = 2
         timeout_seconds   = 2

@@ -77,14 +77,14 @@ export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
     const range = parseRange(c.req.header('range'), object.size);
     if (range.kind === 'unsatisfiable') {
       const problem = { type: 'https://meeting-intelligence.dev/problems/range_not_satisfiable', title: 'Range Not Satisfiable', status: 416, detail: `the audio has ${object.size} bytes` };
-      return new Response(JSON.stringify(problem), { status: 416, headers: { 'Content-Type': 'application/problem+json', 'Content-Range': `bytes */${object.size}` } });
+      return c.body(JSON.stringify(problem), 416, { 'Content-Type': 'application/problem+json', 'Content-Range': `bytes */${object.size}` });
     }
-    if (object.size === 0) return new Response(null, { status: 200, headers: { ...headers, 'Content-Length': '0' } });
+    if (object.size === 0) return c.body(null, 200, { ...headers, 'Content-Length': '0' });
     const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, object.size - 1];
     const stream = await store.read(path, { start, end });
     const body = Readable.toWeb(stream as Readable) as ReadableStream;
     headers['Content-Length'] = String(end - start + 1);
     if (range.kind === 'partial') headers['Content-Range'] = `bytes ${start}-${end}/${object.size}`;
-    return new Response(body, { status: range.kind === 'partial' ? 206 : 200, headers });
+    return c.body(body, range.kind === 'partial' ? 206 : 200, headers);
   });
 }
