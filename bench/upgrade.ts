@@ -15,7 +15,9 @@ import { applySchema } from '../schema/apply';
 import { brokenInvariants, rowCounts } from '../schema/invariants';
 import { RELEASES, releaseSqlPath } from '../schema/releases/seed';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
-import { makeRecordings, measure, serverNode, startLiveStack, type LoadResult } from './live';
+import { measure } from './live';
+import { makeRecordings, serverNode, startStack } from './live-processes';
+import type { LoadResult } from './live-roles';
 import { ms, percentile, table, writeSection, type Row } from './report';
 
 const SEGMENTS = Number(process.env.BENCH_SEGMENTS ?? 1_000_000);
@@ -102,7 +104,9 @@ try {
   console.log(`seeded ${SEGMENTS} segments of ${FROM.name} in ${((performance.now() - t) / 1000).toFixed(0)} s`);
   const before = await rowCounts(admin);
 
-  const { env, db, named } = await startLiveStack(database.url, engine.engine, stops);
+  const stack = await startStack({ url: database.url, engine: engine.engine });
+  stops.push(stack.stop);
+  const { env, db, named } = stack;
   const node = serverNode();
   const load = async () => measure(RECORDINGS, 'live', await makeRecordings(db, RECORDINGS), SECONDS, env, dir, { pinned: false, named, node });
   // A first, unreported round warms up the emulators, the JIT and the caches (as bench:live's).

@@ -7,6 +7,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import type { DestinationStream } from 'pino';
 import { inject } from 'vitest';
 import { mintDevToken } from '@mi/lib/adapters/auth';
+import { instanceTopic, type BusHandler } from '@mi/lib/adapters/bus';
 import { loadConfig, type Config } from '@mi/lib/config';
 import { databaseOptions } from '@mi/lib/db/open';
 import { createDatabase } from '@mi/lib/db/pool';
@@ -165,4 +166,23 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
 /** A database of this test file's own on the run's engine (see support/database.ts). */
 export function fileDatabase(opts: { schema?: boolean } = {}): Promise<TestDatabase> {
   return createTestDatabase(inject('database'), opts);
+}
+
+/**
+ * Listens to a user's events as a live instance does: a topic of its own, and presence naming it
+ * (publishers address the instances presence names).
+ */
+export async function listenToEvents(rt: Runtime, userId: string, handler: BusHandler): Promise<{ close(): Promise<void> }> {
+  const instance = `listener-${randomUUID().slice(0, 8)}`;
+  const topic = instanceTopic(rt.config.PUBSUB_TOPIC_EVENTS, instance);
+  await rt.bus.ensureTopic(topic);
+  const subscription = await rt.bus.subscribeInstance(topic, instance, handler);
+  await rt.coordination.addPresence(userId, instance, instance, 3_600_000);
+  return {
+    async close() {
+      await subscription.close();
+      await rt.coordination.removePresence(userId, instance);
+      await rt.bus.deleteTopic(topic);
+    },
+  };
 }

@@ -10,7 +10,7 @@ import { listManifest } from '@mi/lib/repositories/manifest';
 import { getRecording, recordingLeaseKey } from '@mi/lib/repositories/recordings';
 import { runSweep, sweepHandler } from '../functions/sweep';
 import { DELETE_EXPIRED_EVENTS, DELETE_EXPIRED_IDEMPOTENCY_RECORDS, RETENTION_BATCH_ROWS } from '@mi/lib/repositories/retention';
-import { startApi, type ApiHarness } from './harness';
+import { listenToEvents, startApi, type ApiHarness } from './harness';
 import { recordingFinalizedSchema } from '@mi/lib/ml/documents';
 import { Ajv2020 } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
@@ -29,7 +29,7 @@ beforeAll(async () => {
   alice = await api.token('sweep-alice');
   aliceId = (await api.request('GET', '/me', { token: alice })).body.id;
   subscriptions.push(await api.rt.bus.subscribeInstance(api.config.PUBSUB_TOPIC_RECORDING_FINALIZED, 'sweep-test', (m) => void finalized.push(m)));
-  subscriptions.push(await api.rt.bus.subscribeInstance(api.config.PUBSUB_TOPIC_EVENTS, 'sweep-test', (m) => void events.push(m)));
+  subscriptions.push(await listenToEvents(api.rt, aliceId, (m) => void events.push(m)));
   coordination = createCoordination({ projectId: api.config.GOOGLE_CLOUD_PROJECT, emulatorHost: api.config.FIRESTORE_EMULATOR_HOST, collectionPrefix: `sweep-${randomUUID().slice(0, 8)}-` });
 });
 

@@ -13,16 +13,18 @@ import {
 
 export function createMemoryCoordination(): Coordination {
   const leases = new Map<string, LeaseState>();
-  const presence = new Map<string, Map<string, number>>(); // userId → connectionId → expiresAt
+  // userId → connectionId → where and until when
+  const presence = new Map<string, Map<string, { instanceId: string; expiresAt: number }>>();
 
   const change = (key: string, next: LeaseState | null) => {
     if (next) leases.set(key, next);
     return toLease(key, next, Date.now());
   };
-  const countAlive = (userId: string) => {
+  const alive = (userId: string) => {
     const now = Date.now();
-    return [...(presence.get(userId)?.values() ?? [])].filter((expiresAt) => expiresAt > now).length;
+    return [...(presence.get(userId)?.values() ?? [])].filter((p) => p.expiresAt > now);
   };
+  const countAlive = (userId: string) => alive(userId).length;
 
   return {
     async acquire(key, owner, ttlMs) {
@@ -40,9 +42,9 @@ export function createMemoryCoordination(): Coordination {
     async get(key) {
       return toLease(key, leases.get(key), Date.now());
     },
-    async addPresence(userId, connectionId, _instanceId, ttlMs) {
+    async addPresence(userId, connectionId, instanceId, ttlMs) {
       if (!presence.has(userId)) presence.set(userId, new Map());
-      presence.get(userId)!.set(connectionId, Date.now() + ttlMs);
+      presence.get(userId)!.set(connectionId, { instanceId, expiresAt: Date.now() + ttlMs });
     },
     async removePresence(userId, connectionId) {
       presence.get(userId)?.delete(connectionId);
@@ -50,6 +52,9 @@ export function createMemoryCoordination(): Coordination {
     },
     async countPresence(userId) {
       return countAlive(userId);
+    },
+    async presenceInstances(userId) {
+      return [...new Set(alive(userId).map((p) => p.instanceId))];
     },
     async close() {
       leases.clear();

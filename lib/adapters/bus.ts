@@ -1,6 +1,8 @@
-// Broadcast bus on Pub/Sub: every service instance has its own subscription on a topic, so each
-// instance receives every message. Messages are JSON; per-user events carry an ordering key so
-// one user's events arrive in order. Delivery is at least once: handlers must be idempotent.
+// The bus on Pub/Sub. A subscriber names itself (an instance id): it gets its own subscription on
+// a topic, so every subscriber of a shared topic receives every message; live instances instead
+// subscribe to a topic of their own (instanceTopic), which publishers address. Messages are JSON;
+// per-user events carry an ordering key so one user's events arrive in order. Delivery is at
+// least once: handlers must be idempotent.
 import { KeyedQueue, retry, withTimeout } from '../async';
 import { Duration, PubSub, type CreateSubscriptionOptions, type Message, type Subscription, type Topic } from '@google-cloud/pubsub';
 import { createLogger, type Logger } from '../telemetry/log';
@@ -16,13 +18,26 @@ export interface BusMessage {
 export interface PublishOptions {
   /** Messages with the same key reach every subscriber in publish order. */
   orderingKey?: string;
+  /**
+   * The topic is an instance's (instanceTopic), which deletes it when it stops: a missing topic
+   * is never created (not even against the emulator) and the publish resolves to null.
+   */
+  instanceTopic?: boolean;
 }
 
 export type BusHandler = (m: BusMessage) => void | Promise<void>;
 
 export interface Bus {
   ensureTopic(topic: string): Promise<void>;
-  publish(topic: string, data: unknown, attributes?: Record<string, string>, opts?: PublishOptions): Promise<string>;
+  /** A topic of an instance that stops; a topic already gone is fine. */
+  deleteTopic(topic: string): Promise<void>;
+  /** The message id; null for an instance topic that no longer exists. */
+  publish(
+    topic: string,
+    data: unknown,
+    attributes?: Record<string, string>,
+    opts?: PublishOptions,
+  ): Promise<string | null>;
   /** One subscription per instance, expiring when unused, deleted on close(). Handler success acks, a throw nacks. */
   subscribeInstance(topic: string, instanceId: string, handler: BusHandler): Promise<{ close(): Promise<void> }>;
   /** Creates a work queue: a named, durable subscription (kept while nobody pulls), unless it exists. */
@@ -118,10 +133,23 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
     }
   };
 
+  const deleteTopic = async (name: string) => {
+    topics.delete(name);
+    try {
+      await withTimeout(client.topic(name).delete(), CLOSE_TIMEOUT_MS);
+    } catch (err) {
+      if (codeOf(err) !== GRPC_NOT_FOUND) throw err;
+    }
+  };
+
   const publish: Bus['publish'] = async (name, data, attributes = {}, publishOpts = {}) => {
     try {
       return await publishOnce(name, data, attributes, publishOpts.orderingKey);
     } catch (err) {
+      if (codeOf(err) === GRPC_NOT_FOUND && publishOpts.instanceTopic) {
+        topics.delete(name); // its instance stopped; its clients reconnect elsewhere and replay
+        return null;
+      }
       if (!emulatorHost || codeOf(err) !== GRPC_NOT_FOUND) throw err;
       await ensureTopic(name);
       return publishOnce(name, data, attributes, publishOpts.orderingKey);
@@ -218,6 +246,7 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
 
   return {
     ensureTopic,
+    deleteTopic,
     publish,
     subscribeInstance,
     ensureQueue,
@@ -230,9 +259,18 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
   };
 }
 
-/** Subscription ids allow [A-Za-z0-9-_.~+%], start with a letter and hold at most 255 characters. */
+/** The topic of one instance's own messages: `<topic>.<instance id>`, a valid topic id. */
+export function instanceTopic(topic: string, instanceId: string): string {
+  return resourceId(`${topic}.${instanceId}`);
+}
+
 export function instanceSubscriptionName(topic: string, instanceId: string): string {
-  const raw = `${topic}--${instanceId}`.replace(/[^A-Za-z0-9\-_.~+%]/g, '-');
+  return resourceId(`${topic}--${instanceId}`);
+}
+
+/** Topic and subscription ids allow [A-Za-z0-9-_.~+%], start with a letter and hold at most 255 characters. */
+function resourceId(name: string): string {
+  const raw = name.replace(/[^A-Za-z0-9\-_.~+%]/g, '-');
   return (/^[A-Za-z]/.test(raw) ? raw : `s-${raw}`).slice(0, 255);
 }
 

@@ -29,6 +29,8 @@ export interface Coordination {
   /** Returns how many unexpired connections remain. */
   removePresence(userId: string, connectionId: string): Promise<number>;
   countPresence(userId: string): Promise<number>;
+  /** The instances holding an unexpired connection of the user: where the user's events must go. */
+  presenceInstances(userId: string): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -148,6 +150,10 @@ export function createCoordination(opts: { projectId: string; emulatorHost?: str
       return countAlive(userId);
     },
     countPresence: countAlive,
+    async presenceInstances(userId) {
+      const snap = await connections(userId).where('expires_at', '>', Timestamp.now()).select('instance_id').get();
+      return [...new Set(snap.docs.map((d) => d.get('instance_id') as string))];
+    },
     async close() {
       await db.terminate();
     },

@@ -4,7 +4,7 @@ import { createBus, type Bus } from './bus';
 import type { Config } from '../config';
 import { createCoordination, type Coordination } from './coordination';
 import type { Database } from '../db/pool';
-import { createEventPublisher, type EventPublisher } from '../events/outbox';
+import { BROADCAST, createEventPublisher, type EventPublisher, type EventRoutes } from '../events/outbox';
 import { createFeatureFlags, type FeatureFlags } from './flags';
 import { createLogger, type Logger } from '../telemetry/log';
 import { createObjectStore, type ObjectStore } from './storage';
@@ -51,7 +51,14 @@ export function createRuntime(config: Config, db: Database, opts: { log?: Logger
     db,
     auth: createAuthenticator(config),
     bus,
-    events: createEventPublisher({ db, bus, topic: config.PUBSUB_TOPIC_EVENTS, log }),
+    // Where presence says the user's connections are (a live instance routes its own events itself).
+    events: createEventPublisher({
+      db,
+      bus,
+      topic: config.PUBSUB_TOPIC_EVENTS,
+      log,
+      routes: eventRoutes(config, coordination),
+    }),
     store,
     flags,
     coordination,
@@ -62,4 +69,8 @@ export function createRuntime(config: Config, db: Database, opts: { log?: Logger
       await coordination.close();
     },
   };
+}
+
+function eventRoutes(config: Config, coordination: Coordination): EventRoutes {
+  return config.EVENT_FANOUT === 'broadcast' ? BROADCAST : (userId) => coordination.presenceInstances(userId);
 }

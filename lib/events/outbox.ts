@@ -1,8 +1,9 @@
 // The one event path. A mutation writes its events to event_outbox inside its own transaction
-// (with a per-user increasing seq); after commit they are published to Pub/Sub with the origin
-// client id and trace context as attributes. Rows left unpublished (bus down, crash) are
-// republished by the sweep, oldest first, so every event reaches the live instances.
-import type { Bus } from '../adapters/bus';
+// (with a per-user increasing seq); after commit they are published to Pub/Sub, to the topic of
+// each live instance holding a connection of the user (EventRoutes), with the origin client id
+// and trace context as attributes. Rows left unpublished (bus down, crash) are republished by
+// the sweep, oldest first, so every event reaches the live instances that listen.
+import { instanceTopic, type Bus } from '../adapters/bus';
 import type { EventBody } from './catalogue';
 import type { Queryable } from '../db/pool';
 import type { Logger } from '../telemetry/log';
@@ -148,19 +149,50 @@ export interface EventPublisher {
 /** How long a publish after commit is waited for (the Pub/Sub client retries for up to 60 s). */
 const PUBLISH_WAIT_MS = 1000;
 
-export function createEventPublisher(deps: { db: Queryable; bus: Bus; topic: string; log: Logger }): EventPublisher {
-  const { db, bus, topic, log } = deps;
+/**
+ * The live instances a user's events must reach: those holding a connection of the user. Each
+ * gets the events on its own topic (instanceTopic); a user nobody listens to costs no message.
+ */
+export type EventRoutes = (userId: string) => Promise<string[]>;
+
+/** Publishes every event once to the shared topic every instance reads (EVENT_FANOUT=broadcast). */
+export const BROADCAST: EventRoutes = async () => [''];
+
+export function createEventPublisher(deps: {
+  db: Queryable;
+  bus: Bus;
+  topic: string;
+  log: Logger;
+  routes: EventRoutes;
+}): EventPublisher {
+  const { db, bus, topic, log, routes } = deps;
+
+  /** Each user's instances, or the error that kept us from learning them (the sweep retries). */
+  async function route(events: StoredEvent[]): Promise<Map<string, string[] | Error>> {
+    const users = [...new Set(events.map((e) => e.user_id))];
+    const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
+    const found = await Promise.all(users.map((u) => routes(u).catch(asError)));
+    return new Map(users.map((u, i) => [u, found[i]]));
+  }
 
   /**
-   * Publishes in seq order: the client keeps per-ordering-key (user) order even with the
-   * publishes in flight together. Returns how many went out; the rest stay for the sweep.
+   * Publishes in seq order: the client keeps per-ordering-key (user) order on each instance's
+   * topic even with the publishes in flight together. An event is published once every instance
+   * of its user has it (or none listens). Returns how many went out; the rest stay for the sweep.
    */
   async function publishAll(events: StoredEvent[]): Promise<number> {
     if (!events.length) return 0;
+    const targets = await route(events);
     const results = await Promise.allSettled(
       events.map((e) => {
+        const to = targets.get(e.user_id)!;
+        if (to instanceof Error) return Promise.reject(to);
         const { data, attributes } = toMessage(e);
-        return bus.publish(topic, data, attributes, { orderingKey: e.user_id });
+        const opts = { orderingKey: e.user_id, instanceTopic: true };
+        const shared = { orderingKey: e.user_id };
+        return Promise.all(
+          to.map((i) => (i ? bus.publish(instanceTopic(topic, i), data, attributes, opts) : bus.publish(topic, data, attributes, shared))),
+        );
       }),
     );
     const sent = events.filter((_, i) => results[i].status === 'fulfilled').map((e) => e.event_id);

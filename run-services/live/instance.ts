@@ -36,7 +36,8 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://live').pathname;
     if (req.method === 'GET' && path === '/healthz') {
       const ok = live.accepting;
-      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ok ? 'ok' : 'unavailable' }));
+      const body = { status: ok ? 'ok' : 'unavailable', fanout: live.fanout };
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       return;
     }
     if (req.method === 'GET' && path === '/readyz') {

@@ -29,7 +29,8 @@ import type { Runtime } from '@mi/lib/adapters/runtime';
 import { FrameBuffer, type Run } from './frames';
 import { MlStream, type DrainResult, type MlHealth } from './ml-client';
 import { FRAME_MS, type ErrorCode } from './protocol';
-import { MAX_BATCH_RUNS, prepareRuns, type SegmentCommitter } from './segments';
+import { prepareRuns, type SegmentCommitter } from './segments';
+import { StoragePump, type PumpHost } from './storage-pump';
 
 export interface Take {
   meetingId: string;
@@ -71,20 +72,11 @@ export type RecorderState = 'recording' | 'settling' | 'finishing' | 'done';
 
 /** Frames waiting for storage beyond this are refused (buffer_full): ~2 min of 16 kHz PCM. */
 const MAX_PENDING_BYTES = 4 * 1024 * 1024;
-/** A backlog is written in objects of up to this many segment targets (see FrameBuffer.dueRuns). */
-const BACKLOG_SEGMENTS_PER_OBJECT = 8;
 const BACKOFF_MS = [100, 200, 500, 1_000, 2_000, 5_000];
 const DURATION_WARNING_LEAD_MS = 60_000;
 const LET_GO_FLUSH_MS = 5_000;
-/**
- * A run shorter than the target is written once its oldest frame waited the target plus this:
- * a steady stream's segment (whose last frame comes a frame interval before the target age)
- * fills up instead of being cut short by a late frame, which would leave its frames waiting a
- * segment more for their progress event.
- */
-const AGE_SLACK_MS = 2 * FRAME_MS;
 
-export class Recorder {
+export class Recorder implements PumpHost {
   readonly key: string;
   readonly createdAt = Date.now();
   state: RecorderState = 'recording';
@@ -93,18 +85,13 @@ export class Recorder {
   /** Bytes of the rows this recorder knows of (the frames of frames.durable). */
   private bytesStored: number;
   private lastProgress: { frames: number; at: number };
-  private progressRequested = false;
+  progressRequested = false;
   private ml: MlStream | null = null;
-  private pumping: Promise<void> | null = null;
-  private again = false;
-  private forced = 0;
-  private halted = false;
-  private flushTimer: NodeJS.Timeout | null = null;
+  private readonly pump: StoragePump;
   private graceTimer: NodeJS.Timeout | null = null;
   /** The least grace of the current detachment (a client told to reconnect gets time to come back). */
   private minGraceSeconds = 0;
   private stopping: Promise<void> | null = null;
-  private storageFailing = false;
   /** The progress cadence: until the recorder is done. */
   private readonly intervals: NodeJS.Timeout[] = [];
   /** Duration warning and ceiling: until the stop begins. */
@@ -131,6 +118,7 @@ export class Recorder {
     this.received = this.frames.durable.clone();
     this.bytesStored = stored.reduce((n, r) => n + r.byte_count, 0);
     this.lastProgress = { frames: this.frames.durable.size, at: Date.now() };
+    this.pump = new StoragePump(this.frames, this.targetFrames, c.RECORDING_SEGMENT_TARGET_MS, this);
     instruments().takesOpen.add(1);
 
     if (take.transcriptionId) {
@@ -188,7 +176,7 @@ export class Recorder {
     if (this.client !== client) return;
     this.client = null;
     this.minGraceSeconds = minGraceSeconds;
-    this.kick();
+    this.pump.kick();
   }
 
   /** One binary message ([u64 seq][bytes]); null when taken (or a harmless duplicate). */
@@ -206,8 +194,7 @@ export class Recorder {
     if (!this.frames.add(seq, audio, Date.now())) return null;
     this.received.add(seq, seq);
     this.ml?.send(message, seq);
-    if (this.frames.size >= this.targetFrames) this.kick();
-    else if (!this.flushTimer && !this.pumping) this.armFlushTimer();
+    this.pump.added();
     return null;
   }
 
@@ -242,18 +229,8 @@ export class Recorder {
   }
 
   /** Writes everything waiting; resolves when nothing waits or after timeoutMs. */
-  async flushAll(timeoutMs = Infinity): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    this.forced++;
-    try {
-      while (this.frames.size > 0 && !this.halted && Date.now() < deadline) {
-        this.kick();
-        const pass = this.pumping ?? Promise.resolve();
-        await (Number.isFinite(timeoutMs) ? Promise.race([pass, sleep(Math.max(0, deadline - Date.now()))]) : pass);
-      }
-    } finally {
-      this.forced--;
-    }
+  flushAll(timeoutMs = Infinity): Promise<void> {
+    return this.pump.flushAll(timeoutMs);
   }
 
   /**
@@ -287,7 +264,7 @@ export class Recorder {
   private halt(): void {
     if (this.counted) instruments().takesOpen.add(-1);
     this.counted = false;
-    this.halted = true;
+    this.pump.halt();
     this.state = 'done';
     this.clearTimers();
     this.ml?.close();
@@ -295,69 +272,21 @@ export class Recorder {
 
   // --- storage -------------------------------------------------------------------------------
 
-  private kick(): void {
-    if (this.halted) return;
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    if (this.flushTimer) clearTimeout(this.flushTimer), (this.flushTimer = null);
-    this.pumping = this.pump().finally(() => {
-      this.pumping = null;
-      if (this.again && !this.halted) {
-        this.again = false;
-        this.kick();
-      } else this.armFlushTimer();
-    });
+  get detached(): boolean {
+    return this.client === null;
   }
 
-  private armFlushTimer(): void {
-    if (this.halted || this.flushTimer) return;
-    const due = this.frames.nextDueAt(this.host.rt.config.RECORDING_SEGMENT_TARGET_MS + AGE_SLACK_MS);
-    if (due === null) return;
-    this.flushTimer = setTimeout(() => {
-      this.flushTimer = null;
-      this.kick();
-    }, Math.max(0, due - Date.now()));
+  storageRetrying(attempt: number, err: Error, report: boolean): void {
+    this.host.rt.log.warn({ err: err.message, take: this.key, failures: attempt }, 'segment write failed; retrying');
+    if (report) this.health({ source: 'core', code: 'storage_retrying', detail: { attempt, error: err.message } });
   }
 
-  private async pump(): Promise<void> {
-    const c = this.host.rt.config;
-    for (let failures = 0; !this.halted; ) {
-      this.again = false;
-      const force = this.forced > 0 || this.client === null;
-      const runs = this.frames.dueRuns({
-        now: Date.now(),
-        targetFrames: this.targetFrames,
-        maxFrames: this.targetFrames * BACKLOG_SEGMENTS_PER_OBJECT,
-        maxAgeMs: c.RECORDING_SEGMENT_TARGET_MS + AGE_SLACK_MS,
-        force,
-      });
-      if (!runs.length && !this.progressRequested) return;
-      try {
-        // One batch, then the due runs are taken again: a commit may have taught us rows that
-        // cover frames we held, and a run must lie where we know of nothing stored (segments.ts).
-        if (runs.length) await this.store(runs.slice(0, MAX_BATCH_RUNS));
-        if (this.progressRequested) await this.emitProgress();
-        if (this.storageFailing) {
-          this.storageFailing = false;
-          this.health({ source: 'core', code: 'storage_recovered', detail: { attempts: failures } });
-        }
-        failures = 0;
-      } catch (err) {
-        failures++;
-        this.host.rt.log.warn({ err: (err as Error).message, take: this.key, failures }, 'segment write failed; retrying');
-        if (!this.storageFailing || failures % 10 === 0) {
-          this.storageFailing = true;
-          this.health({ source: 'core', code: 'storage_retrying', detail: { attempt: failures, error: (err as Error).message } });
-        }
-        await sleep(backoffMs(BACKOFF_MS, failures - 1));
-      }
-    }
+  storageRecovered(attempts: number): void {
+    this.health({ source: 'core', code: 'storage_recovered', detail: { attempts } });
   }
 
   /** Stores runs: their objects, then their rows through the instance's group commit. */
-  private async store(runs: Run[]): Promise<void> {
+  async store(runs: Run[]): Promise<void> {
     const { rt } = this.host;
     // The stream's tail (it paused, ended or lost its connection): a short run that leaves nothing
     // waiting is reported at once, not at the next interval.
@@ -434,10 +363,10 @@ export class Recorder {
 
   private requestProgress(): void {
     this.progressRequested = true;
-    this.kick();
+    this.pump.kick();
   }
 
-  private async emitProgress(): Promise<void> {
+  async emitProgress(): Promise<void> {
     const body = this.progressBody(this.frames.durable, this.bytesStored);
     const outcome = await this.host.committer.commit({ take: this.take, userId: this.take.userId, unknown: [], runs: [], progress: () => [body] });
     if (outcome.kind === 'progress') this.progressSent(outcome.events);
@@ -454,7 +383,7 @@ export class Recorder {
   }
 
   private health(h: MlHealth): void {
-    if (this.halted) return;
+    if (this.pump.halted) return;
     this.client?.send({ type: 'RecordingHealth', meeting_id: this.take.meetingId, audio_version: this.take.audioVersion, ...h });
     this.note(h.code, { source: h.source, ...h.detail });
   }
@@ -575,7 +504,7 @@ export class Recorder {
     this.clearDurationAndGrace();
     for (const t of this.intervals) clearInterval(t);
     this.intervals.length = 0;
-    if (this.flushTimer) clearTimeout(this.flushTimer), (this.flushTimer = null);
+    this.pump.clearTimer();
   }
 }
 

@@ -1,7 +1,8 @@
 // The live WebSocket service: attaches to any HTTP server's `upgrade` for /ws (the local stack's
-// one port, or the Cloud Run entry in server.ts). Per instance: one Pub/Sub subscription on the
-// events topic (fan-out to this instance's connections), Firestore presence of its connections,
-// and the recordings it owns (sessions.ts).
+// one port, or the Cloud Run entry in server.ts). Per instance: a Pub/Sub topic of its own and its
+// subscription (the events of the users it holds, addressed to it by presence), Firestore presence
+// of its connections, and the recordings it owns (sessions.ts). Its own events reach its own
+// connections in-process and go out only to the other instances holding their user.
 import { settleWithin } from '@mi/lib/async';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -11,11 +12,11 @@ import { createCoordination, type Coordination } from '@mi/lib/adapters/coordina
 import { OWNER_HEARTBEAT_SECONDS, OWNER_STALE_SECONDS } from '@mi/lib/repositories/recordings';
 import { erasedUsers } from '@mi/lib/repositories/erasure';
 import { findOrCreateUser } from '@mi/lib/repositories/users';
-import { outboxBacklog, type StoredEvent } from '@mi/lib/events/outbox';
-import type { BusMessage } from '@mi/lib/adapters/bus';
+import { BROADCAST, createEventPublisher, latestSeqs, outboxBacklog, type StoredEvent } from '@mi/lib/events/outbox';
+import { instanceTopic, type BusMessage } from '@mi/lib/adapters/bus';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import { Connection, type ConnectionHost } from './connection';
-import { latestSeqs } from '@mi/lib/events/outbox';
+import { RemoteListeners } from './listeners';
 import { EventStream } from './event-stream';
 import { CloseCode, FRAME_HEADER_BYTES, traceOf, type ClientCommand, type HelloMessage } from './protocol';
 import { traceIdOf } from '@mi/lib/telemetry/trace-context';
@@ -52,6 +53,17 @@ export interface LiveService {
   readonly accepting: boolean;
   /** Takes owned by this instance, by lease key. */
   readonly recorders: ReadonlyMap<string, Recorder>;
+  /** Counters of the event fan-out since start (bench:fanout, /healthz). */
+  readonly fanout: FanoutCounters;
+}
+
+export interface FanoutCounters {
+  /** Messages this instance's subscription received. */
+  busMessages: number;
+  /** Of them, events of a user with no connection here (wasted deliveries). */
+  busMessagesUnheld: number;
+  /** Events this instance produced (its takes'). */
+  eventsProduced: number;
 }
 
 const PRESENCE_TTL_MS = 60_000;
@@ -66,12 +78,19 @@ const SHUTDOWN_RELEASE_MS = 2_500;
  */
 const CATCH_UP_MS = 5_000;
 
+/**
+ * Sent to the other instances holding a user when this one gains or loses that user's
+ * connections: `holds` keeps their routes current (listeners.ts); `online` false means the user
+ * has no connection left anywhere (detached takes start their grace), true that one just opened
+ * (pending stops are off), null neither.
+ */
 interface PresenceNotice {
   control: 'presence';
   user_id: string;
-  online: boolean;
-  min_grace_seconds: number;
   instance: string;
+  holds: boolean;
+  online: boolean | null;
+  min_grace_seconds: number;
 }
 
 export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): LiveService {
@@ -97,6 +116,13 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
   let stopped: Promise<void> | null = null;
 
   const localConnections = (userId: string) => byUser.get(userId)?.size ?? 0;
+  const broadcast = config.EVENT_FANOUT === 'broadcast';
+  const topic = config.PUBSUB_TOPIC_EVENTS;
+  const ownTopic = instanceTopic(topic, instanceId);
+  const fanout: FanoutCounters = { busMessages: 0, busMessagesUnheld: 0, eventsProduced: 0 };
+  const listeners = new RemoteListeners(instanceId, (userId) => coordination.presenceInstances(userId));
+  const routes = broadcast ? BROADCAST : (userId: string) => listeners.of(userId);
+  const events = createEventPublisher({ db: rt.db, bus: rt.bus, topic, log, routes });
 
   function deliverLocal(e: StoredEvent): void {
     for (const conn of byUser.get(e.user_id) ?? []) conn.stream?.push(e);
@@ -109,34 +135,49 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     mlUrl: opts.mlUrl ?? config.ML_SERVICE_URL,
     leaseTtlMs: opts.leaseTtlMs ?? OWNER_STALE_SECONDS * 1000,
     heartbeatMs: opts.heartbeatMs ?? OWNER_HEARTBEAT_SECONDS * 1000,
-    // Our own events reach our connections at once; their Pub/Sub copies are dropped by seq.
-    dispatch(events) {
-      for (const e of events) deliverLocal(e);
-      void rt.events.publish(events);
+    // Our own events reach our connections at once, and go out only to the other instances holding their user.
+    dispatch(produced) {
+      for (const e of produced) deliverLocal(e);
+      fanout.eventsProduced += produced.length;
+      void events.publish(produced);
     },
     localConnections,
     countPresence: (userId) => coordination.countPresence(userId),
   });
 
-  function publishPresence(userId: string, online: boolean, minGraceSeconds = 0): void {
-    const notice: PresenceNotice = { control: 'presence', user_id: userId, online, min_grace_seconds: minGraceSeconds, instance: instanceId };
-    rt.bus
-      .publish(config.PUBSUB_TOPIC_EVENTS, notice, { user_id: userId, control: 'presence' }, { orderingKey: userId })
-      .catch((err) => log.warn({ err: (err as Error).message }, 'could not publish a presence notice; heartbeats will notice'));
+  /** Tells `to` (the other instances holding the user) what changed here; best effort, heartbeats re-check. */
+  async function notify(to: Iterable<string>, userId: string, holds: boolean, online: boolean | null, minGrace = 0) {
+    const notice: PresenceNotice = {
+      control: 'presence',
+      user_id: userId,
+      instance: instanceId,
+      holds,
+      online,
+      min_grace_seconds: minGrace,
+    };
+    const attributes = { user_id: userId, control: 'presence' };
+    const opts = { orderingKey: userId, instanceTopic: !broadcast };
+    const targets = broadcast ? [topic] : [...to].map((i) => instanceTopic(topic, i));
+    await Promise.all(targets.map((t) => rt.bus.publish(t, notice, attributes, opts))).catch((err) =>
+      log.warn({ err: (err as Error).message }, 'could not publish a presence notice; heartbeats will notice'),
+    );
   }
 
   function onBusMessage(m: BusMessage): void {
+    fanout.busMessages++;
     const data = m.data as Partial<StoredEvent & PresenceNotice>;
     if (m.attributes.control === 'presence') {
-      if (data.instance === instanceId || typeof data.user_id !== 'string') return;
-      if (data.online) sessions.userOnline(data.user_id);
-      else sessions.userOffline(data.user_id, Number(data.min_grace_seconds) || 0);
+      if (data.instance === instanceId || typeof data.user_id !== 'string' || typeof data.instance !== 'string') return;
+      listeners.noticed(data.instance, data.user_id, data.holds !== false);
+      if (data.online === true) sessions.userOnline(data.user_id);
+      else if (data.online === false) sessions.userOffline(data.user_id, Number(data.min_grace_seconds) || 0);
       return;
     }
     if (typeof data.user_id !== 'string' || typeof data.seq !== 'number' || typeof data.body?.type !== 'string') {
       log.warn({ message_id: m.id }, 'ignoring a malformed event message');
       return;
     }
+    if (!byUser.has(data.user_id)) fanout.busMessagesUnheld++;
     deliverLocal(data as StoredEvent);
   }
 
@@ -170,6 +211,12 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         return conn.close(CloseCode.tooManyConnections, `at most ${config.LIVE_MAX_CONNECTIONS_PER_USER} connections per user`);
       }
       if (!conn.open) return;
+      // Presence first: a publisher that commits after the replay's starting point reads presence
+      // after this write, so it addresses this instance (the replay covers what came before).
+      await coordination
+        .addPresence(userId, conn.id, instanceId, presenceTtlMs)
+        .catch((err) => log.warn({ err: (err as Error).message }, 'presence write failed'));
+      if (!conn.open) return void coordination.removePresence(userId, conn.id).catch(() => undefined);
       conn.userId = userId;
       conn.clientId = hello.client_id;
       const helloTrace = traceOf(hello);
@@ -183,8 +230,9 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       if (!byUser.has(userId)) byUser.set(userId, new Set());
       byUser.get(userId)!.add(conn);
       sessions.userOnline(userId);
-      publishPresence(userId, true);
-      await coordination.addPresence(userId, conn.id, instanceId, presenceTtlMs).catch((err) => log.warn({ err: (err as Error).message }, 'presence write failed'));
+      // The instances already holding the user learn of this one (their events now come here too).
+      const others = await listeners.refresh(userId).catch(() => new Set<string>());
+      await notify(others, userId, true, true);
     },
 
     async command(conn: Connection, cmd: ClientCommand) {
@@ -221,10 +269,13 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       if (state !== 'running') return; // shutdown removes presence itself and leaves stops to the takeover
       void (async () => {
         const remaining = await coordination.removePresence(userId, conn.id).catch(() => null);
-        if (remaining !== 0 || localConnections(userId) > 0) return; // unknown or still connected: heartbeats re-check
+        if (localConnections(userId) > 0) return;
+        const others = await listeners.of(userId).catch(() => []);
+        // Unknown, or connected elsewhere: heartbeats re-check.
+        if (remaining !== 0) return void notify(others, userId, false, null);
         const minGrace = conn.advised ? ADVISED_RECONNECT_GRACE_SECONDS : 0;
         sessions.userOffline(userId, minGrace);
-        publishPresence(userId, false, minGrace);
+        await notify(others, userId, false, false, minGrace);
       })();
     },
   };
@@ -235,6 +286,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       return state === 'running';
     },
     recorders: sessions.recorders,
+    fanout,
 
     handleUpgrade(req, socket, head) {
       if (state !== 'running') {
@@ -257,7 +309,9 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
 
     async start() {
       if (state !== 'new') return;
-      subscription = await rt.bus.subscribeInstance(config.PUBSUB_TOPIC_EVENTS, instanceId, onBusMessage);
+      // In the cloud too the instance makes (and on shutdown deletes) its own topic.
+      if (!broadcast) await rt.bus.ensureTopic(ownTopic);
+      subscription = await rt.bus.subscribeInstance(broadcast ? topic : ownTopic, instanceId, onBusMessage);
       sessions.startHeartbeat();
       presenceTimer = setInterval(() => {
         for (const conn of connections) {
@@ -265,7 +319,10 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
           coordination.addPresence(conn.userId, conn.id, instanceId, presenceTtlMs).catch(() => undefined);
         }
       }, presenceTtlMs / 3);
-      catchUpTimer = setInterval(() => void catchUp(), CATCH_UP_MS);
+      catchUpTimer = setInterval(() => {
+        void catchUp();
+        listeners.prune();
+      }, CATCH_UP_MS);
       // The live service always runs (min instances ≥ 1, CPU always allocated): it reports the outbox metrics.
       unwatchOutbox = watchOutbox(() => outboxBacklog(rt.db));
       state = 'running';
@@ -292,8 +349,13 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
           // Frames that came in between are written here too; then each take waits for a resume.
           await sessions.releaseAll(SHUTDOWN_RELEASE_MS);
           await Promise.allSettled(present.map((c) => settleWithin(coordination.removePresence(c.userId, c.id), 1_000)));
+          // The instances sharing our users stop addressing us (their routes would learn it within REFRESH_MS).
+          const users = [...new Set(present.map((c) => c.userId))];
+          const letGo = async (u: string) => notify(await listeners.of(u).catch(() => []), u, false, null);
+          await settleWithin(Promise.all(users.map(letGo)), 1_000);
         }
         await settleWithin(subscription?.close() ?? Promise.resolve(), 2_000);
+        if (!broadcast) await settleWithin(rt.bus.deleteTopic(ownTopic), 1_000);
         if (!opts.coordination) await settleWithin(coordination.close(), 1_000);
         wss.close();
         state = 'stopped';

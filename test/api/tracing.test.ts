@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BusMessage } from '@mi/lib/adapters/bus';
 import { flushTelemetry } from '@mi/lib/telemetry/tracing';
-import { startApi, type ApiHarness } from '../harness';
+import { listenToEvents, startApi, type ApiHarness } from '../harness';
 
 let api: ApiHarness;
 let collector: Server;
@@ -26,9 +26,8 @@ beforeAll(async () => {
   await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
   const port = (collector.address() as AddressInfo).port;
   api = await startApi({ OTEL_ENABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
-  subscription = await api.rt.bus.subscribeInstance(api.config.PUBSUB_TOPIC_EVENTS, `trace-${randomUUID().slice(0, 8)}`, (m) => {
-    messages.push(m);
-  });
+  const tracy = (await api.request('GET', '/me', { token: await api.token('tracy') })).body.id as string;
+  subscription = await listenToEvents(api.rt, tracy, (m) => void messages.push(m));
 });
 afterAll(async () => {
   await subscription?.close();

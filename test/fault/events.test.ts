@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { instanceSubscriptionName } from '@mi/lib/adapters/bus';
+import { instanceSubscriptionName, instanceTopic } from '@mi/lib/adapters/bus';
 import { eventsAfter } from '@mi/lib/events/outbox';
 import { startPubsubEmulator, type RunningEmulator } from '../../emulators/gcloud';
 import { runSweep } from '../../functions/sweep';
@@ -116,7 +116,7 @@ describe('events while Pub/Sub is down', () => {
   it("should bring every event to the user's connected client once it is back, each once, in seq order", async () => {
     // The restarted emulator forgot the instance's subscription; the instance recreates it once its
     // pull stream hears NOT_FOUND (2–26 s here; connections catch up from the outbox meanwhile).
-    const subscription = instanceSubscriptionName(core.config.PUBSUB_TOPIC_EVENTS, core.live.instanceId);
+    const subscription = instanceSubscriptionName(instanceTopic(core.config.PUBSUB_TOPIC_EVENTS, core.live.instanceId), core.live.instanceId);
     const waitStarted = Date.now();
     for (const deadline = waitStarted + 60_000; !(await subscriptionExists(subscription)); await sleep(200)) {
       if (Date.now() > deadline) throw new Error(`subscription ${subscription} was not recreated`);

@@ -66,7 +66,7 @@ describe('server.ts with two workers', () => {
     const ids = server.instances.map((i) => i.instance);
     expect(new Set(ids).size).toBe(2);
     expect(new Set([...server.instances.map((i) => i.pid), server.process.pid]).size).toBe(3);
-    for (let i = 0; i < 4; i++) expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ status: 'ok' });
+    for (let i = 0; i < 4; i++) expect(await (await fetch(`${server.url}/healthz`)).json()).toMatchObject({ status: 'ok' });
 
     const t = await token(rest.config, 'two-workers');
     const clients = await recordingClients(server, t, 4);

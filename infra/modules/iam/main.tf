@@ -23,6 +23,12 @@ locals {
     flatten([for unit in ["api", "sweep"] : [for role in local.otlp_writers : { unit = unit, role = role }]]),
     [
       { unit = "live", role = "roles/datastore.user" }, # Firestore leases and presence
+      # Events go to the topic of each live instance holding the user (created at run time, so
+      # granted on the project), found by reading presence.
+      { unit = "api", role = "roles/pubsub.publisher" },
+      { unit = "sweep", role = "roles/pubsub.publisher" },
+      { unit = "api", role = "roles/datastore.viewer" },
+      { unit = "sweep", role = "roles/datastore.viewer" },
       { unit = "deployer", role = "roles/run.developer" },
       { unit = "deployer", role = "roles/cloudfunctions.developer" },
       { unit = "deployer", role = "roles/cloudsql.client" }, # Auth Proxy for the schema step
@@ -49,13 +55,18 @@ resource "google_service_account" "this" {
   display_name = "${var.name}: ${each.value}"
 }
 
-# Each live instance creates (and on shutdown deletes) its own subscription to `events`.
+# Each live instance creates (and on shutdown deletes) a topic of its own and its subscription
+# (targeted event fan-out), and publishes to the topics of the other instances holding a user.
 resource "google_project_iam_custom_role" "live_subscriptions" {
   project     = var.project_id
   role_id     = "${replace(var.name, "-", "_")}_live_subscriptions"
   title       = "${var.name} live instance subscriptions"
-  description = "Create, read, consume and delete per-instance Pub/Sub subscriptions."
+  description = "Create, read, consume and delete per-instance Pub/Sub topics and subscriptions; publish to them."
   permissions = [
+    "pubsub.topics.attachSubscription",
+    "pubsub.topics.create",
+    "pubsub.topics.delete",
+    "pubsub.topics.publish",
     "pubsub.subscriptions.consume",
     "pubsub.subscriptions.create",
     "pubsub.subscriptions.delete",

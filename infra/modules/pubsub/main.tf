@@ -1,5 +1,7 @@
-# Topics: `events` carries broadcasts from the outbox relay to every live instance (each
-# instance creates its own expiring subscription at start); `recording.finalized` carries
+# Topics: `events` is the shared topic of EVENT_FANOUT=broadcast (the design before targeted
+# fan-out; each live instance then attaches its own expiring subscription); with the default
+# (targeted) each live instance creates a topic of its own, `events.<instance>`, at start and
+# deletes it on shutdown (infra/modules/iam grants that); `recording.finalized` carries
 # finalized recordings to the ML batch worker, whose subscription dead-letters poison
 # messages instead of retrying them forever.
 

@@ -1,0 +1,141 @@
+// `npm run bench:fanout`: what the event fan-out costs each live instance as the fleet grows.
+// 1, 2, 4 and 8 live instances (the deployable bundle, LIVE_WORKERS=1, each its own process, not
+// pinned: eight of them share this machine's cores) on one database and one set of emulators,
+// the same number of users per instance at every N. Each user records on its home instance and
+// has a viewer tab there; every fourth user has a second viewer tab on the next instance (the
+// few tabs Cloud Run's session affinity does not keep together). Per instance over the window:
+// bus messages received per second, deliveries per event (messages received by the fleet per
+// event produced), CPU per durable frame. Both designs in the same run: targeted (each instance's
+// own topic, addressed by presence) and broadcast (one topic every instance reads, the design
+// before). BENCH_USERS (per instance, default 20), BENCH_SECONDS (default 15).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { treeCpuMs } from './process-cpu';
+import type { LoadResult, Plan } from './live-roles';
+import { child, makeRecordings, ROOT, startLive, startStack, stopChild } from './live-processes';
+import { ms, percentile, table, writeSection, type Row } from './report';
+
+const FLEETS = [1, 2, 4, 8];
+const DESIGNS = ['targeted', 'broadcast'] as const;
+/** Every this-many-th user also watches from the next instance. */
+const REMOTE_VIEWER_EVERY = 4;
+
+interface Counters {
+  busMessages: number;
+  busMessagesUnheld: number;
+  eventsProduced: number;
+}
+
+interface Point {
+  design: (typeof DESIGNS)[number];
+  instances: number;
+  busPerInstancePerSecond: number;
+  deliveriesPerEvent: number;
+  unheldShare: number;
+  cpuPerFrameUs: number;
+  ackP99: number;
+  durable: number;
+  /** Why the point was not measured. */
+  failed?: string;
+}
+
+const counters = async (port: number): Promise<Counters> => ((await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { fanout: Counters }).fanout;
+
+async function measure(design: Point['design'], n: number, users: number, seconds: number, stack: Awaited<ReturnType<typeof startStack>>, dir: string): Promise<Point> {
+  const env = { ...stack.env, LIVE_WORKERS: '1', EVENT_FANOUT: design };
+  const servers = await Promise.all(Array.from({ length: n }, () => startLive(env)));
+  try {
+    const url = (i: number) => `ws://127.0.0.1:${servers[i % n].port}/ws`;
+    const made = await makeRecordings(stack.db, n * users);
+    const recordings: Plan['recordings'] = made.map((r, j) => ({
+      ...r,
+      wsUrl: url(j),
+      viewers: j % REMOTE_VIEWER_EVERY === 0 ? [url(j), url(j + 1)] : [url(j)],
+    }));
+    const planFile = path.join(dir, `plan-${design}-${n}.json`);
+    writeFileSync(planFile, JSON.stringify({ mode: 'live', seconds, recordings } satisfies Plan));
+    const load = child(['load', planFile], env);
+    await load.line('sending');
+    const pids = servers.map((s) => s.server.proc.pid!);
+    const from = { counters: await Promise.all(servers.map((s) => counters(s.port))), cpu: pids.map(treeCpuMs), at: performance.now() };
+    const result = (await load.line('result')).result as LoadResult;
+    const to = { counters: await Promise.all(servers.map((s) => counters(s.port))), cpu: pids.map(treeCpuMs), at: performance.now() };
+    await stopChild(load);
+    const sum = (k: keyof Counters) => to.counters.reduce((t, c, i) => t + c[k] - from.counters[i][k], 0);
+    const wallS = (to.at - from.at) / 1000;
+    const cpuMs = to.cpu.reduce((t, c, i) => t + c - from.cpu[i], 0);
+    return {
+      design,
+      instances: n,
+      busPerInstancePerSecond: sum('busMessages') / n / wallS,
+      deliveriesPerEvent: sum('busMessages') / Math.max(1, sum('eventsProduced')),
+      unheldShare: sum('busMessagesUnheld') / Math.max(1, sum('busMessages')),
+      cpuPerFrameUs: (cpuMs / Math.max(1, result.acked)) * 1000,
+      ackP99: percentile(result.ackMs, 99),
+      durable: result.acked / Math.max(1, result.sent),
+    };
+  } finally {
+    await Promise.all(servers.map((s) => stopChild(s.server)));
+  }
+}
+
+const rowOf = (p: Point): Row => (p.failed ? { instances: p.instances, 'bus messages / s per instance': `not measured: ${p.failed}` } : {
+  instances: p.instances,
+  'bus messages / s per instance': p.busPerInstancePerSecond.toFixed(1),
+  'deliveries per event': p.deliveriesPerEvent.toFixed(2),
+  'of them for no user held': `${(p.unheldShare * 100).toFixed(0)} %`,
+  'CPU per durable frame': `${p.cpuPerFrameUs.toFixed(0)} µs`,
+  'ack p99': ms(p.ackP99),
+  'durable / offered': p.durable.toFixed(3),
+});
+
+async function main(): Promise<void> {
+  const users = Number(process.env.BENCH_USERS ?? 20);
+  const seconds = Number(process.env.BENCH_SECONDS ?? 15);
+  const dir = mkdtempSync(path.join(tmpdir(), 'mi-bench-fanout-'));
+  const stack = await startStack();
+  try {
+    await measure('targeted', 1, 5, 3, stack, dir); // warm-up, not reported
+    const points: Point[] = [];
+    // Alternating designs at each size: drift in the machine's load hits both alike.
+    for (const n of FLEETS) {
+      for (const design of DESIGNS) {
+        // A size that fails (the machine too loaded to start it) is reported as such; the rest still run.
+        const p = await measure(design, n, users, seconds, stack, dir).catch((err: Error) => ({ design, instances: n, failed: err.message }) as Point);
+        points.push(p);
+        console.log(`${design} ×${n}: ${JSON.stringify(rowOf(p))}`);
+      }
+    }
+    const per = (design: Point['design']) => points.filter((p) => p.design === design);
+    const at = (design: Point['design'], n: number) => points.find((p) => p.design === design && p.instances === n && !p.failed);
+    const ratio = (design: Point['design'], base: number) => (at(design, 8)?.busPerInstancePerSecond ?? NaN) / (at(design, base)?.busPerInstancePerSecond ?? NaN);
+    const x1 = ratio('targeted', 1);
+    const x2 = ratio('targeted', 2);
+    const body = [
+      Number.isFinite(x1)
+        ? `fan-out: ${x1.toFixed(2)}× bus messages per instance at 8 instances against 1`
+        : `fan-out: — bus messages per instance at 8 instances against 1 (${at('targeted', 1) ? 'one instance alone receives none: every tab of its users is its own' : 'not measured'}); ${Number.isFinite(x2) ? `${x2.toFixed(2)}×` : 'not measured'} at 8 against 2`,
+      `broadcast (before): ${ratio('broadcast', 1).toFixed(2)}× at 8 instances against 1`,
+      '',
+      `${users} users per instance, each recording (10 frames/s of 16 kHz PCM, a progress event per 2 s segment) on its home instance with a viewer tab there; every ${REMOTE_VIEWER_EVERY}th user has a second viewer tab on the next instance. ${seconds} s per point. The live service's deployable bundle, LIVE_WORKERS=1, one process per instance, not pinned (the instances share this machine's cores); ${stack.engineLabel}, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator and an ML sink in other processes. The two designs alternate at each size.`,
+      '',
+      'Bus messages / s per instance: what one instance\'s subscription received (events and presence notices), per second of the window. Deliveries per event: messages the whole fleet received per event the fleet produced (an event for a tab on the producing instance is delivered in-process and costs none). Of them for no user held: messages for a user the instance holds no connection of. CPU per durable frame: all instances\' CPU time (/proc) over the window per frame acknowledged.',
+      '',
+      '**Targeted (EVENT_FANOUT=targeted, the default)**',
+      '',
+      table(per('targeted').map(rowOf)),
+      '',
+      '**Broadcast (EVENT_FANOUT=broadcast, the design before)**',
+      '',
+      table(per('broadcast').map(rowOf)),
+    ].join('\n');
+    console.log(`\n${body}`);
+    writeSection('Fan-out', body, path.join(ROOT, 'BENCHMARKS.md'));
+  } finally {
+    await stack.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,107 @@
+// Targeted delivery across three live instances on one database and one set of emulators: an
+// event reaches only the instances holding a connection of its user (Pub/Sub, each instance's own
+// topic); the producing instance delivers to its own connections in-process and publishes nothing
+// when no other instance holds the user; a tab that moves to another instance misses nothing and
+// its events follow it there over the bus. EVENT_FANOUT=broadcast (the old design) fails these.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { OpenedDatabase } from '@mi/lib/db/open';
+import { TestClient, createMeeting, fileEnv, openTestDatabase, range, startInstance, token, type Instance, type Message } from './helpers';
+
+let database: OpenedDatabase;
+let a: Instance;
+let b: Instance;
+let c: Instance;
+
+beforeAll(async () => {
+  database = await openTestDatabase();
+  const env = fileEnv();
+  [a, b, c] = await Promise.all(['a', 'b', 'c'].map((n) => startInstance(database, env, { instanceId: `fanout-${n}` })));
+});
+
+afterAll(async () => {
+  await Promise.allSettled([a, b, c].map((i) => i?.close()));
+  await database?.close();
+});
+
+const busMessages = () => [a, b, c].map((i) => i.live.fanout.busMessages);
+const seqsOf = (client: TestClient) => client.messages.filter((m: Message) => typeof m.seq === 'number').map((m) => m.seq as number);
+
+async function userId(instance: Instance, userToken: string): Promise<string> {
+  const res = await fetch(`${instance.url}/me`, { headers: { authorization: `Bearer ${userToken}` } });
+  return ((await res.json()) as { id: string }).id;
+}
+
+describe('targeted fan-out', () => {
+  it('should bring a user\'s events to the instances holding the user and send none to an instance without them', async () => {
+    const u = await token(a.config, 'fanout-u');
+    const recorder = await TestClient.connect(a.wsUrl, u);
+    const viewer = await TestClient.connect(b.wsUrl, u);
+    const other = await TestClient.connect(c.wsUrl, await token(a.config, 'fanout-other'));
+
+    const meetingId = await createMeeting(c, u); // a REST change made through an instance that does not hold the user
+    await recorder.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+    await viewer.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+    await recorder.start(meetingId);
+    for (const seq of range(0, 49)) recorder.frame(seq);
+    expect(await viewer.acked(meetingId, 49)).toMatchObject({ type: 'AudioStoredProgressEvent', frames_stored: 50 });
+    await recorder.stop(meetingId);
+    await viewer.waitFor((m) => m.type === 'EntityChanged' && m.entity === 'recording' && m.action === 'updated');
+
+    expect(c.live.fanout.busMessages).toBe(0);
+    expect(b.live.fanout.busMessagesUnheld).toBe(0);
+    expect(seqsOf(other)).toEqual([]);
+    for (const client of [recorder, viewer, other]) client.close();
+  });
+
+  it('should publish nothing when only the producing instance holds the user, and still mark the events published', async () => {
+    const w = await token(a.config, 'fanout-w');
+    const wId = await userId(a, w);
+    const recorder = await TestClient.connect(a.wsUrl, w);
+    const meetingId = await createMeeting(a, w);
+    const viewer = await TestClient.connect(a.wsUrl, w);
+    const before = busMessages();
+
+    await recorder.start(meetingId);
+    for (const seq of range(0, 49)) recorder.frame(seq);
+    await viewer.acked(meetingId, 49);
+    await recorder.stop(meetingId);
+    await viewer.waitFor((m) => m.type === 'EntityChanged' && m.entity === 'recording' && m.action === 'updated');
+    expect(seqsOf(viewer).length).toBeGreaterThanOrEqual(3);
+
+    await vi.waitFor(async () => {
+      const { rows } = await a.rt.db.query<{ n: number }>('test.unpublished', 'SELECT count(*)::int AS n FROM event_outbox WHERE user_id = $1 AND published_at IS NULL', [wId]);
+      expect(rows[0].n).toBe(0);
+    });
+    expect(busMessages()).toEqual(before);
+    recorder.close();
+    viewer.close();
+  });
+
+  it('should bring a tab that moves to another instance every event once, in order, and keep it live there over the bus', async () => {
+    const m = await token(a.config, 'fanout-m');
+    const recorder = await TestClient.connect(a.wsUrl, m);
+    const meetingId = await createMeeting(a, m);
+    const tab = await TestClient.connect(a.wsUrl, m);
+    await recorder.start(meetingId);
+    for (const seq of range(0, 29)) recorder.frame(seq);
+    await tab.acked(meetingId, 29);
+    const lastSeq = Math.max(...seqsOf(tab));
+    tab.close();
+    await tab.closed;
+
+    for (const seq of range(30, 59)) recorder.frame(seq); // while the tab is away
+    await recorder.acked(meetingId, 59);
+    const onB = busMessages()[1];
+    const moved = await TestClient.connect(b.wsUrl, m, { lastSeq });
+    for (const seq of range(60, 99)) recorder.frame(seq);
+    await moved.acked(meetingId, 99);
+
+    const seqs = seqsOf(moved);
+    expect(seqs).toEqual(range(lastSeq + 1, seqs.at(-1)!));
+    expect(moved.ofType('AudioStoredProgressEvent').some((p) => p.highest_contiguous_sequence === 59)).toBe(true);
+    expect(busMessages()[1]).toBeGreaterThan(onB); // A addresses B once the tab is there
+    await recorder.stop(meetingId);
+    recorder.close();
+    moved.close();
+  });
+});
