@@ -4,7 +4,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   // The client package publishes built files (client/dist); in the repository its importers use
   // the source, as tsconfig.json's paths say for tsc, tsx and esbuild.
-  resolve: { alias: [{ find: /^@mi\/client$/, replacement: fileURLToPath(new URL('./client/src/index.ts', import.meta.url)) }] },
+  resolve: {
+    alias: [{ find: /^@mi\/client$/, replacement: fileURLToPath(new URL('./client/src/index.ts', import.meta.url)) }],
+  },
   test: {
     include: ['**/*.test.ts'],
     exclude: ['**/node_modules/**', '**/dist/**'],

@@ -9,6 +9,10 @@ export default defineConfig({
   test: {
     ...base.test,
     include: ['test/fuzz/**/*.fuzz.test.ts'],
-    env: { ...base.test?.env, FUZZ_RUNS: process.env.FUZZ_RUNS ?? '10000', VOICE_FUZZ_SEQUENCES: process.env.VOICE_FUZZ_SEQUENCES ?? '400' },
+    env: {
+      ...base.test?.env,
+      FUZZ_RUNS: process.env.FUZZ_RUNS ?? '10000',
+      VOICE_FUZZ_SEQUENCES: process.env.VOICE_FUZZ_SEQUENCES ?? '400',
+    },
   },
 });

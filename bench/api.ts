@@ -17,7 +17,15 @@ const LIST_REQUESTS = Number(process.env.BENCH_LIST_REQUESTS ?? 2000);
 const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-bench-api-'));
 const engine = await startTestEngine();
 const database = await createTestDatabase(engine.engine);
-const stack = await startLocalStack({ ...process.env, APP_ENV: 'development', DATA_DIR: dataDir, CORE_PORT: '0', ML_PORT: '0', LOG_LEVEL: 'error', DATABASE_URL: database.url });
+const stack = await startLocalStack({
+  ...process.env,
+  APP_ENV: 'development',
+  DATA_DIR: dataDir,
+  CORE_PORT: '0',
+  ML_PORT: '0',
+  LOG_LEVEL: 'error',
+  DATABASE_URL: database.url,
+});
 const { rt, url } = stack;
 const db = rt.db;
 const user = await mintDevToken(rt.config.IDENTITY_SECRET_KEY!, 'bench');
@@ -26,7 +34,11 @@ const service = rt.config.SERVICE_AUTH_TOKEN;
 async function call(method: string, p: string, token: string, body?: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(url + p, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -46,8 +58,20 @@ function unit(v: number[]) {
 const randomVector = () => unit(Array.from({ length: 192 }, () => Math.random() * 2 - 1));
 
 const rows: Row[] = [];
-const meeting = await call('POST', '/meetings', user, { title: 'bench', source_type: 'text' }, { 'idempotency-key': randomUUID() });
-const transcription = await call('POST', `/meetings/${meeting.id}/transcriptions`, service, {}, { 'idempotency-key': randomUUID() });
+const meeting = await call(
+  'POST',
+  '/meetings',
+  user,
+  { title: 'bench', source_type: 'text' },
+  { 'idempotency-key': randomUUID() },
+);
+const transcription = await call(
+  'POST',
+  `/meetings/${meeting.id}/transcriptions`,
+  service,
+  {},
+  { 'idempotency-key': randomUUID() },
+);
 
 // 1. PUT 5,000 segments (one in ten with a feature vector, as the batch worker sends them).
 const segments = Array.from({ length: 5000 }, (_, i) => ({
@@ -59,42 +83,95 @@ const segments = Array.from({ length: 5000 }, (_, i) => ({
   feature_vector: i % 10 === 0 ? randomVector() : null,
 }));
 const putTimes: number[] = [];
-for (let i = 0; i < 5; i++) putTimes.push(await timed(() => call('PUT', `/transcriptions/${transcription.id}/segments`, service, { segments })));
+for (let i = 0; i < 5; i++)
+  putTimes.push(await timed(() => call('PUT', `/transcriptions/${transcription.id}/segments`, service, { segments })));
 const rawTimes: number[] = [];
 for (let i = 0; i < 5; i++) {
   rawTimes.push(
     await timed(() =>
       db.withTransaction(async (tx) => {
-        await tx.query('bench.delete', 'DELETE FROM transcript_segment WHERE transcription_id = $1', [transcription.id]);
+        await tx.query('bench.delete', 'DELETE FROM transcript_segment WHERE transcription_id = $1', [
+          transcription.id,
+        ]);
         await tx.query(
           'bench.insert',
           `INSERT INTO transcript_segment (transcription_id, speaker_label, text, start_ms, end_ms, confidence, feature_vector)
            SELECT $1, s.speaker_label, s.text, s.start_ms, s.end_ms, s.confidence, s.feature_vector::vector
            FROM json_to_recordset($2::json) AS s(speaker_label text, text text, start_ms numeric, end_ms numeric, confidence numeric, feature_vector text)`,
-          [transcription.id, JSON.stringify(segments.map((s) => ({ ...s, feature_vector: s.feature_vector ? pgvector.toSql(s.feature_vector) : null })))],
+          [
+            transcription.id,
+            JSON.stringify(
+              segments.map((s) => ({
+                ...s,
+                feature_vector: s.feature_vector ? pgvector.toSql(s.feature_vector) : null,
+              })),
+            ),
+          ],
         );
       }),
     ),
   );
 }
-rows.push({ measure: 'PUT 5,000 segments (median of 5)', result: ms(median(putTimes)), baseline: `raw SQL replace ${ms(median(rawTimes))}`, ratio: (median(putTimes) / median(rawTimes)).toFixed(2), target: '≤ 1 s' });
+rows.push({
+  measure: 'PUT 5,000 segments (median of 5)',
+  result: ms(median(putTimes)),
+  baseline: `raw SQL replace ${ms(median(rawTimes))}`,
+  ratio: (median(putTimes) / median(rawTimes)).toFixed(2),
+  target: '≤ 1 s',
+});
 
 // 2. Speaker-label assignment over 10,000 segments of one label.
-await call('PUT', `/transcriptions/${transcription.id}/segments`, service, { segments: segments.map((s) => ({ ...s, speaker_label: 'SPEAKER_X' })) });
-await call('POST', `/transcriptions/${transcription.id}/segments`, service, { segments: segments.map((s) => ({ ...s, start_ms: s.start_ms + 5_000_000, speaker_label: 'SPEAKER_X' })) });
+await call('PUT', `/transcriptions/${transcription.id}/segments`, service, {
+  segments: segments.map((s) => ({ ...s, speaker_label: 'SPEAKER_X' })),
+});
+await call('POST', `/transcriptions/${transcription.id}/segments`, service, {
+  segments: segments.map((s) => ({ ...s, start_ms: s.start_ms + 5_000_000, speaker_label: 'SPEAKER_X' })),
+});
 const people = await Promise.all(
-  ['Ada', 'Grace'].map((name) => call('POST', '/people', user, { display_name: `${name} ${randomUUID().slice(0, 4)}` }, { 'idempotency-key': randomUUID() })),
+  ['Ada', 'Grace'].map((name) =>
+    call(
+      'POST',
+      '/people',
+      user,
+      { display_name: `${name} ${randomUUID().slice(0, 4)}` },
+      { 'idempotency-key': randomUUID() },
+    ),
+  ),
 );
 const labelTimes: number[] = [];
 for (let i = 0; i < 6; i++) {
   const person = people[i % 2];
-  labelTimes.push(await timed(() => call('POST', `/meetings/${meeting.id}/speaker-labels`, user, { speaker_label: 'SPEAKER_X', person_id: person.id }, { 'idempotency-key': randomUUID() })));
+  labelTimes.push(
+    await timed(() =>
+      call(
+        'POST',
+        `/meetings/${meeting.id}/speaker-labels`,
+        user,
+        { speaker_label: 'SPEAKER_X', person_id: person.id },
+        { 'idempotency-key': randomUUID() },
+      ),
+    ),
+  );
 }
 const rawLabelTimes: number[] = [];
 for (let i = 0; i < 6; i++) {
-  rawLabelTimes.push(await timed(() => db.query('bench.relabel', 'UPDATE transcript_segment SET person_id = $2 WHERE transcription_id = $1 AND speaker_label = $3', [transcription.id, people[i % 2].id, 'SPEAKER_X'])));
+  rawLabelTimes.push(
+    await timed(() =>
+      db.query(
+        'bench.relabel',
+        'UPDATE transcript_segment SET person_id = $2 WHERE transcription_id = $1 AND speaker_label = $3',
+        [transcription.id, people[i % 2].id, 'SPEAKER_X'],
+      ),
+    ),
+  );
 }
-rows.push({ measure: 'speaker-label assignment, 10,000 segments (median of 6)', result: ms(median(labelTimes)), baseline: `raw UPDATE ${ms(median(rawLabelTimes))}`, ratio: (median(labelTimes) / median(rawLabelTimes)).toFixed(2), target: '≤ 0.5 s' });
+rows.push({
+  measure: 'speaker-label assignment, 10,000 segments (median of 6)',
+  result: ms(median(labelTimes)),
+  baseline: `raw UPDATE ${ms(median(rawLabelTimes))}`,
+  ratio: (median(labelTimes) / median(rawLabelTimes)).toFixed(2),
+  target: '≤ 0.5 s',
+});
 
 // Voice matches have their own benchmark: bench/voice.ts.
 const me = await call('GET', '/me', user);

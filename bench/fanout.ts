@@ -40,9 +40,17 @@ interface Point {
   failed?: string;
 }
 
-const counters = async (port: number): Promise<Counters> => ((await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { fanout: Counters }).fanout;
+const counters = async (port: number): Promise<Counters> =>
+  ((await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { fanout: Counters }).fanout;
 
-async function measure(design: Point['design'], n: number, users: number, seconds: number, stack: Awaited<ReturnType<typeof startStack>>, dir: string): Promise<Point> {
+async function measure(
+  design: Point['design'],
+  n: number,
+  users: number,
+  seconds: number,
+  stack: Awaited<ReturnType<typeof startStack>>,
+  dir: string,
+): Promise<Point> {
   const env = { ...stack.env, LIVE_WORKERS: '1', EVENT_FANOUT: design };
   const servers = await Promise.all(Array.from({ length: n }, () => startLive(env)));
   try {
@@ -58,9 +66,17 @@ async function measure(design: Point['design'], n: number, users: number, second
     const load = child(['load', planFile], env);
     await load.line('sending');
     const pids = servers.map((s) => s.server.proc.pid!);
-    const from = { counters: await Promise.all(servers.map((s) => counters(s.port))), cpu: pids.map(treeCpuMs), at: performance.now() };
+    const from = {
+      counters: await Promise.all(servers.map((s) => counters(s.port))),
+      cpu: pids.map(treeCpuMs),
+      at: performance.now(),
+    };
     const result = (await load.line('result')).result as LoadResult;
-    const to = { counters: await Promise.all(servers.map((s) => counters(s.port))), cpu: pids.map(treeCpuMs), at: performance.now() };
+    const to = {
+      counters: await Promise.all(servers.map((s) => counters(s.port))),
+      cpu: pids.map(treeCpuMs),
+      at: performance.now(),
+    };
     await stopChild(load);
     const sum = (k: keyof Counters) => to.counters.reduce((t, c, i) => t + c[k] - from.counters[i][k], 0);
     const wallS = (to.at - from.at) / 1000;
@@ -80,15 +96,18 @@ async function measure(design: Point['design'], n: number, users: number, second
   }
 }
 
-const rowOf = (p: Point): Row => (p.failed ? { instances: p.instances, 'bus messages / s per instance': `not measured: ${p.failed}` } : {
-  instances: p.instances,
-  'bus messages / s per instance': p.busPerInstancePerSecond.toFixed(1),
-  'deliveries per event': p.deliveriesPerEvent.toFixed(2),
-  'of them for no user held': `${(p.unheldShare * 100).toFixed(0)} %`,
-  'CPU per durable frame': `${p.cpuPerFrameUs.toFixed(0)} µs`,
-  'ack p99': ms(p.ackP99),
-  'durable / offered': p.durable.toFixed(3),
-});
+const rowOf = (p: Point): Row =>
+  p.failed
+    ? { instances: p.instances, 'bus messages / s per instance': `not measured: ${p.failed}` }
+    : {
+        instances: p.instances,
+        'bus messages / s per instance': p.busPerInstancePerSecond.toFixed(1),
+        'deliveries per event': p.deliveriesPerEvent.toFixed(2),
+        'of them for no user held': `${(p.unheldShare * 100).toFixed(0)} %`,
+        'CPU per durable frame': `${p.cpuPerFrameUs.toFixed(0)} µs`,
+        'ack p99': ms(p.ackP99),
+        'durable / offered': p.durable.toFixed(3),
+      };
 
 async function main(): Promise<void> {
   const users = Number(process.env.BENCH_USERS ?? 20);
@@ -102,14 +121,18 @@ async function main(): Promise<void> {
     for (const n of FLEETS) {
       for (const design of DESIGNS) {
         // A size that fails (the machine too loaded to start it) is reported as such; the rest still run.
-        const p = await measure(design, n, users, seconds, stack, dir).catch((err: Error) => ({ design, instances: n, failed: err.message }) as Point);
+        const p = await measure(design, n, users, seconds, stack, dir).catch(
+          (err: Error) => ({ design, instances: n, failed: err.message }) as Point,
+        );
         points.push(p);
         console.log(`${design} ×${n}: ${JSON.stringify(rowOf(p))}`);
       }
     }
     const per = (design: Point['design']) => points.filter((p) => p.design === design);
-    const at = (design: Point['design'], n: number) => points.find((p) => p.design === design && p.instances === n && !p.failed);
-    const ratio = (design: Point['design'], base: number) => (at(design, 8)?.busPerInstancePerSecond ?? NaN) / (at(design, base)?.busPerInstancePerSecond ?? NaN);
+    const at = (design: Point['design'], n: number) =>
+      points.find((p) => p.design === design && p.instances === n && !p.failed);
+    const ratio = (design: Point['design'], base: number) =>
+      (at(design, 8)?.busPerInstancePerSecond ?? NaN) / (at(design, base)?.busPerInstancePerSecond ?? NaN);
     const x1 = ratio('targeted', 1);
     const x2 = ratio('targeted', 2);
     const body = [
@@ -120,7 +143,7 @@ async function main(): Promise<void> {
       '',
       `${users} users per instance, each recording (10 frames/s of 16 kHz PCM, a progress event per 2 s segment) on its home instance with a viewer tab there; every ${REMOTE_VIEWER_EVERY}th user has a second viewer tab on the next instance. ${seconds} s per point. The live service's deployable bundle, LIVE_WORKERS=1, one process per instance, not pinned (the instances share this machine's cores); ${stack.engineLabel}, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator and an ML sink in other processes. The two designs alternate at each size.`,
       '',
-      'Bus messages / s per instance: what one instance\'s subscription received (events and presence notices), per second of the window. Deliveries per event: messages the whole fleet received per event the fleet produced (an event for a tab on the producing instance is delivered in-process and costs none). Of them for no user held: messages for a user the instance holds no connection of. CPU per durable frame: all instances\' CPU time (/proc) over the window per frame acknowledged.',
+      "Bus messages / s per instance: what one instance's subscription received (events and presence notices), per second of the window. Deliveries per event: messages the whole fleet received per event the fleet produced (an event for a tab on the producing instance is delivered in-process and costs none). Of them for no user held: messages for a user the instance holds no connection of. CPU per durable frame: all instances' CPU time (/proc) over the window per frame acknowledged.",
       '',
       '**Targeted (EVENT_FANOUT=targeted, the default)**',
       '',

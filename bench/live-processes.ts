@@ -20,8 +20,15 @@ import { postmasterPid } from './server-cpu';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ROLES = path.join(ROOT, 'bench/live-roles.ts');
-export const SECRETS = { IDENTITY_SECRET_KEY: 'bench-identity-secret-0123456789', SERVICE_AUTH_TOKEN: 'bench-service-token-0123456789ab' };
-const BENCH_RECORDING_ENV = { RECORDING_SEGMENT_TARGET_MS: String(SEGMENT_MS), RECORDING_PROGRESS_EVERY_FRAMES: '20', LIVE_MAX_CONNECTIONS_PER_USER: '20' };
+export const SECRETS = {
+  IDENTITY_SECRET_KEY: 'bench-identity-secret-0123456789',
+  SERVICE_AUTH_TOKEN: 'bench-service-token-0123456789ab',
+};
+const BENCH_RECORDING_ENV = {
+  RECORDING_SEGMENT_TARGET_MS: String(SEGMENT_MS),
+  RECORDING_PROGRESS_EVERY_FRAMES: '20',
+  LIVE_MAX_CONNECTIONS_PER_USER: '20',
+};
 export const SERVER_CORE = 1;
 export const LIVE_BUNDLE = path.join(ROOT, 'run-services/live/dist/server.js');
 export const TELEMETRY_PRELOAD = path.join(ROOT, 'run-services/live/dist/telemetry-register.js');
@@ -50,7 +57,10 @@ export async function startStack(given?: { url: string; engine: TestEngine }): P
     const [pubsub, firestore] = await Promise.all([startPubsubEmulator(), startFirestoreEmulator()]);
     stops.push(pubsub.stop, firestore.stop);
     const gcsPort = await freePort();
-    const gcs = spawn(process.execPath, ['--import', 'tsx', 'emulators/gcs/main.ts', '--port', String(gcsPort)], { cwd: ROOT, stdio: 'ignore' });
+    const gcs = spawn(process.execPath, ['--import', 'tsx', 'emulators/gcs/main.ts', '--port', String(gcsPort)], {
+      cwd: ROOT,
+      stdio: 'ignore',
+    });
     stops.push(async () => gcs.kill('SIGTERM'));
     // The test engine: native PostgreSQL when installed, else PGlite (TEST_DATABASE chooses).
     let engine: TestEngine;
@@ -91,7 +101,11 @@ export async function startStack(given?: { url: string; engine: TestEngine }): P
     }
     const db = createDatabase(url);
     stops.push(() => db.close());
-    const named = { 'GCS emulator': gcs.pid, 'ML sink': ml.proc.pid, PostgreSQL: (await postmasterPid(engine, db)) ?? undefined };
+    const named = {
+      'GCS emulator': gcs.pid,
+      'ML sink': ml.proc.pid,
+      PostgreSQL: (await postmasterPid(engine, db)) ?? undefined,
+    };
     return { env, db, engineLabel: engine.label, named, stop };
   } catch (err) {
     await stop();
@@ -104,7 +118,11 @@ export async function makeRecordings(db: Database, n: number): Promise<{ token: 
   return Promise.all(
     Array.from({ length: n }, async (_, i) => {
       const name = `bench-${n}-${i}-${randomUUID().slice(0, 4)}`;
-      const user = await findOrCreateUser(db, { identityId: `dev|${name}`, email: `${name}@example.test`, username: name });
+      const user = await findOrCreateUser(db, {
+        identityId: `dev|${name}`,
+        email: `${name}@example.test`,
+        username: name,
+      });
       const meeting = await createMeeting(db, user.id, { title: name, source_type: 'recording' });
       return { token: await mintDevToken(SECRETS.IDENTITY_SECRET_KEY, name), meetingId: meeting.id };
     }),
@@ -112,10 +130,17 @@ export async function makeRecordings(db: Database, n: number): Promise<{ token: 
 }
 
 /** The live service's deployable on a port of its own, as the container runs it (with its telemetry preload). */
-export async function startLive(env: Record<string, string | undefined>, o: { nodeFlags?: string[]; core?: number; node?: string; preload?: boolean } = {}): Promise<{ server: Child; port: number }> {
+export async function startLive(
+  env: Record<string, string | undefined>,
+  o: { nodeFlags?: string[]; core?: number; node?: string; preload?: boolean } = {},
+): Promise<{ server: Child; port: number }> {
   const port = await freePort();
   const nodeFlags = [...(o.preload === false ? [] : ['--import', TELEMETRY_PRELOAD]), ...(o.nodeFlags ?? [])];
-  const server = child([], { ...env, PORT: String(port), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error' }, { nodeFlags, core: o.core, script: LIVE_BUNDLE, node: o.node });
+  const server = child(
+    [],
+    { ...env, PORT: String(port), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error' },
+    { nodeFlags, core: o.core, script: LIVE_BUNDLE, node: o.node },
+  );
   await waitHealthy(port, server);
   return { server, port };
 }
@@ -129,14 +154,27 @@ export interface Child {
 }
 
 /** A role of this file, or with `script` that file (the live service's bundle). */
-export function child(args: string[], env: Record<string, string | undefined>, o: { nodeFlags?: string[]; core?: number; script?: string; node?: string } = {}): Child {
+export function child(
+  args: string[],
+  env: Record<string, string | undefined>,
+  o: { nodeFlags?: string[]; core?: number; script?: string; node?: string } = {},
+): Child {
   const node = o.node ?? process.execPath;
   const argv = [...(o.nodeFlags ?? []), ...(o.script ? [o.script] : ['--import', 'tsx', ROLES]), ...args];
-  const proc = o.core === undefined ? spawn(node, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }) : spawn('taskset', ['-c', String(o.core), node, ...argv], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc =
+    o.core === undefined
+      ? spawn(node, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] })
+      : spawn('taskset', ['-c', String(o.core), node, ...argv], {
+          cwd: ROOT,
+          env,
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
   const counts: number[] = [];
   const waiters = new Map<string, (v: Record<string, unknown>) => void>();
   const seen = new Map<string, Record<string, unknown>>();
-  const died = new Promise<never>((_, reject) => proc.once('close', (code) => reject(new Error(`bench ${args[0]} exited with ${code}`))));
+  const died = new Promise<never>((_, reject) =>
+    proc.once('close', (code) => reject(new Error(`bench ${args[0]} exited with ${code}`))),
+  );
   died.catch(() => undefined); // whichever line nobody awaits
   createInterface({ input: proc.stdout! }).on('line', (text) => {
     let m: Record<string, unknown>;
@@ -154,7 +192,10 @@ export function child(args: string[], env: Record<string, string | undefined>, o
       waiters.get(key)?.(m);
     }
   });
-  const line: Child['line'] = (key) => seen.has(key) ? Promise.resolve(seen.get(key)!) : Promise.race([new Promise<Record<string, unknown>>((r) => waiters.set(key, r)), died]);
+  const line: Child['line'] = (key) =>
+    seen.has(key)
+      ? Promise.resolve(seen.get(key)!)
+      : Promise.race([new Promise<Record<string, unknown>>((r) => waiters.set(key, r)), died]);
   return { proc, counts, line };
 }
 
@@ -163,7 +204,10 @@ export async function waitHealthy(port: number, server: Child): Promise<void> {
   // Two minutes: eight instances starting at once on a loaded machine are slow.
   for (let i = 0; i < 1200; i++) {
     if (server.proc.exitCode !== null) throw new Error(`the live service exited with ${server.proc.exitCode}`);
-    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     await sleep(100);
   }
@@ -184,7 +228,9 @@ export async function stopChild(c: Child): Promise<void> {
  */
 export function serverNode(): string {
   if (process.env.BENCH_NODE) return process.env.BENCH_NODE;
-  const found = spawnSync('npm', ['exec', '--yes', '--package=node@24', '--', 'node', '-p', 'process.execPath'], { encoding: 'utf8' });
+  const found = spawnSync('npm', ['exec', '--yes', '--package=node@24', '--', 'node', '-p', 'process.execPath'], {
+    encoding: 'utf8',
+  });
   return found.status === 0 && found.stdout.trim() ? found.stdout.trim() : process.execPath;
 }
 

@@ -49,9 +49,15 @@ export function processTable(at: Measured | undefined, over: Measured | undefine
   const points = [at, over].filter((m): m is Measured => !!m);
   if (!points.length) return '';
   // Helpers that used no measurable CPU (a shell, esbuild's service) are left out.
-  const groups = [...new Set(points.flatMap((m) => [...m.groups.keys()]))].filter((g) => points.some((m) => (m.groups.get(g) ?? 0) / m.wallMs >= 0.005)).sort();
+  const groups = [...new Set(points.flatMap((m) => [...m.groups.keys()]))]
+    .filter((g) => points.some((m) => (m.groups.get(g) ?? 0) / m.wallMs >= 0.005))
+    .sort();
   const cols = points.map((m) => `cores at ${m.n} recordings${m === at ? ' (capacity)' : ' (not held)'}`);
-  const rows: Row[] = groups.map((g) => Object.fromEntries([['process', g], ...points.map((m, i) => [cols[i], ((m.groups.get(g) ?? 0) / m.wallMs).toFixed(2)])]));
+  const rows: Row[] = groups.map((g) =>
+    Object.fromEntries([
+      ['process', g],
+      ...points.map((m, i) => [cols[i], ((m.groups.get(g) ?? 0) / m.wallMs).toFixed(2)]),
+    ]),
+  );
   return `CPU of every process over the window (a core is 1.00; the server has one core of its own when pinned):\n\n${table(rows)}`;
 }
-

@@ -66,7 +66,10 @@ async function loadRole(plan: Plan): Promise<void> {
       (r.viewers ?? []).map(async (url) => {
         const ws = new WebSocket(url, { perMessageDeflate: false });
         await new Promise<void>((resolve, reject) => (ws.once('open', () => resolve()), ws.once('error', reject)));
-        ws.on('message', (data) => void ((JSON.parse(String(data)) as { seq?: unknown }).seq !== undefined && viewed++));
+        ws.on(
+          'message',
+          (data) => void ((JSON.parse(String(data)) as { seq?: unknown }).seq !== undefined && viewed++),
+        );
         ws.send(JSON.stringify({ type: 'hello', token: r.token, client_id: randomUUID() }));
         return ws;
       }),
@@ -98,23 +101,38 @@ async function loadRole(plan: Plan): Promise<void> {
     const started = new Promise<void>((resolve, reject) => {
       ws.once('close', (code) => reject(new Error(`recording ${i} closed (${code}) before it started`)));
       ws.on('message', (data) => {
-        const m = JSON.parse(String(data)) as { type: string; highest_contiguous_sequence?: number; meeting_id?: string; code?: string };
+        const m = JSON.parse(String(data)) as {
+          type: string;
+          highest_contiguous_sequence?: number;
+          meeting_id?: string;
+          code?: string;
+        };
         if (m.type === 'RecordingStarted') resolve();
         if (m.type === 'error' || m.type === 'RecordingHealth') problem(`${m.type} ${m.code}`);
         if (m.type === 'AudioStoredProgressEvent' && m.meeting_id === r.meetingId) {
           const now = Date.now();
-          for (let s = ackedUpTo + 1; s <= m.highest_contiguous_sequence!; s++) if (sentAt[s]) ackMs.push(now - sentAt[s]), acked++;
+          for (let s = ackedUpTo + 1; s <= m.highest_contiguous_sequence!; s++)
+            if (sentAt[s]) ackMs.push(now - sentAt[s]), acked++;
           ackedUpTo = Math.max(ackedUpTo, m.highest_contiguous_sequence!);
         }
       });
     });
     if (plan.mode === 'live') {
       ws.send(JSON.stringify({ type: 'hello', token: r.token, client_id: randomUUID() }));
-      ws.send(JSON.stringify({ type: 'StartRecordingCommand', meeting_id: r.meetingId, encoding: 'pcm_s16le', sample_rate: 16000 }));
+      ws.send(
+        JSON.stringify({
+          type: 'StartRecordingCommand',
+          meeting_id: r.meetingId,
+          encoding: 'pcm_s16le',
+          sample_rate: 16000,
+        }),
+      );
       // A take that does not start is a failed run, not a hang.
       await withTimeout(started, START_TIMEOUT_MS).catch((err: Error) => {
         ws.terminate();
-        throw new Error(`recording ${i} did not start within ${START_TIMEOUT_MS} ms (${err.message}); problems so far: ${JSON.stringify(problems)}`);
+        throw new Error(
+          `recording ${i} did not start within ${START_TIMEOUT_MS} ms (${err.message}); problems so far: ${JSON.stringify(problems)}`,
+        );
       });
     }
     // Recordings start spread over one segment period, as independent users' do: their segments
@@ -159,8 +177,13 @@ async function mlRole(): Promise<void> {
       if (req.method === 'POST') {
         const id = randomUUID();
         const { port } = server.address() as AddressInfo;
-        res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id, audio_url: `ws://127.0.0.1:${port}/streaming/${id}/audio` }));
-      } else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ drained: true, processed: 0, dropped: 0 }));
+        res
+          .writeHead(201, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ id, audio_url: `ws://127.0.0.1:${port}/streaming/${id}/audio` }));
+      } else
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ drained: true, processed: 0, dropped: 0 }));
     });
   });
   new WebSocketServer({ server, perMessageDeflate: false }).on('connection', (ws) => ws.on('message', () => undefined));

@@ -22,7 +22,18 @@ import { pathToFileURL } from 'node:url';
 import { sleep } from '@mi/lib/async';
 import { cpuByGroup, treeCpuMs, treeRssBytes } from './process-cpu';
 import type { LoadResult, Plan } from './live-roles';
-import { child, makeRecordings, pinRest, ROOT, SERVER_CORE, serverNode, startLive, startStack, stopChild, type Child } from './live-processes';
+import {
+  child,
+  makeRecordings,
+  pinRest,
+  ROOT,
+  SERVER_CORE,
+  serverNode,
+  startLive,
+  startStack,
+  stopChild,
+  type Child,
+} from './live-processes';
 import { memoryLine, processTable, row, type Measured } from './live-report';
 import { percentile, table, writeSection, type Row } from './report';
 
@@ -59,7 +70,8 @@ async function orchestrate(): Promise<void> {
   try {
     const { db, named } = stack;
     const env = { ...stack.env, LIVE_WORKERS: String(workers) };
-    const run = async (n: number, mode: 'live' | 'bare', secs = seconds, change?: Change) => measure(n, mode, await makeRecordings(db, n), secs, env, dir, { pinned, named, node, change });
+    const run = async (n: number, mode: 'live' | 'bare', secs = seconds, change?: Change) =>
+      measure(n, mode, await makeRecordings(db, n), secs, env, dir, { pinned, named, node, change });
 
     // A first, unreported round warms up the emulators, the JIT and the caches.
     await run(WARM_UP_RECORDINGS, 'live', 5);
@@ -80,7 +92,12 @@ async function orchestrate(): Promise<void> {
       const bareMedian = percentile(bare, 50);
       const changeRows: Row[] = CHANGES.map((c) => {
         const v = percentile(cpu.get(c)!, 50);
-        return { build: c.name, 'server CPU/frame (median)': `${(v * 1000).toFixed(0)} µs`, 'vs as built': (v / base).toFixed(2), 'vs bare ws': (v / bareMedian).toFixed(2) };
+        return {
+          build: c.name,
+          'server CPU/frame (median)': `${(v * 1000).toFixed(0)} µs`,
+          'vs as built': (v / base).toFixed(2),
+          'vs bare ws': (v / bareMedian).toFixed(2),
+        };
       });
       const body = [
         `${n} recordings for ${seconds} s, the server pinned as in "Live"; each build ${CHANGE_ROUNDS} times in alternating rounds (medians), each row undoing one change alone; the bare \`ws\` server measured in every round (${(bareMedian * 1000).toFixed(0)} µs/frame). Node ${nodeVersion}; ${stack.engineLabel}.`,
@@ -92,14 +109,16 @@ async function orchestrate(): Promise<void> {
       return;
     }
     const rows: Row[] = [];
-    const held = (m: Measured) => percentile(m.result.ackMs, 99) <= ACK_P99_MS && m.result.acked / m.result.sent >= MIN_DURABLE;
+    const held = (m: Measured) =>
+      percentile(m.result.ackMs, 99) <= ACK_P99_MS && m.result.acked / m.result.sent >= MIN_DURABLE;
     const measured = new Map<number, Measured>();
     const step = async (n: number) => {
       const live = await run(n, 'live');
       const bare = await run(n, 'bare');
       measured.set(n, live);
       rows.push(row(live, bare, held(live)));
-      if (Object.keys(live.result.problems).length) console.log(`${n} recordings: ${JSON.stringify(live.result.problems)}`);
+      if (Object.keys(live.result.problems).length)
+        console.log(`${n} recordings: ${JSON.stringify(live.result.problems)}`);
       console.log(table(rows.slice(-1)));
       return held(live);
     };
@@ -139,7 +158,9 @@ async function orchestrate(): Promise<void> {
       '',
       memoryLine([...measured.values()]),
       '',
-      at ? `Cost: ${((cpuPerFrame * 36_000) / 1000).toFixed(1)} vCPU-seconds of server CPU per recording-hour (CPU/frame at ${capacity} recordings × 36,000 frames); ${workers > 1 ? `an instance of ${workers} vCPU` : 'a core'} provisioned for ${capacity} recordings costs ${((3600 * workers) / capacity).toFixed(1)} vCPU-seconds per recording-hour.` : '',
+      at
+        ? `Cost: ${((cpuPerFrame * 36_000) / 1000).toFixed(1)} vCPU-seconds of server CPU per recording-hour (CPU/frame at ${capacity} recordings × 36,000 frames); ${workers > 1 ? `an instance of ${workers} vCPU` : 'a core'} provisioned for ${capacity} recordings costs ${((3600 * workers) / capacity).toFixed(1)} vCPU-seconds per recording-hour.`
+        : '',
       '',
       processTable(at, over),
     ].join('\n');
@@ -168,7 +189,10 @@ export async function measure(
   let server: Child;
   if (mode === 'live') {
     // As the container runs it: with the telemetry preload (Dockerfile CMD), unless a change leaves it out.
-    ({ server, port } = await startLive({ ...env, ...o.change?.env }, { nodeFlags, core, node: o.node, preload: o.change?.preload }));
+    ({ server, port } = await startLive(
+      { ...env, ...o.change?.env },
+      { nodeFlags, core, node: o.node, preload: o.change?.preload },
+    ));
   } else {
     server = child(['bare'], env, { core, node: o.node });
     port = (await server.line('ready')).ready as number;
@@ -178,7 +202,10 @@ export async function measure(
   const baseRss = treeRssBytes(pid);
   const planFile = path.join(dir, `plan-${mode}-${n}.json`);
   const wsUrl = `ws://127.0.0.1:${port}/ws`;
-  writeFileSync(planFile, JSON.stringify({ mode, seconds, recordings: recordings.map((r) => ({ ...r, wsUrl })) } satisfies Plan));
+  writeFileSync(
+    planFile,
+    JSON.stringify({ mode, seconds, recordings: recordings.map((r) => ({ ...r, wsUrl })) } satisfies Plan),
+  );
   const load = child(['load', planFile], env);
   await load.line('sending');
   const named = { ...o.named, server: pid, 'load generator': load.proc.pid };

@@ -17,7 +17,11 @@ function readProc(pid: number): Proc | null {
     const close = stat.lastIndexOf(')');
     const fields = stat.slice(close + 2).split(' ');
     // fields[0] is state (field 3): utime and stime are fields 14 and 15.
-    return { pid, comm: stat.slice(stat.indexOf('(') + 1, close), cpuMs: (Number(fields[11]) + Number(fields[12])) * TICK_MS };
+    return {
+      pid,
+      comm: stat.slice(stat.indexOf('(') + 1, close),
+      cpuMs: (Number(fields[11]) + Number(fields[12])) * TICK_MS,
+    };
   } catch {
     return null; // ended meanwhile
   }
@@ -33,7 +37,8 @@ function childrenOf(pid: number): number[] {
   }
   for (const t of tasks) {
     try {
-      for (const c of readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(' ')) if (c) out.push(Number(c));
+      for (const c of readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(' '))
+        if (c) out.push(Number(c));
     } catch {
       // the thread ended
     }
@@ -69,7 +74,9 @@ export function cpuByGroup(named: Record<string, number | undefined>, root = pro
   const groups = new Map<string, number>();
   // A named root may live outside this tree (a daemonized postmaster): its processes count too.
   const seen = new Set<number>();
-  const all = [...processTree(root), ...Object.values(named).flatMap((pid) => (pid ? processTree(pid) : []))].filter((p) => !seen.has(p.pid) && seen.add(p.pid));
+  const all = [...processTree(root), ...Object.values(named).flatMap((pid) => (pid ? processTree(pid) : []))].filter(
+    (p) => !seen.has(p.pid) && seen.add(p.pid),
+  );
   for (const p of all) {
     const group = owner.get(p.pid) ?? (p.pid === root ? 'bench orchestrator' : commGroup(p.comm));
     groups.set(group, (groups.get(group) ?? 0) + p.cpuMs);
@@ -79,7 +86,8 @@ export function cpuByGroup(named: Record<string, number | undefined>, root = pro
 
 function commGroup(comm: string): string {
   if (comm === 'postgres') return 'PostgreSQL';
-  if (comm === 'java' || comm.startsWith('python') || comm === 'cloud_firestore') return 'Pub/Sub + Firestore emulators';
+  if (comm === 'java' || comm.startsWith('python') || comm === 'cloud_firestore')
+    return 'Pub/Sub + Firestore emulators';
   return comm;
 }
 

@@ -19,7 +19,8 @@ export function percentile(values: number[], p: number): number {
 export const ms = (v: number) => `${v.toFixed(v < 10 ? 2 : 0)} ms`;
 
 export function writeSection(title: string, body: string, file = 'BENCHMARKS.md') {
-  const header = '# Benchmarks\n\nWritten by `npm run bench:*`; each section is replaced by its own run. Ratios compare against a baseline measured in the same run on the same machine.\n';
+  const header =
+    '# Benchmarks\n\nWritten by `npm run bench:*`; each section is replaced by its own run. Ratios compare against a baseline measured in the same run on the same machine.\n';
   const current = existsSync(file) ? readFileSync(file, 'utf8') : header;
   const machine = `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
   const section = `## ${title}\n\n_Run ${new Date().toISOString()} on ${machine}._\n\n${body.trim()}\n`;

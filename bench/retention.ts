@@ -14,7 +14,11 @@ const database = await createTestDatabase(engine.engine);
 const db = createDatabase(database.url, { max: 2 });
 
 const t0 = performance.now();
-await db.query('bench.users', `INSERT INTO app_user (username, email) SELECT 'u' || g, 'u' || g || '@bench.invalid' FROM generate_series(1, $1) g`, [USERS]);
+await db.query(
+  'bench.users',
+  `INSERT INTO app_user (username, email) SELECT 'u' || g, 'u' || g || '@bench.invalid' FROM generate_series(1, $1) g`,
+  [USERS],
+);
 // Spread over 72 hours: the oldest 24 h are past the 48 h retention.
 await db.query(
   'bench.outbox',

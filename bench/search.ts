@@ -28,13 +28,16 @@ const timed = timedWith(cpuClock);
 
 // Seeded, so every run measures the same words and queries (the SQL load uses setseed).
 let state = 20261124;
-const random = () => ((state = (state * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+const random = () => (state = (state * 1664525 + 1013904223) >>> 0) / 2 ** 32;
 // Pseudo-words of consonant + vowel syllables ending in a, o or u: stable under English stemming.
 const syllables = ['ba', 'ko', 'mu', 'ta', 'ri', 'no', 'pe', 'lu', 'sa', 'vo', 'di', 'gu', 'fa', 'zo', 'he', 'ju'];
 const words = new Set<string>();
 while (words.size < VOCABULARY) {
   const n = 2 + Math.floor(random() * 3);
-  words.add(Array.from({ length: n }, () => syllables[Math.floor(random() * syllables.length)]).join('') + ['a', 'o', 'u'][Math.floor(random() * 3)]);
+  words.add(
+    Array.from({ length: n }, () => syllables[Math.floor(random() * syllables.length)]).join('') +
+      ['a', 'o', 'u'][Math.floor(random() * 3)],
+  );
 }
 const vocabulary = [...words];
 
@@ -64,7 +67,10 @@ async function load(): Promise<{ userId: string; meetingId: string; loadMs: numb
          FROM app_user u CROSS JOIN generate_series(1, CASE WHEN u.id = $3 THEN $4::int ELSE 10 END) g`,
         [vocabulary, VOCABULARY, userId, meetingsOfUser],
       );
-      await tx.query('bench.transcriptions', `INSERT INTO transcription (meeting_id, status) SELECT id, 'completed' FROM meeting`);
+      await tx.query(
+        'bench.transcriptions',
+        `INSERT INTO transcription (meeting_id, status) SELECT id, 'completed' FROM meeting`,
+      );
       await tx.query(
         'bench.segments',
         `INSERT INTO transcript_segment (transcription_id, user_id, text, start_ms, end_ms)
@@ -88,14 +94,21 @@ async function load(): Promise<{ userId: string; meetingId: string; loadMs: numb
          FROM generate_series(1, 2000) g`,
         [vocabulary, VOCABULARY, userId],
       );
-      const { rows: meetings } = await tx.query<{ id: string }>('bench.a_meeting', 'SELECT id FROM meeting WHERE user_id = $1 ORDER BY start_time LIMIT 1', [userId]);
+      const { rows: meetings } = await tx.query<{ id: string }>(
+        'bench.a_meeting',
+        'SELECT id FROM meeting WHERE user_id = $1 ORDER BY start_time LIMIT 1',
+        [userId],
+      );
       return { userId, meetingId: meetings[0].id };
     }),
   );
   const [, { wall: indexMs }] = await timed(() =>
     db.withTransaction(async (tx) => {
       await tx.query('bench.index_memory', `SET LOCAL maintenance_work_mem = '1GB'`);
-      await tx.query('bench.create_gin', 'CREATE INDEX transcript_segment_user_id_text_search_idx ON transcript_segment USING gin (user_id, text_search)');
+      await tx.query(
+        'bench.create_gin',
+        'CREATE INDEX transcript_segment_user_id_text_search_idx ON transcript_segment USING gin (user_id, text_search)',
+      );
     }),
   );
   await db.query('bench.vacuum', 'VACUUM ANALYZE');
@@ -141,7 +154,11 @@ const bareLookup = (q: string) =>
 
 const loadBefore = os.loadavg()[0];
 const rows: Row[] = [];
-const stat = (samples: Sample[], key: keyof Sample, p: number) => percentile(samples.map((s) => s[key]), p);
+const stat = (samples: Sample[], key: keyof Sample, p: number) =>
+  percentile(
+    samples.map((s) => s[key]),
+    p,
+  );
 const cpu = (samples: Sample[], p: number) => (cpuClock ? ms(stat(samples, 'cpu', p)) : 'n/a');
 const worst = { wall: 0, cpu: 0 };
 const SORTS = ['relevance', 'recent'] as const;
@@ -161,7 +178,8 @@ for (const [tier, make] of Object.entries(TIERS)) {
       const f = { q, sort, limit: 50, ...(oneMeeting ? { meeting_id: meetingId } : {}) };
       const [page, t] = await timed(() => search(db, userId, f));
       service[sort].push(t);
-      if (page.next_cursor && tier.startsWith('common word (')) second[sort].push((await timed(() => search(db, userId, { ...f, cursor: page.next_cursor! })))[1]);
+      if (page.next_cursor && tier.startsWith('common word ('))
+        second[sort].push((await timed(() => search(db, userId, { ...f, cursor: page.next_cursor! })))[1]);
     }
   }
   for (const sort of SORTS) {
@@ -206,8 +224,22 @@ for (let i = 0; i < 10; i++) {
 // BENCH_EXPLAIN=1: the plan of one common-word first page of each sort, on stdout only.
 if (process.env.BENCH_EXPLAIN) {
   for (const sort of SORTS) {
-    const params = [userId, vocabulary[0], null, null, null, null, 51, HEADLINE_OPTIONS, ...Array(sort === 'relevance' ? 3 : 5).fill(null)];
-    const { rows: plan } = await db.query<{ 'QUERY PLAN': string }>('bench.explain', `EXPLAIN (ANALYZE, BUFFERS) ${searchSql(sort)}`, params);
+    const params = [
+      userId,
+      vocabulary[0],
+      null,
+      null,
+      null,
+      null,
+      51,
+      HEADLINE_OPTIONS,
+      ...Array(sort === 'relevance' ? 3 : 5).fill(null),
+    ];
+    const { rows: plan } = await db.query<{ 'QUERY PLAN': string }>(
+      'bench.explain',
+      `EXPLAIN (ANALYZE, BUFFERS) ${searchSql(sort)}`,
+      params,
+    );
     console.log(`sort=${sort}\n${plan.map((r) => r['QUERY PLAN']).join('\n')}`);
   }
 }

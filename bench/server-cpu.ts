@@ -19,7 +19,11 @@ export async function serverCpuClock(engine: TestEngine, db: Queryable): Promise
       return 0; // a process that just ended
     }
   };
-  const clock = () => readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').trim().split(' ').reduce((sum, pid) => sum + cpuNs(pid), 0) / 1e6;
+  const clock = () =>
+    readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8')
+      .trim()
+      .split(' ')
+      .reduce((sum, pid) => sum + cpuNs(pid), 0) / 1e6;
   clock();
   return clock;
 }

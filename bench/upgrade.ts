@@ -108,7 +108,12 @@ try {
   stops.push(stack.stop);
   const { env, db, named } = stack;
   const node = serverNode();
-  const load = async () => measure(RECORDINGS, 'live', await makeRecordings(db, RECORDINGS), SECONDS, env, dir, { pinned: false, named, node });
+  const load = async () =>
+    measure(RECORDINGS, 'live', await makeRecordings(db, RECORDINGS), SECONDS, env, dir, {
+      pinned: false,
+      named,
+      node,
+    });
   // A first, unreported round warms up the emulators, the JIT and the caches (as bench:live's).
   await measure(10, 'live', await makeRecordings(db, 10), 5, env, dir, { pinned: false, named, node });
   // Baseline: the same load, no upgrade.
@@ -125,7 +130,9 @@ try {
   const applyCpu = process.cpuUsage();
   const url = new URL(database.url);
   url.searchParams.set('application_name', APPLIER);
-  const result = await applySchema(url.toString(), { log: (l) => lines.push(`${((performance.now() - t) / 1000).toFixed(1)} s ${l.replace(/\s+/g, ' ').slice(0, 150)}`) });
+  const result = await applySchema(url.toString(), {
+    log: (l) => lines.push(`${((performance.now() - t) / 1000).toFixed(1)} s ${l.replace(/\s+/g, ' ').slice(0, 150)}`),
+  });
   const applyMs = performance.now() - t;
   const applyCpuMs = (process.cpuUsage(applyCpu).user + process.cpuUsage(applyCpu).system) / 1000;
   const longest = await watch.stop();
@@ -164,7 +171,9 @@ try {
     ...lines,
     '```',
   ].join('\n');
-  console.log(`\n${body}\n\nbench process CPU total ${((process.cpuUsage(cpu0).user + process.cpuUsage(cpu0).system) / 1e6).toFixed(0)} s`);
+  console.log(
+    `\n${body}\n\nbench process CPU total ${((process.cpuUsage(cpu0).user + process.cpuUsage(cpu0).system) / 1e6).toFixed(0)} s`,
+  );
   writeSection('Upgrade', body, path.join(import.meta.dirname, '..', 'BENCHMARKS.md'));
 } finally {
   for (const stop of stops.reverse()) await stop().catch(() => undefined);

@@ -13,7 +13,13 @@ import pgvector from 'pgvector';
 import { loadConfig } from '@mi/lib/config';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
 import { MAX_SUGGESTIONS, listSpeakerLabels } from '@mi/lib/repositories/speaker-label-list';
-import { EXACT_SETTINGS_SQL, VOICE_MATCH_SQL, WALK_SETTINGS_SQL, findVoiceMatches, voiceSearchSettings } from '@mi/lib/repositories/voice';
+import {
+  EXACT_SETTINGS_SQL,
+  VOICE_MATCH_SQL,
+  WALK_SETTINGS_SQL,
+  findVoiceMatches,
+  voiceSearchSettings,
+} from '@mi/lib/repositories/voice';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { ms, percentile, table, writeSection, type Row } from './report';
 import { serverCpuClock, timedWith, type Sample } from './server-cpu';
@@ -40,7 +46,7 @@ const suggestSettings = { ...settings, minSimilarity: config.VOICE_SUGGEST_MIN_S
 
 // Seeded, so every run measures the same vectors.
 let state = 20261124;
-const random = () => ((state = (state * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+const random = () => (state = (state * 1664525 + 1013904223) >>> 0) / 2 ** 32;
 const gaussian = () => Math.sqrt(-2 * Math.log(random() || 1e-12)) * Math.cos(2 * Math.PI * random());
 const unit = (v: number[]) => {
   const n = Math.hypot(...v);
@@ -65,7 +71,10 @@ const timed = timedWith(cpuClock);
 async function load(userId: string, vectors: number[][]): Promise<{ loadMs: number; buildMs: number }> {
   const [, { wall: loadMs }] = await timed(async () => {
     await db.query('bench.clear', 'DELETE FROM person'); // the other data set's people too
-    const { rows } = await db.query<{ def: string }>('bench.hnsw_def', `SELECT pg_get_indexdef('person_voice_vector_idx'::regclass) AS def`);
+    const { rows } = await db.query<{ def: string }>(
+      'bench.hnsw_def',
+      `SELECT pg_get_indexdef('person_voice_vector_idx'::regclass) AS def`,
+    );
     (load as { def?: string }).def ??= rows[0].def;
     await db.query('bench.drop_hnsw', 'DROP INDEX IF EXISTS person_voice_vector_idx');
     for (let offset = 0; offset < vectors.length; offset += 5000) {
@@ -152,13 +161,21 @@ const notes: string[] = [];
 const chosen = process.env.BENCH_DATA_SETS?.split(',') ?? Object.keys(DATA_SETS);
 for (const [name, make] of Object.entries(DATA_SETS).filter(([n]) => chosen.includes(n))) {
   // A user per data set: the service remembers per user whether the walk serves them.
-  const { rows: users } = await db.query<{ id: string }>('bench.user', `INSERT INTO app_user (username, email) VALUES ($1, $2) RETURNING id`, [name, `${randomUUID()}@bench.invalid`]);
+  const { rows: users } = await db.query<{ id: string }>(
+    'bench.user',
+    `INSERT INTO app_user (username, email) VALUES ($1, $2) RETURNING id`,
+    [name, `${randomUUID()}@bench.invalid`],
+  );
   const userId = users[0].id;
   const vectors = make();
   const { loadMs, buildMs } = await load(userId, vectors);
-  notes.push(`${name}: loading ${PEOPLE.toLocaleString('en')} people took ${(loadMs / 1000).toFixed(1)} s, building the HNSW index ${(buildMs / 1000).toFixed(1)} s.`);
+  notes.push(
+    `${name}: loading ${PEOPLE.toLocaleString('en')} people took ${(loadMs / 1000).toFixed(1)} s, building the HNSW index ${(buildMs / 1000).toFixed(1)} s.`,
+  );
   // A query is a new utterance of a known speaker: one of the vectors plus a little noise.
-  const queries = Array.from({ length: QUERIES }, () => pgvector.toSql(near(vectors[Math.floor(random() * vectors.length)], NOISE / 2)));
+  const queries = Array.from({ length: QUERIES }, () =>
+    pgvector.toSql(near(vectors[Math.floor(random() * vectors.length)], NOISE / 2)),
+  );
 
   const baseline: Sample[] = [];
   const service: Sample[] = [];
@@ -166,13 +183,17 @@ for (const [name, make] of Object.entries(DATA_SETS).filter(([n]) => chosen.incl
   const served: string[][] = [];
   for (const [i, q] of queries.entries()) {
     const exact = async () => {
-      const [ids, t] = await timed(() => topK(db, ['SET LOCAL enable_indexscan = off', 'SET LOCAL max_parallel_workers_per_gather = 0'], userId, q));
+      const [ids, t] = await timed(() =>
+        topK(db, ['SET LOCAL enable_indexscan = off', 'SET LOCAL max_parallel_workers_per_gather = 0'], userId, q),
+      );
       truth.push(ids);
       baseline.push(t);
     };
     // The service's plan, as POST /people/voice-matches runs it.
     const serve = async () => {
-      const [matches, t] = await timed(() => findVoiceMatches(db, userId, pgvector.fromSql(q) as number[], 10, settings));
+      const [matches, t] = await timed(() =>
+        findVoiceMatches(db, userId, pgvector.fromSql(q) as number[], 10, settings),
+      );
       served.push(matches.map((m) => m.person.id));
       service.push(t);
     };
@@ -180,8 +201,13 @@ for (const [name, make] of Object.entries(DATA_SETS).filter(([n]) => chosen.incl
     if (i % 2) await serve().then(exact);
     else await exact().then(serve);
   }
-  const stat = (samples: Sample[], key: keyof Sample, p: number) => percentile(samples.map((s) => s[key]), p);
-  const ratio = (samples: Sample[], key: keyof Sample) => `${(stat(samples, key, 50) / stat(baseline, key, 50)).toFixed(2)} / ${(stat(samples, key, 99) / stat(baseline, key, 99)).toFixed(2)}`;
+  const stat = (samples: Sample[], key: keyof Sample, p: number) =>
+    percentile(
+      samples.map((s) => s[key]),
+      p,
+    );
+  const ratio = (samples: Sample[], key: keyof Sample) =>
+    `${(stat(samples, key, 50) / stat(baseline, key, 50)).toFixed(2)} / ${(stat(samples, key, 99) / stat(baseline, key, 99)).toFixed(2)}`;
   const cpu = (samples: Sample[], p: number) => (cpuClock ? ms(stat(samples, 'cpu', p)) : 'n/a');
   const row = (plan: string, recall: string, samples: Sample[]): Row => ({
     'data set': name,
@@ -194,20 +220,29 @@ for (const [name, make] of Object.entries(DATA_SETS).filter(([n]) => chosen.incl
     'ratio to exact, wall p50 / p99': ratio(samples, 'wall'),
     'ratio to exact, CPU p50 / p99': cpuClock ? ratio(samples, 'cpu') : 'n/a',
   });
-  const recallOf = (results: string[][]) => results.reduce((s, ids, i) => s + ids.filter((id) => truth[i].includes(id)).length, 0) / (queries.length * 10);
+  const recallOf = (results: string[][]) =>
+    results.reduce((s, ids, i) => s + ids.filter((id) => truth[i].includes(id)).length, 0) / (queries.length * 10);
   rows.push(row('exact scan (serial)', '1.000', baseline));
 
   for (const ef of EF_SEARCH) {
     const samples: Sample[] = [];
     const results: string[][] = [];
     for (const q of queries) {
-      const [ids, t] = await timed(() => topK(db, [`SET LOCAL hnsw.ef_search = ${ef}`, `SET LOCAL hnsw.iterative_scan = strict_order`], userId, q));
+      const [ids, t] = await timed(() =>
+        topK(db, [`SET LOCAL hnsw.ef_search = ${ef}`, `SET LOCAL hnsw.iterative_scan = strict_order`], userId, q),
+      );
       results.push(ids);
       samples.push(t);
     }
     rows.push(row(`HNSW ef_search ${ef}`, recallOf(results).toFixed(3), samples));
   }
-  rows.push(row(`**service** (ef_search ${settings.efSearch}; exact scan below similarity ${settings.exactBelowSimilarity}, then for that user a while)`, recallOf(served).toFixed(3), service));
+  rows.push(
+    row(
+      `**service** (ef_search ${settings.efSearch}; exact scan below similarity ${settings.exactBelowSimilarity}, then for that user a while)`,
+      recallOf(served).toFixed(3),
+      service,
+    ),
+  );
 
   // GET /meetings/{id}/speaker-labels, alternating with its exact-scan baseline meeting by meeting.
   const meetings = await labelledMeetings(userId, vectors);
@@ -245,7 +280,11 @@ for (const [name, make] of Object.entries(DATA_SETS).filter(([n]) => chosen.incl
   const explain = (settingsSql: string, params: unknown[]) =>
     db.withTransaction(async (tx) => {
       await tx.query('bench.explain_settings', settingsSql, params);
-      const { rows: plan } = await tx.query('bench.explain', `EXPLAIN (VERBOSE, COSTS OFF) ${VOICE_MATCH_SQL}`, [userId, queries[0], 10]);
+      const { rows: plan } = await tx.query('bench.explain', `EXPLAIN (VERBOSE, COSTS OFF) ${VOICE_MATCH_SQL}`, [
+        userId,
+        queries[0],
+        10,
+      ]);
       return plan.map((r) => r['QUERY PLAN'] as string).join('\n');
     });
   const walkPlan = await explain(WALK_SETTINGS_SQL, [String(settings.efSearch)]);

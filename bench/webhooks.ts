@@ -29,7 +29,9 @@ const db = createDatabase(database.url, { max: 8 });
 const log = createLogger({ level: 'warn', name: 'bench' });
 
 // The receiver: a child process answering 204 to everything and counting.
-const receiver = fork(new URL('./webhook-receiver.ts', import.meta.url).pathname, [], { execArgv: ['--import', 'tsx'] });
+const receiver = fork(new URL('./webhook-receiver.ts', import.meta.url).pathname, [], {
+  execArgv: ['--import', 'tsx'],
+});
 const port = await new Promise<number>((resolve) => receiver.once('message', (m: { port: number }) => resolve(m.port)));
 const url = `http://127.0.0.1:${port}/hook`;
 const received = () =>
@@ -45,7 +47,12 @@ const { rows: users } = await db.query<{ id: string }>(
 );
 const quiet = users.pop()!.id; // the user without webhooks
 const perUser = Math.ceil(EVENTS / ENDPOINTS);
-for (const u of users) await appendEvents(db, u.id, Array.from({ length: perUser }, () => changed('tag', 'created', null, null)));
+for (const u of users)
+  await appendEvents(
+    db,
+    u.id,
+    Array.from({ length: perUser }, () => changed('tag', 'created', null, null)),
+  );
 await db.query(
   'bench.webhooks',
   `INSERT INTO webhook (user_id, url, event_types, secret) SELECT u, $2, ARRAY['*'], $3 FROM unnest($1::uuid[]) AS u`,
@@ -63,22 +70,31 @@ await dispatcher.stop();
 const wallMs = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
 const dispatchCpuS = (cpu.user + cpu.system) / 1e6;
-const { rows: logged } = await db.query<{ n: number }>('bench.logged', 'SELECT count(*)::int AS n FROM webhook_attempt WHERE status_code = 204');
+const { rows: logged } = await db.query<{ n: number }>(
+  'bench.logged',
+  'SELECT count(*)::int AS n FROM webhook_attempt WHERE status_code = 204',
+);
 
 const bareCpu0 = process.cpuUsage();
 let next = 0;
 const post = () =>
   new Promise<void>((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      res.resume();
-      res.on('end', resolve);
-    });
+    const req = http.request(
+      url,
+      { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        res.resume();
+        res.on('end', resolve);
+      },
+    );
     req.on('error', reject);
     req.end('{"type":"EntityChanged"}');
   });
-await Promise.all(Array.from({ length: 64 }, async () => {
-  while (next++ < total) await post();
-}));
+await Promise.all(
+  Array.from({ length: 64 }, async () => {
+    while (next++ < total) await post();
+  }),
+);
 const bare = process.cpuUsage(bareCpu0);
 const bareCpuS = (bare.user + bare.system) / 1e6;
 
@@ -98,7 +114,9 @@ for (let r = 0; r < ROUNDS; r++) {
   await db.query('bench.disable', 'UPDATE webhook SET enabled = false');
   without.push(await writeRound());
   await db.query('bench.enable', 'UPDATE webhook SET enabled = true');
-  const polling = [1, 2].map(() => startDispatcher({ db, log, env: 'test', pollMs: 1000, retrySchedule: [1], disableAfterSeconds: 3600 }));
+  const polling = [1, 2].map(() =>
+    startDispatcher({ db, log, env: 'test', pollMs: 1000, retrySchedule: [1], disableAfterSeconds: 3600 }),
+  );
   withHooks.push(await writeRound());
   await Promise.all(polling.map((d) => d.stop()));
 }

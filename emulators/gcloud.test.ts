@@ -65,7 +65,9 @@ describe.runIf(gcloudAvailable())('gcloud emulators', () => {
     // gcloud's launcher script exits at once when its Python interpreter is missing.
     process.env.CLOUDSDK_PYTHON = '/nonexistent/python3';
     try {
-      await expect(startPubsubEmulator({})).rejects.toThrow(/Pub\/Sub emulator exited with 127 .*\nOutput tail:\n.*nonexistent\/python3: not found/);
+      await expect(startPubsubEmulator({})).rejects.toThrow(
+        /Pub\/Sub emulator exited with 127 .*\nOutput tail:\n.*nonexistent\/python3: not found/,
+      );
     } finally {
       delete process.env.CLOUDSDK_PYTHON;
     }

@@ -97,7 +97,9 @@ async function launch(name: string, args: string[], port: number): Promise<Launc
     await sleep(250);
   }
   await stop();
-  throw new Error(`${name} emulator did not answer on port ${port} within ${READY_TIMEOUT_MS} ms.\nOutput tail:\n${tail}`);
+  throw new Error(
+    `${name} emulator did not answer on port ${port} within ${READY_TIMEOUT_MS} ms.\nOutput tail:\n${tail}`,
+  );
 }
 
 /**
@@ -166,7 +168,6 @@ function onPath(command: string): boolean {
     }
   });
 }
-
 
 /**
  * The emulator named by PUBSUB_EMULATOR_HOST / FIRESTORE_EMULATOR_HOST when it is set (stop()

@@ -63,9 +63,12 @@ function parentPid(pid: number): number | undefined {
 }
 
 // npm sets its process title, so its argv[0] reads "npm start" (one string, with the space).
-const isNpm = (argv: string[]) => ['npm', 'npx'].includes(path.basename(argv[0].split(' ')[0])) || argv.some((a) => /npm-cli\.js$|npx-cli\.js$/.test(a));
+const isNpm = (argv: string[]) =>
+  ['npm', 'npx'].includes(path.basename(argv[0].split(' ')[0])) ||
+  argv.some((a) => /npm-cli\.js$|npx-cli\.js$/.test(a));
 const isLauncher = (argv: string[]) =>
-  (['sh', 'bash', 'dash'].includes(path.basename(argv[0])) && argv[1] === '-c') || argv.some((a) => /(^|\/)tsx(\/dist\/cli\.m?js)?$/.test(a));
+  (['sh', 'bash', 'dash'].includes(path.basename(argv[0])) && argv[1] === '-c') ||
+  argv.some((a) => /(^|\/)tsx(\/dist\/cli\.m?js)?$/.test(a));
 
 /** Alive and not a zombie (an exited child its parent has not reaped yet). */
 function running(pid: number): boolean {

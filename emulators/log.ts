@@ -17,7 +17,8 @@ export function createStackLogger(
   destination: NodeJS.WritableStream = process.stdout,
 ): { log: Logger; format: LogFormat } {
   const format = logFormat(env);
-  if (format === 'json') return { log: createLogger({ level, name: 'local-stack', project: env.GOOGLE_CLOUD_PROJECT }), format };
+  if (format === 'json')
+    return { log: createLogger({ level, name: 'local-stack', project: env.GOOGLE_CLOUD_PROJECT }), format };
   const stream = pretty({
     colorize: process.stdout.isTTY && destination === process.stdout,
     destination,
@@ -26,7 +27,9 @@ export function createStackLogger(
     // Dots in a key are escaped: pino-pretty reads an unescaped dot as a nested path. trace_id
     // stays (a request's lines are found by it in the local OTLP receiver or Cloud Trace); the
     // Cloud Logging keys repeat it.
-    ignore: ['pid', 'hostname', 'service', 'name', TRACE_KEY, SPAN_KEY, 'logging.googleapis.com/trace_sampled'].map((k) => k.replaceAll('.', '\\.')).join(','),
+    ignore: ['pid', 'hostname', 'service', 'name', TRACE_KEY, SPAN_KEY, 'logging.googleapis.com/trace_sampled']
+      .map((k) => k.replaceAll('.', '\\.'))
+      .join(','),
     singleLine: true,
     sync: true, // lines appear in order with the child processes' output, and none is lost at exit
   });

@@ -86,7 +86,13 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
       else socket.destroy();
     });
     await listenOn(server, 'CORE_PORT', config.CORE_PORT, config.HOST);
-    stops.push(() => new Promise((r) => { server.close(r); server.closeAllConnections(); }));
+    stops.push(
+      () =>
+        new Promise((r) => {
+          server.close(r);
+          server.closeAllConnections();
+        }),
+    );
     const port = (server.address() as AddressInfo).port;
     const url = `http://localhost:${port}`;
     // ML_SERVICE_URL set: the ML team's own service takes the live and batch paths; no stand-in runs.
@@ -98,7 +104,8 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
       ['FIRESTORE_EMULATOR_PORT', config.FIRESTORE_EMULATOR_PORT, vars.FIRESTORE_EMULATOR_HOST],
       ['STORAGE_EMULATOR_PORT', config.STORAGE_EMULATOR_PORT, vars.STORAGE_EMULATOR_HOST],
     ] as const;
-    for (const [variable, p, host] of emulatorPorts) if (!host && p !== 0) await ensurePortFree(variable, p, '127.0.0.1');
+    for (const [variable, p, host] of emulatorPorts)
+      if (!host && p !== 0) await ensurePortFree(variable, p, '127.0.0.1');
 
     const signerFile = vars.STORAGE_SIGNER_KEY_FILE ?? path.join(dataDir, 'gcs-signer.json');
     const signer = loadOrCreateSignerKey(signerFile);
@@ -112,32 +119,58 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
       );
       overrides = { bus: createMemoryBus(), coordination: createMemoryCoordination(), flags: createStaticFlags() };
     }
-    log.info({ data_dir: dataDir, port }, `starting the local stack on ${url} (the gcloud emulators take up to a minute)`);
+    log.info(
+      { data_dir: dataDir, port },
+      `starting the local stack on ${url} (the gcloud emulators take up to a minute)`,
+    );
 
     // The slow parts at once: the Java emulators, our GCS emulator, the database and its schema.
     // Each stop is registered as soon as its part is up, so a failure elsewhere stops it too.
     const started = await Promise.allSettled([
       !overrides && !vars.PUBSUB_EMULATOR_HOST
-        ? step('Pub/Sub emulator started', () => startPubsubEmulator({ port: config.PUBSUB_EMULATOR_PORT, dataDir: path.join(dataDir, 'pubsub') }), (e) => ({ host: e.host })).then((e) => {
+        ? step(
+            'Pub/Sub emulator started',
+            () => startPubsubEmulator({ port: config.PUBSUB_EMULATOR_PORT, dataDir: path.join(dataDir, 'pubsub') }),
+            (e) => ({ host: e.host }),
+          ).then((e) => {
             stops.push(e.stop);
             vars.PUBSUB_EMULATOR_HOST = e.host;
           })
         : undefined,
       !overrides && !vars.FIRESTORE_EMULATOR_HOST
-        ? step('Firestore emulator started', () => startFirestoreEmulator({ port: config.FIRESTORE_EMULATOR_PORT }), (e) => ({ host: e.host })).then((e) => {
+        ? step(
+            'Firestore emulator started',
+            () => startFirestoreEmulator({ port: config.FIRESTORE_EMULATOR_PORT }),
+            (e) => ({ host: e.host }),
+          ).then((e) => {
             stops.push(e.stop);
             vars.FIRESTORE_EMULATOR_HOST = e.host;
           })
         : undefined,
       !vars.STORAGE_EMULATOR_HOST
-        ? step('GCS emulator started', () => startGcsEmulator({ port: config.STORAGE_EMULATOR_PORT, dataDir: path.join(dataDir, 'gcs'), trustedKeys: [signer] }), (e) => ({ url: e.url })).then((e) => {
+        ? step(
+            'GCS emulator started',
+            () =>
+              startGcsEmulator({
+                port: config.STORAGE_EMULATOR_PORT,
+                dataDir: path.join(dataDir, 'gcs'),
+                trustedKeys: [signer],
+              }),
+            (e) => ({ url: e.url }),
+          ).then((e) => {
             stops.push(e.stop);
             vars.STORAGE_EMULATOR_HOST = e.url;
           })
         : undefined,
-      step(config.DATABASE_URL ? 'database connected (DATABASE_URL)' : 'embedded database (PGlite) opened', () => openDatabase(config)).then(async (database) => {
+      step(config.DATABASE_URL ? 'database connected (DATABASE_URL)' : 'embedded database (PGlite) opened', () =>
+        openDatabase(config),
+      ).then(async (database) => {
         stops.push(database.close);
-        await step('schema applied', () => applySchema(database.url, { log: (line) => log.debug(line) }), (r) => ({ statements: r.applied ? r.statements.length : 0 }));
+        await step(
+          'schema applied',
+          () => applySchema(database.url, { log: (line) => log.debug(line) }),
+          (r) => ({ statements: r.applied ? r.statements.length : 0 }),
+        );
         return database;
       }),
     ]);
@@ -153,7 +186,10 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
       await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
       await rt.bus.ensureTopic(config.PUBSUB_TOPIC_RECORDING_FINALIZED);
       // The ML's work queue exists from the start, as Terraform makes it: nothing finalized waits on the ML being up.
-      await rt.bus.ensureQueue(config.PUBSUB_TOPIC_RECORDING_FINALIZED, mlBatchSubscription(config.PUBSUB_TOPIC_RECORDING_FINALIZED));
+      await rt.bus.ensureQueue(
+        config.PUBSUB_TOPIC_RECORDING_FINALIZED,
+        mlBatchSubscription(config.PUBSUB_TOPIC_RECORDING_FINALIZED),
+      );
       return rt;
     });
 
@@ -164,7 +200,9 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     // The local stack's front door is the developer console.
     app.get('/', (c) => c.redirect('/console', 302));
     // The live service's AsyncAPI document, beside the REST API's /openapi.json.
-    app.get('/asyncapi.json', (c) => c.json(asyncApiDocument({ host: c.req.header('host') ?? new URL(url).host, protocol: 'ws' })));
+    app.get('/asyncapi.json', (c) =>
+      c.json(asyncApiDocument({ host: c.req.header('host') ?? new URL(url).host, protocol: 'ws' })),
+    );
     // The published core ↔ ML contract, as the live service serves it.
     for (const [docPath, doc] of Object.entries(mlContractDocuments())) app.get(docPath, (c) => c.json(doc as object));
     // Requests go to the app from here on (the fake ML calls it back while starting); /healthz
@@ -172,15 +210,23 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     const appListener = getRequestListener(app.fetch);
     const starting = handler;
     let ready = false;
-    handler = (req, res) => (!ready && req.url?.split('?')[0] === '/healthz' ? starting(req, res) : appListener(req, res));
+    handler = (req, res) =>
+      !ready && req.url?.split('?')[0] === '/healthz' ? starting(req, res) : appListener(req, res);
 
     let mlUrl: string;
     if (externalMl) {
       mlUrl = externalMl;
-      if (overrides) log.warn('ML_SERVICE_URL: the in-process Pub/Sub substitute cannot reach another process; the ML service gets no recording.finalized (install gcloud, README)');
+      if (overrides)
+        log.warn(
+          'ML_SERVICE_URL: the in-process Pub/Sub substitute cannot reach another process; the ML service gets no recording.finalized (install gcloud, README)',
+        );
       log.info({ url: mlUrl }, 'using the ML service at ML_SERVICE_URL (no fake ML, no fake batch worker)');
     } else {
-      const ml = await step('fake ML service started', () => startFakeMl({ port: config.ML_PORT, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config, log }), (m) => ({ url: m.url }));
+      const ml = await step(
+        'fake ML service started',
+        () => startFakeMl({ port: config.ML_PORT, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config, log }),
+        (m) => ({ url: m.url }),
+      );
       stops.push(ml.stop);
       mlUrl = ml.url;
     }
@@ -205,7 +251,13 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
       GOOGLE_CLOUD_PROJECT: config.GOOGLE_CLOUD_PROJECT,
       PUBSUB_TOPIC_RECORDING_FINALIZED: config.PUBSUB_TOPIC_RECORDING_FINALIZED,
     };
-    writeStackEnv(dataDir, { ...vars, ...forMl, DATABASE_URL: database.url, CORE_PORT: String(port), ML_SERVICE_URL: mlUrl });
+    writeStackEnv(dataDir, {
+      ...vars,
+      ...forMl,
+      DATABASE_URL: database.url,
+      CORE_PORT: String(port),
+      ML_SERVICE_URL: mlUrl,
+    });
     const addresses = {
       url,
       console: `${url}/console`,
@@ -235,12 +287,19 @@ function readyBanner(a: Record<string, string>, seconds: string): string {
     ['API docs', a.docs],
     ['WebSocket', a.ws],
     ['ML', a.ml],
-    ['storage', `${a.storage}   gcloud storage: CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=${a.storage.replace(/\/?$/, '/')} (README)`],
+    [
+      'storage',
+      `${a.storage}   gcloud storage: CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=${a.storage.replace(/\/?$/, '/')} (README)`,
+    ],
     ['Pub/Sub', a.pubsub],
     ['Firestore', a.firestore],
     ['data', a.data_dir],
   ];
-  return [`local stack ready in ${seconds} s`, ...rows.map(([k, v]) => `    ${k.padEnd(10)} ${v}`), '    Ctrl-C stops everything'].join('\n');
+  return [
+    `local stack ready in ${seconds} s`,
+    ...rows.map(([k, v]) => `    ${k.padEnd(10)} ${v}`),
+    '    Ctrl-C stops everything',
+  ].join('\n');
 }
 
 /** Listens, or fails naming the variable that chose the port. */
@@ -259,7 +318,13 @@ async function ensurePortFree(variable: string, port: number, host: string): Pro
 
 function portError(variable: string, port: number, host: string, err: NodeJS.ErrnoException): Error {
   const why =
-    err.code === 'EADDRINUSE' ? 'is already in use (another `npm start`?)' : err.code === 'EACCES' ? 'needs privileges (ports below 1024)' : err.code === 'EADDRNOTAVAIL' ? `is not available: HOST=${host} is not an address of this machine` : `cannot be used: ${err.message}`;
+    err.code === 'EADDRINUSE'
+      ? 'is already in use (another `npm start`?)'
+      : err.code === 'EACCES'
+        ? 'needs privileges (ports below 1024)'
+        : err.code === 'EADDRNOTAVAIL'
+          ? `is not available: HOST=${host} is not an address of this machine`
+          : `cannot be used: ${err.message}`;
   return new ConfigError([`${variable}: port ${port} on ${host} ${why}; set ${variable} to a free port (0: any)`]);
 }
 
@@ -269,9 +334,23 @@ function portError(variable: string, port: number, host: string, err: NodeJS.Err
  * `source .data/local-stack.env; npx functions-framework --target=api --source=functions/dist`.
  */
 function writeStackEnv(dataDir: string, vars: Record<string, string | undefined>) {
-  const keys = ['APP_ENV', 'DATABASE_URL', 'PUBSUB_EMULATOR_HOST', 'FIRESTORE_EMULATOR_HOST', 'STORAGE_EMULATOR_HOST', 'STORAGE_SIGNER_KEY_FILE', 'STORAGE_BUCKET', 'ML_SERVICE_URL', 'IDENTITY_SECRET_KEY', 'SERVICE_AUTH_TOKEN', 'AUDIO_URL_SIGNING_KEY',
-    'CORE_URL', 'PUBSUB_TOPIC_RECORDING_FINALIZED'];
-  const http = (host: string | undefined) => host && (/^https?:\/\//.test(host) ? host : `http://${host}`).replace(/\/?$/, '/');
+  const keys = [
+    'APP_ENV',
+    'DATABASE_URL',
+    'PUBSUB_EMULATOR_HOST',
+    'FIRESTORE_EMULATOR_HOST',
+    'STORAGE_EMULATOR_HOST',
+    'STORAGE_SIGNER_KEY_FILE',
+    'STORAGE_BUCKET',
+    'ML_SERVICE_URL',
+    'IDENTITY_SECRET_KEY',
+    'SERVICE_AUTH_TOKEN',
+    'AUDIO_URL_SIGNING_KEY',
+    'CORE_URL',
+    'PUBSUB_TOPIC_RECORDING_FINALIZED',
+  ];
+  const http = (host: string | undefined) =>
+    host && (/^https?:\/\//.test(host) ? host : `http://${host}`).replace(/\/?$/, '/');
   const all: Record<string, string | undefined> = {
     ...Object.fromEntries(keys.map((k) => [k, vars[k]])),
     // gcloud's own overrides: `gcloud storage ls`, `gcloud pubsub topics list` reach the emulators.
@@ -284,6 +363,8 @@ function writeStackEnv(dataDir: string, vars: Record<string, string | undefined>
     CLOUDSDK_CORE_PROJECT: vars.GOOGLE_CLOUD_PROJECT ?? 'local-project',
   };
   const quote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`;
-  const lines = Object.entries(all).filter(([, v]) => v).map(([k, v]) => `export ${k}=${quote(v!)}`);
+  const lines = Object.entries(all)
+    .filter(([, v]) => v)
+    .map(([k, v]) => `export ${k}=${quote(v!)}`);
   writeFileSync(path.join(dataDir, 'local-stack.env'), `${lines.join('\n')}\n`, { mode: 0o600 });
 }

@@ -19,7 +19,13 @@ import { DomainError } from '@mi/lib/errors';
 import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
 import type { Coordination } from '@mi/lib/adapters/coordination';
 import { SERVICE } from '@mi/lib/domain/actor';
-import { claimForFinalize, dueTakes, reclaimStale, releaseClaim, type FinalizeDeps } from '@mi/lib/repositories/finalize';
+import {
+  claimForFinalize,
+  dueTakes,
+  reclaimStale,
+  releaseClaim,
+  type FinalizeDeps,
+} from '@mi/lib/repositories/finalize';
 import { idleTakes, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/repositories/recordings';
 import { resumeErasures } from '@mi/lib/use-cases/account';
 import { pruneExpired } from '@mi/lib/repositories/retention';
@@ -62,7 +68,19 @@ export interface SweepCounts {
 const STALE_FINALIZING_MS = 10 * 60_000;
 const ERASURE_MIN_AGE_MS = 60_000;
 
-export const NO_COUNTS: SweepCounts = { stopped: 0, finalized: 0, degraded: 0, failed: 0, republished: 0, prunedEvents: 0, prunedIdempotencyRecords: 0, prunedWebhookAttempts: 0, erasuresFinished: 0, erasuresPending: 0, purgedMeetings: 0 };
+export const NO_COUNTS: SweepCounts = {
+  stopped: 0,
+  finalized: 0,
+  degraded: 0,
+  failed: 0,
+  republished: 0,
+  prunedEvents: 0,
+  prunedIdempotencyRecords: 0,
+  prunedWebhookAttempts: 0,
+  erasuresFinished: 0,
+  erasuresPending: 0,
+  purgedMeetings: 0,
+};
 
 export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promise<SweepCounts> {
   const counts: SweepCounts = { ...NO_COUNTS };
@@ -78,12 +96,23 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
       const message = await finalizeTake(rt satisfies FinalizeDeps, rec);
       if (!message) return;
       const trace = traceIdOf(rec.trace_context);
-      rt.log.info({ meeting_id: rec.meeting_id, audio_version: rec.audio_version, is_degraded: message.is_degraded, ...(trace && { trace_id: trace }) }, 'take finalized');
+      rt.log.info(
+        {
+          meeting_id: rec.meeting_id,
+          audio_version: rec.audio_version,
+          is_degraded: message.is_degraded,
+          ...(trace && { trace_id: trace }),
+        },
+        'take finalized',
+      );
       counts.finalized++;
       if (message.is_degraded) counts.degraded++;
     } catch (err) {
       counts.failed++;
-      rt.log.warn({ err: String(err), meeting_id: rec.meeting_id, audio_version: rec.audio_version }, 'sweep: finalize failed; the next pass retries');
+      rt.log.warn(
+        { err: String(err), meeting_id: rec.meeting_id, audio_version: rec.audio_version },
+        'sweep: finalize failed; the next pass retries',
+      );
       await releaseClaim(rt.db, rec).catch(() => undefined);
     }
   };
@@ -108,13 +137,22 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
  * OWNER_STALE_SECONDS + RECORDING_DISCONNECT_GRACE_SECONDS, whose lease nobody holds, lost its
  * owner and was not resumed within the grace: it is stopped with reason connection_closed.
  */
-async function stopOrphanedTakes(rt: SweepRuntime, leases: Pick<Coordination, 'get'> | undefined, batch: number): Promise<number> {
+async function stopOrphanedTakes(
+  rt: SweepRuntime,
+  leases: Pick<Coordination, 'get'> | undefined,
+  batch: number,
+): Promise<number> {
   const idleSeconds = OWNER_STALE_SECONDS + rt.config.RECORDING_DISCONNECT_GRACE_SECONDS;
   const idle = await idleTakes(rt.db, idleSeconds, batch);
   let stopped = 0;
   for (const take of idle) {
     if (leases && (await leases.get(recordingLeaseKey(take.meeting_id, take.audio_version)))) continue;
-    const input = { meetingId: take.meeting_id, audioVersion: take.audio_version, idleSeconds, gapUploadDeadlineSeconds: rt.config.RECORDING_GAP_UPLOAD_DEADLINE_SECONDS };
+    const input = {
+      meetingId: take.meeting_id,
+      audioVersion: take.audio_version,
+      idleSeconds,
+      gapUploadDeadlineSeconds: rt.config.RECORDING_GAP_UPLOAD_DEADLINE_SECONDS,
+    };
     if (await runUseCase(rt, SERVICE, stopOrphanedTake, input)) stopped++;
   }
   return stopped;

@@ -29,7 +29,9 @@ describe('retry', () => {
 
   it('should stop at once when giveUp says so', async () => {
     const f = failing(10);
-    await expect(retry(f.fn, { steps: [1], giveUp: (err) => (err as Error).message === 'failure 2' })).rejects.toThrow('failure 2');
+    await expect(retry(f.fn, { steps: [1], giveUp: (err) => (err as Error).message === 'failure 2' })).rejects.toThrow(
+      'failure 2',
+    );
     expect(f.calls()).toBe(2);
   });
 });

@@ -20,10 +20,11 @@ export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
 }
 
 /** Waits for `p` at most `ms`, whatever its outcome: for shutdown steps that must not hold the rest up. */
-export const settleWithin = (p: Promise<unknown>, ms: number): Promise<void> => withTimeout(p, ms).then(
-  () => undefined,
-  () => undefined,
-);
+export const settleWithin = (p: Promise<unknown>, ms: number): Promise<void> =>
+  withTimeout(p, ms).then(
+    () => undefined,
+    () => undefined,
+  );
 
 /**
  * The delay before retry `attempt` (0-based): the table's step, capped at its last entry, with

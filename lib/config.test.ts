@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, deriveTestSigningKey, loadConfig } from './config';
 
-const base = { IDENTITY_SECRET_KEY: 'identity-secret-0123456789', SERVICE_AUTH_TOKEN: 'service-token-0123456789', AUDIO_URL_SIGNING_KEY: 'audio-signing-key-0123456789' };
+const base = {
+  IDENTITY_SECRET_KEY: 'identity-secret-0123456789',
+  SERVICE_AUTH_TOKEN: 'service-token-0123456789',
+  AUDIO_URL_SIGNING_KEY: 'audio-signing-key-0123456789',
+};
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -62,22 +66,42 @@ describe('config', () => {
   });
 
   it('should not default the Pub/Sub emulator in production', () => {
-    const c = loadConfig({ ...base, APP_ENV: 'production', IDENTITY_JWKS_URL: 'https://id.example.com/jwks', IDENTITY_ISSUER: 'https://id.example.com' });
+    const c = loadConfig({
+      ...base,
+      APP_ENV: 'production',
+      IDENTITY_JWKS_URL: 'https://id.example.com/jwks',
+      IDENTITY_ISSUER: 'https://id.example.com',
+    });
     expect(c.PUBSUB_EMULATOR_HOST).toBeUndefined();
   });
 
   it('should name the variable and the problem for bad values, all at once', () => {
-    const problems = problemsOf({ ...base, CORE_PORT: 'abc', RECORDING_SEGMENT_TARGET_MS: '-5', LOG_LEVEL: 'loud', APP_ENV: 'prod' });
-    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['APP_ENV', 'CORE_PORT', 'LOG_LEVEL', 'RECORDING_SEGMENT_TARGET_MS']);
-    expect(problemsOf({ ...base, ML_SEGMENT_FEATURE_DIMENSIONS: '256' })[0]).toMatch(/^ML_SEGMENT_FEATURE_DIMENSIONS: must be 192/);
+    const problems = problemsOf({
+      ...base,
+      CORE_PORT: 'abc',
+      RECORDING_SEGMENT_TARGET_MS: '-5',
+      LOG_LEVEL: 'loud',
+      APP_ENV: 'prod',
+    });
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual([
+      'APP_ENV',
+      'CORE_PORT',
+      'LOG_LEVEL',
+      'RECORDING_SEGMENT_TARGET_MS',
+    ]);
+    expect(problemsOf({ ...base, ML_SEGMENT_FEATURE_DIMENSIONS: '256' })[0]).toMatch(
+      /^ML_SEGMENT_FEATURE_DIMENSIONS: must be 192/,
+    );
   });
 
   it('should refuse to start without AUDIO_URL_SIGNING_KEY outside APP_ENV=test', () => {
     const { AUDIO_URL_SIGNING_KEY: _, ...noKey } = base;
-    expect(problemsOf({ ...noKey, APP_ENV: 'development' })).toContain('AUDIO_URL_SIGNING_KEY: required when APP_ENV=development');
-    expect(problemsOf({ ...noKey, APP_ENV: 'staging', IDENTITY_JWKS_URL: 'https://x.example/jwks', IDENTITY_ISSUER: 'x' })).toContain(
-      'AUDIO_URL_SIGNING_KEY: required when APP_ENV=staging',
+    expect(problemsOf({ ...noKey, APP_ENV: 'development' })).toContain(
+      'AUDIO_URL_SIGNING_KEY: required when APP_ENV=development',
     );
+    expect(
+      problemsOf({ ...noKey, APP_ENV: 'staging', IDENTITY_JWKS_URL: 'https://x.example/jwks', IDENTITY_ISSUER: 'x' }),
+    ).toContain('AUDIO_URL_SIGNING_KEY: required when APP_ENV=staging');
   });
 
   it('should derive the key from the service token through HMAC in test, with a warning, never the token itself', () => {
@@ -95,14 +119,16 @@ describe('config', () => {
   });
 
   it('should refuse a signing key equal to the service token', () => {
-    expect(problemsOf({ ...base, AUDIO_URL_SIGNING_KEY: base.SERVICE_AUTH_TOKEN })).toContain('AUDIO_URL_SIGNING_KEY: must not be the service token (SERVICE_AUTH_TOKEN)');
+    expect(problemsOf({ ...base, AUDIO_URL_SIGNING_KEY: base.SERVICE_AUTH_TOKEN })).toContain(
+      'AUDIO_URL_SIGNING_KEY: must not be the service token (SERVICE_AUTH_TOKEN)',
+    );
     expect(problemsOf({ ...base, APP_ENV: 'test', AUDIO_URL_SIGNING_KEY: base.SERVICE_AUTH_TOKEN }).length).toBe(1);
   });
 
   it('should require the identity settings of the environment', () => {
-    expect(problemsOf({ SERVICE_AUTH_TOKEN: base.SERVICE_AUTH_TOKEN, AUDIO_URL_SIGNING_KEY: base.AUDIO_URL_SIGNING_KEY })).toContain(
-      'IDENTITY_SECRET_KEY: required when APP_ENV=development (HS256 user tokens)',
-    );
+    expect(
+      problemsOf({ SERVICE_AUTH_TOKEN: base.SERVICE_AUTH_TOKEN, AUDIO_URL_SIGNING_KEY: base.AUDIO_URL_SIGNING_KEY }),
+    ).toContain('IDENTITY_SECRET_KEY: required when APP_ENV=development (HS256 user tokens)');
     const prod = problemsOf({ ...base, APP_ENV: 'production' });
     expect(prod).toContain('IDENTITY_JWKS_URL: required when APP_ENV=production');
     expect(prod).toContain('IDENTITY_ISSUER: required when APP_ENV=production');

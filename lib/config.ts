@@ -28,9 +28,20 @@ export const configSchema = z.object({
   // The SDK's own variable: extra resource attributes, key=value pairs separated by commas (values URL-encoded).
   OTEL_RESOURCE_ATTRIBUTES: z
     .string()
-    .transform((s) => s.split(',').map((p) => p.trim()).filter(Boolean))
+    .transform((s) =>
+      s
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.string().regex(/^[^=\s]+=[^=]*$/, 'must be key=value pairs separated by commas')))
-    .transform((pairs) => Object.fromEntries(pairs.map((p) => p.split('=').map((x) => decodeURIComponent(x.trim())))) as Record<string, string>)
+    .transform(
+      (pairs) =>
+        Object.fromEntries(pairs.map((p) => p.split('=').map((x) => decodeURIComponent(x.trim())))) as Record<
+          string,
+          string
+        >,
+    )
     .optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   // Read by the local stack's logger (emulators/log.ts); the deployed services always write JSON.
@@ -39,7 +50,10 @@ export const configSchema = z.object({
   CORE_PORT: int(4002, 0).pipe(z.number().max(65535)),
   // The interface the local stack listens on (its development token endpoint mints any user).
   HOST: z.string().min(1).default('127.0.0.1'),
-  STORAGE_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/, 'must be a valid bucket name').default('local-audio'),
+  STORAGE_BUCKET: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/, 'must be a valid bucket name')
+    .default('local-audio'),
   DATA_DIR: z.string().min(1).default('.data'),
   PUBLIC_BASE_URL: z.string().url().optional(),
   GOOGLE_CLOUD_PROJECT: z.string().min(1).default('local-project'),
@@ -59,8 +73,20 @@ export const configSchema = z.object({
   // Comma list of browser origins allowed to call the API (CORS).
   CORS_ALLOWED_ORIGINS: z
     .string()
-    .transform((s) => s.split(',').map((o) => o.trim()).filter(Boolean))
-    .pipe(z.array(z.string().url().refine((o) => new URL(o).origin === o, 'must be an origin: scheme://host[:port], nothing after')))
+    .transform((s) =>
+      s
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z.array(
+        z
+          .string()
+          .url()
+          .refine((o) => new URL(o).origin === o, 'must be an origin: scheme://host[:port], nothing after'),
+      ),
+    )
     .optional(),
   FEATURE_FLAGS_CACHE_SECONDS: num(30),
   // Outbox events are kept this long (replay by last_seq is promised for 24 h).
@@ -96,7 +122,12 @@ export const configSchema = z.object({
   // broadcast: to one topic every instance reads (the design before; bench:fanout's baseline).
   EVENT_FANOUT: z.enum(['targeted', 'broadcast']).default('targeted'),
   // Processes of the Cloud Run entry (run-services/live/server.ts), each a full live instance; 1: no fork.
-  LIVE_WORKERS: z.coerce.number().int().min(1).max(64).default(() => availableParallelism()),
+  LIVE_WORKERS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(() => availableParallelism()),
   // Recording (core)
   RECORDING_SEGMENT_TARGET_MS: int(2000, 100),
   RECORDING_PROGRESS_EVERY_FRAMES: int(100, 1),
@@ -118,7 +149,11 @@ export const configSchema = z.object({
   ML_TALKING_POINT_CADENCE_SECONDS: num(30),
   ML_TASK_CADENCE_SEGMENTS: int(12, 1),
   ML_SEGMENT_FEATURE_MAX_PER_SPEAKER: int(8),
-  ML_SEGMENT_FEATURE_DIMENSIONS: z.coerce.number().int().default(192).pipe(z.literal(192, { message: 'must be 192: the core columns are vector(192)' })),
+  ML_SEGMENT_FEATURE_DIMENSIONS: z.coerce
+    .number()
+    .int()
+    .default(192)
+    .pipe(z.literal(192, { message: 'must be 192: the core columns are vector(192)' })),
   ML_BACKPRESSURE_QUEUE_DEPTH: int(64, 1),
   ML_AUDIO_QUEUE_CAPACITY: int(512, 1),
   ML_INSIGHT_WARNING_GAP_FRAMES: int(300, 1),
@@ -145,7 +180,12 @@ export const configSchema = z.object({
   ML_SERVICE_ACCOUNT_EMAILS: z
     .string()
     .optional()
-    .transform((v) => (v ?? '').split(',').map((e) => e.trim()).filter(Boolean)),
+    .transform((v) =>
+      (v ?? '')
+        .split(',')
+        .map((e) => e.trim())
+        .filter(Boolean),
+    ),
   SERVICE_ID_TOKEN_AUDIENCE: z.string().url().optional(),
   GOOGLE_ID_TOKEN_CERTS_URL: z.string().url().default('https://www.googleapis.com/oauth2/v1/certs'),
   AUDIO_URL_SIGNING_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -154,7 +194,10 @@ export const configSchema = z.object({
 });
 
 type Parsed = z.infer<typeof configSchema>;
-export type Config = Omit<Parsed, 'SERVICE_AUTH_TOKEN' | 'AUDIO_URL_SIGNING_KEY' | 'PUBLIC_BASE_URL' | 'OTEL_ENABLED' | 'CORS_ALLOWED_ORIGINS'> & {
+export type Config = Omit<
+  Parsed,
+  'SERVICE_AUTH_TOKEN' | 'AUDIO_URL_SIGNING_KEY' | 'PUBLIC_BASE_URL' | 'OTEL_ENABLED' | 'CORS_ALLOWED_ORIGINS'
+> & {
   CORS_ALLOWED_ORIGINS: string[];
   PUBLIC_BASE_URL: string;
   OTEL_ENABLED: boolean;
@@ -188,7 +231,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const local = c.APP_ENV === 'development' || c.APP_ENV === 'test';
 
   if (!c.SERVICE_AUTH_TOKEN) problems.push('SERVICE_AUTH_TOKEN: required');
-  if (local && !c.IDENTITY_SECRET_KEY) problems.push(`IDENTITY_SECRET_KEY: required when APP_ENV=${c.APP_ENV} (HS256 user tokens)`);
+  if (local && !c.IDENTITY_SECRET_KEY)
+    problems.push(`IDENTITY_SECRET_KEY: required when APP_ENV=${c.APP_ENV} (HS256 user tokens)`);
   if (!local && !c.IDENTITY_JWKS_URL) problems.push(`IDENTITY_JWKS_URL: required when APP_ENV=${c.APP_ENV}`);
   if (!local && !c.IDENTITY_ISSUER) problems.push(`IDENTITY_ISSUER: required when APP_ENV=${c.APP_ENV}`);
 
@@ -216,7 +260,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // The browser app's local address; in the cloud only what is set.
     CORS_ALLOWED_ORIGINS: c.CORS_ALLOWED_ORIGINS ?? (local ? [`http://localhost:${c.APP_PORT}`] : []),
     // Spans are exported everywhere but in tests unless said otherwise.
-    OTEL_ENABLED: c.OTEL_ENABLED === undefined ? c.APP_ENV !== 'test' : c.OTEL_ENABLED === 'true' || c.OTEL_ENABLED === '1',
+    OTEL_ENABLED:
+      c.OTEL_ENABLED === undefined ? c.APP_ENV !== 'test' : c.OTEL_ENABLED === 'true' || c.OTEL_ENABLED === '1',
     SERVICE_AUTH_TOKEN: c.SERVICE_AUTH_TOKEN!,
     AUDIO_URL_SIGNING_KEY: signingKey!,
     warnings,

@@ -47,4 +47,5 @@ export class DomainError extends Error {
 }
 
 export const notFound = (what: string) => new DomainError('not_found', `${what} not found`);
-export const unprocessable = (detail: string, errors?: FieldError[]) => new DomainError('unprocessable', detail, errors);
+export const unprocessable = (detail: string, errors?: FieldError[]) =>
+  new DomainError('unprocessable', detail, errors);

@@ -24,7 +24,10 @@ function dbApply(): Promise<{ code: number; stdout: string; stderr: string }> {
 /** Another process that takes DATA_DIR as the stack does, and keeps it until killed. */
 async function holder() {
   const code = `import { lockDataDir } from './lib/db/data-dir-lock.ts'; lockDataDir(${JSON.stringify(dataDir)}, 'npm start'); console.log('locked'); setInterval(() => {}, 1000);`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await new Promise<void>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (l) => l === 'locked' && resolve());
     child.once('exit', (c) => reject(new Error(`holder exited ${c}`)));

@@ -28,11 +28,15 @@ const target = {
 };
 
 const columns = async (table: string) =>
-  (await target.db.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`, [table])).rows.map(
-    (r) => r.column_name,
-  );
+  (
+    await target.db.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`,
+      [table],
+    )
+  ).rows.map((r) => r.column_name);
 const indexExists = async (name: string) =>
-  (await target.db.query(`SELECT 1 FROM pg_indexes WHERE schemaname = 'public' AND indexname = $1`, [name])).rows.length === 1;
+  (await target.db.query(`SELECT 1 FROM pg_indexes WHERE schemaname = 'public' AND indexname = $1`, [name])).rows
+    .length === 1;
 
 // Each diff boots a scratch PGlite: seconds each on a busy machine.
 describe('applySchema', { timeout: 120_000 }, () => {
@@ -64,7 +68,10 @@ describe('applySchema', { timeout: 120_000 }, () => {
 
     const dry = await applySchema(target.url, { dryRun: true });
     expect(dry.applied).toBe(false);
-    expect(dry.statements).toEqual([expect.stringMatching(/add column "company" text/), expect.stringMatching(/CREATE INDEX task_meeting_id_idx/)]);
+    expect(dry.statements).toEqual([
+      expect.stringMatching(/add column "company" text/),
+      expect.stringMatching(/CREATE INDEX task_meeting_id_idx/),
+    ]);
     expect(await columns('person')).not.toContain('company');
     expect(await indexExists('task_meeting_id_idx')).toBe(false);
 
@@ -79,13 +86,17 @@ describe('applySchema', { timeout: 120_000 }, () => {
 
   it("should bring a table's storage parameters to schema.sql, which migra does not diff", async () => {
     await applySchema(target.url);
-    await target.db.exec('ALTER TABLE transcript_segment RESET (fillfactor); ALTER TABLE meeting SET (fillfactor = 90);');
+    await target.db.exec(
+      'ALTER TABLE transcript_segment RESET (fillfactor); ALTER TABLE meeting SET (fillfactor = 90);',
+    );
     const result = await applySchema(target.url);
     expect(result.statements).toEqual([
       'alter table "public"."meeting" reset (fillfactor);',
       'alter table "public"."transcript_segment" set (fillfactor=70);',
     ]);
-    const { rows } = await target.db.query(`SELECT relname, reloptions FROM pg_class WHERE relname IN ('meeting', 'transcript_segment') ORDER BY relname`);
+    const { rows } = await target.db.query(
+      `SELECT relname, reloptions FROM pg_class WHERE relname IN ('meeting', 'transcript_segment') ORDER BY relname`,
+    );
     expect(rows).toEqual([
       { relname: 'meeting', reloptions: null },
       { relname: 'transcript_segment', reloptions: ['fillfactor=70'] },
@@ -95,19 +106,38 @@ describe('applySchema', { timeout: 120_000 }, () => {
   it('should fill transcript_segment.user_id of segments written before the column existed, and keep it set for new ones', async () => {
     await applySchema(target.url);
     // The shape before GET /search kept no owner on segments.
-    await target.db.exec('DROP TRIGGER transcript_segment_set_user_id ON transcript_segment; ALTER TABLE transcript_segment DROP COLUMN user_id;');
+    await target.db.exec(
+      'DROP TRIGGER transcript_segment_set_user_id ON transcript_segment; ALTER TABLE transcript_segment DROP COLUMN user_id;',
+    );
     const one = async (sql: string, params: unknown[] = []) => (await target.db.query(sql, params)).rows[0];
     const user = (await one(`INSERT INTO app_user (username, email) VALUES ('a', 'a@example.com') RETURNING id`)).id;
-    const meeting = (await one(`INSERT INTO meeting (user_id, title, source_type, start_time) VALUES ($1, 'm', 'text', now()) RETURNING id`, [user])).id;
-    const transcription = (await one(`INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`, [meeting])).id;
-    await target.db.query(`INSERT INTO transcript_segment (transcription_id, text, start_ms) VALUES ($1, 'old budget', 0)`, [transcription]);
+    const meeting = (
+      await one(
+        `INSERT INTO meeting (user_id, title, source_type, start_time) VALUES ($1, 'm', 'text', now()) RETURNING id`,
+        [user],
+      )
+    ).id;
+    const transcription = (
+      await one(`INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`, [meeting])
+    ).id;
+    await target.db.query(
+      `INSERT INTO transcript_segment (transcription_id, text, start_ms) VALUES ($1, 'old budget', 0)`,
+      [transcription],
+    );
 
     const result = await applySchema(target.url);
     expect(result.statements).toEqual(
-      expect.arrayContaining([expect.stringMatching(/add column "user_id" uuid/), expect.stringMatching(/CREATE INDEX transcript_segment_user_id_text_search_idx/), expect.stringMatching(/CREATE TRIGGER transcript_segment_set_user_id/)]),
+      expect.arrayContaining([
+        expect.stringMatching(/add column "user_id" uuid/),
+        expect.stringMatching(/CREATE INDEX transcript_segment_user_id_text_search_idx/),
+        expect.stringMatching(/CREATE TRIGGER transcript_segment_set_user_id/),
+      ]),
     );
     expect(result.dataSteps).toEqual({ 'transcript_segment.user_id': 1 });
-    await target.db.query(`INSERT INTO transcript_segment (transcription_id, text, start_ms) VALUES ($1, 'new budget', 1)`, [transcription]);
+    await target.db.query(
+      `INSERT INTO transcript_segment (transcription_id, text, start_ms) VALUES ($1, 'new budget', 1)`,
+      [transcription],
+    );
     expect((await target.db.query('SELECT text, user_id FROM transcript_segment ORDER BY start_ms')).rows).toEqual([
       { text: 'old budget', user_id: user },
       { text: 'new budget', user_id: user },
@@ -117,11 +147,15 @@ describe('applySchema', { timeout: 120_000 }, () => {
 
   it('should refuse to drop an extra column unless destructive changes are allowed', async () => {
     await applySchema(target.url);
-    await target.db.exec(`ALTER TABLE meeting ADD COLUMN legacy_notes text; INSERT INTO app_user (username, email) VALUES ('a', 'a@example.com');`);
+    await target.db.exec(
+      `ALTER TABLE meeting ADD COLUMN legacy_notes text; INSERT INTO app_user (username, email) VALUES ('a', 'a@example.com');`,
+    );
 
     const refused = await applySchema(target.url).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(DestructiveChangeError);
-    expect((refused as DestructiveChangeError).statements).toEqual([expect.stringMatching(/drop column "legacy_notes"/)]);
+    expect((refused as DestructiveChangeError).statements).toEqual([
+      expect.stringMatching(/drop column "legacy_notes"/),
+    ]);
     expect(await columns('meeting')).toContain('legacy_notes');
 
     const allowed = await applySchema(target.url, { allowDestructive: true });
@@ -132,12 +166,21 @@ describe('applySchema', { timeout: 120_000 }, () => {
 
   it('should widen a column without the flag and narrow one only with it', async () => {
     await applySchema(target.url);
-    await target.db.exec('ALTER TABLE tag ALTER COLUMN name TYPE varchar(20); ALTER TABLE segment_manifest ALTER COLUMN byte_count TYPE numeric;');
+    await target.db.exec(
+      'ALTER TABLE tag ALTER COLUMN name TYPE varchar(20); ALTER TABLE segment_manifest ALTER COLUMN byte_count TYPE numeric;',
+    );
     const type = async (table: string, column: string) =>
-      (await target.db.query(`SELECT data_type FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).rows[0].data_type;
+      (
+        await target.db.query(
+          `SELECT data_type FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`,
+          [table, column],
+        )
+      ).rows[0].data_type;
     // numeric -> bigint can lose fractions and large values: refused, nothing applied.
     const refused = await applySchema(target.url).catch((e: unknown) => e);
-    expect((refused as DestructiveChangeError).statements).toEqual([expect.stringMatching(/"byte_count" set data type bigint/)]);
+    expect((refused as DestructiveChangeError).statements).toEqual([
+      expect.stringMatching(/"byte_count" set data type bigint/),
+    ]);
     expect(await type('tag', 'name')).toBe('character varying');
     await applySchema(target.url, { allowDestructive: true });
     expect([await type('tag', 'name'), await type('segment_manifest', 'byte_count')]).toEqual(['text', 'bigint']);

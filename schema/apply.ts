@@ -199,7 +199,8 @@ async function inTransaction(client: pg.Client, statements: string[], lockTimeou
 async function main(argv: string[]): Promise<void> {
   const flags = new Set(argv);
   const unknown = [...flags].filter((f) => f !== '--dry-run' && f !== '--allow-destructive');
-  if (unknown.length) throw new Error(`unknown argument(s): ${unknown.join(' ')}; usage: db:apply [--dry-run] [--allow-destructive]`);
+  if (unknown.length)
+    throw new Error(`unknown argument(s): ${unknown.join(' ')}; usage: db:apply [--dry-run] [--allow-destructive]`);
   // Only these two variables: applying a schema must not need the service's secrets.
   let url = process.env.DATABASE_URL || undefined; // empty counts as unset, as in loadConfig
   // The embedded database has one writer: refuse a DATA_DIR that `npm start` (or another apply) holds.
@@ -209,7 +210,11 @@ async function main(argv: string[]): Promise<void> {
     const local = url ? undefined : await startEmbeddedPostgres({ dataDir: path.join(dataDir, 'pg') });
     url ??= local!.url;
     try {
-      await applySchema(url, { dryRun: flags.has('--dry-run'), allowDestructive: flags.has('--allow-destructive'), log: console.log });
+      await applySchema(url, {
+        dryRun: flags.has('--dry-run'),
+        allowDestructive: flags.has('--allow-destructive'),
+        log: console.log,
+      });
     } finally {
       await local?.stop();
     }

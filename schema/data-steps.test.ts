@@ -36,10 +36,16 @@ beforeEach(async () => {
         VALUES ($1, 'Ann', $2, 2, 'ready') RETURNING id`,
     [user, vec(7)],
   );
-  const meeting = await one(`INSERT INTO meeting (user_id, title, source_type, start_time)
-      VALUES ($1, 'm', 'upload', now()) RETURNING id`, [user]);
-  transcription = await one(`INSERT INTO transcription (meeting_id, status)
-      VALUES ($1, 'completed') RETURNING id`, [meeting]);
+  const meeting = await one(
+    `INSERT INTO meeting (user_id, title, source_type, start_time)
+      VALUES ($1, 'm', 'upload', now()) RETURNING id`,
+    [user],
+  );
+  transcription = await one(
+    `INSERT INTO transcription (meeting_id, status)
+      VALUES ($1, 'completed') RETURNING id`,
+    [meeting],
+  );
   segments.length = 0;
   for (let i = 1; i <= 4; i++) {
     segments.push(
@@ -56,7 +62,9 @@ afterEach(async () => {
   await database.close();
 });
 
-const model = async () => (await db.query('SELECT voice_sample_count AS n, voice_model_status AS status FROM person WHERE id = $1', [person])).rows[0];
+const model = async () =>
+  (await db.query('SELECT voice_sample_count AS n, voice_model_status AS status FROM person WHERE id = $1', [person]))
+    .rows[0];
 
 describe('data steps', { timeout: 60_000 }, () => {
   it('should record the samples and recount the model once, then find nothing to do', async () => {
@@ -81,8 +89,11 @@ describe('data steps', { timeout: 60_000 }, () => {
     const steps = runDataSteps(upgrade);
     // The recount reaches the person the service holds, and waits.
     for (;;) {
-      const { rows } = await db.query(`SELECT 1 FROM pg_stat_activity
-          WHERE pid = $1 AND wait_event_type = 'Lock'`, [(upgrade as unknown as { processID: number }).processID]);
+      const { rows } = await db.query(
+        `SELECT 1 FROM pg_stat_activity
+          WHERE pid = $1 AND wait_event_type = 'Lock'`,
+        [(upgrade as unknown as { processID: number }).processID],
+      );
       if (rows.length) break;
       await sleep(20);
     }

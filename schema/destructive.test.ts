@@ -30,10 +30,12 @@ describe('destructiveStatements', () => {
     expect(destructiveStatements([statement])).toEqual([]);
   });
 
-  it('should flag a narrowing type change and pass a widening one, by the column\'s current type', () => {
-    const narrow = 'alter table "public"."tag" alter column "name" set data type character varying(20) using "name"::character varying(20);';
+  it("should flag a narrowing type change and pass a widening one, by the column's current type", () => {
+    const narrow =
+      'alter table "public"."tag" alter column "name" set data type character varying(20) using "name"::character varying(20);';
     const widen = 'alter table "public"."tag" alter column "name" set data type text using "name"::text;';
-    const bigger = 'alter table "public"."segment_manifest" alter column "byte_count" set data type bigint using "byte_count"::bigint;';
+    const bigger =
+      'alter table "public"."segment_manifest" alter column "byte_count" set data type bigint using "byte_count"::bigint;';
     const columns = types({ 'tag.name': 'character varying(20)', 'segment_manifest.byte_count': 'integer' });
     expect(destructiveStatements([widen, bigger], columns)).toEqual([]);
     expect(destructiveStatements([narrow], types({ 'tag.name': 'text' }))).toEqual([narrow]);

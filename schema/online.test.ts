@@ -22,8 +22,10 @@ let user: string;
 beforeEach(async () => {
   database = await fileDatabase();
   db = await connect();
-  user = (await db.query(`INSERT INTO app_user (username, email)
-      VALUES ('a', 'a@example.test') RETURNING id`)).rows[0].id;
+  user = (
+    await db.query(`INSERT INTO app_user (username, email)
+      VALUES ('a', 'a@example.test') RETURNING id`)
+  ).rows[0].id;
 });
 afterEach(async () => {
   await Promise.allSettled(clients.splice(0).map((c) => c.end()));
@@ -39,9 +41,13 @@ async function until(what: string, condition: () => boolean | Promise<boolean>):
 }
 
 const waitingQuery = async (pattern: string) =>
-  (await db.query(`SELECT 1 FROM pg_stat_activity
-      WHERE query ILIKE $1 AND state = 'active' AND pid <> pg_backend_pid()`, [pattern]))
-    .rowCount! > 0;
+  (
+    await db.query(
+      `SELECT 1 FROM pg_stat_activity
+      WHERE query ILIKE $1 AND state = 'active' AND pid <> pg_backend_pid()`,
+      [pattern],
+    )
+  ).rowCount! > 0;
 
 describe('db:apply online', { timeout: 120_000 }, () => {
   it('should give way to a long reader instead of queueing the writers behind its lock, then apply', async () => {
@@ -52,7 +58,11 @@ describe('db:apply online', { timeout: 120_000 }, () => {
 
     const lines: string[] = [];
     let done = false;
-    const applying = applySchema(database.url, { lockTimeoutMs: 300, lockRetries: 1000, log: (l) => lines.push(l) }).finally(() => {
+    const applying = applySchema(database.url, {
+      lockTimeoutMs: 300,
+      lockRetries: 1000,
+      log: (l) => lines.push(l),
+    }).finally(() => {
       done = true;
     });
     await until('the transaction to give way', () => lines.some((l) => l.includes('waited too long for a lock')));
@@ -77,13 +87,17 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     await open.query(`INSERT INTO task (user_id, content) VALUES ($1, 'open')`, [user]);
 
     const applying = applySchema(database.url, { onlineRows: 5, lockTimeoutMs: 60_000 });
-    await until('the index build to wait for the open writer', () => waitingQuery('%create index%task_meeting_id_idx%'));
+    await until('the index build to wait for the open writer', () =>
+      waitingQuery('%create index%task_meeting_id_idx%'),
+    );
     const writer = await connect();
     await writer.query(`INSERT INTO task (user_id, content) VALUES ($1, 'during the build')`, [user]);
 
     await open.query('COMMIT');
     const result = await applying;
-    expect(result.statements).toEqual([expect.stringMatching(/^CREATE INDEX CONCURRENTLY task_meeting_id_idx ON public\.task/)]);
+    expect(result.statements).toEqual([
+      expect.stringMatching(/^CREATE INDEX CONCURRENTLY task_meeting_id_idx ON public\.task/),
+    ]);
     expect(await brokenInvariants(db)).toEqual({});
     expect((await db.query(`SELECT count(*)::int AS n FROM task`)).rows[0].n).toBe(7);
   });
@@ -98,7 +112,9 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     await db.query('DROP INDEX app_user_email_key');
     await db.query(`INSERT INTO app_user (username, email) VALUES ('b', 'A@example.test')`);
     // Fails on the duplicate and leaves an invalid index with today's definition behind.
-    await expect(db.query('CREATE UNIQUE INDEX CONCURRENTLY app_user_email_key ON app_user (lower(email))')).rejects.toMatchObject({ code: '23505' });
+    await expect(
+      db.query('CREATE UNIQUE INDEX CONCURRENTLY app_user_email_key ON app_user (lower(email))'),
+    ).rejects.toMatchObject({ code: '23505' });
     await db.query(`UPDATE app_user SET email = 'b@example.test' WHERE username = 'b'`);
     expect(Object.keys(await brokenInvariants(db))).toEqual(['indexes valid']);
 
@@ -107,7 +123,9 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     expect(lines).toContain('-- dropping invalid index app_user_email_key (a build cut short); the plan rebuilds it');
     expect(result.statements).toEqual([expect.stringMatching(/CREATE UNIQUE INDEX app_user_email_key/)]);
     expect(await brokenInvariants(db)).toEqual({});
-    await expect(db.query(`INSERT INTO app_user (username, email)
-        VALUES ('c', 'B@EXAMPLE.TEST')`)).rejects.toMatchObject({ code: '23505' });
+    await expect(
+      db.query(`INSERT INTO app_user (username, email)
+        VALUES ('c', 'B@EXAMPLE.TEST')`),
+    ).rejects.toMatchObject({ code: '23505' });
   });
 });

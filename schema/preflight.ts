@@ -89,7 +89,8 @@ export function checkFor(statement: string): Check | undefined {
       sql: (pk) => `SELECT json_build_object('key', json_build_array(${keys.join(', ')}),
                                            'rows', json_agg(${pk}))::text AS row
                     FROM ${unique[1]} c WHERE ${filter} GROUP BY ${keys.join(', ')} HAVING count(*) > 1`,
-      fix: `make (${keys.join(', ')}) distinct in each group: change or merge the duplicate rows, ` +
+      fix:
+        `make (${keys.join(', ')}) distinct in each group: change or merge the duplicate rows, ` +
         'then run db:apply again',
     };
   }
@@ -114,7 +115,8 @@ export function checkFor(statement: string): Check | undefined {
       sql: (pk) => `SELECT ${pk}::text AS row FROM ${addConstraint[1]} c
                     WHERE ${cols.map((c) => `c.${c} IS NOT NULL`).join(' AND ')}
                       AND NOT EXISTS (SELECT 1 FROM ${ref[1]} p WHERE ${matches})`,
-      fix: `point ${cols.join(', ')} of these rows at existing ${unquote(ref[1])} rows, or set it null ` +
+      fix:
+        `point ${cols.join(', ')} of these rows at existing ${unquote(ref[1])} rows, or set it null ` +
         'or delete the rows',
     };
   }
@@ -123,7 +125,8 @@ export function checkFor(statement: string): Check | undefined {
     return {
       table: unquote(notNull[1]),
       sql: (pk) => `SELECT ${pk}::text AS row FROM ${notNull[1]} c WHERE ${notNull[2]} IS NULL`,
-      fix: `fill ${unquote(notNull[2])} on these rows (or give the column a default in schema.sql), ` +
+      fix:
+        `fill ${unquote(notNull[2])} on these rows (or give the column a default in schema.sql), ` +
         'then run db:apply again',
     };
   }

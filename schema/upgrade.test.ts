@@ -33,30 +33,36 @@ const normalise = (v: number[]) => {
 const parse = (text: string) => JSON.parse(text) as number[];
 
 describe('upgrading a released schema', { timeout: 180_000 }, () => {
-  it.each(RELEASES)('should bring a database of $name to today\'s schema keeping every row and invariant', async (release) => {
-    const { url, db } = await released(release);
-    const seeded = await seed(db, release);
-    const before = await rowCounts(db);
+  it.each(RELEASES)(
+    "should bring a database of $name to today's schema keeping every row and invariant",
+    async (release) => {
+      const { url, db } = await released(release);
+      const seeded = await seed(db, release);
+      const before = await rowCounts(db);
 
-    const result = await applySchema(url); // no --allow-destructive: an upgrade loses nothing
-    expect(result.applied).toBe(release.name !== 'round-3' || result.statements.length > 0);
+      const result = await applySchema(url); // no --allow-destructive: an upgrade loses nothing
+      expect(result.applied).toBe(release.name !== 'round-3' || result.statements.length > 0);
 
-    const after = await rowCounts(db);
-    for (const [table, n] of Object.entries(before)) expect({ table, n: after[table] }).toEqual({ table, n });
-    expect(await brokenInvariants(db)).toEqual({});
-    // The person's voice is their 11 samples (9 of the live meeting, 2 of the deleted one),
-    // computed here independently of the SQL that backfilled it.
-    const sum = seeded.personSamples.map(normalise).reduce((acc, v) => acc.map((x, i) => x + v[i]));
-    const { rows } = await db.query('SELECT voice_sample_count, voice_vector::text, voice_confidence FROM person WHERE id = $1', [seeded.person]);
-    expect(rows[0].voice_sample_count).toBe(11);
-    const vector = parse(rows[0].voice_vector);
-    normalise(sum).forEach((x, i) => expect(vector[i]).toBeCloseTo(x, 4));
-    expect(Number(rows[0].voice_confidence)).toBeCloseTo(Math.hypot(...sum) / 11, 4);
-    expect((await db.query('SELECT count(*)::int AS n FROM voice_sample')).rows[0].n).toBe(11);
+      const after = await rowCounts(db);
+      for (const [table, n] of Object.entries(before)) expect({ table, n: after[table] }).toEqual({ table, n });
+      expect(await brokenInvariants(db)).toEqual({});
+      // The person's voice is their 11 samples (9 of the live meeting, 2 of the deleted one),
+      // computed here independently of the SQL that backfilled it.
+      const sum = seeded.personSamples.map(normalise).reduce((acc, v) => acc.map((x, i) => x + v[i]));
+      const { rows } = await db.query(
+        'SELECT voice_sample_count, voice_vector::text, voice_confidence FROM person WHERE id = $1',
+        [seeded.person],
+      );
+      expect(rows[0].voice_sample_count).toBe(11);
+      const vector = parse(rows[0].voice_vector);
+      for (const [i, x] of normalise(sum).entries()) expect(vector[i]).toBeCloseTo(x, 4);
+      expect(Number(rows[0].voice_confidence)).toBeCloseTo(Math.hypot(...sum) / 11, 4);
+      expect((await db.query('SELECT count(*)::int AS n FROM voice_sample')).rows[0].n).toBe(11);
 
-    // Nothing left: the schema is today's and the data steps find nothing to do.
-    expect(await applySchema(url)).toEqual({ statements: [], applied: false, dataSteps: {} });
-  });
+      // Nothing left: the schema is today's and the data steps find nothing to do.
+      expect(await applySchema(url)).toEqual({ statements: [], applied: false, dataSteps: {} });
+    },
+  );
 
   it('should refuse, naming the rows and the fix, a plan whose new unique index the data breaks, and apply nothing', async () => {
     const release = RELEASES[0]; // emails were unique case-sensitively then
@@ -72,7 +78,10 @@ describe('upgrading a released schema', { timeout: 180_000 }, () => {
     const [offence] = (refused as PreflightError).offences;
     expect(offence).toMatchObject({ table: 'app_user', count: 1 });
     expect(offence.statement).toMatch(/CREATE UNIQUE INDEX app_user_email_key/);
-    expect(JSON.parse(offence.rows[0])).toEqual({ key: ['alice@x.test'], rows: expect.arrayContaining([{ id: rows[0].id }, { id: rows[1].id }]) });
+    expect(JSON.parse(offence.rows[0])).toEqual({
+      key: ['alice@x.test'],
+      rows: expect.arrayContaining([{ id: rows[0].id }, { id: rows[1].id }]),
+    });
     expect(offence.fix).toMatch(/lower\(email\)/);
     expect((refused as Error).message).toContain(rows[1].id);
     // Nothing applied: the old index is there, no new column, every row as it was.

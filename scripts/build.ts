@@ -35,7 +35,11 @@ function runtimeDependencies(): Record<string, string> {
   return Object.fromEntries(Object.entries(deps).sort());
 }
 
-async function bundle(unit: { entry: string; outDir: string; main: string; start?: string }, deps: Record<string, string>, lock: boolean) {
+async function bundle(
+  unit: { entry: string; outDir: string; main: string; start?: string },
+  deps: Record<string, string>,
+  lock: boolean,
+) {
   const outDir = path.join(root, unit.outDir);
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
@@ -65,17 +69,39 @@ async function bundle(unit: { entry: string; outDir: string; main: string; start
     dependencies: deps,
   };
   writeFileSync(path.join(outDir, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
-  if (lock) execFileSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: outDir, stdio: 'inherit' });
+  if (lock)
+    execFileSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund'], {
+      cwd: outDir,
+      stdio: 'inherit',
+    });
 }
 
 export async function buildAll(opts: { lock?: boolean } = {}) {
   const deps = runtimeDependencies();
   // The functions source also needs the framework that serves its targets.
-  await bundle({ entry: 'functions/index.ts', outDir: 'functions/dist', main: 'index.js', start: 'functions-framework --target=api' }, deps, !!opts.lock);
+  await bundle(
+    {
+      entry: 'functions/index.ts',
+      outDir: 'functions/dist',
+      main: 'index.js',
+      start: 'functions-framework --target=api',
+    },
+    deps,
+    !!opts.lock,
+  );
   // The docs page's one asset travels with the api bundle (its package is a devDependency).
   mkdirSync(path.join(root, 'functions/dist', DOCS_ASSET_DIR));
   copyFileSync(packagedAsset(), path.join(root, 'functions/dist', DOCS_ASSET_DIR, DOCS_ASSET));
-  await bundle({ entry: 'run-services/live/server.ts', outDir: 'run-services/live/dist', main: 'server.js', start: `node --import ./${PRELOAD} server.js` }, deps, !!opts.lock);
+  await bundle(
+    {
+      entry: 'run-services/live/server.ts',
+      outDir: 'run-services/live/dist',
+      main: 'server.js',
+      start: `node --import ./${PRELOAD} server.js`,
+    },
+    deps,
+    !!opts.lock,
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

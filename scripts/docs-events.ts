@@ -15,4 +15,5 @@ export function withEventTable(doc: string): string {
   return `${doc.slice(0, start)}${BEGIN}\n${eventTableMarkdown()}\n${doc.slice(end)}`;
 }
 
-if (process.argv[1]?.endsWith('docs-events.ts')) writeFileSync(EVENTS_DOC, withEventTable(readFileSync(EVENTS_DOC, 'utf8')));
+if (process.argv[1]?.endsWith('docs-events.ts'))
+  writeFileSync(EVENTS_DOC, withEventTable(readFileSync(EVENTS_DOC, 'utf8')));

@@ -23,7 +23,14 @@ export interface OpsOptions {
 const clientOptions = (endpoint: string | undefined, project: string) => {
   if (!endpoint) return { projectId: project };
   const u = new URL(endpoint);
-  return { projectId: project, apiEndpoint: u.hostname, port: Number(u.port), protocol: u.protocol.slice(0, -1), fallback: true, authClient: new PassThroughClient() };
+  return {
+    projectId: project,
+    apiEndpoint: u.hostname,
+    port: Number(u.port),
+    protocol: u.protocol.slice(0, -1),
+    fallback: true,
+    authClient: new PassThroughClient(),
+  };
 };
 
 /** The deployed services: each exists, its newest revision is the ready one, its condition succeeded. */
@@ -38,9 +45,14 @@ export async function checkServices(opts: OpsOptions, services: string[]): Promi
           const ready = svc.latestReadyRevision?.split('/').pop();
           const created = svc.latestCreatedRevision?.split('/').pop();
           if (svc.terminalCondition?.state !== 'CONDITION_SUCCEEDED') {
-            return { name, ok: false, detail: `not ready: ${svc.terminalCondition?.state} ${svc.terminalCondition?.message ?? ''}`.trim() };
+            return {
+              name,
+              ok: false,
+              detail: `not ready: ${svc.terminalCondition?.state} ${svc.terminalCondition?.message ?? ''}`.trim(),
+            };
           }
-          if (!ready || ready !== created) return { name, ok: false, detail: `latest revision ${created} is not ready (serving ${ready ?? 'none'})` };
+          if (!ready || ready !== created)
+            return { name, ok: false, detail: `latest revision ${created} is not ready (serving ${ready ?? 'none'})` };
           return { name, ok: true, detail: `${svc.uri} revision ${ready}` };
         } catch (err) {
           return { name, ok: false, detail: (err as Error).message };
@@ -65,18 +77,34 @@ export async function checkPublicUrl(publicUrl: string): Promise<Check[]> {
   for (const path of ['/healthz', '/readyz']) {
     const res = await get(path);
     const ok = typeof res !== 'string' && res.status === 200;
-    checks.push({ name: path, ok, detail: typeof res === 'string' ? res : `${res.status} ${await res.text()}`.slice(0, 200) });
+    checks.push({
+      name: path,
+      ok,
+      detail: typeof res === 'string' ? res : `${res.status} ${await res.text()}`.slice(0, 200),
+    });
   }
   // A handshake without credentials: the live service answers it (401 or an upgrade refused),
   // the api function would answer 404; no answer or a 5xx is a failure.
-  const ws = await get('/ws', { headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
+  const ws = await get('/ws', {
+    headers: {
+      Connection: 'Upgrade',
+      Upgrade: 'websocket',
+      'Sec-WebSocket-Version': '13',
+      'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==',
+    },
+  });
   const wsOk = typeof ws !== 'string' && ws.status !== 404 && ws.status < 500;
   checks.push({ name: '/ws', ok: wsOk, detail: typeof ws === 'string' ? ws : `answered ${ws.status}` });
   return checks;
 }
 
 /** Runs the scheduler job now and waits for that run's outcome (its lastAttemptTime moves past the start). */
-export async function runSchedulerJob(opts: OpsOptions, job: string, timeoutMs = 180_000, pollMs = 2_000): Promise<Check> {
+export async function runSchedulerJob(
+  opts: OpsOptions,
+  job: string,
+  timeoutMs = 180_000,
+  pollMs = 2_000,
+): Promise<Check> {
   const client = new CloudSchedulerClient(clientOptions(opts.schedulerEndpoint, opts.project));
   const name = client.jobPath(opts.project, opts.region, job);
   try {
@@ -88,9 +116,14 @@ export async function runSchedulerJob(opts: OpsOptions, job: string, timeoutMs =
       const [now] = await client.getJob({ name });
       if (Number(now.lastAttemptTime?.seconds ?? 0) > previous || (previous === 0 && now.lastAttemptTime)) {
         const code = now.status?.code ?? 0;
-        return { name: `job ${job}`, ok: code === 0, detail: code === 0 ? 'ran and succeeded' : `failed: code ${code} ${now.status?.message ?? ''}`.trim() };
+        return {
+          name: `job ${job}`,
+          ok: code === 0,
+          detail: code === 0 ? 'ran and succeeded' : `failed: code ${code} ${now.status?.message ?? ''}`.trim(),
+        };
       }
-      if (Date.now() > until) return { name: `job ${job}`, ok: false, detail: `no attempt reported within ${timeoutMs / 1000} s` };
+      if (Date.now() > until)
+        return { name: `job ${job}`, ok: false, detail: `no attempt reported within ${timeoutMs / 1000} s` };
       await new Promise((r) => setTimeout(r, pollMs));
     }
   } catch (err) {
@@ -120,16 +153,26 @@ async function main(argv: string[]): Promise<number> {
   });
   const [command] = positionals;
   if (!values.project || !values.region || (command !== 'smoke' && command !== 'sweep')) {
-    console.error('usage: npm run ops -- smoke|sweep --project P --region R [--services a,b --public-url URL] [--job NAME]');
+    console.error(
+      'usage: npm run ops -- smoke|sweep --project P --region R [--services a,b --public-url URL] [--job NAME]',
+    );
     return 2;
   }
-  const opts: OpsOptions = { project: values.project, region: values.region, runEndpoint: process.env.CLOUD_RUN_ENDPOINT, schedulerEndpoint: process.env.CLOUD_SCHEDULER_ENDPOINT };
+  const opts: OpsOptions = {
+    project: values.project,
+    region: values.region,
+    runEndpoint: process.env.CLOUD_RUN_ENDPOINT,
+    schedulerEndpoint: process.env.CLOUD_SCHEDULER_ENDPOINT,
+  };
   if (command === 'smoke') {
     if (!values.services || !values['public-url']) {
       console.error('smoke needs --services and --public-url');
       return 2;
     }
-    const services = values.services.split(',').map((s) => s.trim()).filter(Boolean);
+    const services = values.services
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     return report([...(await checkServices(opts, services)), ...(await checkPublicUrl(values['public-url']))]) ? 0 : 1;
   }
   if (!values.job) {

@@ -14,5 +14,7 @@ if (appEnv !== 'development' && appEnv !== 'test') {
   console.error(`refusing to mint a development token with APP_ENV=${appEnv}`);
   process.exit(2);
 }
-const secret = process.env.IDENTITY_SECRET_KEY ?? loadOrCreateDevSecrets(path.resolve(process.env.DATA_DIR ?? '.data')).IDENTITY_SECRET_KEY;
+const secret =
+  process.env.IDENTITY_SECRET_KEY ??
+  loadOrCreateDevSecrets(path.resolve(process.env.DATA_DIR ?? '.data')).IDENTITY_SECRET_KEY;
 console.log(await mintDevToken(secret, name));

@@ -30,27 +30,39 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs a linter; its exit code is not the verdict (warnings exit non-zero too), its report is. */
 async function lint(cmd: string, args: string[]): Promise<string> {
-  const out = await run(cmd, args, { maxBuffer: 64 * 1024 * 1024 }).catch((e: { stdout?: string; stderr?: string }) => ({ stdout: e.stdout ?? '', stderr: e.stderr ?? '' }));
+  const out = await run(cmd, args, { maxBuffer: 64 * 1024 * 1024 }).catch(
+    (e: { stdout?: string; stderr?: string }) => ({ stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
+  );
   return out.stdout;
 }
 
 describe('OpenAPI document', () => {
   it('should pass redocly lint with the recommended rules without errors', async () => {
-    const report = JSON.parse(await lint(bin('redocly'), ['lint', file, '--extends', 'recommended', '--format', 'json'])) as { problems: { severity: string; ruleId: string; message: string }[] };
+    const report = JSON.parse(
+      await lint(bin('redocly'), ['lint', file, '--extends', 'recommended', '--format', 'json']),
+    ) as { problems: { severity: string; ruleId: string; message: string }[] };
     expect(report.problems.filter((p) => p.severity === 'error')).toEqual([]);
   }, 120_000);
 
   it("should pass Spectral's spectral:oas without errors", async () => {
-    const report = JSON.parse(await lint(bin('spectral'), ['lint', file, '--ruleset', '.spectral.yaml', '--format', 'json', '--quiet'])) as { severity: number; code: string; path: string[] }[];
+    const report = JSON.parse(
+      await lint(bin('spectral'), ['lint', file, '--ruleset', '.spectral.yaml', '--format', 'json', '--quiet']),
+    ) as { severity: number; code: string; path: string[] }[];
     expect(report.filter((p) => p.severity === 0).map((p) => `${p.code} at ${p.path.join('.')}`)).toEqual([]);
   }, 120_000);
 
   it('should describe every operation and tag it with a documented tag', () => {
     const tags = new Set(TAGS.map((t) => t.name));
     expect(doc.tags.map((t: { name: string }) => t.name)).toEqual([...tags]);
-    const ops = Object.values(doc.paths).flatMap((item: any) => Object.values(item)) as { operationId: string; description?: string; tags?: string[] }[];
+    const ops = Object.values(doc.paths).flatMap((item: any) => Object.values(item)) as {
+      operationId: string;
+      description?: string;
+      tags?: string[];
+    }[];
     expect(ops.filter((o) => !o.description?.trim()).map((o) => o.operationId)).toEqual([]);
-    expect(ops.filter((o) => !o.tags?.length || !o.tags.every((t) => tags.has(t))).map((o) => o.operationId)).toEqual([]);
+    expect(ops.filter((o) => !o.tags?.length || !o.tags.every((t) => tags.has(t))).map((o) => o.operationId)).toEqual(
+      [],
+    );
   });
 
   it('should close its tuples (items: false beside prefixItems)', () => {
@@ -72,14 +84,24 @@ describe('AsyncAPI document', () => {
   it('should parse with the AsyncAPI parser without errors', async () => {
     const { document, diagnostics } = await new Parser().parse(JSON.stringify(asyncapi));
     // Severity 0 is an error; warnings and hints do not make the document invalid.
-    expect(diagnostics.filter((d) => d.severity === 0).map((d) => `${d.code}: ${d.message} at ${d.path.join('.')}`)).toEqual([]);
+    expect(
+      diagnostics.filter((d) => d.severity === 0).map((d) => `${d.code}: ${d.message} at ${d.path.join('.')}`),
+    ).toEqual([]);
     expect(document?.version()).toBe('3.0.0');
   });
 
   it('should name every client command, server message and event', () => {
     const names = Object.keys(asyncapi.channels.live.messages);
     expect(names).toEqual(
-      expect.arrayContaining(['hello', 'StartRecordingCommand', 'ResumeRecordingCommand', 'StopRecordingCommand', 'AudioFrame', ...Object.keys(ServerMessageSchemas), ...Object.keys(EventBodySchemas)]),
+      expect.arrayContaining([
+        'hello',
+        'StartRecordingCommand',
+        'ResumeRecordingCommand',
+        'StopRecordingCommand',
+        'AudioFrame',
+        ...Object.keys(ServerMessageSchemas),
+        ...Object.keys(EventBodySchemas),
+      ]),
     );
   });
 });

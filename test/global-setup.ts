@@ -30,7 +30,9 @@ export default async function setup(project: TestProject) {
   Object.assign(process.env, env);
   project.provide('emulatorEnv', env);
   project.provide('database', database.engine);
-  console.log(`database: ${database.engine.label}${database.engine.kind === 'pglite' ? ` (${database.engine.why})` : ''}`);
+  console.log(
+    `database: ${database.engine.label}${database.engine.kind === 'pglite' ? ` (${database.engine.why})` : ''}`,
+  );
   return async () => {
     await Promise.allSettled([pubsub.stop(), firestore.stop(), gcs.stop(), database.stop()]);
     rmSync(keyDir, { recursive: true, force: true });

@@ -86,7 +86,14 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
   const config = testConfig(env);
   const database = opts.database ?? (await fileDatabase());
   const db = createDatabase(database.url, databaseOptions(config));
-  const rt = createRuntime(config, db, { log: createLogger({ level: config.LOG_LEVEL, name: 'test', destination: opts.logDestination, project: config.GOOGLE_CLOUD_PROJECT }) });
+  const rt = createRuntime(config, db, {
+    log: createLogger({
+      level: config.LOG_LEVEL,
+      name: 'test',
+      destination: opts.logDestination,
+      project: config.GOOGLE_CLOUD_PROJECT,
+    }),
+  });
   await rt.store.ensureBucket();
   await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
   const app = createApp(rt);
@@ -126,7 +133,11 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     request('POST', path, { token, body, headers: { 'idempotency-key': key } });
 
   async function lastEvents(ownerId: string, n: number): Promise<any[]> {
-    const { rows } = await rt.db.query('test.events', 'SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT $2', [ownerId, n]);
+    const { rows } = await rt.db.query(
+      'test.events',
+      'SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT $2',
+      [ownerId, n],
+    );
     return rows.map((r) => r.payload).reverse();
   }
 
@@ -140,16 +151,28 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     post,
     userId: async (token) => (await request('GET', '/me', { token })).body.id,
     async person(ownerId, name = `p-${randomUUID().slice(0, 8)}`) {
-      const { rows } = await rt.db.query<{ id: string }>('test.person', 'INSERT INTO person (user_id, display_name) VALUES ($1, $2) RETURNING id', [ownerId, name]);
+      const { rows } = await rt.db.query<{ id: string }>(
+        'test.person',
+        'INSERT INTO person (user_id, display_name) VALUES ($1, $2) RETURNING id',
+        [ownerId, name],
+      );
       return rows[0].id;
     },
-    meeting: async (token, sourceType = 'text') => (await post(token, '/meetings', { title: 'm', source_type: sourceType })).body.id,
+    meeting: async (token, sourceType = 'text') =>
+      (await post(token, '/meetings', { title: 'm', source_type: sourceType })).body.id,
     async segments(token, meetingId, n) {
       const t = (await post(token, `/meetings/${meetingId}/transcriptions`)).body.id;
       const segments = Array.from({ length: n }, (_, i) => ({ text: `s${i}`, start_ms: i * 1000 }));
-      const appended = await request('POST', `/transcriptions/${t}/segments`, { token: config.SERVICE_AUTH_TOKEN, body: { segments } });
+      const appended = await request('POST', `/transcriptions/${t}/segments`, {
+        token: config.SERVICE_AUTH_TOKEN,
+        body: { segments },
+      });
       if (appended.status !== 204) throw new Error(`appending segments answered ${appended.status}`);
-      const { rows } = await rt.db.query<{ id: string }>('test.segments', 'SELECT id FROM transcript_segment WHERE transcription_id = $1 ORDER BY start_ms', [t]);
+      const { rows } = await rt.db.query<{ id: string }>(
+        'test.segments',
+        'SELECT id FROM transcript_segment WHERE transcription_id = $1 ORDER BY start_ms',
+        [t],
+      );
       return rows.map((r) => r.id);
     },
     lastEvents,
@@ -172,7 +195,11 @@ export function fileDatabase(opts: { schema?: boolean } = {}): Promise<TestDatab
  * Listens to a user's events as a live instance does: a topic of its own, and presence naming it
  * (publishers address the instances presence names).
  */
-export async function listenToEvents(rt: Runtime, userId: string, handler: BusHandler): Promise<{ close(): Promise<void> }> {
+export async function listenToEvents(
+  rt: Runtime,
+  userId: string,
+  handler: BusHandler,
+): Promise<{ close(): Promise<void> }> {
   const instance = `listener-${randomUUID().slice(0, 8)}`;
   const topic = instanceTopic(rt.config.PUBSUB_TOPIC_EVENTS, instance);
   await rt.bus.ensureTopic(topic);

@@ -10,7 +10,13 @@ import { checkModule, loadProviderSchema, type ProviderSchema } from './support/
 const infra = join(resolve(dirname(fileURLToPath(import.meta.url)), '..'), 'infra');
 const tfFiles = (dir: string): string[] =>
   readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? (e.name === '.terraform' ? [] : tfFiles(join(dir, e.name))) : e.name.endsWith('.tf') ? [join(dir, e.name)] : [],
+    e.isDirectory()
+      ? e.name === '.terraform'
+        ? []
+        : tfFiles(join(dir, e.name))
+      : e.name.endsWith('.tf')
+        ? [join(dir, e.name)]
+        : [],
   );
 
 let schema: ProviderSchema;
@@ -22,7 +28,9 @@ const problemsOf = async (src: string) => checkModule('t.tf', await parseHcl('t.
 
 describe('the Terraform against the Google provider schema', () => {
   it('should be checked against the provider major the Terraform requires', () => {
-    const required = /source\s*=\s*"hashicorp\/google"\s*\n\s*version\s*=\s*"~> (\d+)\.0"/.exec(readFileSync(join(infra, 'envs/dev/versions.tf'), 'utf8'));
+    const required = /source\s*=\s*"hashicorp\/google"\s*\n\s*version\s*=\s*"~> (\d+)\.0"/.exec(
+      readFileSync(join(infra, 'envs/dev/versions.tf'), 'utf8'),
+    );
     expect(required, 'envs/dev/versions.tf pins hashicorp/google').not.toBeNull();
     expect(schema.version.split('.')[0]).toBe(required![1]);
     expect(schema.resources.size).toBeGreaterThan(500);
@@ -42,9 +50,21 @@ describe('the Terraform against the Google provider schema', () => {
 
   // The check itself: each kind of mistake is found.
   it.each([
-    ['an unknown resource type', 'resource "google_cloud_run_v3_service" "s" {}', 'has no resource type google_cloud_run_v3_service'],
-    ['a misspelt argument', 'resource "google_pubsub_topic" "t" {\n name = "t"\n labelz = {}\n}', 'unknown argument or block "labelz"'],
-    ['a missing required argument', 'resource "google_pubsub_subscription" "s" {\n name = "s"\n}', 'missing required argument "topic"'],
+    [
+      'an unknown resource type',
+      'resource "google_cloud_run_v3_service" "s" {}',
+      'has no resource type google_cloud_run_v3_service',
+    ],
+    [
+      'a misspelt argument',
+      'resource "google_pubsub_topic" "t" {\n name = "t"\n labelz = {}\n}',
+      'unknown argument or block "labelz"',
+    ],
+    [
+      'a missing required argument',
+      'resource "google_pubsub_subscription" "s" {\n name = "s"\n}',
+      'missing required argument "topic"',
+    ],
     [
       'a misspelt argument in a nested block',
       'resource "google_cloud_run_v2_service" "s" {\n name = "s"\n location = "l"\n template {\n containers {\n imag = "x"\n }\n }\n}',

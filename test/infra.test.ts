@@ -53,7 +53,10 @@ const value = (m: string, v: unknown) => {
 };
 /** The Node major the functions run on (Terraform's runtime); every other deploy target must agree. */
 const deployedNodeMajor = () => {
-  const runtime: string = block(res('modules/services', 'google_cloudfunctions2_function', 'this'), 'build_config').runtime;
+  const runtime: string = block(
+    res('modules/services', 'google_cloudfunctions2_function', 'this'),
+    'build_config',
+  ).runtime;
   return Number(/^nodejs(\d+)$/.exec(runtime)?.[1] ?? expect.fail(`runtime ${runtime}`));
 };
 const allResources = () =>
@@ -82,13 +85,18 @@ describe('terraform', () => {
   });
 
   it('wires every module from envs/dev, and every module exists', () => {
-    const used = Object.values(mod('envs/dev').module as Obj).map((m) => relative(infra, resolve(infra, 'envs/dev', m[0].source)));
+    const used = Object.values(mod('envs/dev').module as Obj).map((m) =>
+      relative(infra, resolve(infra, 'envs/dev', m[0].source)),
+    );
     const present = Object.keys(mods).filter((d) => d.startsWith('modules/'));
     expect(used.sort()).toEqual(present.sort());
   });
 
   it('tfvars example sets only declared variables, and every required one', async () => {
-    const example = await parseHcl('terraform.tfvars.example', readFileSync(join(infra, 'envs/dev/terraform.tfvars.example'), 'utf8'));
+    const example = await parseHcl(
+      'terraform.tfvars.example',
+      readFileSync(join(infra, 'envs/dev/terraform.tfvars.example'), 'utf8'),
+    );
     const declared = mod('envs/dev').variable as Obj;
     for (const name of Object.keys(example)) expect(Object.keys(declared)).toContain(name);
     const required = Object.keys(declared).filter((name) => !('default' in declared[name][0]));
@@ -98,15 +106,32 @@ describe('terraform', () => {
   it('declares every kind of resource the deployment needs', () => {
     const types = new Set(allResources().map((r) => r.type));
     for (const t of [
-      'google_project_service', 'google_compute_network', 'google_service_networking_connection',
-      'google_vpc_access_connector', 'google_sql_database_instance', 'google_sql_database', 'google_sql_user',
-      'google_storage_bucket', 'google_secret_manager_secret', 'google_secret_manager_secret_iam_member',
-      'google_cloud_run_v2_service', 'google_cloudfunctions2_function', 'google_pubsub_topic',
-      'google_pubsub_subscription', 'google_cloud_scheduler_job', 'google_firestore_database', 'google_firestore_field',
-      'google_compute_region_network_endpoint_group', 'google_compute_backend_service', 'google_compute_url_map',
-      'google_compute_managed_ssl_certificate', 'google_compute_global_forwarding_rule', 'google_service_account',
+      'google_project_service',
+      'google_compute_network',
+      'google_service_networking_connection',
+      'google_vpc_access_connector',
+      'google_sql_database_instance',
+      'google_sql_database',
+      'google_sql_user',
+      'google_storage_bucket',
+      'google_secret_manager_secret',
+      'google_secret_manager_secret_iam_member',
+      'google_cloud_run_v2_service',
+      'google_cloudfunctions2_function',
+      'google_pubsub_topic',
+      'google_pubsub_subscription',
+      'google_cloud_scheduler_job',
+      'google_firestore_database',
+      'google_firestore_field',
+      'google_compute_region_network_endpoint_group',
+      'google_compute_backend_service',
+      'google_compute_url_map',
+      'google_compute_managed_ssl_certificate',
+      'google_compute_global_forwarding_rule',
+      'google_service_account',
       'google_artifact_registry_repository',
-    ]) expect(types, t).toContain(t);
+    ])
+      expect(types, t).toContain(t);
   });
 
   it('Cloud SQL: Postgres on a private network, backups with point-in-time recovery, TLS only', () => {
@@ -138,7 +163,9 @@ describe('terraform', () => {
     expect(errorPage.map((r) => [r.m, r.name, r.body.role, r.body.bucket])).toEqual([
       ['modules/gateway', 'errors_public', 'roles/storage.objectViewer', '${google_storage_bucket.errors.name}'],
     ]);
-    const objects = allResources().filter((r) => r.type === 'google_storage_bucket_object' && r.body.bucket === '${google_storage_bucket.errors.name}');
+    const objects = allResources().filter(
+      (r) => r.type === 'google_storage_bucket_object' && r.body.bucket === '${google_storage_bucket.errors.name}',
+    );
     expect(objects.map((r) => r.name)).toEqual(['too_many_requests']);
     for (const r of open.filter((r) => !errorPage.includes(r))) {
       expect(`${r.type}.${r.name}`).toMatch(/^google_cloud_run_v2_service_iam_member\./);
@@ -161,12 +188,19 @@ describe('terraform', () => {
     expect(locals('envs/dev').core_secrets.sort()).toEqual([...core].sort());
     const accessors: string = mod('envs/dev').module.secrets[0].accessors;
     for (const unit of ['api', 'sweep', 'live'])
-      expect(accessors).toMatch(new RegExp(`\\b${unit}\\s*=\\s*\\{ member = module\\.iam\\.members\\.${unit}, secrets = local\\.core_secrets \\}`));
+      expect(accessors).toMatch(
+        new RegExp(
+          `\\b${unit}\\s*=\\s*\\{ member = module\\.iam\\.members\\.${unit}, secrets = local\\.core_secrets \\}`,
+        ),
+      );
     // The services mount var.secret_ids as secrets, in both functions and the live service.
     const fn = res('modules/services', 'google_cloudfunctions2_function', 'this');
     const fnSecrets = block(fn, 'service_config').dynamic.secret_environment_variables[0];
     expect(fnSecrets.for_each).toBe('${var.secret_ids}');
-    expect(fnSecrets.content[0]).toMatchObject({ key: '${secret_environment_variables.key}', secret: '${secret_environment_variables.value}' });
+    expect(fnSecrets.content[0]).toMatchObject({
+      key: '${secret_environment_variables.key}',
+      secret: '${secret_environment_variables.value}',
+    });
     const container = block(res('modules/services', 'google_cloud_run_v2_service', 'live'), 'template', 'containers');
     const secretEnv = container.dynamic.env.find((e: Obj) => e.for_each === '${var.secret_ids}');
     expect(block(secretEnv.content[0], 'value_source', 'secret_key_ref').secret).toBe('${env.value}');
@@ -177,7 +211,9 @@ describe('terraform', () => {
       ['modules/database', '${var.database_url_secret_id}'],
       ['modules/services', '${google_secret_manager_secret.otel_collector_config[0].id}'],
     ]);
-    expect(mod('envs/dev').module.database[0].database_url_secret_id).toBe('${module.secrets.resource_ids["DATABASE_URL"]}');
+    expect(mod('envs/dev').module.database[0].database_url_secret_id).toBe(
+      '${module.secrets.resource_ids["DATABASE_URL"]}',
+    );
   });
 
   it('Cloud Run live: 3600 s timeout, affinity, warm instance, CPU always on, probes', () => {
@@ -208,7 +244,9 @@ describe('terraform', () => {
     // 250 connections per worker: BENCHMARKS.md "Live", one process on one core held full
     // throughput at 200 recordings (ratio 1.00) and 0.99 at 500.
     expect(t.max_instance_request_concurrency).toBe('${local.live_concurrency}');
-    expect(locals('modules/services').live_concurrency).toBe('${min(1000, var.live_connections_per_cpu * var.live_cpu)}');
+    expect(locals('modules/services').live_concurrency).toBe(
+      '${min(1000, var.live_connections_per_cpu * var.live_cpu)}',
+    );
     const perWorker = varDefault('modules/services', 'live_connections_per_cpu');
     expect(perWorker).toBe(250);
     expect(Math.min(1000, perWorker * cpu)).toBe(500);
@@ -218,13 +256,22 @@ describe('terraform', () => {
 
   it('functions: targets api and sweep, concurrency above 1, VPC access', () => {
     const fns = locals('modules/services').functions;
-    expect(Object.fromEntries(Object.entries(fns).map(([k, f]: [string, any]) => [k, f.entry_point]))).toEqual({ api: 'api', sweep: 'sweep' });
+    expect(Object.fromEntries(Object.entries(fns).map(([k, f]: [string, any]) => [k, f.entry_point]))).toEqual({
+      api: 'api',
+      sweep: 'sweep',
+    });
     for (const f of Object.values(fns) as Obj[]) expect(value('modules/services', f.concurrency)).toBeGreaterThan(1);
     const fn = res('modules/services', 'google_cloudfunctions2_function', 'this');
     expect(fn.for_each).toBe('${local.functions}');
-    expect(block(fn, 'build_config')).toMatchObject({ runtime: `nodejs${deployedNodeMajor()}`, entry_point: '${each.value.entry_point}' });
+    expect(block(fn, 'build_config')).toMatchObject({
+      runtime: `nodejs${deployedNodeMajor()}`,
+      entry_point: '${each.value.entry_point}',
+    });
     const sc = block(fn, 'service_config');
-    expect(sc).toMatchObject({ vpc_connector: '${var.vpc_connector_id}', max_instance_request_concurrency: '${each.value.concurrency}' });
+    expect(sc).toMatchObject({
+      vpc_connector: '${var.vpc_connector_id}',
+      max_instance_request_concurrency: '${each.value.concurrency}',
+    });
     // No collector sidecar in a function: OTLP to the Telemetry API with the service account's
     // token, the preload through NODE_OPTIONS; export follows var.otel_enabled as the live service's does.
     const env: string = sc.environment_variables;
@@ -232,10 +279,23 @@ describe('terraform', () => {
     expect(env).not.toContain('OTEL_ENABLED');
     expect(env).toContain('OTEL_RESOURCE_ATTRIBUTES = "service.name=${each.key},cloud.region=${var.region}"');
     const telemetry = locals('modules/services').function_telemetry_env;
-    expect(telemetry).toEqual({ NODE_OPTIONS: `--import=./${PRELOAD}`, OTEL_EXPORTER_OTLP_ENDPOINT: 'https://telemetry.googleapis.com', OTEL_EXPORTER_OTLP_AUTH: 'google' });
+    expect(telemetry).toEqual({
+      NODE_OPTIONS: `--import=./${PRELOAD}`,
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'https://telemetry.googleapis.com',
+      OTEL_EXPORTER_OTLP_AUTH: 'google',
+    });
     // As the code reads them.
-    const config = loadConfig({ APP_ENV: 'test', SERVICE_AUTH_TOKEN: 'x'.repeat(32), IDENTITY_SECRET_KEY: 'y'.repeat(32), ...telemetry, OTEL_RESOURCE_ATTRIBUTES: 'service.name=sweep,cloud.region=europe-west1' });
-    expect(config).toMatchObject({ OTEL_EXPORTER_OTLP_AUTH: 'google', OTEL_RESOURCE_ATTRIBUTES: { 'service.name': 'sweep', 'cloud.region': 'europe-west1' } });
+    const config = loadConfig({
+      APP_ENV: 'test',
+      SERVICE_AUTH_TOKEN: 'x'.repeat(32),
+      IDENTITY_SECRET_KEY: 'y'.repeat(32),
+      ...telemetry,
+      OTEL_RESOURCE_ATTRIBUTES: 'service.name=sweep,cloud.region=europe-west1',
+    });
+    expect(config).toMatchObject({
+      OTEL_EXPORTER_OTLP_AUTH: 'google',
+      OTEL_RESOURCE_ATTRIBUTES: { 'service.name': 'sweep', 'cloud.region': 'europe-west1' },
+    });
   });
 
   it('observability: a collector sidecar in the live service, its config from Secret Manager', () => {
@@ -253,8 +313,12 @@ describe('terraform', () => {
     const volume = t.dynamic.volumes[0].content[0];
     expect(volume.name).toBe(block(c, 'volume_mounts').name);
     expect(block(volume, 'secret').secret).toBe('${google_secret_manager_secret.otel_collector_config[0].secret_id}');
-    expect(res('modules/services', 'google_secret_manager_secret_version', 'otel_collector_config').secret_data).toBe('${file("${path.module}/otel-collector.yaml")}');
-    expect(res('modules/services', 'google_secret_manager_secret_iam_member', 'otel_collector_config_live').member).toBe('serviceAccount:${var.service_accounts.live}');
+    expect(res('modules/services', 'google_secret_manager_secret_version', 'otel_collector_config').secret_data).toBe(
+      '${file("${path.module}/otel-collector.yaml")}',
+    );
+    expect(
+      res('modules/services', 'google_secret_manager_secret_iam_member', 'otel_collector_config_live').member,
+    ).toBe('serviceAccount:${var.service_accounts.live}');
     // The services' endpoint default is the sidecar's receiver; it exports to GMP and Cloud Trace as the live account.
     expect(varDefault('modules/services', 'otel_endpoint')).toBe('http://localhost:4318');
     const config = parseYaml(readFileSync(join(infra, 'modules/services/otel-collector.yaml'), 'utf8'));
@@ -262,10 +326,17 @@ describe('terraform', () => {
     expect(config.service.pipelines.metrics.exporters).toEqual(['googlemanagedprometheus']);
     expect(config.service.pipelines.traces.exporters).toEqual(['googlecloud']);
     expect(config.extensions.health_check.endpoint).toMatch(/:13133$/);
-    expect(locals('modules/iam').telemetry).toEqual(expect.arrayContaining(['roles/monitoring.metricWriter', 'roles/cloudtrace.agent']));
+    expect(locals('modules/iam').telemetry).toEqual(
+      expect.arrayContaining(['roles/monitoring.metricWriter', 'roles/cloudtrace.agent']),
+    );
     // The functions write to the Telemetry API themselves (the api is enabled, their accounts may write).
-    expect(locals('modules/iam').otlp_writers).toEqual(['roles/telemetry.metricsWriter', 'roles/telemetry.tracesWriter']);
-    expect(locals('modules/iam').project_roles).toContain('for unit in ["api", "sweep"] : [for role in local.otlp_writers');
+    expect(locals('modules/iam').otlp_writers).toEqual([
+      'roles/telemetry.metricsWriter',
+      'roles/telemetry.tracesWriter',
+    ]);
+    expect(locals('modules/iam').project_roles).toContain(
+      'for unit in ["api", "sweep"] : [for role in local.otlp_writers',
+    );
     expect(locals('modules/apis').services).toContain('telemetry.googleapis.com');
   });
 
@@ -276,10 +347,22 @@ describe('terraform', () => {
       expect(metricsSource, `lib/telemetry/metrics.ts exports ${otlp}`).toContain(`'${otlp}'`);
       return `${otlp.replace(/\./g, '_')}_${unit}`;
     };
-    const outbox = block(res('modules/services', 'google_monitoring_alert_policy', 'outbox_lag'), 'conditions', 'condition_prometheus_query_language');
-    expect(outbox.query).toBe(`max(${promName('outbox.oldest_unpublished_age', 'seconds')}) > \${var.outbox_lag_alert_seconds}`);
-    const ack = block(res('modules/services', 'google_monitoring_alert_policy', 'ack_latency'), 'conditions', 'condition_prometheus_query_language');
-    expect(ack.query).toContain(`histogram_quantile(0.99, sum by (le) (rate(${promName('live.ack.latency', 'milliseconds')}_bucket[5m])))`);
+    const outbox = block(
+      res('modules/services', 'google_monitoring_alert_policy', 'outbox_lag'),
+      'conditions',
+      'condition_prometheus_query_language',
+    );
+    expect(outbox.query).toBe(
+      `max(${promName('outbox.oldest_unpublished_age', 'seconds')}) > \${var.outbox_lag_alert_seconds}`,
+    );
+    const ack = block(
+      res('modules/services', 'google_monitoring_alert_policy', 'ack_latency'),
+      'conditions',
+      'condition_prometheus_query_language',
+    );
+    expect(ack.query).toContain(
+      `histogram_quantile(0.99, sum by (le) (rate(${promName('live.ack.latency', 'milliseconds')}_bucket[5m])))`,
+    );
     expect(ack.query).toMatch(/> \$\{var\.ack_latency_p99_alert_ms\}$/);
     for (const name of ['outbox_lag', 'ack_latency']) {
       const p = res('modules/services', 'google_monitoring_alert_policy', name);
@@ -295,23 +378,45 @@ describe('terraform', () => {
   it('environment: every Limits variable that applies in the cloud, with the code defaults', () => {
     const l = locals('modules/services');
     const recording: Obj = l.recording_defaults;
-    const defaults = loadConfig({ APP_ENV: 'test', SERVICE_AUTH_TOKEN: 'x'.repeat(32), IDENTITY_SECRET_KEY: 'y'.repeat(32) }) as unknown as Obj;
+    const defaults = loadConfig({
+      APP_ENV: 'test',
+      SERVICE_AUTH_TOKEN: 'x'.repeat(32),
+      IDENTITY_SECRET_KEY: 'y'.repeat(32),
+    }) as unknown as Obj;
     const readByCode = Object.keys(defaults).filter((k) => k.startsWith('RECORDING_'));
     expect(Object.keys(recording).sort()).toEqual(readByCode.sort());
     for (const [k, v] of Object.entries(recording)) expect(Number(v), k).toBe(defaults[k]);
     const env = l.all_env as string;
     for (const name of [
-      'APP_ENV', 'LOG_LEVEL', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'STORAGE_BUCKET', 'GOOGLE_CLOUD_PROJECT',
-      'PUBSUB_TOPIC_EVENTS', 'PUBSUB_TOPIC_RECORDING_FINALIZED', 'ML_SERVICE_URL', 'PUBLIC_BASE_URL',
-      'IDENTITY_JWKS_URL', 'IDENTITY_ISSUER', 'LIVE_CONNECTION_LIFETIME_SECONDS',
-    ]) expect(env).toMatch(new RegExp(`\\b${name}\\s+=`));
+      'APP_ENV',
+      'LOG_LEVEL',
+      'OTEL_EXPORTER_OTLP_ENDPOINT',
+      'STORAGE_BUCKET',
+      'GOOGLE_CLOUD_PROJECT',
+      'PUBSUB_TOPIC_EVENTS',
+      'PUBSUB_TOPIC_RECORDING_FINALIZED',
+      'ML_SERVICE_URL',
+      'PUBLIC_BASE_URL',
+      'IDENTITY_JWKS_URL',
+      'IDENTITY_ISSUER',
+      'LIVE_CONNECTION_LIFETIME_SECONDS',
+    ])
+      expect(env).toMatch(new RegExp(`\\b${name}\\s+=`));
     expect(JSON.stringify(mods)).not.toContain('PUBSUB_EMULATOR_HOST');
-    expect(varDefault('modules/services', 'live_connection_lifetime_seconds')).toBe(defaults.LIVE_CONNECTION_LIFETIME_SECONDS);
+    expect(varDefault('modules/services', 'live_connection_lifetime_seconds')).toBe(
+      defaults.LIVE_CONNECTION_LIFETIME_SECONDS,
+    );
     expect(env).toMatch(/\bMEETING_PURGE_AFTER_DAYS\s+=/);
     // Webhooks: the pinned schedule and disabling period, as the code's defaults.
     const webhooks: Obj = l.webhooks;
-    expect(Object.keys(webhooks).sort()).toEqual(Object.keys(defaults).filter((k) => k.startsWith('WEBHOOK_')).sort());
-    expect(webhooks.WEBHOOK_RETRY_SCHEDULE_SECONDS.split(',').map(Number)).toEqual(defaults.WEBHOOK_RETRY_SCHEDULE_SECONDS);
+    expect(Object.keys(webhooks).sort()).toEqual(
+      Object.keys(defaults)
+        .filter((k) => k.startsWith('WEBHOOK_'))
+        .sort(),
+    );
+    expect(webhooks.WEBHOOK_RETRY_SCHEDULE_SECONDS.split(',').map(Number)).toEqual(
+      defaults.WEBHOOK_RETRY_SCHEDULE_SECONDS,
+    );
     expect(Number(webhooks.WEBHOOK_DISABLE_AFTER_SECONDS)).toBe(defaults.WEBHOOK_DISABLE_AFTER_SECONDS);
     expect(env).toContain('local.webhooks');
     expect(varDefault('modules/services', 'meeting_purge_after_days')).toBe(defaults.MEETING_PURGE_AFTER_DAYS);
@@ -326,19 +431,31 @@ describe('terraform', () => {
     const dl = block(res(m, 'google_pubsub_subscription', 'ml_batch'), 'dead_letter_policy');
     expect(dl.dead_letter_topic).toBe('${google_pubsub_topic.recording_finalized_dead_letter.id}');
     expect(res(m, 'google_pubsub_topic_iam_member', 'dead_letter_publisher').member).toBe('${local.pubsub_agent}');
-    expect(res(m, 'google_pubsub_subscription_iam_member', 'dead_letter_subscriber').member).toBe('${local.pubsub_agent}');
+    expect(res(m, 'google_pubsub_subscription_iam_member', 'dead_letter_subscriber').member).toBe(
+      '${local.pubsub_agent}',
+    );
   });
 
   it('Scheduler: calls the sweep target with an OIDC token of its own account', () => {
     const job = res('modules/scheduler', 'google_cloud_scheduler_job', 'sweep');
     const target = block(job, 'http_target');
     expect(target.uri).toBe('${var.sweep_url}');
-    expect(block(target, 'oidc_token')).toEqual({ service_account_email: '${var.invoker_email}', audience: '${var.sweep_url}' });
+    expect(block(target, 'oidc_token')).toEqual({
+      service_account_email: '${var.invoker_email}',
+      audience: '${var.sweep_url}',
+    });
     const wiring = mod('envs/dev').module.scheduler[0];
-    expect(wiring).toMatchObject({ sweep_url: '${module.services.sweep_url}', invoker_email: '${module.iam.emails.scheduler}' });
-    expect(mod('modules/services').output.sweep_url[0].value).toBe('${google_cloudfunctions2_function.this["sweep"].url}');
+    expect(wiring).toMatchObject({
+      sweep_url: '${module.services.sweep_url}',
+      invoker_email: '${module.iam.emails.scheduler}',
+    });
+    expect(mod('modules/services').output.sweep_url[0].value).toBe(
+      '${google_cloudfunctions2_function.this["sweep"].url}',
+    );
     expect(locals('modules/services').functions.sweep.entry_point).toBe('sweep');
-    expect(res('modules/services', 'google_cloud_run_v2_service_iam_member', 'sweep_invoker').member).toBe('${var.scheduler_member}');
+    expect(res('modules/services', 'google_cloud_run_v2_service_iam_member', 'sweep_invoker').member).toBe(
+      '${var.scheduler_member}',
+    );
     expect(mod('envs/dev').module.services[0].scheduler_member).toBe('${module.iam.members.scheduler}');
   });
 
@@ -358,11 +475,21 @@ describe('terraform', () => {
     expect(map.default_service).toBe('${google_compute_backend_service.api.id}');
     const matcher = block(map, 'path_matcher');
     expect(matcher.default_service).toBe('${google_compute_backend_service.api.id}');
-    expect(matcher.path_rule).toEqual([{ paths: ['/ws', '/ws/*'], service: '${google_compute_backend_service.live.id}' }]);
-    expect(block(res(m, 'google_compute_backend_service', 'live'), 'backend').group).toBe('${google_compute_region_network_endpoint_group.live.id}');
-    expect(block(res(m, 'google_compute_backend_service', 'api'), 'backend').group).toBe('${google_compute_region_network_endpoint_group.api.id}');
-    expect(block(res(m, 'google_compute_region_network_endpoint_group', 'live'), 'cloud_run').service).toBe('${var.live_service_name}');
-    expect(block(res(m, 'google_compute_region_network_endpoint_group', 'api'), 'cloud_function').function).toBe('${var.api_function_name}');
+    expect(matcher.path_rule).toEqual([
+      { paths: ['/ws', '/ws/*'], service: '${google_compute_backend_service.live.id}' },
+    ]);
+    expect(block(res(m, 'google_compute_backend_service', 'live'), 'backend').group).toBe(
+      '${google_compute_region_network_endpoint_group.live.id}',
+    );
+    expect(block(res(m, 'google_compute_backend_service', 'api'), 'backend').group).toBe(
+      '${google_compute_region_network_endpoint_group.api.id}',
+    );
+    expect(block(res(m, 'google_compute_region_network_endpoint_group', 'live'), 'cloud_run').service).toBe(
+      '${var.live_service_name}',
+    );
+    expect(block(res(m, 'google_compute_region_network_endpoint_group', 'api'), 'cloud_function').function).toBe(
+      '${var.api_function_name}',
+    );
     expect(mod('envs/dev').module.gateway[0]).toMatchObject({
       api_function_name: '${module.services.api_function_name}',
       live_service_name: '${module.services.live_service_name}',
@@ -370,7 +497,8 @@ describe('terraform', () => {
   });
 
   it('IAM: no primitive roles, no authoritative bindings, one account per unit, signBlob on itself', () => {
-    for (const [file, text] of Object.entries(texts)) expect(text, file).not.toMatch(/roles\/(owner|editor|viewer)(?![\w.])/);
+    for (const [file, text] of Object.entries(texts))
+      expect(text, file).not.toMatch(/roles\/(owner|editor|viewer)(?![\w.])/);
     const iam = allResources().filter((r) => /_iam_(member|binding|policy)$/.test(r.type));
     expect(iam.filter((r) => /_iam_(binding|policy)$/.test(r.type))).toEqual([]);
     const role = /: (roles\/[a-zA-Z.]+|\$\{each\.value\.role\}|\$\{google_project_iam_custom_role\.\w+\.id\})$/;
@@ -378,7 +506,9 @@ describe('terraform', () => {
     const projectRoles = JSON.stringify(locals('modules/iam').project_roles);
     expect(projectRoles).not.toMatch(/roles\/(owner|editor|viewer)\b/);
     expect(mod('envs/dev').module.services[0].service_accounts).toEqual({
-      api: '${module.iam.emails.api}', sweep: '${module.iam.emails.sweep}', live: '${module.iam.emails.live}',
+      api: '${module.iam.emails.api}',
+      sweep: '${module.iam.emails.sweep}',
+      live: '${module.iam.emails.live}',
     });
     const signer = res('modules/iam', 'google_service_account_iam_member', 'self_signer');
     expect(signer).toMatchObject({
@@ -389,7 +519,7 @@ describe('terraform', () => {
     expect(locals('modules/iam').signers).toEqual(expect.arrayContaining(['api', 'live']));
   });
 
-  it('should keep every unit\'s connections, at its instance limit, under Cloud SQL\'s max_connections', () => {
+  it("should keep every unit's connections, at its instance limit, under Cloud SQL's max_connections", () => {
     // The dev environment's values where it passes them, else the services module's defaults.
     const services = mod('envs/dev').module.services[0];
     const devValue = (name: string) => {
@@ -408,7 +538,8 @@ describe('terraform', () => {
     const liveWorkers = block(live, 'template', 'containers').env.find((e: Obj) => e.name === 'LIVE_WORKERS');
     expect(liveWorkers.value).toBe('${tostring(var.live_cpu)}');
     const budget =
-      devValue('api_max_instances') * apiPool + sweepMax * sweepPool +
+      devValue('api_max_instances') * apiPool +
+      sweepMax * sweepPool +
       devValue('live_max_instances') * devValue('live_cpu') * devValue('live_db_pool_max');
     // Cloud SQL keeps 3 connections for its superuser; dev passes no max_connections of its own.
     expect(mod('envs/dev').module.database[0].max_connections).toBeUndefined();
@@ -416,8 +547,11 @@ describe('terraform', () => {
     expect(budget).toBeLessThanOrEqual(maxConnections - 3);
     // The services module's own defaults fit as well.
     const defaults =
-      varDefault('modules/services', 'api_max_instances') * apiPool + sweepMax * sweepPool +
-      varDefault('modules/services', 'live_max_instances') * varDefault('modules/services', 'live_cpu') * varDefault('modules/services', 'live_db_pool_max');
+      varDefault('modules/services', 'api_max_instances') * apiPool +
+      sweepMax * sweepPool +
+      varDefault('modules/services', 'live_max_instances') *
+        varDefault('modules/services', 'live_cpu') *
+        varDefault('modules/services', 'live_db_pool_max');
     expect(defaults).toBeLessThanOrEqual(maxConnections - 3);
   });
 });
@@ -431,7 +565,11 @@ describe('cloudbuild.yaml', () => {
   function stepsBefore(id: string, seen = new Set<string>()): Set<string> {
     const i = ids.indexOf(id);
     const direct: string[] = steps[i].waitFor ?? ids.slice(0, i);
-    for (const d of direct) if (d !== '-' && !seen.has(d)) { seen.add(d); stepsBefore(d, seen); }
+    for (const d of direct)
+      if (d !== '-' && !seen.has(d)) {
+        seen.add(d);
+        stepsBefore(d, seen);
+      }
     return seen;
   }
 
@@ -442,14 +580,24 @@ describe('cloudbuild.yaml', () => {
       for (const w of s.waitFor ?? []) if (w !== '-') expect(ids.slice(0, ids.indexOf(s.id))).toContain(w);
     }
     expect(new Set(ids).size).toBe(ids.length);
-    for (const id of ['install', 'typecheck', 'test', 'build', 'image-build', 'image-push', 'schema-apply', 'smoke-test'])
+    for (const id of [
+      'install',
+      'typecheck',
+      'test',
+      'build',
+      'image-build',
+      'image-push',
+      'schema-apply',
+      'smoke-test',
+    ])
       expect(ids).toContain(id);
   });
 
   it('touches the database and deploys only after typecheck and tests, smoke-tests last', () => {
     const deploys = ids.filter((id) => id.startsWith('deploy-'));
     expect(deploys.sort()).toEqual(['deploy-api', 'deploy-live', 'deploy-sweep']);
-    for (const id of ['schema-apply', ...deploys]) expect([...stepsBefore(id)], id).toEqual(expect.arrayContaining(['install', 'typecheck', 'test']));
+    for (const id of ['schema-apply', ...deploys])
+      expect([...stepsBefore(id)], id).toEqual(expect.arrayContaining(['install', 'typecheck', 'test']));
     for (const id of deploys) expect([...stepsBefore(id)], id).toContain('schema-apply');
     expect([...stepsBefore('smoke-test')]).toEqual(expect.arrayContaining(deploys));
     expect(steps[ids.indexOf('test')].name).toMatch(/google-cloud-cli:emulators$/);
@@ -467,7 +615,9 @@ describe('cloudbuild.yaml', () => {
   it('uses exactly the substitutions it defines or Terraform provides', () => {
     const text = readFileSync(join(root, 'cloudbuild.yaml'), 'utf8').replace(/^\s*#.*$/gm, '');
     const used = new Set([...text.matchAll(/\$\{(_[A-Z0-9_]+)\}/g)].map((m) => m[1]));
-    const fromTerraform = [...String(mod('envs/dev').output.cloudbuild_substitutions[0].value).matchAll(/(_[A-Z0-9_]+)\s*=/g)].map((m) => m[1]);
+    const fromTerraform = [
+      ...String(mod('envs/dev').output.cloudbuild_substitutions[0].value).matchAll(/(_[A-Z0-9_]+)\s*=/g),
+    ].map((m) => m[1]);
     const provided = new Set([...Object.keys(build.substitutions ?? {}), ...fromTerraform]);
     // Cloud Build rejects a build given a substitution it does not use, and one it uses but lacks.
     expect([...used].sort()).toEqual([...provided].sort());
@@ -476,9 +626,13 @@ describe('cloudbuild.yaml', () => {
 
 describe('live service Dockerfile', () => {
   const path = join(root, 'run-services/live/Dockerfile');
-  const lines = existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((l) => l && !l.startsWith('#')) : [];
+  const lines = existsSync(path)
+    ? readFileSync(path, 'utf8')
+        .split('\n')
+        .filter((l) => l && !l.startsWith('#'))
+    : [];
 
-  it('runs the bundle as a non-root user from the deployed Node major\'s slim image with production deps only', () => {
+  it("runs the bundle as a non-root user from the deployed Node major's slim image with production deps only", () => {
     const froms = lines.filter((l) => l.startsWith('FROM '));
     expect(froms.length).toBeGreaterThan(0);
     for (const l of froms) expect(l).toMatch(new RegExp(`^FROM node:${deployedNodeMajor()}-slim\\b`));
@@ -548,7 +702,9 @@ describe('edge rate limits', () => {
 
   it('puts the policy in front of both backends', () => {
     for (const b of ['api', 'live'])
-      expect(res(m, 'google_compute_backend_service', b).security_policy, b).toBe('${google_compute_security_policy.edge.id}');
+      expect(res(m, 'google_compute_backend_service', b).security_policy, b).toBe(
+        '${google_compute_security_policy.edge.id}',
+      );
     expect(policy().type).toBe('CLOUD_ARMOR');
   });
 
@@ -556,8 +712,16 @@ describe('edge rate limits', () => {
     const t = rule('throttle');
     expect(block(t, 'match', 'expr').expression).toBe("has(request.headers['authorization'])");
     const o = block(t, 'rate_limit_options');
-    expect(o).toMatchObject({ conform_action: 'allow', exceed_action: 'deny(429)', enforce_on_key: 'HTTP_HEADER', enforce_on_key_name: 'Authorization' });
-    expect(block(o, 'rate_limit_threshold')).toEqual({ count: '${var.rate_limit_per_token.count}', interval_sec: '${var.rate_limit_per_token.interval_seconds}' });
+    expect(o).toMatchObject({
+      conform_action: 'allow',
+      exceed_action: 'deny(429)',
+      enforce_on_key: 'HTTP_HEADER',
+      enforce_on_key_name: 'Authorization',
+    });
+    expect(block(o, 'rate_limit_threshold')).toEqual({
+      count: '${var.rate_limit_per_token.count}',
+      interval_sec: '${var.rate_limit_per_token.interval_seconds}',
+    });
     const { count, interval_seconds } = limits('rate_limit_per_token');
     expect(count).toBeGreaterThanOrEqual(1);
     expect(count).toBeLessThanOrEqual(1_000_000);
@@ -571,8 +735,16 @@ describe('edge rate limits', () => {
     expect(block(b, 'match')).toMatchObject({ versioned_expr: 'SRC_IPS_V1' });
     expect(block(b, 'match', 'config').src_ip_ranges).toEqual(['*']);
     const o = block(b, 'rate_limit_options');
-    expect(o).toMatchObject({ conform_action: 'allow', exceed_action: 'deny(429)', enforce_on_key: 'IP', ban_duration_sec: '${var.rate_limit_per_ip.ban_seconds}' });
-    expect(block(o, 'rate_limit_threshold')).toEqual({ count: '${var.rate_limit_per_ip.count}', interval_sec: '${var.rate_limit_per_ip.interval_seconds}' });
+    expect(o).toMatchObject({
+      conform_action: 'allow',
+      exceed_action: 'deny(429)',
+      enforce_on_key: 'IP',
+      ban_duration_sec: '${var.rate_limit_per_ip.ban_seconds}',
+    });
+    expect(block(o, 'rate_limit_threshold')).toEqual({
+      count: '${var.rate_limit_per_ip.count}',
+      interval_sec: '${var.rate_limit_per_ip.interval_seconds}',
+    });
     const { count, interval_seconds, ban_seconds } = limits('rate_limit_per_ip');
     expect(count).toBeGreaterThanOrEqual(1);
     expect(count).toBeLessThanOrEqual(10_000); // a rate-based ban's maximum
@@ -604,14 +776,16 @@ describe('edge rate limits', () => {
     const bucket = res(m, 'google_compute_backend_bucket', 'errors');
     expect(bucket.bucket_name).toBe('${google_storage_bucket.errors.name}');
     expect(bucket.custom_response_headers).toEqual(['Retry-After: ${local.retry_after_seconds}']);
-    expect(locals(m).retry_after_seconds).toBe('${max(var.rate_limit_per_token.interval_seconds, var.rate_limit_per_ip.ban_seconds)}');
+    expect(locals(m).retry_after_seconds).toBe(
+      '${max(var.rate_limit_per_token.interval_seconds, var.rate_limit_per_ip.ban_seconds)}',
+    );
     const body = res(m, 'google_storage_bucket_object', 'too_many_requests');
     expect(body).toMatchObject({ content_type: 'application/problem+json', cache_control: 'no-store' });
     expect(body.content).toMatch(/\btype\s*=\s*"https:\/\/meeting-intelligence\.dev\/problems\/too_many_requests"/);
     expect(body.content).toMatch(/\bstatus\s*=\s*429\b/);
   });
 
-  it('documents the limits and the Retry-After clients get, with Terraform\'s values', () => {
+  it("documents the limits and the Retry-After clients get, with Terraform's values", () => {
     const token = limits('rate_limit_per_token');
     const ip = limits('rate_limit_per_ip');
     const retryAfter = Math.max(token.interval_seconds, ip.ban_seconds);

@@ -32,7 +32,11 @@ beforeAll(async () => {
     ['note', 'user_id, content, created_at', `u, 'note ' || n, now() - n * interval '1 second'`],
     ['ai_thread', 'user_id, created_at', `u, now() - n * interval '1 second'`],
   ] as const) {
-    await db.query('t.rows', `INSERT INTO ${table} (${columns}) SELECT ${values} FROM unnest($1::uuid[]) u, generate_series(1, ${ROWS}) n`, [ids]);
+    await db.query(
+      't.rows',
+      `INSERT INTO ${table} (${columns}) SELECT ${values} FROM unnest($1::uuid[]) u, generate_series(1, ${ROWS}) n`,
+      [ids],
+    );
     await db.query('t.analyze', `ANALYZE ${table}`);
   }
 }, 300_000);
@@ -56,9 +60,21 @@ async function plansOf(run: (q: Queryable) => Promise<unknown>): Promise<string[
 }
 
 describe.each([
-  ['tasks', 'task_user_id_created_at_idx', (q: Queryable, cursor?: string) => listTasks(q, userId, { limit: 50, cursor })],
-  ['notes', 'note_user_id_created_at_idx', (q: Queryable, cursor?: string) => listNotes(q, userId, { limit: 50, cursor })],
-  ['threads', 'ai_thread_user_id_created_at_idx', (q: Queryable, cursor?: string) => listThreads(q, userId, { limit: 50, cursor })],
+  [
+    'tasks',
+    'task_user_id_created_at_idx',
+    (q: Queryable, cursor?: string) => listTasks(q, userId, { limit: 50, cursor }),
+  ],
+  [
+    'notes',
+    'note_user_id_created_at_idx',
+    (q: Queryable, cursor?: string) => listNotes(q, userId, { limit: 50, cursor }),
+  ],
+  [
+    'threads',
+    'ai_thread_user_id_created_at_idx',
+    (q: Queryable, cursor?: string) => listThreads(q, userId, { limit: 50, cursor }),
+  ],
 ] as const)('a page of %s of a user with 50,000', (_, index, list) => {
   it('should walk the (user_id, created_at, id) index without a sort, on the first page and the next', async () => {
     const first = (await list(db)) as { next_cursor: string | null };
@@ -73,9 +89,19 @@ describe.each([
 
 describe('creation-order cursors', () => {
   it('should repeat and skip nothing across rows created in the same millisecond', async () => {
-    const owner = (await db.query<{ id: string }>('t.user', `INSERT INTO app_user (username, email) VALUES ('burst', $1) RETURNING id`, [`${randomUUID()}@example.test`])).rows[0].id;
+    const owner = (
+      await db.query<{ id: string }>(
+        't.user',
+        `INSERT INTO app_user (username, email) VALUES ('burst', $1) RETURNING id`,
+        [`${randomUUID()}@example.test`],
+      )
+    ).rows[0].id;
     // 120 notes a microsecond apart: a millisecond cursor would skip or repeat some of them.
-    await db.query('t.burst', `INSERT INTO note (user_id, content, created_at) SELECT $1, 'n' || n, timestamptz '2026-11-24 12:00:00.000' + n * interval '1 microsecond' FROM generate_series(1, 120) n`, [owner]);
+    await db.query(
+      't.burst',
+      `INSERT INTO note (user_id, content, created_at) SELECT $1, 'n' || n, timestamptz '2026-11-24 12:00:00.000' + n * interval '1 microsecond' FROM generate_series(1, 120) n`,
+      [owner],
+    );
     const seen: string[] = [];
     let cursor: string | undefined;
     do {

@@ -19,14 +19,22 @@ const jobs: Record<string, StandInJob> = {};
 async function callSweep(): Promise<number> {
   let status = 0;
   const res = { status: (code: number) => ((status = code), res), json: () => undefined };
-  await sweepHandler(ctx.instance.rt)({ headers: { authorization: `Bearer ${ctx.instance.config.SERVICE_AUTH_TOKEN}` }, body: {} }, res);
+  await sweepHandler(ctx.instance.rt)(
+    { headers: { authorization: `Bearer ${ctx.instance.config.SERVICE_AUTH_TOKEN}` }, body: {} },
+    res,
+  );
   return status;
 }
 
 beforeAll(async () => {
   jobs.sweep = { target: callSweep };
   jobs.broken = { target: async () => 500 };
-  const ready = (n: string) => ({ uri: `https://${n}.run.app`, latestReadyRevision: `${n}-00002`, latestCreatedRevision: `${n}-00002`, ready: true });
+  const ready = (n: string) => ({
+    uri: `https://${n}.run.app`,
+    latestReadyRevision: `${n}-00002`,
+    latestCreatedRevision: `${n}-00002`,
+    ready: true,
+  });
   apis = await startGoogleApis({
     project: 'ops-project',
     region: 'europe-west1',
@@ -34,7 +42,12 @@ beforeAll(async () => {
       api: ready('api'),
       live: ready('live'),
       // A deploy whose new revision never became ready: the old one still serves.
-      stuck: { uri: 'https://stuck.run.app', latestReadyRevision: 'stuck-00001', latestCreatedRevision: 'stuck-00002', ready: true },
+      stuck: {
+        uri: 'https://stuck.run.app',
+        latestReadyRevision: 'stuck-00001',
+        latestCreatedRevision: 'stuck-00002',
+        ready: true,
+      },
       failed: { ...ready('failed'), ready: false },
     },
     jobs,
@@ -54,14 +67,21 @@ describe('ops smoke', () => {
 
   it('should fail a service whose newest revision is not ready, whose condition failed, or that does not exist', async () => {
     const [stuck, failed, missing] = await checkServices(opts, ['stuck', 'failed', 'nope']);
-    expect(stuck).toMatchObject({ ok: false, detail: 'latest revision stuck-00002 is not ready (serving stuck-00001)' });
+    expect(stuck).toMatchObject({
+      ok: false,
+      detail: 'latest revision stuck-00002 is not ready (serving stuck-00001)',
+    });
     expect(failed).toMatchObject({ ok: false, detail: expect.stringContaining('CONDITION_FAILED') });
     expect(missing).toMatchObject({ ok: false, detail: expect.stringContaining('not found') });
   });
 
   it('should check liveness, readiness and the WebSocket route through the public URL', async () => {
     const checks = await checkPublicUrl(ctx.instance.url);
-    expect(checks.map((c) => [c.name, c.ok])).toEqual([['/healthz', true], ['/readyz', true], ['/ws', true]]);
+    expect(checks.map((c) => [c.name, c.ok])).toEqual([
+      ['/healthz', true],
+      ['/readyz', true],
+      ['/ws', true],
+    ]);
     // Nothing listening: every check fails, none hangs.
     const down = await checkPublicUrl('http://127.0.0.1:9');
     expect(down.every((c) => !c.ok)).toBe(true);
@@ -70,9 +90,25 @@ describe('ops smoke', () => {
   it('should exit 0 from the command line when all is well and 1 when a check fails', async () => {
     // Not spawnSync: the stand-in answers from this process.
     const run = (services: string) =>
-      promisify(execFile)('npx', ['tsx', 'scripts/ops.ts', 'smoke', '--project', 'ops-project', '--region', 'europe-west1', '--services', services, '--public-url', ctx.instance.url], {
-        env: { ...process.env, CLOUD_RUN_ENDPOINT: apis.url },
-      }).then(
+      promisify(execFile)(
+        'npx',
+        [
+          'tsx',
+          'scripts/ops.ts',
+          'smoke',
+          '--project',
+          'ops-project',
+          '--region',
+          'europe-west1',
+          '--services',
+          services,
+          '--public-url',
+          ctx.instance.url,
+        ],
+        {
+          env: { ...process.env, CLOUD_RUN_ENDPOINT: apis.url },
+        },
+      ).then(
         (r) => ({ status: 0, stdout: r.stdout }),
         (e: { code: number; stdout: string }) => ({ status: e.code, stdout: e.stdout }),
       );
@@ -95,7 +131,14 @@ describe('ops sweep', () => {
   });
 
   it('should report a job whose target fails, and an unknown job', async () => {
-    expect(await runSchedulerJob(opts, 'broken', 60_000, 100)).toEqual({ name: 'job broken', ok: false, detail: 'failed: code 13 HTTP 500' });
-    expect(await runSchedulerJob(opts, 'nope', 60_000, 100)).toMatchObject({ ok: false, detail: expect.stringContaining('not found') });
+    expect(await runSchedulerJob(opts, 'broken', 60_000, 100)).toEqual({
+      name: 'job broken',
+      ok: false,
+      detail: 'failed: code 13 HTTP 500',
+    });
+    expect(await runSchedulerJob(opts, 'nope', 60_000, 100)).toMatchObject({
+      ok: false,
+      detail: expect.stringContaining('not found'),
+    });
   });
 });

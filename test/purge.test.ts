@@ -18,12 +18,17 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => api?.close());
 
-const objectsOf = async (meetingId: string) => (await Promise.all(meetingObjectPrefixes(meetingId).map((p) => api.rt.store.list(p)))).flat().map((o) => o.name);
+const objectsOf = async (meetingId: string) =>
+  (await Promise.all(meetingObjectPrefixes(meetingId).map((p) => api.rt.store.list(p)))).flat().map((o) => o.name);
 
 /** Soft-deletes the meeting through the API, then moves its deletion `days` into the past. */
 async function deletedDaysAgo(meetingId: string, days: number): Promise<void> {
   expect((await api.request('DELETE', `/meetings/${meetingId}`, { token: alice })).status).toBe(204);
-  await api.rt.db.query('test.backdate', `UPDATE meeting SET deleted_at = now() - $2::float8 * interval '1 day' WHERE id = $1`, [meetingId, days]);
+  await api.rt.db.query(
+    'test.backdate',
+    `UPDATE meeting SET deleted_at = now() - $2::float8 * interval '1 day' WHERE id = $1`,
+    [meetingId, days],
+  );
 }
 
 /** A recording meeting with a finalized take (segments, composed audio), a transcript and a task on it. */
@@ -39,7 +44,15 @@ async function recordedMeeting(): Promise<string> {
 
 async function uploadMeeting(): Promise<string> {
   const id = await api.meeting(alice, 'upload');
-  expect((await api.request('PUT', `/meetings/${id}/audio`, { token: alice, raw: Buffer.alloc(300, 1), headers: { 'content-type': 'audio/wav' } })).status).toBe(201);
+  expect(
+    (
+      await api.request('PUT', `/meetings/${id}/audio`, {
+        token: alice,
+        raw: Buffer.alloc(300, 1),
+        headers: { 'content-type': 'audio/wav' },
+      })
+    ).status,
+  ).toBe(201);
   return id;
 }
 
@@ -54,7 +67,11 @@ describe('purge of soft-deleted meetings', () => {
     await deletedDaysAgo(old, 31);
     await deletedDaysAgo(oldUpload, 30.01);
     await deletedDaysAgo(recent, 29);
-    const { rows: tasks } = await api.rt.db.query<{ id: string }>('test.tasks', 'SELECT id FROM task WHERE content = $1', ['follow up']);
+    const { rows: tasks } = await api.rt.db.query<{ id: string }>(
+      'test.tasks',
+      'SELECT id FROM task WHERE content = $1',
+      ['follow up'],
+    );
     // What outlives the meeting: the user, the detached task, and the user's outbox events and
     // idempotency records (gone by retention long before a deletion is 30 days old).
     const { rows: kept } = await api.rt.db.query<{ id: string }>(
@@ -78,7 +95,10 @@ describe('purge of soft-deleted meetings', () => {
     // A younger deletion and a live meeting keep their rows and objects.
     for (const id of [recent, live]) {
       expect(await objectsOf(id), id).toHaveLength(1);
-      expect((await api.rt.db.query('test.meeting', 'SELECT 1 FROM meeting WHERE id = $1', [id])).rows, id).toHaveLength(1);
+      expect(
+        (await api.rt.db.query('test.meeting', 'SELECT 1 FROM meeting WHERE id = $1', [id])).rows,
+        id,
+      ).toHaveLength(1);
     }
     expect((await api.request('GET', `/meetings/${live}`, { token: alice })).status).toBe(200);
     expect((await runSweep(api.rt)).purgedMeetings).toBe(0);
@@ -92,7 +112,9 @@ describe('purge of soft-deleted meetings', () => {
       ids.push(id);
     }
     expect(await purgeDeletedMeetings(api.rt, 30, { batch: 2, maxBatches: 2 })).toBe(4);
-    const { rows } = await api.rt.db.query<{ id: string }>('test.left', 'SELECT id FROM meeting WHERE id = ANY($1)', [ids]);
+    const { rows } = await api.rt.db.query<{ id: string }>('test.left', 'SELECT id FROM meeting WHERE id = ANY($1)', [
+      ids,
+    ]);
     expect(rows).toHaveLength(1);
     expect(await objectsOf(rows[0].id)).toHaveLength(1);
     expect(await purgeDeletedMeetings(api.rt, 30, { batch: 2, maxBatches: 2 })).toBe(1);

@@ -4,7 +4,13 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import { segmentObjectName } from '@mi/lib/objects/take-objects';
 import { insertManifestRow } from '@mi/lib/repositories/manifest';
-import { markStopped, markStopping, startRecording, type Encoding, type StopReason } from '@mi/lib/repositories/recordings';
+import {
+  markStopped,
+  markStopping,
+  startRecording,
+  type Encoding,
+  type StopReason,
+} from '@mi/lib/repositories/recordings';
 import { createTranscription } from '@mi/lib/repositories/transcriptions';
 import type { ApiHarness } from './harness';
 
@@ -25,15 +31,27 @@ export function frameBytes(seq: number, size = 100): Buffer {
 export const framesBytes = (start: number, end: number, size = 100) =>
   Buffer.concat(Array.from({ length: end - start + 1 }, (_, i) => frameBytes(start + i, size)));
 
-export async function createTake(api: ApiHarness, token: string, opts: { encoding?: Encoding; sampleRate?: number; meetingId?: string } = {}): Promise<Take> {
+export async function createTake(
+  api: ApiHarness,
+  token: string,
+  opts: { encoding?: Encoding; sampleRate?: number; meetingId?: string } = {},
+): Promise<Take> {
   let meetingId = opts.meetingId;
   if (!meetingId) {
-    const m = await api.request('POST', '/meetings', { token, headers: { 'idempotency-key': randomUUID() }, body: { title: 'Recorded', source_type: 'recording' } });
+    const m = await api.request('POST', '/meetings', {
+      token,
+      headers: { 'idempotency-key': randomUUID() },
+      body: { title: 'Recorded', source_type: 'recording' },
+    });
     expect(m.status).toBe(201);
     meetingId = m.body.id as string;
   }
   return api.rt.db.withTransaction(async (tx) => {
-    const { rows } = await tx.query<{ user_id: string }>('test.meeting_owner', 'SELECT user_id FROM meeting WHERE id = $1 FOR UPDATE', [meetingId]);
+    const { rows } = await tx.query<{ user_id: string }>(
+      'test.meeting_owner',
+      'SELECT user_id FROM meeting WHERE id = $1 FOR UPDATE',
+      [meetingId],
+    );
     const t = await createTranscription(tx, meetingId!, 'transcribing');
     const rec = await startRecording(tx, {
       meetingId: meetingId!,
@@ -49,7 +67,13 @@ export async function createTake(api: ApiHarness, token: string, opts: { encodin
 }
 
 /** A live segment: frames start..end in one object and one manifest row (no sha256). */
-export async function storeLiveSegment(api: ApiHarness, take: Take, start: number, end: number, size = 100): Promise<Buffer> {
+export async function storeLiveSegment(
+  api: ApiHarness,
+  take: Take,
+  start: number,
+  end: number,
+  size = 100,
+): Promise<Buffer> {
   const bytes = framesBytes(start, end, size);
   const name = segmentObjectName(take, start, end);
   const stored = await api.rt.store.write(name, bytes, { createOnly: true });
@@ -68,7 +92,12 @@ export async function storeLiveSegment(api: ApiHarness, take: Take, start: numbe
   return bytes;
 }
 
-export async function stopTake(api: ApiHarness, take: Take, gapDeadlineSeconds = 1800, reason: StopReason = 'user'): Promise<void> {
+export async function stopTake(
+  api: ApiHarness,
+  take: Take,
+  gapDeadlineSeconds = 1800,
+  reason: StopReason = 'user',
+): Promise<void> {
   await api.rt.db.withTransaction(async (tx) => {
     expect(await markStopping(tx, take.meetingId, take.audioVersion, reason)).toBe(true);
     expect(await markStopped(tx, take.meetingId, take.audioVersion, gapDeadlineSeconds)).not.toBeNull();
@@ -76,8 +105,9 @@ export async function stopTake(api: ApiHarness, take: Take, gapDeadlineSeconds =
 }
 
 export async function expireGapDeadline(api: ApiHarness, take: Take): Promise<void> {
-  await api.rt.db.query('test.expire', `UPDATE recording SET gap_upload_deadline = now() - interval '1 second' WHERE meeting_id = $1 AND audio_version = $2`, [
-    take.meetingId,
-    take.audioVersion,
-  ]);
+  await api.rt.db.query(
+    'test.expire',
+    `UPDATE recording SET gap_upload_deadline = now() - interval '1 second' WHERE meeting_id = $1 AND audio_version = $2`,
+    [take.meetingId, take.audioVersion],
+  );
 }

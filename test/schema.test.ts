@@ -35,11 +35,19 @@ async function insert(table: string, row: Record<string, unknown>): Promise<stri
 const count = async (table: string, where: string, params: unknown[]) =>
   Number((await db.query(`SELECT count(*) FROM ${table} WHERE ${where}`, params)).rows[0].count);
 const value = async (sql: string, params: unknown[]) => (await db.query(sql, params)).rows[0];
-const sqlstate = (p: Promise<unknown>) => p.then(() => 'no error', (e: { code?: string }) => e.code);
+const sqlstate = (p: Promise<unknown>) =>
+  p.then(
+    () => 'no error',
+    (e: { code?: string }) => e.code,
+  );
 
 /** One user with a record in every table, so each delete rule can be observed. */
 async function seedGraph() {
-  const u = await insert('app_user', { username: 'u', email: `${randomUUID()}@example.com`, identity_id: randomUUID() });
+  const u = await insert('app_user', {
+    username: 'u',
+    email: `${randomUUID()}@example.com`,
+    identity_id: randomUUID(),
+  });
   const person = await insert('person', { user_id: u, display_name: 'Ada', voice_vector: vec() });
   await db.query('UPDATE app_user SET person_id = $1 WHERE id = $2', [person, u]);
   const summary = await insert('person_summary', { person_id: person, author_id: u, summary: 's' });
@@ -49,8 +57,22 @@ async function seedGraph() {
   await insert('meeting_attendee', { meeting_id: meeting, person_id: person });
   const transcription = await insert('transcription', { meeting_id: meeting, status: 'pending' });
   await insert('transcription_status_history', { transcription_id: transcription, status: 'pending' });
-  const segment = await insert('transcript_segment', { transcription_id: transcription, person_id: person, text: 'hi', start_ms: 0 });
-  await insert('segment_manifest', { meeting_id: meeting, start_sequence: 0, end_sequence: 19, started_at_ms: 0, duration_ms: 2000, object_name: 'o', byte_count: 1, crc32c: 'c' });
+  const segment = await insert('transcript_segment', {
+    transcription_id: transcription,
+    person_id: person,
+    text: 'hi',
+    start_ms: 0,
+  });
+  await insert('segment_manifest', {
+    meeting_id: meeting,
+    start_sequence: 0,
+    end_sequence: 19,
+    started_at_ms: 0,
+    duration_ms: 2000,
+    object_name: 'o',
+    byte_count: 1,
+    crc32c: 'c',
+  });
   await insert('meeting_speaker_label', { meeting_id: meeting, speaker_label: 'SPEAKER_0', person_id: person });
   await insert('recording_event_history', { meeting_id: meeting, event_type: 'started' });
   const topic = await insert('topic', { meeting_id: meeting, name: 'n', summary: 's' });
@@ -65,8 +87,30 @@ async function seedGraph() {
   await insert('chat_message', { thread_id: thread, role: 'user', content: 'c' });
   await insert('event_sequence', { user_id: u, last_seq: 1 });
   await insert('event_outbox', { user_id: u, seq: 1, event_type: 'EntityChanged', payload: {} });
-  await insert('recording', { meeting_id: meeting, audio_version: 1, transcription_id: transcription, state: 'recording', encoding: 'pcm_s16le', max_duration_seconds: 60 });
-  return { u, person, summary, tag, meeting, transcription, segment, topic, talkingPoint, task, childTask, subTask, note, thread };
+  await insert('recording', {
+    meeting_id: meeting,
+    audio_version: 1,
+    transcription_id: transcription,
+    state: 'recording',
+    encoding: 'pcm_s16le',
+    max_duration_seconds: 60,
+  });
+  return {
+    u,
+    person,
+    summary,
+    tag,
+    meeting,
+    transcription,
+    segment,
+    topic,
+    talkingPoint,
+    task,
+    childTask,
+    subTask,
+    note,
+    thread,
+  };
 }
 
 describe('schema shape', () => {
@@ -84,7 +128,12 @@ describe('schema shape', () => {
       const column = `${r.column_name} ${type}${r.is_nullable === 'NO' ? ' required' : ''}${def ? ` = ${def}` : ''}`;
       (actual[r.table_name] ??= []).push(column);
     }
-    const sorted = (t: Record<string, string[]>) => Object.fromEntries(Object.entries(t).map(([k, v]) => [k, [...v].sort()]).sort());
+    const sorted = (t: Record<string, string[]>) =>
+      Object.fromEntries(
+        Object.entries(t)
+          .map(([k, v]) => [k, [...v].sort()])
+          .sort(),
+      );
     expect(sorted(actual)).toEqual(sorted(TABLES));
   });
 
@@ -109,7 +158,9 @@ describe('schema shape', () => {
   it.each(QUERY_INDEXES)('should have an index for %s', async (expected) => {
     const [, table, rest] = /^(\w+) (.*)$/.exec(expected)!;
     const needle = `ON public.${table} ${rest.startsWith('USING') ? rest : `USING btree ${rest}`}`;
-    const { rows } = await db.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = $1`, [table]);
+    const { rows } = await db.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = $1`, [
+      table,
+    ]);
     expect(rows.map((r) => r.indexdef).some((d: string) => d.includes(needle))).toBe(true);
   });
 });
@@ -122,7 +173,9 @@ describe('delete rules', () => {
     expect(await count('person_summary', 'person_id = $1', [g.person])).toBe(0);
     expect(await count('meeting_attendee', 'person_id = $1', [g.person])).toBe(0);
     expect(await count('meeting_speaker_label', 'person_id = $1', [g.person])).toBe(0);
-    expect(await value('SELECT person_id FROM transcript_segment WHERE id = $1', [g.segment])).toEqual({ person_id: null });
+    expect(await value('SELECT person_id FROM transcript_segment WHERE id = $1', [g.segment])).toEqual({
+      person_id: null,
+    });
     expect(await value('SELECT assigned_to FROM task WHERE id = $1', [g.task])).toEqual({ assigned_to: null });
     expect(await value('SELECT assigned_to FROM sub_task WHERE id = $1', [g.subTask])).toEqual({ assigned_to: null });
   });
@@ -130,7 +183,17 @@ describe('delete rules', () => {
   it('should cascade or clear the references of a deleted meeting', async () => {
     const g = await seedGraph();
     await db.query('DELETE FROM meeting WHERE id = $1', [g.meeting]);
-    for (const table of ['meeting_audio_file', 'meeting_attendee', 'transcription', 'segment_manifest', 'meeting_speaker_label', 'recording_event_history', 'topic', 'talking_point', 'recording']) {
+    for (const table of [
+      'meeting_audio_file',
+      'meeting_attendee',
+      'transcription',
+      'segment_manifest',
+      'meeting_speaker_label',
+      'recording_event_history',
+      'topic',
+      'talking_point',
+      'recording',
+    ]) {
       expect(await count(table, 'meeting_id = $1', [g.meeting]), table).toBe(0);
     }
     expect(await count('transcription_status_history', 'transcription_id = $1', [g.transcription])).toBe(0);
@@ -143,14 +206,18 @@ describe('delete rules', () => {
     await db.query('DELETE FROM transcription WHERE id = $1', [g.transcription]);
     expect(await count('transcription_status_history', 'transcription_id = $1', [g.transcription])).toBe(0);
     expect(await count('transcript_segment', 'id = $1', [g.segment])).toBe(0);
-    expect(await value('SELECT transcription_id FROM recording WHERE meeting_id = $1', [g.meeting])).toEqual({ transcription_id: null });
+    expect(await value('SELECT transcription_id FROM recording WHERE meeting_id = $1', [g.meeting])).toEqual({
+      transcription_id: null,
+    });
   });
 
   it('should cascade or clear the references of a deleted topic and talking point', async () => {
     const g = await seedGraph();
     await db.query('DELETE FROM topic WHERE id = $1', [g.topic]);
     expect(await count('topic_segment', 'topic_id = $1', [g.topic])).toBe(0);
-    expect(await value('SELECT topic_id FROM talking_point WHERE id = $1', [g.talkingPoint])).toEqual({ topic_id: null });
+    expect(await value('SELECT topic_id FROM talking_point WHERE id = $1', [g.talkingPoint])).toEqual({
+      topic_id: null,
+    });
     await db.query('DELETE FROM talking_point WHERE id = $1', [g.talkingPoint]);
     expect(await count('talking_point_segment', 'talking_point_id = $1', [g.talkingPoint])).toBe(0);
   });
@@ -189,7 +256,9 @@ describe('constraints', () => {
     await insert('app_user', { username: 'a', email, identity_id: identity });
     expect(await sqlstate(insert('app_user', { username: 'b', email }))).toBe('23505');
     expect(await sqlstate(insert('app_user', { username: 'b', email: email.toUpperCase() }))).toBe('23505');
-    expect(await sqlstate(insert('app_user', { username: 'b', email: `${randomUUID()}@x.com`, identity_id: identity }))).toBe('23505');
+    expect(
+      await sqlstate(insert('app_user', { username: 'b', email: `${randomUUID()}@x.com`, identity_id: identity })),
+    ).toBe('23505');
     expect(await sqlstate(insert('app_user', { username: 'c', email: `${randomUUID()}@x.com` }))).toBe('no error');
     expect(await sqlstate(insert('app_user', { username: 'd', email: `${randomUUID()}@x.com` }))).toBe('no error');
   });
@@ -203,15 +272,34 @@ describe('constraints', () => {
 
   it('should keep a manifest range unique per meeting and audio version', async () => {
     const g = await seedGraph();
-    const row = { meeting_id: g.meeting, start_sequence: 0, end_sequence: 19, started_at_ms: 0, duration_ms: 2000, object_name: 'o2', byte_count: 1, crc32c: 'c' };
+    const row = {
+      meeting_id: g.meeting,
+      start_sequence: 0,
+      end_sequence: 19,
+      started_at_ms: 0,
+      duration_ms: 2000,
+      object_name: 'o2',
+      byte_count: 1,
+      crc32c: 'c',
+    };
     expect(await sqlstate(insert('segment_manifest', row))).toBe('23505');
     expect(await sqlstate(insert('segment_manifest', { ...row, audio_version: 2 }))).toBe('no error');
   });
 
   it('should keep event seq unique per user and idempotency keys unique per principal', async () => {
     const g = await seedGraph();
-    expect(await sqlstate(insert('event_outbox', { user_id: g.u, seq: 1, event_type: 'x', payload: {} }))).toBe('23505');
-    const record = { principal: g.u, key: randomUUID(), method: 'POST', path: '/tasks', request_hash: 'h', state: 'in_flight', expires_at: new Date() };
+    expect(await sqlstate(insert('event_outbox', { user_id: g.u, seq: 1, event_type: 'x', payload: {} }))).toBe(
+      '23505',
+    );
+    const record = {
+      principal: g.u,
+      key: randomUUID(),
+      method: 'POST',
+      path: '/tasks',
+      request_hash: 'h',
+      state: 'in_flight',
+      expires_at: new Date(),
+    };
     await insert('idempotency_record', record);
     expect(await sqlstate(insert('idempotency_record', record))).toBe('23505');
     expect(await sqlstate(insert('idempotency_record', { ...record, principal: 'service' }))).toBe('no error');
@@ -229,8 +317,14 @@ describe('constraints', () => {
   ])('should reject %s.%s = %s', async (table, column, bad) => {
     const g = await seedGraph();
     const rowOf: Record<string, [string, string]> = {
-      transcription: ['id', g.transcription], person: ['id', g.person], task: ['id', g.task], sub_task: ['id', g.subTask],
-      chat_message: ['thread_id', g.thread], note: ['id', g.note], ai_thread: ['id', g.thread], recording: ['meeting_id', g.meeting],
+      transcription: ['id', g.transcription],
+      person: ['id', g.person],
+      task: ['id', g.task],
+      sub_task: ['id', g.subTask],
+      chat_message: ['thread_id', g.thread],
+      note: ['id', g.note],
+      ai_thread: ['id', g.thread],
+      recording: ['meeting_id', g.meeting],
     };
     const [key, id] = rowOf[table];
     expect(await sqlstate(db.query(`UPDATE ${table} SET ${column} = $1 WHERE ${key} = $2`, [bad, id]))).toBe('23514');
@@ -238,23 +332,31 @@ describe('constraints', () => {
 
   it('should reject values outside the enumerations and vectors of another dimension', async () => {
     const g = await seedGraph();
-    expect(await sqlstate(db.query(`UPDATE meeting SET source_type = 'video' WHERE id = $1`, [g.meeting]))).toBe('22P02');
+    expect(await sqlstate(db.query(`UPDATE meeting SET source_type = 'video' WHERE id = $1`, [g.meeting]))).toBe(
+      '22P02',
+    );
     expect(await sqlstate(db.query(`UPDATE task SET source = 'ml' WHERE id = $1`, [g.task]))).toBe('22P02');
-    expect(await sqlstate(db.query(`UPDATE person SET voice_vector = '[1,2,3]' WHERE id = $1`, [g.person]))).toBe('22000');
+    expect(await sqlstate(db.query(`UPDATE person SET voice_vector = '[1,2,3]' WHERE id = $1`, [g.person]))).toBe(
+      '22000',
+    );
   });
 });
 
 describe('voice search', () => {
   it('should use the HNSW index for a cosine nearest-neighbour query', async () => {
     const u = await insert('app_user', { username: 'hnsw', email: `${randomUUID()}@example.com` });
-    for (let i = 0; i < 40; i++) await insert('person', { user_id: u, display_name: `p${i}`, voice_vector: vec(i + 2) });
+    for (let i = 0; i < 40; i++)
+      await insert('person', { user_id: u, display_name: `p${i}`, voice_vector: vec(i + 2) });
     await db.query('BEGIN');
     try {
       // SET LOCAL: pglite-socket shares one session between connections.
       await db.query('SET LOCAL enable_seqscan = off');
       const plan = await db.query(`EXPLAIN SELECT id FROM person ORDER BY voice_vector <=> $1 LIMIT 10`, [vec(7)]);
       expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Index Scan using person_voice_vector_idx/);
-      const { rows } = await db.query(`SELECT display_name FROM person WHERE user_id = $2 ORDER BY voice_vector <=> $1 LIMIT 10`, [vec(7), u]);
+      const { rows } = await db.query(
+        `SELECT display_name FROM person WHERE user_id = $2 ORDER BY voice_vector <=> $1 LIMIT 10`,
+        [vec(7), u],
+      );
       expect(rows[0].display_name).toBe('p5'); // the identical vector is the nearest
     } finally {
       await db.query('COMMIT');
@@ -273,7 +375,10 @@ describe('recording_event_history', () => {
       await insert('recording_event_history', { meeting_id: g.meeting, event_type: type });
     }
     await db.query('COMMIT');
-    const { rows } = await db.query(`SELECT event_type, seq, created_at::text AS created_at FROM recording_event_history WHERE meeting_id = $1 AND event_type IN ('a', 'b', 'c') ORDER BY seq`, [g.meeting]);
+    const { rows } = await db.query(
+      `SELECT event_type, seq, created_at::text AS created_at FROM recording_event_history WHERE meeting_id = $1 AND event_type IN ('a', 'b', 'c') ORDER BY seq`,
+      [g.meeting],
+    );
     expect(rows.map((r) => r.event_type)).toEqual(['a', 'b', 'c']);
     expect(Number(rows[1].seq)).toBeGreaterThan(Number(rows[0].seq));
     expect(Number(rows[2].seq)).toBeGreaterThan(Number(rows[1].seq));
@@ -282,6 +387,8 @@ describe('recording_event_history', () => {
 
   it('should not let a caller choose seq', async () => {
     const g = await seedGraph();
-    expect(await sqlstate(insert('recording_event_history', { meeting_id: g.meeting, event_type: 'x', seq: 1 }))).toBe('428C9');
+    expect(await sqlstate(insert('recording_event_history', { meeting_id: g.meeting, event_type: 'x', seq: 1 }))).toBe(
+      '428C9',
+    );
   });
 });

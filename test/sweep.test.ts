@@ -9,12 +9,23 @@ import { gapObjectName, segmentObjectName, sha256Hex } from '@mi/lib/objects/tak
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { getRecording, recordingLeaseKey } from '@mi/lib/repositories/recordings';
 import { runSweep, sweepHandler } from '../functions/sweep';
-import { DELETE_EXPIRED_EVENTS, DELETE_EXPIRED_IDEMPOTENCY_RECORDS, RETENTION_BATCH_ROWS } from '@mi/lib/repositories/retention';
+import {
+  DELETE_EXPIRED_EVENTS,
+  DELETE_EXPIRED_IDEMPOTENCY_RECORDS,
+  RETENTION_BATCH_ROWS,
+} from '@mi/lib/repositories/retention';
 import { listenToEvents, startApi, type ApiHarness } from './harness';
 import { recordingFinalizedSchema } from '@mi/lib/ml/documents';
 import { Ajv2020 } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { createTake, expireGapDeadline, framesBytes, stopTake, storeLiveSegment, type Take } from './recording-fixtures';
+import {
+  createTake,
+  expireGapDeadline,
+  framesBytes,
+  stopTake,
+  storeLiveSegment,
+  type Take,
+} from './recording-fixtures';
 
 let api: ApiHarness;
 let alice: string;
@@ -25,12 +36,25 @@ const events: BusMessage[] = [];
 const subscriptions: { close(): Promise<void> }[] = [];
 
 beforeAll(async () => {
-  api = await startApi({ PUBSUB_TOPIC_RECORDING_FINALIZED: `finalized-${randomUUID().slice(0, 8)}`, RECORDING_GAP_SWEEP_INTERVAL_SECONDS: '0.4' });
+  api = await startApi({
+    PUBSUB_TOPIC_RECORDING_FINALIZED: `finalized-${randomUUID().slice(0, 8)}`,
+    RECORDING_GAP_SWEEP_INTERVAL_SECONDS: '0.4',
+  });
   alice = await api.token('sweep-alice');
   aliceId = (await api.request('GET', '/me', { token: alice })).body.id;
-  subscriptions.push(await api.rt.bus.subscribeInstance(api.config.PUBSUB_TOPIC_RECORDING_FINALIZED, 'sweep-test', (m) => void finalized.push(m)));
+  subscriptions.push(
+    await api.rt.bus.subscribeInstance(
+      api.config.PUBSUB_TOPIC_RECORDING_FINALIZED,
+      'sweep-test',
+      (m) => void finalized.push(m),
+    ),
+  );
   subscriptions.push(await listenToEvents(api.rt, aliceId, (m) => void events.push(m)));
-  coordination = createCoordination({ projectId: api.config.GOOGLE_CLOUD_PROJECT, emulatorHost: api.config.FIRESTORE_EMULATOR_HOST, collectionPrefix: `sweep-${randomUUID().slice(0, 8)}-` });
+  coordination = createCoordination({
+    projectId: api.config.GOOGLE_CLOUD_PROJECT,
+    emulatorHost: api.config.FIRESTORE_EMULATOR_HOST,
+    collectionPrefix: `sweep-${randomUUID().slice(0, 8)}-`,
+  });
 });
 
 afterAll(async () => {
@@ -46,7 +70,9 @@ addFormats.default(ajv);
 const publishedSchema = ajv.compile(recordingFinalizedSchema());
 const schemaErrors = (data: unknown) => (publishedSchema(data) ? [] : publishedSchema.errors);
 const eventsOf = async (t: Take) =>
-  (await api.request('GET', `/meetings/${t.meetingId}/recording/events?limit=200`, { token: alice })).body.items.map((e: any) => e.event_type) as string[];
+  (await api.request('GET', `/meetings/${t.meetingId}/recording/events?limit=200`, { token: alice })).body.items.map(
+    (e: any) => e.event_type,
+  ) as string[];
 
 /** A stopped take whose frames 0..frames-1 are stored in segments of `per` frames, written out of order. */
 async function completeTake(frames: number, per: number): Promise<Take> {
@@ -90,11 +116,26 @@ describe('runSweep: finalize', () => {
     const counts = await runSweep(api.rt);
     expect(counts).toMatchObject({ finalized: 1, degraded: 0, failed: 0 });
 
-    const file = await api.rt.db.query('test.audio_file', 'SELECT storage_path FROM meeting_audio_file WHERE meeting_id = $1', [take.meetingId]);
+    const file = await api.rt.db.query(
+      'test.audio_file',
+      'SELECT storage_path FROM meeting_audio_file WHERE meeting_id = $1',
+      [take.meetingId],
+    );
     const path = file.rows[0].storage_path as string;
     expect(path).toBe(`recordings/${take.meetingId}/v1/audio.wav`);
     const wav = parseWav(await api.rt.store.readAll(path));
-    expect(wav).toMatchObject({ riff: 'RIFF', riffSize: 36 + 8000, wave: 'WAVE', format: 1, channels: 1, sampleRate: 500, byteRate: 1000, bits: 16, dataTag: 'data', dataSize: 8000 });
+    expect(wav).toMatchObject({
+      riff: 'RIFF',
+      riffSize: 36 + 8000,
+      wave: 'WAVE',
+      format: 1,
+      channels: 1,
+      sampleRate: 500,
+      byteRate: 1000,
+      bits: 16,
+      dataTag: 'data',
+      dataSize: 8000,
+    });
     expect(wav.data.equals(framesBytes(0, 79))).toBe(true);
     expect((await api.rt.store.stat(path))?.contentType).toBe('audio/wav');
     expect(await api.rt.store.list(`recordings/${take.meetingId}/v1/header`)).toEqual([]);
@@ -113,7 +154,11 @@ describe('runSweep: finalize', () => {
     });
     expect(schemaErrors(messagesFor(take)[0].data)).toEqual([]);
     await vi.waitFor(() =>
-      expect(events.some((e) => (e.data as any).body?.entity === 'recording' && (e.data as any).body?.meeting_id === take.meetingId)).toBe(true),
+      expect(
+        events.some(
+          (e) => (e.data as any).body?.entity === 'recording' && (e.data as any).body?.meeting_id === take.meetingId,
+        ),
+      ).toBe(true),
     );
 
     expect((await runSweep(api.rt)).finalized).toBe(0);
@@ -159,14 +204,19 @@ describe('runSweep: finalize', () => {
     const gap = await uploadGap(take, 10, 19);
     expect(gap.status).toBe(201);
     // Left by writers that died between their object and their row.
-    const strays = [segmentObjectName(take, 30, 39), gapObjectName(take.meetingId, 1, 30, 39, sha256Hex(framesBytes(30, 39)))];
+    const strays = [
+      segmentObjectName(take, 30, 39),
+      gapObjectName(take.meetingId, 1, 30, 39, sha256Hex(framesBytes(30, 39))),
+    ];
     for (const name of strays) await api.rt.store.write(name, framesBytes(30, 39));
 
     expect((await runSweep(api.rt)).finalized).toBe(1);
     const left = (await api.rt.store.list(`recordings/${take.meetingId}/`)).map((o) => o.name).sort();
     const referenced = (await listManifest(api.rt.db, take.meetingId, 1)).map((r) => r.object_name);
     expect(left).toEqual([...referenced, `recordings/${take.meetingId}/v1/audio.wav`].sort());
-    expect(parseWav(await api.rt.store.readAll(`recordings/${take.meetingId}/v1/audio.wav`)).data.equals(framesBytes(0, 29))).toBe(true);
+    expect(
+      parseWav(await api.rt.store.readAll(`recordings/${take.meetingId}/v1/audio.wav`)).data.equals(framesBytes(0, 29)),
+    ).toBe(true);
   });
 
   it('should finalize a take past its deadline with gaps as degraded', async () => {
@@ -201,8 +251,16 @@ describe('runSweep: finalize', () => {
   it('should retry a claim a crashed sweep left in finalizing, but leave a fresh claim alone', async () => {
     const crashed = await completeTake(10, 5);
     const busy = await completeTake(10, 5);
-    await api.rt.db.query('test.claim', `UPDATE recording SET state = 'finalizing', updated_at = now() - interval '1 hour' WHERE meeting_id = $1`, [crashed.meetingId]);
-    await api.rt.db.query('test.claim', `UPDATE recording SET state = 'finalizing', updated_at = now() WHERE meeting_id = $1`, [busy.meetingId]);
+    await api.rt.db.query(
+      'test.claim',
+      `UPDATE recording SET state = 'finalizing', updated_at = now() - interval '1 hour' WHERE meeting_id = $1`,
+      [crashed.meetingId],
+    );
+    await api.rt.db.query(
+      'test.claim',
+      `UPDATE recording SET state = 'finalizing', updated_at = now() WHERE meeting_id = $1`,
+      [busy.meetingId],
+    );
     expect((await runSweep(api.rt, { staleFinalizingMs: 60_000 })).finalized).toBe(1);
     expect((await getRecording(api.rt.db, crashed.meetingId))?.state).toBe('finalized');
     expect((await getRecording(api.rt.db, busy.meetingId))?.state).toBe('finalizing');
@@ -243,9 +301,17 @@ describe('runSweep: retention', () => {
     const counts = await runSweep(api.rt);
     expect(counts.prunedEvents).toBeGreaterThanOrEqual(n);
     expect(counts.prunedIdempotencyRecords).toBeGreaterThanOrEqual(20);
-    const left = await api.rt.db.query('test.left', 'SELECT min(seq)::int AS oldest, count(*)::int AS n FROM event_outbox WHERE user_id = $1', [user]);
+    const left = await api.rt.db.query(
+      'test.left',
+      'SELECT min(seq)::int AS oldest, count(*)::int AS n FROM event_outbox WHERE user_id = $1',
+      [user],
+    );
     expect(left.rows[0]).toEqual({ oldest: n + 1, n: 10 });
-    const records = await api.rt.db.query('test.left_idem', 'SELECT count(*)::int AS n FROM idempotency_record WHERE principal = $1', [user]);
+    const records = await api.rt.db.query(
+      'test.left_idem',
+      'SELECT count(*)::int AS n FROM idempotency_record WHERE principal = $1',
+      [user],
+    );
     expect(records.rows[0].n).toBe(5);
   });
 
@@ -293,7 +359,9 @@ describe('runSweep: outbox and orphaned takes', () => {
       [id, userId, JSON.stringify(payload)],
     );
     expect((await runSweep(api.rt)).republished).toBeGreaterThanOrEqual(1);
-    await vi.waitFor(() => expect(events.find((e) => (e.data as any).event_id === id)).toBeDefined(), { timeout: 10_000 });
+    await vi.waitFor(() => expect(events.find((e) => (e.data as any).event_id === id)).toBeDefined(), {
+      timeout: 10_000,
+    });
     const got = events.find((e) => (e.data as any).event_id === id)!;
     expect(got.data).toMatchObject({ seq: 100000, user_id: userId, body: payload });
     expect(got.attributes).toMatchObject({ user_id: userId, seq: '100000', event_type: 'EntityChanged' });
@@ -307,7 +375,9 @@ describe('runSweep: outbox and orphaned takes', () => {
     await storeLiveSegment(api, orphan, 10, 14); // a gap keeps it stopped (not finalized) after the stop
     const fresh = await createTake(api, alice);
     const idle = `now() - make_interval(secs => ${30 + api.config.RECORDING_DISCONNECT_GRACE_SECONDS + 5})`;
-    await api.rt.db.query('test.idle', `UPDATE recording SET updated_at = ${idle} WHERE meeting_id = $1`, [orphan.meetingId]);
+    await api.rt.db.query('test.idle', `UPDATE recording SET updated_at = ${idle} WHERE meeting_id = $1`, [
+      orphan.meetingId,
+    ]);
 
     const key = recordingLeaseKey(orphan.meetingId, 1);
     expect(await coordination.acquire(key, 'instance-a', 60_000)).not.toBeNull();
@@ -318,10 +388,17 @@ describe('runSweep: outbox and orphaned takes', () => {
     const rec = await getRecording(api.rt.db, orphan.meetingId);
     expect(rec).toMatchObject({ state: 'stopped', stop_reason: 'connection_closed', owner_instance: null });
     expect(Date.parse(rec!.gap_upload_deadline!)).toBeGreaterThan(Date.now() + 1700_000);
-    const history = await api.request('GET', `/meetings/${orphan.meetingId}/recording/events?limit=1`, { token: alice });
-    expect(history.body.items[0]).toMatchObject({ event_type: 'recording_stopped', payload: { reason: 'connection_closed', by: 'sweep', highest_contiguous_sequence: 4, missing_ranges: [[5, 9]] } });
+    const history = await api.request('GET', `/meetings/${orphan.meetingId}/recording/events?limit=1`, {
+      token: alice,
+    });
+    expect(history.body.items[0]).toMatchObject({
+      event_type: 'recording_stopped',
+      payload: { reason: 'connection_closed', by: 'sweep', highest_contiguous_sequence: 4, missing_ranges: [[5, 9]] },
+    });
     expect((await getRecording(api.rt.db, fresh.meetingId))?.state).toBe('recording');
-    await api.rt.db.query('test.cleanup', 'DELETE FROM recording WHERE meeting_id = ANY($1)', [[orphan.meetingId, fresh.meetingId]]);
+    await api.rt.db.query('test.cleanup', 'DELETE FROM recording WHERE meeting_id = ANY($1)', [
+      [orphan.meetingId, fresh.meetingId],
+    ]);
   });
 });
 

@@ -29,10 +29,19 @@ const near = (c: number[], scale = 0.05) => unit(c.map((x) => x + rand() * scale
 beforeAll(async () => {
   database = await fileDatabase();
   db = createDatabase(database.url, { max: 2 });
-  userId = (await db.query<{ id: string }>('t.user', `INSERT INTO app_user (username, email) VALUES ('plans', $1) RETURNING id`, [`${randomUUID()}@example.com`])).rows[0].id;
+  userId = (
+    await db.query<{ id: string }>(
+      't.user',
+      `INSERT INTO app_user (username, email) VALUES ('plans', $1) RETURNING id`,
+      [`${randomUUID()}@example.com`],
+    )
+  ).rows[0].id;
   vectors = Array.from({ length: PEOPLE }, (_, i) => near(centres[i % centres.length]));
   // Building the index over the loaded rows is several times faster than inserting into it.
-  const { rows } = await db.query<{ def: string }>('t.def', `SELECT pg_get_indexdef('person_voice_vector_idx'::regclass) AS def`);
+  const { rows } = await db.query<{ def: string }>(
+    't.def',
+    `SELECT pg_get_indexdef('person_voice_vector_idx'::regclass) AS def`,
+  );
   await db.query('t.drop', 'DROP INDEX person_voice_vector_idx');
   await db.query(
     't.people',
@@ -51,7 +60,11 @@ afterAll(async () => {
 async function plan(settings: [string, unknown[]], vector: number[]): Promise<string> {
   return db.withTransaction(async (tx) => {
     await tx.query('t.settings', ...settings);
-    const { rows } = await tx.query('t.explain', `EXPLAIN (VERBOSE, COSTS OFF) ${VOICE_MATCH_SQL}`, [userId, pgvector.toSql(vector), 10]);
+    const { rows } = await tx.query('t.explain', `EXPLAIN (VERBOSE, COSTS OFF) ${VOICE_MATCH_SQL}`, [
+      userId,
+      pgvector.toSql(vector),
+      10,
+    ]);
     return rows.map((r) => r['QUERY PLAN']).join('\n');
   });
 }
@@ -79,7 +92,9 @@ describe('voice-match plans', () => {
   it('should answer the exact top 10, most similar first, with the person columns', async () => {
     const query = near(centres[42]);
     const cos = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i], 0);
-    const truth = vectors.map((v, i) => ({ name: `p${i + 1}`, similarity: cos(query, v) })).sort((a, b) => b.similarity - a.similarity);
+    const truth = vectors
+      .map((v, i) => ({ name: `p${i + 1}`, similarity: cos(query, v) }))
+      .sort((a, b) => b.similarity - a.similarity);
     const matches = await findVoiceMatches(db, userId, query, 10, { efSearch: 40, exactBelowSimilarity: 0.4 });
     expect(matches.map((m) => m.person.display_name)).toEqual(truth.slice(0, 10).map((t) => t.name));
     for (const [i, m] of matches.entries()) expect(m.similarity).toBeCloseTo(truth[i].similarity, 5);

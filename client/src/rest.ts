@@ -28,7 +28,10 @@ export interface RestClientOptions {
 
 export function createRestClient(opts: RestClientOptions): RestClient {
   const send = opts.fetch ?? ((r: Request) => globalThis.fetch(r));
-  const base = opts.timeoutMs === undefined ? send : (r: Request) => send(new Request(r, { signal: AbortSignal.timeout(opts.timeoutMs!) }));
+  const base =
+    opts.timeoutMs === undefined
+      ? send
+      : (r: Request) => send(new Request(r, { signal: AbortSignal.timeout(opts.timeoutMs!) }));
   const client = createClient<paths>({
     baseUrl: opts.baseUrl.replace(/\/$/, ''),
     fetch: retryingFetch(base, { ...DEFAULT_RETRY, ...opts.retry }),
@@ -50,7 +53,8 @@ function callHeaders(opts: RestClientOptions): Middleware {
         if (trace.tracestate) h.set('tracestate', trace.tracestate);
       }
       // A caller's own key (e.g. one derived from its input, stable across restarts) wins.
-      if (IDEMPOTENT_OPERATIONS.has(`${request.method} ${schemaPath}`) && !h.has('idempotency-key')) h.set('idempotency-key', crypto.randomUUID());
+      if (IDEMPOTENT_OPERATIONS.has(`${request.method} ${schemaPath}`) && !h.has('idempotency-key'))
+        h.set('idempotency-key', crypto.randomUUID());
       return request;
     },
   };

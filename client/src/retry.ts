@@ -17,7 +17,8 @@ export const DEFAULT_RETRY: RetryOptions = { retries: 3, baseDelayMs: 500, maxDe
 const RETRYABLE = new Set([429, 503]);
 
 /** Whether an answer may succeed when repeated. */
-const retryable = (res: Response) => RETRYABLE.has(res.status) || (res.status === 409 && res.headers.has('retry-after'));
+const retryable = (res: Response) =>
+  RETRYABLE.has(res.status) || (res.status === 409 && res.headers.has('retry-after'));
 
 /** Milliseconds a Retry-After value asks for, or null when absent or unreadable. */
 export function retryAfterMs(value: string | null, now = Date.now()): number | null {
@@ -34,7 +35,10 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | n
  * and on a 409 with Retry-After.
  * The request is cloned per attempt because a body can be read once.
  */
-export function retryingFetch(base: (r: Request) => Promise<Response>, opts: RetryOptions = DEFAULT_RETRY): (r: Request) => Promise<Response> {
+export function retryingFetch(
+  base: (r: Request) => Promise<Response>,
+  opts: RetryOptions = DEFAULT_RETRY,
+): (r: Request) => Promise<Response> {
   return async (request) => {
     for (let attempt = 0; ; attempt++) {
       const res = await base(request.clone());

@@ -28,7 +28,12 @@ describe('FrameStore', () => {
   it('should resend the missing ranges and everything past the last one, not what lies between them', () => {
     const store = storeOf(...Array.from({ length: 20 }, (_, i) => i));
     // Stored 0-4, 8-9 and 12-?; the server cannot tell how far its last stored run goes.
-    expect(store.toResend(4, [[5, 7], [10, 11]])).toEqual([5, 6, 7, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+    expect(
+      store.toResend(4, [
+        [5, 7],
+        [10, 11],
+      ]),
+    ).toEqual([5, 6, 7, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
     expect(store.toResend(19, [])).toEqual([]);
     expect(store.toResend(9, [])).toEqual([10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
   });

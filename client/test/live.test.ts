@@ -6,7 +6,16 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { fileEnv, openTestDatabase, pcmFrame, sleep, startInstance, storedAudio, token, type Instance } from '../../test/live/helpers';
+import {
+  fileEnv,
+  openTestDatabase,
+  pcmFrame,
+  sleep,
+  startInstance,
+  storedAudio,
+  token,
+  type Instance,
+} from '../../test/live/helpers';
 import { createRestClient, LiveConnection, LiveRecording, ok, type RestClient } from '../src/index';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
 
@@ -41,7 +50,9 @@ async function recordingClient(name: string): Promise<Client> {
   const t = await token(instance.config, name);
   const clientId = randomUUID();
   const rest = createRestClient({ baseUrl: proxy.url, token: t, clientId });
-  const meeting = ok(await rest.POST('/meetings', { body: { title: `live client ${name}`, source_type: 'recording' } }));
+  const meeting = ok(
+    await rest.POST('/meetings', { body: { title: `live client ${name}`, source_type: 'recording' } }),
+  );
   const connection = new LiveConnection({ url: proxy.wsUrl, token: t, clientId, WebSocket, backoff: () => 200 });
   const recording = new LiveRecording({ rest, connection, awaitFinalize: false });
   connection.connect();
@@ -118,7 +129,10 @@ describe('live recording client', () => {
     expect(heldWhileDown).toBeGreaterThanOrEqual(20);
     instance = await startInstance(database, env, { instanceId: 'second' });
     proxy.target = instance.url;
-    await until(() => c.recording.snapshot.resumes >= 1 && c.recording.snapshot.phase === 'recording', 'resumed on the new instance');
+    await until(
+      () => c.recording.snapshot.resumes >= 1 && c.recording.snapshot.phase === 'recording',
+      'resumed on the new instance',
+    );
     // Frames pushed while the service was down went out only on the resume.
     expect(c.recording.snapshot.resent).toBeGreaterThanOrEqual(20);
     await push(c, 20);
@@ -130,7 +144,11 @@ describe('live recording client', () => {
 
   it('should upload the frames captured while away when the take was stopped in its absence (disconnect grace ran out)', async () => {
     // A second instance with a 1 s grace; the proxy sends this test's client there.
-    const graceful = await startInstance(database, { ...env, RECORDING_DISCONNECT_GRACE_SECONDS: '1' }, { instanceId: 'grace' });
+    const graceful = await startInstance(
+      database,
+      { ...env, RECORDING_DISCONNECT_GRACE_SECONDS: '1' },
+      { instanceId: 'grace' },
+    );
     const previous = proxy.target;
     proxy.target = graceful.url;
     try {
@@ -142,7 +160,8 @@ describe('live recording client', () => {
       proxy.dropWebSockets();
       await push(c, 30); // held: the server never sees them
       const direct = createRestClient({ baseUrl: graceful.url, token: await token(instance.config, 'away') });
-      const state = async () => ok(await direct.GET('/meetings/{id}/recording', { params: { path: { id: c.meetingId } } })).state;
+      const state = async () =>
+        ok(await direct.GET('/meetings/{id}/recording', { params: { path: { id: c.meetingId } } })).state;
       for (let i = 0; (await state()) !== 'stopped'; i++) {
         if (i > 100) throw new Error('the take was not stopped by the disconnect grace');
         await sleep(200);
@@ -154,7 +173,12 @@ describe('live recording client', () => {
       expect(end.gapUploads.length).toBeGreaterThanOrEqual(1);
       expect(end.gapUploads.every((g) => g.result === '201')).toBe(true);
       const rec = ok(await c.rest.GET('/meetings/{id}/recording', { params: { path: { id: c.meetingId } } }));
-      expect(rec).toMatchObject({ frames_stored: 50, bytes_stored: 50 * 3200, highest_contiguous_sequence: 49, missing_ranges: [] });
+      expect(rec).toMatchObject({
+        frames_stored: 50,
+        bytes_stored: 50 * 3200,
+        highest_contiguous_sequence: 49,
+        missing_ranges: [],
+      });
       c.connection.close();
     } finally {
       proxy.target = previous;
@@ -168,7 +192,14 @@ describe('live recording client', () => {
     const rest = createRestClient({ baseUrl: proxy.url, token: t, clientId: randomUUID() });
     const me = ok(await rest.GET('/me'));
     const seen: { type: string; seq?: number; event_id?: string; id?: string }[] = [];
-    const connection = new LiveConnection({ url: proxy.wsUrl, token: t, clientId: randomUUID(), WebSocket, backoff: () => 1_500, onMessage: (m) => void seen.push(m as never) });
+    const connection = new LiveConnection({
+      url: proxy.wsUrl,
+      token: t,
+      clientId: randomUUID(),
+      WebSocket,
+      backoff: () => 1_500,
+      onMessage: (m) => void seen.push(m as never),
+    });
     connection.connect();
     await until(() => connection.ready, 'connected');
     const first = ok(await rest.POST('/meetings', { body: { title: 'before', source_type: 'text' } }));
@@ -184,17 +215,36 @@ describe('live recording client', () => {
     connection.close();
 
     // Retention pruned the first event: a client that last saw seq 0 must refetch over REST.
-    await database.db.query('test.prune', 'DELETE FROM event_outbox WHERE user_id = $1 AND seq <= $2', [me.id, seen[0].seq]);
+    await database.db.query('test.prune', 'DELETE FROM event_outbox WHERE user_id = $1 AND seq <= $2', [
+      me.id,
+      seen[0].seq,
+    ]);
     const resyncs: number[] = [];
-    const behind = new LiveConnection({ url: proxy.wsUrl, token: t, clientId: randomUUID(), WebSocket, lastSeq: 0, onResync: (m) => void resyncs.push(m.oldest_seq) });
+    const behind = new LiveConnection({
+      url: proxy.wsUrl,
+      token: t,
+      clientId: randomUUID(),
+      WebSocket,
+      lastSeq: 0,
+      onResync: (m) => void resyncs.push(m.oldest_seq),
+    });
     behind.connect();
-    await until(() => resyncs.length > 0 && behind.lastSeq === connection.lastSeq, 'ResyncRequired and the kept events');
+    await until(
+      () => resyncs.length > 0 && behind.lastSeq === connection.lastSeq,
+      'ResyncRequired and the kept events',
+    );
     expect(resyncs).toEqual([seen[0].seq! + 1]);
     behind.close();
   });
 
   it('should not reconnect after the server refused the token (4401)', async () => {
-    const connection = new LiveConnection({ url: proxy.wsUrl, token: 'not-a-token', clientId: randomUUID(), WebSocket, backoff: () => 50 });
+    const connection = new LiveConnection({
+      url: proxy.wsUrl,
+      token: 'not-a-token',
+      clientId: randomUUID(),
+      WebSocket,
+      backoff: () => 50,
+    });
     connection.connect();
     await until(() => connection.status.state === 'closed', 'closed');
     expect(connection.status).toMatchObject({ state: 'closed', code: 4401 });

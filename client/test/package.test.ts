@@ -16,7 +16,8 @@ import { startLocalStack, type LocalStack } from '../../emulators/stack';
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
 const tsc = path.join(root, 'node_modules/typescript/bin/tsc');
-const npm = (args: string[], cwd: string) => run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, maxBuffer: 16 << 20 });
+const npm = (args: string[], cwd: string) =>
+  run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, maxBuffer: 16 << 20 });
 
 let stack: LocalStack;
 let dir: string;
@@ -71,8 +72,14 @@ beforeAll(async () => {
   await run('mkdir', ['-p', path.join(app, 'src')]);
   writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'an-app', private: true, type: 'module' }));
   // The types the snippet needs besides the client (node, ws): the versions the repository uses.
-  const version = (name: string) => JSON.parse(readFileSync(path.join(root, 'node_modules', name, 'package.json'), 'utf8')).version;
-  const deps = [path.join(dir, tarball), `ws@${version('ws')}`, `@types/ws@${version('@types/ws')}`, `@types/node@${version('@types/node')}`];
+  const version = (name: string) =>
+    JSON.parse(readFileSync(path.join(root, 'node_modules', name, 'package.json'), 'utf8')).version;
+  const deps = [
+    path.join(dir, tarball),
+    `ws@${version('ws')}`,
+    `@types/ws@${version('@types/ws')}`,
+    `@types/node@${version('@types/node')}`,
+  ];
   await npm(['install', '--prefer-offline', ...deps], app);
 }, 300_000);
 
@@ -89,14 +96,24 @@ describe('the packed client', () => {
     expect(pkg.private).toBeUndefined();
     expect(Object.keys(pkg.dependencies)).toEqual(['openapi-fetch']);
     const files = readdirSync(path.join(installed, 'dist'), { recursive: true }).map(String);
-    expect(files).toEqual(expect.arrayContaining(['index.js', 'index.d.ts', 'schema.d.ts', path.join('live', 'recording.js')]));
+    expect(files).toEqual(
+      expect.arrayContaining(['index.js', 'index.d.ts', 'schema.d.ts', path.join('live', 'recording.js')]),
+    );
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     // openapi-fetch was installed with it, as a dependency of the app's tree.
     expect(readdirSync(path.join(app, 'node_modules'))).toContain('openapi-fetch');
   });
 
   it('should load in plain Node and type-check under NodeNext and Bundler resolution', async () => {
-    const { stdout } = await run('node', ['--input-type=module', '-e', "const m = await import('@mi/client'); console.log(typeof m.createRestClient, typeof m.LiveRecording)"], { cwd: app });
+    const { stdout } = await run(
+      'node',
+      [
+        '--input-type=module',
+        '-e',
+        "const m = await import('@mi/client'); console.log(typeof m.createRestClient, typeof m.LiveRecording)",
+      ],
+      { cwd: app },
+    );
     expect(stdout.trim()).toBe('function function');
     writeFileSync(path.join(app, 'src/app.ts'), readmeSnippet());
     writeFileSync(path.join(app, 'tsconfig.json'), tsconfig('NodeNext', { outDir: 'dist', rootDir: 'src' }));
@@ -106,10 +123,15 @@ describe('the packed client', () => {
       expect(`${checked.stdout}${checked.stderr}`, project).toBe('');
     }
     // A wrong call is a type error under NodeNext: the declarations are really read.
-    writeFileSync(path.join(app, 'src/wrong.ts'), "import { createRestClient } from '@mi/client';\ncreateRestClient({ baseUrl: 1 });\n");
+    writeFileSync(
+      path.join(app, 'src/wrong.ts'),
+      "import { createRestClient } from '@mi/client';\ncreateRestClient({ baseUrl: 1 });\n",
+    );
     const wrong = await run(process.execPath, [tsc, '-p', 'tsconfig.json', '--noEmit'], { cwd: app }).catch((e) => e);
     rmSync(path.join(app, 'src/wrong.ts'));
-    expect(wrong.stdout).toContain("src/wrong.ts(2,20): error TS2322: Type 'number' is not assignable to type 'string'.");
+    expect(wrong.stdout).toContain(
+      "src/wrong.ts(2,20): error TS2322: Type 'number' is not assignable to type 'string'.",
+    );
   }, 120_000);
 
   it("should run the README's snippet against the stack: REST, and a live take that `finished` reports final", async () => {
@@ -117,10 +139,16 @@ describe('the packed client', () => {
     expect(stack.config.RECORDING_GAP_SWEEP_INTERVAL_SECONDS).toBe(2);
     await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: app });
     const token = await mintDevToken(stack.config.IDENTITY_SECRET_KEY!, 'package-user');
-    const { stdout } = await run('node', ['dist/app.js'], { cwd: app, env: { ...process.env, MI_URL: stack.url, MI_TOKEN: token }, timeout: 60_000 });
+    const { stdout } = await run('node', ['dist/app.js'], {
+      cwd: app,
+      env: { ...process.env, MI_URL: stack.url, MI_TOKEN: token },
+      timeout: 60_000,
+    });
     expect(stdout).toMatch(/^meeting [0-9a-f-]{36}; 1 on the first page\nfinalized: 20 frames stored/);
     const meetingId = /^meeting ([0-9a-f-]{36})/.exec(stdout)![1];
-    const rec = await fetch(`${stack.url}/meetings/${meetingId}/recording`, { headers: { authorization: `Bearer ${token}` } });
+    const rec = await fetch(`${stack.url}/meetings/${meetingId}/recording`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(await rec.json()).toMatchObject({ state: 'finalized', frames_stored: 20, missing_ranges: [] });
   }, 90_000);
 });

@@ -11,7 +11,8 @@ import { ApiProblem, createRestClient, ok, type RestClient } from '../src/index'
 // PGlite runs one transaction at a time, so there it is skipped with the reason printed (as
 // test/concurrency is). CI runs it on native PostgreSQL.
 const native = inject('database').kind === 'native';
-if (!native) console.log('client/test/rest.test.ts: the lock-timeout 503 case skipped: PGlite runs one transaction at a time');
+if (!native)
+  console.log('client/test/rest.test.ts: the lock-timeout 503 case skipped: PGlite runs one transaction at a time');
 
 let api: ApiHarness;
 let alice: string;
@@ -32,7 +33,9 @@ interface Sent {
 }
 
 /** A client whose every attempt is noted: the real global fetch does the work. */
-function observedClient(opts: { onAnswer?: (s: Sent, res: Response) => Promise<void> | void; retries?: number; clientId?: string } = {}): { client: RestClient; sent: Sent[] } {
+function observedClient(
+  opts: { onAnswer?: (s: Sent, res: Response) => Promise<void> | void; retries?: number; clientId?: string } = {},
+): { client: RestClient; sent: Sent[] } {
   const sent: Sent[] = [];
   const client = createRestClient({
     baseUrl: api.url,
@@ -40,7 +43,12 @@ function observedClient(opts: { onAnswer?: (s: Sent, res: Response) => Promise<v
     clientId: opts.clientId ?? randomUUID(),
     retry: opts.retries === undefined ? undefined : { retries: opts.retries },
     fetch: async (request) => {
-      const s: Sent = { at: Date.now(), method: request.method, path: new URL(request.url).pathname, headers: new Headers(request.headers) };
+      const s: Sent = {
+        at: Date.now(),
+        method: request.method,
+        path: new URL(request.url).pathname,
+        headers: new Headers(request.headers),
+      };
       sent.push(s);
       const res = await fetch(request);
       s.status = res.status;
@@ -97,7 +105,12 @@ describe('REST client headers', () => {
 
 describe('REST client retries', () => {
   const faults = () => `${api.config.STORAGE_EMULATOR_HOST}/_emulator/faults`;
-  const failStorage = () => fetch(faults(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ mode: 'error503', count: 1000, match: api.config.STORAGE_BUCKET }) });
+  const failStorage = () =>
+    fetch(faults(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ mode: 'error503', count: 1000, match: api.config.STORAGE_BUCKET }),
+    });
   const healStorage = () => fetch(faults(), { method: 'DELETE' });
   const audio = new Uint8Array(4000).fill(7);
 
@@ -114,7 +127,9 @@ describe('REST client retries', () => {
 
   it('should retry a 503 after its Retry-After with the same request, and succeed once storage is back', async () => {
     // Storage heals as soon as the client has seen its first 503: only a retry can succeed.
-    const { client, sent } = observedClient({ onAnswer: async (s) => void (s.status === 503 && (await healStorage())) });
+    const { client, sent } = observedClient({
+      onAnswer: async (s) => void (s.status === 503 && (await healStorage())),
+    });
     const id = await uploadMeeting(client);
     expect((await failStorage()).ok).toBe(true);
     try {
@@ -131,65 +146,86 @@ describe('REST client retries', () => {
     expect(puts[1].headers.get('traceparent')).toBe(puts[0].headers.get('traceparent'));
   });
 
-  it.skipIf(!native)('should repeat a keyed create with the same Idempotency-Key after a 503, so it happens once', async () => {
-    // Assigning a speaker label locks the person's row: held from outside, the first attempt
-    // times out on the lock (503, Retry-After 2); the lock is released when that answer is seen.
-    const personId = await api.person(await api.userId(alice));
-    const meetingId = await api.meeting(alice, 'recording');
-    const transcriptionId = (await api.post(alice, `/meetings/${meetingId}/transcriptions`)).body.id;
-    const segments = [{ speaker_label: 'SPEAKER_0', text: 'hello', start_ms: 0 }];
-    expect((await api.request('POST', `/transcriptions/${transcriptionId}/segments`, { token: api.serviceToken, body: { segments } })).status).toBe(204);
-    const holder = new pg.Client({ connectionString: api.rt.db.pool.options.connectionString });
-    await holder.connect();
-    await holder.query('BEGIN');
-    await holder.query('SELECT 1 FROM person WHERE id = $1 FOR UPDATE', [personId]);
-    const release = async () => {
-      await holder.query('ROLLBACK').catch(() => undefined);
-      await holder.end().catch(() => undefined);
-    };
-    const { client, sent } = observedClient({ onAnswer: async (s) => void (s.status === 503 && (await release())) });
-    try {
-      const res = await client.POST('/meetings/{id}/speaker-labels', { params: { path: { id: meetingId } }, body: { speaker_label: 'SPEAKER_0', person_id: personId } });
-      expect(res.response.status).toBeLessThan(300);
-    } finally {
-      await release();
-    }
-    expect(sent.map((s) => s.status)).toEqual([503, expect.any(Number)]);
-    const [first, retry] = sent.map((s) => s.headers.get('idempotency-key'));
-    expect(first).toMatch(UUID);
-    expect(retry).toBe(first);
-    expect(sent[1].at - sent[0].at).toBeGreaterThanOrEqual(1_900);
-  });
+  it.skipIf(!native)(
+    'should repeat a keyed create with the same Idempotency-Key after a 503, so it happens once',
+    async () => {
+      // Assigning a speaker label locks the person's row: held from outside, the first attempt
+      // times out on the lock (503, Retry-After 2); the lock is released when that answer is seen.
+      const personId = await api.person(await api.userId(alice));
+      const meetingId = await api.meeting(alice, 'recording');
+      const transcriptionId = (await api.post(alice, `/meetings/${meetingId}/transcriptions`)).body.id;
+      const segments = [{ speaker_label: 'SPEAKER_0', text: 'hello', start_ms: 0 }];
+      expect(
+        (
+          await api.request('POST', `/transcriptions/${transcriptionId}/segments`, {
+            token: api.serviceToken,
+            body: { segments },
+          })
+        ).status,
+      ).toBe(204);
+      const holder = new pg.Client({ connectionString: api.rt.db.pool.options.connectionString });
+      await holder.connect();
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM person WHERE id = $1 FOR UPDATE', [personId]);
+      const release = async () => {
+        await holder.query('ROLLBACK').catch(() => undefined);
+        await holder.end().catch(() => undefined);
+      };
+      const { client, sent } = observedClient({ onAnswer: async (s) => void (s.status === 503 && (await release())) });
+      try {
+        const res = await client.POST('/meetings/{id}/speaker-labels', {
+          params: { path: { id: meetingId } },
+          body: { speaker_label: 'SPEAKER_0', person_id: personId },
+        });
+        expect(res.response.status).toBeLessThan(300);
+      } finally {
+        await release();
+      }
+      expect(sent.map((s) => s.status)).toEqual([503, expect.any(Number)]);
+      const [first, retry] = sent.map((s) => s.headers.get('idempotency-key'));
+      expect(first).toMatch(UUID);
+      expect(retry).toBe(first);
+      expect(sent[1].at - sent[0].at).toBeGreaterThanOrEqual(1_900);
+    },
+  );
 
-  it.skipIf(!native)('should retry a 409 concurrent_update (it carries Retry-After) with backoff, and no other 409', async () => {
-    // The database fails the person's update with serialization failures, for real: the server
-    // retries its transaction 4 times, then answers 409 concurrent_update; the fifth passes.
-    const personId = await api.person(await api.userId(alice));
-    const admin = new pg.Client({ connectionString: api.rt.db.pool.options.connectionString });
-    await admin.connect();
-    try {
-      await admin.query('CREATE SEQUENCE IF NOT EXISTS collisions');
-      await admin.query(`CREATE OR REPLACE FUNCTION collide() RETURNS trigger LANGUAGE plpgsql AS $$
+  it.skipIf(!native)(
+    'should retry a 409 concurrent_update (it carries Retry-After) with backoff, and no other 409',
+    async () => {
+      // The database fails the person's update with serialization failures, for real: the server
+      // retries its transaction 4 times, then answers 409 concurrent_update; the fifth passes.
+      const personId = await api.person(await api.userId(alice));
+      const admin = new pg.Client({ connectionString: api.rt.db.pool.options.connectionString });
+      await admin.connect();
+      try {
+        await admin.query('CREATE SEQUENCE IF NOT EXISTS collisions');
+        await admin.query(`CREATE OR REPLACE FUNCTION collide() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
           IF NEW.id = '${personId}' AND nextval('collisions') <= 4 THEN RAISE EXCEPTION 'injected' USING ERRCODE = '40001'; END IF;
           RETURN NEW;
         END $$`);
-      await admin.query('CREATE TRIGGER collide BEFORE UPDATE ON person FOR EACH ROW EXECUTE FUNCTION collide()');
-      const { client, sent } = observedClient();
-      const person = ok(await client.PATCH('/people/{id}', { params: { path: { id: personId } }, body: { display_name: 'Ada Collided' } }));
-      expect(person.display_name).toBe('Ada Collided');
-      expect(sent.map((s) => s.status)).toEqual([409, 200]);
-      // A conflict a retry cannot cure (a taken name) is answered once, without Retry-After.
-      const again = observedClient();
-      const taken = await again.client.POST('/people', { body: { display_name: 'Ada Collided' } });
-      expect(taken.response.status).toBe(409);
-      expect(taken.response.headers.has('retry-after')).toBe(false);
-      expect(again.sent).toHaveLength(1);
-    } finally {
-      await admin.query('DROP TRIGGER IF EXISTS collide ON person').catch(() => undefined);
-      await admin.end();
-    }
-  });
+        await admin.query('CREATE TRIGGER collide BEFORE UPDATE ON person FOR EACH ROW EXECUTE FUNCTION collide()');
+        const { client, sent } = observedClient();
+        const person = ok(
+          await client.PATCH('/people/{id}', {
+            params: { path: { id: personId } },
+            body: { display_name: 'Ada Collided' },
+          }),
+        );
+        expect(person.display_name).toBe('Ada Collided');
+        expect(sent.map((s) => s.status)).toEqual([409, 200]);
+        // A conflict a retry cannot cure (a taken name) is answered once, without Retry-After.
+        const again = observedClient();
+        const taken = await again.client.POST('/people', { body: { display_name: 'Ada Collided' } });
+        expect(taken.response.status).toBe(409);
+        expect(taken.response.headers.has('retry-after')).toBe(false);
+        expect(again.sent).toHaveLength(1);
+      } finally {
+        await admin.query('DROP TRIGGER IF EXISTS collide ON person').catch(() => undefined);
+        await admin.end();
+      }
+    },
+  );
 
   it('should give the 503 back when retries are exhausted (bounded)', async () => {
     const { client, sent } = observedClient({ retries: 1 });

@@ -10,7 +10,12 @@ const SECRET = 'console-test-identity-secret-0123456789';
 
 function appFor(env: ConsoleConfig['APP_ENV']) {
   const app = new Hono();
-  registerConsole(app, { APP_ENV: env, IDENTITY_SECRET_KEY: SECRET, RECORDING_MAX_CHUNK_BYTES: 1_048_576, ML_TASK_CADENCE_SEGMENTS: 12 });
+  registerConsole(app, {
+    APP_ENV: env,
+    IDENTITY_SECRET_KEY: SECRET,
+    RECORDING_MAX_CHUNK_BYTES: 1_048_576,
+    ML_TASK_CADENCE_SEGMENTS: 12,
+  });
   return app;
 }
 
@@ -22,10 +27,18 @@ async function mint(app: Hono, body: string, headers: Record<string, string> = {
   try {
     return await new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
       const all = { host: `127.0.0.1:${port}`, 'content-type': 'application/json', ...headers };
-      const req = request({ host: '127.0.0.1', port, path: '/console/dev-token', method: 'POST', headers: all }, (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (d) => (text += d)).on('end', () => resolve({ status: res.statusCode!, type: String(res.headers['content-type']), body: text }));
-      });
+      const req = request(
+        { host: '127.0.0.1', port, path: '/console/dev-token', method: 'POST', headers: all },
+        (res) => {
+          let text = '';
+          res
+            .setEncoding('utf8')
+            .on('data', (d) => (text += d))
+            .on('end', () =>
+              resolve({ status: res.statusCode!, type: String(res.headers['content-type']), body: text }),
+            );
+        },
+      );
       req.on('error', reject).end(body);
     });
   } finally {
@@ -45,7 +58,7 @@ describe('console routes', () => {
     for (const [path, type, marker] of [
       ['/console/app.js', 'text/javascript', 'StartRecordingCommand'],
       ['/console/app.css', 'text/css', '.segment'],
-      ['/console/recorder-worklet.js', 'text/javascript', "registerProcessor(\"pcm-frames\""],
+      ['/console/recorder-worklet.js', 'text/javascript', 'registerProcessor("pcm-frames"'],
     ]) {
       const res = await app.request(path);
       expect(res.status, path).toBe(200);

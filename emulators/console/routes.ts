@@ -20,7 +20,8 @@ function foreignRequest(c: Context): string | null {
   if (!LOOPBACK_HOST.test(host)) return 'the development token is minted only for localhost, 127.0.0.1 or [::1]';
   const origin = c.req.header('origin');
   // Same origin: the page's own scheme and Host. A cross-origin form or script sends its own.
-  if (origin !== undefined && origin.toLowerCase() !== `http://${host}`.toLowerCase()) return 'the development token is minted only for this origin';
+  if (origin !== undefined && origin.toLowerCase() !== `http://${host}`.toLowerCase())
+    return 'the development token is minted only for this origin';
   const type = (c.req.header('content-type') ?? '').split(';')[0].trim().toLowerCase();
   // text/plain is what a cross-origin page may send without a preflight.
   if (type !== 'application/json') return 'the development token takes only application/json';
@@ -29,7 +30,10 @@ function foreignRequest(c: Context): string | null {
 
 function problem(err: DomainError): Response {
   const { problem, headers } = toProblem(err);
-  return new Response(JSON.stringify(problem), { status: problem.status, headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, ...headers } });
+  return new Response(JSON.stringify(problem), {
+    status: problem.status,
+    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, ...headers },
+  });
 }
 
 function asset(c: Context, body: string, type: string): Response {
@@ -37,18 +41,28 @@ function asset(c: Context, body: string, type: string): Response {
   return c.body(body, 200, { 'Content-Type': type, 'Cache-Control': 'no-store' });
 }
 
-export type ConsoleConfig = Pick<Config, 'APP_ENV' | 'IDENTITY_SECRET_KEY' | 'RECORDING_MAX_CHUNK_BYTES' | 'ML_TASK_CADENCE_SEGMENTS'>;
+export type ConsoleConfig = Pick<
+  Config,
+  'APP_ENV' | 'IDENTITY_SECRET_KEY' | 'RECORDING_MAX_CHUNK_BYTES' | 'ML_TASK_CADENCE_SEGMENTS'
+>;
 
 // Any Hono app: the API's OpenAPIHono or a plain one.
 export function registerConsole(app: Hono<any, any, any>, config: ConsoleConfig): void {
   const devMint = config.APP_ENV === 'development' && !!config.IDENTITY_SECRET_KEY;
-  const html = renderPage({ devMint, appEnv: config.APP_ENV, maxChunkBytes: config.RECORDING_MAX_CHUNK_BYTES, taskCadenceSegments: config.ML_TASK_CADENCE_SEGMENTS });
+  const html = renderPage({
+    devMint,
+    appEnv: config.APP_ENV,
+    maxChunkBytes: config.RECORDING_MAX_CHUNK_BYTES,
+    taskCadenceSegments: config.ML_TASK_CADENCE_SEGMENTS,
+  });
 
   app.get('/console', (c) => c.html(html, 200, { 'Cache-Control': 'no-store' }));
   app.get('/console/', (c) => c.redirect('/console'));
   app.get('/console/app.js', async (c) => asset(c, (await consoleAssets()).app, 'text/javascript; charset=utf-8'));
   app.get('/console/app.css', async (c) => asset(c, (await consoleAssets()).css, 'text/css; charset=utf-8'));
-  app.get('/console/recorder-worklet.js', async (c) => asset(c, (await consoleAssets()).worklet, 'text/javascript; charset=utf-8'));
+  app.get('/console/recorder-worklet.js', async (c) =>
+    asset(c, (await consoleAssets()).worklet, 'text/javascript; charset=utf-8'),
+  );
 
   // Outside development the route does not exist: the app answers 404 as for any unknown path.
   if (!devMint) return;
@@ -63,8 +77,14 @@ export function registerConsole(app: Hono<any, any, any>, config: ConsoleConfig)
     }
     const name = (body as { name?: unknown } | null)?.name;
     if (typeof name !== 'string' || !NAME.test(name)) {
-      return problem(new DomainError('unprocessable', 'name: 1-64 letters, digits, . _ -', [{ path: 'name', message: 'must match [A-Za-z0-9_.-]{1,64}' }]));
+      return problem(
+        new DomainError('unprocessable', 'name: 1-64 letters, digits, . _ -', [
+          { path: 'name', message: 'must match [A-Za-z0-9_.-]{1,64}' },
+        ]),
+      );
     }
-    return c.json({ token: await mintDevToken(config.IDENTITY_SECRET_KEY!, name) }, 200, { 'Cache-Control': 'no-store' });
+    return c.json({ token: await mintDevToken(config.IDENTITY_SECRET_KEY!, name) }, 200, {
+      'Cache-Control': 'no-store',
+    });
   });
 }

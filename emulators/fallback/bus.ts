@@ -44,7 +44,12 @@ export function createMemoryBus(): Bus {
     },
     async publish(name, data, attributes = {}, opts = {}) {
       if (opts.instanceTopic && !topics.has(name)) return null;
-      const message = { id: randomUUID(), data: JSON.parse(JSON.stringify(data ?? null)), attributes: { ...attributes }, orderingKey: opts.orderingKey };
+      const message = {
+        id: randomUUID(),
+        data: JSON.parse(JSON.stringify(data ?? null)),
+        attributes: { ...attributes },
+        orderingKey: opts.orderingKey,
+      };
       for (const queue of topic(name)) queue.tail = queue.tail.then(() => deliver(queue, message));
       return message.id;
     },

@@ -1,8 +1,18 @@
 // Injected faults for reliability tests: the next `count` requests whose path contains
 // `match` answer 503, or stall for stall_ms before being served normally.
-export interface FaultSpec { mode: 'error503' | 'stall' | 'none'; count?: number; stall_ms?: number; match?: string }
+export interface FaultSpec {
+  mode: 'error503' | 'stall' | 'none';
+  count?: number;
+  stall_ms?: number;
+  match?: string;
+}
 
-interface Fault { mode: 'error503' | 'stall'; remaining: number; stallMs: number; match: string }
+interface Fault {
+  mode: 'error503' | 'stall';
+  remaining: number;
+  stallMs: number;
+  match: string;
+}
 
 export type FaultAction = { kind: 'error503' } | { kind: 'stall'; ms: number } | undefined;
 
@@ -11,7 +21,10 @@ export class Faults {
 
   /** Adds a fault; mode "none" clears them all. Throws on a malformed spec. */
   add(spec: FaultSpec): void {
-    if (spec.mode === 'none') { this.clear(); return; }
+    if (spec.mode === 'none') {
+      this.clear();
+      return;
+    }
     if (spec.mode !== 'error503' && spec.mode !== 'stall') throw new Error('mode must be error503, stall or none');
     const count = spec.count ?? 1;
     const stallMs = spec.stall_ms ?? 0;

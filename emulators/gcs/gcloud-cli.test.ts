@@ -23,7 +23,10 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Run { stdout: Buffer; stderr: string }
+interface Run {
+  stdout: Buffer;
+  stderr: string;
+}
 
 /**
  * Runs `gcloud storage ...` against the emulator. Properties come from CLOUDSDK_* variables and
@@ -62,7 +65,10 @@ const lines = (r: Run) => r.stdout.toString().split('\n').filter(Boolean);
 /** A fresh bucket made through the JSON API, so that each test starts from an empty one. */
 async function newBucket(): Promise<string> {
   const name = `cli-${randomUUID().slice(0, 8)}`;
-  const res = await fetch(`${emulator.url}/storage/v1/b?project=emulator`, { method: 'POST', body: JSON.stringify({ name }) });
+  const res = await fetch(`${emulator.url}/storage/v1/b?project=emulator`, {
+    method: 'POST',
+    body: JSON.stringify({ name }),
+  });
   expect(res.status).toBe(200);
   return name;
 }
@@ -102,9 +108,12 @@ describe('gcloud storage against the GCS emulator', () => {
   it('should round-trip a file above the resumable threshold through a resumable upload', async () => {
     const bucket = await newBucket();
     const bytes = randomBytes(1024 * 1024 + 7);
-    const upload = await gcloudStorage(['cp', localFile('big.bin', bytes), `gs://${bucket}/audio/big.bin`, '--log-http'], {
-      env: { CLOUDSDK_STORAGE_RESUMABLE_THRESHOLD: '256KiB' },
-    });
+    const upload = await gcloudStorage(
+      ['cp', localFile('big.bin', bytes), `gs://${bucket}/audio/big.bin`, '--log-http'],
+      {
+        env: { CLOUDSDK_STORAGE_RESUMABLE_THRESHOLD: '256KiB' },
+      },
+    );
     expect(upload.stderr).toContain(`/resumable/upload/storage/v1/b/${bucket}/o?`);
     const back = join(dir, 'big.back.bin');
     await gcloudStorage(['cp', `gs://${bucket}/audio/big.bin`, back]);
@@ -124,17 +133,32 @@ describe('gcloud storage against the GCS emulator', () => {
 
   it('should list objects and prefixes level by level, and recursively', async () => {
     const bucket = await newBucket();
-    await gcloudStorage(['cp', '--recursive', localTree('site', ['a.txt', 'notes/b.txt', 'notes/deep/c.txt', 'notes/deep/d.txt']), `gs://${bucket}`]);
+    await gcloudStorage([
+      'cp',
+      '--recursive',
+      localTree('site', ['a.txt', 'notes/b.txt', 'notes/deep/c.txt', 'notes/deep/d.txt']),
+      `gs://${bucket}`,
+    ]);
     const url = (name: string) => `gs://${bucket}/${name}`;
     expect(lines(await gcloudStorage(['ls', url('')]))).toEqual([url('site/')]);
     expect(lines(await gcloudStorage(['ls', url('site/')]))).toEqual([url('site/a.txt'), url('site/notes/')]);
-    expect(lines(await gcloudStorage(['ls', url('site/notes/')]))).toEqual([url('site/notes/b.txt'), url('site/notes/deep/')]);
-    expect(lines(await gcloudStorage(['ls', url('**')]))).toEqual(['a.txt', 'notes/b.txt', 'notes/deep/c.txt', 'notes/deep/d.txt'].map((n) => url(`site/${n}`)));
+    expect(lines(await gcloudStorage(['ls', url('site/notes/')]))).toEqual([
+      url('site/notes/b.txt'),
+      url('site/notes/deep/'),
+    ]);
+    expect(lines(await gcloudStorage(['ls', url('**')]))).toEqual(
+      ['a.txt', 'notes/b.txt', 'notes/deep/c.txt', 'notes/deep/d.txt'].map((n) => url(`site/${n}`)),
+    );
   }, 90_000);
 
   it('should remove one object, then everything under a prefix', async () => {
     const bucket = await newBucket();
-    await gcloudStorage(['cp', '--recursive', localTree('doomed', ['keep.txt', 'one.txt', 'tmp/x.txt', 'tmp/y/z.txt']), `gs://${bucket}`]);
+    await gcloudStorage([
+      'cp',
+      '--recursive',
+      localTree('doomed', ['keep.txt', 'one.txt', 'tmp/x.txt', 'tmp/y/z.txt']),
+      `gs://${bucket}`,
+    ]);
     await gcloudStorage(['rm', `gs://${bucket}/doomed/one.txt`]);
     await gcloudStorage(['rm', '--recursive', `gs://${bucket}/doomed/tmp`]);
     expect(lines(await gcloudStorage(['ls', `gs://${bucket}/**`]))).toEqual([`gs://${bucket}/doomed/keep.txt`]);

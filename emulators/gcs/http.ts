@@ -21,9 +21,18 @@ export async function readJson(req: IncomingMessage): Promise<Record<string, any
   }
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=UTF-8', 'Content-Length': Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=UTF-8',
+    'Content-Length': Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -33,7 +42,13 @@ export function sendJsonError(res: ServerResponse, status: number, message: stri
 }
 
 /** The XML API error body, as served for signed URLs. */
-export function sendXmlError(res: ServerResponse, status: number, code: string, message: string, details: string): void {
+export function sendXmlError(
+  res: ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+  details: string,
+): void {
   const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   const xml = `<?xml version='1.0' encoding='UTF-8'?><Error><Code>${esc(code)}</Code><Message>${esc(message)}</Message><Details>${esc(details)}</Details></Error>`;
   res.writeHead(status, { 'Content-Type': 'application/xml; charset=UTF-8', 'Content-Length': Buffer.byteLength(xml) });
@@ -86,7 +101,10 @@ export function generationOf(q: URLSearchParams): string | undefined {
 }
 
 /** Parses `bytes=a-b`, `bytes=a-` and `bytes=-n`; undefined for no or unsupported Range. */
-function parseRange(header: string | undefined, size: number): { start: number; end: number } | 'unsatisfiable' | undefined {
+function parseRange(
+  header: string | undefined,
+  size: number,
+): { start: number; end: number } | 'unsatisfiable' | undefined {
   const m = header ? /^bytes=(\d*)-(\d*)$/.exec(header.trim()) : null;
   if (!m || (m[1] === '' && m[2] === '')) return undefined;
   if (m[1] === '') {
@@ -101,7 +119,12 @@ function parseRange(header: string | undefined, size: number): { start: number; 
 }
 
 /** Serves the object's bytes (honouring Range) with the headers the client validates. */
-export async function sendMedia(req: IncomingMessage, res: ServerResponse, store: GcsStore, m: ObjectMeta): Promise<void> {
+export async function sendMedia(
+  req: IncomingMessage,
+  res: ServerResponse,
+  store: GcsStore,
+  m: ObjectMeta,
+): Promise<void> {
   const headers: Record<string, string | number> = {
     'Content-Type': m.contentType,
     'Accept-Ranges': 'bytes',
@@ -116,7 +139,11 @@ export async function sendMedia(req: IncomingMessage, res: ServerResponse, store
   const range = parseRange(req.headers.range, m.size);
   if (range === 'unsatisfiable') {
     const body = 'Request range not satisfiable';
-    res.writeHead(416, { 'Content-Range': `bytes */${m.size}`, 'Content-Type': 'text/plain', 'Content-Length': body.length });
+    res.writeHead(416, {
+      'Content-Range': `bytes */${m.size}`,
+      'Content-Type': 'text/plain',
+      'Content-Length': body.length,
+    });
     res.end(body);
     return;
   }
@@ -125,6 +152,9 @@ export async function sendMedia(req: IncomingMessage, res: ServerResponse, store
   if (range) headers['Content-Range'] = `bytes ${start}-${end}/${m.size}`;
   headers['Content-Length'] = Math.max(0, end - start + 1);
   res.writeHead(status, headers);
-  if (req.method === 'HEAD') { res.end(); return; }
+  if (req.method === 'HEAD') {
+    res.end();
+    return;
+  }
   await pipeline(store.read(m, start, end), res);
 }

@@ -15,8 +15,15 @@ const { values } = parseArgs({
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0..65535, not ${values.port}`);
 const signer = values['signer-key-file'] ? loadOrCreateSignerKey(values['signer-key-file']) : undefined;
-const emulator = await startGcsEmulator({ port, host: values.host, dataDir: values['data-dir'], trustedKeys: signer ? [signer] : [] });
-console.log(`GCS emulator on ${emulator.url}${values['data-dir'] ? ` (data in ${values['data-dir']})` : ' (in memory)'}`);
+const emulator = await startGcsEmulator({
+  port,
+  host: values.host,
+  dataDir: values['data-dir'],
+  trustedKeys: signer ? [signer] : [],
+});
+console.log(
+  `GCS emulator on ${emulator.url}${values['data-dir'] ? ` (data in ${values['data-dir']})` : ' (in memory)'}`,
+);
 if (signer) console.log(`Signed URLs by ${signer.client_email} (key in ${values['signer-key-file']}) are accepted`);
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

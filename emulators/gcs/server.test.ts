@@ -26,12 +26,18 @@ function tempDir(): string {
 }
 
 async function withBucket(e: GcsEmulator, bucket = 'emu-test'): Promise<void> {
-  const res = await fetch(`${e.url}/storage/v1/b?project=p`, { method: 'POST', body: JSON.stringify({ name: bucket }) });
+  const res = await fetch(`${e.url}/storage/v1/b?project=p`, {
+    method: 'POST',
+    body: JSON.stringify({ name: bucket }),
+  });
   expect(res.status).toBe(200);
 }
 
 async function mediaUpload(e: GcsEmulator, name: string, body: string, query = ''): Promise<Response> {
-  return fetch(`${e.url}/upload/storage/v1/b/emu-test/o?uploadType=media&name=${encodeURIComponent(name)}${query}`, { method: 'POST', body });
+  return fetch(`${e.url}/upload/storage/v1/b/emu-test/o?uploadType=media&name=${encodeURIComponent(name)}${query}`, {
+    method: 'POST',
+    body,
+  });
 }
 
 /** The real client aimed at `e`, whatever STORAGE_EMULATOR_HOST (the shared emulator) says. */
@@ -89,7 +95,9 @@ describe('GCS emulator', () => {
     await first.stop();
 
     const second = await emulator({ dataDir });
-    const names = (await (await fetch(`${second.url}/storage/v1/b?project=p`)).json()).items.map((b: { name: string }) => b.name);
+    const names = (await (await fetch(`${second.url}/storage/v1/b?project=p`)).json()).items.map(
+      (b: { name: string }) => b.name,
+    );
     expect(names).toEqual(['emu-test']);
   });
 
@@ -112,9 +120,15 @@ describe('GCS emulator', () => {
     expect(body.error.errors[0].reason).toBe('conditionNotMet');
 
     const client = clientFor(e);
-    const err = await client.bucket('emu-test').file('x').save('three', { resumable: false, preconditionOpts: { ifGenerationMatch: 0 } }).catch((x: unknown) => x);
+    const err = await client
+      .bucket('emu-test')
+      .file('x')
+      .save('three', { resumable: false, preconditionOpts: { ifGenerationMatch: 0 } })
+      .catch((x: unknown) => x);
     expect((err as { code?: number }).code).toBe(412);
-    const notMatch = await fetch(`${e.url}/storage/v1/b/emu-test/o/x?ifGenerationNotMatch=${(await (await fetch(`${e.url}/storage/v1/b/emu-test/o/x`)).json()).generation}`);
+    const notMatch = await fetch(
+      `${e.url}/storage/v1/b/emu-test/o/x?ifGenerationNotMatch=${(await (await fetch(`${e.url}/storage/v1/b/emu-test/o/x`)).json()).generation}`,
+    );
     expect(notMatch.status).toBe(412);
   });
 
@@ -137,13 +151,19 @@ describe('GCS emulator', () => {
     const status = await fetch(session, { method: 'PUT', headers: { 'Content-Range': 'bytes */*' } });
     expect(status.status).toBe(308);
     expect(status.headers.get('range')).toBe('bytes=0-262143');
-    const r2 = await fetch(session, { method: 'PUT', headers: { 'Content-Range': 'bytes 262144-263143/263144' }, body: part2 });
+    const r2 = await fetch(session, {
+      method: 'PUT',
+      headers: { 'Content-Range': 'bytes 262144-263143/263144' },
+      body: part2,
+    });
     expect(r2.status).toBe(200);
     expect(await r2.json()).toMatchObject({ name: 'r.bin', size: '263144', contentType: 'audio/wav' });
     const got = await fetch(`${e.url}/storage/v1/b/emu-test/o/r.bin?alt=media`);
     expect(Buffer.from(await got.arrayBuffer()).equals(Buffer.concat([part1, part2]))).toBe(true);
 
-    const init2 = await fetch(`${e.url}/upload/storage/v1/b/emu-test/o?uploadType=resumable&name=c.bin`, { method: 'POST' });
+    const init2 = await fetch(`${e.url}/upload/storage/v1/b/emu-test/o?uploadType=resumable&name=c.bin`, {
+      method: 'POST',
+    });
     const session2 = init2.headers.get('location')!;
     await fetch(session2, { method: 'PUT', headers: { 'Content-Range': 'bytes 0-9/*' }, body: Buffer.alloc(10) });
     expect((await fetch(session2, { method: 'DELETE' })).status).toBe(499);
@@ -158,11 +178,16 @@ describe('GCS emulator', () => {
     const compose = (n: number) =>
       fetch(`${e.url}/storage/v1/b/emu-test/o/out/compose`, {
         method: 'POST',
-        body: JSON.stringify({ destination: { contentType: 'text/plain' }, sourceObjects: Array.from({ length: n }, (_, i) => ({ name: `s${i}` })) }),
+        body: JSON.stringify({
+          destination: { contentType: 'text/plain' },
+          sourceObjects: Array.from({ length: n }, (_, i) => ({ name: `s${i}` })),
+        }),
       });
     const tooMany = await compose(33);
     expect(tooMany.status).toBe(400);
-    expect(((await tooMany.json()) as { error: { message: string } }).error.message).toContain('(33) exceeds the maximum (32)');
+    expect(((await tooMany.json()) as { error: { message: string } }).error.message).toContain(
+      '(33) exceeds the maximum (32)',
+    );
     const ok = await compose(32);
     expect(ok.status).toBe(200);
     const meta = (await ok.json()) as { componentCount: number; md5Hash?: string };
@@ -195,7 +220,9 @@ describe('GCS emulator', () => {
     let query: Record<string, unknown> | null = { prefix: 'p/', maxResults: 2, autoPaginate: false };
     let pages = 0;
     while (query) {
-      const [files, next]: [{ name: string }[], Record<string, unknown> | null, unknown] = (await bucket.getFiles(query)) as never;
+      const [files, next]: [{ name: string }[], Record<string, unknown> | null, unknown] = (await bucket.getFiles(
+        query,
+      )) as never;
       names.push(...files.map((f) => f.name));
       query = next;
       pages++;
@@ -253,7 +280,10 @@ describe('GCS emulator', () => {
     await mediaUpload(e, 'f/one', '1');
     await mediaUpload(e, 'f/two', '2');
     const faults = `${e.url}/_emulator/faults`;
-    expect((await fetch(faults, { method: 'POST', body: JSON.stringify({ mode: 'error503', count: 2, match: 'f/one' }) })).status).toBe(200);
+    expect(
+      (await fetch(faults, { method: 'POST', body: JSON.stringify({ mode: 'error503', count: 2, match: 'f/one' }) }))
+        .status,
+    ).toBe(200);
     const get = (n: string) => fetch(`${e.url}/storage/v1/b/emu-test/o/${encodeURIComponent(n)}`);
     expect((await get('f/two')).status).toBe(200);
     const first = await get('f/one');
@@ -272,7 +302,10 @@ describe('GCS emulator', () => {
     const e = await emulator();
     await withBucket(e);
     await mediaUpload(e, 'slow', 'zzz');
-    await fetch(`${e.url}/_emulator/faults`, { method: 'POST', body: JSON.stringify({ mode: 'stall', stall_ms: 400, match: 'slow' }) });
+    await fetch(`${e.url}/_emulator/faults`, {
+      method: 'POST',
+      body: JSON.stringify({ mode: 'stall', stall_ms: 400, match: 'slow' }),
+    });
     const t0 = Date.now();
     const res = await fetch(`${e.url}/storage/v1/b/emu-test/o/slow?alt=media`);
     expect(await res.text()).toBe('zzz');

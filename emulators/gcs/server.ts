@@ -6,7 +6,17 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Faults, type FaultSpec } from './faults';
-import { baseUrlOf, generationOf, objectResource, preconditionsOf, readJson, sendJson, sendJsonError, sendMedia, sendXmlError } from './http';
+import {
+  baseUrlOf,
+  generationOf,
+  objectResource,
+  preconditionsOf,
+  readJson,
+  sendJson,
+  sendJsonError,
+  sendMedia,
+  sendXmlError,
+} from './http';
 import { isSignedUrlRequest, SignedUrlVerifier, type TrustedKey } from './signed-url';
 import { GcsError, GcsStore, type BucketMeta } from './store';
 import { Uploads } from './uploads';
@@ -32,7 +42,18 @@ export interface GcsEmulator {
 }
 
 function bucketResource(b: BucketMeta) {
-  return { kind: 'storage#bucket', id: b.name, name: b.name, projectNumber: '0', metageneration: b.metageneration, location: 'US', storageClass: 'STANDARD', etag: 'CAE=', timeCreated: b.timeCreated, updated: b.updated };
+  return {
+    kind: 'storage#bucket',
+    id: b.name,
+    name: b.name,
+    projectNumber: '0',
+    metageneration: b.metageneration,
+    location: 'US',
+    storageClass: 'STANDARD',
+    etag: 'CAE=',
+    timeCreated: b.timeCreated,
+    updated: b.updated,
+  };
 }
 
 const safeDecode = (s: string) => {
@@ -63,9 +84,19 @@ class GcsHandler {
     if (rawPath === '/_emulator/faults') return this.faultControl(req, res);
 
     let decodedUrl = rawUrl;
-    try { decodedUrl = decodeURIComponent(rawUrl); } catch { /* match the raw form only */ }
+    try {
+      decodedUrl = decodeURIComponent(rawUrl);
+    } catch {
+      /* match the raw form only */
+    }
     const fault = this.faults.take(rawUrl, decodedUrl);
-    if (fault?.kind === 'error503') return sendJsonError(res, 503, 'We encountered an internal error. Please try again. (injected fault)', 'backendError');
+    if (fault?.kind === 'error503')
+      return sendJsonError(
+        res,
+        503,
+        'We encountered an internal error. Please try again. (injected fault)',
+        'backendError',
+      );
     if (fault?.kind === 'stall') await sleep(fault.ms);
 
     if (isSignedUrlRequest(rawQuery)) return this.signedGet(req, res, rawPath, rawQuery);
@@ -75,12 +106,26 @@ class GcsHandler {
     if (segs[0] === 'storage' && segs[1] === 'v1') return this.jsonApi(req, res, segs.slice(2), q);
     // gcloud starts resumable uploads under /resumable/upload/...; the rest of the path is the same.
     const uploadSegs = segs[0] === 'resumable' ? segs.slice(1) : segs;
-    if (uploadSegs[0] === 'upload' && uploadSegs[1] === 'storage' && uploadSegs[2] === 'v1' && uploadSegs[3] === 'b' && uploadSegs[5] === 'o' && uploadSegs.length === 6) {
+    if (
+      uploadSegs[0] === 'upload' &&
+      uploadSegs[1] === 'storage' &&
+      uploadSegs[2] === 'v1' &&
+      uploadSegs[3] === 'b' &&
+      uploadSegs[5] === 'o' &&
+      uploadSegs.length === 6
+    ) {
       return this.uploads.handle(req, res, safeDecode(uploadSegs[4]), q);
     }
-    if (segs[0] === 'download' && segs[1] === 'storage' && segs[2] === 'v1') return this.jsonApi(req, res, segs.slice(3), q);
+    if (segs[0] === 'download' && segs[1] === 'storage' && segs[2] === 'v1')
+      return this.jsonApi(req, res, segs.slice(3), q);
     if (segs[0] === 'b') return this.jsonApi(req, res, segs, q);
-    sendXmlError(res, 403, 'AccessDenied', 'Access denied.', 'Anonymous caller does not have storage.objects.get access.');
+    sendXmlError(
+      res,
+      403,
+      'AccessDenied',
+      'Access denied.',
+      'Anonymous caller does not have storage.objects.get access.',
+    );
   }
 
   private async jsonApi(req: IncomingMessage, res: ServerResponse, segs: string[], q: URLSearchParams): Promise<void> {
@@ -89,7 +134,8 @@ class GcsHandler {
     if (segs[0] !== 'b') throw new GcsError(404, 'Not Found', 'notFound');
     if (segs.length === 1) {
       // One project: the `project` parameter of the list is not checked.
-      if (method === 'GET') return sendJson(res, 200, { kind: 'storage#buckets', items: this.store.listBuckets().map(bucketResource) });
+      if (method === 'GET')
+        return sendJson(res, 200, { kind: 'storage#buckets', items: this.store.listBuckets().map(bucketResource) });
       if (method !== 'POST') throw new GcsError(405, 'Method not allowed.', 'methodNotAllowed');
       const body = await readJson(req);
       return sendJson(res, 200, bucketResource(await this.store.createBucket(String(body.name ?? ''))));
@@ -108,7 +154,13 @@ class GcsHandler {
     // gcloud storage rm --recursive asks whether folders need deleting too: not in a flat bucket.
     if (segs.length === 3 && segs[2] === 'storageLayout' && method === 'GET') {
       this.store.getBucket(bucket);
-      return sendJson(res, 200, { kind: 'storage#storageLayout', bucket, location: 'US', locationType: 'multi-region', hierarchicalNamespace: { enabled: false } });
+      return sendJson(res, 200, {
+        kind: 'storage#storageLayout',
+        bucket,
+        location: 'US',
+        locationType: 'multi-region',
+        hierarchicalNamespace: { enabled: false },
+      });
     }
     // rm --recursive gs://BUCKET lists managed folders (IAM-bearing prefixes) before deleting the bucket: none here.
     if (segs.length === 3 && segs[2] === 'managedFolders' && method === 'GET') {
@@ -149,15 +201,28 @@ class GcsHandler {
     throw new GcsError(405, 'Method not allowed.', 'methodNotAllowed');
   }
 
-  private async compose(req: IncomingMessage, res: ServerResponse, bucket: string, destination: string, q: URLSearchParams): Promise<void> {
+  private async compose(
+    req: IncomingMessage,
+    res: ServerResponse,
+    bucket: string,
+    destination: string,
+    q: URLSearchParams,
+  ): Promise<void> {
     const body = await readJson(req);
-    const sources: { name?: unknown; generation?: unknown; objectPreconditions?: { ifGenerationMatch?: unknown } }[] = Array.isArray(body.sourceObjects) ? body.sourceObjects : [];
+    const sources: { name?: unknown; generation?: unknown; objectPreconditions?: { ifGenerationMatch?: unknown } }[] =
+      Array.isArray(body.sourceObjects) ? body.sourceObjects : [];
     const parsed = sources.map((s) => {
       if (typeof s.name !== 'string' || !s.name) throw new GcsError(400, 'Required', 'required');
       const gen = s.generation ?? s.objectPreconditions?.ifGenerationMatch;
       return { name: s.name, generation: gen === undefined ? undefined : String(gen) };
     });
-    const meta = await this.store.compose(bucket, destination, parsed, { contentType: body.destination?.contentType, metadata: body.destination?.metadata }, preconditionsOf(q));
+    const meta = await this.store.compose(
+      bucket,
+      destination,
+      parsed,
+      { contentType: body.destination?.contentType, metadata: body.destination?.metadata },
+      preconditionsOf(q),
+    );
     sendJson(res, 200, objectResource(meta, baseUrlOf(req)));
   }
 
@@ -170,14 +235,22 @@ class GcsHandler {
       return sendXmlError(res, 400, 'InvalidArgument', 'Invalid argument.', 'Malformed signed URL.');
     }
     if (!check.ok) return sendXmlError(res, check.status, check.code, check.message, check.details);
-    if (req.method !== 'GET' && req.method !== 'HEAD') return sendXmlError(res, 405, 'MethodNotAllowed', 'Method not allowed.', '');
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return sendXmlError(res, 405, 'MethodNotAllowed', 'Method not allowed.', '');
     const [bucketSeg, ...nameSegs] = rawPath.split('/').slice(1);
     const bucket = safeDecode(bucketSeg ?? '');
     const name = nameSegs.map(safeDecode).join('/');
     try {
       return await sendMedia(req, res, this.store, this.store.getObject(bucket, name));
     } catch (err) {
-      if (err instanceof GcsError && err.status === 404) return sendXmlError(res, 404, 'NoSuchKey', 'The specified key does not exist.', `No such object: ${bucket}/${name}`);
+      if (err instanceof GcsError && err.status === 404)
+        return sendXmlError(
+          res,
+          404,
+          'NoSuchKey',
+          'The specified key does not exist.',
+          `No such object: ${bucket}/${name}`,
+        );
       throw err;
     }
   }
@@ -200,7 +273,10 @@ export async function startGcsEmulator(opts: GcsEmulatorOptions = {}): Promise<G
   const server = createServer((req, res) => {
     handler.handle(req, res).catch((err: unknown) => {
       // A fully read request is destroyed too; only a closed socket means nobody listens.
-      if (res.headersSent || req.socket?.destroyed !== false) { res.destroy(); return; }
+      if (res.headersSent || req.socket?.destroyed !== false) {
+        res.destroy();
+        return;
+      }
       if (err instanceof GcsError) sendJsonError(res, err.status, err.message, err.reason);
       else sendJsonError(res, 500, 'Internal error.', 'backendError');
     });

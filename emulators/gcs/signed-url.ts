@@ -2,9 +2,14 @@
 // canonical request → string to sign → RSA-SHA256 with the public key of the credential.
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 
-export interface TrustedKey { client_email: string; public_key_pem: string }
+export interface TrustedKey {
+  client_email: string;
+  public_key_pem: string;
+}
 
-export type SignedUrlCheck = { ok: true } | { ok: false; status: number; code: string; message: string; details: string };
+export type SignedUrlCheck =
+  | { ok: true }
+  | { ok: false; status: number; code: string; message: string; details: string };
 
 const SEVEN_DAYS = 7 * 24 * 3600;
 
@@ -40,8 +45,17 @@ export class SignedUrlVerifier {
     this.keys.set(key.client_email, createPublicKey(key.public_key_pem));
   }
 
-  check(req: { method: string; rawPath: string; rawQuery: string; headers: Record<string, string | string[] | undefined> }, now = Date.now()): SignedUrlCheck {
-    const fail = (status: number, code: string, message: string, details: string): SignedUrlCheck => ({ ok: false, status, code, message, details });
+  check(
+    req: { method: string; rawPath: string; rawQuery: string; headers: Record<string, string | string[] | undefined> },
+    now = Date.now(),
+  ): SignedUrlCheck {
+    const fail = (status: number, code: string, message: string, details: string): SignedUrlCheck => ({
+      ok: false,
+      status,
+      code,
+      message,
+      details,
+    });
     let query: [string, string][];
     try {
       query = parseQuery(req.rawQuery);
@@ -56,7 +70,8 @@ export class SignedUrlVerifier {
     const signedHeaders = param('X-Goog-SignedHeaders') ?? '';
     const signature = param('X-Goog-Signature') ?? '';
 
-    if (algorithm !== 'GOOG4-RSA-SHA256') return fail(400, 'InvalidArgument', 'Invalid argument.', `Unsupported X-Goog-Algorithm: ${algorithm ?? ''}`);
+    if (algorithm !== 'GOOG4-RSA-SHA256')
+      return fail(400, 'InvalidArgument', 'Invalid argument.', `Unsupported X-Goog-Algorithm: ${algorithm ?? ''}`);
     const date = parseGoogDate(dateStr);
     const expires = Number(expiresStr);
     if (date === undefined || !/^\d+$/.test(expiresStr) || expires < 1 || expires > SEVEN_DAYS) {
@@ -64,15 +79,34 @@ export class SignedUrlVerifier {
     }
     const [email, ...scopeParts] = credential.split('/');
     const scope = scopeParts.join('/');
-    if (scopeParts.length !== 4 || scopeParts[0] !== dateStr.slice(0, 8) || scopeParts[2] !== 'storage' || scopeParts[3] !== 'goog4_request') {
-      return fail(400, 'AuthorizationQueryParametersError', 'Error parsing the X-Goog-Credential parameter.', `Credential: ${credential}`);
+    if (
+      scopeParts.length !== 4 ||
+      scopeParts[0] !== dateStr.slice(0, 8) ||
+      scopeParts[2] !== 'storage' ||
+      scopeParts[3] !== 'goog4_request'
+    ) {
+      return fail(
+        400,
+        'AuthorizationQueryParametersError',
+        'Error parsing the X-Goog-Credential parameter.',
+        `Credential: ${credential}`,
+      );
     }
-    if (now >= date + expires * 1000) return fail(400, 'ExpiredToken', 'Invalid argument.', `Request has expired: ${Math.floor((date + expires * 1000) / 1000)}`);
+    if (now >= date + expires * 1000)
+      return fail(
+        400,
+        'ExpiredToken',
+        'Invalid argument.',
+        `Request has expired: ${Math.floor((date + expires * 1000) / 1000)}`,
+      );
     if (now + 60_000 < date) return fail(400, 'InvalidArgument', 'Invalid argument.', 'Request is not valid yet.');
     const key = this.keys.get(email);
     if (!key) return fail(403, 'AccessDenied', 'Access denied.', `Unknown signing credential ${email}.`);
 
-    const canonicalPath = req.rawPath.split('/').map((seg) => strictEncode(decodeURIComponent(seg))).join('/');
+    const canonicalPath = req.rawPath
+      .split('/')
+      .map((seg) => strictEncode(decodeURIComponent(seg)))
+      .join('/');
     const canonicalQuery = query
       .filter(([k]) => k !== 'X-Goog-Signature')
       .map(([k, v]) => [strictEncode(k), strictEncode(v)])
@@ -89,13 +123,34 @@ export class SignedUrlVerifier {
         return `${name}:${value.trim().replace(/\s{2,}/g, ' ')}\n`;
       })
       .join('');
-    const payloadHash = headerNames.includes('x-goog-content-sha256') ? String(req.headers['x-goog-content-sha256']) : 'UNSIGNED-PAYLOAD';
-    const canonicalRequest = [req.method, canonicalPath, canonicalQuery, canonicalHeaders, signedHeaders, payloadHash].join('\n');
-    const stringToSign = ['GOOG4-RSA-SHA256', dateStr, scope, createHash('sha256').update(canonicalRequest).digest('hex')].join('\n');
+    const payloadHash = headerNames.includes('x-goog-content-sha256')
+      ? String(req.headers['x-goog-content-sha256'])
+      : 'UNSIGNED-PAYLOAD';
+    const canonicalRequest = [
+      req.method,
+      canonicalPath,
+      canonicalQuery,
+      canonicalHeaders,
+      signedHeaders,
+      payloadHash,
+    ].join('\n');
+    const stringToSign = [
+      'GOOG4-RSA-SHA256',
+      dateStr,
+      scope,
+      createHash('sha256').update(canonicalRequest).digest('hex'),
+    ].join('\n');
 
-    const valid = /^[0-9a-f]+$/i.test(signature) && verify('RSA-SHA256', Buffer.from(stringToSign), key, Buffer.from(signature, 'hex'));
+    const valid =
+      /^[0-9a-f]+$/i.test(signature) &&
+      verify('RSA-SHA256', Buffer.from(stringToSign), key, Buffer.from(signature, 'hex'));
     if (!valid) {
-      return fail(403, 'SignatureDoesNotMatch', 'Access denied.', `The request signature we calculated does not match the signature you provided. StringToSign: ${stringToSign}`);
+      return fail(
+        403,
+        'SignatureDoesNotMatch',
+        'Access denied.',
+        `The request signature we calculated does not match the signature you provided. StringToSign: ${stringToSign}`,
+      );
     }
     return { ok: true };
   }

@@ -5,7 +5,11 @@ import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
-export interface SignerKey { client_email: string; private_key: string; public_key_pem: string }
+export interface SignerKey {
+  client_email: string;
+  private_key: string;
+  public_key_pem: string;
+}
 
 export const LOCAL_SIGNER_EMAIL = 'local-signer@local-project.iam.gserviceaccount.com';
 

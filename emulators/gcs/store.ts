@@ -1,14 +1,29 @@
 // Buckets and objects of the GCS emulator. Metadata lives in memory; object bytes live in
 // memory, or under dataDir (one file per generation) so that a restart keeps them.
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, type WriteStream } from 'node:fs';
+import {
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  type WriteStream,
+} from 'node:fs';
 import { rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { ObjectHasher } from './hashes';
 
-export interface BucketMeta { name: string; timeCreated: string; updated: string; metageneration: string }
+export interface BucketMeta {
+  name: string;
+  timeCreated: string;
+  updated: string;
+  metageneration: string;
+}
 
 export interface ObjectMeta {
   bucket: string;
@@ -27,10 +42,19 @@ export interface ObjectMeta {
 
 /** An error the HTTP layer turns into a GCS JSON error body. */
 export class GcsError extends Error {
-  constructor(readonly status: number, message: string, readonly reason: string) { super(message); }
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly reason: string,
+  ) {
+    super(message);
+  }
 }
 
-export interface Preconditions { ifGenerationMatch?: string; ifGenerationNotMatch?: string }
+export interface Preconditions {
+  ifGenerationMatch?: string;
+  ifGenerationNotMatch?: string;
+}
 
 export const MAX_COMPOSE_SOURCES = 32;
 
@@ -45,12 +69,17 @@ export class UploadSink {
     if (tmpPath) this.file = createWriteStream(tmpPath);
   }
 
-  get size(): number { return this.hasher.size; }
+  get size(): number {
+    return this.hasher.size;
+  }
 
   async write(chunk: Buffer): Promise<void> {
     if (this.discarded) throw new GcsError(410, 'The upload was cancelled.', 'gone');
     this.hasher.update(chunk);
-    if (!this.file) { this.chunks.push(chunk); return; }
+    if (!this.file) {
+      this.chunks.push(chunk);
+      return;
+    }
     if (!this.file.write(chunk)) await new Promise<void>((r) => this.file!.once('drain', () => r()));
   }
 
@@ -88,8 +117,14 @@ export class GcsStore {
 
   // ---- buckets ----
   async createBucket(name: string): Promise<BucketMeta> {
-    if (!/^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$/.test(name)) throw new GcsError(400, `Invalid bucket name: '${name}'`, 'invalid');
-    if (this.buckets.has(name)) throw new GcsError(409, 'Your previous request to create the named bucket succeeded and you already own it.', 'conflict');
+    if (!/^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$/.test(name))
+      throw new GcsError(400, `Invalid bucket name: '${name}'`, 'invalid');
+    if (this.buckets.has(name))
+      throw new GcsError(
+        409,
+        'Your previous request to create the named bucket succeeded and you already own it.',
+        'conflict',
+      );
     const now = new Date().toISOString();
     const meta: BucketMeta = { name, timeCreated: now, updated: now, metageneration: '1' };
     this.buckets.set(name, meta);
@@ -101,7 +136,8 @@ export class GcsStore {
   /** GCS deletes empty buckets only: 409 while any object is live. */
   async deleteBucket(name: string): Promise<void> {
     this.getBucket(name);
-    if (this.objects.get(name)!.size > 0) throw new GcsError(409, 'The bucket you tried to delete is not empty.', 'conflict');
+    if (this.objects.get(name)!.size > 0)
+      throw new GcsError(409, 'The bucket you tried to delete is not empty.', 'conflict');
     this.buckets.delete(name);
     this.objects.delete(name);
     if (this.dataDir) await unlink(join(this.dataDir, 'buckets', `${name}.json`)).catch(() => {});
@@ -137,11 +173,18 @@ export class GcsStore {
     let nextPageToken: string | undefined;
     for (const name of [...objects.keys()].filter((n) => n.startsWith(prefix)).sort()) {
       // The page token is the last name or prefix returned; a prefix covers every name under it.
-      if (pageToken && (name <= pageToken || (delimiter && pageToken.endsWith(delimiter) && name.startsWith(pageToken)))) continue;
+      if (
+        pageToken &&
+        (name <= pageToken || (delimiter && pageToken.endsWith(delimiter) && name.startsWith(pageToken)))
+      )
+        continue;
       const cut = delimiter ? name.indexOf(delimiter, prefix.length) : -1;
       const common = cut >= 0 ? name.slice(0, cut + delimiter!.length) : undefined;
       if (common && prefixes.has(common)) continue;
-      if (items.length + prefixes.size >= max) { nextPageToken = last; break; }
+      if (items.length + prefixes.size >= max) {
+        nextPageToken = last;
+        break;
+      }
       if (common) prefixes.add(common);
       else items.push(objects.get(name)!);
       last = common ?? name;
@@ -156,7 +199,14 @@ export class GcsStore {
   /** Makes the sink's bytes the live generation of bucket/name, if the preconditions hold. */
   async commit(
     sink: UploadSink,
-    target: { bucket: string; name: string; contentType?: string; metadata?: Record<string, string>; componentCount?: number; withoutMd5?: boolean },
+    target: {
+      bucket: string;
+      name: string;
+      contentType?: string;
+      metadata?: Record<string, string>;
+      componentCount?: number;
+      withoutMd5?: boolean;
+    },
     pre: Preconditions,
     expectedHash?: { crc32c?: string; md5?: string },
   ): Promise<ObjectMeta> {
@@ -165,10 +215,18 @@ export class GcsStore {
     try {
       this.bucketObjects(target.bucket);
       if (expectedHash?.crc32c && expectedHash.crc32c !== digest.crc32c) {
-        throw new GcsError(400, `Provided CRC32C "${expectedHash.crc32c}" doesn't match calculated CRC32C "${digest.crc32c}".`, 'invalid');
+        throw new GcsError(
+          400,
+          `Provided CRC32C "${expectedHash.crc32c}" doesn't match calculated CRC32C "${digest.crc32c}".`,
+          'invalid',
+        );
       }
       if (expectedHash?.md5 && expectedHash.md5 !== digest.md5Hash) {
-        throw new GcsError(400, `Provided MD5 hash "${expectedHash.md5}" doesn't match calculated MD5 hash "${digest.md5Hash}".`, 'invalid');
+        throw new GcsError(
+          400,
+          `Provided MD5 hash "${expectedHash.md5}" doesn't match calculated MD5 hash "${digest.md5Hash}".`,
+          'invalid',
+        );
       }
       this.checkPreconditions(target.bucket, target.name, pre);
     } catch (err) {
@@ -224,7 +282,11 @@ export class GcsStore {
   ): Promise<ObjectMeta> {
     if (sources.length === 0) throw new GcsError(400, 'You must provide at least one source component.', 'required');
     if (sources.length > MAX_COMPOSE_SOURCES) {
-      throw new GcsError(400, `The number of source components provided (${sources.length}) exceeds the maximum (${MAX_COMPOSE_SOURCES}).`, 'invalid');
+      throw new GcsError(
+        400,
+        `The number of source components provided (${sources.length}) exceeds the maximum (${MAX_COMPOSE_SOURCES}).`,
+        'invalid',
+      );
     }
     const metas = sources.map((s) => this.getObject(bucket, s.name, s.generation));
     this.checkPreconditions(bucket, destination, pre);
@@ -239,7 +301,18 @@ export class GcsStore {
       throw err;
     }
     const componentCount = metas.reduce((n, m) => n + (m.componentCount ?? 1), 0);
-    return this.commit(sink, { bucket, name: destination, contentType: opts.contentType ?? metas[0].contentType, metadata: opts.metadata, componentCount, withoutMd5: true }, pre);
+    return this.commit(
+      sink,
+      {
+        bucket,
+        name: destination,
+        contentType: opts.contentType ?? metas[0].contentType,
+        metadata: opts.metadata,
+        componentCount,
+        withoutMd5: true,
+      },
+      pre,
+    );
   }
 
   /** The object's bytes from start to end inclusive. */
@@ -258,7 +331,8 @@ export class GcsStore {
     const failed =
       (pre.ifGenerationMatch !== undefined && pre.ifGenerationMatch !== current) ||
       (pre.ifGenerationNotMatch !== undefined && pre.ifGenerationNotMatch === current);
-    if (failed) throw new GcsError(412, 'At least one of the pre-conditions you specified did not hold.', 'conditionNotMet');
+    if (failed)
+      throw new GcsError(412, 'At least one of the pre-conditions you specified did not hold.', 'conditionNotMet');
   }
 
   private bucketObjects(bucket: string): Map<string, ObjectMeta> {
@@ -315,7 +389,9 @@ export class GcsStore {
     rmSync(join(dataDir, 'tmp'), { recursive: true, force: true }); // uploads cut short by a stop
     for (const sub of ['buckets', 'objects', 'blobs', 'tmp']) mkdirSync(join(dataDir, sub), { recursive: true });
     const readJson = <T>(dir: string) =>
-      readdirSync(join(dataDir, dir)).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(readFileSync(join(dataDir, dir, f), 'utf8')) as T);
+      readdirSync(join(dataDir, dir))
+        .filter((f) => f.endsWith('.json'))
+        .map((f) => JSON.parse(readFileSync(join(dataDir, dir, f), 'utf8')) as T);
     for (const b of readJson<BucketMeta>('buckets')) {
       this.buckets.set(b.name, b);
       this.objects.set(b.name, new Map());
@@ -327,6 +403,7 @@ export class GcsStore {
     }
     // Blobs no object refers to: a stop between storing the bytes and their metadata.
     const live = new Set([...this.objects.values()].flatMap((m) => [...m.values()].map((o) => o.generation)));
-    for (const f of readdirSync(join(dataDir, 'blobs'))) if (!live.has(f)) rmSync(join(dataDir, 'blobs', f), { force: true });
+    for (const f of readdirSync(join(dataDir, 'blobs')))
+      if (!live.has(f)) rmSync(join(dataDir, 'blobs', f), { force: true });
   }
 }

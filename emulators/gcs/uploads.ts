@@ -92,7 +92,8 @@ function parseMultipart(body: Buffer, contentType: string): { headers: Record<st
     parts.push({ headers, data: part.subarray(split.dataStart) });
     pos = next;
   }
-  if (parts.length !== 2) throw new GcsError(400, 'A multipart upload needs a metadata part and a media part.', 'invalid');
+  if (parts.length !== 2)
+    throw new GcsError(400, 'A multipart upload needs a metadata part and a media part.', 'invalid');
   return parts;
 }
 
@@ -122,11 +123,21 @@ export class Uploads {
       await sink.discard();
       throw err;
     }
-    const meta = await this.store.commit(sink, { bucket, name, contentType: req.headers['content-type'] }, preconditionsOf(q), expectedHashOf(req));
+    const meta = await this.store.commit(
+      sink,
+      { bucket, name, contentType: req.headers['content-type'] },
+      preconditionsOf(q),
+      expectedHashOf(req),
+    );
     sendJson(res, 200, objectResource(meta, baseUrlOf(req)));
   }
 
-  private async multipart(req: IncomingMessage, res: ServerResponse, bucket: string, q: URLSearchParams): Promise<void> {
+  private async multipart(
+    req: IncomingMessage,
+    res: ServerResponse,
+    bucket: string,
+    q: URLSearchParams,
+  ): Promise<void> {
     const [metaPart, mediaPart] = parseMultipart(await readBody(req), String(req.headers['content-type'] ?? ''));
     let resource: Record<string, any>;
     try {
@@ -139,12 +150,26 @@ export class Uploads {
     await sink.write(mediaPart.data);
     const contentType = resource.contentType ?? mediaPart.headers['content-type'];
     // As in GCS, hashes in the resource are checked like an X-Goog-Hash header.
-    const expected = { ...expectedHashOf(req), ...(resource.crc32c ? { crc32c: String(resource.crc32c) } : {}), ...(resource.md5Hash ? { md5: String(resource.md5Hash) } : {}) };
-    const meta = await this.store.commit(sink, { bucket, name, contentType, metadata: resource.metadata }, preconditionsOf(q), expected);
+    const expected = {
+      ...expectedHashOf(req),
+      ...(resource.crc32c ? { crc32c: String(resource.crc32c) } : {}),
+      ...(resource.md5Hash ? { md5: String(resource.md5Hash) } : {}),
+    };
+    const meta = await this.store.commit(
+      sink,
+      { bucket, name, contentType, metadata: resource.metadata },
+      preconditionsOf(q),
+      expected,
+    );
     sendJson(res, 200, objectResource(meta, baseUrlOf(req)));
   }
 
-  private async startSession(req: IncomingMessage, res: ServerResponse, bucket: string, q: URLSearchParams): Promise<void> {
+  private async startSession(
+    req: IncomingMessage,
+    res: ServerResponse,
+    bucket: string,
+    q: URLSearchParams,
+  ): Promise<void> {
     const resource = await readJson(req);
     const name = requireName(q.get('name') ?? resource.name);
     const pre = preconditionsOf(q);
@@ -152,7 +177,15 @@ export class Uploads {
     this.dropIdleSessions();
     const id = randomUUID();
     const contentType = (req.headers['x-upload-content-type'] as string | undefined) ?? resource.contentType;
-    this.sessions.set(id, { bucket, name, contentType, metadata: resource.metadata, pre, sink: this.store.newSink(), touched: Date.now() });
+    this.sessions.set(id, {
+      bucket,
+      name,
+      contentType,
+      metadata: resource.metadata,
+      pre,
+      sink: this.store.newSink(),
+      touched: Date.now(),
+    });
     const location = `${baseUrlOf(req)}/upload/storage/v1/b/${bucket}/o?uploadType=resumable&name=${encodeName(name)}&upload_id=${id}`;
     res.writeHead(200, { Location: location, 'X-GUploader-UploadID': id, 'Content-Length': 0 });
     res.end();
@@ -169,7 +202,8 @@ export class Uploads {
       res.end();
       return;
     }
-    if (req.method !== 'PUT' && req.method !== 'POST') throw new GcsError(405, 'Method not allowed.', 'methodNotAllowed');
+    if (req.method !== 'PUT' && req.method !== 'POST')
+      throw new GcsError(405, 'Method not allowed.', 'methodNotAllowed');
     if (session.done) {
       await readBody(req);
       return sendJson(res, 200, objectResource(session.done, baseUrlOf(req)));
@@ -188,10 +222,16 @@ export class Uploads {
     } else if ((chunk = /^bytes (\d+)-(\d+|\*|-1)\/(\d+|\*)$/.exec(range))) {
       // "-1" as last byte: the client's spelling of an empty final chunk ("bytes 0--1/0").
       const start = Number(chunk[1]);
-      if (start > sink.size) throw new GcsError(400, `Invalid request. The chunk starts at ${start}, the upload has ${sink.size} bytes.`, 'invalid');
+      if (start > sink.size)
+        throw new GcsError(
+          400,
+          `Invalid request. The chunk starts at ${start}, the upload has ${sink.size} bytes.`,
+          'invalid',
+        );
       await this.receive(req, sink, start);
       const total = chunk[3] === '*' ? undefined : Number(chunk[3]);
-      if (total !== undefined && sink.size > total) throw new GcsError(400, 'Invalid request. More bytes than the declared total.', 'invalid');
+      if (total !== undefined && sink.size > total)
+        throw new GcsError(400, 'Invalid request. More bytes than the declared total.', 'invalid');
       // "a-*" means the body runs to the end of the object.
       final = chunk[2] === '*' || sink.size === total;
     } else {
@@ -205,7 +245,12 @@ export class Uploads {
       return;
     }
     try {
-      session.done = await this.store.commit(sink, { bucket: session.bucket, name: session.name, contentType: session.contentType, metadata: session.metadata }, session.pre, expectedHashOf(req));
+      session.done = await this.store.commit(
+        sink,
+        { bucket: session.bucket, name: session.name, contentType: session.contentType, metadata: session.metadata },
+        session.pre,
+        expectedHashOf(req),
+      );
     } finally {
       if (!session.done) this.sessions.delete(id);
     }

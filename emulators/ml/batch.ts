@@ -8,7 +8,6 @@ import { ok, type RestClient } from '@mi/client';
 import { featureVector, stableUuid, taskText } from './content';
 import type { MlLimits } from './session';
 
-
 interface Segment {
   id: string;
   speaker_label: string | null;
@@ -24,13 +23,21 @@ const PAGE = 200;
 
 export type BatchOutcome = 'completed' | 'skipped' | 'failed';
 
-export async function runBatchPass(core: RestClient, limits: Pick<MlLimits, 'ML_SEGMENT_FEATURE_MAX_PER_SPEAKER' | 'ML_TASK_CADENCE_SEGMENTS'>, msg: RecordingFinalized, log: Logger): Promise<BatchOutcome> {
+export async function runBatchPass(
+  core: RestClient,
+  limits: Pick<MlLimits, 'ML_SEGMENT_FEATURE_MAX_PER_SPEAKER' | 'ML_TASK_CADENCE_SEGMENTS'>,
+  msg: RecordingFinalized,
+  log: Logger,
+): Promise<BatchOutcome> {
   const tid = msg.transcription_id;
   if (!tid) return 'skipped';
   // The claim: only one worker moves the transcription to synthesizing; a redelivered or
   // duplicate message finds it claimed (409) or gone (404) and stops here.
   const transcription = { params: { path: { id: tid } } };
-  const claim = await core.PATCH('/transcriptions/{id}', { ...transcription, body: { status: 'synthesizing', status_message: 'batch pass started' } });
+  const claim = await core.PATCH('/transcriptions/{id}', {
+    ...transcription,
+    body: { status: 'synthesizing', status_message: 'batch pass started' },
+  });
   const status = claim.response.status;
   if (status === 409 || status === 404) {
     log.info({ transcription_id: tid, status }, 'fake ML: batch pass skipped (already claimed or gone)');
@@ -48,7 +55,15 @@ export async function runBatchPass(core: RestClient, limits: Pick<MlLimits, 'ML_
     const topics = [];
     for (let i = 0; i < stored.length; i += SEGMENTS_PER_TOPIC) {
       const part = stored.slice(i, i + SEGMENTS_PER_TOPIC);
-      topics.push({ name: `Part ${topics.length + 1}`, summary: part.map((s) => s.text).join(' ').slice(0, 5000), is_final: true, segment_ids: part.map((s) => s.id) });
+      topics.push({
+        name: `Part ${topics.length + 1}`,
+        summary: part
+          .map((s) => s.text)
+          .join(' ')
+          .slice(0, 5000),
+        is_final: true,
+        segment_ids: part.map((s) => s.id),
+      });
     }
     const summary = stored.length
       ? `A conversation between ${speakers.length} speaker(s) in ${stored.length} segments${msg.is_degraded ? ' (some audio was missing)' : ''}. It opened with: "${stored[0].text}"`
@@ -59,17 +74,38 @@ export async function runBatchPass(core: RestClient, limits: Pick<MlLimits, 'ML_
     const headline = stored.length ? stored[0].text.replace(/[.?!]$/, '') : 'Silent recording';
     ok(await core.PATCH('/meetings/{id}', { ...meeting, body: { headline } }));
 
-    ok(await core.DELETE('/meetings/{id}/tasks', { params: { path: { id: msg.meeting_id }, query: { source: 'system' } } }));
-    const tasks = stored.filter((_, i) => (i + 1) % limits.ML_TASK_CADENCE_SEGMENTS === 0).map((s) => ({ content: taskText(s.text) }));
+    ok(
+      await core.DELETE('/meetings/{id}/tasks', {
+        params: { path: { id: msg.meeting_id }, query: { source: 'system' } },
+      }),
+    );
+    const tasks = stored
+      .filter((_, i) => (i + 1) % limits.ML_TASK_CADENCE_SEGMENTS === 0)
+      .map((s) => ({ content: taskText(s.text) }));
     if (tasks.length) {
       const key = stableUuid(tid, 'batch-tasks', msg.audio_version);
-      ok(await core.POST('/meetings/{id}/tasks', { params: { path: { id: msg.meeting_id }, header: { 'idempotency-key': key } }, body: { tasks } }));
+      ok(
+        await core.POST('/meetings/{id}/tasks', {
+          params: { path: { id: msg.meeting_id }, header: { 'idempotency-key': key } },
+          body: { tasks },
+        }),
+      );
     }
-    ok(await core.PATCH('/transcriptions/{id}', { ...transcription, body: { status: 'completed', status_message: 'batch pass completed' } }));
+    ok(
+      await core.PATCH('/transcriptions/{id}', {
+        ...transcription,
+        body: { status: 'completed', status_message: 'batch pass completed' },
+      }),
+    );
     return 'completed';
   } catch (err) {
     log.warn({ err: String(err), transcription_id: tid }, 'fake ML: batch pass failed');
-    await core.PATCH('/transcriptions/{id}', { ...transcription, body: { status: 'failed', status_message: 'batch pass failed' } }).catch(() => undefined);
+    await core
+      .PATCH('/transcriptions/{id}', {
+        ...transcription,
+        body: { status: 'failed', status_message: 'batch pass failed' },
+      })
+      .catch(() => undefined);
     return 'failed';
   }
 }
@@ -78,7 +114,11 @@ async function allSegments(core: RestClient, tid: string): Promise<Segment[]> {
   const out: Segment[] = [];
   let cursor: string | null = null;
   do {
-    const query: { limit: number; order: 'asc'; cursor?: string } = { limit: PAGE, order: 'asc', ...(cursor ? { cursor } : {}) };
+    const query: { limit: number; order: 'asc'; cursor?: string } = {
+      limit: PAGE,
+      order: 'asc',
+      ...(cursor ? { cursor } : {}),
+    };
     const page = ok(await core.GET('/transcriptions/{id}/segments', { params: { path: { id: tid }, query } }));
     out.push(...(page.items as Segment[]));
     cursor = page.next_cursor;
@@ -95,7 +135,12 @@ export function finalSegments(live: Omit<Segment, 'id'>[], maxPerSpeaker: number
   const merged: Omit<Segment, 'id'>[] = [];
   for (let i = 0; i < live.length; i += k) {
     const run = live.slice(i, i + k);
-    merged.push({ speaker_label: run[0].speaker_label, text: run.map((s) => s.text).join(' '), start_ms: run[0].start_ms, end_ms: run[run.length - 1].end_ms });
+    merged.push({
+      speaker_label: run[0].speaker_label,
+      text: run.map((s) => s.text).join(' '),
+      start_ms: run[0].start_ms,
+      end_ms: run[run.length - 1].end_ms,
+    });
   }
   const withVector = new Set<number>();
   const byLabel = new Map<string, number[]>();
@@ -104,7 +149,9 @@ export function finalSegments(live: Omit<Segment, 'id'>[], maxPerSpeaker: number
     byLabel.set(label, [...(byLabel.get(label) ?? []), i]);
   });
   for (const indexes of byLabel.values()) {
-    const longest = [...indexes].sort((a, b) => merged[b].end_ms - merged[b].start_ms - (merged[a].end_ms - merged[a].start_ms) || a - b);
+    const longest = [...indexes].sort(
+      (a, b) => merged[b].end_ms - merged[b].start_ms - (merged[a].end_ms - merged[a].start_ms) || a - b,
+    );
     for (const i of longest.slice(0, maxPerSpeaker)) withVector.add(i);
   }
   return merged.map((s, i) => ({

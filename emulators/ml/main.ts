@@ -5,7 +5,12 @@ import { startFakeMl } from './server';
 
 const config = loadConfig(process.env);
 const coreUrl = process.env.CORE_URL ?? `http://localhost:${config.CORE_PORT}`;
-const ml = await startFakeMl({ coreUrl, serviceToken: config.SERVICE_AUTH_TOKEN, config, host: process.env.ML_HOST ?? '127.0.0.1' });
+const ml = await startFakeMl({
+  coreUrl,
+  serviceToken: config.SERVICE_AUTH_TOKEN,
+  config,
+  host: process.env.ML_HOST ?? '127.0.0.1',
+});
 process.stdout.write(`${JSON.stringify({ msg: 'fake ML service ready', url: ml.url, core: coreUrl })}\n`);
 
 let stopping = false;

@@ -19,7 +19,10 @@ import { StreamingSession, type MlLimits } from './session';
 export type FakeMlMode = 'normal' | 'hang' | 'refuse';
 
 export type FakeMlConfig = MlLimits &
-  Pick<Config, 'ML_PORT' | 'GOOGLE_CLOUD_PROJECT' | 'PUBSUB_EMULATOR_HOST' | 'PUBSUB_TOPIC_RECORDING_FINALIZED' | 'LOG_LEVEL'>;
+  Pick<
+    Config,
+    'ML_PORT' | 'GOOGLE_CLOUD_PROJECT' | 'PUBSUB_EMULATOR_HOST' | 'PUBSUB_TOPIC_RECORDING_FINALIZED' | 'LOG_LEVEL'
+  >;
 
 export interface FakeMlOptions {
   /** Default: config.ML_PORT; 0 picks a free port. */
@@ -80,7 +83,9 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
   };
   const requestTraces: ReturnType<FakeMl['requestTraces']> = [];
   const traceOf = (req: IncomingMessage) =>
-    Object.fromEntries(TRACE_HEADERS.flatMap((h) => (typeof req.headers[h] === 'string' ? [[h, req.headers[h] as string]] : [])));
+    Object.fromEntries(
+      TRACE_HEADERS.flatMap((h) => (typeof req.headers[h] === 'string' ? [[h, req.headers[h] as string]] : [])),
+    );
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', 'http://ml');
@@ -93,7 +98,8 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
       let body: StreamingStart;
       try {
         const parsed = StreamingStart.safeParse(await readJson(req));
-        if (!parsed.success) return send(res, 422, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+        if (!parsed.success)
+          return send(res, 422, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
         body = parsed.data;
       } catch {
         return send(res, 400, 'malformed JSON body');
@@ -162,7 +168,8 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
   baseUrl = `http://${opts.host ?? '127.0.0.1'}:${address.port}`;
 
   const ownBus = !opts.bus;
-  const bus = opts.bus ?? createBus({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.PUBSUB_EMULATOR_HOST, log });
+  const bus =
+    opts.bus ?? createBus({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.PUBSUB_EMULATOR_HOST, log });
   let subscription: { close(): Promise<void> };
   try {
     // The one work queue every ML process shares: each message reaches one of them.

@@ -7,7 +7,18 @@ import type { Config } from '@mi/lib/config';
 import type { Logger } from '@mi/lib/telemetry/log';
 import type { StreamingStart } from '@mi/lib/ml/contract';
 import { ok, type RestClient } from '@mi/client';
-import { FRAME_MS, WINDOW_FRAMES, featureVector, phraseOf, rmsPcm16, speakerOf, stableUuid, talkingPointText, taskText, windowOf } from './content';
+import {
+  FRAME_MS,
+  WINDOW_FRAMES,
+  featureVector,
+  phraseOf,
+  rmsPcm16,
+  speakerOf,
+  stableUuid,
+  talkingPointText,
+  taskText,
+  windowOf,
+} from './content';
 
 export type MlLimits = Pick<
   Config,
@@ -90,7 +101,11 @@ export class StreamingSession {
     this.queue.push({ seq, bytes: message.subarray(8) });
     if (this.queue.length > this.limits.ML_BACKPRESSURE_QUEUE_DEPTH && !this.backpressureReported) {
       this.backpressureReported = true;
-      this.warn('backpressure', { queue_depth: this.queue.length, threshold: this.limits.ML_BACKPRESSURE_QUEUE_DEPTH, capacity: this.limits.ML_AUDIO_QUEUE_CAPACITY });
+      this.warn('backpressure', {
+        queue_depth: this.queue.length,
+        threshold: this.limits.ML_BACKPRESSURE_QUEUE_DEPTH,
+        capacity: this.limits.ML_AUDIO_QUEUE_CAPACITY,
+      });
     }
     this.pump();
   }
@@ -217,7 +232,13 @@ export class StreamingSession {
       ],
     };
     const key = stableUuid(transcription_id, 'segments', w);
-    ok(await this.core.POST('/transcriptions/{id}/segments', { params: { path: { id: transcription_id }, header: { 'idempotency-key': key } }, body: segments, headers: this.trace }));
+    ok(
+      await this.core.POST('/transcriptions/{id}/segments', {
+        params: { path: { id: transcription_id }, header: { 'idempotency-key': key } },
+        body: segments,
+        headers: this.trace,
+      }),
+    );
     this.recentTexts.push(text);
     if (this.recentTexts.length > this.limits.ML_INSIGHT_CONTEXT_SEGMENTS) this.recentTexts.shift();
 
@@ -229,7 +250,10 @@ export class StreamingSession {
       this.lastTalkingPointAt = Date.now();
       ok(
         await this.core.POST('/meetings/{id}/talking-points', {
-          params: { path: { id: meeting_id }, header: { 'idempotency-key': stableUuid(transcription_id, 'talking-point', w) } },
+          params: {
+            path: { id: meeting_id },
+            header: { 'idempotency-key': stableUuid(transcription_id, 'talking-point', w) },
+          },
           body: { content: talkingPointText(w, texts), is_final: false },
           headers: this.trace,
         }),
@@ -254,7 +278,10 @@ export class StreamingSession {
     const limit = Math.min(200, Math.max(1, this.limits.ML_INSIGHT_CONTEXT_SEGMENTS));
     try {
       const page = ok(
-        await this.core.GET('/transcriptions/{id}/segments', { params: { path: { id: this.init.transcription_id }, query: { order: 'desc', limit } }, headers: this.trace }),
+        await this.core.GET('/transcriptions/{id}/segments', {
+          params: { path: { id: this.init.transcription_id }, query: { order: 'desc', limit } },
+          headers: this.trace,
+        }),
       );
       const items = page.items;
       for (const s of [...items].reverse()) {

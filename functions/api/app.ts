@@ -21,7 +21,6 @@ import { limitBodies } from './middleware/body-limit';
 import { codeOfStatus, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 import { registerRoutes } from './routes';
 
-
 // Through the context, not `new Response`: the headers middleware set before the error
 // (X-Request-Id, CORS) stay on the answer.
 export function problemResponse(c: Context, err: unknown, extraHeaders: Record<string, string> = {}): Response {
@@ -37,7 +36,12 @@ export function problemResponse(c: Context, err: unknown, extraHeaders: Record<s
 function asDomainError(err: unknown): unknown {
   if (err instanceof DomainError) return err;
   if (err instanceof StorageUnavailableError) {
-    return new DomainError('unavailable', 'object storage is unavailable; nothing was stored, retry shortly', undefined, 2);
+    return new DomainError(
+      'unavailable',
+      'object storage is unavailable; nothing was stored, retry shortly',
+      undefined,
+      2,
+    );
   }
   if (err instanceof HTTPException) {
     // Validators and middleware throw these; keep their status within our closed set.
@@ -62,7 +66,16 @@ export function createApp(deps: AppDeps) {
   const corsOfListed = cors({
     origin: (origin) => origin,
     allowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowHeaders: ['authorization', 'content-type', 'idempotency-key', 'x-client-id', 'traceparent', 'tracestate', 'content-digest', 'if-match'],
+    allowHeaders: [
+      'authorization',
+      'content-type',
+      'idempotency-key',
+      'x-client-id',
+      'traceparent',
+      'tracestate',
+      'content-digest',
+      'if-match',
+    ],
     exposeHeaders: ['Idempotent-Replayed', 'Retry-After', 'Location', 'ETag'],
     maxAge: 600,
   });
@@ -76,7 +89,8 @@ export function createApp(deps: AppDeps) {
     const clientId = c.req.header('x-client-id');
     c.set('clientId', clientId && UUID_PATTERN.test(clientId) ? clientId : null);
     // The same rule as the live service's (lib/telemetry/trace-context.ts): what is invalid is dropped.
-    const incoming = validTraceContext({ traceparent: c.req.header('traceparent'), tracestate: c.req.header('tracestate') }) ?? {};
+    const incoming =
+      validTraceContext({ traceparent: c.req.header('traceparent'), tracestate: c.req.header('tracestate') }) ?? {};
     await withIncomingSpan(`${c.req.method} ${c.req.path}`, incoming, async (span) => {
       // Our span's context goes on to Pub/Sub attributes and outgoing calls (same trace id).
       c.set('trace', currentTraceHeaders());
@@ -93,7 +107,10 @@ export function createApp(deps: AppDeps) {
         'http.response.status_code': c.res.status,
       });
       // The path only: query strings can hold signatures.
-      c.var.log.info({ method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) }, 'request');
+      c.var.log.info(
+        { method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) },
+        'request',
+      );
     });
   });
 
@@ -109,7 +126,11 @@ export function createApp(deps: AppDeps) {
     }
     const mapped = asDomainError(err);
     if (!(mapped instanceof DomainError)) log.error({ err }, 'unhandled error');
-    if (mapped instanceof DomainError && mapped.code === 'unprocessable' && (await accountErased(deps.db, c.var.principal))) {
+    if (
+      mapped instanceof DomainError &&
+      mapped.code === 'unprocessable' &&
+      (await accountErased(deps.db, c.var.principal))
+    ) {
       // A request that raced DELETE /me: its references (and the account) vanished under it.
       return problemResponse(c, new DomainError('not_found', 'the account no longer exists (it was erased)'));
     }
@@ -129,7 +150,9 @@ export function createApp(deps: AppDeps) {
     const allowed = allowedMethods(app, c.req.path);
     // A handler's own c.notFound() (an unknown docs asset) reaches here with its method allowed: a 404.
     if (allowed.length && !allowed.includes(c.req.method)) {
-      return problemResponse(c, new DomainError('method_not_allowed', `${c.req.method} is not allowed here`), { Allow: allowed.join(', ') });
+      return problemResponse(c, new DomainError('method_not_allowed', `${c.req.method} is not allowed here`), {
+        Allow: allowed.join(', '),
+      });
     }
     return problemResponse(c, new DomainError('not_found', `no route for ${c.req.method} ${c.req.path}`));
   });

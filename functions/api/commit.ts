@@ -11,7 +11,8 @@ import { setEtag } from './etag';
 import { completeIdempotency } from './middleware/idempotency';
 
 /** What a handler answers: the result as JSON (dates as strings), or nothing with 204. */
-export type Committed<T, S extends 200 | 201 | 202 | 204> = Response & (S extends 204 ? TypedResponse<null, 204, 'body'> : TypedResponse<JSONParsed<T>, S, 'json'>);
+export type Committed<T, S extends 200 | 201 | 202 | 204> = Response &
+  (S extends 204 ? TypedResponse<null, 204, 'body'> : TypedResponse<JSONParsed<T>, S, 'json'>);
 
 export interface CommitOptions {
   /** The result is a single record: its ETag goes on the response (and on a replay). */

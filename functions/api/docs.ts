@@ -11,20 +11,33 @@ import { eventComponents } from './events-doc';
 export const TAGS = [
   { name: 'users', description: 'The calling user and their own person record.' },
   { name: 'meetings', description: 'Meetings: the root of everything recorded, transcribed and summarised.' },
-  { name: 'recording', description: 'Live takes recorded over the WebSocket: state, coverage, history, gap uploads, takes.' },
+  {
+    name: 'recording',
+    description: 'Live takes recorded over the WebSocket: state, coverage, history, gap uploads, takes.',
+  },
   { name: 'audio', description: 'Uploaded and recorded meeting audio: upload, signed links, streaming.' },
-  { name: 'transcriptions', description: 'Transcriptions and their segments, written by the ML service; exports and corrections.' },
+  {
+    name: 'transcriptions',
+    description: 'Transcriptions and their segments, written by the ML service; exports and corrections.',
+  },
   { name: 'talking-points', description: 'Talking points the ML service finds during a meeting.' },
   { name: 'topics', description: 'Topics of a meeting, from its synthesis.' },
   { name: 'synthesis', description: "A meeting's synthesis (summary, key points, topics), written by the ML service." },
-  { name: 'people', description: 'People the user meets, their voice models, speaker-label assignments and voice matches.' },
+  {
+    name: 'people',
+    description: 'People the user meets, their voice models, speaker-label assignments and voice matches.',
+  },
   { name: 'tasks', description: 'Tasks from meetings or made by hand, nested by parent_task_id.' },
   { name: 'sub-tasks', description: 'Legacy sub-tasks of a task.' },
   { name: 'notes', description: 'Notes about a meeting, person or task.' },
   { name: 'threads', description: 'AI chat threads and their messages.' },
   { name: 'tags', description: "The user's tags." },
   { name: 'search', description: "Full-text search over the user's meetings, transcripts, talking points and notes." },
-  { name: 'webhooks', description: 'Endpoints that receive the user\'s events server to server, signed per Standard Webhooks, retried, with a delivery log (docs/webhooks.md).' },
+  {
+    name: 'webhooks',
+    description:
+      "Endpoints that receive the user's events server to server, signed per Standard Webhooks, retried, with a delivery log (docs/webhooks.md).",
+  },
   { name: 'feature-flags', description: 'Feature flags as they apply to the caller.' },
   { name: 'preferences', description: "The user's preferences." },
   { name: 'vip', description: "The user's VIP people." },
@@ -61,6 +74,9 @@ export function registerDocs(app: OpenAPIHono<AppEnv>, deps: AppDeps) {
   app.get('/docs/assets/:file', async (c) => {
     if (c.req.param('file') !== DOCS_ASSET) throw new DomainError('not_found', `no docs asset ${c.req.param('file')}`);
     const body = await readFile(docsAssetPath());
-    return c.body(body, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=86400' });
+    return c.body(body, 200, {
+      'Content-Type': 'text/javascript; charset=utf-8',
+      'Cache-Control': 'public, max-age=86400',
+    });
   });
 }

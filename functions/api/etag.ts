@@ -30,7 +30,10 @@ export function ifMatch(c: Context<AppEnv>): Precondition | undefined {
     if (record === null || header.trim() === '*') return;
     const tag = etagOf(record);
     if (!header.split(',').some((t) => t.trim() === tag)) {
-      throw new DomainError('precondition_failed', 'the record changed since it was read (If-Match does not match its ETag); fetch it again and reapply the change');
+      throw new DomainError(
+        'precondition_failed',
+        'the record changed since it was read (If-Match does not match its ETag); fetch it again and reapply the change',
+      );
     }
   };
 }

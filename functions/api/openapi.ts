@@ -20,7 +20,10 @@ export const ProblemSchema = z
   })
   .openapi('Problem');
 
-const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: ProblemSchema } } });
+const problem = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: ProblemSchema } },
+});
 
 export const Uuid = z.string().uuid().openapi({ example: '7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e' });
 export const IdParam = z.object({ id: Uuid.openapi({ param: { name: 'id', in: 'path' } }) });
@@ -58,10 +61,14 @@ export const Json = z
   .any()
   .superRefine((v, ctx) => {
     // Depth first: serialising a deeper value would overflow the stack.
-    if (!depthWithin(v, MAX_JSON_DEPTH)) ctx.addIssue({ code: 'custom', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` });
-    else if (v !== undefined && Buffer.byteLength(JSON.stringify(v)) > MAX_JSON_MEMBER_BYTES) ctx.addIssue({ code: 'custom', message: `must be at most ${MAX_JSON_MEMBER_BYTES / 1024} KiB serialised` });
+    if (!depthWithin(v, MAX_JSON_DEPTH))
+      ctx.addIssue({ code: 'custom', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` });
+    else if (v !== undefined && Buffer.byteLength(JSON.stringify(v)) > MAX_JSON_MEMBER_BYTES)
+      ctx.addIssue({ code: 'custom', message: `must be at most ${MAX_JSON_MEMBER_BYTES / 1024} KiB serialised` });
   })
-  .openapi({ description: `any JSON value, nested at most ${MAX_JSON_DEPTH} levels, at most ${MAX_JSON_MEMBER_BYTES / 1024} KiB serialised` });
+  .openapi({
+    description: `any JSON value, nested at most ${MAX_JSON_DEPTH} levels, at most ${MAX_JSON_MEMBER_BYTES / 1024} KiB serialised`,
+  });
 
 export const PageQuery = {
   limit: z.coerce.number().int().min(1).max(200).default(50).openapi({ description: 'page size (1-200, default 50)' }),
@@ -83,16 +90,35 @@ type OpConfig = Omit<RouteConfig, 'security' | 'middleware'> & {
 const securityNames: Record<Scheme, string> = { bearer: 'bearerAuth', service: 'serviceAuth' };
 
 /** What `op` declares: the route as written (minus our own keys), so handlers stay typed by its schemas. */
-type Declared<C extends OpConfig> = ReturnType<typeof createRoute<C['path'], Omit<C, 'auth' | 'idempotent' | 'conditional'>>>;
+type Declared<C extends OpConfig> = ReturnType<
+  typeof createRoute<C['path'], Omit<C, 'auth' | 'idempotent' | 'conditional'>>
+>;
 
 export function op<const C extends OpConfig>(cfg: C): Declared<C> {
   const middleware: MiddlewareHandler<AppEnv>[] = [requireAuth(cfg.auth)];
   if (cfg.idempotent) middleware.push(cfg.idempotent === 'optional' ? optionallyIdempotent : idempotent);
   const headers = z.object({
-    ...(cfg.idempotent === true ? { 'idempotency-key': Uuid.openapi({ description: 'required; a uuid per logical request' }) } : {}),
-    ...(cfg.idempotent === 'optional' ? { 'idempotency-key': Uuid.optional().openapi({ description: 'optional; a repeat with the same key and body is answered as the first, adding nothing' }) } : {}),
-    'x-client-id': Uuid.optional().openapi({ description: 'originating client; its WebSocket connection gets no echo of the resulting events' }),
-    ...(cfg.conditional ? { 'if-match': z.string().optional().openapi({ description: 'the ETag of the record as last read (or *): 412 when it changed since' }) } : {}),
+    ...(cfg.idempotent === true
+      ? { 'idempotency-key': Uuid.openapi({ description: 'required; a uuid per logical request' }) }
+      : {}),
+    ...(cfg.idempotent === 'optional'
+      ? {
+          'idempotency-key': Uuid.optional().openapi({
+            description: 'optional; a repeat with the same key and body is answered as the first, adding nothing',
+          }),
+        }
+      : {}),
+    'x-client-id': Uuid.optional().openapi({
+      description: 'originating client; its WebSocket connection gets no echo of the resulting events',
+    }),
+    ...(cfg.conditional
+      ? {
+          'if-match': z
+            .string()
+            .optional()
+            .openapi({ description: 'the ETag of the record as last read (or *): 412 when it changed since' }),
+        }
+      : {}),
   });
   const { auth, idempotent: _i, conditional: _c, ...route } = cfg;
   return createRoute({
@@ -108,9 +134,23 @@ export function op<const C extends OpConfig>(cfg: C): Declared<C> {
       413: problem('body too large'),
       422: problem('validation failed; `errors` lists the fields'),
       500: problem('unexpected error (no internals disclosed)'),
-      ...(cfg.auth.includes('bearer') && !(409 in (route.responses ?? {})) ? { 409: problem("account_conflict: the token's email belongs to another account (emails are unique case-insensitively)") } : {}),
-      ...(cfg.idempotent ? { 409: problem('a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above)') } : {}),
-      ...(cfg.conditional ? { 412: problem('If-Match does not match the record\'s current ETag: it changed since it was read') } : {}),
+      ...(cfg.auth.includes('bearer') && !(409 in (route.responses ?? {}))
+        ? {
+            409: problem(
+              "account_conflict: the token's email belongs to another account (emails are unique case-insensitively)",
+            ),
+          }
+        : {}),
+      ...(cfg.idempotent
+        ? {
+            409: problem(
+              'a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above)',
+            ),
+          }
+        : {}),
+      ...(cfg.conditional
+        ? { 412: problem("If-Match does not match the record's current ETag: it changed since it was read") }
+        : {}),
     },
   } as RouteConfig) as Declared<C>;
 }
@@ -127,7 +167,11 @@ export const jsonResponse = <T extends z.ZodTypeAny>(schema: T, description: str
 /** A response carrying the record's ETag (for If-Match on a later PATCH). */
 export const withEtag = <R extends { description: string }>(response: R) => ({
   ...response,
-  headers: z.object({ etag: z.string().openapi({ description: 'strong entity tag of the record; send it as If-Match to PATCH only if unchanged' }) }),
+  headers: z.object({
+    etag: z
+      .string()
+      .openapi({ description: 'strong entity tag of the record; send it as If-Match to PATCH only if unchanged' }),
+  }),
 });
 
 export const notFoundResponse = (what: string) => problem(`${what} not found`);

@@ -6,7 +6,11 @@ import { createAuthenticator, mintDevToken } from './auth';
 import { loadConfig } from '../config';
 import { DomainError } from '../errors';
 
-const secrets = { IDENTITY_SECRET_KEY: 'identity-secret-0123456789', SERVICE_AUTH_TOKEN: 'service-token-0123456789', AUDIO_URL_SIGNING_KEY: 'audio-signing-key-0123456789' };
+const secrets = {
+  IDENTITY_SECRET_KEY: 'identity-secret-0123456789',
+  SERVICE_AUTH_TOKEN: 'service-token-0123456789',
+  AUDIO_URL_SIGNING_KEY: 'audio-signing-key-0123456789',
+};
 const auth = createAuthenticator(loadConfig({ ...secrets, APP_ENV: 'test' }));
 const header = (t: string) => `Bearer ${t}`;
 
@@ -23,16 +27,25 @@ async function outcomeOf(p: Promise<unknown>): Promise<string> {
 describe('auth (development/test: HS256)', () => {
   it('should accept a valid user token and read its claims', async () => {
     const cred = await auth.authenticate(header(await mintDevToken(secrets.IDENTITY_SECRET_KEY, 'alice')), ['bearer']);
-    expect(cred).toEqual({ scheme: 'bearer', claims: { identityId: 'dev|alice', email: 'alice@example.test', username: 'alice' } });
+    expect(cred).toEqual({
+      scheme: 'bearer',
+      claims: { identityId: 'dev|alice', email: 'alice@example.test', username: 'alice' },
+    });
   });
 
   it('should reject an expired token with 401', async () => {
-    const t = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('x').setExpirationTime(Math.floor(Date.now() / 1000) - 60).sign(new TextEncoder().encode(secrets.IDENTITY_SECRET_KEY));
+    const t = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('x')
+      .setExpirationTime(Math.floor(Date.now() / 1000) - 60)
+      .sign(new TextEncoder().encode(secrets.IDENTITY_SECRET_KEY));
     expect(await outcomeOf(auth.authenticate(header(t), ['bearer']))).toBe('unauthorized');
   });
 
   it('should reject a token that is not yet valid with 401', async () => {
-    const t = await mintDevToken(secrets.IDENTITY_SECRET_KEY, 'bob', { notBefore: Math.floor(Date.now() / 1000) + 3600 });
+    const t = await mintDevToken(secrets.IDENTITY_SECRET_KEY, 'bob', {
+      notBefore: Math.floor(Date.now() / 1000) + 3600,
+    });
     expect(await outcomeOf(auth.authenticate(header(t), ['bearer']))).toBe('unauthorized');
   });
 
@@ -57,7 +70,9 @@ describe('auth (development/test: HS256)', () => {
     expect(await outcomeOf(auth.authenticate(header(secrets.SERVICE_AUTH_TOKEN), ['bearer']))).toBe('forbidden');
     const user = await mintDevToken(secrets.IDENTITY_SECRET_KEY, 'alice');
     expect(await outcomeOf(auth.authenticate(header(user), ['service']))).toBe('forbidden');
-    expect(await outcomeOf(auth.authenticate(header(`${secrets.SERVICE_AUTH_TOKEN}x`), ['service']))).toBe('unauthorized');
+    expect(await outcomeOf(auth.authenticate(header(`${secrets.SERVICE_AUTH_TOKEN}x`), ['service']))).toBe(
+      'unauthorized',
+    );
   });
 
   it('should reject an HS256 token where asymmetric keys are pinned (staging/production)', async () => {
@@ -67,10 +82,30 @@ describe('auth (development/test: HS256)', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`;
-      const prod = createAuthenticator(loadConfig({ ...secrets, APP_ENV: 'production', IDENTITY_JWKS_URL: url, IDENTITY_ISSUER: 'https://id.example' }));
-      const good = await new SignJWT({ email: 'p@x.test' }).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setSubject('idp|1').setIssuer('https://id.example').setExpirationTime('1h').sign(privateKey);
-      expect(await prod.authenticate(header(good), ['bearer'])).toMatchObject({ scheme: 'bearer', claims: { identityId: 'idp|1' } });
-      const wrongIssuer = await new SignJWT({}).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setSubject('idp|1').setIssuer('https://evil').setExpirationTime('1h').sign(privateKey);
+      const prod = createAuthenticator(
+        loadConfig({
+          ...secrets,
+          APP_ENV: 'production',
+          IDENTITY_JWKS_URL: url,
+          IDENTITY_ISSUER: 'https://id.example',
+        }),
+      );
+      const good = await new SignJWT({ email: 'p@x.test' })
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+        .setSubject('idp|1')
+        .setIssuer('https://id.example')
+        .setExpirationTime('1h')
+        .sign(privateKey);
+      expect(await prod.authenticate(header(good), ['bearer'])).toMatchObject({
+        scheme: 'bearer',
+        claims: { identityId: 'idp|1' },
+      });
+      const wrongIssuer = await new SignJWT({})
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+        .setSubject('idp|1')
+        .setIssuer('https://evil')
+        .setExpirationTime('1h')
+        .sign(privateKey);
       expect(await outcomeOf(prod.authenticate(header(wrongIssuer), ['bearer']))).toBe('unauthorized');
       const hs = await mintDevToken(secrets.IDENTITY_SECRET_KEY, 'alice');
       expect(await outcomeOf(prod.authenticate(header(hs), ['bearer']))).toBe('unauthorized');

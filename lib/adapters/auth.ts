@@ -68,11 +68,14 @@ export function createAuthenticator(config: Config): Authenticator {
     }
     // An identity needs a name, and a token cannot be issued in the future (60 s of clock skew).
     const sub = payload.sub!;
-    if (typeof sub !== 'string' || INVISIBLE.test(sub)) throw new DomainError('unauthorized', 'invalid credentials: the token names no subject');
+    if (typeof sub !== 'string' || INVISIBLE.test(sub))
+      throw new DomainError('unauthorized', 'invalid credentials: the token names no subject');
     if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + MAX_CLOCK_SKEW_SECONDS) {
       throw new DomainError('unauthorized', 'invalid credentials: the token was issued in the future');
     }
-    const name = [payload.username, payload.name, payload.preferred_username].find((v) => typeof v === 'string' && v) as string | undefined;
+    const name = [payload.username, payload.name, payload.preferred_username].find((v) => typeof v === 'string' && v) as
+      | string
+      | undefined;
     const email = typeof payload.email === 'string' && payload.email.trim() ? payload.email.trim() : null;
     return { identityId: sub, email, username: name ?? (email ? email.split('@')[0] : sub) };
   }
@@ -97,7 +100,10 @@ export function createAuthenticator(config: Config): Authenticator {
       if (!token) throw new DomainError('unauthorized', 'missing credentials: send Authorization: Bearer <token>');
       const cred = await verify(token);
       if (!accepts.includes(cred.scheme)) {
-        throw new DomainError('forbidden', `this operation does not accept ${cred.scheme === 'service' ? 'service' : 'user'} credentials`);
+        throw new DomainError(
+          'forbidden',
+          `this operation does not accept ${cred.scheme === 'service' ? 'service' : 'user'} credentials`,
+        );
       }
       return cred;
     },
@@ -123,7 +129,9 @@ function googleIdTokenVerifier(config: Config): ((token: string) => Promise<void
   const accounts = config.ML_SERVICE_ACCOUNT_EMAILS;
   const audience = config.SERVICE_ID_TOKEN_AUDIENCE ?? config.PUBLIC_BASE_URL;
   if (!accounts.length) return null;
-  const client = new OAuth2Client({ endpoints: { oauth2FederatedSignonPemCertsUrl: config.GOOGLE_ID_TOKEN_CERTS_URL } });
+  const client = new OAuth2Client({
+    endpoints: { oauth2FederatedSignonPemCertsUrl: config.GOOGLE_ID_TOKEN_CERTS_URL },
+  });
   return async (token) => {
     let email: string | undefined;
     try {
@@ -132,12 +140,17 @@ function googleIdTokenVerifier(config: Config): ((token: string) => Promise<void
     } catch {
       throw new DomainError('unauthorized', 'invalid or expired service identity token');
     }
-    if (!email || !accounts.includes(email)) throw new DomainError('unauthorized', 'the identity token is not of an ML service account');
+    if (!email || !accounts.includes(email))
+      throw new DomainError('unauthorized', 'the identity token is not of an ML service account');
   };
 }
 
 /** Development/test user token signed with IDENTITY_SECRET_KEY (`npm run token -- alice`). */
-export async function mintDevToken(secret: string, name: string, opts: { ttlSeconds?: number; email?: string; notBefore?: number } = {}): Promise<string> {
+export async function mintDevToken(
+  secret: string,
+  name: string,
+  opts: { ttlSeconds?: number; email?: string; notBefore?: number } = {},
+): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   const jwt = new SignJWT({ email: opts.email ?? `${name}@example.test`, username: name })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })

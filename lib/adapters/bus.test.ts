@@ -46,7 +46,14 @@ describe('bus', () => {
 
     await vi.waitFor(() => expect(gotA.length + gotB.length).toBe(2), { timeout: 10_000 });
     for (const got of [gotA, gotB]) {
-      expect(got).toEqual([{ id, data: { type: 'meeting.updated', n: 1 }, attributes: { user_id: 'u1', client_id: 'c-9' }, orderingKey: undefined }]);
+      expect(got).toEqual([
+        {
+          id,
+          data: { type: 'meeting.updated', n: 1 },
+          attributes: { user_id: 'u1', client_id: 'c-9' },
+          orderingKey: undefined,
+        },
+      ]);
     }
   });
 
@@ -114,17 +121,26 @@ describe('bus across a Pub/Sub emulator restart', () => {
     await own.stop();
     const started = Date.now();
     // The client's default retries a publish for 10 minutes, holding the key's later messages.
-    const during = await bus.publish(topic, 'during', {}, { orderingKey: 'user-1' }).then(() => 'published', (err: Error) => err);
+    const during = await bus.publish(topic, 'during', {}, { orderingKey: 'user-1' }).then(
+      () => 'published',
+      (err: Error) => err,
+    );
     const ms = Date.now() - started;
     await own.restart!();
     expect(during).toBeInstanceOf(Error);
     expect(ms).toBeLessThan(20_000);
-    await vi.waitFor(() => bus.publish(topic, 'after', {}, { orderingKey: 'user-1' }), { timeout: 30_000, interval: 500 });
+    await vi.waitFor(() => bus.publish(topic, 'after', {}, { orderingKey: 'user-1' }), {
+      timeout: 30_000,
+      interval: 500,
+    });
   }, 120_000);
 
   it('should recreate its topic and subscription and deliver again after the emulator forgot them', async () => {
     const topic = `events-${randomUUID()}`;
-    const [sub, publisher] = [createBus({ projectId, emulatorHost: own.host }), createBus({ projectId, emulatorHost: own.host })];
+    const [sub, publisher] = [
+      createBus({ projectId, emulatorHost: own.host }),
+      createBus({ projectId, emulatorHost: own.host }),
+    ];
     onTestFinished(() => Promise.all([sub.close(), publisher.close()]).then(() => {}));
     await publisher.ensureTopic(topic);
     const got: unknown[] = [];

@@ -4,7 +4,14 @@
 // per-user events carry an ordering key so one user's events arrive in order. Delivery is at
 // least once: handlers must be idempotent.
 import { KeyedQueue, retry, withTimeout } from '../async';
-import { Duration, PubSub, type CreateSubscriptionOptions, type Message, type Subscription, type Topic } from '@google-cloud/pubsub';
+import {
+  Duration,
+  PubSub,
+  type CreateSubscriptionOptions,
+  type Message,
+  type Subscription,
+  type Topic,
+} from '@google-cloud/pubsub';
 import { createLogger, type Logger } from '../telemetry/log';
 import { emulatorAuth } from './google-auth';
 
@@ -169,13 +176,21 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
 
   const subscribeInstance: Bus['subscribeInstance'] = (topicName, instanceId, handler) => {
     const name = instanceSubscriptionName(topicName, instanceId);
-    return pull(topicName, name, handler, { create: () => createSubscription(topicName, name, INSTANCE_OPTIONS), deleteOnClose: true });
+    return pull(topicName, name, handler, {
+      create: () => createSubscription(topicName, name, INSTANCE_OPTIONS),
+      deleteOnClose: true,
+    });
   };
 
   const subscribeQueue: Bus['subscribeQueue'] = (topicName, name, handler) =>
     pull(topicName, name, handler, { create: () => ensureQueue(topicName, name), deleteOnClose: false });
 
-  const pull = async (topicName: string, name: string, handler: BusHandler, how: { create(): Promise<void>; deleteOnClose: boolean }) => {
+  const pull = async (
+    topicName: string,
+    name: string,
+    handler: BusHandler,
+    how: { create(): Promise<void>; deleteOnClose: boolean },
+  ) => {
     const create = how.create;
     await create();
 
@@ -196,7 +211,12 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
         return;
       }
       try {
-        await handler({ id: message.id, data, attributes: { ...message.attributes }, orderingKey: message.orderingKey || undefined });
+        await handler({
+          id: message.id,
+          data,
+          attributes: { ...message.attributes },
+          orderingKey: message.orderingKey || undefined,
+        });
         message.ack();
       } catch (err) {
         warn(err, `bus: handler failed for message ${message.id} on ${topicName}; it will be redelivered`);
@@ -223,7 +243,11 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
           await create();
           if (!closing) subscription.open();
         },
-        { steps: HEAL_BACKOFF_MS, giveUp: () => closing, onRetry: (err) => warn(err, `bus: recreating subscription ${name} failed`) },
+        {
+          steps: HEAL_BACKOFF_MS,
+          giveUp: () => closing,
+          onRetry: (err) => warn(err, `bus: recreating subscription ${name} failed`),
+        },
       ).catch(() => undefined); // thrown only once closing
 
     const handle = {

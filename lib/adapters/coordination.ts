@@ -43,7 +43,12 @@ export interface LeaseState {
 
 // The lease rules, shared with the in-process substitute (emulators/fallback).
 
-export function acquiredLease(current: LeaseState | undefined, owner: string, ttlMs: number, now: number): LeaseState | null {
+export function acquiredLease(
+  current: LeaseState | undefined,
+  owner: string,
+  ttlMs: number,
+  now: number,
+): LeaseState | null {
   if (current?.owner && current.owner !== owner && current.expiresAt > now) return null;
   const sameOwner = current?.owner === owner;
   return { owner, expiresAt: now + ttlMs, epoch: sameOwner ? current!.epoch : (current?.epoch ?? 0) + 1 };
@@ -57,7 +62,12 @@ export function takenOverLease(current: LeaseState | undefined, owner: string, t
  * A holder whose heartbeat came late may still renew while nobody else took the lease: the
  * owner field only changes hands through acquire/takeOver, so an unchanged owner proves it.
  */
-export function renewedLease(current: LeaseState | undefined, owner: string, ttlMs: number, now: number): LeaseState | null {
+export function renewedLease(
+  current: LeaseState | undefined,
+  owner: string,
+  ttlMs: number,
+  now: number,
+): LeaseState | null {
   if (!current || current.owner !== owner) return null;
   return { owner, expiresAt: now + ttlMs, epoch: current.epoch };
 }
@@ -91,24 +101,37 @@ export function createFirestore(opts: { projectId: string; emulatorHost?: string
 // Firestore document ids may not contain '/' nor be '.' or '..'.
 const docId = (s: string) => encodeURIComponent(s).replace(/\./g, '%2E');
 
-export function createCoordination(opts: { projectId: string; emulatorHost?: string; collectionPrefix?: string }): Coordination {
+export function createCoordination(opts: {
+  projectId: string;
+  emulatorHost?: string;
+  collectionPrefix?: string;
+}): Coordination {
   const db = createFirestore(opts);
   const prefix = opts.collectionPrefix ?? '';
   const leases = db.collection(`${prefix}leases`);
-  const connections = (userId: string) => db.collection(`${prefix}presence`).doc(docId(userId)).collection('presence_connections');
+  const connections = (userId: string) =>
+    db.collection(`${prefix}presence`).doc(docId(userId)).collection('presence_connections');
 
   const readState = (data: DocumentData | undefined): LeaseState | undefined =>
-    data && { owner: data.owner as string, expiresAt: (data.expires_at as Timestamp).toMillis(), epoch: data.epoch as number };
+    data && {
+      owner: data.owner as string,
+      expiresAt: (data.expires_at as Timestamp).toMillis(),
+      epoch: data.epoch as number,
+    };
 
   /** Reads, decides and writes one lease document in a transaction. */
-  const change = <T extends LeaseState | null>(key: string, decide: (current: LeaseState | undefined, now: number) => T) =>
+  const change = <T extends LeaseState | null>(
+    key: string,
+    decide: (current: LeaseState | undefined, now: number) => T,
+  ) =>
     db.runTransaction(
       async (tx) => {
         const ref: DocumentReference = leases.doc(docId(key));
         const current = readState((await tx.get(ref)).data());
         const now = Date.now();
         const next = decide(current, now);
-        if (next) tx.set(ref, { key, owner: next.owner, epoch: next.epoch, expires_at: Timestamp.fromMillis(next.expiresAt) });
+        if (next)
+          tx.set(ref, { key, owner: next.owner, epoch: next.epoch, expires_at: Timestamp.fromMillis(next.expiresAt) });
         return { next, now };
       },
       // Racing instances contend on one document; the emulator aborts the losers, which retry.
@@ -143,7 +166,12 @@ export function createCoordination(opts: { projectId: string; emulatorHost?: str
     async addPresence(userId, connectionId, instanceId, ttlMs) {
       await connections(userId)
         .doc(docId(connectionId))
-        .set({ user_id: userId, connection_id: connectionId, instance_id: instanceId, expires_at: Timestamp.fromMillis(Date.now() + ttlMs) });
+        .set({
+          user_id: userId,
+          connection_id: connectionId,
+          instance_id: instanceId,
+          expires_at: Timestamp.fromMillis(Date.now() + ttlMs),
+        });
     },
     async removePresence(userId, connectionId) {
       await connections(userId).doc(docId(connectionId)).delete();

@@ -12,7 +12,9 @@ describe('crc32c', () => {
       reference.update(bytes);
       expect(crc32cOf(bytes)).toBe(reference.toString());
       const cut = Math.floor(size / 3);
-      expect(crc32cBase64(crc32cUpdate(bytes.subarray(cut), crc32cUpdate(bytes.subarray(0, cut))))).toBe(reference.toString());
+      expect(crc32cBase64(crc32cUpdate(bytes.subarray(cut), crc32cUpdate(bytes.subarray(0, cut))))).toBe(
+        reference.toString(),
+      );
     }
   });
 

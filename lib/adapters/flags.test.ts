@@ -28,10 +28,23 @@ describe('feature flags', () => {
   it('should layer code defaults, Firestore defaults and the user’s overrides', async () => {
     await setDefaults({ live_insights: true, max_speakers: 8, banner: 'hello' });
     await setUser('u-layer', { max_speakers: 12, ignored: { nested: true } });
-    const flags = createFeatureFlags({ firestore: db, defaults: { live_insights: false, beta: false, banner: 'code' } });
+    const flags = createFeatureFlags({
+      firestore: db,
+      defaults: { live_insights: false, beta: false, banner: 'code' },
+    });
 
-    expect(await flags.forUser('u-layer')).toEqual({ live_insights: true, beta: false, max_speakers: 12, banner: 'hello' });
-    expect(await flags.forUser('u-nobody')).toEqual({ live_insights: true, beta: false, max_speakers: 8, banner: 'hello' });
+    expect(await flags.forUser('u-layer')).toEqual({
+      live_insights: true,
+      beta: false,
+      max_speakers: 12,
+      banner: 'hello',
+    });
+    expect(await flags.forUser('u-nobody')).toEqual({
+      live_insights: true,
+      beta: false,
+      max_speakers: 8,
+      banner: 'hello',
+    });
   });
 
   it('should serve the cached value until the TTL passes, then the new one', async () => {

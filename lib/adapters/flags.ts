@@ -19,16 +19,26 @@ const DEFAULT_CACHE_TTL_MS = 30_000;
 const MAX_CACHED_USERS = 10_000;
 
 export function createFeatureFlags(
-  opts: ({ firestore: Firestore } | { projectId: string; emulatorHost?: string }) & { cacheTtlMs?: number; defaults?: Flags },
+  opts: ({ firestore: Firestore } | { projectId: string; emulatorHost?: string }) & {
+    cacheTtlMs?: number;
+    defaults?: Flags;
+  },
 ): FeatureFlags {
   const owned = !('firestore' in opts);
   const db = 'firestore' in opts ? opts.firestore : createFirestore(opts);
   const ttl = opts.cacheTtlMs ?? DEFAULT_CACHE_TTL_MS;
   // fetch() shares one read between concurrent callers; a failed read is not cached.
-  const cache = new LRUCache<string, Flags>({ max: MAX_CACHED_USERS, ttl: Math.max(1, ttl), fetchMethod: (userId) => load(userId) });
+  const cache = new LRUCache<string, Flags>({
+    max: MAX_CACHED_USERS,
+    ttl: Math.max(1, ttl),
+    fetchMethod: (userId) => load(userId),
+  });
 
   const load = async (userId: string): Promise<Flags> => {
-    const [defaults, user] = await db.getAll(db.doc('feature_flags/defaults'), db.collection('feature_flags_users').doc(userId));
+    const [defaults, user] = await db.getAll(
+      db.doc('feature_flags/defaults'),
+      db.collection('feature_flags_users').doc(userId),
+    );
     return { ...opts.defaults, ...flagsOf(defaults.get('flags')), ...flagsOf(user.get('flags')) };
   };
 

@@ -27,24 +27,40 @@ export interface Runtime {
 /** Adapters that replace the cloud-backed ones (the local stack's in-process substitutes). */
 export type RuntimeOverrides = Partial<Pick<Runtime, 'bus' | 'coordination' | 'flags'>>;
 
-export function createRuntime(config: Config, db: Database, opts: { log?: Logger; name?: string; overrides?: RuntimeOverrides } = {}): Runtime {
-  const log = opts.log ?? createLogger({ level: config.LOG_LEVEL, name: opts.name ?? 'core', project: config.GOOGLE_CLOUD_PROJECT });
+export function createRuntime(
+  config: Config,
+  db: Database,
+  opts: { log?: Logger; name?: string; overrides?: RuntimeOverrides } = {},
+): Runtime {
+  const log =
+    opts.log ??
+    createLogger({ level: config.LOG_LEVEL, name: opts.name ?? 'core', project: config.GOOGLE_CLOUD_PROJECT });
   for (const w of config.warnings) log.warn(w);
   initTelemetry(config, opts.name ?? 'core');
-  const bus = opts.overrides?.bus ?? createBus({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.PUBSUB_EMULATOR_HOST, log });
+  const bus =
+    opts.overrides?.bus ??
+    createBus({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.PUBSUB_EMULATOR_HOST, log });
   const store = createObjectStore({
     bucket: config.STORAGE_BUCKET,
     emulatorHost: config.STORAGE_EMULATOR_HOST,
     signerKeyFile: config.STORAGE_SIGNER_KEY_FILE,
     projectId: config.GOOGLE_CLOUD_PROJECT,
   });
-  const flags = opts.overrides?.flags ?? createFeatureFlags({
-    projectId: config.GOOGLE_CLOUD_PROJECT,
-    emulatorHost: config.FIRESTORE_EMULATOR_HOST,
-    cacheTtlMs: config.FEATURE_FLAGS_CACHE_SECONDS * 1000,
-  });
+  const flags =
+    opts.overrides?.flags ??
+    createFeatureFlags({
+      projectId: config.GOOGLE_CLOUD_PROJECT,
+      emulatorHost: config.FIRESTORE_EMULATOR_HOST,
+      cacheTtlMs: config.FEATURE_FLAGS_CACHE_SECONDS * 1000,
+    });
   // Collection names match the Terraform TTL policies (infra/modules/firestore).
-  const coordination = opts.overrides?.coordination ?? createCoordination({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.FIRESTORE_EMULATOR_HOST, collectionPrefix: 'live_' });
+  const coordination =
+    opts.overrides?.coordination ??
+    createCoordination({
+      projectId: config.GOOGLE_CLOUD_PROJECT,
+      emulatorHost: config.FIRESTORE_EMULATOR_HOST,
+      collectionPrefix: 'live_',
+    });
   return {
     config,
     log,

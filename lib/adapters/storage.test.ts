@@ -70,7 +70,13 @@ describe('ObjectStore on the GCS emulator', () => {
   it('should upload a buffer and report size, generation, crc32c and md5 as computed locally', async () => {
     const body = bytes(10_000);
     const written = await store.write('buf/one.bin', body, { contentType: 'audio/wav' });
-    expect(written).toMatchObject({ name: 'buf/one.bin', size: 10_000, crc32c: crc32c(body), md5Hash: md5(body), contentType: 'audio/wav' });
+    expect(written).toMatchObject({
+      name: 'buf/one.bin',
+      size: 10_000,
+      crc32c: crc32c(body),
+      md5Hash: md5(body),
+      contentType: 'audio/wav',
+    });
     expect(written.generation).toMatch(/^\d+$/);
     expect(await store.stat('buf/one.bin')).toEqual(written);
     expect((await store.readAll('buf/one.bin')).equals(body)).toBe(true);
@@ -78,7 +84,10 @@ describe('ObjectStore on the GCS emulator', () => {
 
   it('should store a buffer with the CRC32C it was given, and refuse the write when the bytes do not match it', async () => {
     const body = bytes(5_000);
-    expect(await store.write('buf/checked.bin', body, { crc32c: crc32c(body), createOnly: true })).toMatchObject({ size: 5_000, crc32c: crc32c(body) });
+    expect(await store.write('buf/checked.bin', body, { crc32c: crc32c(body), createOnly: true })).toMatchObject({
+      size: 5_000,
+      crc32c: crc32c(body),
+    });
     const other = bytes(5_000, 9);
     await expect(store.write('buf/mismatch.bin', other, { crc32c: crc32c(body) })).rejects.toThrow(/CRC32C/i);
     expect(await store.stat('buf/mismatch.bin')).toBeNull();
@@ -98,8 +107,12 @@ describe('ObjectStore on the GCS emulator', () => {
 
   it('should refuse a create-only write of an existing object, buffer or stream, and keep the first bytes', async () => {
     const first = await store.write('segments/0001', Buffer.from('first'), { createOnly: true });
-    await expect(store.write('segments/0001', Buffer.from('second'), { createOnly: true })).rejects.toBeInstanceOf(ObjectExistsError);
-    await expect(store.write('segments/0001', Readable.from([Buffer.from('third')]), { createOnly: true })).rejects.toBeInstanceOf(ObjectExistsError);
+    await expect(store.write('segments/0001', Buffer.from('second'), { createOnly: true })).rejects.toBeInstanceOf(
+      ObjectExistsError,
+    );
+    await expect(
+      store.write('segments/0001', Readable.from([Buffer.from('third')]), { createOnly: true }),
+    ).rejects.toBeInstanceOf(ObjectExistsError);
     expect((await store.readAll('segments/0001')).toString()).toBe('first');
     expect((await store.stat('segments/0001'))?.generation).toBe(first.generation);
   });
@@ -108,14 +121,18 @@ describe('ObjectStore on the GCS emulator', () => {
     const v1 = await store.write('gen/obj', Buffer.from('v1'));
     const v2 = await store.write('gen/obj', Buffer.from('v2'), { ifGenerationMatch: v1.generation });
     expect(BigInt(v2.generation) > BigInt(v1.generation)).toBe(true);
-    await expect(store.write('gen/obj', Buffer.from('v3'), { ifGenerationMatch: v1.generation })).rejects.toBeInstanceOf(ObjectExistsError);
+    await expect(
+      store.write('gen/obj', Buffer.from('v3'), { ifGenerationMatch: v1.generation }),
+    ).rejects.toBeInstanceOf(ObjectExistsError);
     expect((await store.readAll('gen/obj')).toString()).toBe('v2');
   });
 
   it('should read a byte range, an open-ended range and the whole object', async () => {
     const body = bytes(1000, 3);
     await store.write('range/obj', body);
-    expect((await drain(await store.read('range/obj', { start: 10, end: 19 }))).equals(body.subarray(10, 20))).toBe(true);
+    expect((await drain(await store.read('range/obj', { start: 10, end: 19 }))).equals(body.subarray(10, 20))).toBe(
+      true,
+    );
     expect((await drain(await store.read('range/obj', { start: 990 }))).equals(body.subarray(990))).toBe(true);
     expect((await drain(await store.read('range/obj'))).equals(body)).toBe(true);
   });
@@ -177,13 +194,19 @@ describe('ObjectStore on the GCS emulator', () => {
 
   it('should abort a stream over maxBytes with ObjectTooLargeError and leave no object', async () => {
     const { stream } = streamOf(1024 * 1024, 6);
-    await expect(store.write('big/too-large', stream, { maxBytes: 200_000 })).rejects.toBeInstanceOf(ObjectTooLargeError);
+    await expect(store.write('big/too-large', stream, { maxBytes: 200_000 })).rejects.toBeInstanceOf(
+      ObjectTooLargeError,
+    );
     expect(await store.stat('big/too-large')).toBeNull();
     // Over the limit only after a first 8 MiB chunk reached the server.
     const { stream: later } = streamOf(9 * 1024 * 1024, 6);
-    await expect(store.write('big/too-large', later, { maxBytes: 8.5 * 1024 * 1024 })).rejects.toBeInstanceOf(ObjectTooLargeError);
+    await expect(store.write('big/too-large', later, { maxBytes: 8.5 * 1024 * 1024 })).rejects.toBeInstanceOf(
+      ObjectTooLargeError,
+    );
     expect(await store.stat('big/too-large')).toBeNull();
-    await expect(store.write('big/too-large', bytes(2000), { maxBytes: 1000 })).rejects.toBeInstanceOf(ObjectTooLargeError);
+    await expect(store.write('big/too-large', bytes(2000), { maxBytes: 1000 })).rejects.toBeInstanceOf(
+      ObjectTooLargeError,
+    );
     expect(await store.stat('big/too-large')).toBeNull();
     const { stream: fits, expected } = streamOf(200_000, 7);
     expect((await store.write('big/fits', fits, { maxBytes: 200_000 })).size).toBe(expected.length);
@@ -237,7 +260,10 @@ describe('ObjectStore on the GCS emulator', () => {
 
   it('should ride out one injected 503 through the client retry', async () => {
     await store.write('faulty/obj', Buffer.from('still here'));
-    const set = await fetch(`${emulator.url}/_emulator/faults`, { method: 'POST', body: JSON.stringify({ mode: 'error503', count: 1, match: 'faulty/obj' }) });
+    const set = await fetch(`${emulator.url}/_emulator/faults`, {
+      method: 'POST',
+      body: JSON.stringify({ mode: 'error503', count: 1, match: 'faulty/obj' }),
+    });
     expect(set.status).toBe(200);
     expect((await store.stat('faulty/obj'))?.size).toBe(10);
     const left = (await (await fetch(`${emulator.url}/_emulator/faults`)).json()) as { faults: unknown[] };

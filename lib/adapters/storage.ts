@@ -4,11 +4,24 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { PassThrough, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { IdempotencyStrategy, Storage, type File, type FileMetadata, type PreconditionOptions } from '@google-cloud/storage';
+import {
+  IdempotencyStrategy,
+  Storage,
+  type File,
+  type FileMetadata,
+  type PreconditionOptions,
+} from '@google-cloud/storage';
 import { nativeCrc32cValidator } from './crc32c';
 import { serviceAccountAuth } from './google-auth';
 
-export interface StoredObject { name: string; size: number; generation: string; crc32c: string; md5Hash?: string; contentType?: string }
+export interface StoredObject {
+  name: string;
+  size: number;
+  generation: string;
+  crc32c: string;
+  md5Hash?: string;
+  contentType?: string;
+}
 
 export interface WriteOptions {
   contentType?: string;
@@ -41,11 +54,19 @@ export interface ObjectStore {
   signedReadUrl(name: string, ttlSeconds: number): Promise<{ url: string; expiresAt: Date }>;
 }
 
-export class ObjectExistsError extends Error { override name = 'ObjectExistsError'; }
-export class ObjectNotFoundError extends Error { override name = 'ObjectNotFoundError'; }
-export class ObjectTooLargeError extends Error { override name = 'ObjectTooLargeError'; }
+export class ObjectExistsError extends Error {
+  override name = 'ObjectExistsError';
+}
+export class ObjectNotFoundError extends Error {
+  override name = 'ObjectNotFoundError';
+}
+export class ObjectTooLargeError extends Error {
+  override name = 'ObjectTooLargeError';
+}
 /** Storage answered 5xx or 429 after the client's own retries: transient, worth retrying later. */
-export class StorageUnavailableError extends Error { override name = 'StorageUnavailableError'; }
+export class StorageUnavailableError extends Error {
+  override name = 'StorageUnavailableError';
+}
 
 export interface ObjectStoreOptions {
   bucket: string;
@@ -78,7 +99,8 @@ function mapError(err: unknown, name: string): unknown {
   const status = httpStatusOf(err);
   if (status === 412) return new ObjectExistsError(`object ${name}: generation precondition failed`, { cause: err });
   if (status === 404) return new ObjectNotFoundError(`object ${name} not found`, { cause: err });
-  if (status !== undefined && (status >= 500 || status === 429)) return new StorageUnavailableError(`object ${name}: storage answered ${status}`, { cause: err });
+  if (status !== undefined && (status >= 500 || status === 429))
+    return new StorageUnavailableError(`object ${name}: storage answered ${status}`, { cause: err });
   return err;
 }
 
@@ -116,8 +138,11 @@ function chunk<T>(items: T[], size: number): T[][] {
 }
 
 export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
-  const apiEndpoint = opts.emulatorHost && (/^https?:\/\//.test(opts.emulatorHost) ? opts.emulatorHost : `http://${opts.emulatorHost}`);
-  const key = opts.signerKeyFile ? (JSON.parse(readFileSync(opts.signerKeyFile, 'utf8')) as { client_email: string; private_key: string }) : undefined;
+  const apiEndpoint =
+    opts.emulatorHost && (/^https?:\/\//.test(opts.emulatorHost) ? opts.emulatorHost : `http://${opts.emulatorHost}`);
+  const key = opts.signerKeyFile
+    ? (JSON.parse(readFileSync(opts.signerKeyFile, 'utf8')) as { client_email: string; private_key: string })
+    : undefined;
   const storage = new Storage({
     // The emulator ignores the project, but bucket creation needs one.
     projectId: opts.projectId ?? (apiEndpoint ? 'local-project' : undefined),
@@ -144,7 +169,12 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     // Chunked resumable upload: each PUT is sent only once its chunk is complete, so cutting
     // the stream short leaves no request hanging open, and the object is only finalized
     // after the whole stream ended.
-    const upload = file.createWriteStream({ resumable: true, chunkSize: UPLOAD_CHUNK_BYTES, contentType: o.contentType, preconditionOpts: preconditionsOf(o) });
+    const upload = file.createWriteStream({
+      resumable: true,
+      chunkSize: UPLOAD_CHUNK_BYTES,
+      contentType: o.contentType,
+      preconditionOpts: preconditionsOf(o),
+    });
     let sessionUri: string | undefined;
     let failed = false;
     upload.on('uri', (uri: string) => {
@@ -186,10 +216,16 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     async write(name, body, o = {}) {
       const file = bucket.file(name);
       if (Buffer.isBuffer(body)) {
-        if (o.maxBytes !== undefined && body.length > o.maxBytes) throw new ObjectTooLargeError(`object ${name} exceeds ${o.maxBytes} bytes`);
+        if (o.maxBytes !== undefined && body.length > o.maxBytes)
+          throw new ObjectTooLargeError(`object ${name} exceeds ${o.maxBytes} bytes`);
         try {
           const checked = o.crc32c ? { validation: false as const, metadata: { crc32c: o.crc32c } } : {};
-          await file.save(body, { resumable: false, contentType: o.contentType, preconditionOpts: preconditionsOf(o), ...checked });
+          await file.save(body, {
+            resumable: false,
+            contentType: o.contentType,
+            preconditionOpts: preconditionsOf(o),
+            ...checked,
+          });
         } catch (err) {
           throw mapError(err, name);
         }
@@ -205,7 +241,9 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       // Resolve once the response arrived so that a missing object rejects here,
       // not later on the stream.
       await new Promise<void>((resolve, reject) => {
-        src.once('response', (res: { statusCode?: number }) => { if ((res.statusCode ?? 500) < 300) resolve(); });
+        src.once('response', (res: { statusCode?: number }) => {
+          if ((res.statusCode ?? 500) < 300) resolve();
+        });
         src.once('error', (err) => reject(mapError(err, name)));
         pipeline(src, out).catch(() => undefined); // errors reach `out`'s reader
       });

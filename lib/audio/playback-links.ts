@@ -13,12 +13,26 @@ export interface AudioLinkParams {
   audioVersion?: number;
 }
 
-export function signAudioLink(key: string, meetingId: string, userId: string, exp: number, audioVersion?: number): string {
-  const signed = audioVersion === undefined ? `${meetingId}:${userId}:${exp}` : `${meetingId}:${userId}:${exp}:${audioVersion}`;
+export function signAudioLink(
+  key: string,
+  meetingId: string,
+  userId: string,
+  exp: number,
+  audioVersion?: number,
+): string {
+  const signed =
+    audioVersion === undefined ? `${meetingId}:${userId}:${exp}` : `${meetingId}:${userId}:${exp}:${audioVersion}`;
   return createHmac('sha256', key).update(signed).digest('base64url');
 }
 
-export function audioProxyUrl(baseUrl: string, key: string, meetingId: string, userId: string, exp: number, audioVersion?: number): string {
+export function audioProxyUrl(
+  baseUrl: string,
+  key: string,
+  meetingId: string,
+  userId: string,
+  exp: number,
+  audioVersion?: number,
+): string {
   const q = new URLSearchParams({
     uid: userId,
     exp: String(exp),
@@ -29,7 +43,12 @@ export function audioProxyUrl(baseUrl: string, key: string, meetingId: string, u
 }
 
 /** True when sig is the link of (meetingId, uid, exp) and exp has not passed. */
-export function verifyAudioLink(key: string, meetingId: string, p: AudioLinkParams, nowSeconds = Math.floor(Date.now() / 1000)): boolean {
+export function verifyAudioLink(
+  key: string,
+  meetingId: string,
+  p: AudioLinkParams,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): boolean {
   const expected = Buffer.from(signAudioLink(key, meetingId, p.uid, p.exp, p.audioVersion));
   const given = Buffer.from(p.sig);
   // Compare in constant time (lengths first: timingSafeEqual needs equal lengths).

@@ -5,8 +5,14 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export class DataDirInUseError extends Error {
-  constructor(readonly dataDir: string, readonly pid: number, readonly holder: string) {
-    super(`DATA_DIR ${dataDir} is in use by ${holder} (pid ${pid}); stop it first, or set DATA_DIR to another directory`);
+  constructor(
+    readonly dataDir: string,
+    readonly pid: number,
+    readonly holder: string,
+  ) {
+    super(
+      `DATA_DIR ${dataDir} is in use by ${holder} (pid ${pid}); stop it first, or set DATA_DIR to another directory`,
+    );
     this.name = 'DataDirInUseError';
   }
 }
@@ -34,7 +40,8 @@ export function lockDataDir(dataDir: string, holder: string): DataDirLock {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const current = readHolder(file);
-      if (current && current.pid !== process.pid && alive(current.pid)) throw new DataDirInUseError(dataDir, current.pid, current.holder);
+      if (current && current.pid !== process.pid && alive(current.pid))
+        throw new DataDirInUseError(dataDir, current.pid, current.holder);
       rmSync(file, { force: true }); // stale: its holder died without releasing (SIGKILL)
     }
   }
@@ -44,7 +51,9 @@ export function lockDataDir(dataDir: string, holder: string): DataDirLock {
 function readHolder(file: string): { pid: number; holder: string } | undefined {
   try {
     const parsed = JSON.parse(readFileSync(file, 'utf8'));
-    return Number.isInteger(parsed.pid) ? { pid: parsed.pid, holder: String(parsed.holder ?? 'another process') } : undefined;
+    return Number.isInteger(parsed.pid)
+      ? { pid: parsed.pid, holder: String(parsed.holder ?? 'another process') }
+      : undefined;
   } catch {
     return undefined;
   }

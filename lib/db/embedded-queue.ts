@@ -37,7 +37,9 @@ export class ProtocolAwareQueue {
   }
 
   clearQueueForHandler(handlerId: number) {
-    this.queue = this.queue.filter((i) => (i.handlerId === handlerId ? (i.reject(new Error('Handler disconnected')), false) : true));
+    this.queue = this.queue.filter((i) =>
+      i.handlerId === handlerId ? (i.reject(new Error('Handler disconnected')), false) : true,
+    );
   }
 
   async clearTransactionIfNeeded(handlerId: number) {
@@ -72,10 +74,10 @@ export class ProtocolAwareQueue {
         const type = item.message[0];
         if (type === TERMINATE) {
           // A client that leaves mid-transaction must not hand its open transaction to the next.
-          if (this.owner === item.handlerId && this.db.isInTransaction()) await this.db.exec('ROLLBACK').catch(() => {});
+          if (this.owner === item.handlerId && this.db.isInTransaction())
+            await this.db.exec('ROLLBACK').catch(() => {});
           this.owner = null;
-        }
-        else if (type === SYNC || type === QUERY) this.owner = this.db.isInTransaction() ? item.handlerId : null;
+        } else if (type === SYNC || type === QUERY) this.owner = this.db.isInTransaction() ? item.handlerId : null;
         else if (EXTENDED.has(type)) this.owner = item.handlerId;
         item.resolve(bytes);
       }

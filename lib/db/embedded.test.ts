@@ -20,7 +20,9 @@ afterAll(async () => {
 
 describe('embedded PGlite over the wire', () => {
   it('should answer parameterised queries from many connections at once', async () => {
-    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => pool.query<{ v: number }>('SELECT $1::int + 1 AS v', [i])));
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => pool.query<{ v: number }>('SELECT $1::int + 1 AS v', [i])),
+    );
     expect(answers.map((a) => a.rows[0].v)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
   });
 

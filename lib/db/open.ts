@@ -5,7 +5,10 @@ import type { Config } from '../config';
 import { startEmbeddedPostgres } from './embedded';
 import { createDatabase, type Database, type DatabaseOptions } from './pool';
 
-type DbConfig = Pick<Config, 'DB_POOL_MAX' | 'DB_STATEMENT_TIMEOUT_MS' | 'DB_LOCK_TIMEOUT_MS' | 'DB_CONNECT_TIMEOUT_MS'>;
+type DbConfig = Pick<
+  Config,
+  'DB_POOL_MAX' | 'DB_STATEMENT_TIMEOUT_MS' | 'DB_LOCK_TIMEOUT_MS' | 'DB_CONNECT_TIMEOUT_MS'
+>;
 
 /** The pool settings of a process, from its configuration. */
 export function databaseOptions(config: DbConfig): DatabaseOptions {
@@ -23,7 +26,9 @@ export interface OpenedDatabase {
   close(): Promise<void>;
 }
 
-export async function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'APP_ENV'> & DbConfig): Promise<OpenedDatabase> {
+export async function openDatabase(
+  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'APP_ENV'> & DbConfig,
+): Promise<OpenedDatabase> {
   if (config.DATABASE_URL) {
     const db = createDatabase(config.DATABASE_URL, databaseOptions(config));
     return { db, url: config.DATABASE_URL, close: () => db.close() };

@@ -22,7 +22,11 @@ pg.types.setTypeParser(1184, (v) => (parseTimestamptz(v) as Date).toISOString())
 pg.types.setTypeParser(1114, (v) => (parseTimestamp(v) as Date).toISOString());
 
 export interface Queryable {
-  query<R extends pg.QueryResultRow = Record<string, unknown>>(name: string, text: string, params?: unknown[]): Promise<pg.QueryResult<R>>;
+  query<R extends pg.QueryResultRow = Record<string, unknown>>(
+    name: string,
+    text: string,
+    params?: unknown[],
+  ): Promise<pg.QueryResult<R>>;
 }
 
 export interface Database extends Queryable {
@@ -42,13 +46,23 @@ export const DB_RETRY_AFTER_SECONDS = 2;
 const UNAVAILABLE_SQLSTATES = new Set([
   '57014', // query_canceled: statement_timeout
   '55P03', // lock_not_available: lock_timeout
-  '53000', '53100', '53200', '53300', // insufficient resources, too many connections
-  '57P01', '57P02', '57P03', // admin/crash shutdown, cannot connect now
-  '08000', '08001', '08003', '08004', '08006', // connection exceptions
+  '53000',
+  '53100',
+  '53200',
+  '53300', // insufficient resources, too many connections
+  '57P01',
+  '57P02',
+  '57P03', // admin/crash shutdown, cannot connect now
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006', // connection exceptions
 ]);
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
 // pg reports a dropped socket and an exhausted pool only by message.
-const UNAVAILABLE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+const UNAVAILABLE_MESSAGES =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
 
 /** How long readiness (GET /readyz) waits for the database to answer (decisions.md section 7). */
 export const READY_TIMEOUT_MS = 1_000;
@@ -57,14 +71,24 @@ export const READY_TIMEOUT_MS = 1_000;
 export async function notReady(db: Queryable): Promise<DomainError | null> {
   return withTimeout(db.query('ready', 'SELECT 1'), READY_TIMEOUT_MS).then(
     () => null,
-    () => new DomainError('unavailable', `the database does not answer within ${READY_TIMEOUT_MS} ms`, undefined, DB_RETRY_AFTER_SECONDS),
+    () =>
+      new DomainError(
+        'unavailable',
+        `the database does not answer within ${READY_TIMEOUT_MS} ms`,
+        undefined,
+        DB_RETRY_AFTER_SECONDS,
+      ),
   );
 }
 
 /** True when the error means "the database cannot serve now", not "this request is wrong". */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
-  return UNAVAILABLE_SQLSTATES.has(e?.code ?? '') || UNAVAILABLE_NODE_CODES.has(e?.code ?? '') || UNAVAILABLE_MESSAGES.test(e?.message ?? '');
+  return (
+    UNAVAILABLE_SQLSTATES.has(e?.code ?? '') ||
+    UNAVAILABLE_NODE_CODES.has(e?.code ?? '') ||
+    UNAVAILABLE_MESSAGES.test(e?.message ?? '')
+  );
 }
 
 /**
@@ -84,23 +108,35 @@ export function mapDbError(err: unknown, _name: string): unknown {
   const e = err as { code?: string; constraint?: string; column?: string; table?: string; detail?: string };
   if (err instanceof DomainError) return err;
   if (isDatabaseUnavailable(err)) {
-    const detail = e?.code === '57014' || e?.code === '55P03' ? 'the database is busy; try again' : 'the database is unavailable; try again';
+    const detail =
+      e?.code === '57014' || e?.code === '55P03'
+        ? 'the database is busy; try again'
+        : 'the database is unavailable; try again';
     return new DomainError('unavailable', detail, undefined, DB_RETRY_AFTER_SECONDS);
   }
   switch (e?.code) {
     case '23505': {
       const fields = keyFields(e.detail);
-      return new DomainError('already_exists', fields.length ? `a record with this ${fields.join(' and ')} already exists` : 'this record already exists');
+      return new DomainError(
+        'already_exists',
+        fields.length ? `a record with this ${fields.join(' and ')} already exists` : 'this record already exists',
+      );
     }
     case '23503': {
       const fields = keyFields(e.detail);
-      return new DomainError('unprocessable', `${fields.length ? fields.join(', ') : 'a reference'}: references a record that does not exist`);
+      return new DomainError(
+        'unprocessable',
+        `${fields.length ? fields.join(', ') : 'a reference'}: references a record that does not exist`,
+      );
     }
     case '23502':
       return new DomainError('unprocessable', `missing required field ${e.column ?? ''}`.trim());
     case '23514': {
       // Check constraints are named {table}_{column}_check.
-      const field = e.table && e.constraint?.startsWith(`${e.table}_`) ? e.constraint.slice(e.table.length + 1).replace(/_check$/, '') : '';
+      const field =
+        e.table && e.constraint?.startsWith(`${e.table}_`)
+          ? e.constraint.slice(e.table.length + 1).replace(/_check$/, '')
+          : '';
       return new DomainError('unprocessable', field ? `value not allowed for ${field}` : 'value not allowed');
     }
     case '22P02':
@@ -188,7 +224,13 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
             continue;
           }
           // Retry-After (0: at once, with the client's own backoff) tells clients this conflict is retryable.
-          if (RETRYABLE.has(code)) throw new DomainError('concurrent_update', 'concurrent update; nothing was written, try again', undefined, 0);
+          if (RETRYABLE.has(code))
+            throw new DomainError(
+              'concurrent_update',
+              'concurrent update; nothing was written, try again',
+              undefined,
+              0,
+            );
           throw mapDbError(err, 'transaction');
         } finally {
           client.release(broken);

@@ -21,15 +21,24 @@ export interface NativeEngine {
 /** The native PostgreSQL with pgvector on this machine, or null (reason in `why`). */
 export function findNativeEngine(): { engine: NativeEngine | null; why: string } {
   const root = '/usr/lib/postgresql';
-  const majors = existsSync(root) ? readdirSync(root).filter((d) => /^\d+$/.test(d)).sort((a, b) => Number(b) - Number(a)) : [];
+  const majors = existsSync(root)
+    ? readdirSync(root)
+        .filter((d) => /^\d+$/.test(d))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   for (const major of majors) {
     const bindir = path.join(root, major, 'bin');
     if (!existsSync(path.join(bindir, 'initdb')) || !existsSync(path.join(bindir, 'postgres'))) continue;
     const control = `/usr/share/postgresql/${major}/extension/vector.control`;
-    if (!existsSync(control)) return { engine: null, why: `PostgreSQL ${major} has no pgvector (run npm run db:install-native)` };
+    if (!existsSync(control))
+      return { engine: null, why: `PostgreSQL ${major} has no pgvector (run npm run db:install-native)` };
     const vector = /default_version\s*=\s*'([^']+)'/.exec(readFileSync(control, 'utf8'))?.[1] ?? '?';
-    const version = /(\d+\.\d+)/.exec(execFileSync(path.join(bindir, 'postgres'), ['--version'], { encoding: 'utf8' }))?.[1] ?? major;
-    return { engine: { bindir, version, vector, label: `PostgreSQL ${version} + pgvector ${vector} (native)` }, why: '' };
+    const version =
+      /(\d+\.\d+)/.exec(execFileSync(path.join(bindir, 'postgres'), ['--version'], { encoding: 'utf8' }))?.[1] ?? major;
+    return {
+      engine: { bindir, version, vector, label: `PostgreSQL ${version} + pgvector ${vector} (native)` },
+      why: '',
+    };
   }
   return { engine: null, why: 'no PostgreSQL server binaries in /usr/lib/postgresql (run npm run db:install-native)' };
 }
@@ -80,7 +89,19 @@ export async function startNativeCluster(engine: NativeEngine, opts: ClusterOpti
     .map(([k, v]) => `-c ${k}=${v}`)
     .join(' ');
   const logFile = path.join(dir, 'server.log');
-  const ctlArgs = (action: string, extra: string[]) => [action, '-D', dataDir, '-l', logFile, '-w', '-t', '60', '-o', options, ...extra];
+  const ctlArgs = (action: string, extra: string[]) => [
+    action,
+    '-D',
+    dataDir,
+    '-l',
+    logFile,
+    '-w',
+    '-t',
+    '60',
+    '-o',
+    options,
+    ...extra,
+  ];
   // Asynchronous, so a restart does not stall the event loop of the process that serves from it.
   const ctl = (action: string, extra: string[] = []) =>
     promisify(execFile)(path.join(engine.bindir, 'pg_ctl'), ctlArgs(action, extra), { cwd: dir, ...(asUser ?? {}) });
@@ -114,7 +135,8 @@ function runAs(): { uid: number; gid: number } | null {
   const line = readFileSync('/etc/passwd', 'utf8')
     .split('\n')
     .find((l) => l.startsWith('postgres:'));
-  if (!line) throw new Error('running as root and no `postgres` user to run the server as (run npm run db:install-native)');
+  if (!line)
+    throw new Error('running as root and no `postgres` user to run the server as (run npm run db:install-native)');
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
 }

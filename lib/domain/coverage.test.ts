@@ -6,10 +6,22 @@ import { coverageOf, RangeSet } from './coverage';
 
 describe('RangeSet', () => {
   it('should merge ranges and report the contiguous prefix and the holes', () => {
-    const set = RangeSet.of([[5, 9], [0, 2], [3, 3], [12, 12]]);
-    expect(set.ranges()).toEqual([[0, 3], [5, 9], [12, 12]]);
+    const set = RangeSet.of([
+      [5, 9],
+      [0, 2],
+      [3, 3],
+      [12, 12],
+    ]);
+    expect(set.ranges()).toEqual([
+      [0, 3],
+      [5, 9],
+      [12, 12],
+    ]);
     expect(set.contiguous).toBe(3);
-    expect(set.missing()).toEqual([[4, 4], [10, 11]]);
+    expect(set.missing()).toEqual([
+      [4, 4],
+      [10, 11],
+    ]);
     expect(set.holes).toBe(2);
     expect(set.size).toBe(10);
     expect([set.has(4), set.has(5), set.has(12), set.has(13)]).toEqual([false, true, true, false]);
@@ -18,7 +30,11 @@ describe('RangeSet', () => {
   });
 
   it('should tell how a frame changes the number of holes: opening, splitting, shrinking, filling', () => {
-    const set = RangeSet.of([[0, 2], [8, 9], [11, 11]]); // holes 3..7 and 10
+    const set = RangeSet.of([
+      [0, 2],
+      [8, 9],
+      [11, 11],
+    ]); // holes 3..7 and 10
     expect(set.holesAfterAdding(13)).toBe(3); // past the end with a gap: opens one
     expect(set.holesAfterAdding(12)).toBe(2); // right after the end
     expect(set.holesAfterAdding(5)).toBe(3); // inside 3..7, away from its edges: splits it
@@ -33,7 +49,10 @@ describe('RangeSet', () => {
   });
 
   it('should agree with a frame-by-frame count on any ranges, in any order (property)', () => {
-    const ranges = fc.array(fc.tuple(fc.nat(60), fc.nat(6)).map(([s, len]) => [s, s + len] as [number, number]), { maxLength: 20 });
+    const ranges = fc.array(
+      fc.tuple(fc.nat(60), fc.nat(6)).map(([s, len]) => [s, s + len] as [number, number]),
+      { maxLength: 20 },
+    );
     fc.assert(
       fc.property(ranges, fc.nat(70), (rs, n) => {
         const frames = new Set(rs.flatMap(([s, e]) => Array.from({ length: e - s + 1 }, (_, i) => s + i)));
@@ -50,9 +69,18 @@ describe('RangeSet', () => {
         for (const [s, e] of rs) one.add(s, e); // one at a time, as the recorder learns them
         expect(one.ranges()).toEqual(set.ranges());
         const cov = coverageOf(rs.map(([s, e]) => ({ start_sequence: s, end_sequence: e, byte_count: 1 })));
-        expect(cov).toMatchObject({ highest_contiguous_sequence: contiguous, frames_stored: frames.size, highest_sequence: max, bytes_stored: rs.length });
+        expect(cov).toMatchObject({
+          highest_contiguous_sequence: contiguous,
+          frames_stored: frames.size,
+          highest_sequence: max,
+          bytes_stored: rs.length,
+        });
         expect(cov.missing_ranges.length).toBe(holesOf(frames, max));
-        expect(cov.missing_ranges.every(([s, e]) => s <= e && Array.from({ length: e - s + 1 }, (_, i) => s + i).every((f) => !frames.has(f)))).toBe(true);
+        expect(
+          cov.missing_ranges.every(
+            ([s, e]) => s <= e && Array.from({ length: e - s + 1 }, (_, i) => s + i).every((f) => !frames.has(f)),
+          ),
+        ).toBe(true);
         expect(set.holes).toBe(cov.missing_ranges.length);
         const after = new Set(frames).add(n);
         expect(set.holesAfterAdding(n)).toBe(holesOf(after, Math.max(max, n)));

@@ -17,9 +17,16 @@ export const MAX_MISSING_RANGES = 64;
  * MAX_MISSING_RANGES missing ranges (and more than it has): a range past the highest frame with
  * a gap, or inside a missing range away from its ends, opens one. Uploads in sequence order never do.
  */
-export function assertGapsBounded(before: Pick<Coverage, 'missing_ranges' | 'highest_sequence'>, start: number, end: number): void {
+export function assertGapsBounded(
+  before: Pick<Coverage, 'missing_ranges' | 'highest_sequence'>,
+  start: number,
+  end: number,
+): void {
   const after: Range[] = before.missing_ranges
-    .flatMap(([a, b]): Range[] => [[a, Math.min(b, start - 1)], [Math.max(a, end + 1), b]])
+    .flatMap(([a, b]): Range[] => [
+      [a, Math.min(b, start - 1)],
+      [Math.max(a, end + 1), b],
+    ])
     .filter(([a, b]) => a <= b);
   if (start > before.highest_sequence + 1) after.push([before.highest_sequence + 1, start - 1]);
   if (after.length > Math.max(MAX_MISSING_RANGES, before.missing_ranges.length)) {

@@ -47,7 +47,9 @@ export const EventBodySchemas = {
       type: z.literal('TranscriptSegmentEvent'),
       meeting_id: id,
       transcription_id: id,
-      segment: z.record(z.string(), z.any()).describe('the transcript segment; is_final false for interim segments (not stored)'),
+      segment: z
+        .record(z.string(), z.any())
+        .describe('the transcript segment; is_final false for interim segments (not stored)'),
     })
     .describe('A transcript segment arrived from the ML service, with its content.'),
   TalkingPointEvent: z
@@ -74,7 +76,9 @@ export const EVENT_ENVELOPE = {
 
 /** Each event as a client receives it (envelope and body): the documents are generated from these. */
 export const deliveredEventSchemas = () =>
-  Object.entries(EventBodySchemas).map(([type, body]) => [type, body.extend(EVENT_ENVELOPE).describe(body.description ?? type)] as const);
+  Object.entries(EventBodySchemas).map(
+    ([type, body]) => [type, body.extend(EVENT_ENVELOPE).describe(body.description ?? type)] as const,
+  );
 
 export type EventType = keyof typeof EventBodySchemas;
 export type EventBody = { [K in EventType]: z.infer<(typeof EventBodySchemas)[K]> }[EventType];
@@ -82,7 +86,12 @@ export type EventOf<K extends EventType> = z.infer<(typeof EventBodySchemas)[K]>
 
 // The typed constructors: every writer builds its events with these.
 
-export const changed = (entity: Entity, action: EntityAction, id: string | null, meetingId: string | null): EventOf<'EntityChanged'> => ({
+export const changed = (
+  entity: Entity,
+  action: EntityAction,
+  id: string | null,
+  meetingId: string | null,
+): EventOf<'EntityChanged'> => ({
   type: 'EntityChanged',
   entity,
   action,
@@ -91,22 +100,32 @@ export const changed = (entity: Entity, action: EntityAction, id: string | null,
 });
 
 /** A take's state changed (started, stopped, finalized, gap uploaded): refetch GET /meetings/{id}/recording. */
-export const recordingChanged = (meetingId: string, action: 'created' | 'updated' = 'updated') => changed('recording', action, meetingId, meetingId);
+export const recordingChanged = (meetingId: string, action: 'created' | 'updated' = 'updated') =>
+  changed('recording', action, meetingId, meetingId);
 
-export const segmentEvent = (meetingId: string, transcriptionId: string, segment: Record<string, unknown>): EventOf<'TranscriptSegmentEvent'> => ({
+export const segmentEvent = (
+  meetingId: string,
+  transcriptionId: string,
+  segment: Record<string, unknown>,
+): EventOf<'TranscriptSegmentEvent'> => ({
   type: 'TranscriptSegmentEvent',
   meeting_id: meetingId,
   transcription_id: transcriptionId,
   segment,
 });
 
-export const talkingPointEvent = (meetingId: string, talkingPoint: Record<string, unknown>): EventOf<'TalkingPointEvent'> => ({
+export const talkingPointEvent = (
+  meetingId: string,
+  talkingPoint: Record<string, unknown>,
+): EventOf<'TalkingPointEvent'> => ({
   type: 'TalkingPointEvent',
   meeting_id: meetingId,
   talking_point: talkingPoint,
 });
 
-export const progressEvent = (p: Omit<EventOf<'AudioStoredProgressEvent'>, 'type'>): EventOf<'AudioStoredProgressEvent'> => ({ type: 'AudioStoredProgressEvent', ...p });
+export const progressEvent = (
+  p: Omit<EventOf<'AudioStoredProgressEvent'>, 'type'>,
+): EventOf<'AudioStoredProgressEvent'> => ({ type: 'AudioStoredProgressEvent', ...p });
 
 /** The markdown table of docs/websocket.md (between its `events:begin`/`events:end` markers). */
 export function eventTableMarkdown(): string {

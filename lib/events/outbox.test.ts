@@ -14,7 +14,11 @@ beforeAll(async () => {
   database = await fileDatabase();
   db = createDatabase(database.url);
   for (const name of ['ada', 'bob', 'cy']) {
-    const { rows } = await db.query<{ id: string }>('test.user', `INSERT INTO app_user (username, email) VALUES ($1, $1 || '@example.com') RETURNING id`, [name]);
+    const { rows } = await db.query<{ id: string }>(
+      'test.user',
+      `INSERT INTO app_user (username, email) VALUES ($1, $1 || '@example.com') RETURNING id`,
+      [name],
+    );
     users.push(rows[0].id);
   }
 });
@@ -24,7 +28,8 @@ afterAll(async () => {
 });
 
 // `n` rides along in the stored payload to follow each event's place.
-const body = (n: number) => ({ type: 'EntityChanged', entity: 'meeting', action: 'updated', id: null, meeting_id: null, n }) as EventBody;
+const body = (n: number) =>
+  ({ type: 'EntityChanged', entity: 'meeting', action: 'updated', id: null, meeting_id: null, n }) as EventBody;
 const nOf = (b: EventBody) => (b as { n?: number }).n;
 
 describe('appendUserEvents', () => {
@@ -44,7 +49,14 @@ describe('appendUserEvents', () => {
     const [ada, bob] = users;
     const before = await Promise.all([ada, bob].map(async (u) => (await eventsAfter(db, u, 0)).length));
     await Promise.all(
-      Array.from({ length: 8 }, (_, k) => db.withTransaction((tx) => appendUserEvents(tx, [bob, ada, bob].map((userId) => ({ userId, body: body(100 + k) }))))),
+      Array.from({ length: 8 }, (_, k) =>
+        db.withTransaction((tx) =>
+          appendUserEvents(
+            tx,
+            [bob, ada, bob].map((userId) => ({ userId, body: body(100 + k) })),
+          ),
+        ),
+      ),
     );
     for (const [i, u] of [ada, bob].entries()) {
       const seqs = (await eventsAfter(db, u, 0)).map((e) => e.seq);

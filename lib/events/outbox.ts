@@ -18,7 +18,11 @@ export interface EventEnvelope {
   user_id: string;
 }
 
-export type StoredEvent = EventEnvelope & { body: EventBody; origin_client_id: string | null; trace_context: Record<string, string> | null };
+export type StoredEvent = EventEnvelope & {
+  body: EventBody;
+  origin_client_id: string | null;
+  trace_context: Record<string, string> | null;
+};
 
 export interface EventContext {
   originClientId?: string | null;
@@ -47,11 +51,25 @@ const toStored = (r: OutboxRow): StoredEvent => ({
 });
 
 /** Writes events of one user in the caller's transaction, in order, with consecutive seqs. */
-export async function appendEvents(tx: Queryable, userId: string, bodies: EventBody[], ctx: EventContext = {}): Promise<StoredEvent[]> {
-  return appendUserEvents(tx, bodies.map((body) => ({ userId, body })), ctx);
+export async function appendEvents(
+  tx: Queryable,
+  userId: string,
+  bodies: EventBody[],
+  ctx: EventContext = {},
+): Promise<StoredEvent[]> {
+  return appendUserEvents(
+    tx,
+    bodies.map((body) => ({ userId, body })),
+    ctx,
+  );
 }
 
-export async function appendEvent(tx: Queryable, userId: string, body: EventBody, ctx: EventContext = {}): Promise<StoredEvent> {
+export async function appendEvent(
+  tx: Queryable,
+  userId: string,
+  body: EventBody,
+  ctx: EventContext = {},
+): Promise<StoredEvent> {
   return (await appendEvents(tx, userId, [body], ctx))[0];
 }
 
@@ -60,7 +78,11 @@ export async function appendEvent(tx: Queryable, userId: string, body: EventBody
  * service's group commit): each user's events get consecutive seqs in the given order.
  * Returns the stored events in the order given.
  */
-export async function appendUserEvents(tx: Queryable, events: { userId: string; body: EventBody }[], ctx: EventContext = {}): Promise<StoredEvent[]> {
+export async function appendUserEvents(
+  tx: Queryable,
+  events: { userId: string; body: EventBody }[],
+  ctx: EventContext = {},
+): Promise<StoredEvent[]> {
   if (!events.length) return [];
   // event_sequence rows are locked in user order, so that concurrent writers cannot deadlock.
   const { rows } = await tx.query<OutboxRow>(
@@ -78,7 +100,12 @@ export async function appendUserEvents(tx: Queryable, events: { userId: string; 
      SELECT gen_random_uuid(), i.u, r.last_seq - i.n + i.rn, i.e->>'type', i.e, $3, $4
      FROM input i JOIN reserved r ON r.user_id = i.u ORDER BY i.ord
      RETURNING *`,
-    [events.map((e) => e.userId), events.map((e) => JSON.stringify(e.body)), ctx.originClientId ?? null, ctx.trace && Object.keys(ctx.trace).length ? JSON.stringify(ctx.trace) : null],
+    [
+      events.map((e) => e.userId),
+      events.map((e) => JSON.stringify(e.body)),
+      ctx.originClientId ?? null,
+      ctx.trace && Object.keys(ctx.trace).length ? JSON.stringify(ctx.trace) : null,
+    ],
   );
   // RETURNING order is not guaranteed: match rows back by user and seq (per user, seqs follow the input order).
   const byUser = new Map<string, StoredEvent[]>();
@@ -108,12 +135,21 @@ export async function latestSeqs(q: Queryable, userIds: string[]): Promise<Map<s
 
 /** The user's latest event seq (0 before the first). */
 export async function latestSeq(q: Queryable, userId: string): Promise<number> {
-  const { rows } = await q.query<{ last_seq: number }>('events.latest_seq', 'SELECT last_seq FROM event_sequence WHERE user_id = $1', [userId]);
+  const { rows } = await q.query<{ last_seq: number }>(
+    'events.latest_seq',
+    'SELECT last_seq FROM event_sequence WHERE user_id = $1',
+    [userId],
+  );
   return rows[0]?.last_seq ?? 0;
 }
 
 /** Stored events of a user after `afterSeq`, in order (WebSocket `last_seq` replay). */
-export async function eventsAfter(q: Queryable, userId: string, afterSeq: number, limit = 1000): Promise<StoredEvent[]> {
+export async function eventsAfter(
+  q: Queryable,
+  userId: string,
+  afterSeq: number,
+  limit = 1000,
+): Promise<StoredEvent[]> {
   const { rows } = await q.query<OutboxRow>(
     'events.after',
     `SELECT * FROM event_outbox WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
@@ -191,20 +227,35 @@ export function createEventPublisher(deps: {
         const opts = { orderingKey: e.user_id, instanceTopic: true };
         const shared = { orderingKey: e.user_id };
         return Promise.all(
-          to.map((i) => (i ? bus.publish(instanceTopic(topic, i), data, attributes, opts) : bus.publish(topic, data, attributes, shared))),
+          to.map((i) =>
+            i
+              ? bus.publish(instanceTopic(topic, i), data, attributes, opts)
+              : bus.publish(topic, data, attributes, shared),
+          ),
         );
       }),
     );
     const sent = events.filter((_, i) => results[i].status === 'fulfilled').map((e) => e.event_id);
     const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
-    if (failed) log.warn({ err: String(failed.reason), unpublished: events.length - sent.length }, 'event publish failed; the sweep will retry');
-    if (sent.length) await db.query('events.mark_published', 'UPDATE event_outbox SET published_at = now() WHERE id = ANY($1::uuid[])', [sent]);
+    if (failed)
+      log.warn(
+        { err: String(failed.reason), unpublished: events.length - sent.length },
+        'event publish failed; the sweep will retry',
+      );
+    if (sent.length)
+      await db.query(
+        'events.mark_published',
+        'UPDATE event_outbox SET published_at = now() WHERE id = ANY($1::uuid[])',
+        [sent],
+      );
     return sent.length;
   }
 
   return {
     async publish(events) {
-      const done = publishAll(events).catch((err) => log.warn({ err: String(err) }, 'event publish failed; the sweep will retry'));
+      const done = publishAll(events).catch((err) =>
+        log.warn({ err: String(err) }, 'event publish failed; the sweep will retry'),
+      );
       await Promise.race([done, new Promise((r) => setTimeout(r, PUBLISH_WAIT_MS).unref())]);
     },
     async republishPending(minAgeMs = 5000) {

@@ -21,7 +21,9 @@ export const StreamingStart = z
       .number()
       .int()
       .min(0)
-      .describe('the first frame this session receives; above 0 the take resumes (another instance, or after an outage)'),
+      .describe(
+        'the first frame this session receives; above 0 the take resumes (another instance, or after an outage)',
+      ),
   })
   .describe('Starts (or resumes) a streaming session of one take. Unknown fields are to be ignored.');
 export type StreamingStart = z.infer<typeof StreamingStart>;
@@ -85,7 +87,9 @@ export const CoreRejection = z
 export type CoreRejection = z.infer<typeof CoreRejection>;
 
 /** Reads an ML text message: the message, or the rejection to answer with. */
-export function parseMlMessage(text: string): { ok: true; message: MlMessage } | { ok: false; rejection: CoreRejection } {
+export function parseMlMessage(
+  text: string,
+): { ok: true; message: MlMessage } | { ok: false; rejection: CoreRejection } {
   let json: unknown;
   try {
     json = JSON.parse(text);

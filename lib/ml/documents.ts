@@ -5,7 +5,15 @@
 // service against the same schemas. Objects are open (no additionalProperties: false): either side
 // ignores fields it does not know, so the contract can grow.
 import { z } from 'zod';
-import { CoreRejection, DrainReport, MlDropped, MlWarning, RecordingFinalized, StreamingSession, StreamingStart } from './contract';
+import {
+  CoreRejection,
+  DrainReport,
+  MlDropped,
+  MlWarning,
+  RecordingFinalized,
+  StreamingSession,
+  StreamingStart,
+} from './contract';
 
 export const ML_CONTRACT_PATHS = {
   openapi: '/ml-contract/openapi.json',
@@ -16,11 +24,16 @@ export const ML_CONTRACT_PATHS = {
 const VERSION = '1.0.0';
 
 const jsonSchema = (schema: z.ZodType, target: 'draft-7' | 'draft-2020-12') => {
-  const { $schema: _, ...json } = z.toJSONSchema(schema, { target, io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  const { $schema: _, ...json } = z.toJSONSchema(schema, { target, io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
   return json;
 };
 
-const problem = { description: 'any error; the core records it and retries with backoff (POST) or gives up on the drain (DELETE)' };
+const problem = {
+  description: 'any error; the core records it and retries with backoff (POST) or gives up on the drain (DELETE)',
+};
 
 export function mlOpenApiDocument() {
   const schema = (s: z.ZodType) => jsonSchema(s, 'draft-2020-12');
@@ -51,7 +64,10 @@ export function mlOpenApiDocument() {
             'valid body counts as unavailable: the core retries with backoff (0.25 s … 10 s) while the take is open.',
           requestBody: { required: true, content: { 'application/json': { schema: schema(StreamingStart) } } },
           responses: {
-            '201': { description: 'the session', content: { 'application/json': { schema: schema(StreamingSession) } } },
+            '201': {
+              description: 'the session',
+              content: { 'application/json': { schema: schema(StreamingSession) } },
+            },
             '4XX': problem,
             '5XX': problem,
           },
@@ -65,9 +81,14 @@ export function mlOpenApiDocument() {
           description:
             'Called when the take stops, after every frame was written to the socket: process what was received, then ' +
             'answer. The core waits at most ML_DRAIN_TIMEOUT_SECONDS and then closes the socket either way.',
-          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'the session id' }],
+          parameters: [
+            { name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'the session id' },
+          ],
           responses: {
-            '200': { description: 'the drain report', content: { 'application/json': { schema: schema(DrainReport) } } },
+            '200': {
+              description: 'the drain report',
+              content: { 'application/json': { schema: schema(DrainReport) } },
+            },
             '204': { description: 'drained (same as `{"drained": true}`)' },
             '404': problem,
             '5XX': problem,
@@ -76,7 +97,9 @@ export function mlOpenApiDocument() {
       },
     },
     components: {
-      securitySchemes: { serviceAuth: { type: 'http', scheme: 'bearer', description: 'the service credential (docs/ml-integration.md)' } },
+      securitySchemes: {
+        serviceAuth: { type: 'http', scheme: 'bearer', description: 'the service credential (docs/ml-integration.md)' },
+      },
     },
   };
 }
@@ -86,14 +109,20 @@ export function mlAsyncApiDocument() {
   const messages = {
     AudioFrame: {
       name: 'AudioFrame',
-      summary: 'core → ML, binary: 8 bytes big-endian unsigned sequence number, then one frame (100 ms) as the client sent it',
+      summary:
+        'core → ML, binary: 8 bytes big-endian unsigned sequence number, then one frame (100 ms) as the client sent it',
       description:
         'Frames arrive in sequence order but not gap-free: a frame the core could not forward is dropped for ML (and ' +
         'reported as ml_frames_dropped to the user); a resumed session starts at its start_sequence, and may repeat frames.',
       contentType: 'application/octet-stream',
       payload: { type: 'string', format: 'binary' },
     },
-    Rejected: { name: 'Rejected', summary: 'core → ML', contentType: 'application/json', payload: schema(CoreRejection) },
+    Rejected: {
+      name: 'Rejected',
+      summary: 'core → ML',
+      contentType: 'application/json',
+      payload: schema(CoreRejection),
+    },
     Warning: { name: 'Warning', summary: 'ML → core', contentType: 'application/json', payload: schema(MlWarning) },
     Dropped: { name: 'Dropped', summary: 'ML → core', contentType: 'application/json', payload: schema(MlDropped) },
   };
@@ -110,10 +139,26 @@ export function mlAsyncApiDocument() {
         `(live.ml.messages.rejected); one larger than 64 KiB closes the socket with 1009. No permessage-deflate.`,
     },
     servers: { ml: { host: 'localhost:4003', protocol: 'ws', description: 'the stand-in ML of the local stack' } },
-    channels: { audio: { address: '{audio_url}', parameters: { audio_url: { description: 'as answered by POST /streaming' } }, messages } },
+    channels: {
+      audio: {
+        address: '{audio_url}',
+        parameters: { audio_url: { description: 'as answered by POST /streaming' } },
+        messages,
+      },
+    },
     operations: {
-      sendFrames: { action: 'send', channel: { $ref: '#/channels/audio' }, summary: 'core → ML: audio, and rejections', messages: [ref('AudioFrame'), ref('Rejected')] },
-      receiveHealth: { action: 'receive', channel: { $ref: '#/channels/audio' }, summary: 'ML → core: health of the session', messages: [ref('Warning'), ref('Dropped')] },
+      sendFrames: {
+        action: 'send',
+        channel: { $ref: '#/channels/audio' },
+        summary: 'core → ML: audio, and rejections',
+        messages: [ref('AudioFrame'), ref('Rejected')],
+      },
+      receiveHealth: {
+        action: 'receive',
+        channel: { $ref: '#/channels/audio' },
+        summary: 'ML → core: health of the session',
+        messages: [ref('Warning'), ref('Dropped')],
+      },
     },
   };
 }

@@ -4,7 +4,10 @@
 // a writer that died before its row committed) goes too.
 import type { ObjectStore } from '../adapters/storage';
 
-export const meetingObjectPrefixes = (meetingId: string): string[] => [`recordings/${meetingId}/`, `uploads/${meetingId}/`];
+export const meetingObjectPrefixes = (meetingId: string): string[] => [
+  `recordings/${meetingId}/`,
+  `uploads/${meetingId}/`,
+];
 
 /** Objects deleted at once per meeting. */
 const DELETE_PARALLELISM = 16;

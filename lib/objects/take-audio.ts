@@ -13,7 +13,11 @@ export async function composeAudio(store: ObjectStore, rec: Recording, chain: Ma
   const prefix = takePrefix(rec.meeting_id, rec.audio_version);
   const dest = takeAudioPath(rec);
   if (rec.encoding !== 'pcm_s16le') {
-    await store.compose(chain.map((r) => r.object_name), dest, { contentType: 'audio/webm' });
+    await store.compose(
+      chain.map((r) => r.object_name),
+      dest,
+      { contentType: 'audio/webm' },
+    );
     return dest;
   }
   const header = `${prefix}header.wav`;
@@ -36,10 +40,22 @@ export async function sameBytes(store: ObjectStore, row: ManifestRow, sha: strin
  * died between writing its object and committing its row. The take is finalized, so nothing can
  * reference them any more (a late writer's commit is refused, and it deletes its own object).
  */
-export async function deleteUnreferenced(deps: { store: ObjectStore; log: Logger }, rec: Recording, rows: ManifestRow[]): Promise<void> {
+export async function deleteUnreferenced(
+  deps: { store: ObjectStore; log: Logger },
+  rec: Recording,
+  rows: ManifestRow[],
+): Promise<void> {
   const referenced = new Set(rows.map((r) => r.object_name));
-  const listed = await Promise.all([segmentPrefix(rec.meeting_id, rec.audio_version), gapPrefix(rec.meeting_id, rec.audio_version)].map((p) => deps.store.list(p)));
+  const listed = await Promise.all(
+    [segmentPrefix(rec.meeting_id, rec.audio_version), gapPrefix(rec.meeting_id, rec.audio_version)].map((p) =>
+      deps.store.list(p),
+    ),
+  );
   const strays = listed.flat().filter((o) => !referenced.has(o.name));
   await Promise.all(strays.map((o) => deps.store.delete(o.name)));
-  if (strays.length) deps.log.info({ take: `${rec.meeting_id}/${rec.audio_version}`, objects: strays.length }, 'deleted objects no manifest row references');
+  if (strays.length)
+    deps.log.info(
+      { take: `${rec.meeting_id}/${rec.audio_version}`, objects: strays.length },
+      'deleted objects no manifest row references',
+    );
 }

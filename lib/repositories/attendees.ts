@@ -4,10 +4,16 @@ import type { Queryable } from '../db/pool';
 import { decodeCursor, toPage, type Page } from '../domain/pagination';
 import { BRIEF_COLUMNS, type PersonBrief } from './people';
 
-const P_COLUMNS = BRIEF_COLUMNS.split(', ').map((c) => `p.${c}`).join(', ');
+const P_COLUMNS = BRIEF_COLUMNS.split(', ')
+  .map((c) => `p.${c}`)
+  .join(', ');
 
 /** The meeting's attendees by display_name. */
-export async function listAttendees(q: Queryable, meetingId: string, f: { limit: number; cursor?: string }): Promise<Page<PersonBrief>> {
+export async function listAttendees(
+  q: Queryable,
+  meetingId: string,
+  f: { limit: number; cursor?: string },
+): Promise<Page<PersonBrief>> {
   const after = decodeCursor(f.cursor, 2);
   const { rows } = await q.query<PersonBrief>(
     'attendee.list',
@@ -31,6 +37,10 @@ export async function addAttendee(q: Queryable, meetingId: string, personId: str
 
 /** Removes the attendee; false when it was not there. */
 export async function removeAttendee(q: Queryable, meetingId: string, personId: string): Promise<boolean> {
-  const { rowCount } = await q.query('attendee.remove', 'DELETE FROM meeting_attendee WHERE meeting_id = $1 AND person_id = $2', [meetingId, personId]);
+  const { rowCount } = await q.query(
+    'attendee.remove',
+    'DELETE FROM meeting_attendee WHERE meeting_id = $1 AND person_id = $2',
+    [meetingId, personId],
+  );
   return rowCount === 1;
 }

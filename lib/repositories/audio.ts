@@ -9,12 +9,20 @@ export interface AudioFile {
 }
 
 export async function getAudioFile(q: Queryable, meetingId: string): Promise<AudioFile | null> {
-  const { rows } = await q.query<AudioFile>('audio_file.get', 'SELECT meeting_id, storage_path, created_at FROM meeting_audio_file WHERE meeting_id = $1', [meetingId]);
+  const { rows } = await q.query<AudioFile>(
+    'audio_file.get',
+    'SELECT meeting_id, storage_path, created_at FROM meeting_audio_file WHERE meeting_id = $1',
+    [meetingId],
+  );
   return rows[0] ?? null;
 }
 
 /** Sets the meeting's audio; returns the path it replaced (null when it had none). */
-export async function setAudioFile(q: Queryable, meetingId: string, storagePath: string): Promise<{ file: AudioFile; previous: string | null }> {
+export async function setAudioFile(
+  q: Queryable,
+  meetingId: string,
+  storagePath: string,
+): Promise<{ file: AudioFile; previous: string | null }> {
   // The meeting row, not the file row, is locked: a first upload has no file row to lock, and
   // two first uploads would each see none (both 201, the loser's object never deleted).
   // guard: audio-upload-meeting-lock | remove: FOR UPDATE | test: test/api/audio.test.ts :: concurrent first uploads

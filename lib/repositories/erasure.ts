@@ -37,7 +37,12 @@ export async function requestErasure(tx: Queryable, userId: string): Promise<{ s
      RETURNING r.meeting_id, r.audio_version`,
     [userId, CAPTURE_OPEN],
   );
-  for (const t of rows) await recordEvent(tx, t.meeting_id, 'recording_stopped', { audio_version: t.audio_version, reason: 'user', by: 'account_erasure' });
+  for (const t of rows)
+    await recordEvent(tx, t.meeting_id, 'recording_stopped', {
+      audio_version: t.audio_version,
+      reason: 'user',
+      by: 'account_erasure',
+    });
   return { stoppedTakes: rows.length };
 }
 
@@ -58,12 +63,20 @@ export async function erasedUsers(q: Queryable, userIds: string[]): Promise<stri
  */
 export async function eraseRowBatch(db: Database, userId: string): Promise<'more' | 'done'> {
   return db.withTransaction(async (tx) => {
-    const { rows: req } = await tx.query<{ rows_erased_at: Date | null }>('erasure.lock', 'SELECT rows_erased_at FROM account_erasure WHERE user_id = $1 FOR UPDATE', [userId]);
+    const { rows: req } = await tx.query<{ rows_erased_at: Date | null }>(
+      'erasure.lock',
+      'SELECT rows_erased_at FROM account_erasure WHERE user_id = $1 FOR UPDATE',
+      [userId],
+    );
     if (!req[0] || req[0].rows_erased_at) return 'done';
     // The user row locked first: a concurrent insert referencing the user (a new meeting) waits,
     // then fails, so no meeting escapes the ids recorded below.
     await tx.query('erasure.lock_user', 'SELECT id FROM app_user WHERE id = $1 FOR UPDATE', [userId]);
-    const { rows: meetings } = await tx.query<{ id: string }>('erasure.meetings', 'SELECT id FROM meeting WHERE user_id = $1 ORDER BY id LIMIT $2', [userId, ERASURE_MEETING_BATCH]);
+    const { rows: meetings } = await tx.query<{ id: string }>(
+      'erasure.meetings',
+      'SELECT id FROM meeting WHERE user_id = $1 ORDER BY id LIMIT $2',
+      [userId, ERASURE_MEETING_BATCH],
+    );
     const ids = meetings.map((m) => m.id);
     if (ids.length) {
       // The user's people go with the account; their models need no recount, but the samples'
@@ -76,19 +89,31 @@ export async function eraseRowBatch(db: Database, userId: string): Promise<'more
         `DELETE FROM idempotency_record WHERE principal = 'service' AND path LIKE '/meetings/%' AND split_part(path, '/', 3) = ANY($1::text[])`,
         [ids],
       );
-      await tx.query('erasure.note_meetings', 'UPDATE account_erasure SET meeting_ids = meeting_ids || $2::uuid[], updated_at = now() WHERE user_id = $1', [userId, ids]);
+      await tx.query(
+        'erasure.note_meetings',
+        'UPDATE account_erasure SET meeting_ids = meeting_ids || $2::uuid[], updated_at = now() WHERE user_id = $1',
+        [userId, ids],
+      );
       if (ids.length === ERASURE_MEETING_BATCH) return 'more';
     }
     await tx.query('erasure.idempotency', 'DELETE FROM idempotency_record WHERE principal = $1', [userId]);
     await tx.query('erasure.user', 'DELETE FROM app_user WHERE id = $1', [userId]);
-    await tx.query('erasure.rows_erased', 'UPDATE account_erasure SET rows_erased_at = now(), updated_at = now() WHERE user_id = $1', [userId]);
+    await tx.query(
+      'erasure.rows_erased',
+      'UPDATE account_erasure SET rows_erased_at = now(), updated_at = now() WHERE user_id = $1',
+      [userId],
+    );
     return 'done';
   });
 }
 
 /** The meetings whose objects an erasure still has to delete; null when no erasure of the user is pending. */
 export async function erasureMeetings(q: Queryable, userId: string): Promise<string[] | null> {
-  const { rows } = await q.query<{ meeting_ids: string[] }>('erasure.get', 'SELECT meeting_ids FROM account_erasure WHERE user_id = $1', [userId]);
+  const { rows } = await q.query<{ meeting_ids: string[] }>(
+    'erasure.get',
+    'SELECT meeting_ids FROM account_erasure WHERE user_id = $1',
+    [userId],
+  );
   return rows[0]?.meeting_ids ?? null;
 }
 
@@ -103,7 +128,11 @@ export async function meetingObjectsErased(q: Queryable, userId: string, meeting
 
 /** The erasure is finished once its rows and objects are gone: its own row goes last. */
 export async function finishErasure(q: Queryable, userId: string): Promise<void> {
-  await q.query('erasure.finish', `DELETE FROM account_erasure WHERE user_id = $1 AND rows_erased_at IS NOT NULL AND meeting_ids = '{}'`, [userId]);
+  await q.query(
+    'erasure.finish',
+    `DELETE FROM account_erasure WHERE user_id = $1 AND rows_erased_at IS NOT NULL AND meeting_ids = '{}'`,
+    [userId],
+  );
 }
 
 /** Erasures untouched for minAgeMs (a live request is still working on its own), oldest first. */

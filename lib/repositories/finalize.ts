@@ -53,7 +53,11 @@ export async function dueTakes(q: Queryable, limit: number): Promise<Recording[]
 }
 
 /** stopped → finalizing; null when another sweep (or nothing) got there first. */
-export async function claimForFinalize(q: Queryable, meetingId: string, audioVersion: number): Promise<Recording | null> {
+export async function claimForFinalize(
+  q: Queryable,
+  meetingId: string,
+  audioVersion: number,
+): Promise<Recording | null> {
   const { rows } = await q.query<Recording>(
     'finalize.claim',
     `UPDATE recording SET state = 'finalizing', updated_at = now()
@@ -78,10 +82,11 @@ export async function reclaimStale(q: Queryable, staleMs: number): Promise<Recor
 
 /** Gives a failed claim back so that the next sweep retries it at once. */
 export async function releaseClaim(q: Queryable, rec: Recording): Promise<void> {
-  await q.query('finalize.release', `UPDATE recording SET state = 'stopped', updated_at = now() WHERE meeting_id = $1 AND audio_version = $2 AND state = 'finalizing'`, [
-    rec.meeting_id,
-    rec.audio_version,
-  ]);
+  await q.query(
+    'finalize.release',
+    `UPDATE recording SET state = 'stopped', updated_at = now() WHERE meeting_id = $1 AND audio_version = $2 AND state = 'finalizing'`,
+    [rec.meeting_id, rec.audio_version],
+  );
 }
 
 /** Rows forming one sequence-ordered chain: a row wholly inside an earlier one is skipped. */
@@ -128,12 +133,20 @@ export async function setTakeAudio(tx: Queryable, rec: Recording, storagePath: s
 
 /** Marks the take's transcription degraded (frames missing); false when it already was. */
 export async function markDegraded(tx: Queryable, transcriptionId: string): Promise<boolean> {
-  const { rowCount } = await tx.query('finalize.degrade', 'UPDATE transcription SET is_degraded = true, updated_at = now() WHERE id = $1 AND NOT is_degraded', [transcriptionId]);
+  const { rowCount } = await tx.query(
+    'finalize.degrade',
+    'UPDATE transcription SET is_degraded = true, updated_at = now() WHERE id = $1 AND NOT is_degraded',
+    [transcriptionId],
+  );
   return (rowCount ?? 0) > 0;
 }
 
 /** Whether the take's row still exists (an account erasure deletes it). */
 export async function takeExists(q: Queryable, rec: Recording): Promise<boolean> {
-  const { rows } = await q.query('finalize.take_exists', 'SELECT 1 FROM recording WHERE meeting_id = $1 AND audio_version = $2', [rec.meeting_id, rec.audio_version]);
+  const { rows } = await q.query(
+    'finalize.take_exists',
+    'SELECT 1 FROM recording WHERE meeting_id = $1 AND audio_version = $2',
+    [rec.meeting_id, rec.audio_version],
+  );
   return rows.length > 0;
 }

@@ -31,16 +31,24 @@ export interface GapResult extends Pick<Coverage, 'highest_contiguous_sequence' 
  */
 export function assertAcceptsGaps(rec: Recording, now = new Date()): void {
   if (CAPTURE_OPEN.includes(rec.state)) {
-    throw new DomainError('recording_open', `audio_version ${rec.audio_version} is still recording; send frames over the WebSocket (gap uploads open once it stopped)`);
+    throw new DomainError(
+      'recording_open',
+      `audio_version ${rec.audio_version} is still recording; send frames over the WebSocket (gap uploads open once it stopped)`,
+    );
   }
-  if (rec.state !== 'stopped') throw new DomainError('gone', `audio_version ${rec.audio_version} is ${rec.state}; gap uploads are closed`);
+  if (rec.state !== 'stopped')
+    throw new DomainError('gone', `audio_version ${rec.audio_version} is ${rec.state}; gap uploads are closed`);
   if (rec.gap_upload_deadline && Date.parse(rec.gap_upload_deadline) <= now.getTime()) {
     throw new DomainError('gone', `the gap upload deadline (${rec.gap_upload_deadline}) has passed`);
   }
 }
 
 /** Whether a manifest row of the take references the object. */
-export async function gapObjectReferenced(q: Queryable, up: Pick<GapUpload, 'meetingId' | 'audioVersion'>, objectName: string): Promise<boolean> {
+export async function gapObjectReferenced(
+  q: Queryable,
+  up: Pick<GapUpload, 'meetingId' | 'audioVersion'>,
+  objectName: string,
+): Promise<boolean> {
   const { rowCount } = await q.query(
     'manifest.object_referenced',
     'SELECT 1 FROM segment_manifest WHERE meeting_id = $1 AND audio_version = $2 AND object_name = $3 LIMIT 1',

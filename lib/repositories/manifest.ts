@@ -34,7 +34,19 @@ export async function insertManifestRow(q: Queryable, row: ManifestInput): Promi
        object_name, object_generation, byte_count, crc32c, sha256)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
      ON CONFLICT (meeting_id, audio_version, start_sequence, end_sequence) DO NOTHING`,
-    [row.meeting_id, row.audio_version, row.start_sequence, row.end_sequence, row.started_at_ms, row.duration_ms, row.object_name, row.object_generation ?? null, row.byte_count, row.crc32c, row.sha256 ?? null],
+    [
+      row.meeting_id,
+      row.audio_version,
+      row.start_sequence,
+      row.end_sequence,
+      row.started_at_ms,
+      row.duration_ms,
+      row.object_name,
+      row.object_generation ?? null,
+      row.byte_count,
+      row.crc32c,
+      row.sha256 ?? null,
+    ],
   );
   return rowCount === 1;
 }
@@ -49,7 +61,13 @@ export async function listManifest(q: Queryable, meetingId: string, audioVersion
 }
 
 /** Rows overlapping [start, end]. */
-export async function overlappingRows(q: Queryable, meetingId: string, audioVersion: number, start: number, end: number): Promise<ManifestRow[]> {
+export async function overlappingRows(
+  q: Queryable,
+  meetingId: string,
+  audioVersion: number,
+  start: number,
+  end: number,
+): Promise<ManifestRow[]> {
   const { rows } = await q.query<ManifestRow>(
     'manifest.overlapping',
     `SELECT * FROM segment_manifest WHERE meeting_id = $1 AND audio_version = $2 AND start_sequence <= $4 AND end_sequence >= $3
@@ -107,8 +125,17 @@ export async function insertManifestRows(q: Queryable, rows: ManifestInput[]): P
        $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[])
      ON CONFLICT (meeting_id, audio_version, start_sequence, end_sequence) DO NOTHING`,
     [
-      col('meeting_id'), col('audio_version'), col('start_sequence'), col('end_sequence'), col('started_at_ms'), col('duration_ms'),
-      col('object_name'), col('object_generation'), col('byte_count'), col('crc32c'), col('sha256'),
+      col('meeting_id'),
+      col('audio_version'),
+      col('start_sequence'),
+      col('end_sequence'),
+      col('started_at_ms'),
+      col('duration_ms'),
+      col('object_name'),
+      col('object_generation'),
+      col('byte_count'),
+      col('crc32c'),
+      col('sha256'),
     ],
   );
 }

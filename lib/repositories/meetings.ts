@@ -32,7 +32,8 @@ export interface MeetingInput {
 
 export type MeetingPatch = Partial<Omit<MeetingInput, 'source_type'>>;
 
-const COLUMNS = 'id, user_id, title, source_type, start_time, end_time, summary, key_points, headline, deleted_at, created_at';
+const COLUMNS =
+  'id, user_id, title, source_type, start_time, end_time, summary, key_points, headline, deleted_at, created_at';
 const PATCHABLE = ['title', 'start_time', 'end_time', 'summary', 'key_points', 'headline'] as const;
 
 export async function createMeeting(q: Queryable, userId: string, input: MeetingInput): Promise<Meeting> {
@@ -40,13 +41,27 @@ export async function createMeeting(q: Queryable, userId: string, input: Meeting
     'meeting.create',
     `INSERT INTO meeting (user_id, title, source_type, start_time, end_time, summary, key_points, headline)
      VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()), $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-    [userId, input.title, input.source_type, input.start_time ?? null, input.end_time ?? null, input.summary ?? null, jsonParam(input.key_points), input.headline ?? null],
+    [
+      userId,
+      input.title,
+      input.source_type,
+      input.start_time ?? null,
+      input.end_time ?? null,
+      input.summary ?? null,
+      jsonParam(input.key_points),
+      input.headline ?? null,
+    ],
   );
   return rows[0];
 }
 
 /** The meeting if the actor may see it (not deleted); `forUpdate` locks it for the transaction. */
-export async function getMeeting(q: Queryable, actor: Actor, id: string, opts: { forUpdate?: boolean } = {}): Promise<Meeting | null> {
+export async function getMeeting(
+  q: Queryable,
+  actor: Actor,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<Meeting | null> {
   const { rows } = await q.query<Meeting>(
     'meeting.get',
     `SELECT ${COLUMNS} FROM meeting WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) AND deleted_at IS NULL${opts.forUpdate ? ' FOR UPDATE' : ''}`,
@@ -83,7 +98,12 @@ export async function listMeetings(q: Queryable, userId: string, f: MeetingFilte
   return toPage(rows, f.limit, (m) => [m.id]);
 }
 
-export async function updateMeeting(q: Queryable, actor: Actor, id: string, patch: MeetingPatch): Promise<Meeting | null> {
+export async function updateMeeting(
+  q: Queryable,
+  actor: Actor,
+  id: string,
+  patch: MeetingPatch,
+): Promise<Meeting | null> {
   const params: unknown[] = [id, actor.userId];
   const set = patchSet(patch, PATCHABLE, params, ['key_points']);
   if (!set) return getMeeting(q, actor, id);
@@ -96,13 +116,21 @@ export async function updateMeeting(q: Queryable, actor: Actor, id: string, patc
 }
 
 /** Soft-deletes the meeting and detaches its tasks (they live on without it); the ids of those tasks. */
-export async function softDeleteMeeting(tx: Queryable, actor: Actor, id: string): Promise<{ meeting: Meeting; detachedTaskIds: string[] } | null> {
+export async function softDeleteMeeting(
+  tx: Queryable,
+  actor: Actor,
+  id: string,
+): Promise<{ meeting: Meeting; detachedTaskIds: string[] } | null> {
   const { rows } = await tx.query<Meeting>(
     'meeting.soft_delete',
     `UPDATE meeting SET deleted_at = now() WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) AND deleted_at IS NULL RETURNING ${COLUMNS}`,
     [id, actor.userId],
   );
   if (!rows[0]) return null;
-  const tasks = await tx.query<{ id: string }>('task.detach_from_meeting', 'UPDATE task SET meeting_id = NULL, updated_at = now() WHERE meeting_id = $1 RETURNING id', [id]);
+  const tasks = await tx.query<{ id: string }>(
+    'task.detach_from_meeting',
+    'UPDATE task SET meeting_id = NULL, updated_at = now() WHERE meeting_id = $1 RETURNING id',
+    [id],
+  );
   return { meeting: rows[0], detachedTaskIds: tasks.rows.map((t) => t.id) };
 }

@@ -31,11 +31,15 @@ export type NotePatch = Partial<NoteInput>;
 const COLUMNS = 'id, user_id, content, subject_type, subject_id, tags, created_at, updated_at';
 
 /** The ownership check of a polymorphic PERSON/MEETING reference (notes' subject, threads' context). */
-export const subjectRef = (field: string, type: SubjectType | null | undefined, id: string | null | undefined): Ref[] =>
-  type && id ? [{ field, kind: type === 'PERSON' ? 'person' : 'meeting', id }] : [];
+export const subjectRef = (
+  field: string,
+  type: SubjectType | null | undefined,
+  id: string | null | undefined,
+): Ref[] => (type && id ? [{ field, kind: type === 'PERSON' ? 'person' : 'meeting', id }] : []);
 
 /** The meeting a note or thread is about, for EntityChanged.meeting_id. */
-export const meetingOf = (type: SubjectType | null, id: string | null): string | null => (type === 'MEETING' ? id : null);
+export const meetingOf = (type: SubjectType | null, id: string | null): string | null =>
+  type === 'MEETING' ? id : null;
 
 export async function createNote(q: Queryable, userId: string, input: NoteInput): Promise<Note> {
   await assertOwnedRefs(q, userId, subjectRef('subject_id', input.subject_type, input.subject_id));
@@ -47,7 +51,12 @@ export async function createNote(q: Queryable, userId: string, input: NoteInput)
   return rows[0];
 }
 
-export async function getNote(q: Queryable, actor: Actor, id: string, opts: { forUpdate?: boolean } = {}): Promise<Note | null> {
+export async function getNote(
+  q: Queryable,
+  actor: Actor,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<Note | null> {
   const { rows } = await q.query<Note>(
     'note.get',
     `SELECT ${COLUMNS} FROM note WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2)${opts.forUpdate ? ' FOR UPDATE' : ''}`,
@@ -87,7 +96,11 @@ export async function updateNote(q: Queryable, actor: Actor, id: string, patch: 
   const params: unknown[] = [id];
   const set = patchSet(patch, ['content', 'subject_type', 'subject_id', 'tags'], params, ['tags']);
   if (!set) return note;
-  const { rows } = await q.query<Note>('note.update', `UPDATE note SET ${set}, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`, params);
+  const { rows } = await q.query<Note>(
+    'note.update',
+    `UPDATE note SET ${set}, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
+    params,
+  );
   return rows[0];
 }
 

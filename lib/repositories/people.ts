@@ -48,20 +48,37 @@ const PATCHABLE = ['display_name', 'full_name', 'title', 'role', 'email', 'compa
 const likeEscape = (s: string) => s.replace(/[\\%_]/g, '\\$&');
 
 type PersonRow = Omit<Person, 'voice_vector'> & { voice_vector: string | null };
-const fromRow = (r: PersonRow): Person => ({ ...r, voice_vector: r.voice_vector === null ? null : (pgvector.fromSql(r.voice_vector) as number[]) });
+const fromRow = (r: PersonRow): Person => ({
+  ...r,
+  voice_vector: r.voice_vector === null ? null : (pgvector.fromSql(r.voice_vector) as number[]),
+});
 
 export async function createPerson(q: Queryable, userId: string, input: PersonInput): Promise<Person> {
   const { rows } = await q.query<PersonRow>(
     'person.create',
     `INSERT INTO person (user_id, display_name, full_name, title, role, email, company, tags)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-    [userId, input.display_name, input.full_name ?? null, input.title ?? null, input.role ?? null, input.email ?? null, input.company ?? null, jsonParam(input.tags)],
+    [
+      userId,
+      input.display_name,
+      input.full_name ?? null,
+      input.title ?? null,
+      input.role ?? null,
+      input.email ?? null,
+      input.company ?? null,
+      jsonParam(input.tags),
+    ],
   );
   return fromRow(rows[0]);
 }
 
 /** The person if the actor may see it; `forUpdate` locks it for the transaction. */
-export async function getPerson(q: Queryable, actor: Actor, id: string, opts: { forUpdate?: boolean } = {}): Promise<Person | null> {
+export async function getPerson(
+  q: Queryable,
+  actor: Actor,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<Person | null> {
   const { rows } = await q.query<PersonRow>(
     'person.get',
     `SELECT ${COLUMNS} FROM person WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2)${opts.forUpdate ? ' FOR UPDATE' : ''}`,
@@ -108,7 +125,11 @@ export async function updatePerson(q: Queryable, actor: Actor, id: string, patch
  * summaries, label assignments, voice samples and attendances go, app_user.person_id becomes
  * null. (No other person's model depends on this one's samples, so nothing is recomputed.)
  */
-export async function deletePerson(q: Queryable, actor: Actor, id: string): Promise<{ id: string; user_id: string } | null> {
+export async function deletePerson(
+  q: Queryable,
+  actor: Actor,
+  id: string,
+): Promise<{ id: string; user_id: string } | null> {
   const { rows } = await q.query<{ id: string; user_id: string }>(
     'person.delete',
     'DELETE FROM person WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) RETURNING id, user_id',
@@ -130,7 +151,10 @@ export async function lockSpeakerIdentity(tx: Queryable, userId: string): Promis
 
 /** Whether `personId` is one of `userId`'s people (another user's counts as missing). */
 export async function ownsPerson(q: Queryable, userId: string, personId: string): Promise<boolean> {
-  const { rows } = await q.query('person.owned', 'SELECT 1 FROM person WHERE id = $1 AND user_id = $2', [personId, userId]);
+  const { rows } = await q.query('person.owned', 'SELECT 1 FROM person WHERE id = $1 AND user_id = $2', [
+    personId,
+    userId,
+  ]);
   return rows.length > 0;
 }
 

@@ -27,7 +27,12 @@ const COLUMNS = 's.id, s.person_id, s.author_id, s.summary, s.context, s.created
 // Keyset on milliseconds: the cursor carries a JS Date, which has no microseconds.
 
 /** Creates a summary of one of the author's people; null when the person is not theirs. */
-export async function createSummary(q: Queryable, authorId: string, personId: string, input: { summary: string; context?: unknown }): Promise<PersonSummary | null> {
+export async function createSummary(
+  q: Queryable,
+  authorId: string,
+  personId: string,
+  input: { summary: string; context?: unknown },
+): Promise<PersonSummary | null> {
   const { rows } = await q.query<PersonSummary>(
     'person_summary.create',
     `INSERT INTO person_summary AS s (person_id, author_id, summary, context)
@@ -39,7 +44,11 @@ export async function createSummary(q: Queryable, authorId: string, personId: st
 }
 
 /** The person's summaries, newest first (the caller has checked the person is visible). */
-export async function listSummaries(q: Queryable, personId: string, f: { limit: number; cursor?: string }): Promise<Page<PersonSummary>> {
+export async function listSummaries(
+  q: Queryable,
+  personId: string,
+  f: { limit: number; cursor?: string },
+): Promise<Page<PersonSummary>> {
   const [afterAt, afterId] = decodeCreatedCursor(f.cursor);
   const { rows } = await q.query<PersonSummary & { page_key: string }>(
     'person_summary.list',
@@ -51,7 +60,12 @@ export async function listSummaries(q: Queryable, personId: string, f: { limit: 
   return toCreatedPage(rows, f.limit);
 }
 
-export async function updateSummary(q: Queryable, actor: Actor, id: string, patch: SummaryPatch): Promise<OwnedSummary | null> {
+export async function updateSummary(
+  q: Queryable,
+  actor: Actor,
+  id: string,
+  patch: SummaryPatch,
+): Promise<OwnedSummary | null> {
   const params: unknown[] = [id, actor.userId];
   const set = patchSet(patch, ['summary', 'context'], params, ['context']);
   const { rows } = await q.query<OwnedSummary>(

@@ -33,7 +33,11 @@ export async function lockForPurge(tx: Queryable, ids: string[], afterDays: numb
 }
 
 export async function ownersOfPeople(q: Queryable, people: string[]): Promise<{ id: string; user_id: string }[]> {
-  const { rows } = await q.query<{ id: string; user_id: string }>('purge.people', 'SELECT id, user_id FROM person WHERE id = ANY($1::uuid[])', [people]);
+  const { rows } = await q.query<{ id: string; user_id: string }>(
+    'purge.people',
+    'SELECT id, user_id FROM person WHERE id = ANY($1::uuid[])',
+    [people],
+  );
   return rows;
 }
 

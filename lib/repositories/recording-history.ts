@@ -11,7 +11,12 @@ export interface RecordingEvent {
   created_at: string;
 }
 
-export async function recordEvent(q: Queryable, meetingId: string, eventType: string, payload: Record<string, unknown> | null = null): Promise<void> {
+export async function recordEvent(
+  q: Queryable,
+  meetingId: string,
+  eventType: string,
+  payload: Record<string, unknown> | null = null,
+): Promise<void> {
   await q.query(
     'recording_event.append',
     'INSERT INTO recording_event_history (meeting_id, event_type, payload) VALUES ($1, $2, $3)',
@@ -20,7 +25,11 @@ export async function recordEvent(q: Queryable, meetingId: string, eventType: st
 }
 
 /** Newest first. */
-export async function listRecordingEvents(q: Queryable, meetingId: string, f: { limit: number; cursor?: string }): Promise<Page<RecordingEvent>> {
+export async function listRecordingEvents(
+  q: Queryable,
+  meetingId: string,
+  f: { limit: number; cursor?: string },
+): Promise<Page<RecordingEvent>> {
   const before = decodeCursor(f.cursor, 1);
   const { rows } = await q.query<RecordingEvent>(
     'recording_event.list',

@@ -53,14 +53,25 @@ export async function startRecording(tx: Queryable, input: StartInput): Promise<
     [input.meetingId, CAPTURE_OPEN],
   );
   if (open.length) {
-    throw new DomainError('recording_open', `audio_version ${open[0].audio_version} of this meeting is still recording; resume or stop it first`);
+    throw new DomainError(
+      'recording_open',
+      `audio_version ${open[0].audio_version} of this meeting is still recording; resume or stop it first`,
+    );
   }
   const { rows } = await tx.query<Recording>(
     'recording.start',
     `INSERT INTO recording (meeting_id, audio_version, transcription_id, state, encoding, sample_rate, max_duration_seconds, owner_instance, trace_context)
      SELECT $1, COALESCE(MAX(audio_version), 0) + 1, $2, 'recording', $3, $4, $5, $6, $7 FROM recording WHERE meeting_id = $1
      RETURNING *`,
-    [input.meetingId, input.transcriptionId, input.encoding, input.sampleRate, input.maxDurationSeconds, input.ownerInstance, input.trace && Object.keys(input.trace).length ? JSON.stringify(input.trace) : null],
+    [
+      input.meetingId,
+      input.transcriptionId,
+      input.encoding,
+      input.sampleRate,
+      input.maxDurationSeconds,
+      input.ownerInstance,
+      input.trace && Object.keys(input.trace).length ? JSON.stringify(input.trace) : null,
+    ],
   );
   const rec = rows[0];
   await recordEvent(tx, input.meetingId, 'recording_started', {
@@ -74,7 +85,12 @@ export async function startRecording(tx: Queryable, input: StartInput): Promise<
 }
 
 /** A take, or the latest take of the meeting when audioVersion is omitted. */
-export async function getRecording(q: Queryable, meetingId: string, audioVersion?: number, opts: { forUpdate?: boolean } = {}): Promise<Recording | null> {
+export async function getRecording(
+  q: Queryable,
+  meetingId: string,
+  audioVersion?: number,
+  opts: { forUpdate?: boolean } = {},
+): Promise<Recording | null> {
   if (audioVersion !== undefined && audioVersion > 2_147_483_647) return null; // beyond the int column: no such take
   const { rows } = await q.query<Recording>(
     'recording.get',
@@ -89,7 +105,13 @@ export async function getRecording(q: Queryable, meetingId: string, audioVersion
  * recording → stopping; false when the take was not recording (someone else stopped it) or,
  * with `owner`, when another instance owns it now (it was resumed elsewhere).
  */
-export async function markStopping(q: Queryable, meetingId: string, audioVersion: number, reason: StopReason, opts: { owner?: string } = {}): Promise<boolean> {
+export async function markStopping(
+  q: Queryable,
+  meetingId: string,
+  audioVersion: number,
+  reason: StopReason,
+  opts: { owner?: string } = {},
+): Promise<boolean> {
   const { rowCount } = await q.query(
     'recording.stopping',
     `UPDATE recording SET state = 'stopping', stop_reason = $3, updated_at = now()
@@ -100,7 +122,12 @@ export async function markStopping(q: Queryable, meetingId: string, audioVersion
 }
 
 /** stopping → stopped, opening the gap-upload window. */
-export async function markStopped(q: Queryable, meetingId: string, audioVersion: number, gapDeadlineSeconds: number): Promise<Recording | null> {
+export async function markStopped(
+  q: Queryable,
+  meetingId: string,
+  audioVersion: number,
+  gapDeadlineSeconds: number,
+): Promise<Recording | null> {
   const { rows } = await q.query<Recording>(
     'recording.stopped',
     `UPDATE recording SET state = 'stopped', stopped_at = now(),
@@ -131,7 +158,12 @@ export async function idleTakes(q: Queryable, idleSeconds: number, limit: number
   return rows;
 }
 
-export async function lockIdleTake(tx: Queryable, meetingId: string, audioVersion: number, idleSeconds: number): Promise<(Recording & { user_id: string }) | null> {
+export async function lockIdleTake(
+  tx: Queryable,
+  meetingId: string,
+  audioVersion: number,
+  idleSeconds: number,
+): Promise<(Recording & { user_id: string }) | null> {
   const { rows } = await tx.query<Recording & { user_id: string }>(
     'sweep.lock_orphaned_take',
     `SELECT r.*, m.user_id FROM recording r JOIN meeting m ON m.id = r.meeting_id
@@ -148,7 +180,12 @@ export const OWNER_HEARTBEAT_SECONDS = 10;
 export const OWNER_STALE_SECONDS = 30;
 
 /** Makes `owner` the owner of a take whose capture is open; null when it is not recording. */
-export async function claimRecording(tx: Queryable, meetingId: string, audioVersion: number, owner: string): Promise<(Recording & { previous_owner: string | null }) | null> {
+export async function claimRecording(
+  tx: Queryable,
+  meetingId: string,
+  audioVersion: number,
+  owner: string,
+): Promise<(Recording & { previous_owner: string | null }) | null> {
   const { rows } = await tx.query<Recording & { previous_owner: string | null }>(
     'recording.claim',
     `WITH prev AS (SELECT owner_instance FROM recording WHERE meeting_id = $1 AND audio_version = $2 FOR UPDATE)
@@ -161,7 +198,10 @@ export async function claimRecording(tx: Queryable, meetingId: string, audioVers
 }
 
 /** The owner's heartbeat on every open take it owns, in one statement; returns those takes. */
-export async function touchOwnedTakes(q: Queryable, owner: string): Promise<Pick<Recording, 'meeting_id' | 'audio_version'>[]> {
+export async function touchOwnedTakes(
+  q: Queryable,
+  owner: string,
+): Promise<Pick<Recording, 'meeting_id' | 'audio_version'>[]> {
   const { rows } = await q.query<Pick<Recording, 'meeting_id' | 'audio_version'>>(
     'recording.touch_owned',
     `UPDATE recording SET updated_at = now() WHERE owner_instance = $1 AND state = ANY($2) RETURNING meeting_id, audio_version`,
@@ -176,7 +216,10 @@ export interface TakeKey {
 }
 
 /** Locks takes for segment writes, in key order so that concurrent writers cannot deadlock. Missing takes are absent. */
-export async function lockTakesForWrite(tx: Queryable, takes: TakeKey[]): Promise<Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance'>[]> {
+export async function lockTakesForWrite(
+  tx: Queryable,
+  takes: TakeKey[],
+): Promise<Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance'>[]> {
   if (!takes.length) return [];
   const { rows } = await tx.query<Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance'>>(
     'recording.lock_for_write',
@@ -189,7 +232,12 @@ export async function lockTakesForWrite(tx: Queryable, takes: TakeKey[]): Promis
 }
 
 /** Clears owner_instance if it is still `owner` (graceful shutdown: the take waits for a resume). */
-export async function releaseOwner(q: Queryable, meetingId: string, audioVersion: number, owner: string): Promise<void> {
+export async function releaseOwner(
+  q: Queryable,
+  meetingId: string,
+  audioVersion: number,
+  owner: string,
+): Promise<void> {
   await q.query(
     'recording.release_owner',
     'UPDATE recording SET owner_instance = NULL, updated_at = now() WHERE meeting_id = $1 AND audio_version = $2 AND owner_instance = $3',

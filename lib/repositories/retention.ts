@@ -26,9 +26,15 @@ export interface Pruned {
 }
 
 export async function pruneExpired(db: Queryable, retentionHours: number): Promise<Pruned> {
-  const events = await inBatches(() => db.query('retention.events', DELETE_EXPIRED_EVENTS, [retentionHours, RETENTION_BATCH_ROWS]));
-  const idempotencyRecords = await inBatches(() => db.query('retention.idempotency', DELETE_EXPIRED_IDEMPOTENCY_RECORDS, [RETENTION_BATCH_ROWS]));
-  const webhookAttempts = await inBatches(() => db.query('retention.webhook_attempts', DELETE_OLD_ATTEMPTS, [ATTEMPT_LOG_DAYS, RETENTION_BATCH_ROWS]));
+  const events = await inBatches(() =>
+    db.query('retention.events', DELETE_EXPIRED_EVENTS, [retentionHours, RETENTION_BATCH_ROWS]),
+  );
+  const idempotencyRecords = await inBatches(() =>
+    db.query('retention.idempotency', DELETE_EXPIRED_IDEMPOTENCY_RECORDS, [RETENTION_BATCH_ROWS]),
+  );
+  const webhookAttempts = await inBatches(() =>
+    db.query('retention.webhook_attempts', DELETE_OLD_ATTEMPTS, [ATTEMPT_LOG_DAYS, RETENTION_BATCH_ROWS]),
+  );
   return { events, idempotencyRecords, webhookAttempts };
 }
 

@@ -51,11 +51,22 @@ export interface SearchFilter {
 
 // Search's own problem type (decisions.md section 7), not pagination's generic bad_request.
 const invalidCursor = () =>
-  new DomainError('invalid_cursor', 'cursor is not valid for this query; use next_cursor from the previous page of the same search');
+  new DomainError(
+    'invalid_cursor',
+    'cursor is not valid for this query; use next_cursor from the previous page of the same search',
+  );
 
 /** What a cursor is bound to: the user, q, filters and sort (not limit, which may change between pages). */
 function queryDigest(userId: string, f: SearchFilter): string {
-  const bound = [userId, f.q, f.meeting_id ?? null, f.person_id ?? null, f.from ?? null, f.to ?? null, f.sort ?? 'relevance'];
+  const bound = [
+    userId,
+    f.q,
+    f.meeting_id ?? null,
+    f.person_id ?? null,
+    f.from ?? null,
+    f.to ?? null,
+    f.sort ?? 'relevance',
+  ];
   return createHash('sha256').update(JSON.stringify(bound)).digest('base64url').slice(0, 22);
 }
 
@@ -68,7 +79,8 @@ const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.is
 // microsecond, the group: meeting id or note id, position, kind, id).
 const KEYSETS: Record<SearchSort, (key: unknown[]) => boolean> = {
   relevance: ([rank, kind, id]) => isNumber(rank) && isKind(kind) && isId(id),
-  recent: ([t, group, pos, kind, id]) => typeof t === 'string' && TIMESTAMP.test(t) && isId(group) && isNumber(pos) && isKind(kind) && isId(id),
+  recent: ([t, group, pos, kind, id]) =>
+    typeof t === 'string' && TIMESTAMP.test(t) && isId(group) && isNumber(pos) && isKind(kind) && isId(id),
 };
 
 function decodeSearchCursor(userId: string, f: SearchFilter, sort: SearchSort): unknown[] | null {
@@ -93,7 +105,11 @@ const STOP = '\u0003';
 // ts_headline's parser drops what looks like an XML/HTML tag, so such tags never reach a snippet.
 export const HEADLINE_OPTIONS = `StartSel=${START}, StopSel=${STOP}, MaxWords=35, MinWords=15, ShortWord=2`;
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-const toHtml = (headline: string) => headline.replace(/[&<>"']/g, (c) => ESCAPES[c]).replaceAll(START, '<mark>').replaceAll(STOP, '</mark>');
+const toHtml = (headline: string) =>
+  headline
+    .replace(/[&<>"']/g, (c) => ESCAPES[c])
+    .replaceAll(START, '<mark>')
+    .replaceAll(STOP, '</mark>');
 
 // What each kind contributes. `cols` select (kind, id, meeting_id, start_ms, body, t, grp, pos):
 // t is the item's start_time, grp and pos its place within it (for sort=recent); `vec` is its

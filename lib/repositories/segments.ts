@@ -43,7 +43,8 @@ export interface Segment {
 /** A segment as broadcast: the embedding stays out of events (clients do not use it). */
 export type SegmentEventBody = Omit<Segment, 'id' | 'feature_vector'> & { id: string | null };
 
-const COLUMNS = 's.id, s.transcription_id, s.person_id, s.speaker_label, s.text, s.start_ms, s.end_ms, s.confidence, s.is_final, s.is_highlighted, s.feature_vector::text AS feature_vector';
+const COLUMNS =
+  's.id, s.transcription_id, s.person_id, s.speaker_label, s.text, s.start_ms, s.end_ms, s.confidence, s.is_final, s.is_highlighted, s.feature_vector::text AS feature_vector';
 
 /** A segment as selected by COLUMNS: the vector in pgvector's text form. */
 type SegmentRow = Omit<Segment, 'feature_vector'> & { feature_vector: string | null };
@@ -54,13 +55,25 @@ const fromRow = <R extends SegmentRow>(r: R): Omit<R, 'feature_vector'> & Pick<S
 });
 
 /** 422 unless every given person_id is a person of `ownerUserId` (others' ids count as nonexistent). */
-export async function assertPeopleOf(q: Queryable, ownerUserId: string, personIds: (string | null | undefined)[], field = 'person_id'): Promise<void> {
+export async function assertPeopleOf(
+  q: Queryable,
+  ownerUserId: string,
+  personIds: (string | null | undefined)[],
+  field = 'person_id',
+): Promise<void> {
   const ids = [...new Set(personIds.filter((p): p is string => !!p))];
   if (!ids.length) return;
-  const { rows } = await q.query<{ id: string }>('person.ids_of_user', 'SELECT id FROM person WHERE user_id = $1 AND id = ANY($2::uuid[])', [ownerUserId, ids]);
+  const { rows } = await q.query<{ id: string }>(
+    'person.ids_of_user',
+    'SELECT id FROM person WHERE user_id = $1 AND id = ANY($2::uuid[])',
+    [ownerUserId, ids],
+  );
   if (rows.length === ids.length) return;
   const found = new Set(rows.map((r) => r.id));
-  throw unprocessable(`${field} does not exist`, ids.filter((id) => !found.has(id)).map((id) => ({ path: field, message: `person ${id} does not exist` })));
+  throw unprocessable(
+    `${field} does not exist`,
+    ids.filter((id) => !found.has(id)).map((id) => ({ path: field, message: `person ${id} does not exist` })),
+  );
 }
 
 /**
@@ -89,7 +102,8 @@ async function insertSegments(tx: Queryable, transcriptionId: string, segments: 
   if (!segments.length) return [];
   const ids = segments.map((s) => s.id ?? randomUUID());
   const given = ids.filter((_, i) => segments[i].id);
-  if (new Set(given).size < given.length) throw unprocessable('a segment id appears twice', [{ path: 'segments.id', message: 'ids must be unique' }]);
+  if (new Set(given).size < given.length)
+    throw unprocessable('a segment id appears twice', [{ path: 'segments.id', message: 'ids must be unique' }]);
   const vectors: number[][] = [];
   let offset = 0;
   const records = segments.map((s, i) => {
@@ -128,7 +142,8 @@ async function insertSegments(tx: Queryable, transcriptionId: string, segments: 
     [transcriptionId, JSON.stringify(records), float4Array(vectors)],
   );
   // Only a client-chosen id can collide: one of another transcription's segments (or a concurrent request's).
-  if (inserted.rowCount !== segments.length) throw new DomainError('already_exists', 'a segment id is already taken by another segment');
+  if (inserted.rowCount !== segments.length)
+    throw new DomainError('already_exists', 'a segment id is already taken by another segment');
   return ids;
 }
 
@@ -177,7 +192,11 @@ async function newSegments(tx: Queryable, transcriptionId: string, segments: Seg
 }
 
 async function segmentsById(q: Queryable, ids: string[]): Promise<Segment[]> {
-  const { rows } = await q.query<SegmentRow>('segment.by_ids', `SELECT ${COLUMNS} FROM transcript_segment s WHERE s.id = ANY($1::uuid[])`, [ids]);
+  const { rows } = await q.query<SegmentRow>(
+    'segment.by_ids',
+    `SELECT ${COLUMNS} FROM transcript_segment s WHERE s.id = ANY($1::uuid[])`,
+    [ids],
+  );
   const byId = new Map(rows.map((r) => [r.id, fromRow(r)]));
   return ids.map((id) => byId.get(id)!);
 }
@@ -203,9 +222,19 @@ export interface AppendResult {
  * Live path: stores the final segments, applies label assignments, and returns every segment
  * (final and interim) in request order for broadcasting. Interim segments are not stored.
  */
-export async function appendSegments(tx: Queryable, transcriptionId: string, input: SegmentInput[]): Promise<AppendResult> {
+export async function appendSegments(
+  tx: Queryable,
+  transcriptionId: string,
+  input: SegmentInput[],
+): Promise<AppendResult> {
   // Repeats of stored segments (same client id and content) add nothing and are not broadcast again.
-  const fresh = new Set(await newSegments(tx, transcriptionId, input.filter((s) => s.is_final !== false)));
+  const fresh = new Set(
+    await newSegments(
+      tx,
+      transcriptionId,
+      input.filter((s) => s.is_final !== false),
+    ),
+  );
   const segments = input.filter((s) => s.is_final === false || fresh.has(s));
   const finals = segments.filter((s) => s.is_final !== false);
   const ids = await insertSegments(tx, transcriptionId, finals);
@@ -218,7 +247,8 @@ export async function appendSegments(tx: Queryable, transcriptionId: string, inp
       ? await syncVoiceSamples(tx, { transcriptionId, segmentIds: ids }, [], { onlyNew: true })
       : [];
   const stored = ids.length ? await segmentsById(tx, ids) : [];
-  const labels = finals.length < segments.length ? await labelAssignments(tx, transcriptionId) : new Map<string, string>();
+  const labels =
+    finals.length < segments.length ? await labelAssignments(tx, transcriptionId) : new Map<string, string>();
   let next = 0;
   const broadcast = segments.map((s): SegmentEventBody => {
     if (s.is_final !== false) {
@@ -246,7 +276,11 @@ export async function appendSegments(tx: Queryable, transcriptionId: string, inp
  * the new set (all stored); attributed new segments become samples. Returns the people whose
  * voice model changed.
  */
-export async function replaceSegments(tx: Queryable, transcriptionId: string, segments: SegmentInput[]): Promise<string[]> {
+export async function replaceSegments(
+  tx: Queryable,
+  transcriptionId: string,
+  segments: SegmentInput[],
+): Promise<string[]> {
   const dropped = await takeVoiceSamples(tx, { transcriptionId });
   await tx.query('segment.delete_all', 'DELETE FROM transcript_segment WHERE transcription_id = $1', [transcriptionId]);
   await insertSegments(tx, transcriptionId, segments);
@@ -272,7 +306,12 @@ export interface SegmentListQuery {
 }
 
 /** Segments of a transcription the actor may see, by (start_ms, id). */
-export async function listSegments(q: Queryable, actor: Actor, transcriptionId: string, f: SegmentListQuery): Promise<Page<Segment>> {
+export async function listSegments(
+  q: Queryable,
+  actor: Actor,
+  transcriptionId: string,
+  f: SegmentListQuery,
+): Promise<Page<Segment>> {
   const after = decodeCursor(f.cursor, 2);
   const desc = f.order === 'desc';
   const { rows } = await q.query<SegmentRow>(
@@ -295,7 +334,12 @@ export interface SegmentPatch {
 }
 
 /** One segment of a meeting of the actor's, as the API renders it; FOR UPDATE locks it for a conditional change. */
-export async function getSegment(q: Queryable, actor: Actor, id: string, opts: { forUpdate?: boolean } = {}): Promise<Segment | null> {
+export async function getSegment(
+  q: Queryable,
+  actor: Actor,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<Segment | null> {
   const { rows } = await q.query<SegmentRow>(
     'segment.get',
     `SELECT ${COLUMNS} FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id JOIN meeting m ON m.id = t.meeting_id
@@ -306,7 +350,12 @@ export async function getSegment(q: Queryable, actor: Actor, id: string, opts: {
 }
 
 /** A user's correction of one segment of their meeting; null when not theirs (or not found). */
-export async function updateSegment(tx: Queryable, actor: Actor, id: string, patch: SegmentPatch): Promise<(Segment & { meeting_id: string; user_id: string }) | null> {
+export async function updateSegment(
+  tx: Queryable,
+  actor: Actor,
+  id: string,
+  patch: SegmentPatch,
+): Promise<(Segment & { meeting_id: string; user_id: string }) | null> {
   const { rows } = await tx.query<SegmentRow & { meeting_id: string; user_id: string }>(
     'segment.update',
     `UPDATE transcript_segment s SET text = coalesce($3, s.text), is_highlighted = coalesce($4, s.is_highlighted)
@@ -322,7 +371,12 @@ export async function updateSegment(tx: Queryable, actor: Actor, id: string, pat
  * 422 unless every id names a transcript segment of this meeting (the service may only link
  * its own meeting's segments; another meeting's or user's count as nonexistent).
  */
-export async function assertSegmentsOfMeeting(q: Queryable, meetingId: string, ids: string[], field: string): Promise<void> {
+export async function assertSegmentsOfMeeting(
+  q: Queryable,
+  meetingId: string,
+  ids: string[],
+  field: string,
+): Promise<void> {
   const unique = [...new Set(ids)];
   if (!unique.length) return;
   const { rows } = await q.query<{ missing: string[] }>(
@@ -333,6 +387,9 @@ export async function assertSegmentsOfMeeting(q: Queryable, meetingId: string, i
   );
   const missing = rows[0].missing;
   if (missing.length) {
-    throw unprocessable(`${field}: ${missing.length} id(s) are not segments of this meeting`, missing.slice(0, 10).map((id) => ({ path: field, message: `${id} is not a segment of this meeting` })));
+    throw unprocessable(
+      `${field}: ${missing.length} id(s) are not segments of this meeting`,
+      missing.slice(0, 10).map((id) => ({ path: field, message: `${id} is not a segment of this meeting` })),
+    );
   }
 }

@@ -29,8 +29,11 @@ export async function assignSpeakerLabel(
   // Segment writers hold their transcription row (FOR UPDATE) until they commit, and re-apply
   // stored assignments before that. Waiting for those rows here means a concurrent append either
   // committed first (our relabel sees its segments) or starts after us (it sees our assignment).
-  await tx.query('speaker_label.lock_transcriptions', 'SELECT 1 FROM transcription WHERE meeting_id = $1 FOR SHARE', [meetingId]);
-  if (!(await ownsPerson(tx, userId, personId))) throw unprocessable('person_id does not exist', [{ path: 'person_id', message: 'person does not exist' }]);
+  await tx.query('speaker_label.lock_transcriptions', 'SELECT 1 FROM transcription WHERE meeting_id = $1 FOR SHARE', [
+    meetingId,
+  ]);
+  if (!(await ownsPerson(tx, userId, personId)))
+    throw unprocessable('person_id does not exist', [{ path: 'person_id', message: 'person does not exist' }]);
 
   const { rows } = await tx.query<{ matched: number }>(
     'speaker_label.matched',
@@ -64,10 +67,17 @@ export async function assignSpeakerLabel(
  * recounted). Null when the meeting has no such assignment. Returns the people whose model changed
  * (the assigned person always, so clients refetch it).
  */
-export async function unassignSpeakerLabel(tx: Queryable, userId: string, meetingId: string, speakerLabel: string): Promise<{ person_id: string; people: string[] } | null> {
+export async function unassignSpeakerLabel(
+  tx: Queryable,
+  userId: string,
+  meetingId: string,
+  speakerLabel: string,
+): Promise<{ person_id: string; people: string[] } | null> {
   await lockSpeakerIdentity(tx, userId);
   if (!(await getMeeting(tx, { userId }, meetingId, { forUpdate: true }))) throw notFound('meeting');
-  await tx.query('speaker_label.lock_transcriptions', 'SELECT 1 FROM transcription WHERE meeting_id = $1 FOR SHARE', [meetingId]);
+  await tx.query('speaker_label.lock_transcriptions', 'SELECT 1 FROM transcription WHERE meeting_id = $1 FOR SHARE', [
+    meetingId,
+  ]);
   const { rows } = await tx.query<{ person_id: string }>(
     'speaker_label.delete',
     'DELETE FROM meeting_speaker_label WHERE meeting_id = $1 AND speaker_label = $2 RETURNING person_id',

@@ -38,10 +38,19 @@ const PATCHABLE = ['content', 'status', 'assigned_to', 'due_date'] as const;
 const VISIBLE_TASK = 't.id = s.task_id AND ($2::uuid IS NULL OR t.user_id = $2) AND t.deleted_at IS NULL';
 
 type Row = SubTask & { owner_id: string; owner_meeting_id: string | null };
-const owned = ({ owner_id, owner_meeting_id, ...sub_task }: Row): OwnedSubTask => ({ sub_task, user_id: owner_id, meeting_id: owner_meeting_id });
+const owned = ({ owner_id, owner_meeting_id, ...sub_task }: Row): OwnedSubTask => ({
+  sub_task,
+  user_id: owner_id,
+  meeting_id: owner_meeting_id,
+});
 
 /** Call after checking the task is the user's (getTask). */
-export async function createSubTask(q: Queryable, userId: string, taskId: string, input: SubTaskInput): Promise<SubTask> {
+export async function createSubTask(
+  q: Queryable,
+  userId: string,
+  taskId: string,
+  input: SubTaskInput,
+): Promise<SubTask> {
   await assertOwnedRefs(q, userId, [{ field: 'assigned_to', kind: 'person', id: input.assigned_to }]);
   const { rows } = await q.query<SubTask>(
     'sub_task.create',
@@ -52,7 +61,12 @@ export async function createSubTask(q: Queryable, userId: string, taskId: string
   return rows[0];
 }
 
-export async function getSubTask(q: Queryable, actor: Actor, id: string, opts: { forUpdate?: boolean } = {}): Promise<OwnedSubTask | null> {
+export async function getSubTask(
+  q: Queryable,
+  actor: Actor,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<OwnedSubTask | null> {
   const { rows } = await q.query<Row>(
     'sub_task.get',
     `SELECT ${COLUMNS}, t.user_id AS owner_id, t.meeting_id AS owner_meeting_id
@@ -63,7 +77,12 @@ export async function getSubTask(q: Queryable, actor: Actor, id: string, opts: {
 }
 
 /** Sub-tasks of a visible task, oldest first. */
-export async function listSubTasks(q: Queryable, actor: Actor, taskId: string, f: { limit: number; cursor?: string }): Promise<Page<SubTask>> {
+export async function listSubTasks(
+  q: Queryable,
+  actor: Actor,
+  taskId: string,
+  f: { limit: number; cursor?: string },
+): Promise<Page<SubTask>> {
   const [afterAt, afterId] = decodeCreatedCursor(f.cursor);
   const { rows } = await q.query<SubTask & { page_key: string }>(
     'sub_task.list',
@@ -75,7 +94,12 @@ export async function listSubTasks(q: Queryable, actor: Actor, taskId: string, f
   return toCreatedPage(rows, f.limit);
 }
 
-export async function updateSubTask(q: Queryable, actor: Actor, id: string, patch: SubTaskPatch): Promise<OwnedSubTask | null> {
+export async function updateSubTask(
+  q: Queryable,
+  actor: Actor,
+  id: string,
+  patch: SubTaskPatch,
+): Promise<OwnedSubTask | null> {
   const current = await getSubTask(q, actor, id, { forUpdate: true });
   if (!current) return null;
   await assertOwnedRefs(q, current.user_id, [{ field: 'assigned_to', kind: 'person', id: patch.assigned_to }]);

@@ -36,17 +36,30 @@ export async function replaceSynthesis(tx: Queryable, meetingId: string, input: 
   await tx.query(
     'meeting.set_synthesis',
     `UPDATE meeting SET summary = $2, key_points = $3, headline = CASE WHEN $4::boolean THEN $5 ELSE headline END WHERE id = $1`,
-    [meetingId, input.summary, JSON.stringify(input.key_points ?? null), input.headline !== undefined, input.headline ?? null],
+    [
+      meetingId,
+      input.summary,
+      JSON.stringify(input.key_points ?? null),
+      input.headline !== undefined,
+      input.headline ?? null,
+    ],
   );
   if (input.topics) await replaceTopics(tx, meetingId, input.topics);
 }
 
 async function replaceTopics(tx: Queryable, meetingId: string, topics: TopicInput[]): Promise<void> {
-  for (const [i, t] of topics.entries()) await assertSegmentsOfMeeting(tx, meetingId, t.segment_ids ?? [], `topics.${i}.segment_ids`);
+  for (const [i, t] of topics.entries())
+    await assertSegmentsOfMeeting(tx, meetingId, t.segment_ids ?? [], `topics.${i}.segment_ids`);
   // Talking points keep living; their topic_id becomes empty through the foreign key.
   await tx.query('topic.delete_of_meeting', 'DELETE FROM topic WHERE meeting_id = $1', [meetingId]);
   if (!topics.length) return;
-  const records = topics.map((t, i) => ({ id: randomUUID(), ord: i, name: t.name, summary: t.summary, is_final: t.is_final ?? false }));
+  const records = topics.map((t, i) => ({
+    id: randomUUID(),
+    ord: i,
+    name: t.name,
+    summary: t.summary,
+    is_final: t.is_final ?? false,
+  }));
   // Reads list topics by created_at; one microsecond per position keeps the order they were sent in.
   await tx.query(
     'topic.insert_bulk',
@@ -55,7 +68,9 @@ async function replaceTopics(tx: Queryable, meetingId: string, topics: TopicInpu
      FROM json_to_recordset($2::json) AS r(id uuid, ord int, name text, summary text, is_final boolean)`,
     [meetingId, JSON.stringify(records)],
   );
-  const links = topics.flatMap((t, i) => [...new Set(t.segment_ids ?? [])].map((segment_id) => ({ topic_id: records[i].id, segment_id })));
+  const links = topics.flatMap((t, i) =>
+    [...new Set(t.segment_ids ?? [])].map((segment_id) => ({ topic_id: records[i].id, segment_id })),
+  );
   if (links.length) {
     await tx.query(
       'topic_segment.insert_bulk',
@@ -66,7 +81,12 @@ async function replaceTopics(tx: Queryable, meetingId: string, topics: TopicInpu
 }
 
 /** The meeting's topics with their segment ids, in the order the synthesis gave them. */
-export async function listTopics(q: Queryable, actor: Actor, meetingId: string, p: { limit: number; cursor?: string }): Promise<Page<Topic>> {
+export async function listTopics(
+  q: Queryable,
+  actor: Actor,
+  meetingId: string,
+  p: { limit: number; cursor?: string },
+): Promise<Page<Topic>> {
   const [afterAt, afterId] = decodeCreatedCursor(p.cursor);
   const { rows } = await q.query<Topic & { page_key: string }>(
     'topic.list',

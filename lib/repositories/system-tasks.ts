@@ -11,13 +11,28 @@ export interface SystemTaskInput {
   assigned_to?: string | null;
 }
 
-const COLUMNS = 'id, user_id, content, status, source, due_date, assigned_to, meeting_id, parent_task_id, deleted_at, created_at, updated_at';
+const COLUMNS =
+  'id, user_id, content, status, source, due_date, assigned_to, meeting_id, parent_task_id, deleted_at, created_at, updated_at';
 
 /** Creates system tasks of a meeting for its owner; assigned_to must be the owner's person (422). Returns them in input order. */
-export async function createSystemTasks(tx: Queryable, meeting: { id: string; user_id: string }, tasks: SystemTaskInput[]): Promise<Task[]> {
-  await assertPeopleOf(tx, meeting.user_id, tasks.map((t) => t.assigned_to), 'assigned_to');
+export async function createSystemTasks(
+  tx: Queryable,
+  meeting: { id: string; user_id: string },
+  tasks: SystemTaskInput[],
+): Promise<Task[]> {
+  await assertPeopleOf(
+    tx,
+    meeting.user_id,
+    tasks.map((t) => t.assigned_to),
+    'assigned_to',
+  );
   if (!tasks.length) return [];
-  const records = tasks.map((t) => ({ id: randomUUID(), content: t.content, due_date: t.due_date ?? null, assigned_to: t.assigned_to ?? null }));
+  const records = tasks.map((t) => ({
+    id: randomUUID(),
+    content: t.content,
+    due_date: t.due_date ?? null,
+    assigned_to: t.assigned_to ?? null,
+  }));
   const { rows } = await tx.query<Task>(
     'task.create_system_bulk',
     `INSERT INTO task (id, user_id, content, source, due_date, assigned_to, meeting_id)

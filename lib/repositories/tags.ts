@@ -14,17 +14,29 @@ export interface Tag {
 const COLUMNS = 'id, user_id, name, created_at, updated_at';
 
 export async function createTag(q: Queryable, userId: string, name: string): Promise<Tag> {
-  const { rows } = await q.query<Tag>('tag.create', `INSERT INTO tag (user_id, name) VALUES ($1, $2) RETURNING ${COLUMNS}`, [userId, name]);
+  const { rows } = await q.query<Tag>(
+    'tag.create',
+    `INSERT INTO tag (user_id, name) VALUES ($1, $2) RETURNING ${COLUMNS}`,
+    [userId, name],
+  );
   return rows[0];
 }
 
 export async function getTag(q: Queryable, actor: Actor, id: string): Promise<Tag | null> {
-  const { rows } = await q.query<Tag>('tag.get', `SELECT ${COLUMNS} FROM tag WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2)`, [id, actor.userId]);
+  const { rows } = await q.query<Tag>(
+    'tag.get',
+    `SELECT ${COLUMNS} FROM tag WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2)`,
+    [id, actor.userId],
+  );
   return rows[0] ?? null;
 }
 
 /** The user's tags by name. */
-export async function listTags(q: Queryable, userId: string, f: { limit: number; cursor?: string }): Promise<Page<Tag>> {
+export async function listTags(
+  q: Queryable,
+  userId: string,
+  f: { limit: number; cursor?: string },
+): Promise<Page<Tag>> {
   const after = decodeCursor(f.cursor, 2);
   const { rows } = await q.query<Tag>(
     'tag.list',
@@ -45,6 +57,10 @@ export async function renameTag(q: Queryable, actor: Actor, id: string, name: st
 }
 
 export async function deleteTag(q: Queryable, actor: Actor, id: string): Promise<Tag | null> {
-  const { rows } = await q.query<Tag>('tag.delete', `DELETE FROM tag WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) RETURNING ${COLUMNS}`, [id, actor.userId]);
+  const { rows } = await q.query<Tag>(
+    'tag.delete',
+    `DELETE FROM tag WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) RETURNING ${COLUMNS}`,
+    [id, actor.userId],
+  );
   return rows[0] ?? null;
 }

@@ -22,7 +22,11 @@ export interface TakeSummary {
 }
 
 /** Takes oldest first (audio_version ascending), keyset-paginated by audio_version. */
-export async function listTakes(q: Queryable, meetingId: string, opts: { limit: number; cursor?: string }): Promise<Page<TakeSummary>> {
+export async function listTakes(
+  q: Queryable,
+  meetingId: string,
+  opts: { limit: number; cursor?: string },
+): Promise<Page<TakeSummary>> {
   const after = decodeCursor(opts.cursor, 1);
   if (after && !(typeof after[0] === 'number' && Number.isSafeInteger(after[0]))) throw invalidCursor();
   // Clamped to the column's range (int4): past it there is no take.
@@ -37,7 +41,9 @@ export async function listTakes(q: Queryable, meetingId: string, opts: { limit: 
   );
   const items: TakeSummary[] = [];
   for (const r of rows) {
-    const cov = coverageOf(r.ranges.map(([start_sequence, end_sequence, byte_count]) => ({ start_sequence, end_sequence, byte_count })));
+    const cov = coverageOf(
+      r.ranges.map(([start_sequence, end_sequence, byte_count]) => ({ start_sequence, end_sequence, byte_count })),
+    );
     items.push({
       audio_version: r.audio_version,
       state: r.state,

@@ -28,10 +28,20 @@ const COLUMNS = `p.id, p.meeting_id, p.topic_id, p.content, p.is_final, p.create
   ARRAY(SELECT ps.segment_id FROM talking_point_segment ps WHERE ps.talking_point_id = p.id ORDER BY ps.segment_id) AS segment_ids`;
 
 /** Creates a talking point of a meeting the caller has already checked; topic_id must be that meeting's topic. */
-export async function createTalkingPoint(tx: Queryable, meetingId: string, input: TalkingPointInput): Promise<TalkingPoint> {
+export async function createTalkingPoint(
+  tx: Queryable,
+  meetingId: string,
+  input: TalkingPointInput,
+): Promise<TalkingPoint> {
   if (input.topic_id) {
-    const { rows } = await tx.query('topic.of_meeting', 'SELECT 1 FROM topic WHERE id = $1 AND meeting_id = $2', [input.topic_id, meetingId]);
-    if (!rows.length) throw unprocessable('topic_id does not exist in this meeting', [{ path: 'topic_id', message: 'not a topic of this meeting' }]);
+    const { rows } = await tx.query('topic.of_meeting', 'SELECT 1 FROM topic WHERE id = $1 AND meeting_id = $2', [
+      input.topic_id,
+      meetingId,
+    ]);
+    if (!rows.length)
+      throw unprocessable('topic_id does not exist in this meeting', [
+        { path: 'topic_id', message: 'not a topic of this meeting' },
+      ]);
   }
   await assertSegmentsOfMeeting(tx, meetingId, input.segment_ids ?? [], 'segment_ids');
   const { rows } = await tx.query<{ id: string }>(
@@ -47,12 +57,21 @@ export async function createTalkingPoint(tx: Queryable, meetingId: string, input
       [id, input.segment_ids],
     );
   }
-  const { rows: created } = await tx.query<TalkingPoint>('talking_point.get', `SELECT ${COLUMNS} FROM talking_point p WHERE p.id = $1`, [id]);
+  const { rows: created } = await tx.query<TalkingPoint>(
+    'talking_point.get',
+    `SELECT ${COLUMNS} FROM talking_point p WHERE p.id = $1`,
+    [id],
+  );
   return created[0];
 }
 
 /** The meeting's live talking points, oldest first. */
-export async function listTalkingPoints(q: Queryable, actor: Actor, meetingId: string, p: { limit: number; cursor?: string }): Promise<Page<TalkingPoint>> {
+export async function listTalkingPoints(
+  q: Queryable,
+  actor: Actor,
+  meetingId: string,
+  p: { limit: number; cursor?: string },
+): Promise<Page<TalkingPoint>> {
   const [afterAt, afterId] = decodeCreatedCursor(p.cursor);
   const { rows } = await q.query<TalkingPoint & { page_key: string }>(
     'talking_point.list',
@@ -66,7 +85,11 @@ export async function listTalkingPoints(q: Queryable, actor: Actor, meetingId: s
 }
 
 /** Soft-deletes a talking point the actor may see; returns it with its meeting's owner, or null. */
-export async function softDeleteTalkingPoint(q: Queryable, actor: Actor, id: string): Promise<{ id: string; meeting_id: string; user_id: string } | null> {
+export async function softDeleteTalkingPoint(
+  q: Queryable,
+  actor: Actor,
+  id: string,
+): Promise<{ id: string; meeting_id: string; user_id: string } | null> {
   const { rows } = await q.query<{ id: string; meeting_id: string; user_id: string }>(
     'talking_point.soft_delete',
     `UPDATE talking_point p SET deleted_at = now() FROM meeting m

@@ -35,7 +35,8 @@ export interface TaskInput {
 
 export type TaskPatch = Partial<TaskInput>;
 
-const COLUMNS = 'id, user_id, content, status, source, due_date, assigned_to, meeting_id, parent_task_id, deleted_at, created_at, updated_at';
+const COLUMNS =
+  'id, user_id, content, status, source, due_date, assigned_to, meeting_id, parent_task_id, deleted_at, created_at, updated_at';
 const PATCHABLE = ['content', 'status', 'due_date', 'assigned_to', 'meeting_id', 'parent_task_id'] as const;
 // Keyset on millisecond precision: the cursor is built from the JSON timestamp (ms), so the
 // sort key must be exactly what the cursor can express, or rows inside one millisecond are skipped.
@@ -60,9 +61,15 @@ export async function assertOwnedRefs(q: Queryable, userId: string, refs: Ref[])
   const wanted = refs.filter((r): r is Ref & { id: string } => !!r.id);
   if (!wanted.length) return;
   const checks = wanted.map((r, i) => `${REF_EXISTS[r.kind](`$${i + 2}::uuid`)} AS r${i}`);
-  const { rows } = await q.query<Record<string, boolean>>('refs.owned', `SELECT ${checks.join(', ')}`, [userId, ...wanted.map((r) => r.id)]);
-  const errors: FieldError[] = wanted.filter((_, i) => !rows[0][`r${i}`]).map((r) => ({ path: r.field, message: `${r.kind} does not exist` }));
-  if (errors.length) throw unprocessable(`referenced records do not exist: ${errors.map((e) => e.path).join(', ')}`, errors);
+  const { rows } = await q.query<Record<string, boolean>>('refs.owned', `SELECT ${checks.join(', ')}`, [
+    userId,
+    ...wanted.map((r) => r.id),
+  ]);
+  const errors: FieldError[] = wanted
+    .filter((_, i) => !rows[0][`r${i}`])
+    .map((r) => ({ path: r.field, message: `${r.kind} does not exist` }));
+  if (errors.length)
+    throw unprocessable(`referenced records do not exist: ${errors.map((e) => e.path).join(', ')}`, errors);
 }
 
 const taskRefs = (p: TaskPatch): Ref[] => [
@@ -71,19 +78,38 @@ const taskRefs = (p: TaskPatch): Ref[] => [
   { field: 'parent_task_id', kind: 'task', id: p.parent_task_id },
 ];
 
-export async function createTask(q: Queryable, userId: string, input: TaskInput, source: TaskSource = 'user'): Promise<Task> {
+export async function createTask(
+  q: Queryable,
+  userId: string,
+  input: TaskInput,
+  source: TaskSource = 'user',
+): Promise<Task> {
   await assertOwnedRefs(q, userId, taskRefs(input));
   const { rows } = await q.query<Task>(
     'task.create',
     `INSERT INTO task (user_id, content, status, source, due_date, assigned_to, meeting_id, parent_task_id)
      VALUES ($1, $2, COALESCE($3, 'pending'), $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-    [userId, input.content, input.status ?? null, source, input.due_date ?? null, input.assigned_to ?? null, input.meeting_id ?? null, input.parent_task_id ?? null],
+    [
+      userId,
+      input.content,
+      input.status ?? null,
+      source,
+      input.due_date ?? null,
+      input.assigned_to ?? null,
+      input.meeting_id ?? null,
+      input.parent_task_id ?? null,
+    ],
   );
   return rows[0];
 }
 
 /** The task if the actor may see it (not deleted); `forUpdate` locks it for the transaction. */
-export async function getTask(q: Queryable, actor: Actor, id: string, opts: { forUpdate?: boolean } = {}): Promise<Task | null> {
+export async function getTask(
+  q: Queryable,
+  actor: Actor,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<Task | null> {
   const { rows } = await q.query<Task>(
     'task.get',
     `SELECT ${COLUMNS} FROM task WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) AND deleted_at IS NULL${opts.forUpdate ? ' FOR UPDATE' : ''}`,
@@ -116,7 +142,17 @@ export async function listTasks(q: Queryable, userId: string, f: TaskFilter): Pr
        AND ($6::uuid IS NULL OR parent_task_id = $6)
        AND ($7::timestamptz IS NULL OR (created_at, id) < ($7::timestamptz, $8::uuid))
      ORDER BY created_at DESC, id DESC LIMIT $9`,
-    [userId, f.meeting_id ?? null, f.status ?? null, f.assigned_to ?? null, f.source ?? null, f.parent_task_id ?? null, afterAt, afterId, f.limit + 1],
+    [
+      userId,
+      f.meeting_id ?? null,
+      f.status ?? null,
+      f.assigned_to ?? null,
+      f.source ?? null,
+      f.parent_task_id ?? null,
+      afterAt,
+      afterId,
+      f.limit + 1,
+    ],
   );
   return toCreatedPage(rows, f.limit);
 }
@@ -136,7 +172,9 @@ async function assertNotOwnAncestor(q: Queryable, userId: string, id: string, pa
     [parentId, id, userId],
   );
   if (rows[0].cycle) {
-    throw unprocessable('a task cannot be its own ancestor', [{ path: 'parent_task_id', message: 'is the task itself or one of its descendants' }]);
+    throw unprocessable('a task cannot be its own ancestor', [
+      { path: 'parent_task_id', message: 'is the task itself or one of its descendants' },
+    ]);
   }
 }
 

@@ -55,7 +55,11 @@ export async function createThread(q: Queryable, userId: string, input: ThreadIn
 }
 
 export async function getThread(q: Queryable, actor: Actor, id: string): Promise<AiThread | null> {
-  const { rows } = await q.query<AiThread>('ai_thread.get', `SELECT ${THREAD_COLUMNS} FROM ai_thread WHERE id = $1 AND ${VISIBLE}`, [id, actor.userId]);
+  const { rows } = await q.query<AiThread>(
+    'ai_thread.get',
+    `SELECT ${THREAD_COLUMNS} FROM ai_thread WHERE id = $1 AND ${VISIBLE}`,
+    [id, actor.userId],
+  );
   return rows[0] ?? null;
 }
 
@@ -107,7 +111,12 @@ export async function addMessage(q: Queryable, threadId: string, input: MessageI
 }
 
 /** Live messages of a visible thread, oldest first (exact creation order). */
-export async function listMessages(q: Queryable, actor: Actor, threadId: string, f: { limit: number; cursor?: string }): Promise<Page<ChatMessage>> {
+export async function listMessages(
+  q: Queryable,
+  actor: Actor,
+  threadId: string,
+  f: { limit: number; cursor?: string },
+): Promise<Page<ChatMessage>> {
   const [afterAt, afterId] = decodeCreatedCursor(f.cursor);
   const { rows } = await q.query<ChatMessage & { page_key: string }>(
     'chat_message.list',
@@ -121,7 +130,12 @@ export async function listMessages(q: Queryable, actor: Actor, threadId: string,
   return toCreatedPage(rows, f.limit);
 }
 
-export async function softDeleteMessage(q: Queryable, actor: Actor, threadId: string, id: string): Promise<ChatMessage | null> {
+export async function softDeleteMessage(
+  q: Queryable,
+  actor: Actor,
+  threadId: string,
+  id: string,
+): Promise<ChatMessage | null> {
   const { rows } = await q.query<ChatMessage>(
     'chat_message.soft_delete',
     `UPDATE chat_message m SET deleted_at = now()

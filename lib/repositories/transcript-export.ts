@@ -28,8 +28,17 @@ export async function exportLines(q: Queryable, transcriptionId: string): Promis
      WHERE s.transcription_id = $1 ORDER BY s.start_ms, s.id LIMIT $2`,
     [transcriptionId, EXPORT_MAX_SEGMENTS + 1],
   );
-  if (rows.length > EXPORT_MAX_SEGMENTS) throw new DomainError('payload_too_large', `a transcript of more than ${EXPORT_MAX_SEGMENTS} segments cannot be exported at once`);
-  return rows.map((l) => ({ ...l, speaker: flatten(l.speaker), speaker_label: l.speaker_label && flatten(l.speaker_label), text: flatten(l.text) }));
+  if (rows.length > EXPORT_MAX_SEGMENTS)
+    throw new DomainError(
+      'payload_too_large',
+      `a transcript of more than ${EXPORT_MAX_SEGMENTS} segments cannot be exported at once`,
+    );
+  return rows.map((l) => ({
+    ...l,
+    speaker: flatten(l.speaker),
+    speaker_label: l.speaker_label && flatten(l.speaker_label),
+    text: flatten(l.text),
+  }));
 }
 
 export const EXPORT_CONTENT_TYPES: Record<ExportFormat, string> = {
@@ -40,7 +49,11 @@ export const EXPORT_CONTENT_TYPES: Record<ExportFormat, string> = {
 };
 
 /** The file's text. */
-export function formatTranscript(format: ExportFormat, lines: ExportLine[], meta: { transcription_id: string; meeting_id: string }): string {
+export function formatTranscript(
+  format: ExportFormat,
+  lines: ExportLine[],
+  meta: { transcription_id: string; meeting_id: string },
+): string {
   switch (format) {
     case 'json':
       return JSON.stringify({ ...meta, segments: lines });
@@ -48,9 +61,15 @@ export function formatTranscript(format: ExportFormat, lines: ExportLine[], meta
       return lines.map((l) => `[${clock(l.start_ms)}] ${l.speaker}: ${l.text}\n`).join('');
     case 'vtt':
       // The header node keeps an empty transcript a valid WebVTT file.
-      return stringifySync([{ type: 'header', data: 'WEBVTT' }, ...cues(lines, (l) => `<v ${vttEscape(l.speaker)}>${vttEscape(l.text)}`)], { format: 'WebVTT' });
+      return stringifySync(
+        [{ type: 'header', data: 'WEBVTT' }, ...cues(lines, (l) => `<v ${vttEscape(l.speaker)}>${vttEscape(l.text)}`)],
+        { format: 'WebVTT' },
+      );
     case 'srt':
-      return stringifySync(cues(lines, (l) => `${l.speaker}: ${l.text}`), { format: 'SRT' });
+      return stringifySync(
+        cues(lines, (l) => `${l.speaker}: ${l.text}`),
+        { format: 'SRT' },
+      );
   }
 }
 
@@ -68,8 +87,7 @@ function cues(lines: ExportLine[], text: (l: ExportLine) => string): NodeList {
 // Every format gets one line per segment: a line break ends a cue (a blank line ends it in both
 // subtitle formats) and "-->" reads as a timing line. Any run of control characters (and the
 // Unicode line and paragraph separators) becomes one space; "--->" must not leave "-->" behind.
-export const flatten = (s: string) =>
-  s.replace(/[ \t]*[\p{Cc}\u2028\u2029]+[ \t]*/gu, ' ').replace(/-{2,}>/g, '->');
+export const flatten = (s: string) => s.replace(/[ \t]*[\p{Cc}\u2028\u2029]+[ \t]*/gu, ' ').replace(/-{2,}>/g, '->');
 const vttEscape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 function clock(ms: number): string {

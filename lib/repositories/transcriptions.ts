@@ -51,7 +51,11 @@ async function appendHistory(tx: Queryable, id: string, status: string, message:
 }
 
 /** Creates a transcription of a meeting the caller has already checked, with its first history row. */
-export async function createTranscription(tx: Queryable, meetingId: string, status: 'pending' | 'transcribing' = 'pending'): Promise<Transcription> {
+export async function createTranscription(
+  tx: Queryable,
+  meetingId: string,
+  status: 'pending' | 'transcribing' = 'pending',
+): Promise<Transcription> {
   const { rows } = await tx.query<Transcription>(
     'transcription.create',
     `INSERT INTO transcription AS t (meeting_id, status) VALUES ($1, $2) RETURNING ${COLUMNS}`,
@@ -78,7 +82,12 @@ export async function getTranscription(
 }
 
 /** The meeting's transcriptions, oldest first. */
-export async function listTranscriptions(q: Queryable, actor: Actor, meetingId: string, p: { limit: number; cursor?: string }): Promise<Page<Transcription>> {
+export async function listTranscriptions(
+  q: Queryable,
+  actor: Actor,
+  meetingId: string,
+  p: { limit: number; cursor?: string },
+): Promise<Page<Transcription>> {
   const [afterAt, afterId] = decodeCreatedCursor(p.cursor);
   const { rows } = await q.query<Transcription & { page_key: string }>(
     'transcription.list',
@@ -102,7 +111,11 @@ export interface TranscriptionPatch {
  * A status equal to the current one is no transition (no history row); a real change appends
  * one history row with the (new) status_message.
  */
-export async function updateTranscription(tx: Queryable, id: string, patch: TranscriptionPatch): Promise<Transcription & { user_id: string }> {
+export async function updateTranscription(
+  tx: Queryable,
+  id: string,
+  patch: TranscriptionPatch,
+): Promise<Transcription & { user_id: string }> {
   const current = await getTranscription(tx, { userId: null }, id, { forUpdate: true });
   if (!current) throw notFound('transcription');
   // The batch pass's exclusive claim: a second move to synthesizing (a redelivered
@@ -120,14 +133,25 @@ export async function updateTranscription(tx: Queryable, id: string, patch: Tran
        status_message = CASE WHEN $3::boolean THEN $4 ELSE t.status_message END,
        is_degraded = COALESCE($5, t.is_degraded), updated_at = now()
      WHERE t.id = $1 RETURNING ${COLUMNS}`,
-    [id, patch.status ?? null, patch.status_message !== undefined, patch.status_message ?? null, patch.is_degraded ?? null],
+    [
+      id,
+      patch.status ?? null,
+      patch.status_message !== undefined,
+      patch.status_message ?? null,
+      patch.is_degraded ?? null,
+    ],
   );
   if (changes) await appendHistory(tx, id, rows[0].status, rows[0].status_message);
   return { ...rows[0], user_id: current.user_id };
 }
 
 /** Status history, oldest first. */
-export async function listStatusHistory(q: Queryable, actor: Actor, transcriptionId: string, p: { limit: number; cursor?: string }): Promise<Page<StatusHistoryEntry>> {
+export async function listStatusHistory(
+  q: Queryable,
+  actor: Actor,
+  transcriptionId: string,
+  p: { limit: number; cursor?: string },
+): Promise<Page<StatusHistoryEntry>> {
   const [afterAt, afterId] = decodeCreatedCursor(p.cursor);
   const { rows } = await q.query<StatusHistoryEntry & { page_key: string }>(
     'transcription.history_list',

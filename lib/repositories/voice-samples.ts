@@ -12,12 +12,15 @@ import type { Queryable } from '../db/pool';
 import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from '../domain/pagination';
 
 /** Which segments a sync looks at: a transcription (or just some of its segments), or one label of a meeting. */
-export type SegmentScope = { transcriptionId: string; segmentIds?: string[] } | { meetingId: string; speakerLabel: string };
+export type SegmentScope =
+  | { transcriptionId: string; segmentIds?: string[] }
+  | { meetingId: string; speakerLabel: string };
 
 const DIM = 192;
 
 function scopeSql(scope: SegmentScope): { where: string; params: unknown[] } {
-  if ('meetingId' in scope) return { where: 't.meeting_id = $1 AND s.speaker_label = $2', params: [scope.meetingId, scope.speakerLabel] };
+  if ('meetingId' in scope)
+    return { where: 't.meeting_id = $1 AND s.speaker_label = $2', params: [scope.meetingId, scope.speakerLabel] };
   return scope.segmentIds
     ? { where: 's.transcription_id = $1 AND s.id = ANY($2::uuid[])', params: [scope.transcriptionId, scope.segmentIds] }
     : { where: 's.transcription_id = $1', params: [scope.transcriptionId] };
@@ -31,14 +34,21 @@ function scopeSql(scope: SegmentScope): { where: string; params: unknown[] } {
  * people's ids (their voice model changed). `onlyNew`: the scope's segments were just inserted, so
  * none has a sample to move or drop yet (saves two statements on the append and replace paths).
  */
-export async function syncVoiceSamples(tx: Queryable, scope: SegmentScope, recountToo: string[] = [], opts: { onlyNew?: boolean } = {}): Promise<string[]> {
+export async function syncVoiceSamples(
+  tx: Queryable,
+  scope: SegmentScope,
+  recountToo: string[] = [],
+  opts: { onlyNew?: boolean } = {},
+): Promise<string[]> {
   const { where, params } = scopeSql(scope);
   const none = { rows: [] };
   // Moved in place (no re-normalising, no new row): the old person is recounted, the new one gets
   // the moved embeddings added. `o` is the row as it was before this statement.
-  const { rows: moved } = opts.onlyNew ? none : await tx.query<{ person_id: string; lost: boolean; n: number; mean: string | null }>(
-    'voice_sample.move',
-    `WITH moved AS (
+  const { rows: moved } = opts.onlyNew
+    ? none
+    : await tx.query<{ person_id: string; lost: boolean; n: number; mean: string | null }>(
+        'voice_sample.move',
+        `WITH moved AS (
        UPDATE voice_sample v SET person_id = s.person_id, speaker_label = s.speaker_label, created_at = now()
        FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id, voice_sample o
        WHERE v.segment_id = s.id AND o.segment_id = v.segment_id AND ${where}
@@ -47,17 +57,19 @@ export async function syncVoiceSamples(tx: Queryable, scope: SegmentScope, recou
      SELECT old_person AS person_id, true AS lost, 0 AS n, NULL AS mean FROM moved GROUP BY old_person
      UNION ALL
      SELECT new_person, false, count(*)::int, avg(embedding)::text FROM moved GROUP BY new_person`,
-    params,
-  );
-  const { rows: dropped } = opts.onlyNew ? none : await tx.query<{ person_id: string }>(
-    'voice_sample.drop_detached',
-    `WITH gone AS (
+        params,
+      );
+  const { rows: dropped } = opts.onlyNew
+    ? none
+    : await tx.query<{ person_id: string }>(
+        'voice_sample.drop_detached',
+        `WITH gone AS (
        DELETE FROM voice_sample v USING transcript_segment s JOIN transcription t ON t.id = s.transcription_id
        WHERE v.segment_id = s.id AND ${where} AND s.person_id IS NULL
        RETURNING v.person_id)
      SELECT DISTINCT person_id FROM gone`,
-    params,
-  );
+        params,
+      );
   // The batch's mean in float8 (pgvector's avg; its sum accumulates in float4), times its count.
   const { rows: recorded } = await tx.query<{ person_id: string; n: number; mean: string }>(
     'voice_sample.record',
@@ -72,16 +84,27 @@ export async function syncVoiceSamples(tx: Queryable, scope: SegmentScope, recou
      SELECT person_id, count(*)::int AS n, avg(embedding)::text AS mean FROM added GROUP BY person_id`,
     params,
   );
-  const recount = new Set([...recountToo, ...dropped.map((r) => r.person_id), ...moved.filter((m) => m.lost).map((m) => m.person_id)]);
+  const recount = new Set([
+    ...recountToo,
+    ...dropped.map((r) => r.person_id),
+    ...moved.filter((m) => m.lost).map((m) => m.person_id),
+  ]);
   // A person's additions from moves and new samples, summed; recounted people need none.
   const added = new Map<string, { n: number; sum: number[] }>();
   for (const a of [...moved.filter((m) => !m.lost), ...recorded]) {
     if (recount.has(a.person_id) || a.mean === null) continue;
     const batch = (pgvector.fromSql(a.mean) as number[]).map((x) => x * a.n);
     const prev = added.get(a.person_id);
-    added.set(a.person_id, prev ? { n: prev.n + a.n, sum: prev.sum.map((x, i) => x + batch[i]) } : { n: a.n, sum: batch });
+    added.set(
+      a.person_id,
+      prev ? { n: prev.n + a.n, sum: prev.sum.map((x, i) => x + batch[i]) } : { n: a.n, sum: batch },
+    );
   }
-  await updateVoiceModels(tx, [...recount], [...added].map(([personId, a]) => ({ personId, n: a.n, sum: pgvector.toSql(a.sum) })));
+  await updateVoiceModels(
+    tx,
+    [...recount],
+    [...added].map(([personId, a]) => ({ personId, n: a.n, sum: pgvector.toSql(a.sum) })),
+  );
   return [...new Set([...recount, ...moved.map((m) => m.person_id), ...recorded.map((r) => r.person_id)])];
 }
 
@@ -136,7 +159,8 @@ export async function moveVoiceSamples(tx: Queryable, fromId: string, intoId: st
   await updateVoiceModels(tx, [intoId], []);
 }
 
-const scaled = (meanText: string, n: number) => pgvector.toSql((pgvector.fromSql(meanText) as number[]).map((x) => x * n));
+const scaled = (meanText: string, n: number) =>
+  pgvector.toSql((pgvector.fromSql(meanText) as number[]).map((x) => x * n));
 
 /**
  * Recounts `recount` from their samples and adds each batch of `additions` to its person's
@@ -145,7 +169,11 @@ const scaled = (meanText: string, n: number) => pgvector.toSql((pgvector.fromSql
  * under READ COMMITTED a later statement sees every sample committed before the lock was granted,
  * and a concurrent writer adds its own batch after ours.
  */
-async function updateVoiceModels(tx: Queryable, recount: string[], additions: { personId: string; n: number; sum: string }[]): Promise<void> {
+async function updateVoiceModels(
+  tx: Queryable,
+  recount: string[],
+  additions: { personId: string; n: number; sum: string }[],
+): Promise<void> {
   const ids = [...new Set([...recount, ...additions.map((a) => a.personId)])];
   if (!ids.length) return;
   await tx.query('voice_model.lock', 'SELECT 1 FROM person WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
@@ -178,7 +206,12 @@ async function updateVoiceModels(tx: Queryable, recount: string[], additions: { 
        voice_model_status = CASE WHEN u.n = 0 THEN 'untrained' WHEN vector_norm(u.sum) > 0 THEN 'ready' ELSE 'training' END,
        updated_at = now()
      FROM u WHERE p.id = u.id`,
-    [entries.map(([id]) => id), entries.map(([, s]) => s.sum), entries.map(([, s]) => s.n), entries.map(([, s]) => s.replace)],
+    [
+      entries.map(([id]) => id),
+      entries.map(([, s]) => s.sum),
+      entries.map(([, s]) => s.n),
+      entries.map(([, s]) => s.replace),
+    ],
   );
 }
 
@@ -194,7 +227,11 @@ export interface VoiceSample {
  * created_at and segment id, so a page boundary holds even when that sample has been removed
  * since. The caller has checked the person is visible.
  */
-export async function listVoiceSamples(q: Queryable, personId: string, f: { limit: number; cursor?: string }): Promise<Page<VoiceSample>> {
+export async function listVoiceSamples(
+  q: Queryable,
+  personId: string,
+  f: { limit: number; cursor?: string },
+): Promise<Page<VoiceSample>> {
   const [afterAt, afterId] = decodeCreatedCursor(f.cursor);
   const { rows } = await q.query<VoiceSample & { page_key: string }>(
     'voice_sample.list',

@@ -31,7 +31,9 @@ export interface VoiceSearchSettings {
   exactBelowSimilarity: number;
 }
 
-export const voiceSearchSettings = (config: Pick<Config, 'VOICE_MATCH_EF_SEARCH' | 'VOICE_MATCH_EXACT_BELOW_SIMILARITY'>): VoiceSearchSettings => ({
+export const voiceSearchSettings = (
+  config: Pick<Config, 'VOICE_MATCH_EF_SEARCH' | 'VOICE_MATCH_EXACT_BELOW_SIMILARITY'>,
+): VoiceSearchSettings => ({
   efSearch: config.VOICE_MATCH_EF_SEARCH,
   exactBelowSimilarity: config.VOICE_MATCH_EXACT_BELOW_SIMILARITY,
 });
@@ -69,7 +71,13 @@ export const EXACT_SETTINGS_SQL = `SELECT set_config('enable_indexscan', 'off', 
  * (bench/voice.ts, BENCHMARKS.md).
  * A user with few people gets the planner's exact scan from the start (ANALYZE statistics).
  */
-export async function findVoiceMatches(db: Database, userId: string, vector: number[], limit: number, settings: VoiceSearchSettings): Promise<VoiceMatch[]> {
+export async function findVoiceMatches(
+  db: Database,
+  userId: string,
+  vector: number[],
+  limit: number,
+  settings: VoiceSearchSettings,
+): Promise<VoiceMatch[]> {
   return (await findVoiceMatchesEach(db, userId, [vector], limit, settings))[0];
 }
 

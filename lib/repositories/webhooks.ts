@@ -47,17 +47,28 @@ export async function createWebhook(
 }
 
 export async function countWebhooks(q: Queryable, userId: string): Promise<number> {
-  const { rows } = await q.query<{ n: number }>('webhook.count', 'SELECT count(*)::int AS n FROM webhook WHERE user_id = $1', [userId]);
+  const { rows } = await q.query<{ n: number }>(
+    'webhook.count',
+    'SELECT count(*)::int AS n FROM webhook WHERE user_id = $1',
+    [userId],
+  );
   return rows[0].n;
 }
 
 export async function getWebhook(q: Queryable, actor: Actor, id: string): Promise<Webhook | null> {
-  const { rows } = await q.query<Webhook>('webhook.get', `SELECT ${COLUMNS} FROM webhook WHERE id = $1 AND ${owned}`, [id, actor.userId]);
+  const { rows } = await q.query<Webhook>('webhook.get', `SELECT ${COLUMNS} FROM webhook WHERE id = $1 AND ${owned}`, [
+    id,
+    actor.userId,
+  ]);
   return rows[0] ?? null;
 }
 
 /** The user's endpoints, oldest first. */
-export async function listWebhooks(q: Queryable, userId: string, f: { limit: number; cursor?: string }): Promise<Page<Webhook>> {
+export async function listWebhooks(
+  q: Queryable,
+  userId: string,
+  f: { limit: number; cursor?: string },
+): Promise<Page<Webhook>> {
   const [afterAt, afterId] = decodeCreatedCursor(f.cursor);
   const { rows } = await q.query<Webhook & { page_key: string }>(
     'webhook.list',
@@ -77,7 +88,12 @@ export interface WebhookChanges {
 }
 
 /** Applies the given fields; enabling again clears the failing time (a fresh 5 days). */
-export async function updateWebhook(q: Queryable, actor: Actor, id: string, c: WebhookChanges): Promise<Webhook | null> {
+export async function updateWebhook(
+  q: Queryable,
+  actor: Actor,
+  id: string,
+  c: WebhookChanges,
+): Promise<Webhook | null> {
   const { rows } = await q.query<Webhook>(
     'webhook.update',
     `UPDATE webhook SET
@@ -88,23 +104,42 @@ export async function updateWebhook(q: Queryable, actor: Actor, id: string, c: W
        enabled = COALESCE($7, enabled),
        updated_at = now()
      WHERE id = $1 AND ${owned} RETURNING ${COLUMNS}`,
-    [id, actor.userId, c.url ?? null, c.event_types ?? null, 'description' in c, c.description ?? null, c.enabled ?? null],
+    [
+      id,
+      actor.userId,
+      c.url ?? null,
+      c.event_types ?? null,
+      'description' in c,
+      c.description ?? null,
+      c.enabled ?? null,
+    ],
   );
   return rows[0] ?? null;
 }
 
 export async function deleteWebhook(q: Queryable, actor: Actor, id: string): Promise<boolean> {
-  const { rowCount } = await q.query('webhook.delete', `DELETE FROM webhook WHERE id = $1 AND ${owned}`, [id, actor.userId]);
+  const { rowCount } = await q.query('webhook.delete', `DELETE FROM webhook WHERE id = $1 AND ${owned}`, [
+    id,
+    actor.userId,
+  ]);
   return (rowCount ?? 0) > 0;
 }
 
 /** Queues one delivery (the test event), due now and ahead of the endpoint's events (seq 0). */
 export async function queueDelivery(q: Queryable, webhookId: string, eventId: string, body: string): Promise<void> {
-  await q.query('webhook.queue', 'INSERT INTO webhook_delivery (webhook_id, event_id, seq, body) VALUES ($1, $2, 0, $3)', [webhookId, eventId, body]);
+  await q.query(
+    'webhook.queue',
+    'INSERT INTO webhook_delivery (webhook_id, event_id, seq, body) VALUES ($1, $2, 0, $3)',
+    [webhookId, eventId, body],
+  );
 }
 
 /** The attempt log of an endpoint, newest first. */
-export async function listAttempts(q: Queryable, webhookId: string, f: { limit: number; cursor?: string }): Promise<Page<WebhookAttempt>> {
+export async function listAttempts(
+  q: Queryable,
+  webhookId: string,
+  f: { limit: number; cursor?: string },
+): Promise<Page<WebhookAttempt>> {
   const [afterAt, afterId] = decodeCreatedCursor(f.cursor);
   const { rows } = await q.query<WebhookAttempt & { id: string; page_key: string }>(
     'webhook.attempts',

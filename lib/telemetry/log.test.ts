@@ -19,7 +19,11 @@ describe('log redaction', () => {
   });
 
   it('should redact user info in a URL and every token, whatever its value', () => {
-    const line = capture({ url: 'postgres://app:hunter2@db:5432/x', token: 'tok', headers: { authorization: 'Bearer z' } });
+    const line = capture({
+      url: 'postgres://app:hunter2@db:5432/x',
+      token: 'tok',
+      headers: { authorization: 'Bearer z' },
+    });
     expect(line.url).toBe('postgres://[redacted]@db:5432/x');
     expect(line.token).toBe('[redacted]');
     expect(line.headers).toEqual({ authorization: '[redacted]' });

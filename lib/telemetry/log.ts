@@ -53,7 +53,14 @@ export function redactUrl(value: unknown): unknown {
 }
 
 // pino level name -> Cloud Logging LogSeverity.
-const SEVERITY: Record<string, string> = { trace: 'DEBUG', debug: 'DEBUG', info: 'INFO', warn: 'WARNING', error: 'ERROR', fatal: 'CRITICAL' };
+const SEVERITY: Record<string, string> = {
+  trace: 'DEBUG',
+  debug: 'DEBUG',
+  info: 'INFO',
+  warn: 'WARNING',
+  error: 'ERROR',
+  fatal: 'CRITICAL',
+};
 
 export const TRACE_KEY = 'logging.googleapis.com/trace';
 export const SPAN_KEY = 'logging.googleapis.com/spanId';
@@ -78,7 +85,10 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
       name: opts.name,
       messageKey: 'message',
-      redact: { paths: REDACT_PATHS, censor: (value, path) => (URL_KEYS.has(path[path.length - 1]) ? redactUrl(value) : '[redacted]') },
+      redact: {
+        paths: REDACT_PATHS,
+        censor: (value, path) => (URL_KEYS.has(path[path.length - 1]) ? redactUrl(value) : '[redacted]'),
+      },
       base: { service: opts.name },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: opts.shape === 'pino' ? {} : { level: (label) => ({ severity: SEVERITY[label] ?? 'DEFAULT' }) },
@@ -86,13 +96,18 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       mixin() {
         const ctx = trace.getActiveSpan()?.spanContext();
         if (!ctx || /^0+$/.test(ctx.traceId)) return {};
-        return { [TRACE_KEY]: `projects/${project}/traces/${ctx.traceId}`, [SPAN_KEY]: ctx.spanId, 'logging.googleapis.com/trace_sampled': (ctx.traceFlags & 1) === 1 };
+        return {
+          [TRACE_KEY]: `projects/${project}/traces/${ctx.traceId}`,
+          [SPAN_KEY]: ctx.spanId,
+          'logging.googleapis.com/trace_sampled': (ctx.traceFlags & 1) === 1,
+        };
       },
       hooks: {
         // Every line has a message, also log.info({...}) without one.
         logMethod(args, method) {
           // (An Error alone is left to pino, which takes its message.)
-          if (args.length === 1 && typeof args[0] === 'object' && args[0] !== null && !(args[0] instanceof Error)) return method.apply(this, [args[0] as object, '']);
+          if (args.length === 1 && typeof args[0] === 'object' && args[0] !== null && !(args[0] instanceof Error))
+            return method.apply(this, [args[0] as object, '']);
           return method.apply(this, args as Parameters<typeof method>);
         },
       },

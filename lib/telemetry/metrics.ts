@@ -24,30 +24,52 @@ export interface OutboxBacklog {
 const outboxReaders = new Set<() => Promise<OutboxBacklog>>();
 
 function instrumentsOf(meter: Meter) {
-  const ms = (name: string, description: string) => meter.createHistogram(name, { description, unit: 'ms', advice: { explicitBucketBoundaries: MS_BUCKETS } });
+  const ms = (name: string, description: string) =>
+    meter.createHistogram(name, { description, unit: 'ms', advice: { explicitBucketBoundaries: MS_BUCKETS } });
   const made = {
-    framesReceived: meter.createCounter('live.frames.received', { description: 'Audio frames routed to a take (duplicates and refused ones included)' }),
-    framesStored: meter.createCounter('live.frames.stored', { description: 'Audio frames written (object and manifest row committed) by this instance' }),
-    ackLatency: ms('live.ack.latency', "From a frame's arrival to the progress event that first covers it (highest_contiguous_sequence)"),
+    framesReceived: meter.createCounter('live.frames.received', {
+      description: 'Audio frames routed to a take (duplicates and refused ones included)',
+    }),
+    framesStored: meter.createCounter('live.frames.stored', {
+      description: 'Audio frames written (object and manifest row committed) by this instance',
+    }),
+    ackLatency: ms(
+      'live.ack.latency',
+      "From a frame's arrival to the progress event that first covers it (highest_contiguous_sequence)",
+    ),
     takesOpen: meter.createUpDownCounter('live.takes.open', { description: 'Takes (recorders) this instance holds' }),
-    wsConnections: meter.createUpDownCounter('live.websocket.connections', { description: 'Open WebSocket connections' }),
-    mlRejected: meter.createCounter('live.ml.messages.rejected', { description: 'ML → core socket messages the core could not use, by reason' }),
+    wsConnections: meter.createUpDownCounter('live.websocket.connections', {
+      description: 'Open WebSocket connections',
+    }),
+    mlRejected: meter.createCounter('live.ml.messages.rejected', {
+      description: 'ML → core socket messages the core could not use, by reason',
+    }),
     httpDuration: ms('http.server.request.duration', 'REST request duration by route template and status'),
     dbConnectWait: ms('db.client.connection.wait_time', 'Wait for a pool connection (transactions)'),
   };
   meter
-    .createObservableGauge('db.client.connection.pending_requests', { description: 'Callers waiting for a pool connection' })
+    .createObservableGauge('db.client.connection.pending_requests', {
+      description: 'Callers waiting for a pool connection',
+    })
     .addCallback((r) => r.observe([...pools].reduce((n, p) => n + p.waitingCount, 0)));
   // Read at each export (one indexed query a minute per process), by the always-on live service.
-  const unpublished = meter.createObservableGauge('outbox.unpublished', { description: 'Outbox events not yet published' });
-  const oldest = meter.createObservableGauge('outbox.oldest_unpublished_age', { description: 'Age of the oldest unpublished outbox event', unit: 's' });
-  meter.addBatchObservableCallback(async (r) => {
-    const read = outboxReaders.values().next().value;
-    const backlog = await read?.().catch(() => null); // database down: no reading, not a wrong one
-    if (!backlog) return;
-    r.observe(unpublished, backlog.unpublished);
-    r.observe(oldest, backlog.oldestAgeSeconds);
-  }, [unpublished, oldest]);
+  const unpublished = meter.createObservableGauge('outbox.unpublished', {
+    description: 'Outbox events not yet published',
+  });
+  const oldest = meter.createObservableGauge('outbox.oldest_unpublished_age', {
+    description: 'Age of the oldest unpublished outbox event',
+    unit: 's',
+  });
+  meter.addBatchObservableCallback(
+    async (r) => {
+      const read = outboxReaders.values().next().value;
+      const backlog = await read?.().catch(() => null); // database down: no reading, not a wrong one
+      if (!backlog) return;
+      r.observe(unpublished, backlog.unpublished);
+      r.observe(oldest, backlog.oldestAgeSeconds);
+    },
+    [unpublished, oldest],
+  );
   return made;
 }
 
@@ -58,14 +80,23 @@ let current = instrumentsOf(createNoopMeter());
 export const instruments = () => current;
 
 /** Once per process, from initTelemetry. */
-export function initMetrics(config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_METRIC_EXPORT_INTERVAL'> & OtlpConfig, resource: Resource) {
+export function initMetrics(
+  config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_METRIC_EXPORT_INTERVAL'> & OtlpConfig,
+  resource: Resource,
+) {
   if (provider || !config.OTEL_ENABLED) return;
   const target = otlpTarget(config, 'metrics');
   const exporter = new OTLPMetricExporter(target);
   const interval = config.OTEL_METRIC_EXPORT_INTERVAL;
   provider = new MeterProvider({
     resource,
-    readers: [new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: interval, exportTimeoutMillis: Math.min(interval, target.timeoutMillis) })],
+    readers: [
+      new PeriodicExportingMetricReader({
+        exporter,
+        exportIntervalMillis: interval,
+        exportTimeoutMillis: Math.min(interval, target.timeoutMillis),
+      }),
+    ],
   });
   metrics.setGlobalMeterProvider(provider);
   current = instrumentsOf(provider.getMeter('meeting-intelligence'));

@@ -10,7 +10,10 @@ import type { TracerProvider } from '@opentelemetry/api';
 import type { GoogleAuth } from 'google-auth-library';
 import type { Config } from '../config';
 
-export type OtlpConfig = Pick<Config, 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_EXPORTER_OTLP_AUTH' | 'OTEL_RESOURCE_ATTRIBUTES' | 'GOOGLE_CLOUD_PROJECT'>;
+export type OtlpConfig = Pick<
+  Config,
+  'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_EXPORTER_OTLP_AUTH' | 'OTEL_RESOURCE_ATTRIBUTES' | 'GOOGLE_CLOUD_PROJECT'
+>;
 
 export interface OtlpTarget {
   url: string;
@@ -41,7 +44,9 @@ let auth: Promise<GoogleAuth> | null = null;
 async function googleHeaders(): Promise<Record<string, string>> {
   try {
     // Loaded only where it is used: the local stack and the tests never import it.
-    auth ??= import('google-auth-library').then(({ GoogleAuth }) => new GoogleAuth({ scopes: ['https://www.googleapis.com/auth/cloud-platform'] }));
+    auth ??= import('google-auth-library').then(
+      ({ GoogleAuth }) => new GoogleAuth({ scopes: ['https://www.googleapis.com/auth/cloud-platform'] }),
+    );
     return Object.fromEntries(await (await auth).getRequestHeaders());
   } catch {
     // No credentials: this export goes without and is refused (401), like any failed export it is dropped.
@@ -52,7 +57,9 @@ async function googleHeaders(): Promise<Record<string, string>> {
 export function otlpTarget(config: OtlpConfig, signal: 'traces' | 'metrics'): OtlpTarget {
   const url = `${config.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/$/, '')}/v1/${signal}`;
   // A sidecar on localhost answers at once; a Google API across the internet, with a token fetch first, may not.
-  return config.OTEL_EXPORTER_OTLP_AUTH === 'google' ? { url, timeoutMillis: 10_000, headers: googleHeaders } : { url, timeoutMillis: 2000 };
+  return config.OTEL_EXPORTER_OTLP_AUTH === 'google'
+    ? { url, timeoutMillis: 10_000, headers: googleHeaders }
+    : { url, timeoutMillis: 2000 };
 }
 
 /**

@@ -17,14 +17,17 @@ describe('validTraceparent', () => {
       'not-a-trace',
       42,
       undefined,
-    ]) expect(validTraceparent(bad), String(bad)).toBe(false);
+    ])
+      expect(validTraceparent(bad), String(bad)).toBe(false);
   });
 });
 
 describe('validTracestate', () => {
   it('should keep lists by the grammar, without empty members and optional whitespace', () => {
     expect(validTracestate('vendor=1')).toBe('vendor=1');
-    expect(validTracestate('rojo=00f067aa0ba902b7, congo=t61rcWkgMzE ,, tenant@sys=a b ')).toBe('rojo=00f067aa0ba902b7,congo=t61rcWkgMzE,tenant@sys=a b');
+    expect(validTracestate('rojo=00f067aa0ba902b7, congo=t61rcWkgMzE ,, tenant@sys=a b ')).toBe(
+      'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE,tenant@sys=a b',
+    );
     expect(validTracestate(Array.from({ length: 32 }, (_, i) => `k${i}=v`).join(','))).not.toBeNull();
     expect(validTracestate(`k=${'v'.repeat(256)}`)).not.toBeNull();
   });
@@ -43,13 +46,17 @@ describe('validTracestate', () => {
       `a=${'v'.repeat(100)},b=${'v'.repeat(100)},c=${'v'.repeat(100)},d=${'v'.repeat(100)},e=${'v'.repeat(100)}`, // 514 chars
       ' , ',
       {},
-    ]) expect(validTracestate(bad), String(bad)).toBeNull();
+    ])
+      expect(validTracestate(bad), String(bad)).toBeNull();
   });
 });
 
 describe('validTraceContext', () => {
   it('should keep a valid traceparent, drop an invalid tracestate alone, and drop both without a valid traceparent', () => {
-    expect(validTraceContext({ traceparent: TP, tracestate: 'vendor=1' })).toEqual({ traceparent: TP, tracestate: 'vendor=1' });
+    expect(validTraceContext({ traceparent: TP, tracestate: 'vendor=1' })).toEqual({
+      traceparent: TP,
+      tracestate: 'vendor=1',
+    });
     expect(validTraceContext({ traceparent: TP, tracestate: 'vendor=\u20ac' })).toEqual({ traceparent: TP });
     expect(validTraceContext({ traceparent: 'nope', tracestate: 'vendor=1' })).toBeNull();
     expect(validTraceContext(null)).toBeNull();

@@ -29,8 +29,12 @@ export function validTraceparent(value: unknown): value is string {
 export function validTracestate(value: unknown): string | null {
   if (typeof value !== 'string' || value.length > TRACESTATE_MAX_CHARS) return null;
   // Empty members (and spaces/tabs around commas) are allowed and dropped.
-  const members = value.split(',').map((m) => m.replace(/^[ \t]+|[ \t]+$/g, '')).filter((m) => m !== '');
-  if (members.length === 0 || members.length > TRACESTATE_MAX_MEMBERS || !members.every((m) => MEMBER.test(m))) return null;
+  const members = value
+    .split(',')
+    .map((m) => m.replace(/^[ \t]+|[ \t]+$/g, ''))
+    .filter((m) => m !== '');
+  if (members.length === 0 || members.length > TRACESTATE_MAX_MEMBERS || !members.every((m) => MEMBER.test(m)))
+    return null;
   const keys = members.map((m) => m.slice(0, m.indexOf('=')));
   if (new Set(keys).size !== keys.length) return null; // duplicate keys are invalid
   return members.join(',');
@@ -40,7 +44,9 @@ export function validTracestate(value: unknown): string | null {
  * The trace context to carry on, or null: without a valid traceparent nothing is kept (a
  * tracestate means nothing without it); an invalid tracestate alone is dropped.
  */
-export function validTraceContext(input: { traceparent?: unknown; tracestate?: unknown } | null | undefined): TraceContext | null {
+export function validTraceContext(
+  input: { traceparent?: unknown; tracestate?: unknown } | null | undefined,
+): TraceContext | null {
   if (!input || !validTraceparent(input.traceparent)) return null;
   const tracestate = validTracestate(input.tracestate);
   return tracestate === null ? { traceparent: input.traceparent } : { traceparent: input.traceparent, tracestate };

@@ -9,7 +9,13 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, SamplingDecision, type Sampler } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  SamplingDecision,
+  type Sampler,
+} from '@opentelemetry/sdk-trace-base';
 import type { Config } from '../config';
 import { flushMetrics, initMetrics } from './metrics';
 import { otlpTarget, preloadedInstrumentations, resourceAttributes, type OtlpConfig } from './otlp';
@@ -22,12 +28,17 @@ let provider: BasicTracerProvider | null = null;
  * gRPC, http and fetch spans of background work) starts none, and its children follow it out.
  */
 const rootSampler: Sampler = {
-  shouldSample: (_context, _traceId, _name, kind) => ({ decision: kind === SpanKind.CLIENT ? SamplingDecision.NOT_RECORD : SamplingDecision.RECORD_AND_SAMPLED }),
+  shouldSample: (_context, _traceId, _name, kind) => ({
+    decision: kind === SpanKind.CLIENT ? SamplingDecision.NOT_RECORD : SamplingDecision.RECORD_AND_SAMPLED,
+  }),
   toString: () => 'NoRootClientSpans',
 };
 
 /** Once per process. Without export (tests), spans still carry context for propagation. */
-export function initTelemetry(config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_METRIC_EXPORT_INTERVAL'> & OtlpConfig, serviceName: string) {
+export function initTelemetry(
+  config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_METRIC_EXPORT_INTERVAL'> & OtlpConfig,
+  serviceName: string,
+) {
   if (provider) return;
   const resource = resourceFromAttributes(resourceAttributes(config, serviceName));
   const exporter = config.OTEL_ENABLED ? new OTLPTraceExporter(otlpTarget(config, 'traces')) : null;
@@ -50,7 +61,11 @@ export async function flushTelemetry() {
 export const tracer = (): Tracer => trace.getTracer('meeting-intelligence');
 
 /** Runs fn in a span that continues the trace of the incoming headers. */
-export function withIncomingSpan<T>(name: string, headers: Record<string, string | undefined>, fn: (span: Span) => Promise<T>): Promise<T> {
+export function withIncomingSpan<T>(
+  name: string,
+  headers: Record<string, string | undefined>,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
   const parent = propagation.extract(context.active(), headers);
   return tracer().startActiveSpan(name, {}, parent, async (span) => {
     try {

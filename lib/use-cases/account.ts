@@ -3,7 +3,14 @@
 import type { ObjectStore } from '../adapters/storage';
 import type { Database } from '../db/pool';
 import { removeMeetingObjects } from '../objects/meeting-objects';
-import { eraseRowBatch, erasureMeetings, erasuresDue, finishErasure, meetingObjectsErased, requestErasure } from '../repositories/erasure';
+import {
+  eraseRowBatch,
+  erasureMeetings,
+  erasuresDue,
+  finishErasure,
+  meetingObjectsErased,
+  requestErasure,
+} from '../repositories/erasure';
 import type { Logger } from '../telemetry/log';
 import { userOf, type UseCase } from './use-case';
 
@@ -44,7 +51,10 @@ export interface ResumeOptions {
 }
 
 /** The sweep's part: erasures a request left unfinished (crashed, timed out, storage down). */
-export async function resumeErasures(deps: ErasureDeps, opts: ResumeOptions): Promise<{ finished: number; pending: number }> {
+export async function resumeErasures(
+  deps: ErasureDeps,
+  opts: ResumeOptions,
+): Promise<{ finished: number; pending: number }> {
   const due = await erasuresDue(deps.db, opts.minAgeMs, opts.batch);
   let finished = 0;
   let pending = 0;

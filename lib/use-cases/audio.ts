@@ -16,7 +16,10 @@ export interface UploadedAudio {
  * before (in the transaction: the committed attempt's call is the one that counts), which the
  * caller deletes once the change committed.
  */
-export const attachUploadedAudio: UseCase<Omit<UploadedAudio, 'created_at'> & { replaced(previous: string | null): void }, UploadedAudio> = async (ctx, input) => {
+export const attachUploadedAudio: UseCase<
+  Omit<UploadedAudio, 'created_at'> & { replaced(previous: string | null): void },
+  UploadedAudio
+> = async (ctx, input) => {
   const userId = userOf(ctx);
   const { meeting_id: id, storage_path, content_type, byte_count } = input;
   const set = await setAudioFile(ctx.tx, id, storage_path);

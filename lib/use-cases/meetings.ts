@@ -5,14 +5,28 @@ import * as meetings from '../repositories/meetings';
 import type { Meeting } from '../repositories/meetings';
 import { removeMeetingObjects } from '../objects/meeting-objects';
 import { ownsPerson } from '../repositories/people';
-import { deleteMeetings, lockForPurge, meetingsDueForPurge, ownersOfPeople, PURGE_BATCH_MEETINGS, PURGE_MAX_BATCHES } from '../repositories/purge';
+import {
+  deleteMeetings,
+  lockForPurge,
+  meetingsDueForPurge,
+  ownersOfPeople,
+  PURGE_BATCH_MEETINGS,
+  PURGE_MAX_BATCHES,
+} from '../repositories/purge';
 import { removeMeetingVoiceSamples } from '../repositories/voice-samples';
 import { replaceSynthesis as writeSynthesis, type SynthesisInput } from '../repositories/synthesis';
 import { notFound, unprocessable } from '../errors';
 import { changed } from '../events/catalogue';
 import type { ObjectStore } from '../adapters/storage';
 import type { UnitOfWorkDeps } from './unit-of-work';
-import { checkPrecondition, runUseCase, userOf, type Precondition, type UseCase, type UseCaseContext } from './use-case';
+import {
+  checkPrecondition,
+  runUseCase,
+  userOf,
+  type Precondition,
+  type UseCase,
+  type UseCaseContext,
+} from './use-case';
 
 export const createMeeting: UseCase<meetings.MeetingInput, Meeting> = async (ctx, body) => {
   const userId = userOf(ctx);
@@ -21,7 +35,10 @@ export const createMeeting: UseCase<meetings.MeetingInput, Meeting> = async (ctx
   return meeting;
 };
 
-export const updateMeeting: UseCase<{ id: string; patch: meetings.MeetingPatch; precondition?: Precondition }, Meeting> = async (ctx, { id, patch, precondition }) => {
+export const updateMeeting: UseCase<
+  { id: string; patch: meetings.MeetingPatch; precondition?: Precondition },
+  Meeting
+> = async (ctx, { id, patch, precondition }) => {
   await checkPrecondition(precondition, () => meetings.getMeeting(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const meeting = await meetings.updateMeeting(ctx.tx, ctx.actor, id, patch);
   if (!meeting) throw notFound('meeting');
@@ -30,7 +47,10 @@ export const updateMeeting: UseCase<{ id: string; patch: meetings.MeetingPatch; 
 };
 
 /** Soft-deletes the meeting; its tasks are detached from it (each an update). */
-export const deleteMeeting: UseCase<{ id: string; precondition?: Precondition }, void> = async (ctx, { id, precondition }) => {
+export const deleteMeeting: UseCase<{ id: string; precondition?: Precondition }, void> = async (
+  ctx,
+  { id, precondition },
+) => {
   await checkPrecondition(precondition, () => meetings.getMeeting(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const deleted = await meetings.softDeleteMeeting(ctx.tx, ctx.actor, id);
   if (!deleted) throw notFound('meeting');
@@ -43,22 +63,34 @@ export const deleteMeeting: UseCase<{ id: string; precondition?: Precondition },
 async function attendeeOf(ctx: UseCaseContext, meetingId: string, personId: string): Promise<string> {
   const userId = userOf(ctx);
   if (!(await meetings.getMeeting(ctx.tx, { userId }, meetingId))) throw notFound('meeting');
-  if (!(await ownsPerson(ctx.tx, userId, personId))) throw unprocessable('person does not exist', [{ path: 'personId', message: 'person does not exist' }]);
+  if (!(await ownsPerson(ctx.tx, userId, personId)))
+    throw unprocessable('person does not exist', [{ path: 'personId', message: 'person does not exist' }]);
   return userId;
 }
 
-export const addAttendee: UseCase<{ meetingId: string; personId: string }, void> = async (ctx, { meetingId, personId }) => {
+export const addAttendee: UseCase<{ meetingId: string; personId: string }, void> = async (
+  ctx,
+  { meetingId, personId },
+) => {
   const userId = await attendeeOf(ctx, meetingId, personId);
-  if (await insertAttendee(ctx.tx, meetingId, personId)) ctx.emit(userId, changed('meeting_attendee', 'created', personId, meetingId));
+  if (await insertAttendee(ctx.tx, meetingId, personId))
+    ctx.emit(userId, changed('meeting_attendee', 'created', personId, meetingId));
 };
 
-export const removeAttendee: UseCase<{ meetingId: string; personId: string }, void> = async (ctx, { meetingId, personId }) => {
+export const removeAttendee: UseCase<{ meetingId: string; personId: string }, void> = async (
+  ctx,
+  { meetingId, personId },
+) => {
   const userId = await attendeeOf(ctx, meetingId, personId);
-  if (await deleteAttendee(ctx.tx, meetingId, personId)) ctx.emit(userId, changed('meeting_attendee', 'deleted', personId, meetingId));
+  if (await deleteAttendee(ctx.tx, meetingId, personId))
+    ctx.emit(userId, changed('meeting_attendee', 'deleted', personId, meetingId));
 };
 
 /** The ML service's summary, topics, … of any user's meeting. */
-export const replaceSynthesis: UseCase<{ meetingId: string; synthesis: SynthesisInput }, void> = async (ctx, { meetingId, synthesis }) => {
+export const replaceSynthesis: UseCase<{ meetingId: string; synthesis: SynthesisInput }, void> = async (
+  ctx,
+  { meetingId, synthesis },
+) => {
   const meeting = await meetings.getMeeting(ctx.tx, SERVICE, meetingId, { forUpdate: true });
   if (!meeting) throw notFound('meeting');
   await writeSynthesis(ctx.tx, meetingId, synthesis);
@@ -67,7 +99,10 @@ export const replaceSynthesis: UseCase<{ meetingId: string; synthesis: Synthesis
 };
 
 /** Deletes a batch of meetings still due for purge (their objects are gone already); how many. */
-const purgeMeetingRows: UseCase<{ ids: string[]; afterDays: number }, number> = async (ctx, { ids: due, afterDays }) => {
+const purgeMeetingRows: UseCase<{ ids: string[]; afterDays: number }, number> = async (
+  ctx,
+  { ids: due, afterDays },
+) => {
   const ids = await lockForPurge(ctx.tx, due, afterDays);
   if (!ids.length) return 0;
   // Their segments' samples go first: the people's models are recomputed without them.
@@ -80,7 +115,11 @@ const purgeMeetingRows: UseCase<{ ids: string[]; afterDays: number }, number> = 
  * The sweep's purge (lib/repositories/purge.ts): meetings soft-deleted more than afterDays ago, in
  * batches, each meeting's stored objects first and then the rows in a unit of work.
  */
-export async function purgeDeletedMeetings(deps: UnitOfWorkDeps & { store: ObjectStore }, afterDays: number, opts: { batch?: number; maxBatches?: number } = {}): Promise<number> {
+export async function purgeDeletedMeetings(
+  deps: UnitOfWorkDeps & { store: ObjectStore },
+  afterDays: number,
+  opts: { batch?: number; maxBatches?: number } = {},
+): Promise<number> {
   const batch = opts.batch ?? PURGE_BATCH_MEETINGS;
   let purged = 0;
   for (let b = 0; b < (opts.maxBatches ?? PURGE_MAX_BATCHES); b++) {

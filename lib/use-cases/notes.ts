@@ -12,7 +12,10 @@ export const createNote: UseCase<notes.NoteInput, Note> = async (ctx, body) => {
   return note;
 };
 
-export const updateNote: UseCase<{ id: string; patch: notes.NotePatch; precondition?: Precondition }, Note> = async (ctx, { id, patch, precondition }) => {
+export const updateNote: UseCase<{ id: string; patch: notes.NotePatch; precondition?: Precondition }, Note> = async (
+  ctx,
+  { id, patch, precondition },
+) => {
   await checkPrecondition(precondition, () => notes.getNote(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const note = await notes.updateNote(ctx.tx, ctx.actor, id, patch);
   if (!note) throw notFound('note');
@@ -20,7 +23,10 @@ export const updateNote: UseCase<{ id: string; patch: notes.NotePatch; precondit
   return note;
 };
 
-export const deleteNote: UseCase<{ id: string; precondition?: Precondition }, void> = async (ctx, { id, precondition }) => {
+export const deleteNote: UseCase<{ id: string; precondition?: Precondition }, void> = async (
+  ctx,
+  { id, precondition },
+) => {
   await checkPrecondition(precondition, () => notes.getNote(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const note = await notes.deleteNote(ctx.tx, ctx.actor, id);
   if (!note) throw notFound('note');

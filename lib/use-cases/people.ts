@@ -16,7 +16,10 @@ export const createPerson: UseCase<people.PersonInput, Person> = async (ctx, bod
   return person;
 };
 
-export const updatePerson: UseCase<{ id: string; patch: people.PersonPatch; precondition?: Precondition }, Person> = async (ctx, { id, patch, precondition }) => {
+export const updatePerson: UseCase<
+  { id: string; patch: people.PersonPatch; precondition?: Precondition },
+  Person
+> = async (ctx, { id, patch, precondition }) => {
   const userId = userOf(ctx);
   await checkPrecondition(precondition, () => people.getPerson(ctx.tx, { userId }, id, { forUpdate: true }));
   const person = await people.updatePerson(ctx.tx, { userId }, id, patch);
@@ -25,7 +28,10 @@ export const updatePerson: UseCase<{ id: string; patch: people.PersonPatch; prec
   return person;
 };
 
-export const deletePerson: UseCase<{ id: string; precondition?: Precondition }, void> = async (ctx, { id, precondition }) => {
+export const deletePerson: UseCase<{ id: string; precondition?: Precondition }, void> = async (
+  ctx,
+  { id, precondition },
+) => {
   const userId = userOf(ctx);
   await checkPrecondition(precondition, () => people.getPerson(ctx.tx, { userId }, id, { forUpdate: true }));
   if (!(await people.deletePerson(ctx.tx, { userId }, id))) throw notFound('person');
@@ -51,7 +57,10 @@ export const setMyPerson: UseCase<{ personId: string | null }, User> = async (ct
   return user;
 };
 
-export const createPersonSummary: UseCase<{ personId: string; body: Parameters<typeof summaries.createSummary>[3] }, PersonSummary> = async (ctx, { personId, body }) => {
+export const createPersonSummary: UseCase<
+  { personId: string; body: Parameters<typeof summaries.createSummary>[3] },
+  PersonSummary
+> = async (ctx, { personId, body }) => {
   const userId = userOf(ctx);
   const summary = await summaries.createSummary(ctx.tx, userId, personId, body);
   if (!summary) throw notFound('person');
@@ -59,7 +68,10 @@ export const createPersonSummary: UseCase<{ personId: string; body: Parameters<t
   return summary;
 };
 
-export const updatePersonSummary: UseCase<{ id: string; patch: summaries.SummaryPatch }, PersonSummary> = async (ctx, { id, patch }) => {
+export const updatePersonSummary: UseCase<{ id: string; patch: summaries.SummaryPatch }, PersonSummary> = async (
+  ctx,
+  { id, patch },
+) => {
   const updated = await summaries.updateSummary(ctx.tx, { userId: userOf(ctx) }, id, patch);
   if (!updated) throw notFound('person summary');
   const { owner_id, ...summary } = updated;

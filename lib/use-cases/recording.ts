@@ -13,7 +13,13 @@ import {
   type FinalizeDeps,
 } from '../repositories/finalize';
 import type { RecordingFinalized } from '../ml/contract';
-import { assertAcceptsGaps, FRAME_MS, gapObjectReferenced, type GapResult, type GapUpload } from '../repositories/gap-recovery';
+import {
+  assertAcceptsGaps,
+  FRAME_MS,
+  gapObjectReferenced,
+  type GapResult,
+  type GapUpload,
+} from '../repositories/gap-recovery';
 import { composeAudio, deleteUnreferenced, sameBytes } from '../objects/take-audio';
 import { gapObjectName, sha256Hex } from '../objects/take-objects';
 import { assertGapsBounded, type Coverage } from '../domain/coverage';
@@ -50,7 +56,10 @@ export const startTake: UseCase<Omit<StartInput, 'transcriptionId'>, Recording> 
   const meeting = await getMeeting(ctx.tx, { userId }, input.meetingId, { forUpdate: true });
   if (!meeting) throw notFound('meeting');
   if (meeting.source_type !== 'recording') {
-    throw new DomainError('invalid_state', `the meeting's source_type is ${meeting.source_type}; live recording needs source_type recording`);
+    throw new DomainError(
+      'invalid_state',
+      `the meeting's source_type is ${meeting.source_type}; live recording needs source_type recording`,
+    );
   }
   const transcription = await createTranscription(ctx.tx, meeting.id, 'transcribing');
   const rec = await startRecording(ctx.tx, { ...input, meetingId: meeting.id, transcriptionId: transcription.id });
@@ -60,13 +69,18 @@ export const startTake: UseCase<Omit<StartInput, 'transcriptionId'>, Recording> 
 };
 
 /** Makes an instance the owner of a take whose capture is open; null when it is not (or no such take). */
-export const claimTake: UseCase<{ meetingId: string; audioVersion: number; ownerInstance: string; connectionId: string }, (Recording & { previous_owner: string | null }) | null> = async (
-  ctx,
-  { meetingId, audioVersion, ownerInstance, connectionId },
-) => {
+export const claimTake: UseCase<
+  { meetingId: string; audioVersion: number; ownerInstance: string; connectionId: string },
+  (Recording & { previous_owner: string | null }) | null
+> = async (ctx, { meetingId, audioVersion, ownerInstance, connectionId }) => {
   const rec = await claimRecording(ctx.tx, meetingId, audioVersion, ownerInstance);
   if (rec) {
-    await recordEvent(ctx.tx, meetingId, 'recording_resumed', { audio_version: audioVersion, instance: ownerInstance, previous_owner: rec.previous_owner, connection_id: connectionId });
+    await recordEvent(ctx.tx, meetingId, 'recording_resumed', {
+      audio_version: audioVersion,
+      instance: ownerInstance,
+      previous_owner: rec.previous_owner,
+      connection_id: connectionId,
+    });
   }
   return rec;
 };
@@ -123,7 +137,10 @@ export const completeStop: UseCase<StopCompletion, StopOutcome | null> = async (
  * when the take is not this owner's recording take any more (resumed elsewhere, stopped, gone).
  * No event: the take changes for clients when the stop completes (completeStop).
  */
-export const beginStop: UseCase<{ meetingId: string; audioVersion: number; reason: StopReason; owner: string }, boolean> = async (ctx, input) => {
+export const beginStop: UseCase<
+  { meetingId: string; audioVersion: number; reason: StopReason; owner: string },
+  boolean
+> = async (ctx, input) => {
   const { meetingId, audioVersion, reason, owner } = input;
   if (!(await markStopping(ctx.tx, meetingId, audioVersion, reason, { owner }))) return false;
   await recordEvent(ctx.tx, meetingId, 'stop_requested', { audio_version: audioVersion, reason, instance: owner });
@@ -135,12 +152,21 @@ export const beginStop: UseCase<{ meetingId: string; audioVersion: number; reaso
  * false when it was resumed or stopped meanwhile. A take stuck in stopping (its owner died
  * mid-stop) keeps the reason it had.
  */
-export const stopOrphanedTake: UseCase<{ meetingId: string; audioVersion: number; idleSeconds: number; gapUploadDeadlineSeconds: number }, boolean> = async (ctx, input) => {
+export const stopOrphanedTake: UseCase<
+  { meetingId: string; audioVersion: number; idleSeconds: number; gapUploadDeadlineSeconds: number },
+  boolean
+> = async (ctx, input) => {
   const { meetingId, audioVersion } = input;
   const locked = await lockIdleTake(ctx.tx, meetingId, audioVersion, input.idleSeconds);
   if (!locked) return false;
   if (locked.state === 'recording') await markStopping(ctx.tx, meetingId, audioVersion, 'connection_closed');
-  const done = await completeStop(ctx, { meetingId, audioVersion, userId: locked.user_id, gapUploadDeadlineSeconds: input.gapUploadDeadlineSeconds, history: { by: 'sweep' } });
+  const done = await completeStop(ctx, {
+    meetingId,
+    audioVersion,
+    userId: locked.user_id,
+    gapUploadDeadlineSeconds: input.gapUploadDeadlineSeconds,
+    history: { by: 'sweep' },
+  });
   return done?.stopped ?? false;
 };
 
@@ -151,7 +177,12 @@ export const stopOrphanedTake: UseCase<{ meetingId: string; audioVersion: number
  * identical range was already there. The caller's own take (the edge checked the meeting).
  */
 const storeGapRange =
-  (store: ObjectStore): UseCase<GapUpload & { sha: string; stored: StoredObject; objectName: string }, { stored: boolean; result: GapResult; objectName: string }> =>
+  (
+    store: ObjectStore,
+  ): UseCase<
+    GapUpload & { sha: string; stored: StoredObject; objectName: string },
+    { stored: boolean; result: GapResult; objectName: string }
+  > =>
   async (ctx, up) => {
     const { tx } = ctx;
     // The take's lock: one upload of a range at a time, so one is stored (201) and the rest see it (200).
@@ -174,11 +205,19 @@ const storeGapRange =
     };
     if (overlaps.length) {
       const [row] = overlaps;
-      if (overlaps.length === 1 && row.start_sequence === up.start && row.end_sequence === up.end && (await sameBytes(store, row, up.sha, up.bytes))) {
+      if (
+        overlaps.length === 1 &&
+        row.start_sequence === up.start &&
+        row.end_sequence === up.end &&
+        (await sameBytes(store, row, up.sha, up.bytes))
+      ) {
         return { stored: false, result: await resultOf(), objectName: row.object_name };
       }
       const ranges = overlaps.map((r) => `${r.start_sequence}-${r.end_sequence}`).join(', ');
-      throw new DomainError('already_exists', `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; upload only the missing ranges`);
+      throw new DomainError(
+        'already_exists',
+        `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; upload only the missing ranges`,
+      );
     }
     assertGapsBounded(await coverage(tx, up.meetingId, up.audioVersion), up.start, up.end);
     await insertManifestRow(tx, {
@@ -194,7 +233,13 @@ const storeGapRange =
       crc32c: up.stored.crc32c,
       sha256: up.sha,
     });
-    await recordEvent(tx, up.meetingId, 'gap_uploaded', { audio_version: up.audioVersion, start_sequence: up.start, end_sequence: up.end, byte_count: up.bytes.length, sha256: up.sha });
+    await recordEvent(tx, up.meetingId, 'gap_uploaded', {
+      audio_version: up.audioVersion,
+      start_sequence: up.start,
+      end_sequence: up.end,
+      byte_count: up.bytes.length,
+      sha256: up.sha,
+    });
     ctx.emit(userOf(ctx), recordingChanged(up.meetingId));
     return { stored: true, result: await resultOf(), objectName: up.objectName };
   };
@@ -204,7 +249,12 @@ const storeGapRange =
  * storage latency does not hold the take's row lock, then its manifest row in a unit of work.
  * `stored` is false when the identical range was already there (a retry).
  */
-export async function uploadGap(deps: UnitOfWorkDeps & { store: ObjectStore }, actor: Actor, up: GapUpload, ctx: EventContext): Promise<{ stored: boolean; result: GapResult }> {
+export async function uploadGap(
+  deps: UnitOfWorkDeps & { store: ObjectStore },
+  actor: Actor,
+  up: GapUpload,
+  ctx: EventContext,
+): Promise<{ stored: boolean; result: GapResult }> {
   const { store } = deps;
   const sha = sha256Hex(up.bytes);
   const name = gapObjectName(up.meetingId, up.audioVersion, up.start, up.end, sha);
@@ -223,14 +273,24 @@ export async function uploadGap(deps: UnitOfWorkDeps & { store: ObjectStore }, a
     return { stored: outcome.stored, result: outcome.result };
   } finally {
     // Our object is garbage unless a row references it (a concurrent identical upload may).
-    if (created && outcome?.objectName !== name && !(await gapObjectReferenced(deps.db, up, name))) await store.delete(name).catch(() => undefined);
+    if (created && outcome?.objectName !== name && !(await gapObjectReferenced(deps.db, up, name)))
+      await store.delete(name).catch(() => undefined);
   }
 }
 
 // --- finalize --------------------------------------------------------------------------------
 
 /** finalizing → finalized with its audio, degradation and events; false when another sweep finalized it meanwhile. */
-const markTakeFinalized: UseCase<{ rec: Recording; storagePath: string | null; message: RecordingFinalized; framesStored: number; bytesStored: number }, boolean> = async (ctx, input) => {
+const markTakeFinalized: UseCase<
+  {
+    rec: Recording;
+    storagePath: string | null;
+    message: RecordingFinalized;
+    framesStored: number;
+    bytesStored: number;
+  },
+  boolean
+> = async (ctx, input) => {
   const { rec, storagePath, message } = input;
   const userId = await markFinalized(ctx.tx, rec);
   if (!userId) return false;
@@ -239,7 +299,8 @@ const markTakeFinalized: UseCase<{ rec: Recording; storagePath: string | null; m
     await setTakeAudio(ctx.tx, rec, storagePath);
     emit('meeting_audio_file', rec.meeting_id);
   }
-  if (message.is_degraded && rec.transcription_id && (await markDegraded(ctx.tx, rec.transcription_id))) emit('transcription', rec.transcription_id);
+  if (message.is_degraded && rec.transcription_id && (await markDegraded(ctx.tx, rec.transcription_id)))
+    emit('transcription', rec.transcription_id);
   await recordEvent(ctx.tx, rec.meeting_id, 'finalized', {
     audio_version: rec.audio_version,
     storage_path: storagePath,
@@ -271,14 +332,27 @@ export async function finalizeTake(deps: FinalizeDeps, rec: Recording): Promise<
   };
   // The client's trace of the take's start goes on to the ML batch worker (checked again: a row
   // stored before validation existed must not fail the publish).
-  await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, { meeting_id: rec.meeting_id, audio_version: String(rec.audio_version), ...validTraceContext(rec.trace_context) });
+  await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, {
+    meeting_id: rec.meeting_id,
+    audio_version: String(rec.audio_version),
+    ...validTraceContext(rec.trace_context),
+  });
   const bytesStored = chain.reduce((n, r) => n + r.byte_count, 0);
-  const done = await runUseCase(deps, SERVICE, markTakeFinalized, { rec, storagePath, message, framesStored: cov.frames_stored, bytesStored });
+  const done = await runUseCase(deps, SERVICE, markTakeFinalized, {
+    rec,
+    storagePath,
+    message,
+    framesStored: cov.frames_stored,
+    bytesStored,
+  });
   // The take was deleted while its audio was composed (its account erased): nothing would lead to
   // the object. A take still there was finalized by another sweep, whose audio this is too.
-  if (!done && storagePath && !(await takeExists(deps.db, rec))) await deps.store.delete(storagePath).catch(() => undefined);
+  if (!done && storagePath && !(await takeExists(deps.db, rec)))
+    await deps.store.delete(storagePath).catch(() => undefined);
   if (done) {
-    await deleteUnreferenced(deps, rec, rows).catch((err) => deps.log.warn({ err: (err as Error).message }, 'could not delete unreferenced objects of a finalized take'));
+    await deleteUnreferenced(deps, rec, rows).catch((err) =>
+      deps.log.warn({ err: (err as Error).message }, 'could not delete unreferenced objects of a finalized take'),
+    );
   }
   return done ? message : null;
 }

@@ -10,14 +10,20 @@ function relabelled(ctx: UseCaseContext, userId: string, meetingId: string, peop
   for (const personId of people) ctx.emit(userId, changed('person', 'updated', personId, null));
 }
 
-export const assignSpeakerLabel: UseCase<{ meetingId: string; speakerLabel: string; personId: string }, { updated_count: number }> = async (ctx, { meetingId, speakerLabel, personId }) => {
+export const assignSpeakerLabel: UseCase<
+  { meetingId: string; speakerLabel: string; personId: string },
+  { updated_count: number }
+> = async (ctx, { meetingId, speakerLabel, personId }) => {
   const userId = userOf(ctx);
   const { updated_count, people } = await labels.assignSpeakerLabel(ctx.tx, userId, meetingId, speakerLabel, personId);
   relabelled(ctx, userId, meetingId, people);
   return { updated_count };
 };
 
-export const unassignSpeakerLabel: UseCase<{ meetingId: string; speakerLabel: string }, void> = async (ctx, { meetingId, speakerLabel }) => {
+export const unassignSpeakerLabel: UseCase<{ meetingId: string; speakerLabel: string }, void> = async (
+  ctx,
+  { meetingId, speakerLabel },
+) => {
   const userId = userOf(ctx);
   const result = await labels.unassignSpeakerLabel(ctx.tx, userId, meetingId, speakerLabel);
   if (!result) throw notFound('speaker-label assignment');

@@ -7,7 +7,10 @@ import { notFound } from '../errors';
 import { changed, talkingPointEvent } from '../events/catalogue';
 import type { UseCase } from './use-case';
 
-export const createTalkingPoint: UseCase<{ meetingId: string; body: points.TalkingPointInput }, TalkingPoint> = async (ctx, { meetingId, body }) => {
+export const createTalkingPoint: UseCase<{ meetingId: string; body: points.TalkingPointInput }, TalkingPoint> = async (
+  ctx,
+  { meetingId, body },
+) => {
   const meeting = await getMeeting(ctx.tx, SERVICE, meetingId);
   if (!meeting) throw notFound('meeting');
   const tp = await points.createTalkingPoint(ctx.tx, meeting.id, body);

@@ -3,7 +3,11 @@ import { SERVICE } from '../domain/actor';
 import { getMeeting } from '../repositories/meetings';
 import * as subTasks from '../repositories/sub-tasks';
 import type { SubTask } from '../repositories/sub-tasks';
-import { createSystemTasks as insertSystemTasks, softDeleteSystemTasks, type SystemTaskInput } from '../repositories/system-tasks';
+import {
+  createSystemTasks as insertSystemTasks,
+  softDeleteSystemTasks,
+  type SystemTaskInput,
+} from '../repositories/system-tasks';
 import * as tasks from '../repositories/tasks';
 import type { Task } from '../repositories/tasks';
 import { notFound } from '../errors';
@@ -17,7 +21,10 @@ export const createTask: UseCase<tasks.TaskInput, Task> = async (ctx, body) => {
   return task;
 };
 
-export const updateTask: UseCase<{ id: string; patch: tasks.TaskPatch; precondition?: Precondition }, Task> = async (ctx, { id, patch, precondition }) => {
+export const updateTask: UseCase<{ id: string; patch: tasks.TaskPatch; precondition?: Precondition }, Task> = async (
+  ctx,
+  { id, patch, precondition },
+) => {
   await checkPrecondition(precondition, () => tasks.getTask(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const task = await tasks.updateTask(ctx.tx, ctx.actor, id, patch);
   if (!task) throw notFound('task');
@@ -26,7 +33,10 @@ export const updateTask: UseCase<{ id: string; patch: tasks.TaskPatch; precondit
 };
 
 /** Soft-deletes the task (and what the domain deletes with it), one event each. */
-export const deleteTask: UseCase<{ id: string; precondition?: Precondition }, void> = async (ctx, { id, precondition }) => {
+export const deleteTask: UseCase<{ id: string; precondition?: Precondition }, void> = async (
+  ctx,
+  { id, precondition },
+) => {
   await checkPrecondition(precondition, () => tasks.getTask(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const deleted = await tasks.softDeleteTask(ctx.tx, ctx.actor, id);
   if (!deleted.length) throw notFound('task');
@@ -34,7 +44,10 @@ export const deleteTask: UseCase<{ id: string; precondition?: Precondition }, vo
 };
 
 /** The ML service's tasks of any user's meeting. */
-export const createSystemTasks: UseCase<{ meetingId: string; tasks: SystemTaskInput[] }, { items: Task[] }> = async (ctx, input) => {
+export const createSystemTasks: UseCase<{ meetingId: string; tasks: SystemTaskInput[] }, { items: Task[] }> = async (
+  ctx,
+  input,
+) => {
   const meeting = await getMeeting(ctx.tx, SERVICE, input.meetingId);
   if (!meeting) throw notFound('meeting');
   const items = await insertSystemTasks(ctx.tx, meeting, input.tasks);
@@ -45,10 +58,14 @@ export const createSystemTasks: UseCase<{ meetingId: string; tasks: SystemTaskIn
 export const deleteSystemTasks: UseCase<{ meetingId: string }, void> = async (ctx, { meetingId }) => {
   const meeting = await getMeeting(ctx.tx, SERVICE, meetingId);
   if (!meeting) throw notFound('meeting');
-  for (const taskId of await softDeleteSystemTasks(ctx.tx, meetingId)) ctx.emit(meeting.user_id, changed('task', 'deleted', taskId, meetingId));
+  for (const taskId of await softDeleteSystemTasks(ctx.tx, meetingId))
+    ctx.emit(meeting.user_id, changed('task', 'deleted', taskId, meetingId));
 };
 
-export const createSubTask: UseCase<{ taskId: string; body: subTasks.SubTaskInput }, SubTask> = async (ctx, { taskId, body }) => {
+export const createSubTask: UseCase<{ taskId: string; body: subTasks.SubTaskInput }, SubTask> = async (
+  ctx,
+  { taskId, body },
+) => {
   // Locked so the task cannot be deleted between the check and the insert.
   const task = await tasks.getTask(ctx.tx, ctx.actor, taskId, { forUpdate: true });
   if (!task) throw notFound('task');
@@ -57,7 +74,10 @@ export const createSubTask: UseCase<{ taskId: string; body: subTasks.SubTaskInpu
   return sub;
 };
 
-export const updateSubTask: UseCase<{ id: string; patch: subTasks.SubTaskPatch }, SubTask> = async (ctx, { id, patch }) => {
+export const updateSubTask: UseCase<{ id: string; patch: subTasks.SubTaskPatch }, SubTask> = async (
+  ctx,
+  { id, patch },
+) => {
   const found = await subTasks.updateSubTask(ctx.tx, ctx.actor, id, patch);
   if (!found) throw notFound('sub-task');
   ctx.emit(found.user_id, changed('sub_task', 'updated', id, found.meeting_id));

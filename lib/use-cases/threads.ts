@@ -19,17 +19,29 @@ export const deleteThread: UseCase<{ id: string }, void> = async (ctx, { id }) =
   ctx.emit(thread.user_id, changed('ai_thread', 'deleted', id, meetingOf(thread.context_type, thread.context_id)));
 };
 
-export const addMessage: UseCase<{ threadId: string; body: threads.MessageInput }, ChatMessage> = async (ctx, { threadId, body }) => {
+export const addMessage: UseCase<{ threadId: string; body: threads.MessageInput }, ChatMessage> = async (
+  ctx,
+  { threadId, body },
+) => {
   const thread = await threads.getThread(ctx.tx, ctx.actor, threadId);
   if (!thread) throw notFound('thread');
   const message = await threads.addMessage(ctx.tx, thread.id, body);
-  ctx.emit(thread.user_id, changed('chat_message', 'created', message.id, meetingOf(thread.context_type, thread.context_id)));
+  ctx.emit(
+    thread.user_id,
+    changed('chat_message', 'created', message.id, meetingOf(thread.context_type, thread.context_id)),
+  );
   return message;
 };
 
-export const deleteMessage: UseCase<{ threadId: string; messageId: string }, void> = async (ctx, { threadId, messageId }) => {
+export const deleteMessage: UseCase<{ threadId: string; messageId: string }, void> = async (
+  ctx,
+  { threadId, messageId },
+) => {
   const thread = await threads.getThread(ctx.tx, ctx.actor, threadId);
   const message = thread && (await threads.softDeleteMessage(ctx.tx, ctx.actor, threadId, messageId));
   if (!thread || !message) throw notFound('message');
-  ctx.emit(thread.user_id, changed('chat_message', 'deleted', messageId, meetingOf(thread.context_type, thread.context_id)));
+  ctx.emit(
+    thread.user_id,
+    changed('chat_message', 'deleted', messageId, meetingOf(thread.context_type, thread.context_id)),
+  );
 };

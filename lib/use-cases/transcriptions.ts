@@ -20,13 +20,19 @@ export const createTranscription: UseCase<{ meetingId: string }, Transcription> 
   return t;
 };
 
-export const updateTranscription: UseCase<{ id: string; patch: transcriptions.TranscriptionPatch }, Transcription> = async (ctx, { id, patch }) => {
+export const updateTranscription: UseCase<
+  { id: string; patch: transcriptions.TranscriptionPatch },
+  Transcription
+> = async (ctx, { id, patch }) => {
   const { user_id, ...t } = await transcriptions.updateTranscription(ctx.tx, id, patch);
   ctx.emit(user_id, changed('transcription', 'updated', t.id, t.meeting_id));
   return t;
 };
 
-export const updateSegment: UseCase<{ id: string; patch: segments.SegmentPatch; precondition?: Precondition }, Segment> = async (ctx, { id, patch, precondition }) => {
+export const updateSegment: UseCase<
+  { id: string; patch: segments.SegmentPatch; precondition?: Precondition },
+  Segment
+> = async (ctx, { id, patch, precondition }) => {
   // A new speaker: the user's speaker-identity lock first (the order every identity change keeps),
   // then If-Match on the row as read; the segment takes that label's person, its voice sample follows.
   const label = patch.speaker_label;
@@ -48,19 +54,34 @@ async function lockedTranscription(ctx: UseCaseContext, transcriptionId: string)
   return t;
 }
 
-export const appendSegments: UseCase<{ transcriptionId: string; segments: segments.SegmentInput[] }, void> = async (ctx, { transcriptionId, segments: input }) => {
+export const appendSegments: UseCase<{ transcriptionId: string; segments: segments.SegmentInput[] }, void> = async (
+  ctx,
+  { transcriptionId, segments: input },
+) => {
   const t = await lockedTranscription(ctx, transcriptionId);
-  await segments.assertPeopleOf(ctx.tx, t.user_id, input.map((s) => s.person_id));
+  await segments.assertPeopleOf(
+    ctx.tx,
+    t.user_id,
+    input.map((s) => s.person_id),
+  );
   const { broadcast, people } = await segments.appendSegments(ctx.tx, transcriptionId, input);
   for (const segment of broadcast) ctx.emit(t.user_id, segmentEvent(t.meeting_id, transcriptionId, segment));
   // Attributed segments with an embedding became voice samples: those people's models changed.
   for (const personId of people) ctx.emit(t.user_id, changed('person', 'updated', personId, null));
 };
 
-export const replaceSegments: UseCase<{ transcriptionId: string; segments: segments.SegmentInput[] }, void> = async (ctx, { transcriptionId, segments: input }) => {
+export const replaceSegments: UseCase<{ transcriptionId: string; segments: segments.SegmentInput[] }, void> = async (
+  ctx,
+  { transcriptionId, segments: input },
+) => {
   const t = await lockedTranscription(ctx, transcriptionId);
-  if (await segments.isInProcessing(ctx.tx, transcriptionId)) throw new DomainError('invalid_state', 'transcription is still in processing state');
-  await segments.assertPeopleOf(ctx.tx, t.user_id, input.map((s) => s.person_id));
+  if (await segments.isInProcessing(ctx.tx, transcriptionId))
+    throw new DomainError('invalid_state', 'transcription is still in processing state');
+  await segments.assertPeopleOf(
+    ctx.tx,
+    t.user_id,
+    input.map((s) => s.person_id),
+  );
   const people = await segments.replaceSegments(ctx.tx, transcriptionId, input);
   ctx.emit(t.user_id, changed('transcript_segment', 'updated', null, t.meeting_id));
   for (const personId of people) ctx.emit(t.user_id, changed('person', 'updated', personId, null));

@@ -26,7 +26,11 @@ export interface UnitOfWorkOptions<T> {
  * Runs `fn` in a transaction (retried on serialization failures and deadlocks), writes what it
  * emitted, commits, then publishes. Only the committed attempt's events are published.
  */
-export async function inUnitOfWork<T>(deps: UnitOfWorkDeps, fn: (tx: Queryable, emit: Emit) => Promise<T>, opts: UnitOfWorkOptions<T> = {}): Promise<T> {
+export async function inUnitOfWork<T>(
+  deps: UnitOfWorkDeps,
+  fn: (tx: Queryable, emit: Emit) => Promise<T>,
+  opts: UnitOfWorkOptions<T> = {},
+): Promise<T> {
   let emitted: StoredEvent[] = [];
   const result = await deps.db.withTransaction(async (tx) => {
     emitted = [];

@@ -29,7 +29,13 @@ export function userOf(ctx: UseCaseContext): string {
 }
 
 /** Runs a use case in its own unit of work: the edges other than REST (live service, sweep). */
-export function runUseCase<I, O>(deps: UnitOfWorkDeps, actor: Actor, useCase: UseCase<I, O>, input: I, ctx?: EventContext): Promise<O> {
+export function runUseCase<I, O>(
+  deps: UnitOfWorkDeps,
+  actor: Actor,
+  useCase: UseCase<I, O>,
+  input: I,
+  ctx?: EventContext,
+): Promise<O> {
   return inUnitOfWork(deps, (tx, emit) => useCase({ tx, emit, actor }, input), { ctx });
 }
 
@@ -40,6 +46,9 @@ export function runUseCase<I, O>(deps: UnitOfWorkDeps, actor: Actor, useCase: Us
  */
 export type Precondition = (current: unknown) => void;
 
-export async function checkPrecondition(precondition: Precondition | undefined, current: () => Promise<unknown>): Promise<void> {
+export async function checkPrecondition(
+  precondition: Precondition | undefined,
+  current: () => Promise<unknown>,
+): Promise<void> {
   if (precondition) precondition(await current());
 }

@@ -25,11 +25,19 @@ export const createWebhook: UseCase<CreateWebhookInput, Webhook & { secret: stri
     throw unprocessable(`at most ${MAX_WEBHOOKS_PER_USER} webhooks per user; delete one first`);
   }
   const secret = newSecret();
-  const hook = await webhooks.createWebhook(ctx.tx, userId, { url: input.url, event_types: input.event_types, description: input.description ?? null, secret });
+  const hook = await webhooks.createWebhook(ctx.tx, userId, {
+    url: input.url,
+    event_types: input.event_types,
+    description: input.description ?? null,
+    secret,
+  });
   return { ...hook, secret };
 };
 
-export const updateWebhook: UseCase<{ id: string; changes: WebhookChanges }, Webhook> = async (ctx, { id, changes }) => {
+export const updateWebhook: UseCase<{ id: string; changes: WebhookChanges }, Webhook> = async (
+  ctx,
+  { id, changes },
+) => {
   const hook = await webhooks.updateWebhook(ctx.tx, { userId: userOf(ctx) }, id, changes);
   if (!hook) throw notFound('webhook');
   return hook;
@@ -43,7 +51,8 @@ export const deleteWebhook: UseCase<{ id: string }, void> = async (ctx, { id }) 
 export const testWebhook: UseCase<{ id: string }, { event_id: string }> = async (ctx, { id }) => {
   const hook = await webhooks.getWebhook(ctx.tx, { userId: userOf(ctx) }, id);
   if (!hook) throw notFound('webhook');
-  if (!hook.enabled) throw new DomainError('invalid_state', 'webhook is disabled; enable it (PATCH enabled: true) first');
+  if (!hook.enabled)
+    throw new DomainError('invalid_state', 'webhook is disabled; enable it (PATCH enabled: true) first');
   const eventId = randomUUID();
   const body = { type: 'WebhookTest', event_id: eventId, occurred_at: new Date().toISOString(), webhook_id: id };
   await webhooks.queueDelivery(ctx.tx, id, eventId, JSON.stringify(body));

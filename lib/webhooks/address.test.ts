@@ -5,18 +5,39 @@ import { checkWebhookUrl, isPublicAddress, type Resolve } from './address';
 import { sendWebhook } from './send';
 
 const SECRET = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
-const resolvesTo = (...addresses: string[]): Resolve => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+const resolvesTo =
+  (...addresses: string[]): Resolve =>
+  async () =>
+    addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 
 describe('webhook addresses', () => {
   it('should accept only public unicast addresses', () => {
     for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111']) expect(isPublicAddress(a), a).toBe(true);
-    const refused = ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '255.255.255.255',
-      '224.0.0.1', '::1', '::', 'fe80::1', 'fd00:ec2::254', '::ffff:10.0.0.1', '::ffff:127.0.0.1', 'not-an-ip'];
+    const refused = [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '255.255.255.255',
+      '224.0.0.1',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd00:ec2::254',
+      '::ffff:10.0.0.1',
+      '::ffff:127.0.0.1',
+      'not-an-ip',
+    ];
     for (const a of refused) expect(isPublicAddress(a), a).toBe(false);
   });
 
   it('should refuse in production what is not https or resolves to a private, loopback, link-local or metadata address', async () => {
-    await expect(checkWebhookUrl('https://hooks.example.com/x', 'production', resolvesTo('93.184.216.34'))).resolves.toBeUndefined();
+    await expect(
+      checkWebhookUrl('https://hooks.example.com/x', 'production', resolvesTo('93.184.216.34')),
+    ).resolves.toBeUndefined();
     const cases: [string, Resolve][] = [
       ['http://hooks.example.com/x', resolvesTo('93.184.216.34')],
       ['http://localhost:8080/x', resolvesTo('127.0.0.1')],
@@ -28,7 +49,10 @@ describe('webhook addresses', () => {
       ['https://nowhere.invalid/x', async () => Promise.reject(new Error('ENOTFOUND'))],
     ];
     for (const [url, resolve] of cases) {
-      const err = await checkWebhookUrl(url, 'staging', resolve).then(() => null, (e) => e);
+      const err = await checkWebhookUrl(url, 'staging', resolve).then(
+        () => null,
+        (e) => e,
+      );
       expect(err?.code, url).toBe('unprocessable');
       expect(err.errors[0].path).toBe('url');
     }
@@ -62,9 +86,17 @@ describe('sending', () => {
   it('should check the address again at delivery: a host rebound to a private address gets no request', async () => {
     hits = 0;
     const target = { url: 'https://rebinding.example.com/hook', secret: SECRET };
-    const result = await sendWebhook(target, { id: 'msg_1', body: '{}' }, { env: 'production', resolve: resolvesTo('127.0.0.1') });
+    const result = await sendWebhook(
+      target,
+      { id: 'msg_1', body: '{}' },
+      { env: 'production', resolve: resolvesTo('127.0.0.1') },
+    );
     expect(result).toMatchObject({ status_code: null, error: expect.stringMatching(/resolves to 127\.0\.0\.1/) });
-    const literal = await sendWebhook({ url: url.replace('http:', 'https:'), secret: SECRET }, { id: 'msg_2', body: '{}' }, { env: 'production', resolve: resolvesTo() });
+    const literal = await sendWebhook(
+      { url: url.replace('http:', 'https:'), secret: SECRET },
+      { id: 'msg_2', body: '{}' },
+      { env: 'production', resolve: resolvesTo() },
+    );
     expect(literal.error).toMatch(/private, loopback/);
     expect(hits).toBe(0);
   });
@@ -72,7 +104,11 @@ describe('sending', () => {
   it('should not follow redirects: a 3xx is the answer, and a failure', async () => {
     answer = (res) => res.writeHead(307, { location: 'http://169.254.169.254/' }).end();
     hits = 0;
-    const result = await sendWebhook({ url, secret: SECRET }, { id: 'msg_3', body: '{}' }, { env: 'test', resolve: resolvesTo() });
+    const result = await sendWebhook(
+      { url, secret: SECRET },
+      { id: 'msg_3', body: '{}' },
+      { env: 'test', resolve: resolvesTo() },
+    );
     expect(result).toMatchObject({ status_code: 307, error: null });
     expect(hits).toBe(1);
   });
@@ -88,7 +124,11 @@ describe('sending', () => {
       };
       more();
     };
-    const result = await sendWebhook({ url, secret: SECRET }, { id: 'msg_4', body: '{}' }, { env: 'test', resolve: resolvesTo() });
+    const result = await sendWebhook(
+      { url, secret: SECRET },
+      { id: 'msg_4', body: '{}' },
+      { env: 'test', resolve: resolvesTo() },
+    );
     expect(result).toMatchObject({ status_code: 200, error: null });
     expect(written).toBeLessThan(16 * 1024 * 1024);
   });

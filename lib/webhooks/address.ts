@@ -42,11 +42,16 @@ export function urlFormProblem(raw: string, env: AppEnv): string | null {
   if (url.username || url.password) return 'url must not carry credentials';
   if (url.protocol === 'https:') return null;
   if (url.protocol === 'http:' && !checksAddresses(env) && LOCAL_HOSTS.has(url.hostname)) return null;
-  return checksAddresses(env) ? 'url must use https' : 'url must use https (http only for localhost and 127.0.0.1 in development and test)';
+  return checksAddresses(env)
+    ? 'url must use https'
+    : 'url must use https (http only for localhost and 127.0.0.1 in development and test)';
 }
 
 /** The addresses of a URL's host that may be connected to, or the reason none may. */
-export async function resolvePublic(host: string, resolve: Resolve): Promise<{ addresses: string[] } | { problem: string }> {
+export async function resolvePublic(
+  host: string,
+  resolve: Resolve,
+): Promise<{ addresses: string[] } | { problem: string }> {
   let addresses: string[];
   if (ipaddr.isValid(host)) addresses = [host];
   else {
@@ -58,13 +63,16 @@ export async function resolvePublic(host: string, resolve: Resolve): Promise<{ a
   }
   if (!addresses.length) return { problem: `url host ${host} does not resolve` };
   const refused = addresses.find((a) => !isPublicAddress(a));
-  if (refused) return { problem: `url host ${host} resolves to ${refused}, a private, loopback, link-local or reserved address` };
+  if (refused)
+    return { problem: `url host ${host} resolves to ${refused}, a private, loopback, link-local or reserved address` };
   return { addresses };
 }
 
 /** Throws 422 unprocessable (field `url`) for a URL a webhook may not use in this environment. */
 export async function checkWebhookUrl(raw: string, env: AppEnv, resolve: Resolve = resolveAll): Promise<void> {
-  const problem = urlFormProblem(raw, env) ?? (checksAddresses(env) ? problemOf(await resolvePublic(hostOf(new URL(raw)), resolve)) : null);
+  const problem =
+    urlFormProblem(raw, env) ??
+    (checksAddresses(env) ? problemOf(await resolvePublic(hostOf(new URL(raw)), resolve)) : null);
   if (problem) throw unprocessable(problem, [{ path: 'url', message: problem }]);
 }
 

@@ -43,7 +43,14 @@ export async function fanOut(db: Database): Promise<number> {
       [FAN_OUT_ENDPOINTS],
     );
     if (!hooks.length) return 0;
-    const { rows: events } = await tx.query<{ webhook_id: string; id: string; user_id: string; seq: number; payload: StoredEvent['body']; created_at: string }>(
+    const { rows: events } = await tx.query<{
+      webhook_id: string;
+      id: string;
+      user_id: string;
+      seq: number;
+      payload: StoredEvent['body'];
+      created_at: string;
+    }>(
       'webhook.fan_out_events',
       `SELECT h.id AS webhook_id, e.id, e.user_id, e.seq, e.payload, e.created_at
        FROM unnest($1::uuid[], $2::uuid[], $3::bigint[]) AS h(id, user_id, cursor_seq)
@@ -58,7 +65,17 @@ export async function fanOut(db: Database): Promise<number> {
       return !NOT_FOR_WEBHOOKS.has(e.payload.type) && (types.includes('*') || types.includes(e.payload.type));
     });
     const bodies = queued.map((e) =>
-      JSON.stringify(toDelivered({ event_id: e.id, seq: e.seq, occurred_at: e.created_at, user_id: e.user_id, body: e.payload, origin_client_id: null, trace_context: null })),
+      JSON.stringify(
+        toDelivered({
+          event_id: e.id,
+          seq: e.seq,
+          occurred_at: e.created_at,
+          user_id: e.user_id,
+          body: e.payload,
+          origin_client_id: null,
+          trace_context: null,
+        }),
+      ),
     );
     await tx.query(
       'webhook.fan_out_queue',
@@ -124,7 +141,12 @@ export interface RetryRules {
  * otherwise it waits for its next retry (or goes when the schedule is used up) and the
  * endpoint's failing time starts or, past the limit, disables it. The lease is released.
  */
-export async function recordAttempt(db: Database, claim: Claim, result: AttemptResult, rules: RetryRules): Promise<void> {
+export async function recordAttempt(
+  db: Database,
+  claim: Claim,
+  result: AttemptResult,
+  rules: RetryRules,
+): Promise<void> {
   const attempt = claim.attempts + 1;
   const ok = succeeded(result);
   const retryIn = ok ? undefined : rules.retrySchedule[attempt - 1];
@@ -136,7 +158,10 @@ export async function recordAttempt(db: Database, claim: Claim, result: AttemptR
       [claim.webhook_id, claim.event_id, attempt, result.status_code, result.error, result.duration_ms],
     );
     if (retryIn === undefined) {
-      await tx.query('webhook.delivery_done', 'DELETE FROM webhook_delivery WHERE webhook_id = $1 AND event_id = $2', [claim.webhook_id, claim.event_id]);
+      await tx.query('webhook.delivery_done', 'DELETE FROM webhook_delivery WHERE webhook_id = $1 AND event_id = $2', [
+        claim.webhook_id,
+        claim.event_id,
+      ]);
     } else {
       await tx.query(
         'webhook.delivery_retry',
@@ -183,11 +208,15 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
   let stopped = false;
 
   const attemptOne = async (claim: Claim) => {
-    const result = await sendWebhook({ url: claim.url, secret: claim.secret }, { id: claim.event_id, body: claim.body }, {
-      env: opts.env,
-      resolve: opts.resolve ?? resolveAll,
-      timeoutMs: opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS,
-    });
+    const result = await sendWebhook(
+      { url: claim.url, secret: claim.secret },
+      { id: claim.event_id, body: claim.body },
+      {
+        env: opts.env,
+        resolve: opts.resolve ?? resolveAll,
+        timeoutMs: opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS,
+      },
+    );
     await recordAttempt(db, claim, result, opts);
   };
 
@@ -206,7 +235,12 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
         if (free <= 0 || stopped) break;
         for (const claim of await claimDue(db, free)) {
           const p: Promise<void> = attemptOne(claim)
-            .catch((err) => log.warn({ err: String(err), webhook_id: claim.webhook_id }, 'webhook attempt not recorded; retried when its lease ends'))
+            .catch((err) =>
+              log.warn(
+                { err: String(err), webhook_id: claim.webhook_id },
+                'webhook attempt not recorded; retried when its lease ends',
+              ),
+            )
             .finally(() => {
               inFlight.delete(p);
               void pass();
@@ -235,7 +269,10 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
 }
 
 /** The dispatcher with the process's configuration (the live service's instances, the local stack). */
-export function startWebhookDispatcher(rt: { config: Config; db: Database; log: Logger }, overrides: Partial<DispatcherOptions> = {}): Dispatcher {
+export function startWebhookDispatcher(
+  rt: { config: Config; db: Database; log: Logger },
+  overrides: Partial<DispatcherOptions> = {},
+): Dispatcher {
   return startDispatcher({
     db: rt.db,
     log: rt.log,

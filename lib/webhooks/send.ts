@@ -30,9 +30,17 @@ export interface SendOptions {
 
 export const succeeded = (r: AttemptResult) => r.status_code !== null && r.status_code >= 200 && r.status_code < 300;
 
-export async function sendWebhook(target: { url: string; secret: string }, message: { id: string; body: string }, opts: SendOptions): Promise<AttemptResult> {
+export async function sendWebhook(
+  target: { url: string; secret: string },
+  message: { id: string; body: string },
+  opts: SendOptions,
+): Promise<AttemptResult> {
   const started = performance.now();
-  const done = (status_code: number | null, error: string | null): AttemptResult => ({ status_code, error, duration_ms: Math.round(performance.now() - started) });
+  const done = (status_code: number | null, error: string | null): AttemptResult => ({
+    status_code,
+    error,
+    duration_ms: Math.round(performance.now() - started),
+  });
   const form = urlFormProblem(target.url, opts.env);
   if (form) return done(null, form);
   const url = new URL(target.url);

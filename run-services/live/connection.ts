@@ -8,7 +8,15 @@ import WebSocket from 'ws';
 import type { Config } from '@mi/lib/config';
 import type { Logger } from '@mi/lib/telemetry/log';
 import type { EventSink, EventStream } from './event-stream';
-import { Command, CloseCode, Hello, describeIssues, type ClientCommand, type ErrorCode, type HelloMessage } from './protocol';
+import {
+  Command,
+  CloseCode,
+  Hello,
+  describeIssues,
+  type ClientCommand,
+  type ErrorCode,
+  type HelloMessage,
+} from './protocol';
 import type { Recorder, RecorderClient } from './recorder';
 
 export interface ConnectionHost {
@@ -59,7 +67,10 @@ export class Connection implements RecorderClient, EventSink {
       this.onClose();
     });
     ws.on('error', (err) => host.log.debug({ err: err.message, connection_id: this.id }, 'client socket error'));
-    this.helloTimer = setTimeout(() => this.close(CloseCode.helloTimeout, 'no hello received'), c.LIVE_HELLO_TIMEOUT_SECONDS * 1000);
+    this.helloTimer = setTimeout(
+      () => this.close(CloseCode.helloTimeout, 'no hello received'),
+      c.LIVE_HELLO_TIMEOUT_SECONDS * 1000,
+    );
     this.lifetimeTimer = setTimeout(() => void host.lifetimeReached(this), c.LIVE_CONNECTION_LIFETIME_SECONDS * 1000);
   }
 
@@ -71,7 +82,10 @@ export class Connection implements RecorderClient, EventSink {
     if (!this.open) return false;
     const data = JSON.stringify(message);
     if (this.ws.bufferedAmount + data.length > this.host.config.LIVE_SEND_QUEUE_BYTES) {
-      this.host.log.warn({ connection_id: this.id, buffered: this.ws.bufferedAmount }, 'closing a client that does not read');
+      this.host.log.warn(
+        { connection_id: this.id, buffered: this.ws.bufferedAmount },
+        'closing a client that does not read',
+      );
       this.close(CloseCode.slowReader, 'send queue full');
       return false;
     }
@@ -127,7 +141,8 @@ export class Connection implements RecorderClient, EventSink {
     if (this.closing) return;
     if (isBinary && this.ready && this.queued === 0) return this.host.frame(this, data);
     if (this.queued >= MAX_QUEUED_MESSAGES) {
-      if (isBinary) this.frameError('buffer_full', 'too many messages waiting behind a command; resend this frame later');
+      if (isBinary)
+        this.frameError('buffer_full', 'too many messages waiting behind a command; resend this frame later');
       else this.error('bad_message', 'too many messages waiting behind a command', null);
       return;
     }
@@ -162,7 +177,10 @@ export class Connection implements RecorderClient, EventSink {
     const parsed = Hello.safeParse(msg);
     if (!parsed.success) {
       const tokenProblem = parsed.error.issues.some((i) => i.path[0] === 'token');
-      return this.close(tokenProblem ? CloseCode.unauthorized : CloseCode.badHello, describeIssues(parsed.error).slice(0, 120));
+      return this.close(
+        tokenProblem ? CloseCode.unauthorized : CloseCode.badHello,
+        describeIssues(parsed.error).slice(0, 120),
+      );
     }
     await this.host.hello(this, parsed.data);
   }
@@ -194,4 +212,3 @@ function toBuffer(data: WebSocket.RawData): Buffer {
   if (Array.isArray(data)) return Buffer.concat(data);
   return Buffer.from(data);
 }
-

@@ -80,7 +80,10 @@ export class EventStream {
       try {
         await step();
       } catch (err) {
-        this.log.warn({ err: (err as Error).message, user_id: this.userId }, 'event delivery failed; asking the client to reconnect');
+        this.log.warn(
+          { err: (err as Error).message, user_id: this.userId },
+          'event delivery failed; asking the client to reconnect',
+        );
         this.closed = true;
         this.sink.fail();
       }
@@ -97,14 +100,17 @@ export class EventStream {
   private async fill(upTo: number): Promise<void> {
     if (upTo - this.lastSeq > this.maxReplay) {
       // Too far behind: the client refetches what it shows instead, and events go on after upTo.
-      if (!this.sink.send({ type: 'ResyncRequired', oldest_seq: upTo + 1, reason: 'too_far_behind' })) return void (this.closed = true);
+      if (!this.sink.send({ type: 'ResyncRequired', oldest_seq: upTo + 1, reason: 'too_far_behind' }))
+        return void (this.closed = true);
       this.lastSeq = upTo;
       return;
     }
     while (this.lastSeq < upTo && !this.closed) {
       const from = this.lastSeq;
       // One page in memory at a time, and never more than maxReplay events.
-      const batch = await this.read(() => eventsAfter(this.db, this.userId, from, Math.min(PAGE, this.maxReplay, upTo - from)));
+      const batch = await this.read(() =>
+        eventsAfter(this.db, this.userId, from, Math.min(PAGE, this.maxReplay, upTo - from)),
+      );
       const next = batch[0]?.seq ?? upTo + 1;
       if (next > from + 1) {
         if (!this.sink.send({ type: 'ResyncRequired', oldest_seq: next })) return void (this.closed = true);

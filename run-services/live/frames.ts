@@ -75,7 +75,8 @@ export class FrameBuffer {
         const last = Math.min(k + o.maxFrames - 1, j);
         const frames = seqs.slice(k, last + 1).map((s) => this.pending.get(s)!);
         const full = frames.length >= o.targetFrames;
-        if (full || o.force || o.now - oldest(frames) >= o.maxAgeMs) runs.push({ start: seqs[k], end: seqs[last], frames });
+        if (full || o.force || o.now - oldest(frames) >= o.maxAgeMs)
+          runs.push({ start: seqs[k], end: seqs[last], frames });
       }
       i = j + 1;
     }

@@ -42,20 +42,28 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
     }
     if (req.method === 'GET' && path === '/readyz') {
       // Ready: accepting connections (not starting or draining) and the database answers.
-      const draining = live.accepting ? null : new DomainError('unavailable', 'not accepting connections', undefined, 1);
+      const draining = live.accepting
+        ? null
+        : new DomainError('unavailable', 'not accepting connections', undefined, 1);
       void (draining ? Promise.resolve(draining) : notReady(rt.db)).then((err) => {
-        if (!err) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok' }));
+        if (!err)
+          return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok' }));
         const { problem, headers } = toProblem(err);
-        res.writeHead(problem.status, { 'content-type': PROBLEM_CONTENT_TYPE, ...headers }).end(JSON.stringify(problem));
+        res
+          .writeHead(problem.status, { 'content-type': PROBLEM_CONTENT_TYPE, ...headers })
+          .end(JSON.stringify(problem));
       });
       return;
     }
     if (req.method === 'GET' && path === '/asyncapi.json') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(asyncApiDocument({ host: req.headers.host ?? 'localhost', protocol: 'wss' })));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify(asyncApiDocument({ host: req.headers.host ?? 'localhost', protocol: 'wss' })));
       return;
     }
     const mlDocument = req.method === 'GET' ? mlDocuments[path] : undefined;
-    if (mlDocument) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(mlDocument));
+    if (mlDocument)
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(mlDocument));
     const detail = `only /ws, /healthz, /readyz, /asyncapi.json and ${Object.keys(mlDocuments).join(', ')} live here`;
     res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 404, detail }));
   });
@@ -64,7 +72,12 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
     else socket.destroy();
   });
   await new Promise<void>((resolve) => server.listen(config.CORE_PORT, '0.0.0.0', resolve));
-  const where = { port: (server.address() as AddressInfo).port, instance: live.instanceId, pid: process.pid, worker: cluster.worker?.id };
+  const where = {
+    port: (server.address() as AddressInfo).port,
+    instance: live.instanceId,
+    pid: process.pid,
+    worker: cluster.worker?.id,
+  };
   log.info(where, 'live service listening');
 
   let stopping = false;

@@ -13,7 +13,14 @@ import type { z } from 'zod';
 import { backoffMs, sleep } from '@mi/lib/async';
 import type { Logger } from '@mi/lib/telemetry/log';
 import { instruments } from '@mi/lib/telemetry/metrics';
-import { DrainReport, ML_MESSAGE_MAX_BYTES, parseMlMessage, StreamingSession, type CoreRejection, type StreamingStart } from '@mi/lib/ml/contract';
+import {
+  DrainReport,
+  ML_MESSAGE_MAX_BYTES,
+  parseMlMessage,
+  StreamingSession,
+  type CoreRejection,
+  type StreamingStart,
+} from '@mi/lib/ml/contract';
 
 export type MlSessionInit = StreamingStart;
 
@@ -148,7 +155,8 @@ export class MlStream {
       if (res.status === 204) return { drained: true };
       if (res.status !== 200) return { drained: false, error: `DELETE answered ${res.status}` };
       const report = DrainReport.safeParse(await res.json().catch(() => undefined));
-      if (!report.success) return { drained: false, error: `DELETE answered 200 without a drain report: ${issues(report.error)}` };
+      if (!report.success)
+        return { drained: false, error: `DELETE answered 200 without a drain report: ${issues(report.error)}` };
       return report.data;
     } catch (err) {
       const timedOut = (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError';
@@ -193,10 +201,18 @@ export class MlStream {
       // connection is ours to make (ws's createConnection option) so that a flush can cork it.
       const secure = new URL(session.audio_url).protocol === 'wss:';
       // ws calls it with one options object; its type lists every overload of net.createConnection.
-      const createConnection = ((opts: net.NetConnectOpts & tls.ConnectionOptions) => (this.socket = secure ? tls.connect(opts) : net.connect(opts))) as typeof net.createConnection;
+      const createConnection = ((opts: net.NetConnectOpts & tls.ConnectionOptions) =>
+        (this.socket = secure ? tls.connect(opts) : net.connect(opts))) as typeof net.createConnection;
       const headers = { authorization: `Bearer ${this.o.token}`, ...this.o.trace };
       // A larger ML message closes the socket with 1009 (ws): an answer, not an unbounded read.
-      this.attach(new WebSocket(session.audio_url, { headers, perMessageDeflate: false, createConnection, maxPayload: ML_MESSAGE_MAX_BYTES }));
+      this.attach(
+        new WebSocket(session.audio_url, {
+          headers,
+          perMessageDeflate: false,
+          createConnection,
+          maxPayload: ML_MESSAGE_MAX_BYTES,
+        }),
+      );
     } catch (err) {
       this.retry((err as Error).message);
     }
@@ -216,7 +232,11 @@ export class MlStream {
     });
     ws.on('message', (data, isBinary) => {
       if (!isBinary) return this.fromMl(String(data));
-      this.reject({ type: 'rejected', reason: 'binary', detail: 'the core takes only JSON text messages from the ML service' });
+      this.reject({
+        type: 'rejected',
+        reason: 'binary',
+        detail: 'the core takes only JSON text messages from the ML service',
+      });
     });
     ws.on('error', (err) => this.o.log.debug({ err: err.message }, 'ML audio socket error'));
     ws.on('close', () => {

@@ -42,7 +42,10 @@ export function runPrimary(workers: number, log: Logger): void {
     restarts.push(now);
     while (restarts[0] < now - RESTART_WINDOW_MS) restarts.shift();
     if (restarts.length > MAX_RESTARTS) {
-      log.error({ pid: worker.process.pid, code, signal, restarts: restarts.length }, 'live workers keep dying; stopping the instance');
+      log.error(
+        { pid: worker.process.pid, code, signal, restarts: restarts.length },
+        'live workers keep dying; stopping the instance',
+      );
       failed = true;
       return stop('crash loop');
     }

@@ -160,7 +160,12 @@ export class Recorder implements PumpHost {
   attach(client: RecorderClient): void {
     if (this.client && this.client !== client) {
       // Another connection (a second tab) resumed the take on this instance.
-      this.client.send({ type: 'RecordingReleased', meeting_id: this.take.meetingId, audio_version: this.take.audioVersion, reason: 'resumed_elsewhere' });
+      this.client.send({
+        type: 'RecordingReleased',
+        meeting_id: this.take.meetingId,
+        audio_version: this.take.audioVersion,
+        reason: 'resumed_elsewhere',
+      });
       this.client.released(this);
     }
     this.client = client;
@@ -186,7 +191,8 @@ export class Recorder implements PumpHost {
     if (seq >= this.ceiling) return 'sequence_out_of_range';
     const audio = message.subarray(8);
     // pcm_s16le frames are exactly 100 ms of samples; any other size would shift what follows.
-    if (this.take.encoding === 'pcm_s16le' ? audio.length !== pcmFrameBytes(this.take.sampleRate) : audio.length === 0) return 'bad_frame';
+    if (this.take.encoding === 'pcm_s16le' ? audio.length !== pcmFrameBytes(this.take.sampleRate) : audio.length === 0)
+      return 'bad_frame';
     if (this.frames.bytes >= MAX_PENDING_BYTES) return 'buffer_full';
     // A frame past the end with a gap, or inside a hole away from its edges (splitting it), opens
     // a hole: bounded, so sparse frames cannot make unbounded work.
@@ -246,7 +252,12 @@ export class Recorder implements PumpHost {
     const unflushed = this.frames.size;
     this.halt();
     if (this.client) {
-      this.client.send({ type: 'RecordingReleased', meeting_id: this.take.meetingId, audio_version: this.take.audioVersion, reason });
+      this.client.send({
+        type: 'RecordingReleased',
+        meeting_id: this.take.meetingId,
+        audio_version: this.take.audioVersion,
+        reason,
+      });
       this.client.released(this);
       this.client = null;
     }
@@ -290,7 +301,9 @@ export class Recorder implements PumpHost {
     const { rt } = this.host;
     // The stream's tail (it paused, ended or lost its connection): a short run that leaves nothing
     // waiting is reported at once, not at the next interval.
-    const tail = runs.reduce((n, r) => n + r.frames.length, 0) === this.frames.size && runs.some((r) => r.frames.length < this.targetFrames);
+    const tail =
+      runs.reduce((n, r) => n + r.frames.length, 0) === this.frames.size &&
+      runs.some((r) => r.frames.length < this.targetFrames);
     const prepared = await prepareRuns(rt.store, this.take, runs);
     const outcome = await this.host.committer.commit({
       take: this.take,
@@ -301,7 +314,10 @@ export class Recorder implements PumpHost {
     });
     if (outcome.kind === 'closed') {
       // Finalized or deleted (account erasure) underneath us: nothing can be added; these frames were never acknowledged.
-      rt.log.error({ take: this.key, runs: runs.map((r) => [r.start, r.end]) }, 'take is finalized or gone (its account was erased); frames cannot be stored');
+      rt.log.error(
+        { take: this.key, runs: runs.map((r) => [r.start, r.end]) },
+        'take is finalized or gone (its account was erased); frames cannot be stored',
+      );
       this.frames.markDurable(0, Number.MAX_SAFE_INTEGER);
       void this.letGo('not_recording', 0);
       return;
@@ -368,7 +384,13 @@ export class Recorder implements PumpHost {
 
   async emitProgress(): Promise<void> {
     const body = this.progressBody(this.frames.durable, this.bytesStored);
-    const outcome = await this.host.committer.commit({ take: this.take, userId: this.take.userId, unknown: [], runs: [], progress: () => [body] });
+    const outcome = await this.host.committer.commit({
+      take: this.take,
+      userId: this.take.userId,
+      unknown: [],
+      runs: [],
+      progress: () => [body],
+    });
     if (outcome.kind === 'progress') this.progressSent(outcome.events);
   }
 
@@ -379,18 +401,28 @@ export class Recorder implements PumpHost {
     this.lastProgress = { frames: last.frames_stored, at: Date.now() };
     // A frame is acknowledged once a progress event's contiguous coverage reaches it.
     const now = Date.now();
-    this.unacked = this.unacked.filter((u) => (u.end <= last.highest_contiguous_sequence ? (instruments().ackLatency.record(now - u.at), false) : true));
+    this.unacked = this.unacked.filter((u) =>
+      u.end <= last.highest_contiguous_sequence ? (instruments().ackLatency.record(now - u.at), false) : true,
+    );
   }
 
   private health(h: MlHealth): void {
     if (this.pump.halted) return;
-    this.client?.send({ type: 'RecordingHealth', meeting_id: this.take.meetingId, audio_version: this.take.audioVersion, ...h });
+    this.client?.send({
+      type: 'RecordingHealth',
+      meeting_id: this.take.meetingId,
+      audio_version: this.take.audioVersion,
+      ...h,
+    });
     this.note(h.code, { source: h.source, ...h.detail });
   }
 
   /** Appends to recording_event_history; a failure only costs the diagnostic. */
   note(eventType: string, payload: Record<string, unknown>): void {
-    recordEvent(this.host.rt.db, this.take.meetingId, eventType, { audio_version: this.take.audioVersion, ...payload }).catch((err) =>
+    recordEvent(this.host.rt.db, this.take.meetingId, eventType, {
+      audio_version: this.take.audioVersion,
+      ...payload,
+    }).catch((err) =>
       this.host.rt.log.warn({ err: (err as Error).message, eventType }, 'could not record a recording event'),
     );
   }
@@ -411,8 +443,13 @@ export class Recorder implements PumpHost {
     await sleep(c.RECORDING_STOP_SETTLE_MS);
     this.state = 'finishing';
     await this.flushAll();
-    const drain: DrainResult = this.ml ? await this.ml.drain(c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS * 1000) : { drained: false, error: 'no ML session' };
-    this.note(drain.timed_out ? 'ml_drain_timeout' : 'ml_drained', { ...drain, timeout_seconds: c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS });
+    const drain: DrainResult = this.ml
+      ? await this.ml.drain(c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS * 1000)
+      : { drained: false, error: 'no ML session' };
+    this.note(drain.timed_out ? 'ml_drain_timeout' : 'ml_drained', {
+      ...drain,
+      timeout_seconds: c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS,
+    });
 
     const result = await withRetry(() =>
       runUseCase(uow, SERVICE, completeStop, {
@@ -433,7 +470,14 @@ export class Recorder implements PumpHost {
     this.halt();
     const trace = this.take.trace && traceIdOf(this.take.trace);
     rt.log.info(
-      { meeting_id: meetingId, audio_version: audioVersion, reason, instance: instanceId, ...(trace && { trace_id: trace }), ...result.coverage },
+      {
+        meeting_id: meetingId,
+        audio_version: audioVersion,
+        reason,
+        instance: instanceId,
+        ...(trace && { trace_id: trace }),
+        ...result.coverage,
+      },
       'take stopped',
     );
     if (this.client) {
@@ -474,7 +518,9 @@ export class Recorder implements PumpHost {
   /** Another instance resumed the take, or it is no longer recording at all. */
   private async whyLost(): Promise<'resumed_elsewhere' | 'not_recording'> {
     const rec = await getRecording(this.host.rt.db, this.take.meetingId, this.take.audioVersion).catch(() => null);
-    return rec?.state === 'recording' && rec.owner_instance !== this.host.instanceId ? 'resumed_elsewhere' : 'not_recording';
+    return rec?.state === 'recording' && rec.owner_instance !== this.host.instanceId
+      ? 'resumed_elsewhere'
+      : 'not_recording';
   }
 
   private scheduleDuration(): void {
@@ -483,12 +529,20 @@ export class Recorder implements PumpHost {
     const now = Date.now();
     if (endAt - lead > now) {
       this.durationTimers.push(
-        setTimeout(() => {
-          const seconds = Math.max(0, Math.round((endAt - Date.now()) / 1000));
-          const warning = { meeting_id: this.take.meetingId, audio_version: this.take.audioVersion, seconds_remaining: seconds, max_duration_seconds: this.take.maxDurationSeconds };
-          this.client?.send({ type: 'RecordingDurationWarning', ...warning });
-          this.note('duration_warning', warning);
-        }, endAt - lead - now),
+        setTimeout(
+          () => {
+            const seconds = Math.max(0, Math.round((endAt - Date.now()) / 1000));
+            const warning = {
+              meeting_id: this.take.meetingId,
+              audio_version: this.take.audioVersion,
+              seconds_remaining: seconds,
+              max_duration_seconds: this.take.maxDurationSeconds,
+            };
+            this.client?.send({ type: 'RecordingDurationWarning', ...warning });
+            this.note('duration_warning', warning);
+          },
+          endAt - lead - now,
+        ),
       );
     }
     this.durationTimers.push(setTimeout(() => void this.stop('max_duration'), Math.max(0, endAt - now)));

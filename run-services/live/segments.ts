@@ -11,7 +11,12 @@
 import type { Database, Queryable } from '@mi/lib/db/pool';
 import type { Range } from '@mi/lib/domain/coverage';
 import { segmentObjectName } from '@mi/lib/objects/take-objects';
-import { insertManifestRows, rowsStartingIn, type ManifestInput, type ManifestRow } from '@mi/lib/repositories/manifest';
+import {
+  insertManifestRows,
+  rowsStartingIn,
+  type ManifestInput,
+  type ManifestRow,
+} from '@mi/lib/repositories/manifest';
 import { lockTakesForWrite, type RecordingState, type TakeKey } from '@mi/lib/repositories/recordings';
 import { crc32cOf } from '@mi/lib/adapters/crc32c';
 import { appendUserEvents, type EventBody, type StoredEvent } from '@mi/lib/events/outbox';
@@ -52,7 +57,14 @@ export type SegmentOutcome =
    * stored (ours, or an identical row). A run not stored overlapped rows someone else wrote
    * first: learn `rows`, write the rest.
    */
-  | { kind: 'stored'; rows: ManifestRow[]; stored: Run[]; owner: string | null; state: RecordingState; events: StoredEvent[] }
+  | {
+      kind: 'stored';
+      rows: ManifestRow[];
+      stored: Run[];
+      owner: string | null;
+      state: RecordingState;
+      events: StoredEvent[];
+    }
   /** The take is gone, finalizing or finalized: nothing can be added any more. */
   | { kind: 'closed' }
   /** A request without runs: its progress events. */
@@ -64,7 +76,12 @@ export function prepareRuns(store: ObjectStore, take: TakeKey, runs: Run[]): Pro
     runs.map(async (run) => {
       const body = run.frames.length === 1 ? run.frames[0].bytes : Buffer.concat(run.frames.map((f) => f.bytes));
       const crc = crc32cOf(body);
-      return { run, crc32c: crc, byteCount: body.length, object: await putObject(store, segmentObjectName(take, run.start, run.end), body, crc) };
+      return {
+        run,
+        crc32c: crc,
+        byteCount: body.length,
+        object: await putObject(store, segmentObjectName(take, run.start, run.end), body, crc),
+      };
     }),
   );
 }
@@ -107,11 +124,19 @@ export class SegmentCommitter {
   private async run(batch: Pending[]): Promise<void> {
     let outcomes: SegmentOutcome[];
     try {
-      outcomes = await this.db.withTransaction((tx) => this.commitBatch(tx, batch.map((p) => p.req)));
+      outcomes = await this.db.withTransaction((tx) =>
+        this.commitBatch(
+          tx,
+          batch.map((p) => p.req),
+        ),
+      );
     } catch (err) {
       // One bad request must not fail the others: retry them one by one.
       if (batch.length === 1) return batch[0].reject(err);
-      this.log.warn({ err: (err as Error).message, requests: batch.length }, 'segment batch failed; committing its requests one by one');
+      this.log.warn(
+        { err: (err as Error).message, requests: batch.length },
+        'segment batch failed; committing its requests one by one',
+      );
       for (const p of batch) await this.run([p]);
       return;
     }
@@ -129,12 +154,22 @@ export class SegmentCommitter {
   private async commitBatch(tx: Queryable, reqs: CommitRequest[]): Promise<SegmentOutcome[]> {
     const key = (t: TakeKey) => `${t.meetingId}/${t.audioVersion}`;
     const writing = reqs.filter((r) => r.runs.length);
-    const locks = new Map((await lockTakesForWrite(tx, writing.map((r) => r.take))).map((l) => [`${l.meeting_id}/${l.audio_version}`, l]));
+    const locks = new Map(
+      (
+        await lockTakesForWrite(
+          tx,
+          writing.map((r) => r.take),
+        )
+      ).map((l) => [`${l.meeting_id}/${l.audio_version}`, l]),
+    );
     const open = writing.filter((r) => {
       const state = locks.get(key(r.take))?.state;
       return state !== undefined && state !== 'finalizing' && state !== 'finalized';
     });
-    const existing = await rowsStartingIn(tx, open.map((r) => ({ ...r.take, ranges: r.unknown })));
+    const existing = await rowsStartingIn(
+      tx,
+      open.map((r) => ({ ...r.take, ranges: r.unknown })),
+    );
     const rowsOf = new Map<string, ManifestRow[]>(open.map((r) => [key(r.take), []]));
     for (const row of existing) rowsOf.get(`${row.meeting_id}/${row.audio_version}`)?.push(row);
 
@@ -154,7 +189,11 @@ export class SegmentCommitter {
       const stored: Run[] = [];
       for (const { run, crc32c, byteCount, object } of req.runs) {
         const clash = rows.filter((r) => r.start_sequence <= run.end && r.end_sequence >= run.start);
-        const identical = clash.length === 1 && clash[0].start_sequence === run.start && clash[0].end_sequence === run.end && clash[0].crc32c === crc32c;
+        const identical =
+          clash.length === 1 &&
+          clash[0].start_sequence === run.start &&
+          clash[0].end_sequence === run.end &&
+          clash[0].crc32c === crc32c;
         if (clash.length && !identical) continue;
         stored.push(run);
         if (identical) continue;
@@ -171,7 +210,13 @@ export class SegmentCommitter {
           crc32c,
         };
         inserts.push(row);
-        rows.push({ ...row, id: '', object_generation: object.generation, sha256: null, created_at: new Date().toISOString() });
+        rows.push({
+          ...row,
+          id: '',
+          object_generation: object.generation,
+          sha256: null,
+          created_at: new Date().toISOString(),
+        });
       }
       outcomes.push({ kind: 'stored', rows, stored, owner: lock.owner_instance, state: lock.state, events: [] });
     }
@@ -197,7 +242,11 @@ async function putObject(store: ObjectStore, name: string, body: Buffer, crc: st
   for (let n = 0; ; n++) {
     const candidate = n === 0 ? name : name.replace(/\.seg$/, `.${n}.seg`);
     try {
-      const stored = await store.write(candidate, body, { createOnly: true, contentType: 'application/octet-stream', crc32c: crc });
+      const stored = await store.write(candidate, body, {
+        createOnly: true,
+        contentType: 'application/octet-stream',
+        crc32c: crc,
+      });
       if (stored.crc32c !== crc) {
         await store.delete(candidate).catch(() => undefined);
         throw new Error(`object ${candidate}: stored crc32c ${stored.crc32c} differs from ours ${crc}`);

@@ -28,9 +28,16 @@ export const ERROR_CODES = [
 ] as const;
 
 export const ServerMessageSchemas = {
-  ready: z.object({ type: z.literal('ready'), connection_id: uuid }).describe('The answer to hello; replay (with last_seq) and live events follow.'),
+  ready: z
+    .object({ type: z.literal('ready'), connection_id: uuid })
+    .describe('The answer to hello; replay (with last_seq) and live events follow.'),
   RecordingStarted: z
-    .object({ type: z.literal('RecordingStarted'), ...take, transcription_id: uuid.nullable(), max_duration_seconds: z.number().int() })
+    .object({
+      type: z.literal('RecordingStarted'),
+      ...take,
+      transcription_id: uuid.nullable(),
+      max_duration_seconds: z.number().int(),
+    })
     .describe('The answer to StartRecordingCommand: a new take.'),
   RecordingResumed: z
     .object({
@@ -53,19 +60,38 @@ export const ServerMessageSchemas = {
     })
     .describe('The take is stopped; upload the missing ranges before gap_upload_deadline.'),
   RecordingReleased: z
-    .object({ type: z.literal('RecordingReleased'), ...take, reason: z.enum(['resumed_elsewhere', 'not_recording', 'shutdown']) })
+    .object({
+      type: z.literal('RecordingReleased'),
+      ...take,
+      reason: z.enum(['resumed_elsewhere', 'not_recording', 'shutdown']),
+    })
     .describe('This connection no longer holds the take.'),
   RecordingHealth: z
-    .object({ type: z.literal('RecordingHealth'), ...take, source: z.enum(['ml', 'core']), code: z.string(), detail: z.unknown() })
+    .object({
+      type: z.literal('RecordingHealth'),
+      ...take,
+      source: z.enum(['ml', 'core']),
+      code: z.string(),
+      detail: z.unknown(),
+    })
     .describe('Health of the take (docs/websocket.md lists the codes).'),
   RecordingDurationWarning: z
-    .object({ type: z.literal('RecordingDurationWarning'), ...take, seconds_remaining: z.number().int(), max_duration_seconds: z.number().int() })
+    .object({
+      type: z.literal('RecordingDurationWarning'),
+      ...take,
+      seconds_remaining: z.number().int(),
+      max_duration_seconds: z.number().int(),
+    })
     .describe('The take stops at its max duration soon.'),
   ReconnectAdvised: z
     .object({ type: z.literal('ReconnectAdvised'), reason: z.enum(['lifetime', 'shutdown']) })
     .describe('Close 1012 follows: reconnect at once with last_seq and resume.'),
   ResyncRequired: z
-    .object({ type: z.literal('ResyncRequired'), oldest_seq: z.number().int(), reason: z.literal('too_far_behind').optional() })
+    .object({
+      type: z.literal('ResyncRequired'),
+      oldest_seq: z.number().int(),
+      reason: z.literal('too_far_behind').optional(),
+    })
     .describe(
       'Events after last_seq are no longer all kept, or (reason too_far_behind) more than LIVE_REPLAY_MAX_EVENTS of them would be replayed: ' +
         'refetch what is shown; events go on from oldest_seq.',
@@ -75,7 +101,9 @@ export const ServerMessageSchemas = {
     .describe('A message or frame was refused; `ref` names the message type it answers.'),
 } as const;
 
-export type ServerMessage = { [K in keyof typeof ServerMessageSchemas]: z.infer<(typeof ServerMessageSchemas)[K]> }[keyof typeof ServerMessageSchemas];
+export type ServerMessage = {
+  [K in keyof typeof ServerMessageSchemas]: z.infer<(typeof ServerMessageSchemas)[K]>;
+}[keyof typeof ServerMessageSchemas];
 
 /** An event as a client receives it: its body with the envelope (without the owner's id). */
 export type DeliveredEvent = EventBody & Omit<EventEnvelope, 'user_id'>;

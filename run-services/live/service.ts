@@ -97,7 +97,12 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
   const { config, log } = rt;
   const instanceId = opts.instanceId ?? `live-${randomUUID()}`;
   const coordination =
-    opts.coordination ?? createCoordination({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.FIRESTORE_EMULATOR_HOST, collectionPrefix: 'live_' });
+    opts.coordination ??
+    createCoordination({
+      projectId: config.GOOGLE_CLOUD_PROJECT,
+      emulatorHost: config.FIRESTORE_EMULATOR_HOST,
+      collectionPrefix: 'live_',
+    });
   const presenceTtlMs = opts.presenceTtlMs ?? PRESENCE_TTL_MS;
   const wss = new WebSocketServer({
     noServer: true,
@@ -202,13 +207,18 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         if (credential.scheme !== 'bearer') return conn.close(CloseCode.unauthorized, 'user credentials required');
         userId = (await findOrCreateUser(rt.db, credential.claims)).id;
       } catch (err) {
-        if ((err as { code?: string }).code === 'unauthorized') return conn.close(CloseCode.unauthorized, 'invalid or expired credentials');
-        if ((err as { code?: string }).code === 'account_conflict') return conn.close(CloseCode.accountConflict, 'another account already uses this email address');
+        if ((err as { code?: string }).code === 'unauthorized')
+          return conn.close(CloseCode.unauthorized, 'invalid or expired credentials');
+        if ((err as { code?: string }).code === 'account_conflict')
+          return conn.close(CloseCode.accountConflict, 'another account already uses this email address');
         throw err;
       }
       const elsewhere = await coordination.countPresence(userId).catch(() => 0);
       if (Math.max(localConnections(userId), elsewhere) >= config.LIVE_MAX_CONNECTIONS_PER_USER) {
-        return conn.close(CloseCode.tooManyConnections, `at most ${config.LIVE_MAX_CONNECTIONS_PER_USER} connections per user`);
+        return conn.close(
+          CloseCode.tooManyConnections,
+          `at most ${config.LIVE_MAX_CONNECTIONS_PER_USER} connections per user`,
+        );
       }
       if (!conn.open) return;
       // Presence first: a publisher that commits after the replay's starting point reads presence
@@ -348,7 +358,9 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
           }
           // Frames that came in between are written here too; then each take waits for a resume.
           await sessions.releaseAll(SHUTDOWN_RELEASE_MS);
-          await Promise.allSettled(present.map((c) => settleWithin(coordination.removePresence(c.userId, c.id), 1_000)));
+          await Promise.allSettled(
+            present.map((c) => settleWithin(coordination.removePresence(c.userId, c.id), 1_000)),
+          );
           // The instances sharing our users stop addressing us (their routes would learn it within REFRESH_MS).
           const users = [...new Set(present.map((c) => c.userId))];
           const letGo = async (u: string) => notify(await listeners.of(u).catch(() => []), u, false, null);

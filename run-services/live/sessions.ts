@@ -8,7 +8,16 @@ import { getMeeting } from '@mi/lib/repositories/meetings';
 import { getRecording, recordingLeaseKey, touchOwnedTakes, type Recording } from '@mi/lib/repositories/recordings';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import type { Connection } from './connection';
-import { FRAME_HEADER_BYTES, frameSequence, INT4_MAX, traceOf, type ErrorCode, type ResumeCommand, type StartCommand, type StopCommand } from './protocol';
+import {
+  FRAME_HEADER_BYTES,
+  frameSequence,
+  INT4_MAX,
+  traceOf,
+  type ErrorCode,
+  type ResumeCommand,
+  type StartCommand,
+  type StopCommand,
+} from './protocol';
 import { MAX_MISSING_RANGES } from '@mi/lib/domain/coverage';
 import { Recorder, type RecorderHost, type Take } from './recorder';
 import { SegmentCommitter } from './segments';
@@ -44,9 +53,10 @@ export const ADVISED_RECONNECT_GRACE_SECONDS = 30;
 
 const FRAME_ERRORS: Partial<Record<ErrorCode, string>> = {
   recording_stopping: 'the recording is stopping; this frame was not stored (upload it as a gap if needed)',
-  sequence_out_of_range: 'the sequence number is beyond the recording\'s maximum duration',
+  sequence_out_of_range: "the sequence number is beyond the recording's maximum duration",
   buffer_full: 'too much audio is waiting for storage; this frame was not stored, resend it later',
-  bad_frame: 'a pcm_s16le frame is exactly sample_rate / 10 × 2 bytes of audio (3,200 at 16 kHz); a webm_opus frame at least one byte',
+  bad_frame:
+    'a pcm_s16le frame is exactly sample_rate / 10 × 2 bytes of audio (3,200 at 16 kHz); a webm_opus frame at least one byte',
   too_many_gaps: `the take already misses ${MAX_MISSING_RANGES} ranges and this frame would open another (past the end with a gap, or splitting a missing range); it was not stored: send the missing frames first, then this one again`,
 };
 
@@ -63,7 +73,12 @@ export class Sessions implements RecorderHost {
 
   constructor(private readonly d: SessionsDeps) {
     this.uow = { db: d.rt.db, events: { publish: async (events) => d.dispatch(events) } };
-    this.committer = new SegmentCommitter(d.rt.db, d.rt.store, (events) => events.length && d.dispatch(events), d.rt.log);
+    this.committer = new SegmentCommitter(
+      d.rt.db,
+      d.rt.store,
+      (events) => events.length && d.dispatch(events),
+      d.rt.log,
+    );
   }
 
   get rt() {
@@ -109,10 +124,13 @@ export class Sessions implements RecorderHost {
     this.beating = true;
     try {
       const startedAt = Date.now();
-      const owned = await touchOwnedTakes(this.d.rt.db, this.d.instanceId).catch((err) => void this.warn(err, 'owner heartbeat failed'));
+      const owned = await touchOwnedTakes(this.d.rt.db, this.d.instanceId).catch(
+        (err) => void this.warn(err, 'owner heartbeat failed'),
+      );
       if (owned) {
         const keys = new Set(owned.map((t) => recordingLeaseKey(t.meeting_id, t.audio_version)));
-        for (const r of this.recorders.values()) if (r.createdAt < startedAt && !keys.has(r.key)) void r.ownershipLost('row owner changed');
+        for (const r of this.recorders.values())
+          if (r.createdAt < startedAt && !keys.has(r.key)) void r.ownershipLost('row owner changed');
       }
       const takes = [...this.recorders.values()];
       for (let i = 0; i < takes.length; i += LEASE_RENEWALS_AT_ONCE) {
@@ -142,9 +160,13 @@ export class Sessions implements RecorderHost {
 
   async start(conn: Connection, cmd: StartCommand): Promise<void> {
     const c = this.d.rt.config;
-    if (conn.recorder) return conn.error('recording_in_progress', 'this connection is already recording; stop it first', cmd.type);
+    if (conn.recorder)
+      return conn.error('recording_in_progress', 'this connection is already recording; stop it first', cmd.type);
     const userId = conn.userId!;
-    const maxDuration = Math.min(cmd.max_duration_seconds ?? c.RECORDING_MAX_DURATION_SECONDS, c.RECORDING_MAX_DURATION_SECONDS);
+    const maxDuration = Math.min(
+      cmd.max_duration_seconds ?? c.RECORDING_MAX_DURATION_SECONDS,
+      c.RECORDING_MAX_DURATION_SECONDS,
+    );
     let created: Recording;
     try {
       const input = {
@@ -157,12 +179,22 @@ export class Sessions implements RecorderHost {
       };
       created = await runUseCase(this.uow, { userId }, startTake, input, { originClientId: conn.clientId });
     } catch (err) {
-      if (err instanceof DomainError && START_ERRORS[err.code]) return conn.error(START_ERRORS[err.code]!, err.message, cmd.type);
+      if (err instanceof DomainError && START_ERRORS[err.code])
+        return conn.error(START_ERRORS[err.code]!, err.message, cmd.type);
       throw err;
     }
     const r = this.adopt(conn, created, userId, []);
-    await this.d.coordination.acquire(r.key, this.d.instanceId, this.d.leaseTtlMs).catch((err) => this.warn(err, 'could not take the lease of a new take'));
-    conn.log.info({ meeting_id: created.meeting_id, audio_version: created.audio_version, max_duration_seconds: created.max_duration_seconds }, 'take started');
+    await this.d.coordination
+      .acquire(r.key, this.d.instanceId, this.d.leaseTtlMs)
+      .catch((err) => this.warn(err, 'could not take the lease of a new take'));
+    conn.log.info(
+      {
+        meeting_id: created.meeting_id,
+        audio_version: created.audio_version,
+        max_duration_seconds: created.max_duration_seconds,
+      },
+      'take started',
+    );
     conn.send({
       type: 'RecordingStarted',
       meeting_id: created.meeting_id,
@@ -176,10 +208,12 @@ export class Sessions implements RecorderHost {
     const key = recordingLeaseKey(cmd.meeting_id, cmd.audio_version);
     const userId = conn.userId!;
     if (conn.recorder) {
-      if (conn.recorder.key === key && conn.recorder.state === 'recording') return this.sendResumed(conn, conn.recorder);
+      if (conn.recorder.key === key && conn.recorder.state === 'recording')
+        return this.sendResumed(conn, conn.recorder);
       return conn.error('recording_in_progress', 'this connection is already recording another take', cmd.type);
     }
-    if (!(await getMeeting(this.d.rt.db, { userId }, cmd.meeting_id))) return conn.error('meeting_not_found', 'meeting not found', cmd.type);
+    if (!(await getMeeting(this.d.rt.db, { userId }, cmd.meeting_id)))
+      return conn.error('meeting_not_found', 'meeting not found', cmd.type);
     // Beyond the column's range no take can exist (decisions.md section 6).
     if (cmd.audio_version > INT4_MAX) return conn.error('recording_not_found', 'no such recording take', cmd.type);
 
@@ -191,20 +225,43 @@ export class Sessions implements RecorderHost {
         conn.recorder = local;
         if (!conn.open) this.connectionClosed(conn);
         local.note('recording_resumed', { instance: this.d.instanceId, connection_id: conn.id, same_instance: true });
-        conn.log.info({ meeting_id: cmd.meeting_id, audio_version: cmd.audio_version, same_instance: true }, 'take resumed');
+        conn.log.info(
+          { meeting_id: cmd.meeting_id, audio_version: cmd.audio_version, same_instance: true },
+          'take resumed',
+        );
         return this.sendResumed(conn, local);
       }
       const { rt, instanceId } = this.d;
-      const claimed = await runUseCase(this.uow, { userId }, claimTake, { meetingId: cmd.meeting_id, audioVersion: cmd.audio_version, ownerInstance: instanceId, connectionId: conn.id });
+      const claimed = await runUseCase(this.uow, { userId }, claimTake, {
+        meetingId: cmd.meeting_id,
+        audioVersion: cmd.audio_version,
+        ownerInstance: instanceId,
+        connectionId: conn.id,
+      });
       if (!claimed) {
         const rec = await getRecording(rt.db, cmd.meeting_id, cmd.audio_version);
-        if (!rec || rec.audio_version !== cmd.audio_version) return conn.error('recording_not_found', 'no such recording take', cmd.type);
-        return conn.error('recording_not_open', `the take is ${rec.state}; upload missing audio with the gap-recovery endpoint`, cmd.type);
+        if (!rec || rec.audio_version !== cmd.audio_version)
+          return conn.error('recording_not_found', 'no such recording take', cmd.type);
+        return conn.error(
+          'recording_not_open',
+          `the take is ${rec.state}; upload missing audio with the gap-recovery endpoint`,
+          cmd.type,
+        );
       }
       // The old owner, if alive, sees the lease (or the row) taken at its next heartbeat and lets go.
-      await this.d.coordination.takeOver(key, instanceId, this.d.leaseTtlMs).catch((err) => this.warn(err, 'lease takeover failed'));
+      await this.d.coordination
+        .takeOver(key, instanceId, this.d.leaseTtlMs)
+        .catch((err) => this.warn(err, 'lease takeover failed'));
       const stored = await listManifest(rt.db, cmd.meeting_id, cmd.audio_version);
-      conn.log.info({ meeting_id: cmd.meeting_id, audio_version: cmd.audio_version, same_instance: false, frames_stored: stored.length }, 'take resumed');
+      conn.log.info(
+        {
+          meeting_id: cmd.meeting_id,
+          audio_version: cmd.audio_version,
+          same_instance: false,
+          frames_stored: stored.length,
+        },
+        'take resumed',
+      );
       this.sendResumed(conn, this.adopt(conn, claimed, userId, stored));
     });
   }
@@ -221,13 +278,24 @@ export class Sessions implements RecorderHost {
 
   frame(conn: Connection, data: Buffer): void {
     const seq = frameSequence(data);
-    if (seq === null) return conn.frameError('bad_frame', 'a frame is an 8-byte big-endian sequence number followed by the audio bytes');
+    if (seq === null)
+      return conn.frameError(
+        'bad_frame',
+        'a frame is an 8-byte big-endian sequence number followed by the audio bytes',
+      );
     const size = data.length - FRAME_HEADER_BYTES;
     if (size > this.d.rt.config.LIVE_MAX_FRAME_BYTES) {
-      return conn.frameError('frame_too_large', `a frame holds at most ${this.d.rt.config.LIVE_MAX_FRAME_BYTES} bytes of audio (got ${size})`);
+      return conn.frameError(
+        'frame_too_large',
+        `a frame holds at most ${this.d.rt.config.LIVE_MAX_FRAME_BYTES} bytes of audio (got ${size})`,
+      );
     }
     const r = conn.recorder;
-    if (!r) return conn.frameError('no_recording', 'no recording on this connection: send StartRecordingCommand or ResumeRecordingCommand first');
+    if (!r)
+      return conn.frameError(
+        'no_recording',
+        'no recording on this connection: send StartRecordingCommand or ResumeRecordingCommand first',
+      );
     const error = r.frame(seq, data);
     if (error) conn.frameError(error, FRAME_ERRORS[error] ?? error);
   }
@@ -238,7 +306,12 @@ export class Sessions implements RecorderHost {
     const r = conn.recorder;
     if (!r) return;
     conn.recorder = null;
-    r.note('connection_closed', { connection_id: conn.id, instance: this.d.instanceId, reconnect_advised: conn.advised, frames_waiting: r.pendingFrames });
+    r.note('connection_closed', {
+      connection_id: conn.id,
+      instance: this.d.instanceId,
+      reconnect_advised: conn.advised,
+      frames_waiting: r.pendingFrames,
+    });
     r.detach(conn, conn.advised ? ADVISED_RECONNECT_GRACE_SECONDS : 0);
   }
 
@@ -262,7 +335,9 @@ export class Sessions implements RecorderHost {
   /** Stops already under way may finish; every other take is left for a resume elsewhere. */
   async releaseAll(timeoutMs: number): Promise<void> {
     await Promise.allSettled(
-      [...this.recorders.values()].map((r) => (r.state === 'recording' ? r.letGo('shutdown', timeoutMs) : settleWithin(r.stop('user'), timeoutMs))),
+      [...this.recorders.values()].map((r) =>
+        r.state === 'recording' ? r.letGo('shutdown', timeoutMs) : settleWithin(r.stop('user'), timeoutMs),
+      ),
     );
   }
 

@@ -101,10 +101,13 @@ export class StoragePump {
     if (this.halted || this.timer) return;
     const due = this.frames.nextDueAt(this.maxAgeMs);
     if (due === null) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.kick();
-    }, Math.max(0, due - Date.now()));
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.kick();
+      },
+      Math.max(0, due - Date.now()),
+    );
   }
 
   private async pump(): Promise<void> {

@@ -87,10 +87,14 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
 
   let take: { meetingId: string; transcriptionId: string };
   try {
-    await check('setup: a meeting and a transcription on the core', async () => {
-      take = await prepareTake(opts.core);
-      return `meeting ${take.meetingId}, transcription ${take.transcriptionId}`;
-    }, true);
+    await check(
+      'setup: a meeting and a transcription on the core',
+      async () => {
+        take = await prepareTake(opts.core);
+        return `meeting ${take.meetingId}, transcription ${take.transcriptionId}`;
+      },
+      true,
+    );
     const start: StreamingStart = {
       meeting_id: take!.meetingId,
       transcription_id: take!.transcriptionId,
@@ -107,27 +111,43 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
     });
 
     let first: StreamingSession;
-    await check('POST /streaming answers 201 with a session (OpenAPI startStreaming)', async () => {
-      first = await startSession(start);
-      return `id ${first.id}`;
-    }, true);
-    await check(`the audio socket takes frames 0–29 and 40–59 (a gap)`, async () => {
-      const socket = await stream(first!, FIRST);
-      socket.close(); // the take moves to another instance: this session gets no DELETE
-      return `${FIRST.length} frames`;
-    }, true);
+    await check(
+      'POST /streaming answers 201 with a session (OpenAPI startStreaming)',
+      async () => {
+        first = await startSession(start);
+        return `id ${first.id}`;
+      },
+      true,
+    );
+    await check(
+      `the audio socket takes frames 0–29 and 40–59 (a gap)`,
+      async () => {
+        const socket = await stream(first!, FIRST);
+        socket.close(); // the take moves to another instance: this session gets no DELETE
+        return `${FIRST.length} frames`;
+      },
+      true,
+    );
 
     let resumed: StreamingSession;
-    await check(`POST /streaming with start_sequence ${RESUME_AT} resumes the take`, async () => {
-      resumed = await startSession({ ...start, start_sequence: RESUME_AT });
-      if (resumed.id === first!.id) throw new Error('answered the id of the previous session');
-      return `id ${resumed.id}`;
-    }, true);
+    await check(
+      `POST /streaming with start_sequence ${RESUME_AT} resumes the take`,
+      async () => {
+        resumed = await startSession({ ...start, start_sequence: RESUME_AT });
+        if (resumed.id === first!.id) throw new Error('answered the id of the previous session');
+        return `id ${resumed.id}`;
+      },
+      true,
+    );
     let resumedSocket: AudioSocket;
-    await check(`the resumed session's socket takes frames ${RESUME_AT}–99`, async () => {
-      resumedSocket = await stream(resumed!, RESUMED);
-      return `${RESUMED.length} frames`;
-    }, true);
+    await check(
+      `the resumed session's socket takes frames ${RESUME_AT}–99`,
+      async () => {
+        resumedSocket = await stream(resumed!, RESUMED);
+        return `${RESUMED.length} frames`;
+      },
+      true,
+    );
 
     await check('DELETE /streaming/{id} drains: 200 with a drain report, or 204', async () => {
       const res = await callMl('DELETE', `/streaming/${encodeURIComponent(resumed!.id)}`);
@@ -173,14 +193,18 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
     });
 
     await check('recording.finalized: the ML claims the take and completes it', async () => {
-      await publishFinalized(opts, {
-        meeting_id: take!.meetingId,
-        audio_version: 1,
-        transcription_id: take!.transcriptionId,
-        storage_path: null, // the kit stores no audio: GET /meetings/{id}/audio-url answers 404
-        is_degraded: true,
-        missing_ranges: [[30, 39]],
-      }, trace);
+      await publishFinalized(
+        opts,
+        {
+          meeting_id: take!.meetingId,
+          audio_version: 1,
+          transcription_id: take!.transcriptionId,
+          storage_path: null, // the kit stores no audio: GET /meetings/{id}/audio-url answers 404
+          is_degraded: true,
+          missing_ranges: [[30, 39]],
+        },
+        trace,
+      );
       const path = `/transcriptions/${take!.transcriptionId}`;
       let last: Record<string, unknown> = {};
       const done = await waitFor(async () => {

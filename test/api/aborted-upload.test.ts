@@ -9,7 +9,10 @@ let api: ApiHarness;
 let alice: string;
 
 beforeAll(async () => {
-  api = await startApi({ LOG_LEVEL: 'info' }, { logDestination: { write: (line: string) => void lines.push(JSON.parse(line)) } });
+  api = await startApi(
+    { LOG_LEVEL: 'info' },
+    { logDestination: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+  );
   alice = await api.token('alice');
 });
 afterAll(() => api?.close());
@@ -18,7 +21,13 @@ afterAll(() => api?.close());
 function abortMidBody(path: string, headers: Record<string, string>, declared: number): Promise<void> {
   return new Promise((resolve) => {
     const url = new URL(api.url + path);
-    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'PUT', headers: { ...headers, 'content-length': String(declared) } });
+    const req = http.request({
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname,
+      method: 'PUT',
+      headers: { ...headers, 'content-length': String(declared) },
+    });
     req.on('error', () => resolve());
     req.write(Buffer.alloc(declared / 2, 1), () => setTimeout(() => (req.destroy(), resolve()), 300));
   });
@@ -27,10 +36,18 @@ function abortMidBody(path: string, headers: Record<string, string>, declared: n
 describe('a client gone mid-body', () => {
   it('should be logged at info as a client abort, with no error line and nothing stored', async () => {
     const m = await api.meeting(alice, 'upload');
-    await abortMidBody(`/meetings/${m}/audio`, { authorization: `Bearer ${alice}`, 'content-type': 'audio/wav' }, 1_000_000);
+    await abortMidBody(
+      `/meetings/${m}/audio`,
+      { authorization: `Bearer ${alice}`, 'content-type': 'audio/wav' },
+      1_000_000,
+    );
     await new Promise((r) => setTimeout(r, 1_000));
     expect(lines.filter((l) => ['ERROR', 'CRITICAL'].includes(l.severity)).map((l) => l.message)).toEqual([]);
-    expect(lines.find((l) => l.message === 'client aborted the request')).toMatchObject({ severity: 'INFO', method: 'PUT', path: `/meetings/${m}/audio` });
+    expect(lines.find((l) => l.message === 'client aborted the request')).toMatchObject({
+      severity: 'INFO',
+      method: 'PUT',
+      path: `/meetings/${m}/audio`,
+    });
     expect((await api.request('GET', `/meetings/${m}/audio-url`, { token: alice })).status).toBe(404);
   });
 });

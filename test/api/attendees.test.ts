@@ -8,11 +8,31 @@ let bob: string;
 let aliceId: string;
 
 const newPerson = async (token: string, display_name = `p-${randomUUID()}`) =>
-  (await api.request('POST', '/people', { token, body: { display_name }, headers: { 'idempotency-key': randomUUID() } })).body.id;
+  (
+    await api.request('POST', '/people', {
+      token,
+      body: { display_name },
+      headers: { 'idempotency-key': randomUUID() },
+    })
+  ).body.id;
 const newMeeting = async (token: string) =>
-  (await api.request('POST', '/meetings', { token, body: { title: 'm', source_type: 'text' }, headers: { 'idempotency-key': randomUUID() } })).body.id;
+  (
+    await api.request('POST', '/meetings', {
+      token,
+      body: { title: 'm', source_type: 'text' },
+      headers: { 'idempotency-key': randomUUID() },
+    })
+  ).body.id;
 const events = async (userId: string, n: number) =>
-  (await api.rt.db.query('test.events', 'SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT $2', [userId, n])).rows.map((r) => r.payload).reverse();
+  (
+    await api.rt.db.query(
+      'test.events',
+      'SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT $2',
+      [userId, n],
+    )
+  ).rows
+    .map((r) => r.payload)
+    .reverse();
 
 beforeAll(async () => {
   api = await startApi();
@@ -26,7 +46,8 @@ describe('meeting attendees', () => {
   it('should add attendees idempotently, list them by name and remove them', async () => {
     const m = await newMeeting(alice);
     const [zoe, abe] = [await newPerson(alice, 'Zoe'), await newPerson(alice, 'Abe')];
-    for (const p of [zoe, abe, zoe]) expect((await api.request('PUT', `/meetings/${m}/attendees/${p}`, { token: alice })).status).toBe(204);
+    for (const p of [zoe, abe, zoe])
+      expect((await api.request('PUT', `/meetings/${m}/attendees/${p}`, { token: alice })).status).toBe(204);
     // The repeated PUT changed nothing and emitted nothing.
     expect(await events(aliceId, 2)).toEqual([
       { type: 'EntityChanged', entity: 'meeting_attendee', action: 'created', id: zoe, meeting_id: m },
@@ -37,13 +58,23 @@ describe('meeting attendees', () => {
     expect(list.body.items.map((p: any) => p.display_name)).toEqual(['Abe', 'Zoe']);
     expect(list.body.next_cursor).toBeNull();
     const page1 = await api.request('GET', `/meetings/${m}/attendees?limit=1`, { token: alice });
-    const page2 = await api.request('GET', `/meetings/${m}/attendees?limit=1&cursor=${page1.body.next_cursor}`, { token: alice });
+    const page2 = await api.request('GET', `/meetings/${m}/attendees?limit=1&cursor=${page1.body.next_cursor}`, {
+      token: alice,
+    });
     expect([...page1.body.items, ...page2.body.items].map((p: any) => p.id)).toEqual([abe, zoe]);
 
     expect((await api.request('DELETE', `/meetings/${m}/attendees/${zoe}`, { token: alice })).status).toBe(204);
-    expect((await events(aliceId, 1))[0]).toEqual({ type: 'EntityChanged', entity: 'meeting_attendee', action: 'deleted', id: zoe, meeting_id: m });
+    expect((await events(aliceId, 1))[0]).toEqual({
+      type: 'EntityChanged',
+      entity: 'meeting_attendee',
+      action: 'deleted',
+      id: zoe,
+      meeting_id: m,
+    });
     expect((await api.request('DELETE', `/meetings/${m}/attendees/${zoe}`, { token: alice })).status).toBe(204);
-    expect((await api.request('GET', `/meetings/${m}/attendees`, { token: alice })).body.items.map((p: any) => p.id)).toEqual([abe]);
+    expect(
+      (await api.request('GET', `/meetings/${m}/attendees`, { token: alice })).body.items.map((p: any) => p.id),
+    ).toEqual([abe]);
   });
 
   it("should answer 422 for another user's or an unknown person", async () => {

@@ -23,7 +23,12 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'audio-test-'));
   const keyFile = join(dir, 'signer.json');
   gcs = await startGcsEmulator({ trustedKeys: [loadOrCreateSignerKey(keyFile)] });
-  api = await startApi({ STORAGE_EMULATOR_HOST: gcs.url, STORAGE_SIGNER_KEY_FILE: keyFile, RECORDING_MAX_UPLOAD_BYTES: String(MAX_UPLOAD), RECORDING_AUDIO_URL_TTL_SECONDS: '600' });
+  api = await startApi({
+    STORAGE_EMULATOR_HOST: gcs.url,
+    STORAGE_SIGNER_KEY_FILE: keyFile,
+    RECORDING_MAX_UPLOAD_BYTES: String(MAX_UPLOAD),
+    RECORDING_AUDIO_URL_TTL_SECONDS: '600',
+  });
   alice = await api.token('audio-alice');
   bob = await api.token('audio-bob');
   aliceId = (await api.request('GET', '/me', { token: alice })).body.id;
@@ -39,13 +44,21 @@ afterAll(async () => {
 const audio = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + 7) & 0xff));
 
 async function meeting(token = alice, sourceType = 'upload'): Promise<string> {
-  const res = await api.request('POST', '/meetings', { token, headers: { 'idempotency-key': randomUUID() }, body: { title: 'Audio', source_type: sourceType } });
+  const res = await api.request('POST', '/meetings', {
+    token,
+    headers: { 'idempotency-key': randomUUID() },
+    body: { title: 'Audio', source_type: sourceType },
+  });
   expect(res.status).toBe(201);
   return res.body.id;
 }
 
 const upload = (id: string, raw: BodyInit, opts: { token?: string; type?: string } = {}) =>
-  api.request('PUT', `/meetings/${id}/audio`, { token: opts.token ?? alice, raw, headers: { 'content-type': opts.type ?? 'audio/wav' } });
+  api.request('PUT', `/meetings/${id}/audio`, {
+    token: opts.token ?? alice,
+    raw,
+    headers: { 'content-type': opts.type ?? 'audio/wav' },
+  });
 
 /** The proxy link as served, but against the test server (PUBLIC_BASE_URL is the default origin). */
 const local = (proxyUrl: string) => {
@@ -59,7 +72,12 @@ describe('audio upload, signed URL and proxy link', () => {
     const bytes = audio(50_000);
     const up = await upload(id, bytes);
     expect(up.status).toBe(201);
-    expect(up.body).toMatchObject({ meeting_id: id, content_type: 'audio/wav', byte_count: 50_000, storage_path: expect.stringMatching(`^uploads/${id}/`) });
+    expect(up.body).toMatchObject({
+      meeting_id: id,
+      content_type: 'audio/wav',
+      byte_count: 50_000,
+      storage_path: expect.stringMatching(`^uploads/${id}/`),
+    });
 
     const links = await api.request('GET', `/meetings/${id}/audio-url`, { token: alice });
     expect(links.status).toBe(200);
@@ -115,15 +133,18 @@ describe('audio upload, signed URL and proxy link', () => {
   });
 
   // PGlite runs one transaction at a time: nothing interleaves there.
-  it.skipIf(inject('database').kind !== 'native')('should answer one 201 and one 200 to two concurrent first uploads, keeping one object (5 rounds)', async () => {
-    for (let round = 0; round < 5; round++) {
-      const id = await meeting();
-      const answers = await Promise.all([upload(id, audio(3000)), upload(id, audio(4000))]);
-      expect(answers.map((a) => a.status).sort(), `round ${round}`).toEqual([200, 201]);
-      const kept = (await api.rt.store.list(`uploads/${id}/`)).map((o) => o.name);
-      expect(kept).toHaveLength(1); // the loser's object was deleted once the winner's change committed
-    }
-  });
+  it.skipIf(inject('database').kind !== 'native')(
+    'should answer one 201 and one 200 to two concurrent first uploads, keeping one object (5 rounds)',
+    async () => {
+      for (let round = 0; round < 5; round++) {
+        const id = await meeting();
+        const answers = await Promise.all([upload(id, audio(3000)), upload(id, audio(4000))]);
+        expect(answers.map((a) => a.status).sort(), `round ${round}`).toEqual([200, 201]);
+        const kept = (await api.rt.store.list(`uploads/${id}/`)).map((o) => o.name);
+        expect(kept).toHaveLength(1); // the loser's object was deleted once the winner's change committed
+      }
+    },
+  );
 
   it('should refuse uploads above RECORDING_MAX_UPLOAD_BYTES (413), declared or streamed, and store nothing', async () => {
     const id = await meeting();
@@ -136,7 +157,9 @@ describe('audio upload, signed URL and proxy link', () => {
     });
     expect((await upload(id, stream)).status).toBe(413);
     expect(await api.rt.store.list(`uploads/${id}/`)).toEqual([]);
-    expect((await api.request('GET', `/meetings/${id}/audio-url`, { token: alice })).body.detail).toBe('meeting has no audio');
+    expect((await api.request('GET', `/meetings/${id}/audio-url`, { token: alice })).body.detail).toBe(
+      'meeting has no audio',
+    );
     expect((await upload(id, audio(MAX_UPLOAD))).status).toBe(201);
   });
 
@@ -149,7 +172,10 @@ describe('audio upload, signed URL and proxy link', () => {
     expect((await upload(recording, audio(10))).status).toBe(409);
     expect((await upload(id, audio(10), { token: bob })).status).toBe(404);
     expect((await upload(randomUUID(), audio(10))).status).toBe(404);
-    expect((await api.request('PUT', `/meetings/${id}/audio`, { raw: audio(10), headers: { 'content-type': 'audio/wav' } })).status).toBe(401);
+    expect(
+      (await api.request('PUT', `/meetings/${id}/audio`, { raw: audio(10), headers: { 'content-type': 'audio/wav' } }))
+        .status,
+    ).toBe(401);
     expect((await upload(id, audio(10), { token: api.serviceToken })).status).toBe(403);
     expect(await api.rt.store.list(`uploads/${id}/`)).toEqual([]);
   });
@@ -163,7 +189,9 @@ describe('audio upload, signed URL and proxy link', () => {
     expect(missing.status).toBe(404);
     expect(missing.body.detail).toBe('meeting not found');
     await upload(id, audio(100));
-    expect((await api.request('GET', `/meetings/${id}/audio-url`, { token: bob })).body.detail).toBe('meeting not found');
+    expect((await api.request('GET', `/meetings/${id}/audio-url`, { token: bob })).body.detail).toBe(
+      'meeting not found',
+    );
     expect((await api.request('GET', `/meetings/${id}/audio-url`)).status).toBe(401);
     // The ML service (service token) is answered like the owner: the same object, the owner's proxy link.
     const owner = await api.request('GET', `/meetings/${id}/audio-url`, { token: alice });
@@ -173,7 +201,9 @@ describe('audio upload, signed URL and proxy link', () => {
     expect((await fetch(service.body.url)).status).toBe(200);
     const proxied = await fetch(local(service.body.proxy_url));
     expect(proxied.status).toBe(200);
-    expect((await api.request('GET', `/meetings/${randomUUID()}/audio-url`, { token: api.serviceToken })).status).toBe(404);
+    expect((await api.request('GET', `/meetings/${randomUUID()}/audio-url`, { token: api.serviceToken })).status).toBe(
+      404,
+    );
   });
 
   it('should refuse tampered, expired, other-user and other-meeting links with 403', async () => {
@@ -184,7 +214,8 @@ describe('audio upload, signed URL and proxy link', () => {
     const links = await api.request('GET', `/meetings/${id}/audio-url`, { token: alice });
     const good = new URL(local(links.body.proxy_url));
     const key = api.config.AUDIO_URL_SIGNING_KEY;
-    const status = async (path: string, q: Record<string, string>) => (await fetch(`${api.url}${path}?${new URLSearchParams(q)}`)).status;
+    const status = async (path: string, q: Record<string, string>) =>
+      (await fetch(`${api.url}${path}?${new URLSearchParams(q)}`)).status;
     const q = Object.fromEntries(good.searchParams);
     expect(await status(good.pathname, q)).toBe(200);
 
@@ -195,14 +226,24 @@ describe('audio upload, signed URL and proxy link', () => {
     expect(await status(good.pathname, { ...q, uid: bobId })).toBe(403);
     expect(await status(`/meetings/${other}/audio`, q)).toBe(403);
     const past = Math.floor(Date.now() / 1000) - 1;
-    expect(await status(good.pathname, { uid: aliceId, exp: String(past), sig: signAudioLink(key, id, aliceId, past) })).toBe(403);
+    expect(
+      await status(good.pathname, { uid: aliceId, exp: String(past), sig: signAudioLink(key, id, aliceId, past) }),
+    ).toBe(403);
     // A genuinely signed link for a user who does not own the meeting grants nothing.
     const future = Math.floor(Date.now() / 1000) + 600;
-    expect(await status(good.pathname, { uid: bobId, exp: String(future), sig: signAudioLink(key, id, bobId, future) })).toBe(403);
+    expect(
+      await status(good.pathname, { uid: bobId, exp: String(future), sig: signAudioLink(key, id, bobId, future) }),
+    ).toBe(403);
     expect(await status(good.pathname, {})).toBe(403);
     expect(await status(good.pathname, { uid: 'x', exp: 'y', sig: 'z' })).toBe(403);
     // A valid link of a meeting without audio.
     const silent = await meeting();
-    expect(await status(`/meetings/${silent}/audio`, { uid: aliceId, exp: String(future), sig: signAudioLink(key, silent, aliceId, future) })).toBe(404);
+    expect(
+      await status(`/meetings/${silent}/audio`, {
+        uid: aliceId,
+        exp: String(future),
+        sig: signAudioLink(key, silent, aliceId, future),
+      }),
+    ).toBe(404);
   });
 });

@@ -8,7 +8,10 @@ const lines: Record<string, unknown>[] = [];
 let api: ApiHarness;
 
 beforeAll(async () => {
-  api = await startApi({ LOG_LEVEL: 'info', GOOGLE_CLOUD_PROJECT: 'log-project' }, { logDestination: { write: (line: string) => void lines.push(JSON.parse(line)) } });
+  api = await startApi(
+    { LOG_LEVEL: 'info', GOOGLE_CLOUD_PROJECT: 'log-project' },
+    { logDestination: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+  );
 });
 afterAll(() => api?.close());
 
@@ -21,7 +24,13 @@ describe('Cloud Logging-shaped request lines', () => {
     const res = await api.request('GET', '/healthz', { headers: { traceparent: `00-${traceId}-${parentSpan}-01` } });
     expect(res.status).toBe(200);
     const line = requestLine('/healthz');
-    expect(line).toMatchObject({ severity: 'INFO', message: 'request', status: 200, 'logging.googleapis.com/trace': `projects/log-project/traces/${traceId}`, 'logging.googleapis.com/trace_sampled': true });
+    expect(line).toMatchObject({
+      severity: 'INFO',
+      message: 'request',
+      status: 200,
+      'logging.googleapis.com/trace': `projects/log-project/traces/${traceId}`,
+      'logging.googleapis.com/trace_sampled': true,
+    });
     // Our server span, a child of the caller's: a span id of its own.
     expect(line!['logging.googleapis.com/spanId']).toMatch(/^[0-9a-f]{16}$/);
     expect(line!['logging.googleapis.com/spanId']).not.toBe(parentSpan);
@@ -39,7 +48,9 @@ describe('Cloud Logging-shaped request lines', () => {
     }
     expect(lines.at(-1)).toMatchObject({ severity: 'WARNING', message: '', detail: 1 });
     // A request without a traceparent still gets a trace of its own (the span this service starts).
-    expect(requestLine('/me')!['logging.googleapis.com/trace']).toMatch(/^projects\/log-project\/traces\/[0-9a-f]{32}$/);
+    expect(requestLine('/me')!['logging.googleapis.com/trace']).toMatch(
+      /^projects\/log-project\/traces\/[0-9a-f]{32}$/,
+    );
   });
 
   it("should log and answer the caller's X-Request-Id, or a new one when it sends none or a malformed one", async () => {

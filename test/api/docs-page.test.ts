@@ -19,7 +19,12 @@ describe('docs page', () => {
     expect(res.text).not.toMatch(/(https?:)?\/\/[a-z0-9-]+\.[a-z]/i);
     const config = JSON.parse(/createApiReference\('#app', (\{.*\})\);/.exec(res.text)?.[1] ?? 'null');
     expect(config).toMatchObject({
-      url: '/openapi.json', telemetry: false, withDefaultFonts: false, agent: { disabled: true }, hideClientButton: true, showDeveloperTools: 'never',
+      url: '/openapi.json',
+      telemetry: false,
+      withDefaultFonts: false,
+      agent: { disabled: true },
+      hideClientButton: true,
+      showDeveloperTools: 'never',
     });
   });
 
@@ -36,7 +41,11 @@ describe('docs page', () => {
   });
 
   it('should serve nothing else under /docs/assets', async () => {
-    for (const path of ['/docs/assets/swagger-ui-bundle.js', '/docs/assets/standalone.js', '/docs/assets/..%2F..%2Fpackage.json'])
+    for (const path of [
+      '/docs/assets/swagger-ui-bundle.js',
+      '/docs/assets/standalone.js',
+      '/docs/assets/..%2F..%2Fpackage.json',
+    ])
       expect((await api.request('GET', path)).status, path).toBe(404);
   });
 });

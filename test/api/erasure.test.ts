@@ -60,12 +60,24 @@ async function fullAccount(name: string) {
   await api.rt.store.write(`recordings/${stopped.meetingId}/v${stopped.audioVersion}/gaps/stray`, Buffer.from('stray'));
   await stopTake(api, stopped);
   const deleted = await api.meeting(token, 'upload');
-  expect((await api.request('PUT', `/meetings/${deleted}/audio`, { token, raw: Buffer.alloc(500, 3), headers: { 'content-type': 'audio/wav' } })).status).toBe(201);
+  expect(
+    (
+      await api.request('PUT', `/meetings/${deleted}/audio`, {
+        token,
+        raw: Buffer.alloc(500, 3),
+        headers: { 'content-type': 'audio/wav' },
+      })
+    ).status,
+  ).toBe(201);
   expect((await api.request('DELETE', `/meetings/${deleted}`, { token })).status).toBe(204);
   // An idempotency record of the user (principal = user id) and outbox events.
   await api.post(token, '/meetings', { title: 'keyed', source_type: 'text' });
   const ids = [...(await allIds(api.rt.db))].filter((id) => !before.has(id));
-  const { rows } = await api.rt.db.query<{ id: string }>('test.meetings_of', 'SELECT id FROM meeting WHERE user_id = $1', [userId]);
+  const { rows } = await api.rt.db.query<{ id: string }>(
+    'test.meetings_of',
+    'SELECT id FROM meeting WHERE user_id = $1',
+    [userId],
+  );
   return { token, userId, ids: [...new Set([userId, ...ids])], meetingIds: rows.map((r) => r.id), live };
 }
 

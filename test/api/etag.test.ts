@@ -16,7 +16,12 @@ afterAll(() => api?.close());
 
 const created = (path: string, body: unknown) => async () => (await api.post(alice, path, body)).body.id as string;
 const deletable = [
-  { name: 'meeting', path: '/meetings', fresh: created('/meetings', { title: 'm', source_type: 'text' }), field: 'title' },
+  {
+    name: 'meeting',
+    path: '/meetings',
+    fresh: created('/meetings', { title: 'm', source_type: 'text' }),
+    field: 'title',
+  },
   { name: 'person', path: '/people', fresh: created('/people', { display_name: 'Dana' }), field: 'display_name' },
   { name: 'task', path: '/tasks', fresh: created('/tasks', { content: 'write it' }), field: 'content' },
   { name: 'note', path: '/notes', fresh: created('/notes', { content: 'remember' }), field: 'content' },
@@ -27,15 +32,25 @@ async function freshSegment(): Promise<string> {
   const m = await api.meeting(alice, 'recording');
   const t = (await api.post(alice, `/meetings/${m}/transcriptions`)).body.id;
   const segments = [{ speaker_label: 'S0', text: 'hello', start_ms: 0, end_ms: 1000 }];
-  expect((await api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: { segments } })).status).toBe(204);
+  expect(
+    (await api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: { segments } }))
+      .status,
+  ).toBe(204);
   return (await api.request('GET', `/transcriptions/${t}/segments`, { token: alice })).body.items[0].id;
 }
-const resources = [...deletable, { name: 'transcript segment', path: '/transcript-segments', fresh: freshSegment, field: 'text' }];
+const resources = [
+  ...deletable,
+  { name: 'transcript segment', path: '/transcript-segments', fresh: freshSegment, field: 'text' },
+];
 
 describe.each(resources)('$name', ({ path, fresh, field }) => {
   const get = (id: string) => api.request('GET', `${path}/${id}`, { token: alice });
   const patch = (id: string, value: string, ifMatch?: string) =>
-    api.request('PATCH', `${path}/${id}`, { token: alice, body: { [field]: value }, headers: ifMatch ? { 'if-match': ifMatch } : {} });
+    api.request('PATCH', `${path}/${id}`, {
+      token: alice,
+      body: { [field]: value },
+      headers: ifMatch ? { 'if-match': ifMatch } : {},
+    });
 
   it('should carry an ETag that changes with the record, and the PATCH answer should carry the new one', async () => {
     const id = await fresh();
@@ -77,12 +92,15 @@ describe.each(resources)('$name', ({ path, fresh, field }) => {
 
 describe.each(deletable)('DELETE of a $name', ({ path, fresh, field }) => {
   const get = (id: string) => api.request('GET', `${path}/${id}`, { token: alice });
-  const del = (id: string, ifMatch: string) => api.request('DELETE', `${path}/${id}`, { token: alice, headers: { 'if-match': ifMatch } });
+  const del = (id: string, ifMatch: string) =>
+    api.request('DELETE', `${path}/${id}`, { token: alice, headers: { 'if-match': ifMatch } });
 
   it('should answer 412 to a stale If-Match and keep the record; the current tag or * deletes it', async () => {
     const id = await fresh();
     const stale = (await get(id)).headers.get('etag')!;
-    expect((await api.request('PATCH', `${path}/${id}`, { token: alice, body: { [field]: 'moved on' } })).status).toBe(200);
+    expect((await api.request('PATCH', `${path}/${id}`, { token: alice, body: { [field]: 'moved on' } })).status).toBe(
+      200,
+    );
     const refused = await del(id, stale);
     expect(refused.status).toBe(412);
     expect(refused.body.type).toMatch(/precondition_failed$/);
@@ -100,7 +118,15 @@ describe('GET /transcript-segments/{id}', () => {
     const id = await freshSegment();
     const bob = await api.token('bob');
     expect((await api.request('GET', `/transcript-segments/${id}`, { token: bob })).status).toBe(404);
-    expect((await api.request('PATCH', `/transcript-segments/${id}`, { token: bob, body: { text: 'x' }, headers: { 'if-match': '*' } })).status).toBe(404);
+    expect(
+      (
+        await api.request('PATCH', `/transcript-segments/${id}`, {
+          token: bob,
+          body: { text: 'x' },
+          headers: { 'if-match': '*' },
+        })
+      ).status,
+    ).toBe(404);
     expect((await api.request('GET', `/transcript-segments/${randomUUID()}`, { token: alice })).status).toBe(404);
     expect((await api.request('GET', `/transcript-segments/${id}`)).status).toBe(401);
     const got = await api.request('GET', `/transcript-segments/${id}`, { token: alice });

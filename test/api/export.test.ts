@@ -30,7 +30,14 @@ beforeAll(async () => {
   bob = await api.token('bob');
   meetingId = await api.meeting(alice, 'recording');
   transcriptionId = (await api.post(alice, `/meetings/${meetingId}/transcriptions`)).body.id;
-  expect((await api.request('POST', `/transcriptions/${transcriptionId}/segments`, { token: api.serviceToken, body: { segments } })).status).toBe(204);
+  expect(
+    (
+      await api.request('POST', `/transcriptions/${transcriptionId}/segments`, {
+        token: api.serviceToken,
+        body: { segments },
+      })
+    ).status,
+  ).toBe(204);
   const dana = (await api.post(alice, '/people', { display_name: 'Dana <CEO>' })).body.id;
   const assigned = await api.request('POST', `/meetings/${meetingId}/speaker-labels`, {
     token: alice,
@@ -41,7 +48,8 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-const exportAs = (format: string, token = alice, id = transcriptionId) => api.request('GET', `/transcriptions/${id}/export?format=${format}`, { token });
+const exportAs = (format: string, token = alice, id = transcriptionId) =>
+  api.request('GET', `/transcriptions/${id}/export?format=${format}`, { token });
 
 describe('GET /transcriptions/{id}/export', () => {
   it('should give a valid WebVTT file with the person named where assigned, else the label', async () => {
@@ -51,7 +59,12 @@ describe('GET /transcriptions/{id}/export', () => {
     expect(res.headers.get('content-disposition')).toBe(`attachment; filename="transcript-${transcriptionId}.vtt"`);
     const tree = parseVtt(res.text);
     expect(tree.errors).toEqual([]);
-    const cues = tree.cues.map((c: any) => ({ start: c.startTime, end: c.endTime, voice: c.tree.children[0].value, text: c.tree.children[0].children.map((t: any) => t.value).join('') }));
+    const cues = tree.cues.map((c: any) => ({
+      start: c.startTime,
+      end: c.endTime,
+      voice: c.tree.children[0].value,
+      text: c.tree.children[0].children.map((t: any) => t.value).join(''),
+    }));
     expect(cues).toEqual([
       // The voice annotation comes back as written (escaped); the cue text decoded.
       { start: 0, end: 1.5, voice: 'Dana &lt;CEO&gt;', text: 'Hello & welcome <everyone>' },
@@ -76,7 +89,9 @@ describe('GET /transcriptions/{id}/export', () => {
   it('should give plain text and JSON (the default format is vtt)', async () => {
     const txt = await exportAs('txt');
     expect(txt.headers.get('content-type')).toBe('text/plain; charset=utf-8');
-    expect(txt.text).toBe('[00:00:00] Dana <CEO>: Hello & welcome <everyone>\n[00:00:01] S1: Thanks. Two lines -> one\n[01:02:03] Dana <CEO>: Let us start\n');
+    expect(txt.text).toBe(
+      '[00:00:00] Dana <CEO>: Hello & welcome <everyone>\n[00:00:01] S1: Thanks. Two lines -> one\n[01:02:03] Dana <CEO>: Let us start\n',
+    );
     const json = await exportAs('json');
     expect(json.body).toMatchObject({ transcription_id: transcriptionId, meeting_id: meetingId });
     expect(json.body.segments.map((s: any) => [s.speaker, s.speaker_label, s.text, s.start_ms])).toEqual([
@@ -96,7 +111,10 @@ describe('GET /transcriptions/{id}/export', () => {
       { speaker_label: `Mallory${inject}`, text: `a\u0007b\u2028c${inject}`, start_ms: 0, end_ms: 1000 },
       { speaker_label: 'S1', text: 'fine', start_ms: 1000, end_ms: 2000 },
     ];
-    const posted = await api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: { segments: hostile } });
+    const posted = await api.request('POST', `/transcriptions/${t}/segments`, {
+      token: api.serviceToken,
+      body: { segments: hostile },
+    });
     expect(posted.status).toBe(204);
     const flat = ' 00:00:09.000 -> 00:00:10.000 Evil';
     for (const format of ['vtt', 'srt', 'txt', 'json']) {
@@ -108,7 +126,12 @@ describe('GET /transcriptions/{id}/export', () => {
     }
     const vtt = parseVtt((await exportAs('vtt', alice, t)).text);
     expect(vtt.errors).toEqual([]);
-    expect(vtt.cues.map((c: any) => [c.tree.children[0].value, c.tree.children[0].children.map((x: any) => x.value).join('')])).toEqual([
+    expect(
+      vtt.cues.map((c: any) => [
+        c.tree.children[0].value,
+        c.tree.children[0].children.map((x: any) => x.value).join(''),
+      ]),
+    ).toEqual([
       // The voice annotation comes back as written (escaped), the cue text decoded.
       [`Mallory${flat.replace('>', '&gt;')}`, `a b c${flat}`],
       ['S1', 'fine'],
@@ -118,7 +141,10 @@ describe('GET /transcriptions/{id}/export', () => {
     const txt = (await exportAs('txt', alice, t)).text;
     expect(txt).toBe(`[00:00:00] Mallory${flat}: a b c${flat}\n[00:00:01] S1: fine\n`);
     const json = (await exportAs('json', alice, t)).body;
-    expect(json.segments.map((s: any) => [s.speaker, s.speaker_label, s.text])).toEqual([[`Mallory${flat}`, `Mallory${flat}`, `a b c${flat}`], ['S1', 'S1', 'fine']]);
+    expect(json.segments.map((s: any) => [s.speaker, s.speaker_label, s.text])).toEqual([
+      [`Mallory${flat}`, `Mallory${flat}`, `a b c${flat}`],
+      ['S1', 'S1', 'fine'],
+    ]);
   });
 
   it('should export an empty transcription as an empty file of its format', async () => {

@@ -11,8 +11,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   // A project of its own keeps this file's `feature_flags/defaults` away from other test files.
-  api = await startApi({ GOOGLE_CLOUD_PROJECT: `flags-api-${randomUUID().slice(0, 8)}`, FEATURE_FLAGS_CACHE_SECONDS: '1' });
-  firestore = createFirestore({ projectId: api.rt.config.GOOGLE_CLOUD_PROJECT, emulatorHost: api.rt.config.FIRESTORE_EMULATOR_HOST });
+  api = await startApi({
+    GOOGLE_CLOUD_PROJECT: `flags-api-${randomUUID().slice(0, 8)}`,
+    FEATURE_FLAGS_CACHE_SECONDS: '1',
+  });
+  firestore = createFirestore({
+    projectId: api.rt.config.GOOGLE_CLOUD_PROJECT,
+    emulatorHost: api.rt.config.FIRESTORE_EMULATOR_HOST,
+  });
   await firestore.doc('feature_flags/defaults').set({ flags: { live_insights: false, max_threads: 10 } });
 });
 afterAll(async () => {
@@ -30,7 +36,9 @@ describe('GET /feature-flags', () => {
   it("should serve the Firestore defaults overlaid with the caller's overrides", async () => {
     const alice = await api.token('alice');
     const bob = await api.token('bob');
-    await firestore.doc(`feature_flags_users/${await api.userId(alice)}`).set({ flags: { live_insights: true, theme: 'dark', nested: { no: 1 } } });
+    await firestore
+      .doc(`feature_flags_users/${await api.userId(alice)}`)
+      .set({ flags: { live_insights: true, theme: 'dark', nested: { no: 1 } } });
     expect(await flagsOf(alice)).toEqual({ flags: { live_insights: true, max_threads: 10, theme: 'dark' } });
     expect(await flagsOf(bob)).toEqual({ flags: { live_insights: false, max_threads: 10 } });
   });

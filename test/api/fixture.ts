@@ -29,7 +29,12 @@ export async function twoUsers(api: ApiHarness): Promise<TwoUsers> {
   const bobPerson = await api.person(bobId, 'Eve');
   const aliceMeeting = await api.meeting(alice);
   const bobMeeting = await api.meeting(bob);
-  const ids: Record<string, string> = { ALICE_PERSON: alicePerson, ALICE_MEETING: aliceMeeting, BOB_PERSON: bobPerson, BOB_MEETING: bobMeeting };
+  const ids: Record<string, string> = {
+    ALICE_PERSON: alicePerson,
+    ALICE_MEETING: aliceMeeting,
+    BOB_PERSON: bobPerson,
+    BOB_MEETING: bobMeeting,
+  };
   return {
     alice,
     bob,
@@ -40,6 +45,8 @@ export async function twoUsers(api: ApiHarness): Promise<TwoUsers> {
     aliceMeeting,
     bobMeeting,
     resolve: (body, extra = {}) =>
-      Object.fromEntries(Object.entries(body).map(([k, v]) => [k, typeof v === 'string' ? ({ ...ids, ...extra }[v] ?? v) : v])),
+      Object.fromEntries(
+        Object.entries(body).map(([k, v]) => [k, typeof v === 'string' ? ({ ...ids, ...extra }[v] ?? v) : v]),
+      ),
   };
 }

@@ -16,7 +16,10 @@ afterAll(() => api?.close());
 describe('idempotent replay', () => {
   it('should return the exact bytes and headers of the first response', async () => {
     const key = randomUUID();
-    const body = { display_name: `Zoe ${key.slice(0, 6)}`, tags: { zeta: 1, alpha: { b: [3, 2, 1], a: 'x' }, mid: null } };
+    const body = {
+      display_name: `Zoe ${key.slice(0, 6)}`,
+      tags: { zeta: 1, alpha: { b: [3, 2, 1], a: 'x' }, mid: null },
+    };
     const first = await api.post(alice, '/people', body, key);
     expect(first.status).toBe(201);
     const replay = await api.post(alice, '/people', body, key);
@@ -25,7 +28,11 @@ describe('idempotent replay', () => {
     expect(replay.text).toBe(first.text);
     expect(replay.headers.get('content-type')).toBe(first.headers.get('content-type'));
     // The stored body is the text itself, not a jsonb value.
-    const { rows } = await api.rt.db.query('test.idem', 'SELECT response_raw, response_body FROM idempotency_record WHERE key = $1', [key]);
+    const { rows } = await api.rt.db.query(
+      'test.idem',
+      'SELECT response_raw, response_body FROM idempotency_record WHERE key = $1',
+      [key],
+    );
     expect(rows).toEqual([{ response_raw: first.text, response_body: null }]);
   });
 
@@ -34,7 +41,12 @@ describe('idempotent replay', () => {
     const t = (await api.post(alice, `/meetings/${m}/transcriptions`)).body.id;
     const key = randomUUID();
     const segments = { segments: [{ text: 'x', start_ms: 0 }] };
-    const send = () => api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: segments, headers: { 'idempotency-key': key } });
+    const send = () =>
+      api.request('POST', `/transcriptions/${t}/segments`, {
+        token: api.serviceToken,
+        body: segments,
+        headers: { 'idempotency-key': key },
+      });
     const first = await send();
     const replay = await send();
     expect([first.status, replay.status]).toEqual([204, 204]);

@@ -20,7 +20,13 @@ describe('meetings', () => {
   it('should create a meeting and return it whole with 201', async () => {
     const res = await create(alice, { title: 'Weekly sync', source_type: 'recording' });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ title: 'Weekly sync', source_type: 'recording', end_time: null, headline: null, deleted_at: null });
+    expect(res.body).toMatchObject({
+      title: 'Weekly sync',
+      source_type: 'recording',
+      end_time: null,
+      headline: null,
+      deleted_at: null,
+    });
     expect(Date.parse(res.body.start_time)).not.toBeNaN();
     const got = await api.request('GET', `/meetings/${res.body.id}`, { token: alice });
     expect(got.status).toBe(200);
@@ -29,7 +35,10 @@ describe('meetings', () => {
 
   it('should answer another user with 404 as if the meeting did not exist', async () => {
     const { body } = await create(alice, { title: 'private', source_type: 'text' });
-    for (const [m, p] of [['GET', `/meetings/${body.id}`], ['DELETE', `/meetings/${body.id}`]] as const) {
+    for (const [m, p] of [
+      ['GET', `/meetings/${body.id}`],
+      ['DELETE', `/meetings/${body.id}`],
+    ] as const) {
       const res = await api.request(m, p, { token: bob });
       expect(res.status).toBe(404);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
@@ -41,14 +50,22 @@ describe('meetings', () => {
 
   it('should let the service set the headline with PATCH', async () => {
     const { body } = await create(alice, { title: 'm', source_type: 'recording' });
-    const res = await api.request('PATCH', `/meetings/${body.id}`, { token: api.serviceToken, body: { headline: 'We shipped' } });
+    const res = await api.request('PATCH', `/meetings/${body.id}`, {
+      token: api.serviceToken,
+      body: { headline: 'We shipped' },
+    });
     expect(res.status).toBe(200);
     expect(res.body.headline).toBe('We shipped');
   });
 
   it('should list only the caller meetings, paginated with an opaque cursor', async () => {
     const carol = await api.token('carol');
-    for (let i = 0; i < 5; i++) await create(carol, { title: `c${i}`, source_type: 'text', start_time: new Date(Date.UTC(2026, 0, 1 + i)).toISOString() });
+    for (let i = 0; i < 5; i++)
+      await create(carol, {
+        title: `c${i}`,
+        source_type: 'text',
+        start_time: new Date(Date.UTC(2026, 0, 1 + i)).toISOString(),
+      });
     const first = await api.request('GET', '/meetings?limit=2', { token: carol });
     expect(first.status).toBe(200);
     expect(first.body.items.map((m: any) => m.title)).toEqual(['c4', 'c3']);
@@ -73,7 +90,12 @@ describe('validation and errors', () => {
     const res = await create(alice, { title: '', source_type: 'video' });
     expect(res.status).toBe(422);
     expect(res.body.errors.map((e: any) => e.path).sort()).toEqual(['source_type', 'title']);
-    expect(res.body).toMatchObject({ type: expect.any(String), title: expect.any(String), status: 422, detail: expect.any(String) });
+    expect(res.body).toMatchObject({
+      type: expect.any(String),
+      title: expect.any(String),
+      status: 422,
+      detail: expect.any(String),
+    });
   });
 
   it('should answer 400 to malformed JSON', async () => {
@@ -102,7 +124,9 @@ describe('validation and errors', () => {
 
 describe('idempotency', () => {
   it('should require a uuid Idempotency-Key', async () => {
-    expect((await api.request('POST', '/meetings', { token: alice, body: { title: 't', source_type: 'text' } })).status).toBe(400);
+    expect(
+      (await api.request('POST', '/meetings', { token: alice, body: { title: 't', source_type: 'text' } })).status,
+    ).toBe(400);
     expect((await create(alice, { title: 't', source_type: 'text' }, 'nope')).status).toBe(400);
   });
 
@@ -124,7 +148,9 @@ describe('idempotency', () => {
   it('should create one row for four concurrent identical requests', async () => {
     const dave = await api.token('dave');
     const key = randomUUID();
-    const results = await Promise.all([1, 2, 3, 4].map(() => create(dave, { title: 'race', source_type: 'text' }, key)));
+    const results = await Promise.all(
+      [1, 2, 3, 4].map(() => create(dave, { title: 'race', source_type: 'text' }, key)),
+    );
     for (const r of results) expect([201, 409]).toContain(r.status);
     const list = await api.request('GET', '/meetings', { token: dave });
     expect(list.body.items).toHaveLength(1);
@@ -154,13 +180,25 @@ describe('deleting a meeting', () => {
     const m = await api.meeting(alice);
     const task = (await api.post(alice, '/tasks', { content: 'follow up', meeting_id: m })).body.id;
     const other = (await api.post(alice, '/tasks', { content: 'unrelated' })).body.id;
-    expect((await api.request('GET', `/tasks?meeting_id=${m}`, { token: alice })).body.items.map((t: any) => t.id)).toEqual([task]);
+    expect(
+      (await api.request('GET', `/tasks?meeting_id=${m}`, { token: alice })).body.items.map((t: any) => t.id),
+    ).toEqual([task]);
     expect((await api.request('DELETE', `/meetings/${m}`, { token: alice })).status).toBe(204);
-    expect((await api.request('GET', `/tasks/${task}`, { token: alice })).body).toMatchObject({ id: task, meeting_id: null, content: 'follow up' });
+    expect((await api.request('GET', `/tasks/${task}`, { token: alice })).body).toMatchObject({
+      id: task,
+      meeting_id: null,
+      content: 'follow up',
+    });
     expect((await api.request('GET', `/tasks?meeting_id=${m}`, { token: alice })).body.items).toEqual([]);
     expect((await api.request('GET', `/tasks/${other}`, { token: alice })).body.meeting_id).toBeNull();
     const [deleted, detached] = await api.lastEvents(await api.userId(alice), 2);
     expect(deleted).toMatchObject({ type: 'EntityChanged', entity: 'meeting', action: 'deleted', id: m });
-    expect(detached).toMatchObject({ type: 'EntityChanged', entity: 'task', action: 'updated', id: task, meeting_id: null });
+    expect(detached).toMatchObject({
+      type: 'EntityChanged',
+      entity: 'task',
+      action: 'updated',
+      id: task,
+      meeting_id: null,
+    });
   });
 });

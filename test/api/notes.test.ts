@@ -23,7 +23,12 @@ afterAll(() => api?.close());
 
 describe('POST /notes', () => {
   it('should create a note about a meeting and emit EntityChanged with its meeting_id', async () => {
-    const res = await create(alice, { content: 'Decided on Q3', subject_type: 'MEETING', subject_id: aliceMeeting, tags: ['decision', { id: 1 }] });
+    const res = await create(alice, {
+      content: 'Decided on Q3',
+      subject_type: 'MEETING',
+      subject_id: aliceMeeting,
+      tags: ['decision', { id: 1 }],
+    });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       id: expect.any(String),
@@ -35,7 +40,13 @@ describe('POST /notes', () => {
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
-    expect(await api.lastEvent(aliceId)).toMatchObject({ type: 'EntityChanged', entity: 'note', action: 'created', id: res.body.id, meeting_id: aliceMeeting });
+    expect(await api.lastEvent(aliceId)).toMatchObject({
+      type: 'EntityChanged',
+      entity: 'note',
+      action: 'created',
+      id: res.body.id,
+      meeting_id: aliceMeeting,
+    });
     expect((await api.request('GET', `/notes/${res.body.id}`, { token: alice })).body).toEqual(res.body);
   });
 
@@ -68,7 +79,11 @@ describe('POST /notes', () => {
     ['a non-uuid subject_id', { content: 'x', subject_type: 'PERSON', subject_id: 'dana' }, 'subject_id'],
     ["another user's person", { content: 'x', subject_type: 'PERSON', subject_id: 'BOB_PERSON' }, 'subject_id'],
     ["another user's meeting", { content: 'x', subject_type: 'MEETING', subject_id: 'BOB_MEETING' }, 'subject_id'],
-    ['a person id given as a meeting', { content: 'x', subject_type: 'MEETING', subject_id: 'ALICE_PERSON' }, 'subject_id'],
+    [
+      'a person id given as a meeting',
+      { content: 'x', subject_type: 'MEETING', subject_id: 'ALICE_PERSON' },
+      'subject_id',
+    ],
     ['an unknown field', { content: 'x', user_id: randomUUID() }, '(body)'],
   ])('with %s', (_name, body, field) => {
     it(`should answer 422 naming ${field}`, async () => {
@@ -148,10 +163,20 @@ describe('PATCH /notes/{id}', () => {
 
   it('should update content and tags, move and detach the subject, and emit EntityChanged', async () => {
     const { body: n } = await create(alice, { content: 'v1', tags: ['a'] });
-    const moved = await patch(alice, n.id, { content: 'v2', tags: null, subject_type: 'MEETING', subject_id: aliceMeeting });
+    const moved = await patch(alice, n.id, {
+      content: 'v2',
+      tags: null,
+      subject_type: 'MEETING',
+      subject_id: aliceMeeting,
+    });
     expect(moved.status).toBe(200);
     expect(moved.body).toMatchObject({ content: 'v2', tags: null, subject_type: 'MEETING', subject_id: aliceMeeting });
-    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'note', action: 'updated', id: n.id, meeting_id: aliceMeeting });
+    expect(await api.lastEvent(aliceId)).toMatchObject({
+      entity: 'note',
+      action: 'updated',
+      id: n.id,
+      meeting_id: aliceMeeting,
+    });
     const detached = await patch(alice, n.id, { subject_type: null, subject_id: null });
     expect(detached.body).toMatchObject({ content: 'v2', subject_type: null, subject_id: null });
   });
@@ -183,7 +208,12 @@ describe('GET and DELETE /notes/{id}', () => {
     expect((await api.request('GET', `/notes/${n.id}`, { token: alice })).status).toBe(404);
     const { rows } = await api.rt.db.query('test.note', 'SELECT 1 FROM note WHERE id = $1', [n.id]);
     expect(rows).toHaveLength(0);
-    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'note', action: 'deleted', id: n.id, meeting_id: aliceMeeting });
+    expect(await api.lastEvent(aliceId)).toMatchObject({
+      entity: 'note',
+      action: 'deleted',
+      id: n.id,
+      meeting_id: aliceMeeting,
+    });
     expect((await api.request('DELETE', `/notes/${n.id}`, { token: alice })).status).toBe(404);
   });
 

@@ -11,7 +11,9 @@ const create = (token: string, body: unknown, key: string = randomUUID()) =>
   api.request('POST', '/people', { token, body, headers: { 'idempotency-key': key } });
 const sql = (text: string, params: unknown[] = []) => api.rt.db.query('test.sql', text, params).then((r) => r.rows);
 const lastEvents = async (userId: string, n: number) =>
-  (await sql('SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT $2', [userId, n])).map((r) => r.payload).reverse();
+  (await sql('SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT $2', [userId, n]))
+    .map((r) => r.payload)
+    .reverse();
 
 beforeAll(async () => {
   api = await startApi();
@@ -23,7 +25,15 @@ afterAll(() => api?.close());
 
 describe('POST /people', () => {
   it('should create a person with every field and emit EntityChanged', async () => {
-    const body = { display_name: 'Ada', full_name: 'Ada Lovelace', title: 'Engineer', role: 'lead', email: 'ada@example.com', company: 'AE', tags: ['vip', { k: 1 }] };
+    const body = {
+      display_name: 'Ada',
+      full_name: 'Ada Lovelace',
+      title: 'Engineer',
+      role: 'lead',
+      email: 'ada@example.com',
+      company: 'AE',
+      tags: ['vip', { k: 1 }],
+    };
     const res = await create(alice, body);
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
@@ -39,7 +49,9 @@ describe('POST /people', () => {
     const got = await api.request('GET', `/people/${res.body.id}`, { token: alice });
     expect(got.status).toBe(200);
     expect(got.body).toEqual(res.body);
-    expect(await lastEvents(aliceId, 1)).toEqual([{ type: 'EntityChanged', entity: 'person', action: 'created', id: res.body.id, meeting_id: null }]);
+    expect(await lastEvents(aliceId, 1)).toEqual([
+      { type: 'EntityChanged', entity: 'person', action: 'created', id: res.body.id, meeting_id: null },
+    ]);
   });
 
   it('should answer 409 to a display_name the user already has, but not to another user', async () => {
@@ -80,7 +92,13 @@ describe('POST /people', () => {
 describe('GET /people', () => {
   it('should list only the caller people by display_name, filtered and paginated', async () => {
     const carol = await api.token('carol');
-    for (const [d, f] of [['Cleo', 'Cleopatra VII'], ['bert', null], ['Anna', 'Anna Karenina'], ['Zed', 'Karl Z'], ['50%_off', null]]) {
+    for (const [d, f] of [
+      ['Cleo', 'Cleopatra VII'],
+      ['bert', null],
+      ['Anna', 'Anna Karenina'],
+      ['Zed', 'Karl Z'],
+      ['50%_off', null],
+    ]) {
       expect((await create(carol, { display_name: d, full_name: f })).status).toBe(201);
     }
     await create(bob, { display_name: 'Anna (bob)' });
@@ -94,7 +112,11 @@ describe('GET /people', () => {
       all.push(...res.body.items.map((p: any) => p.display_name));
       cursor = res.body.next_cursor;
     } while (cursor);
-    const { rows } = await api.rt.db.query('test.order', `SELECT display_name FROM person WHERE display_name = ANY($1) ORDER BY display_name`, [all]);
+    const { rows } = await api.rt.db.query(
+      'test.order',
+      `SELECT display_name FROM person WHERE display_name = ANY($1) ORDER BY display_name`,
+      [all],
+    );
     expect(all).toEqual(rows.map((r) => r.display_name));
     expect(all.sort()).toEqual(['50%_off', 'Anna', 'Cleo', 'Zed', 'bert'].sort());
 
@@ -115,19 +137,32 @@ describe('GET /people', () => {
 describe('GET, PATCH, DELETE /people/{id}', () => {
   it('should patch user fields and refuse voice fields', async () => {
     const { body } = await create(alice, { display_name: 'Pat', company: 'Old' });
-    const res = await api.request('PATCH', `/people/${body.id}`, { token: alice, body: { company: 'New', title: null, tags: { team: 'x' } } });
+    const res = await api.request('PATCH', `/people/${body.id}`, {
+      token: alice,
+      body: { company: 'New', title: null, tags: { team: 'x' } },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ display_name: 'Pat', company: 'New', title: null, tags: { team: 'x' } });
     expect(Date.parse(res.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(body.updated_at));
-    expect((await api.request('PATCH', `/people/${body.id}`, { token: alice, body: { voice_confidence: 1 } })).status).toBe(422);
+    expect(
+      (await api.request('PATCH', `/people/${body.id}`, { token: alice, body: { voice_confidence: 1 } })).status,
+    ).toBe(422);
     expect((await api.request('PATCH', `/people/${body.id}`, { token: alice, body: {} })).status).toBe(422);
-    expect((await lastEvents(aliceId, 1))[0]).toEqual({ type: 'EntityChanged', entity: 'person', action: 'updated', id: body.id, meeting_id: null });
+    expect((await lastEvents(aliceId, 1))[0]).toEqual({
+      type: 'EntityChanged',
+      entity: 'person',
+      action: 'updated',
+      id: body.id,
+      meeting_id: null,
+    });
   });
 
   it('should answer 409 when renaming onto an existing display_name', async () => {
     await create(alice, { display_name: 'Taken' });
     const { body } = await create(alice, { display_name: 'Free' });
-    expect((await api.request('PATCH', `/people/${body.id}`, { token: alice, body: { display_name: 'Taken' } })).status).toBe(409);
+    expect(
+      (await api.request('PATCH', `/people/${body.id}`, { token: alice, body: { display_name: 'Taken' } })).status,
+    ).toBe(409);
   });
 
   it('should answer another user with 404 as if the person did not exist', async () => {
@@ -149,10 +184,24 @@ describe('GET, PATCH, DELETE /people/{id}', () => {
 
   it('should hard-delete and detach the person everywhere', async () => {
     const { body: person } = await create(alice, { display_name: 'Leaver' });
-    const meeting = (await api.request('POST', '/meetings', { token: alice, body: { title: 'm', source_type: 'text' }, headers: { 'idempotency-key': randomUUID() } })).body;
-    const [t] = await sql(`INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`, [meeting.id]);
-    const [seg] = await sql(`INSERT INTO transcript_segment (transcription_id, person_id, speaker_label, text, start_ms) VALUES ($1, $2, 'S0', 'hi', 0) RETURNING id`, [t.id, person.id]);
-    await sql(`INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, 'S0', $2)`, [meeting.id, person.id]);
+    const meeting = (
+      await api.request('POST', '/meetings', {
+        token: alice,
+        body: { title: 'm', source_type: 'text' },
+        headers: { 'idempotency-key': randomUUID() },
+      })
+    ).body;
+    const [t] = await sql(`INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`, [
+      meeting.id,
+    ]);
+    const [seg] = await sql(
+      `INSERT INTO transcript_segment (transcription_id, person_id, speaker_label, text, start_ms) VALUES ($1, $2, 'S0', 'hi', 0) RETURNING id`,
+      [t.id, person.id],
+    );
+    await sql(`INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, 'S0', $2)`, [
+      meeting.id,
+      person.id,
+    ]);
     await sql(`INSERT INTO person_summary (person_id, author_id, summary) VALUES ($1, $2, 's')`, [person.id, aliceId]);
     expect((await api.request('PUT', '/me/person', { token: alice, body: { person_id: person.id } })).status).toBe(200);
 
@@ -163,7 +212,13 @@ describe('GET, PATCH, DELETE /people/{id}', () => {
     expect(await sql('SELECT 1 FROM meeting_speaker_label WHERE person_id = $1', [person.id])).toHaveLength(0);
     expect(await sql('SELECT 1 FROM person_summary WHERE person_id = $1', [person.id])).toHaveLength(0);
     expect((await api.request('GET', '/me', { token: alice })).body.person_id).toBeNull();
-    expect((await lastEvents(aliceId, 1))[0]).toEqual({ type: 'EntityChanged', entity: 'person', action: 'deleted', id: person.id, meeting_id: null });
+    expect((await lastEvents(aliceId, 1))[0]).toEqual({
+      type: 'EntityChanged',
+      entity: 'person',
+      action: 'deleted',
+      id: person.id,
+      meeting_id: null,
+    });
     expect((await api.request('DELETE', `/people/${person.id}`, { token: alice })).status).toBe(404);
   });
 });
@@ -175,7 +230,13 @@ describe('PUT /me/person', () => {
     expect(set.status).toBe(200);
     expect(set.body).toMatchObject({ id: aliceId, person_id: me.id });
     expect((await api.request('GET', '/me', { token: alice })).body.person_id).toBe(me.id);
-    expect((await lastEvents(aliceId, 1))[0]).toEqual({ type: 'EntityChanged', entity: 'user', action: 'updated', id: aliceId, meeting_id: null });
+    expect((await lastEvents(aliceId, 1))[0]).toEqual({
+      type: 'EntityChanged',
+      entity: 'user',
+      action: 'updated',
+      id: aliceId,
+      meeting_id: null,
+    });
     const cleared = await api.request('PUT', '/me/person', { token: alice, body: { person_id: null } });
     expect(cleared.body.person_id).toBeNull();
   });
@@ -195,11 +256,26 @@ describe('PUT /me/person', () => {
 describe('security', () => {
   it('should answer 401 without credentials and 403 to the service scheme on user-only operations', async () => {
     const id = randomUUID();
-    for (const [m, p] of [['GET', '/people'], ['POST', '/people'], ['GET', `/people/${id}`], ['PATCH', `/people/${id}`], ['DELETE', `/people/${id}`], ['PUT', '/me/person']]) {
+    for (const [m, p] of [
+      ['GET', '/people'],
+      ['POST', '/people'],
+      ['GET', `/people/${id}`],
+      ['PATCH', `/people/${id}`],
+      ['DELETE', `/people/${id}`],
+      ['PUT', '/me/person'],
+    ]) {
       expect((await api.request(m, p, { body: m === 'GET' ? undefined : {} })).status, `${m} ${p}`).toBe(401);
     }
-    for (const [m, p] of [['GET', '/people'], ['PATCH', `/people/${id}`], ['DELETE', `/people/${id}`], ['PUT', '/me/person']]) {
-      expect((await api.request(m, p, { token: api.serviceToken, body: m === 'GET' ? undefined : { title: 'x' } })).status, `${m} ${p}`).toBe(403);
+    for (const [m, p] of [
+      ['GET', '/people'],
+      ['PATCH', `/people/${id}`],
+      ['DELETE', `/people/${id}`],
+      ['PUT', '/me/person'],
+    ]) {
+      expect(
+        (await api.request(m, p, { token: api.serviceToken, body: m === 'GET' ? undefined : { title: 'x' } })).status,
+        `${m} ${p}`,
+      ).toBe(403);
     }
     expect((await create(api.serviceToken, { display_name: 'svc' })).status).toBe(403);
   });
@@ -211,8 +287,18 @@ describe('OpenAPI document', () => {
     expect(doc.paths['/people'].post.security).toEqual([{ bearerAuth: [] }]);
     expect(doc.paths['/people/{id}'].get.security).toEqual([{ bearerAuth: [] }, { serviceAuth: [] }]);
     expect(doc.paths['/people/voice-matches'].post.requestBody.content['application/json'].schema).toBeDefined();
-    expect(doc.paths['/meetings/{id}/speaker-labels'].post.parameters.map((p: any) => p.name)).toContain('idempotency-key');
-    for (const path of ['/me/person', '/people/{id}/summaries', '/person-summaries/{id}', '/tags', '/tags/{id}', '/meetings/{id}/attendees', '/meetings/{id}/attendees/{personId}']) {
+    expect(doc.paths['/meetings/{id}/speaker-labels'].post.parameters.map((p: any) => p.name)).toContain(
+      'idempotency-key',
+    );
+    for (const path of [
+      '/me/person',
+      '/people/{id}/summaries',
+      '/person-summaries/{id}',
+      '/tags',
+      '/tags/{id}',
+      '/meetings/{id}/attendees',
+      '/meetings/{id}/attendees/{personId}',
+    ]) {
       expect(doc.paths[path], path).toBeDefined();
     }
   });

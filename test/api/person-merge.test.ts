@@ -20,14 +20,30 @@ const sumOf = (vs: number[][]) => vs.reduce((s, v) => s.map((x, i) => x + v[i]),
 const sql = (text: string, params: unknown[] = []) => api.rt.db.query('test.sql', text, params).then((r) => r.rows);
 const person = async (token: string, fields: Record<string, unknown> = {}) =>
   (await api.post(token, '/people', { display_name: `p-${randomUUID().slice(0, 8)}`, ...fields })).body.id as string;
-const transcription = async (meetingId: string) => (await api.post(alice, `/meetings/${meetingId}/transcriptions`)).body.id as string;
+const transcription = async (meetingId: string) =>
+  (await api.post(alice, `/meetings/${meetingId}/transcriptions`)).body.id as string;
 let at = 0;
 const append = (t: string, segs: { speaker_label: string; feature_vector?: number[]; person_id?: string }[]) =>
-  api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: { segments: segs.map((s) => ({ text: 'x', start_ms: at++, ...s })) } });
+  api.request('POST', `/transcriptions/${t}/segments`, {
+    token: api.serviceToken,
+    body: { segments: segs.map((s) => ({ text: 'x', start_ms: at++, ...s })) },
+  });
 const assign = (m: string, speaker_label: string, person_id: string) =>
-  api.request('POST', `/meetings/${m}/speaker-labels`, { token: alice, body: { speaker_label, person_id }, headers: { 'idempotency-key': randomUUID() } });
-const merge = (into: string, body: unknown, opts: { token?: string; key?: string; headers?: Record<string, string> } = {}) =>
-  api.request('POST', `/people/${into}/merge`, { token: opts.token ?? alice, body, headers: { 'idempotency-key': opts.key ?? randomUUID(), ...opts.headers } });
+  api.request('POST', `/meetings/${m}/speaker-labels`, {
+    token: alice,
+    body: { speaker_label, person_id },
+    headers: { 'idempotency-key': randomUUID() },
+  });
+const merge = (
+  into: string,
+  body: unknown,
+  opts: { token?: string; key?: string; headers?: Record<string, string> } = {},
+) =>
+  api.request('POST', `/people/${into}/merge`, {
+    token: opts.token ?? alice,
+    body,
+    headers: { 'idempotency-key': opts.key ?? randomUUID(), ...opts.headers },
+  });
 
 beforeAll(async () => {
   api = await startApi();
@@ -45,19 +61,49 @@ describe('POST /people/{id}/merge', () => {
     const [t1, t2] = [await transcription(m1), await transcription(m2)];
     const keepVoice = [randomVector(), randomVector()];
     const otherVoice = [randomVector(), randomVector(), randomVector()];
-    expect((await append(t1, [{ speaker_label: 'A', feature_vector: keepVoice[0] }, { speaker_label: 'A', feature_vector: keepVoice[1] }, { speaker_label: 'B', feature_vector: otherVoice[0] }])).status).toBe(204);
+    expect(
+      (
+        await append(t1, [
+          { speaker_label: 'A', feature_vector: keepVoice[0] },
+          { speaker_label: 'A', feature_vector: keepVoice[1] },
+          { speaker_label: 'B', feature_vector: otherVoice[0] },
+        ])
+      ).status,
+    ).toBe(204);
     // The ML service attributed one segment to the other person itself (no assignment).
-    expect((await append(t2, [{ speaker_label: 'B', feature_vector: otherVoice[1] }, { speaker_label: 'C', feature_vector: otherVoice[2], person_id: other }])).status).toBe(204);
+    expect(
+      (
+        await append(t2, [
+          { speaker_label: 'B', feature_vector: otherVoice[1] },
+          { speaker_label: 'C', feature_vector: otherVoice[2], person_id: other },
+        ])
+      ).status,
+    ).toBe(204);
     expect((await assign(m1, 'A', keep)).status).toBe(200);
     expect((await assign(m1, 'B', other)).status).toBe(200);
     expect((await assign(m2, 'B', other)).status).toBe(200);
 
     const task = (await api.post(alice, '/tasks', { content: 'follow up', assigned_to: other })).body.id;
-    const note = (await api.post(alice, '/notes', { content: 'likes tea', subject_type: 'PERSON', subject_id: other })).body.id;
-    const [{ id: subTask }] = await sql(`INSERT INTO sub_task (task_id, content, assigned_to) VALUES ($1, 'part', $2) RETURNING id`, [task, other]);
-    const [{ id: thread }] = await sql(`INSERT INTO ai_thread (user_id, context_type, context_id) VALUES ($1, 'PERSON', $2) RETURNING id`, [aliceId, other]);
-    const [{ id: summary }] = await sql(`INSERT INTO person_summary (person_id, author_id, summary) VALUES ($1, $2, 'kind') RETURNING id`, [other, aliceId]);
-    await sql('INSERT INTO meeting_attendee (meeting_id, person_id) VALUES ($1, $2), ($1, $3), ($4, $3)', [m1, keep, other, m2]);
+    const note = (await api.post(alice, '/notes', { content: 'likes tea', subject_type: 'PERSON', subject_id: other }))
+      .body.id;
+    const [{ id: subTask }] = await sql(
+      `INSERT INTO sub_task (task_id, content, assigned_to) VALUES ($1, 'part', $2) RETURNING id`,
+      [task, other],
+    );
+    const [{ id: thread }] = await sql(
+      `INSERT INTO ai_thread (user_id, context_type, context_id) VALUES ($1, 'PERSON', $2) RETURNING id`,
+      [aliceId, other],
+    );
+    const [{ id: summary }] = await sql(
+      `INSERT INTO person_summary (person_id, author_id, summary) VALUES ($1, $2, 'kind') RETURNING id`,
+      [other, aliceId],
+    );
+    await sql('INSERT INTO meeting_attendee (meeting_id, person_id) VALUES ($1, $2), ($1, $3), ($4, $3)', [
+      m1,
+      keep,
+      other,
+      m2,
+    ]);
     expect((await api.request('PUT', '/me/person', { token: alice, body: { person_id: other } })).status).toBe(200);
 
     const clientId = randomUUID();
@@ -65,17 +111,36 @@ describe('POST /people/{id}/merge', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('etag')).toBeTruthy();
     // Its own values stay; its empty fields take the other's.
-    expect(res.body).toMatchObject({ id: keep, email: 'keep@example.com', full_name: 'Ada Lovelace', company: 'Engines', voice_model_status: 'ready' });
+    expect(res.body).toMatchObject({
+      id: keep,
+      email: 'keep@example.com',
+      full_name: 'Ada Lovelace',
+      company: 'Engines',
+      voice_model_status: 'ready',
+    });
 
     const all = [...keepVoice, ...otherVoice];
     const expected = normalize(sumOf(all.map(normalize)));
     expect(dot(res.body.voice_vector, expected)).toBeGreaterThan(0.999999);
-    expect(res.body.voice_confidence).toBeCloseTo(all.map(normalize).reduce((s, v) => s + dot(v, expected), 0) / all.length, 5);
+    expect(res.body.voice_confidence).toBeCloseTo(
+      all.map(normalize).reduce((s, v) => s + dot(v, expected), 0) / all.length,
+      5,
+    );
     expect(await sql('SELECT voice_sample_count AS n FROM person WHERE id = $1', [keep])).toEqual([{ n: 5 }]);
     expect(await sql('SELECT count(*)::int AS n FROM voice_sample WHERE person_id = $1', [keep])).toEqual([{ n: 5 }]);
 
-    expect(await sql('SELECT count(*)::int AS n FROM transcript_segment WHERE transcription_id = ANY($1) AND person_id IS DISTINCT FROM $2', [[t1, t2], keep])).toEqual([{ n: 0 }]);
-    expect(await sql('SELECT meeting_id, speaker_label, person_id FROM meeting_speaker_label WHERE meeting_id = ANY($1) ORDER BY meeting_id = $2 DESC, speaker_label', [[m1, m2], m1])).toEqual([
+    expect(
+      await sql(
+        'SELECT count(*)::int AS n FROM transcript_segment WHERE transcription_id = ANY($1) AND person_id IS DISTINCT FROM $2',
+        [[t1, t2], keep],
+      ),
+    ).toEqual([{ n: 0 }]);
+    expect(
+      await sql(
+        'SELECT meeting_id, speaker_label, person_id FROM meeting_speaker_label WHERE meeting_id = ANY($1) ORDER BY meeting_id = $2 DESC, speaker_label',
+        [[m1, m2], m1],
+      ),
+    ).toEqual([
       { meeting_id: m1, speaker_label: 'A', person_id: keep },
       { meeting_id: m1, speaker_label: 'B', person_id: keep },
       { meeting_id: m2, speaker_label: 'B', person_id: keep },
@@ -85,15 +150,32 @@ describe('POST /people/{id}/merge', () => {
     expect(await sql('SELECT subject_id FROM note WHERE id = $1', [note])).toEqual([{ subject_id: keep }]);
     expect(await sql('SELECT context_id FROM ai_thread WHERE id = $1', [thread])).toEqual([{ context_id: keep }]);
     expect(await sql('SELECT person_id FROM person_summary WHERE id = $1', [summary])).toEqual([{ person_id: keep }]);
-    expect(await sql('SELECT meeting_id FROM meeting_attendee WHERE person_id = $1 ORDER BY meeting_id = $2 DESC', [keep, m1])).toEqual([{ meeting_id: m1 }, { meeting_id: m2 }]);
+    expect(
+      await sql('SELECT meeting_id FROM meeting_attendee WHERE person_id = $1 ORDER BY meeting_id = $2 DESC', [
+        keep,
+        m1,
+      ]),
+    ).toEqual([{ meeting_id: m1 }, { meeting_id: m2 }]);
     expect((await api.request('GET', '/me', { token: alice })).body.person_id).toBe(keep);
     expect((await api.request('GET', `/people/${other}`, { token: alice })).status).toBe(404);
 
-    const events = await sql('SELECT payload, origin_client_id FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT 3', [aliceId]);
+    const events = await sql(
+      'SELECT payload, origin_client_id FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT 3',
+      [aliceId],
+    );
     expect(events.reverse()).toEqual([
-      { payload: { type: 'EntityChanged', entity: 'person', action: 'updated', id: keep, meeting_id: null }, origin_client_id: clientId },
-      { payload: { type: 'EntityChanged', entity: 'person', action: 'deleted', id: other, meeting_id: null }, origin_client_id: clientId },
-      { payload: { type: 'EntityChanged', entity: 'user', action: 'updated', id: aliceId, meeting_id: null }, origin_client_id: clientId },
+      {
+        payload: { type: 'EntityChanged', entity: 'person', action: 'updated', id: keep, meeting_id: null },
+        origin_client_id: clientId,
+      },
+      {
+        payload: { type: 'EntityChanged', entity: 'person', action: 'deleted', id: other, meeting_id: null },
+        origin_client_id: clientId,
+      },
+      {
+        payload: { type: 'EntityChanged', entity: 'user', action: 'updated', id: aliceId, meeting_id: null },
+        origin_client_id: clientId,
+      },
     ]);
 
     // The moved assignment keeps working: a later segment of the label is the kept person's.
@@ -147,7 +229,12 @@ describe('POST /people/{id}/merge: errors change nothing', () => {
     const mine = await person(alice);
     const other = await person(alice);
     const bobs = await person(bob);
-    for (const [into, from] of [[mine, randomUUID()], [randomUUID(), mine], [mine, bobs], [bobs, mine]]) {
+    for (const [into, from] of [
+      [mine, randomUUID()],
+      [randomUUID(), mine],
+      [mine, bobs],
+      [bobs, mine],
+    ]) {
       const res = await merge(into, { person_id: from });
       expect(res.status, `${into} <- ${from}`).toBe(404);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
@@ -164,8 +251,17 @@ describe('POST /people/{id}/merge: errors change nothing', () => {
     }
     expect((await merge(p, '{"person_id":')).status).toBe(400);
     expect((await merge('nope', { person_id: q })).status).toBe(422);
-    expect((await api.request('POST', `/people/${p}/merge`, { token: alice, body: { person_id: q } })).status).toBe(400);
-    expect((await api.request('POST', `/people/${p}/merge`, { body: { person_id: q }, headers: { 'idempotency-key': randomUUID() } })).status).toBe(401);
+    expect((await api.request('POST', `/people/${p}/merge`, { token: alice, body: { person_id: q } })).status).toBe(
+      400,
+    );
+    expect(
+      (
+        await api.request('POST', `/people/${p}/merge`, {
+          body: { person_id: q },
+          headers: { 'idempotency-key': randomUUID() },
+        })
+      ).status,
+    ).toBe(401);
     expect((await merge(p, { person_id: q }, { token: api.serviceToken })).status).toBe(403);
     expect(await count(q)).toBe(1);
   });

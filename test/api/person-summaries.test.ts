@@ -11,9 +11,21 @@ let person: string;
 const create = (token: string, personId: string, body: unknown, key: string = randomUUID()) =>
   api.request('POST', `/people/${personId}/summaries`, { token, body, headers: { 'idempotency-key': key } });
 const newPerson = async (token: string) =>
-  (await api.request('POST', '/people', { token, body: { display_name: `p-${randomUUID()}` }, headers: { 'idempotency-key': randomUUID() } })).body.id;
+  (
+    await api.request('POST', '/people', {
+      token,
+      body: { display_name: `p-${randomUUID()}` },
+      headers: { 'idempotency-key': randomUUID() },
+    })
+  ).body.id;
 const lastEvent = async (userId: string) =>
-  (await api.rt.db.query('test.events', 'SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT 1', [userId])).rows[0]?.payload;
+  (
+    await api.rt.db.query(
+      'test.events',
+      'SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT 1',
+      [userId],
+    )
+  ).rows[0]?.payload;
 
 beforeAll(async () => {
   api = await startApi();
@@ -37,13 +49,25 @@ describe('person summaries', () => {
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
-    expect(await lastEvent(aliceId)).toEqual({ type: 'EntityChanged', entity: 'person_summary', action: 'created', id: res.body.id, meeting_id: null });
+    expect(await lastEvent(aliceId)).toEqual({
+      type: 'EntityChanged',
+      entity: 'person_summary',
+      action: 'created',
+      id: res.body.id,
+      meeting_id: null,
+    });
 
-    const patched = await api.request('PATCH', `/person-summaries/${res.body.id}`, { token: alice, body: { context: null } });
+    const patched = await api.request('PATCH', `/person-summaries/${res.body.id}`, {
+      token: alice,
+      body: { context: null },
+    });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ id: res.body.id, summary: 'Prefers async updates', context: null });
     expect(patched.body).not.toHaveProperty('owner_id');
-    const patched2 = await api.request('PATCH', `/person-summaries/${res.body.id}`, { token: alice, body: { summary: 'Now prefers calls' } });
+    const patched2 = await api.request('PATCH', `/person-summaries/${res.body.id}`, {
+      token: alice,
+      body: { summary: 'Now prefers calls' },
+    });
     expect(patched2.body).toMatchObject({ summary: 'Now prefers calls', context: null });
     expect(await lastEvent(aliceId)).toMatchObject({ entity: 'person_summary', action: 'updated', id: res.body.id });
 
@@ -59,7 +83,9 @@ describe('person summaries', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const res = await api.request('GET', `/people/${p}/summaries?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: alice });
+      const res = await api.request('GET', `/people/${p}/summaries?limit=2${cursor ? `&cursor=${cursor}` : ''}`, {
+        token: alice,
+      });
       expect(res.status).toBe(200);
       seen.push(...res.body.items.map((s: any) => s.summary));
       cursor = res.body.next_cursor;
@@ -74,7 +100,9 @@ describe('person summaries', () => {
     expect((await create(alice, bobsPerson, { summary: 'x' })).status).toBe(404);
     expect((await create(alice, randomUUID(), { summary: 'x' })).status).toBe(404);
     expect((await api.request('GET', `/people/${person}/summaries`, { token: bob })).status).toBe(404);
-    expect((await api.request('PATCH', `/person-summaries/${mine.id}`, { token: bob, body: { summary: 'hacked' } })).status).toBe(404);
+    expect(
+      (await api.request('PATCH', `/person-summaries/${mine.id}`, { token: bob, body: { summary: 'hacked' } })).status,
+    ).toBe(404);
     expect((await api.request('DELETE', `/person-summaries/${mine.id}`, { token: bob })).status).toBe(404);
     const list = await api.request('GET', `/people/${person}/summaries`, { token: alice });
     expect(list.body.items.find((s: any) => s.id === mine.id).summary).toBe('private');
@@ -84,22 +112,36 @@ describe('person summaries', () => {
     const p = await newPerson(alice);
     const { body: s } = await create(alice, p, { summary: 'gone soon' });
     await api.request('DELETE', `/people/${p}`, { token: alice });
-    expect((await api.request('PATCH', `/person-summaries/${s.id}`, { token: alice, body: { summary: 'x' } })).status).toBe(404);
+    expect(
+      (await api.request('PATCH', `/person-summaries/${s.id}`, { token: alice, body: { summary: 'x' } })).status,
+    ).toBe(404);
   });
 
   it('should validate bodies, keys and schemes', async () => {
-    for (const body of [{}, { summary: '' }, { summary: 5 }, { summary: 'x'.repeat(20_001) }, { summary: 'ok', author_id: aliceId }]) {
+    for (const body of [
+      {},
+      { summary: '' },
+      { summary: 5 },
+      { summary: 'x'.repeat(20_001) },
+      { summary: 'ok', author_id: aliceId },
+    ]) {
       expect((await create(alice, person, body)).status, JSON.stringify(body).slice(0, 50)).toBe(422);
     }
-    expect((await api.request('POST', `/people/${person}/summaries`, { token: alice, body: { summary: 'k' } })).status).toBe(400);
+    expect(
+      (await api.request('POST', `/people/${person}/summaries`, { token: alice, body: { summary: 'k' } })).status,
+    ).toBe(400);
     const key = randomUUID();
     const first = await create(alice, person, { summary: 'once' }, key);
     const again = await create(alice, person, { summary: 'once' }, key);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(first.body);
-    expect((await api.request('PATCH', `/person-summaries/${first.body.id}`, { token: alice, body: {} })).status).toBe(422);
+    expect((await api.request('PATCH', `/person-summaries/${first.body.id}`, { token: alice, body: {} })).status).toBe(
+      422,
+    );
     expect((await api.request('GET', `/people/${person}/summaries`)).status).toBe(401);
     expect((await create(api.serviceToken, person, { summary: 'svc' })).status).toBe(403);
-    expect((await api.request('DELETE', `/person-summaries/${first.body.id}`, { token: api.serviceToken })).status).toBe(403);
+    expect(
+      (await api.request('DELETE', `/person-summaries/${first.body.id}`, { token: api.serviceToken })).status,
+    ).toBe(403);
   });
 });

@@ -34,17 +34,20 @@ describe('GET /readyz', () => {
   it.each([
     ['hangs', () => silentUrl],
     ['refuses connections', () => 'postgres://u:p@127.0.0.1:9/db'],
-  ])('should answer 503 problem+json with Retry-After while the database %s; /healthz stays 200', async (_what, url) => {
-    const down = await startApi({}, { database: { url: url(), close: async () => {} } });
-    try {
-      const res = await down.request('GET', '/readyz');
-      expect(res.status).toBe(503);
-      expect(res.headers.get('content-type')).toContain('application/problem+json');
-      expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
-      expect(res.body).toMatchObject({ status: 503, type: expect.stringMatching(/\/unavailable$/) });
-      expect((await down.request('GET', '/healthz')).status).toBe(200);
-    } finally {
-      await down.close();
-    }
-  });
+  ])(
+    'should answer 503 problem+json with Retry-After while the database %s; /healthz stays 200',
+    async (_what, url) => {
+      const down = await startApi({}, { database: { url: url(), close: async () => {} } });
+      try {
+        const res = await down.request('GET', '/readyz');
+        expect(res.status).toBe(503);
+        expect(res.headers.get('content-type')).toContain('application/problem+json');
+        expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+        expect(res.body).toMatchObject({ status: 503, type: expect.stringMatching(/\/unavailable$/) });
+        expect((await down.request('GET', '/healthz')).status).toBe(200);
+      } finally {
+        await down.close();
+      }
+    },
+  );
 });

@@ -6,7 +6,14 @@ import { gapPrefix } from '@mi/lib/objects/take-objects';
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { recordEvent } from '@mi/lib/repositories/recording-history';
 import { startApi, type ApiHarness } from '../harness';
-import { createTake, expireGapDeadline, framesBytes, stopTake, storeLiveSegment, type Take } from '../recording-fixtures';
+import {
+  createTake,
+  expireGapDeadline,
+  framesBytes,
+  stopTake,
+  storeLiveSegment,
+  type Take,
+} from '../recording-fixtures';
 
 let api: ApiHarness;
 let alice: string;
@@ -24,7 +31,11 @@ const gapPath = (t: Take, start: number | string, end: number | string, version:
   `/meetings/${t.meetingId}/recording/audio/${start}-${end}?audio_version=${version}`;
 
 const put = (path: string, raw: BodyInit, opts: { token?: string; headers?: Record<string, string> } = {}) =>
-  api.request('PUT', path, { token: opts.token ?? alice, raw, headers: { 'content-type': 'application/octet-stream', ...opts.headers } });
+  api.request('PUT', path, {
+    token: opts.token ?? alice,
+    raw,
+    headers: { 'content-type': 'application/octet-stream', ...opts.headers },
+  });
 
 /** A stopped take with frames 0-9 and 20-29 stored (10-19 missing). */
 async function stoppedTakeWithGap(): Promise<Take> {
@@ -68,17 +79,29 @@ describe('GET /meetings/{id}/recording', () => {
   });
 
   it('should answer 404 for a meeting without a recording, a missing meeting or another user, 401/403 for bad credentials', async () => {
-    const plain = await api.request('POST', '/meetings', { token: alice, headers: { 'idempotency-key': randomUUID() }, body: { title: 'No rec', source_type: 'recording' } });
+    const plain = await api.request('POST', '/meetings', {
+      token: alice,
+      headers: { 'idempotency-key': randomUUID() },
+      body: { title: 'No rec', source_type: 'recording' },
+    });
     const none = await api.request('GET', `/meetings/${plain.body.id}/recording`, { token: alice });
     expect(none.status).toBe(404);
     expect(none.body.detail).toBe('recording not found');
-    expect((await api.request('GET', `/meetings/${randomUUID()}/recording`, { token: alice })).body.detail).toBe('meeting not found');
+    expect((await api.request('GET', `/meetings/${randomUUID()}/recording`, { token: alice })).body.detail).toBe(
+      'meeting not found',
+    );
     const take = await stoppedTakeWithGap();
     expect((await api.request('GET', `/meetings/${take.meetingId}/recording`, { token: bob })).status).toBe(404);
-    expect((await api.request('GET', `/meetings/${take.meetingId}/recording?audio_version=7`, { token: alice })).status).toBe(404);
-    expect((await api.request('GET', `/meetings/${take.meetingId}/recording?audio_version=x`, { token: alice })).status).toBe(422);
+    expect(
+      (await api.request('GET', `/meetings/${take.meetingId}/recording?audio_version=7`, { token: alice })).status,
+    ).toBe(404);
+    expect(
+      (await api.request('GET', `/meetings/${take.meetingId}/recording?audio_version=x`, { token: alice })).status,
+    ).toBe(422);
     expect((await api.request('GET', `/meetings/${take.meetingId}/recording`)).status).toBe(401);
-    expect((await api.request('GET', `/meetings/${take.meetingId}/recording`, { token: api.serviceToken })).status).toBe(403);
+    expect(
+      (await api.request('GET', `/meetings/${take.meetingId}/recording`, { token: api.serviceToken })).status,
+    ).toBe(403);
   });
 });
 
@@ -90,13 +113,24 @@ describe('GET /meetings/{id}/recording/events', () => {
     expect(first.status).toBe(200);
     expect(first.body.items.map((e: any) => e.event_type)).toEqual(['c', 'b']);
     expect(first.body.items[0]).toMatchObject({ meeting_id: take.meetingId, payload: { n: 'c' } });
-    const rest = await api.request('GET', `/meetings/${take.meetingId}/recording/events?limit=2&cursor=${first.body.next_cursor}`, { token: alice });
+    const rest = await api.request(
+      'GET',
+      `/meetings/${take.meetingId}/recording/events?limit=2&cursor=${first.body.next_cursor}`,
+      { token: alice },
+    );
     expect(rest.body.items.map((e: any) => e.event_type)).toEqual(['a', 'recording_started']);
     expect(rest.body.next_cursor).toBeNull();
-    expect((await api.request('GET', `/meetings/${take.meetingId}/recording/events?cursor=garbage`, { token: alice })).status).toBe(400);
-    expect((await api.request('GET', `/meetings/${take.meetingId}/recording/events?limit=0`, { token: alice })).status).toBe(422);
+    expect(
+      (await api.request('GET', `/meetings/${take.meetingId}/recording/events?cursor=garbage`, { token: alice }))
+        .status,
+    ).toBe(400);
+    expect(
+      (await api.request('GET', `/meetings/${take.meetingId}/recording/events?limit=0`, { token: alice })).status,
+    ).toBe(422);
     expect((await api.request('GET', `/meetings/${take.meetingId}/recording/events`, { token: bob })).status).toBe(404);
-    expect((await api.request('GET', `/meetings/${take.meetingId}/recording/events`, { token: api.serviceToken })).status).toBe(403);
+    expect(
+      (await api.request('GET', `/meetings/${take.meetingId}/recording/events`, { token: api.serviceToken })).status,
+    ).toBe(403);
   });
 });
 
@@ -107,13 +141,30 @@ describe('PUT /meetings/{id}/recording/audio/{start}-{end}', () => {
     const res = await put(gapPath(take, 10, 19), bytes);
     expect(res.status).toBe(201);
     const sha = createHash('sha256').update(bytes).digest('hex');
-    expect(res.body).toEqual({ audio_version: 1, start_sequence: 10, end_sequence: 19, byte_count: 1000, sha256: sha, highest_contiguous_sequence: 29, missing_ranges: [] });
+    expect(res.body).toEqual({
+      audio_version: 1,
+      start_sequence: 10,
+      end_sequence: 19,
+      byte_count: 1000,
+      sha256: sha,
+      highest_contiguous_sequence: 29,
+      missing_ranges: [],
+    });
 
     const row = (await listManifest(api.rt.db, take.meetingId, 1)).find((r) => r.start_sequence === 10)!;
-    expect(row).toMatchObject({ end_sequence: 19, byte_count: 1000, sha256: sha, started_at_ms: 1000, duration_ms: 1000 });
+    expect(row).toMatchObject({
+      end_sequence: 19,
+      byte_count: 1000,
+      sha256: sha,
+      started_at_ms: 1000,
+      duration_ms: 1000,
+    });
     expect(await api.rt.store.readAll(row.object_name)).toEqual(bytes);
     const events = await api.request('GET', `/meetings/${take.meetingId}/recording/events?limit=1`, { token: alice });
-    expect(events.body.items[0]).toMatchObject({ event_type: 'gap_uploaded', payload: { audio_version: 1, start_sequence: 10, end_sequence: 19, sha256: sha } });
+    expect(events.body.items[0]).toMatchObject({
+      event_type: 'gap_uploaded',
+      payload: { audio_version: 1, start_sequence: 10, end_sequence: 19, sha256: sha },
+    });
     const rec = await api.request('GET', `/meetings/${take.meetingId}/recording`, { token: alice });
     expect(rec.body).toMatchObject({ highest_contiguous_sequence: 29, missing_ranges: [] });
   });
@@ -158,10 +209,18 @@ describe('PUT /meetings/{id}/recording/audio/{start}-{end}', () => {
     const take = await stoppedTakeWithGap();
     const bytes = framesBytes(10, 19);
     const wrong = createHash('sha256').update('other').digest('base64');
-    expect((await put(gapPath(take, 10, 19), bytes, { headers: { 'content-digest': `sha-256=:${wrong}:` } })).status).toBe(422);
-    expect((await put(gapPath(take, 10, 19), bytes, { headers: { 'content-digest': 'sha-256=abc' } })).status).toBe(400);
+    expect(
+      (await put(gapPath(take, 10, 19), bytes, { headers: { 'content-digest': `sha-256=:${wrong}:` } })).status,
+    ).toBe(422);
+    expect((await put(gapPath(take, 10, 19), bytes, { headers: { 'content-digest': 'sha-256=abc' } })).status).toBe(
+      400,
+    );
     const right = createHash('sha256').update(bytes).digest('base64');
-    const ok = await put(gapPath(take, 10, 19), bytes, { headers: { 'content-digest': `sha-512=:${createHash('sha512').update(bytes).digest('base64')}:, sha-256=:${right}:` } });
+    const ok = await put(gapPath(take, 10, 19), bytes, {
+      headers: {
+        'content-digest': `sha-512=:${createHash('sha512').update(bytes).digest('base64')}:, sha-256=:${right}:`,
+      },
+    });
     expect(ok.status).toBe(201);
   });
 
@@ -193,15 +252,23 @@ describe('PUT /meetings/{id}/recording/audio/{start}-{end}', () => {
     expect((await put(gapPath(take, 10, 19), framesBytes(10, 19))).status).toBe(201);
   });
 
-  it('should answer 422 to a range at or past the take\'s ceiling and to a body that is not whole frames, storing nothing', async () => {
+  it("should answer 422 to a range at or past the take's ceiling and to a body that is not whole frames, storing nothing", async () => {
     const take = await stoppedTakeWithGap(); // max_duration_seconds 14,400: sequences 0-143,999
-    for (const [start, end] of [[999_999_999_999_998, 999_999_999_999_999], [1000, 999_999_999_999_990], [143_999, 144_000]]) {
+    for (const [start, end] of [
+      [999_999_999_999_998, 999_999_999_999_999],
+      [1000, 999_999_999_999_990],
+      [143_999, 144_000],
+    ]) {
       const res = await put(gapPath(take, start, end), Buffer.alloc(2, 1));
       expect(res.status, `${start}-${end}`).toBe(422);
       expect(res.body.detail).toMatch(/sequence_out_of_range/);
     }
     // pcm_s16le at 500 Hz: exactly 100 bytes a frame.
-    for (const bytes of [Buffer.alloc(1, 1), framesBytes(10, 19).subarray(1), Buffer.concat([framesBytes(10, 19), Buffer.alloc(1)])]) {
+    for (const bytes of [
+      Buffer.alloc(1, 1),
+      framesBytes(10, 19).subarray(1),
+      Buffer.concat([framesBytes(10, 19), Buffer.alloc(1)]),
+    ]) {
       const res = await put(gapPath(take, 10, 19), bytes);
       expect(res.status, `${bytes.length} bytes`).toBe(422);
       expect(res.body.errors).toEqual([{ path: 'body', message: 'must be 1000 bytes' }]);
@@ -221,7 +288,8 @@ describe('PUT /meetings/{id}/recording/audio/{start}-{end}', () => {
     await storeLiveSegment(api, take, 0, 0);
     await stopTake(api, take);
     // Scattered single frames 2, 4, …, 128: each opens a hole before it, up to 64.
-    for (let seq = 2; seq <= 128; seq += 2) expect((await put(gapPath(take, seq, seq), framesBytes(seq, seq))).status, `${seq}`).toBe(201);
+    for (let seq = 2; seq <= 128; seq += 2)
+      expect((await put(gapPath(take, seq, seq), framesBytes(seq, seq))).status, `${seq}`).toBe(201);
     const objects = async () => (await api.rt.store.list(gapPrefix(take.meetingId, take.audioVersion))).length;
     expect(await objects()).toBe(64);
     const refused = [
@@ -259,14 +327,20 @@ describe('PUT /meetings/{id}/recording/audio/{start}-{end}', () => {
     expect(gone.body.detail).toMatch(/deadline/);
 
     const finalized = await stoppedTakeWithGap();
-    await api.rt.db.query('test.finalize', `UPDATE recording SET state = 'finalized' WHERE meeting_id = $1`, [finalized.meetingId]);
+    await api.rt.db.query('test.finalize', `UPDATE recording SET state = 'finalized' WHERE meeting_id = $1`, [
+      finalized.meetingId,
+    ]);
     expect((await put(gapPath(finalized, 10, 19), framesBytes(10, 19))).status).toBe(410);
   });
 
   it('should answer 503 with Retry-After and store nothing while object storage fails, then accept the retry', async () => {
     const take = await stoppedTakeWithGap();
     const faults = `${api.config.STORAGE_EMULATOR_HOST}/_emulator/faults`;
-    const inject = await fetch(faults, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ mode: 'error503', count: 50, match: api.config.STORAGE_BUCKET }) });
+    const inject = await fetch(faults, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ mode: 'error503', count: 50, match: api.config.STORAGE_BUCKET }),
+    });
     expect(inject.ok).toBe(true);
     try {
       const failed = await put(gapPath(take, 10, 19), framesBytes(10, 19));
@@ -289,6 +363,6 @@ describe('PUT /meetings/{id}/recording/audio/{start}-{end}', () => {
     expect((await put(gapPath(take, 10, 19), bytes, { token: bob })).status).toBe(404);
     expect((await api.request('PUT', gapPath(take, 10, 19), { raw: bytes })).status).toBe(401);
     expect((await put(gapPath(take, 10, 19), bytes, { token: api.serviceToken })).status).toBe(403);
-    expect((await listManifest(api.rt.db, take.meetingId, 1))).toHaveLength(2);
+    expect(await listManifest(api.rt.db, take.meetingId, 1)).toHaveLength(2);
   });
 });

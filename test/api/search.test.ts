@@ -23,17 +23,31 @@ async function meeting(token: string, title: string, start_time = '2026-06-01T09
   return res.body.id;
 }
 
-async function segments(token: string, meetingId: string, items: { text: string; start_ms: number; person_id?: string }[]): Promise<string[]> {
+async function segments(
+  token: string,
+  meetingId: string,
+  items: { text: string; start_ms: number; person_id?: string }[],
+): Promise<string[]> {
   const t = await api.post(token, `/meetings/${meetingId}/transcriptions`);
   expect(t.status, t.text).toBe(201);
-  const res = await api.request('POST', `/transcriptions/${t.body.id}/segments`, { token: svc, body: { segments: items } });
+  const res = await api.request('POST', `/transcriptions/${t.body.id}/segments`, {
+    token: svc,
+    body: { segments: items },
+  });
   expect(res.status, res.text).toBe(204);
   const list = await api.request('GET', `/transcriptions/${t.body.id}/segments?limit=200`, { token });
   return list.body.items.map((s: any) => s.id);
 }
 
-async function note(token: string, content: string, subject?: { type: 'PERSON' | 'MEETING'; id: string }): Promise<string> {
-  const res = await api.post(token, '/notes', { content, ...(subject ? { subject_type: subject.type, subject_id: subject.id } : {}) });
+async function note(
+  token: string,
+  content: string,
+  subject?: { type: 'PERSON' | 'MEETING'; id: string },
+): Promise<string> {
+  const res = await api.post(token, '/notes', {
+    content,
+    ...(subject ? { subject_type: subject.type, subject_id: subject.id } : {}),
+  });
   expect(res.status, res.text).toBe(201);
   return res.body.id;
 }
@@ -51,7 +65,9 @@ async function person(token: string, name: string): Promise<string> {
 }
 
 const search = (token: string, query: Record<string, string | number>) =>
-  api.request('GET', `/search?${new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]))}`, { token });
+  api.request('GET', `/search?${new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]))}`, {
+    token,
+  });
 
 async function ok(token: string, query: Record<string, string | number>): Promise<any[]> {
   const res = await search(token, query);
@@ -60,7 +76,10 @@ async function ok(token: string, query: Record<string, string | number>): Promis
 }
 
 /** Every page from the first, following next_cursor. */
-async function allPages(token: string, query: Record<string, string | number>): Promise<{ items: any[]; pages: number }> {
+async function allPages(
+  token: string,
+  query: Record<string, string | number>,
+): Promise<{ items: any[]; pages: number }> {
   const items: any[] = [];
   let cursor: string | null = null;
   let pages = 0;
@@ -78,11 +97,16 @@ describe('GET /search', () => {
   it('should find segments, notes, talking points and meeting titles, each with its shape', async () => {
     const t = await user();
     const m = await meeting(t, 'Budget review');
-    const [seg] = await segments(t, m, [{ text: 'we should cut the budget by ten percent', start_ms: 4200 }, { text: 'unrelated chatter', start_ms: 9000 }]);
+    const [seg] = await segments(t, m, [
+      { text: 'we should cut the budget by ten percent', start_ms: 4200 },
+      { text: 'unrelated chatter', start_ms: 9000 },
+    ]);
     const n = await note(t, 'Budget owner is Dana', { type: 'MEETING', id: m });
     const tp = await talkingPoint(m, 'Budget cut agreed');
     const items = await ok(t, { q: 'budget' });
-    expect(items.map((i) => `${i.kind}:${i.id}`).sort()).toEqual([`meeting:${m}`, `note:${n}`, `segment:${seg}`, `talking_point:${tp}`].sort());
+    expect(items.map((i) => `${i.kind}:${i.id}`).sort()).toEqual(
+      [`meeting:${m}`, `note:${n}`, `segment:${seg}`, `talking_point:${tp}`].sort(),
+    );
     const segment = items.find((i) => i.kind === 'segment');
     expect(segment).toEqual({
       kind: 'segment',
@@ -153,7 +177,9 @@ describe('GET /search', () => {
     const [item] = await ok(t, { q: 'roadmap' });
     expect(item).toMatchObject({ kind: 'note', id: n, meeting_id: null });
     // <b> is dropped by ts_headline's parser; the unquoted <img ...> is not a tag to it, so only the escaping keeps it inert.
-    expect(item.snippet).toBe('if a &lt; b &amp; &quot;c&quot; &gt; d then  <mark>roadmap</mark>  &lt;img src=x onerror=alert(1)&gt; it&#39;s');
+    expect(item.snippet).toBe(
+      'if a &lt; b &amp; &quot;c&quot; &gt; d then  <mark>roadmap</mark>  &lt;img src=x onerror=alert(1)&gt; it&#39;s',
+    );
   });
 
   it('should filter by meeting_id, person_id and from/to', async () => {
@@ -170,14 +196,17 @@ describe('GET /search', () => {
     const loose = await note(t, 'launch checklist');
     const tpLate = await talkingPoint(late, 'launch retro');
     expect((await api.request('PUT', `/meetings/${early}/attendees/${ada}`, { token: t })).status).toBe(204);
-    const ids = async (query: Record<string, string>) => (await ok(t, { q: 'launch', ...query })).map((i) => i.id).sort();
+    const ids = async (query: Record<string, string>) =>
+      (await ok(t, { q: 'launch', ...query })).map((i) => i.id).sort();
 
     expect(await ids({ meeting_id: late })).toEqual([late, lateSeg, tpLate].sort());
     // Ada: her segment, the note about her, the title of the meeting she attends.
     expect(await ids({ person_id: ada })).toEqual([adaSeg, aboutAda, early].sort());
     // Meeting items by the meeting's start_time; the loose notes by their created_at (now).
     expect(await ids({ to: '2026-02-01T00:00:00Z' })).toEqual([early, adaSeg, otherSeg].sort());
-    expect(await ids({ from: '2026-02-01T00:00:00Z', to: '2026-04-01T00:00:00Z' })).toEqual([late, lateSeg, tpLate].sort());
+    expect(await ids({ from: '2026-02-01T00:00:00Z', to: '2026-04-01T00:00:00Z' })).toEqual(
+      [late, lateSeg, tpLate].sort(),
+    );
     expect(await ids({ from: '2026-03-10T10:00:00Z' })).toEqual([late, lateSeg, tpLate, aboutAda, loose].sort());
     expect(await ids({ from: '2026-03-10T10:00:00.001Z' })).toEqual([aboutAda, loose].sort());
     expect(await ids({ meeting_id: early, person_id: ada })).toEqual([adaSeg, early].sort());
@@ -187,7 +216,11 @@ describe('GET /search', () => {
     const t = await user();
     const m = await meeting(t, 'forecast');
     // Identical texts rank equally: the (kind, id) tie-break must keep the pages apart.
-    await segments(t, m, Array.from({ length: 23 }, (_, i) => ({ text: i % 3 ? 'forecast numbers' : 'forecast forecast', start_ms: i })));
+    await segments(
+      t,
+      m,
+      Array.from({ length: 23 }, (_, i) => ({ text: i % 3 ? 'forecast numbers' : 'forecast forecast', start_ms: i })),
+    );
     for (let i = 0; i < 4; i++) await note(t, 'forecast numbers');
     for (let i = 0; i < 3; i++) await talkingPoint(m, 'forecast numbers');
     const whole = await ok(t, { q: 'forecast', limit: 200 });
@@ -217,7 +250,10 @@ describe('GET /search', () => {
     const loose = await note(t, 'plan for later');
     const items = await ok(t, { q: 'plan', sort: 'recent' });
     expect(items.map((i) => i.id)).toEqual([loose, recent, early, late, tp, old, oldSeg, aboutOld]);
-    expect(items.map((i) => i.start_time).slice(1)).toEqual([...Array(4).fill('2026-05-01T09:00:00.000Z'), ...Array(3).fill('2026-01-01T09:00:00.000Z')]);
+    expect(items.map((i) => i.start_time).slice(1)).toEqual([
+      ...Array(4).fill('2026-05-01T09:00:00.000Z'),
+      ...Array(3).fill('2026-01-01T09:00:00.000Z'),
+    ]);
     expect(Date.parse(items[0].start_time)).toBeGreaterThan(Date.parse('2026-11-01T00:00:00Z'));
     // Each item is still ranked for the query, and relevance (the default) orders by it.
     for (const i of items) expect(i.rank).toBeGreaterThan(0);
@@ -232,7 +268,12 @@ describe('GET /search', () => {
     // Two meetings at the same time, segments at equal start_ms: the (meeting, position, kind, id) tie-breaks keep pages apart.
     const a = await meeting(t, 'rollout', '2026-04-01T09:00:00.000Z');
     const b = await meeting(t, 'rollout', '2026-04-01T09:00:00.000Z');
-    for (const m of [a, b]) await segments(t, m, Array.from({ length: 9 }, (_, i) => ({ text: 'rollout steps', start_ms: i % 3 })));
+    for (const m of [a, b])
+      await segments(
+        t,
+        m,
+        Array.from({ length: 9 }, (_, i) => ({ text: 'rollout steps', start_ms: i % 3 })),
+      );
     for (let i = 0; i < 3; i++) await note(t, 'rollout notes', { type: 'MEETING', id: a });
     for (let i = 0; i < 2; i++) await talkingPoint(b, 'rollout date');
     for (let i = 0; i < 2; i++) await note(t, 'rollout loose');
@@ -316,7 +357,13 @@ describe('GET /search errors', () => {
   it('should answer 400 invalid_cursor to a cursor it did not make', async () => {
     const t = await user();
     const forged = (key: unknown) => Buffer.from(JSON.stringify(key)).toString('base64url');
-    for (const cursor of ['garbage', forged([1, 'segment']), forged(['x', 'segment', randomUUID()]), forged([0.5, 'user', randomUUID()]), forged([0.5, 'note', 'not-a-uuid'])]) {
+    for (const cursor of [
+      'garbage',
+      forged([1, 'segment']),
+      forged(['x', 'segment', randomUUID()]),
+      forged([0.5, 'user', randomUUID()]),
+      forged([0.5, 'note', 'not-a-uuid']),
+    ]) {
       const res = await search(t, { q: 'a', cursor });
       expect(res.status, cursor).toBe(400);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
@@ -328,7 +375,11 @@ describe('GET /search errors', () => {
     const t = await user();
     const other = await user();
     const m = await meeting(t, 'quota', '2026-02-01T09:00:00.000Z');
-    await segments(t, m, Array.from({ length: 5 }, (_, i) => ({ text: 'quota review', start_ms: i })));
+    await segments(
+      t,
+      m,
+      Array.from({ length: 5 }, (_, i) => ({ text: 'quota review', start_ms: i })),
+    );
     for (const sort of ['relevance', 'recent']) {
       const query = { q: 'quota', sort, limit: 2 };
       const first = await search(t, query);
@@ -364,7 +415,21 @@ describe('GET /search errors', () => {
     const t = await user();
     const m = await meeting(t, 'm');
     await segments(t, m, [{ text: "it's O'Brien's (draft) plan: 50% & more!", start_ms: 0 }]);
-    for (const q of ["'", '"', '"unclosed', '-', 'or', '!!', '&|:*()', "o'brien", '\\', '日本語', '😀 plan', 'a:*', 'plan <-> draft']) {
+    for (const q of [
+      "'",
+      '"',
+      '"unclosed',
+      '-',
+      'or',
+      '!!',
+      '&|:*()',
+      "o'brien",
+      '\\',
+      '日本語',
+      '😀 plan',
+      'a:*',
+      'plan <-> draft',
+    ]) {
       const res = await search(t, { q });
       expect(res.status, `${q}: ${res.text}`).toBe(200);
     }

@@ -21,7 +21,8 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) => (await api.rt.db.query<R>('test', text, params)).rows;
+const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) =>
+  (await api.rt.db.query<R>('test', text, params)).rows;
 
 async function transcription(token = alice): Promise<{ id: string; meeting_id: string }> {
   const m = await api.meeting(token, 'recording');
@@ -30,9 +31,15 @@ async function transcription(token = alice): Promise<{ id: string; meeting_id: s
   return t.body;
 }
 
-const post = (id: string, segments: unknown, token = svc) => api.request('POST', `/transcriptions/${id}/segments`, { token, body: { segments } });
-const put = (id: string, segments: unknown, token = svc) => api.request('PUT', `/transcriptions/${id}/segments`, { token, body: { segments } });
-const stored = (id: string) => sql<{ id: string } & Record<string, unknown>>('SELECT * FROM transcript_segment WHERE transcription_id = $1 ORDER BY start_ms', [id]);
+const post = (id: string, segments: unknown, token = svc) =>
+  api.request('POST', `/transcriptions/${id}/segments`, { token, body: { segments } });
+const put = (id: string, segments: unknown, token = svc) =>
+  api.request('PUT', `/transcriptions/${id}/segments`, { token, body: { segments } });
+const stored = (id: string) =>
+  sql<{ id: string } & Record<string, unknown>>(
+    'SELECT * FROM transcript_segment WHERE transcription_id = $1 ORDER BY start_ms',
+    [id],
+  );
 const vector = (seed: number) => Array.from({ length: 192 }, (_, i) => Math.sin(seed + i) / 2);
 
 async function segmentEvents(transcriptionId: string): Promise<any[]> {
@@ -55,12 +62,41 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
     const list = await api.request('GET', `/transcriptions/${t.id}/segments`, { token: alice });
     expect(list.status).toBe(200);
     expect(list.body.items).toEqual([
-      { id: expect.any(String), transcription_id: t.id, person_id: null, speaker_label: 'SPEAKER_0', text: 'hello', start_ms: 0, end_ms: 1200, confidence: 0.93, is_final: true, is_highlighted: false, feature_vector: null },
-      { id: expect.any(String), transcription_id: t.id, person_id: null, speaker_label: null, text: 'world', start_ms: 1200.5, end_ms: 0, confidence: 0, is_final: true, is_highlighted: false, feature_vector: null },
+      {
+        id: expect.any(String),
+        transcription_id: t.id,
+        person_id: null,
+        speaker_label: 'SPEAKER_0',
+        text: 'hello',
+        start_ms: 0,
+        end_ms: 1200,
+        confidence: 0.93,
+        is_final: true,
+        is_highlighted: false,
+        feature_vector: null,
+      },
+      {
+        id: expect.any(String),
+        transcription_id: t.id,
+        person_id: null,
+        speaker_label: null,
+        text: 'world',
+        start_ms: 1200.5,
+        end_ms: 0,
+        confidence: 0,
+        is_final: true,
+        is_highlighted: false,
+        feature_vector: null,
+      },
     ]);
     const events = await segmentEvents(t.id);
     expect(events).toHaveLength(2);
-    expect(events[0]).toMatchObject({ user_id: aliceId, type: 'TranscriptSegmentEvent', meeting_id: t.meeting_id, transcription_id: t.id });
+    expect(events[0]).toMatchObject({
+      user_id: aliceId,
+      type: 'TranscriptSegmentEvent',
+      meeting_id: t.meeting_id,
+      transcription_id: t.id,
+    });
     expect(events.map((e) => e.segment.id)).toEqual(list.body.items.map((s: any) => s.id));
     expect(events[0].segment).toMatchObject({ text: 'hello', is_final: true, speaker_label: 'SPEAKER_0' });
   });
@@ -79,15 +115,31 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
       ['final one', true],
       ['still talk', false],
     ]);
-    expect(events[1].segment).toMatchObject({ id: null, transcription_id: t.id, speaker_label: 'SPEAKER_1', start_ms: 500 });
+    expect(events[1].segment).toMatchObject({
+      id: null,
+      transcription_id: t.id,
+      speaker_label: 'SPEAKER_1',
+      start_ms: 500,
+    });
     expect(events[1].meeting_id).toBe(t.meeting_id);
   });
 
   it('should apply the stored speaker-label assignment to appended segments', async () => {
     const t = await transcription();
     const p = await api.person(aliceId);
-    await sql('INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, $2, $3)', [t.meeting_id, 'SPEAKER_2', p]);
-    expect((await post(t.id, [{ speaker_label: 'SPEAKER_2', text: 'hi', start_ms: 1 }, { speaker_label: 'SPEAKER_3', text: 'yo', start_ms: 2 }])).status).toBe(204);
+    await sql('INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, $2, $3)', [
+      t.meeting_id,
+      'SPEAKER_2',
+      p,
+    ]);
+    expect(
+      (
+        await post(t.id, [
+          { speaker_label: 'SPEAKER_2', text: 'hi', start_ms: 1 },
+          { speaker_label: 'SPEAKER_3', text: 'yo', start_ms: 2 },
+        ])
+      ).status,
+    ).toBe(204);
     expect((await stored(t.id)).map((r) => r.person_id)).toEqual([p, null]);
     expect((await segmentEvents(t.id))[0].segment.person_id).toBe(p);
   });
@@ -96,7 +148,8 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
     const t = await transcription();
     const v = vector(1);
     expect((await post(t.id, [{ text: 'v', start_ms: 0, feature_vector: v }])).status).toBe(204);
-    const got = (await api.request('GET', `/transcriptions/${t.id}/segments`, { token: svc })).body.items[0].feature_vector;
+    const got = (await api.request('GET', `/transcriptions/${t.id}/segments`, { token: svc })).body.items[0]
+      .feature_vector;
     expect(got).toHaveLength(192);
     for (const [i, x] of (got as number[]).entries()) expect(x).toBeCloseTo(v[i], 5);
     const bad = [v.slice(1), [...v, 0], [...v.slice(1), 'x'], []];
@@ -138,9 +191,12 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
       'not an array',
       [null],
     ];
-    for (const segments of cases) expect({ segments, status: (await post(t.id, segments)).status }).toEqual({ segments, status: 422 });
+    for (const segments of cases)
+      expect({ segments, status: (await post(t.id, segments)).status }).toEqual({ segments, status: 422 });
     expect((await api.request('POST', `/transcriptions/${t.id}/segments`, { token: svc, body: {} })).status).toBe(422);
-    expect((await api.request('POST', `/transcriptions/${t.id}/segments`, { token: svc, body: '{"segments":[' })).status).toBe(400);
+    expect(
+      (await api.request('POST', `/transcriptions/${t.id}/segments`, { token: svc, body: '{"segments":[' })).status,
+    ).toBe(400);
     expect(await stored(t.id)).toHaveLength(0);
   });
 
@@ -156,13 +212,19 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
     const t = await transcription();
     expect((await post(randomUUID(), [{ text: 'x', start_ms: 0 }])).status).toBe(404);
     expect((await post(t.id, [{ text: 'x', start_ms: 0 }], alice)).status).toBe(403);
-    expect((await api.request('POST', `/transcriptions/${t.id}/segments`, { body: { segments: [] } })).status).toBe(401);
+    expect((await api.request('POST', `/transcriptions/${t.id}/segments`, { body: { segments: [] } })).status).toBe(
+      401,
+    );
   });
 });
 
 describe('idempotent append (decisions.md section 7)', () => {
   const keyed = (id: string, segments: unknown, key: string) =>
-    api.request('POST', `/transcriptions/${id}/segments`, { token: svc, body: { segments }, headers: { 'idempotency-key': key } });
+    api.request('POST', `/transcriptions/${id}/segments`, {
+      token: svc,
+      body: { segments },
+      headers: { 'idempotency-key': key },
+    });
 
   it('should answer a repeat with the same Idempotency-Key 204 and add nothing, and 422 to the same key with another body', async () => {
     const t = await transcription();
@@ -182,7 +244,15 @@ describe('idempotent append (decisions.md section 7)', () => {
   it('should store a client-chosen id, skip an identical repeat and answer 409 to different content, storing nothing of it', async () => {
     const t = await transcription();
     const id = randomUUID();
-    const seg = { id, speaker_label: 'SPEAKER_1', text: 'mine', start_ms: 100, end_ms: 900, confidence: 0.8, feature_vector: vector(3) };
+    const seg = {
+      id,
+      speaker_label: 'SPEAKER_1',
+      text: 'mine',
+      start_ms: 100,
+      end_ms: 900,
+      confidence: 0.8,
+      feature_vector: vector(3),
+    };
     expect((await post(t.id, [seg])).status).toBe(204);
     const other = { id: randomUUID(), text: 'next', start_ms: 1000 };
     expect((await post(t.id, [seg, other])).status).toBe(204);
@@ -217,9 +287,23 @@ describe('idempotent append (decisions.md section 7)', () => {
   it('should keep client ids through a replace (PUT), so segment_ids can name them', async () => {
     const t = await transcription();
     const ids = [randomUUID(), randomUUID()];
-    expect((await put(t.id, ids.map((id, i) => ({ id, text: `s${i}`, start_ms: i * 1000 })))).status).toBe(204);
+    expect(
+      (
+        await put(
+          t.id,
+          ids.map((id, i) => ({ id, text: `s${i}`, start_ms: i * 1000 })),
+        )
+      ).status,
+    ).toBe(204);
     expect((await stored(t.id)).map((r) => r.id)).toEqual(ids);
-    expect((await put(t.id, ids.map((id, i) => ({ id, text: `again ${i}`, start_ms: i * 1000 })))).status).toBe(204);
+    expect(
+      (
+        await put(
+          t.id,
+          ids.map((id, i) => ({ id, text: `again ${i}`, start_ms: i * 1000 })),
+        )
+      ).status,
+    ).toBe(204);
     expect((await stored(t.id)).map((r) => r.text)).toEqual(['again 0', 'again 1']);
   });
 });
@@ -228,10 +312,16 @@ describe('PUT /transcriptions/{id}/segments (replace)', () => {
   it('should replace every segment and broadcast EntityChanged transcript_segment', async () => {
     const t = await transcription();
     await post(t.id, [{ text: 'old', start_ms: 0 }]);
-    const res = await put(t.id, [{ text: 'new 2', start_ms: 20 }, { text: 'new 1', start_ms: 10 }]);
+    const res = await put(t.id, [
+      { text: 'new 2', start_ms: 20 },
+      { text: 'new 1', start_ms: 10 },
+    ]);
     expect(res.status).toBe(204);
     expect((await stored(t.id)).map((r) => r.text)).toEqual(['new 1', 'new 2']);
-    const events = await sql(`SELECT user_id, payload FROM event_outbox WHERE event_type = 'EntityChanged' AND payload->>'entity' = 'transcript_segment' AND payload->>'meeting_id' = $1`, [t.meeting_id]);
+    const events = await sql(
+      `SELECT user_id, payload FROM event_outbox WHERE event_type = 'EntityChanged' AND payload->>'entity' = 'transcript_segment' AND payload->>'meeting_id' = $1`,
+      [t.meeting_id],
+    );
     expect(events).toHaveLength(1);
     expect(events[0].user_id).toBe(aliceId);
     expect(events[0].payload).toMatchObject({ action: 'updated', id: null, meeting_id: t.meeting_id });
@@ -243,7 +333,11 @@ describe('PUT /transcriptions/{id}/segments (replace)', () => {
     const t = await transcription();
     const p = await api.person(aliceId);
     await post(t.id, [{ speaker_label: 'SPEAKER_0', text: 'live', start_ms: 0 }]);
-    await sql('INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, $2, $3)', [t.meeting_id, 'SPEAKER_0', p]);
+    await sql('INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, $2, $3)', [
+      t.meeting_id,
+      'SPEAKER_0',
+      p,
+    ]);
     const res = await put(t.id, [
       { speaker_label: 'SPEAKER_0', text: 'batch a', start_ms: 0 },
       { speaker_label: 'SPEAKER_1', text: 'batch b', start_ms: 5 },
@@ -260,7 +354,10 @@ describe('PUT /transcriptions/{id}/segments (replace)', () => {
   it('should answer 409 while the live recording is still in processing, 204 once stopped', async () => {
     const t = await transcription();
     await post(t.id, [{ text: 'live', start_ms: 0 }]);
-    await sql(`INSERT INTO recording (meeting_id, audio_version, transcription_id, state, encoding, max_duration_seconds) VALUES ($1, 1, $2, 'recording', 'pcm_s16le', 60)`, [t.meeting_id, t.id]);
+    await sql(
+      `INSERT INTO recording (meeting_id, audio_version, transcription_id, state, encoding, max_duration_seconds) VALUES ($1, 1, $2, 'recording', 'pcm_s16le', 60)`,
+      [t.meeting_id, t.id],
+    );
     expect((await put(t.id, [{ text: 'batch', start_ms: 0 }])).status).toBe(409);
     await sql(`UPDATE recording SET state = 'stopping' WHERE meeting_id = $1`, [t.meeting_id]);
     const res = await put(t.id, [{ text: 'batch', start_ms: 0 }]);
@@ -282,7 +379,11 @@ describe('PUT /transcriptions/{id}/segments (replace)', () => {
   it('should replace 5,000 segments in one request', async () => {
     const t = await transcription();
     const p = await api.person(aliceId);
-    await sql('INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, $2, $3)', [t.meeting_id, 'SPEAKER_1', p]);
+    await sql('INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, $2, $3)', [
+      t.meeting_id,
+      'SPEAKER_1',
+      p,
+    ]);
     const segments = Array.from({ length: 5000 }, (_, i) => ({
       speaker_label: `SPEAKER_${i % 4}`,
       text: `segment number ${i} with some words in it`,
@@ -302,10 +403,14 @@ describe('PUT /transcriptions/{id}/segments (replace)', () => {
     );
     expect({ n, labelled, vectors }).toEqual({ n: 5000, labelled: 1250, vectors: 8 });
     // Each embedding lands on its own segment (they travel as one float4[] beside the rows).
-    const stored = await sql<{ start_ms: number; v: string }>(`SELECT start_ms, feature_vector::text AS v FROM transcript_segment WHERE transcription_id = $1 AND feature_vector IS NOT NULL ORDER BY start_ms`, [t.id]);
+    const stored = await sql<{ start_ms: number; v: string }>(
+      `SELECT start_ms, feature_vector::text AS v FROM transcript_segment WHERE transcription_id = $1 AND feature_vector IS NOT NULL ORDER BY start_ms`,
+      [t.id],
+    );
     expect(stored.map((r) => r.start_ms)).toEqual([0, 625, 1250, 1875, 2500, 3125, 3750, 4375].map((i) => i * 1000));
     for (const r of stored) {
-      for (const [d, x] of (pgvector.fromSql(r.v) as number[]).entries()) expect(x).toBeCloseTo(vector(r.start_ms / 1000)[d], 5);
+      for (const [d, x] of (pgvector.fromSql(r.v) as number[]).entries())
+        expect(x).toBeCloseTo(vector(r.start_ms / 1000)[d], 5);
     }
   });
 
@@ -320,7 +425,10 @@ describe('PUT /transcriptions/{id}/segments (replace)', () => {
 describe('GET /transcriptions/{id}/segments', () => {
   it('should page by start_ms in both orders', async () => {
     const t = await transcription();
-    await put(t.id, [3, 1, 4, 1.5, 9, 2].map((start_ms) => ({ text: `t${start_ms}`, start_ms })));
+    await put(
+      t.id,
+      [3, 1, 4, 1.5, 9, 2].map((start_ms) => ({ text: `t${start_ms}`, start_ms })),
+    );
     const walk = async (order: string) => {
       const seen: number[] = [];
       let cursor: string | null = null;
@@ -335,8 +443,12 @@ describe('GET /transcriptions/{id}/segments', () => {
     };
     expect(await walk('asc')).toEqual([1, 1.5, 2, 3, 4, 9]);
     expect(await walk('desc')).toEqual([9, 4, 3, 2, 1.5, 1]);
-    expect((await api.request('GET', `/transcriptions/${t.id}/segments?order=sideways`, { token: alice })).status).toBe(422);
-    expect((await api.request('GET', `/transcriptions/${t.id}/segments?cursor=%%%`, { token: alice })).status).toBe(400);
+    expect((await api.request('GET', `/transcriptions/${t.id}/segments?order=sideways`, { token: alice })).status).toBe(
+      422,
+    );
+    expect((await api.request('GET', `/transcriptions/${t.id}/segments?cursor=%%%`, { token: alice })).status).toBe(
+      400,
+    );
     expect((await api.request('GET', `/transcriptions/${t.id}/segments?limit=500`, { token: alice })).status).toBe(422);
   });
 
@@ -348,18 +460,37 @@ describe('GET /transcriptions/{id}/segments', () => {
 });
 
 describe('PATCH /transcript-segments/{id}', () => {
-  const patch = (id: string, body: unknown, token = alice) => api.request('PATCH', `/transcript-segments/${id}`, { token, body });
+  const patch = (id: string, body: unknown, token = alice) =>
+    api.request('PATCH', `/transcript-segments/${id}`, { token, body });
 
   it('should correct the text and the highlight, answer the whole segment, and broadcast it to the owner', async () => {
     const t = await transcription();
-    await post(t.id, [{ speaker_label: 'S0', text: 'helo wrold', start_ms: 0, end_ms: 900, confidence: 0.5, feature_vector: vector(1) }]);
+    await post(t.id, [
+      { speaker_label: 'S0', text: 'helo wrold', start_ms: 0, end_ms: 900, confidence: 0.5, feature_vector: vector(1) },
+    ]);
     const [row] = await stored(t.id);
     const res = await patch(row.id, { text: 'hello world' });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: row.id, transcription_id: t.id, text: 'hello world', is_highlighted: false, speaker_label: 'S0', confidence: 0.5 });
+    expect(res.body).toMatchObject({
+      id: row.id,
+      transcription_id: t.id,
+      text: 'hello world',
+      is_highlighted: false,
+      speaker_label: 'S0',
+      confidence: 0.5,
+    });
     expect(res.body.feature_vector).toHaveLength(192);
-    expect(await api.lastEvent(aliceId)).toMatchObject({ type: 'EntityChanged', entity: 'transcript_segment', action: 'updated', id: row.id, meeting_id: t.meeting_id });
-    expect((await patch(row.id, { is_highlighted: true })).body).toMatchObject({ text: 'hello world', is_highlighted: true });
+    expect(await api.lastEvent(aliceId)).toMatchObject({
+      type: 'EntityChanged',
+      entity: 'transcript_segment',
+      action: 'updated',
+      id: row.id,
+      meeting_id: t.meeting_id,
+    });
+    expect((await patch(row.id, { is_highlighted: true })).body).toMatchObject({
+      text: 'hello world',
+      is_highlighted: true,
+    });
     expect((await stored(t.id))[0]).toMatchObject({ text: 'hello world', is_highlighted: true });
   });
 

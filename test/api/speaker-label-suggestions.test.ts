@@ -14,7 +14,8 @@ const norm = (v: number[]) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
 const unit = (v: number[]) => v.map((x) => x / norm(v));
 const randomUnit = () => unit(Array.from({ length: 192 }, rand));
 /** A voice `noise` away from `centre` (cosine about 1 / sqrt(1 + noise²)). */
-const near = (centre: number[], noise: number) => unit(centre.map((x) => x + (rand() * noise * Math.sqrt(3)) / Math.sqrt(192)));
+const near = (centre: number[], noise: number) =>
+  unit(centre.map((x) => x + (rand() * noise * Math.sqrt(3)) / Math.sqrt(192)));
 const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i], 0);
 
 type Seg = { speaker_label?: string; feature_vector?: number[]; text?: string };
@@ -22,15 +23,23 @@ let at = 0;
 async function meetingWith(token: string, segs: Seg[]): Promise<string> {
   const m = await api.meeting(token, 'recording');
   const t = (await api.post(token, `/meetings/${m}/transcriptions`)).body.id;
-  const res = await api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: { segments: segs.map((s) => ({ text: 'x', start_ms: at++, ...s })) } });
+  const res = await api.request('POST', `/transcriptions/${t}/segments`, {
+    token: api.serviceToken,
+    body: { segments: segs.map((s) => ({ text: 'x', start_ms: at++, ...s })) },
+  });
   expect(res.status).toBe(204);
   return m;
 }
 /** A person of the user whose voice model is built from these embeddings (through an assignment). */
 async function voiced(token: string, name: string, voices: number[][]): Promise<string> {
   const p = (await api.post(token, '/people', { display_name: name })).body.id;
-  const m = await meetingWith(token, voices.map((feature_vector) => ({ speaker_label: 'V', feature_vector })));
-  expect((await api.post(token, `/meetings/${m}/speaker-labels`, { speaker_label: 'V', person_id: p })).status).toBe(200);
+  const m = await meetingWith(
+    token,
+    voices.map((feature_vector) => ({ speaker_label: 'V', feature_vector })),
+  );
+  expect((await api.post(token, `/meetings/${m}/speaker-labels`, { speaker_label: 'V', person_id: p })).status).toBe(
+    200,
+  );
   return p;
 }
 const labels = (m: string, token = alice) => api.request('GET', `/meetings/${m}/speaker-labels`, { token });
@@ -68,14 +77,29 @@ describe('GET /meetings/{id}/speaker-labels', () => {
       { speaker_label: 'SPEAKER_4' },
       { text: 'no label' },
     ]);
-    expect((await api.post(alice, `/meetings/${m}/speaker-labels`, { speaker_label: 'SPEAKER_0', person_id: assignedTo })).status).toBe(200);
+    expect(
+      (await api.post(alice, `/meetings/${m}/speaker-labels`, { speaker_label: 'SPEAKER_0', person_id: assignedTo }))
+        .status,
+    ).toBe(200);
 
     const res = await labels(m);
     expect(res.status).toBe(200);
     const byLabel = Object.fromEntries(res.body.items.map((i: any) => [i.speaker_label, i]));
-    expect(res.body.items.map((i: any) => i.speaker_label)).toEqual(['SPEAKER_0', 'SPEAKER_1', 'SPEAKER_2', 'SPEAKER_3', 'SPEAKER_4']);
+    expect(res.body.items.map((i: any) => i.speaker_label)).toEqual([
+      'SPEAKER_0',
+      'SPEAKER_1',
+      'SPEAKER_2',
+      'SPEAKER_3',
+      'SPEAKER_4',
+    ]);
     expect(byLabel.SPEAKER_0).toEqual({
-      meeting_id: m, speaker_label: 'SPEAKER_0', person_id: assignedTo, segment_count: 1, created_at: expect.any(String), updated_at: expect.any(String), suggestions: [],
+      meeting_id: m,
+      speaker_label: 'SPEAKER_0',
+      person_id: assignedTo,
+      segment_count: 1,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+      suggestions: [],
     });
     expect(byLabel.SPEAKER_1).toMatchObject({ person_id: null, segment_count: 2, created_at: null, updated_at: null });
 

@@ -14,7 +14,8 @@ let bobTask: string;
 let bobSub: string;
 let resolve: TwoUsers['resolve'];
 
-const addSub = (token: string, task: string, body: unknown, key?: string) => api.post(token, `/tasks/${task}/sub-tasks`, body, key);
+const addSub = (token: string, task: string, body: unknown, key?: string) =>
+  api.post(token, `/tasks/${task}/sub-tasks`, body, key);
 
 beforeAll(async () => {
   api = await startApi();
@@ -39,7 +40,13 @@ describe('POST /tasks/{id}/sub-tasks', () => {
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
-    expect(await api.lastEvent(aliceId)).toMatchObject({ type: 'EntityChanged', entity: 'sub_task', action: 'created', id: res.body.id, meeting_id: meetingId });
+    expect(await api.lastEvent(aliceId)).toMatchObject({
+      type: 'EntityChanged',
+      entity: 'sub_task',
+      action: 'created',
+      id: res.body.id,
+      meeting_id: meetingId,
+    });
     expect((await api.request('GET', `/sub-tasks/${res.body.id}`, { token: alice })).body).toEqual(res.body);
   });
 
@@ -49,7 +56,9 @@ describe('POST /tasks/{id}/sub-tasks', () => {
     const again = await addSub(alice, taskId, { content: 'once' }, key);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(first.body);
-    expect((await api.request('POST', `/tasks/${taskId}/sub-tasks`, { token: alice, body: { content: 'x' } })).status).toBe(400);
+    expect(
+      (await api.request('POST', `/tasks/${taskId}/sub-tasks`, { token: alice, body: { content: 'x' } })).status,
+    ).toBe(400);
   });
 
   describe.each([
@@ -89,7 +98,9 @@ describe('GET /tasks/{id}/sub-tasks', () => {
     const first = await api.request('GET', `/tasks/${t}/sub-tasks?limit=2`, { token: alice });
     expect(first.status).toBe(200);
     expect(first.body.items.map((s: any) => s.content)).toEqual(['one', 'two']);
-    const second = await api.request('GET', `/tasks/${t}/sub-tasks?limit=2&cursor=${first.body.next_cursor}`, { token: alice });
+    const second = await api.request('GET', `/tasks/${t}/sub-tasks?limit=2&cursor=${first.body.next_cursor}`, {
+      token: alice,
+    });
     expect(second.body).toMatchObject({ next_cursor: null, items: [expect.objectContaining({ content: 'three' })] });
     expect((await api.request('GET', `/tasks/${t}/sub-tasks?cursor=bad`, { token: alice })).status).toBe(400);
   });
@@ -109,10 +120,24 @@ describe('GET /tasks/{id}/sub-tasks', () => {
 describe('PATCH /sub-tasks/{id}', () => {
   it('should update the given fields and emit EntityChanged', async () => {
     const { body: s } = await addSub(alice, taskId, { content: 'draft', due_date: '2026-01-01' });
-    const res = await api.request('PATCH', `/sub-tasks/${s.id}`, { token: alice, body: { status: 'completed', due_date: null, assigned_to: alicePerson } });
+    const res = await api.request('PATCH', `/sub-tasks/${s.id}`, {
+      token: alice,
+      body: { status: 'completed', due_date: null, assigned_to: alicePerson },
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: s.id, content: 'draft', status: 'completed', due_date: null, assigned_to: alicePerson });
-    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'sub_task', action: 'updated', id: s.id, meeting_id: meetingId });
+    expect(res.body).toMatchObject({
+      id: s.id,
+      content: 'draft',
+      status: 'completed',
+      due_date: null,
+      assigned_to: alicePerson,
+    });
+    expect(await api.lastEvent(aliceId)).toMatchObject({
+      entity: 'sub_task',
+      action: 'updated',
+      id: s.id,
+      meeting_id: meetingId,
+    });
   });
 
   it.each([
@@ -127,8 +152,12 @@ describe('PATCH /sub-tasks/{id}', () => {
   });
 
   it("should answer 404 for another user's sub-task and 401/403 without a user token", async () => {
-    expect((await api.request('PATCH', `/sub-tasks/${bobSub}`, { token: alice, body: { content: 'x' } })).status).toBe(404);
-    expect((await api.request('PATCH', `/sub-tasks/${bobSub}`, { token: api.serviceToken, body: { content: 'x' } })).status).toBe(403);
+    expect((await api.request('PATCH', `/sub-tasks/${bobSub}`, { token: alice, body: { content: 'x' } })).status).toBe(
+      404,
+    );
+    expect(
+      (await api.request('PATCH', `/sub-tasks/${bobSub}`, { token: api.serviceToken, body: { content: 'x' } })).status,
+    ).toBe(403);
     expect((await api.request('PATCH', `/sub-tasks/${bobSub}`, { body: { content: 'x' } })).status).toBe(401);
     expect((await api.request('GET', `/sub-tasks/${bobSub}`, { token: bob })).body.content).toBe('bob sub');
   });
@@ -140,7 +169,12 @@ describe('DELETE /sub-tasks/{id}', () => {
     expect((await api.request('DELETE', `/sub-tasks/${s.id}`, { token: alice })).status).toBe(204);
     const { rows } = await api.rt.db.query('test.sub', 'SELECT 1 FROM sub_task WHERE id = $1', [s.id]);
     expect(rows).toHaveLength(0);
-    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'sub_task', action: 'deleted', id: s.id, meeting_id: meetingId });
+    expect(await api.lastEvent(aliceId)).toMatchObject({
+      entity: 'sub_task',
+      action: 'deleted',
+      id: s.id,
+      meeting_id: meetingId,
+    });
     expect((await api.request('DELETE', `/sub-tasks/${s.id}`, { token: alice })).status).toBe(404);
   });
 

@@ -18,24 +18,45 @@ beforeAll(async () => {
 afterAll(() => api?.close());
 
 async function meeting(token = alice): Promise<string> {
-  const res = await api.request('POST', '/meetings', { token, body: { title: 'm', source_type: 'recording' }, headers: { 'idempotency-key': randomUUID() } });
+  const res = await api.request('POST', '/meetings', {
+    token,
+    body: { title: 'm', source_type: 'recording' },
+    headers: { 'idempotency-key': randomUUID() },
+  });
   return res.body.id;
 }
 
-const put = (id: string, body: unknown, token = svc) => api.request('PUT', `/meetings/${id}/synthesis`, { token, body });
+const put = (id: string, body: unknown, token = svc) =>
+  api.request('PUT', `/meetings/${id}/synthesis`, { token, body });
 const getMeeting = async (id: string) => (await api.request('GET', `/meetings/${id}`, { token: alice })).body;
-const topics = async (id: string, token = alice) => (await api.request('GET', `/meetings/${id}/topics`, { token })).body.items;
+const topics = async (id: string, token = alice) =>
+  (await api.request('GET', `/meetings/${id}/topics`, { token })).body.items;
 
 describe('PUT /meetings/{id}/synthesis', () => {
   it('should write summary, key_points and headline and broadcast EntityChanged meeting updated', async () => {
     const m = await meeting();
-    const res = await put(m, { summary: 'We agreed.', key_points: { decisions: ['ship'], risks: [] }, headline: 'Ship it' });
+    const res = await put(m, {
+      summary: 'We agreed.',
+      key_points: { decisions: ['ship'], risks: [] },
+      headline: 'Ship it',
+    });
     expect(res.status).toBe(204);
     expect(res.text).toBe('');
-    expect(await getMeeting(m)).toMatchObject({ summary: 'We agreed.', key_points: { decisions: ['ship'], risks: [] }, headline: 'Ship it' });
-    const { rows } = await api.rt.db.query('t', `SELECT user_id, payload FROM event_outbox WHERE event_type = 'EntityChanged' AND payload->>'meeting_id' = $1 AND payload->>'action' = 'updated'`, [m]);
+    expect(await getMeeting(m)).toMatchObject({
+      summary: 'We agreed.',
+      key_points: { decisions: ['ship'], risks: [] },
+      headline: 'Ship it',
+    });
+    const { rows } = await api.rt.db.query(
+      't',
+      `SELECT user_id, payload FROM event_outbox WHERE event_type = 'EntityChanged' AND payload->>'meeting_id' = $1 AND payload->>'action' = 'updated'`,
+      [m],
+    );
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toEqual({ user_id: aliceId, payload: { type: 'EntityChanged', entity: 'meeting', action: 'updated', id: m, meeting_id: m } });
+    expect(rows[0]).toEqual({
+      user_id: aliceId,
+      payload: { type: 'EntityChanged', entity: 'meeting', action: 'updated', id: m, meeting_id: m },
+    });
   });
 
   it('should keep the headline when not given and clear it when null', async () => {
@@ -51,10 +72,22 @@ describe('PUT /meetings/{id}/synthesis', () => {
     const m = await meeting();
     const [own] = await api.segments(alice, m, 1);
     const [foreign] = await api.segments(alice, await meeting(), 1);
-    expect((await put(m, { summary: 'kept', key_points: [], topics: [{ name: 'A', summary: 'a', segment_ids: [own] }] })).status).toBe(204);
-    const res = await put(m, { summary: 'new', key_points: [], topics: [{ name: 'B', summary: 'b' }, { name: 'C', summary: 'c', segment_ids: [own, foreign] }] });
+    expect(
+      (await put(m, { summary: 'kept', key_points: [], topics: [{ name: 'A', summary: 'a', segment_ids: [own] }] }))
+        .status,
+    ).toBe(204);
+    const res = await put(m, {
+      summary: 'new',
+      key_points: [],
+      topics: [
+        { name: 'B', summary: 'b' },
+        { name: 'C', summary: 'c', segment_ids: [own, foreign] },
+      ],
+    });
     expect(res.status).toBe(422);
-    expect(res.body.errors).toEqual([{ path: 'topics.1.segment_ids', message: `${foreign} is not a segment of this meeting` }]);
+    expect(res.body.errors).toEqual([
+      { path: 'topics.1.segment_ids', message: `${foreign} is not a segment of this meeting` },
+    ]);
     expect((await topics(m)).map((t: any) => [t.name, t.segment_ids])).toEqual([['A', [own]]]);
   });
 
@@ -78,7 +111,16 @@ describe('PUT /meetings/{id}/synthesis', () => {
       ['Hiring', 'people', false, [s3]],
       ['Misc', 'rest', false, []],
     ]);
-    expect(list[0]).toEqual({ id: expect.any(String), meeting_id: m, name: 'Budget', summary: 'numbers', is_final: true, created_at: expect.any(String), updated_at: expect.any(String), segment_ids: expect.any(Array) });
+    expect(list[0]).toEqual({
+      id: expect.any(String),
+      meeting_id: m,
+      name: 'Budget',
+      summary: 'numbers',
+      is_final: true,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+      segment_ids: expect.any(Array),
+    });
     await put(m, { summary: 'no topics this time', key_points: [] });
     expect(await topics(m)).toEqual(list);
     await put(m, { summary: 'clear', key_points: [], topics: [] });
@@ -89,7 +131,11 @@ describe('PUT /meetings/{id}/synthesis', () => {
     const m = await meeting();
     await put(m, { summary: 's', key_points: [], topics: [{ name: 'T', summary: 't' }] });
     const [topic] = await topics(m);
-    const tp = await api.request('POST', `/meetings/${m}/talking-points`, { token: svc, body: { content: 'p', topic_id: topic.id }, headers: { 'idempotency-key': randomUUID() } });
+    const tp = await api.request('POST', `/meetings/${m}/talking-points`, {
+      token: svc,
+      body: { content: 'p', topic_id: topic.id },
+      headers: { 'idempotency-key': randomUUID() },
+    });
     expect(tp.status).toBe(201);
     await put(m, { summary: 's', key_points: [], topics: [{ name: 'T2', summary: 't2' }] });
     const tps = (await api.request('GET', `/meetings/${m}/talking-points`, { token: alice })).body.items;
@@ -101,7 +147,9 @@ describe('PUT /meetings/{id}/synthesis', () => {
     const names = Array.from({ length: 7 }, (_, i) => `topic ${i}`);
     await put(m, { summary: 's', key_points: [], topics: names.map((name) => ({ name, summary: name })) });
     const first = await api.request('GET', `/meetings/${m}/topics?limit=4`, { token: svc });
-    const second = await api.request('GET', `/meetings/${m}/topics?limit=4&cursor=${first.body.next_cursor}`, { token: svc });
+    const second = await api.request('GET', `/meetings/${m}/topics?limit=4&cursor=${first.body.next_cursor}`, {
+      token: svc,
+    });
     expect([...first.body.items, ...second.body.items].map((t: any) => t.name)).toEqual(names);
     expect(second.body.next_cursor).toBeNull();
   });

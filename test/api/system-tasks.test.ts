@@ -20,21 +20,30 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) => (await api.rt.db.query<R>('test', text, params)).rows;
+const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) =>
+  (await api.rt.db.query<R>('test', text, params)).rows;
 const key = () => ({ 'idempotency-key': randomUUID() });
 
 const meeting = (token = alice) => api.meeting(token, 'recording');
 
 const create = (meetingId: string, tasks: unknown, opts: { token?: string; headers?: Record<string, string> } = {}) =>
-  api.request('POST', `/meetings/${meetingId}/tasks`, { token: opts.token ?? svc, body: { tasks }, headers: opts.headers ?? key() });
+  api.request('POST', `/meetings/${meetingId}/tasks`, {
+    token: opts.token ?? svc,
+    body: { tasks },
+    headers: opts.headers ?? key(),
+  });
 
-const live = (meetingId: string) => sql('SELECT content, source FROM task WHERE meeting_id = $1 AND deleted_at IS NULL ORDER BY content', [meetingId]);
+const live = (meetingId: string) =>
+  sql('SELECT content, source FROM task WHERE meeting_id = $1 AND deleted_at IS NULL ORDER BY content', [meetingId]);
 
 describe('POST /meetings/{id}/tasks', () => {
   it("should create system tasks owned by the meeting's user, in request order", async () => {
     const m = await meeting();
     const p = await api.person(aliceId);
-    const res = await create(m, [{ content: 'Send the proposal', due_date: '2026-12-01', assigned_to: p }, { content: 'Book a room' }]);
+    const res = await create(m, [
+      { content: 'Send the proposal', due_date: '2026-12-01', assigned_to: p },
+      { content: 'Book a room' },
+    ]);
     expect(res.status).toBe(201);
     expect(res.body.items).toEqual([
       {
@@ -51,11 +60,18 @@ describe('POST /meetings/{id}/tasks', () => {
         created_at: expect.any(String),
         updated_at: expect.any(String),
       },
-      expect.objectContaining({ content: 'Book a room', source: 'system', due_date: null, assigned_to: null, user_id: aliceId }),
+      expect.objectContaining({
+        content: 'Book a room',
+        source: 'system',
+        due_date: null,
+        assigned_to: null,
+        user_id: aliceId,
+      }),
     ]);
-    const events = await sql<{ user_id: string; payload: { id: string } }>(`SELECT user_id, payload FROM event_outbox WHERE payload @> $1::jsonb ORDER BY seq`, [
-      JSON.stringify({ type: 'EntityChanged', entity: 'task', action: 'created', meeting_id: m }),
-    ]);
+    const events = await sql<{ user_id: string; payload: { id: string } }>(
+      `SELECT user_id, payload FROM event_outbox WHERE payload @> $1::jsonb ORDER BY seq`,
+      [JSON.stringify({ type: 'EntityChanged', entity: 'task', action: 'created', meeting_id: m })],
+    );
     expect(events.map((e) => [e.user_id, e.payload.id])).toEqual(res.body.items.map((t: any) => [aliceId, t.id]));
   });
 
@@ -83,7 +99,15 @@ describe('POST /meetings/{id}/tasks', () => {
 
   it('should validate the body', async () => {
     const m = await meeting();
-    const bad = [[{}], [{ content: '' }], [{ content: 'x', due_date: '2026-02-30' }], [{ content: 'x', due_date: 'tomorrow' }], [{ content: 'x', assigned_to: 'nope' }], [{ content: 'x', status: 'completed' }], 'x'];
+    const bad = [
+      [{}],
+      [{ content: '' }],
+      [{ content: 'x', due_date: '2026-02-30' }],
+      [{ content: 'x', due_date: 'tomorrow' }],
+      [{ content: 'x', assigned_to: 'nope' }],
+      [{ content: 'x', status: 'completed' }],
+      'x',
+    ];
     for (const tasks of bad) expect({ tasks, status: (await create(m, tasks)).status }).toEqual({ tasks, status: 422 });
     expect((await create(m, [])).body).toEqual({ items: [] });
   });
@@ -92,7 +116,9 @@ describe('POST /meetings/{id}/tasks', () => {
     expect((await create(randomUUID(), [{ content: 'x' }])).status).toBe(404);
     const m = await meeting();
     expect((await create(m, [{ content: 'x' }], { token: alice })).status).toBe(403);
-    expect((await api.request('POST', `/meetings/${m}/tasks`, { body: { tasks: [] }, headers: key() })).status).toBe(401);
+    expect((await api.request('POST', `/meetings/${m}/tasks`, { body: { tasks: [] }, headers: key() })).status).toBe(
+      401,
+    );
     await api.request('DELETE', `/meetings/${m}`, { token: alice });
     expect((await create(m, [{ content: 'x' }])).status).toBe(404);
   });
@@ -104,14 +130,22 @@ describe('DELETE /meetings/{id}/tasks?source=system', () => {
     const other = await meeting();
     await create(m, [{ content: 'sys a' }, { content: 'sys b' }]);
     await create(other, [{ content: 'sys other' }]);
-    await sql(`INSERT INTO task (user_id, content, source, meeting_id) VALUES ($1, 'user task', 'user', $2)`, [aliceId, m]);
+    await sql(`INSERT INTO task (user_id, content, source, meeting_id) VALUES ($1, 'user task', 'user', $2)`, [
+      aliceId,
+      m,
+    ]);
     const res = await api.request('DELETE', `/meetings/${m}/tasks?source=system`, { token: svc });
     expect(res.status).toBe(204);
     expect(await live(m)).toEqual([{ content: 'user task', source: 'user' }]);
     expect(await live(other)).toEqual([{ content: 'sys other', source: 'system' }]);
-    const deleted = await sql(`SELECT count(*)::int AS n FROM task WHERE meeting_id = $1 AND deleted_at IS NOT NULL AND source = 'system'`, [m]);
+    const deleted = await sql(
+      `SELECT count(*)::int AS n FROM task WHERE meeting_id = $1 AND deleted_at IS NOT NULL AND source = 'system'`,
+      [m],
+    );
     expect(deleted[0].n).toBe(2);
-    const events = await sql(`SELECT payload FROM event_outbox WHERE payload @> $1::jsonb`, [JSON.stringify({ entity: 'task', action: 'deleted', meeting_id: m })]);
+    const events = await sql(`SELECT payload FROM event_outbox WHERE payload @> $1::jsonb`, [
+      JSON.stringify({ entity: 'task', action: 'deleted', meeting_id: m }),
+    ]);
     expect(events).toHaveLength(2);
     // Nothing left to delete is still a success.
     expect((await api.request('DELETE', `/meetings/${m}/tasks?source=system`, { token: svc })).status).toBe(204);
@@ -121,13 +155,18 @@ describe('DELETE /meetings/{id}/tasks?source=system', () => {
     const m = await meeting();
     await create(m, [{ content: 'sys' }]);
     for (const q of ['?source=user', '?source=SYSTEM', '?source=', '']) {
-      expect({ q, status: (await api.request('DELETE', `/meetings/${m}/tasks${q}`, { token: svc })).status }).toEqual({ q, status: 422 });
+      expect({ q, status: (await api.request('DELETE', `/meetings/${m}/tasks${q}`, { token: svc })).status }).toEqual({
+        q,
+        status: 422,
+      });
     }
     expect(await live(m)).toHaveLength(1);
   });
 
   it('should answer 404 for an unknown meeting, 403 for a user, 401 without auth', async () => {
-    expect((await api.request('DELETE', `/meetings/${randomUUID()}/tasks?source=system`, { token: svc })).status).toBe(404);
+    expect((await api.request('DELETE', `/meetings/${randomUUID()}/tasks?source=system`, { token: svc })).status).toBe(
+      404,
+    );
     const m = await meeting();
     expect((await api.request('DELETE', `/meetings/${m}/tasks?source=system`, { token: alice })).status).toBe(403);
     expect((await api.request('DELETE', `/meetings/${m}/tasks?source=system`)).status).toBe(401);

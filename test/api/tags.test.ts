@@ -10,7 +10,13 @@ let aliceId: string;
 const create = (token: string, body: unknown, key: string = randomUUID()) =>
   api.request('POST', '/tags', { token, body, headers: { 'idempotency-key': key } });
 const lastEvent = async (userId: string) =>
-  (await api.rt.db.query('test.events', 'SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT 1', [userId])).rows[0]?.payload;
+  (
+    await api.rt.db.query(
+      'test.events',
+      'SELECT payload FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT 1',
+      [userId],
+    )
+  ).rows[0]?.payload;
 
 beforeAll(async () => {
   api = await startApi();
@@ -24,8 +30,20 @@ describe('tags', () => {
   it('should create, get, rename and delete a tag, emitting EntityChanged each time', async () => {
     const res = await create(alice, { name: '  customer ' });
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ id: expect.any(String), user_id: aliceId, name: 'customer', created_at: expect.any(String), updated_at: expect.any(String) });
-    expect(await lastEvent(aliceId)).toEqual({ type: 'EntityChanged', entity: 'tag', action: 'created', id: res.body.id, meeting_id: null });
+    expect(res.body).toEqual({
+      id: expect.any(String),
+      user_id: aliceId,
+      name: 'customer',
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
+    expect(await lastEvent(aliceId)).toEqual({
+      type: 'EntityChanged',
+      entity: 'tag',
+      action: 'created',
+      id: res.body.id,
+      meeting_id: null,
+    });
     expect((await api.request('GET', `/tags/${res.body.id}`, { token: alice })).body).toEqual(res.body);
 
     const renamed = await api.request('PATCH', `/tags/${res.body.id}`, { token: alice, body: { name: 'client' } });
@@ -56,7 +74,14 @@ describe('tags', () => {
   });
 
   it('should validate names', async () => {
-    for (const body of [{}, { name: '' }, { name: '   ' }, { name: 'x'.repeat(101) }, { name: 3 }, { name: 'a', extra: true }]) {
+    for (const body of [
+      {},
+      { name: '' },
+      { name: '   ' },
+      { name: 'x'.repeat(101) },
+      { name: 3 },
+      { name: 'a', extra: true },
+    ]) {
       expect((await create(alice, body)).status, JSON.stringify(body)).toBe(422);
     }
     const { body: tag } = await create(alice, { name: 'ok' });

@@ -70,7 +70,11 @@ describe('GET /meetings/{id}/recording/takes', () => {
   it('should page with limit and cursor', async () => {
     const first = await api.request('GET', `/meetings/${meetingId}/recording/takes?limit=3`, { token: alice });
     expect(first.body.items.map((t: any) => t.audio_version)).toEqual([1, 2, 3]);
-    const second = await api.request('GET', `/meetings/${meetingId}/recording/takes?limit=3&cursor=${first.body.next_cursor}`, { token: alice });
+    const second = await api.request(
+      'GET',
+      `/meetings/${meetingId}/recording/takes?limit=3&cursor=${first.body.next_cursor}`,
+      { token: alice },
+    );
     expect(second.body.items.map((t: any) => t.audio_version)).toEqual([4]);
     expect(second.body.next_cursor).toBeNull();
     const bad = await api.request('GET', `/meetings/${meetingId}/recording/takes?cursor=WyJ4Il0`, { token: alice });
@@ -79,7 +83,10 @@ describe('GET /meetings/{id}/recording/takes', () => {
 
   it("should answer 404 for another user's meeting and an unknown one, and an empty list for a meeting without takes", async () => {
     expect((await api.request('GET', `/meetings/${meetingId}/recording/takes`, { token: bob })).status).toBe(404);
-    expect((await api.request('GET', '/meetings/00000000-0000-4000-8000-000000000000/recording/takes', { token: alice })).status).toBe(404);
+    expect(
+      (await api.request('GET', '/meetings/00000000-0000-4000-8000-000000000000/recording/takes', { token: alice }))
+        .status,
+    ).toBe(404);
     const empty = await api.meeting(alice, 'recording');
     const res = await api.request('GET', `/meetings/${empty}/recording/takes`, { token: alice });
     expect(res.body).toEqual({ items: [], next_cursor: null });
@@ -121,8 +128,14 @@ describe('GET /meetings/{id}/audio-url?audio_version=N', () => {
     const silent = await api.request('GET', `/meetings/${meetingId}/audio-url?audio_version=3`, { token: alice });
     expect(silent.status).toBe(404);
     expect(silent.body.detail).toMatch(/no audio/);
-    expect((await api.request('GET', `/meetings/${meetingId}/audio-url?audio_version=1`, { token: bob })).status).toBe(404);
-    for (const v of ['0', '-1', 'x', '1.5']) expect((await api.request('GET', `/meetings/${meetingId}/audio-url?audio_version=${v}`, { token: alice })).status, v).toBe(422);
+    expect((await api.request('GET', `/meetings/${meetingId}/audio-url?audio_version=1`, { token: bob })).status).toBe(
+      404,
+    );
+    for (const v of ['0', '-1', 'x', '1.5'])
+      expect(
+        (await api.request('GET', `/meetings/${meetingId}/audio-url?audio_version=${v}`, { token: alice })).status,
+        v,
+      ).toBe(422);
   });
 
   it('should refuse a proxy link whose audio_version was changed, added or removed without re-signing (403)', async () => {
@@ -139,13 +152,19 @@ describe('GET /meetings/{id}/audio-url?audio_version=N', () => {
       expect((await fetch(`${api.url}${u.pathname}?${q}`)).status, label).toBe(403);
     }
     // A meeting-audio link (signed without a version) does not play a take when one is added.
-    const plain = new URL(local((await api.request('GET', `/meetings/${meetingId}/audio-url`, { token: alice })).body.proxy_url));
+    const plain = new URL(
+      local((await api.request('GET', `/meetings/${meetingId}/audio-url`, { token: alice })).body.proxy_url),
+    );
     plain.searchParams.set('audio_version', '1');
     expect((await fetch(plain)).status).toBe(403);
     // A correctly signed link to a take that is not finalized has nothing to play.
     const me = await api.userId(alice);
     const exp = Math.floor(Date.now() / 1000) + 600;
-    const sig = createHmac('sha256', api.config.AUDIO_URL_SIGNING_KEY).update(`${meetingId}:${me}:${exp}:4`).digest('base64url');
-    expect((await fetch(`${api.url}/meetings/${meetingId}/audio?uid=${me}&exp=${exp}&audio_version=4&sig=${sig}`)).status).toBe(404);
+    const sig = createHmac('sha256', api.config.AUDIO_URL_SIGNING_KEY)
+      .update(`${meetingId}:${me}:${exp}:4`)
+      .digest('base64url');
+    expect(
+      (await fetch(`${api.url}/meetings/${meetingId}/audio?uid=${me}&exp=${exp}&audio_version=4&sig=${sig}`)).status,
+    ).toBe(404);
   });
 });

@@ -20,12 +20,20 @@ afterAll(() => api?.close());
 const key = () => ({ 'idempotency-key': randomUUID() });
 
 async function meeting(token = alice): Promise<string> {
-  const res = await api.request('POST', '/meetings', { token, body: { title: 'm', source_type: 'recording' }, headers: key() });
+  const res = await api.request('POST', '/meetings', {
+    token,
+    body: { title: 'm', source_type: 'recording' },
+    headers: key(),
+  });
   return res.body.id;
 }
 
 const create = (meetingId: string, body: unknown, opts: { token?: string; headers?: Record<string, string> } = {}) =>
-  api.request('POST', `/meetings/${meetingId}/talking-points`, { token: opts.token ?? svc, body, headers: opts.headers ?? key() });
+  api.request('POST', `/meetings/${meetingId}/talking-points`, {
+    token: opts.token ?? svc,
+    body,
+    headers: opts.headers ?? key(),
+  });
 
 async function topicOf(meetingId: string): Promise<string> {
   const res = await api.request('PUT', `/meetings/${meetingId}/synthesis`, {
@@ -37,7 +45,7 @@ async function topicOf(meetingId: string): Promise<string> {
 }
 
 describe('POST /meetings/{id}/talking-points', () => {
-  it("should answer 422 to segment_ids of another meeting or user, or unknown, and store nothing", async () => {
+  it('should answer 422 to segment_ids of another meeting or user, or unknown, and store nothing', async () => {
     const m = await meeting();
     const [own] = await api.segments(alice, m, 1);
     const [otherMeeting] = await api.segments(alice, await meeting(), 1);
@@ -45,7 +53,9 @@ describe('POST /meetings/{id}/talking-points', () => {
     for (const foreign of [otherMeeting, bobs, randomUUID()]) {
       const res = await create(m, { content: 'x', segment_ids: [own, foreign] });
       expect(res.status).toBe(422);
-      expect(res.body.errors).toEqual([{ path: 'segment_ids', message: `${foreign} is not a segment of this meeting` }]);
+      expect(res.body.errors).toEqual([
+        { path: 'segment_ids', message: `${foreign} is not a segment of this meeting` },
+      ]);
     }
     expect((await api.request('GET', `/meetings/${m}/talking-points`, { token: alice })).body.items).toEqual([]);
   });
@@ -54,7 +64,12 @@ describe('POST /meetings/{id}/talking-points', () => {
     const m = await meeting();
     const topic = await topicOf(m);
     const [s1, s2] = (await api.segments(alice, m, 2)).sort();
-    const res = await create(m, { content: 'Budget approved', topic_id: topic, is_final: true, segment_ids: [s2, s1, s2] });
+    const res = await create(m, {
+      content: 'Budget approved',
+      topic_id: topic,
+      is_final: true,
+      segment_ids: [s2, s1, s2],
+    });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       id: expect.any(String),
@@ -66,7 +81,11 @@ describe('POST /meetings/{id}/talking-points', () => {
       deleted_at: null,
       segment_ids: [s1, s2],
     });
-    const { rows } = await api.rt.db.query('t', `SELECT user_id, payload FROM event_outbox WHERE event_type = 'TalkingPointEvent' AND payload->>'meeting_id' = $1`, [m]);
+    const { rows } = await api.rt.db.query(
+      't',
+      `SELECT user_id, payload FROM event_outbox WHERE event_type = 'TalkingPointEvent' AND payload->>'meeting_id' = $1`,
+      [m],
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0].user_id).toBe(aliceId);
     expect(rows[0].payload).toEqual({ type: 'TalkingPointEvent', meeting_id: m, talking_point: res.body });
@@ -87,7 +106,9 @@ describe('POST /meetings/{id}/talking-points', () => {
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(first.body);
     expect((await create(m, { content: 'other' }, { headers })).status).toBe(422);
-    expect((await api.request('POST', `/meetings/${m}/talking-points`, { token: svc, body: { content: 'x' } })).status).toBe(400);
+    expect(
+      (await api.request('POST', `/meetings/${m}/talking-points`, { token: svc, body: { content: 'x' } })).status,
+    ).toBe(400);
     expect((await api.request('GET', `/meetings/${m}/talking-points`, { token: alice })).body.items).toHaveLength(1);
   });
 
@@ -101,7 +122,14 @@ describe('POST /meetings/{id}/talking-points', () => {
 
   it('should validate the body', async () => {
     const m = await meeting();
-    for (const body of [{}, { content: '' }, { content: 5 }, { content: 'x', segment_ids: ['nope'] }, { content: 'x', is_final: 'yes' }, { content: 'x', extra: 1 }]) {
+    for (const body of [
+      {},
+      { content: '' },
+      { content: 5 },
+      { content: 'x', segment_ids: ['nope'] },
+      { content: 'x', is_final: 'yes' },
+      { content: 'x', extra: 1 },
+    ]) {
       expect({ body, status: (await create(m, body)).status }).toEqual({ body, status: 422 });
     }
   });
@@ -110,7 +138,9 @@ describe('POST /meetings/{id}/talking-points', () => {
     expect((await create(randomUUID(), { content: 'x' })).status).toBe(404);
     const m = await meeting();
     expect((await create(m, { content: 'x' }, { token: alice })).status).toBe(403);
-    expect((await api.request('POST', `/meetings/${m}/talking-points`, { body: { content: 'x' }, headers: key() })).status).toBe(401);
+    expect(
+      (await api.request('POST', `/meetings/${m}/talking-points`, { body: { content: 'x' }, headers: key() })).status,
+    ).toBe(401);
     await api.request('DELETE', `/meetings/${m}`, { token: alice });
     expect((await create(m, { content: 'x' })).status).toBe(404);
   });
@@ -124,13 +154,17 @@ describe('GET /meetings/{id}/talking-points and DELETE /talking-points/{id}', ()
     const first = await api.request('GET', `/meetings/${m}/talking-points?limit=2`, { token: alice });
     expect(first.status).toBe(200);
     expect(first.body.items.map((t: any) => t.id)).toEqual(ids.slice(0, 2));
-    const second = await api.request('GET', `/meetings/${m}/talking-points?limit=2&cursor=${first.body.next_cursor}`, { token: alice });
+    const second = await api.request('GET', `/meetings/${m}/talking-points?limit=2&cursor=${first.body.next_cursor}`, {
+      token: alice,
+    });
     expect(second.body.items.map((t: any) => t.id)).toEqual([ids[2]]);
     expect(second.body.next_cursor).toBeNull();
 
     const del = await api.request('DELETE', `/talking-points/${ids[1]}`, { token: alice });
     expect(del.status).toBe(204);
-    expect((await api.request('GET', `/meetings/${m}/talking-points`, { token: alice })).body.items.map((t: any) => t.id)).toEqual([ids[0], ids[2]]);
+    expect(
+      (await api.request('GET', `/meetings/${m}/talking-points`, { token: alice })).body.items.map((t: any) => t.id),
+    ).toEqual([ids[0], ids[2]]);
     expect((await api.request('DELETE', `/talking-points/${ids[1]}`, { token: alice })).status).toBe(404);
     const { rows } = await api.rt.db.query('t', `SELECT payload FROM event_outbox WHERE payload @> $1::jsonb`, [
       JSON.stringify({ type: 'EntityChanged', entity: 'talking_point', action: 'deleted', id: ids[1], meeting_id: m }),

@@ -26,7 +26,12 @@ afterAll(() => api?.close());
 
 describe('POST /tasks', () => {
   it('should create a user task with every column and emit EntityChanged', async () => {
-    const res = await create(alice, { content: 'Send the deck', due_date: '2026-12-01', assigned_to: alicePerson, meeting_id: aliceMeeting });
+    const res = await create(alice, {
+      content: 'Send the deck',
+      due_date: '2026-12-01',
+      assigned_to: alicePerson,
+      meeting_id: aliceMeeting,
+    });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       id: expect.any(String),
@@ -43,7 +48,13 @@ describe('POST /tasks', () => {
       updated_at: expect.any(String),
     });
     expect(await api.lastEvents(aliceId, 1)).toEqual([
-      expect.objectContaining({ type: 'EntityChanged', entity: 'task', action: 'created', id: res.body.id, meeting_id: aliceMeeting }),
+      expect.objectContaining({
+        type: 'EntityChanged',
+        entity: 'task',
+        action: 'created',
+        id: res.body.id,
+        meeting_id: aliceMeeting,
+      }),
     ]);
     const got = await api.request('GET', `/tasks/${res.body.id}`, { token: alice });
     expect(got.status).toBe(200);
@@ -166,7 +177,10 @@ describe('GET /tasks', () => {
   it('should list the children of a task, and 404 for a task that is not the caller', async () => {
     const res = await api.request('GET', `/tasks/${ids.a}/children`, { token: carol });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ items: [expect.objectContaining({ id: ids.c, parent_task_id: ids.a })], next_cursor: null });
+    expect(res.body).toEqual({
+      items: [expect.objectContaining({ id: ids.c, parent_task_id: ids.a })],
+      next_cursor: null,
+    });
     expect((await api.request('GET', `/tasks/${ids.a}/children`, { token: alice })).status).toBe(404);
     expect((await api.request('GET', `/tasks/${ids.gone}/children`, { token: carol })).status).toBe(404);
   });
@@ -204,11 +218,25 @@ describe('PATCH /tasks/{id}', () => {
   it('should update the given fields, clear nulls, bump updated_at and emit EntityChanged', async () => {
     const { body: t } = await create(alice, { content: 'draft', due_date: '2026-01-01', meeting_id: aliceMeeting });
     await new Promise((r) => setTimeout(r, 5));
-    const res = await patch(alice, t.id, { content: 'final', status: 'completed', due_date: null, assigned_to: alicePerson });
+    const res = await patch(alice, t.id, {
+      content: 'final',
+      status: 'completed',
+      due_date: null,
+      assigned_to: alicePerson,
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ content: 'final', status: 'completed', due_date: null, assigned_to: alicePerson, meeting_id: aliceMeeting, source: 'user' });
+    expect(res.body).toMatchObject({
+      content: 'final',
+      status: 'completed',
+      due_date: null,
+      assigned_to: alicePerson,
+      meeting_id: aliceMeeting,
+      source: 'user',
+    });
     expect(Date.parse(res.body.updated_at)).toBeGreaterThan(Date.parse(t.updated_at));
-    expect(await api.lastEvents(aliceId, 1)).toEqual([expect.objectContaining({ entity: 'task', action: 'updated', id: t.id, meeting_id: aliceMeeting })]);
+    expect(await api.lastEvents(aliceId, 1)).toEqual([
+      expect.objectContaining({ entity: 'task', action: 'updated', id: t.id, meeting_id: aliceMeeting }),
+    ]);
     expect((await api.request('GET', `/tasks/${t.id}`, { token: alice })).body).toEqual(res.body);
   });
 
@@ -259,9 +287,14 @@ describe('DELETE /tasks/{id}', () => {
     const res = await api.request('DELETE', `/tasks/${root}`, { token: alice });
     expect(res.status).toBe(204);
     expect(res.text).toBe('');
-    for (const id of [root, child, grandchild]) expect((await api.request('GET', `/tasks/${id}`, { token: alice })).status).toBe(404);
+    for (const id of [root, child, grandchild])
+      expect((await api.request('GET', `/tasks/${id}`, { token: alice })).status).toBe(404);
     expect((await api.request('GET', `/tasks/${other}`, { token: alice })).status).toBe(200);
-    const { rows } = await api.rt.db.query('test.deleted', 'SELECT count(*)::int AS n FROM task WHERE id = ANY($1) AND deleted_at IS NOT NULL', [[root, child, grandchild]]);
+    const { rows } = await api.rt.db.query(
+      'test.deleted',
+      'SELECT count(*)::int AS n FROM task WHERE id = ANY($1) AND deleted_at IS NOT NULL',
+      [[root, child, grandchild]],
+    );
     expect(rows[0].n).toBe(3);
     const events = await api.lastEvents(aliceId, 3);
     expect(events.map((e) => e.id).sort()).toEqual([root, child, grandchild].sort());

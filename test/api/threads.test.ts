@@ -15,7 +15,8 @@ let bobMessage: string;
 let resolve: TwoUsers['resolve'];
 
 const createThread = (token: string, body: unknown, key?: string) => api.post(token, '/threads', body, key);
-const say = (token: string, thread: string, body: unknown, key?: string) => api.post(token, `/threads/${thread}/messages`, body, key);
+const say = (token: string, thread: string, body: unknown, key?: string) =>
+  api.post(token, `/threads/${thread}/messages`, body, key);
 
 beforeAll(async () => {
   api = await startApi();
@@ -37,7 +38,13 @@ describe('POST /threads', () => {
       deleted_at: null,
       created_at: expect.any(String),
     });
-    expect(await api.lastEvent(aliceId)).toMatchObject({ type: 'EntityChanged', entity: 'ai_thread', action: 'created', id: res.body.id, meeting_id: aliceMeeting });
+    expect(await api.lastEvent(aliceId)).toMatchObject({
+      type: 'EntityChanged',
+      entity: 'ai_thread',
+      action: 'created',
+      id: res.body.id,
+      meeting_id: aliceMeeting,
+    });
     expect((await api.request('GET', `/threads/${res.body.id}`, { token: alice })).body).toEqual(res.body);
   });
 
@@ -111,7 +118,12 @@ describe('GET and DELETE /threads/{id}', () => {
     const t = (await createThread(alice, { context_type: 'MEETING', context_id: aliceMeeting })).body.id;
     const msg = (await say(alice, t, { role: 'user', content: 'hi' })).body.id;
     expect((await api.request('DELETE', `/threads/${t}`, { token: alice })).status).toBe(204);
-    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'ai_thread', action: 'deleted', id: t, meeting_id: aliceMeeting });
+    expect(await api.lastEvent(aliceId)).toMatchObject({
+      entity: 'ai_thread',
+      action: 'deleted',
+      id: t,
+      meeting_id: aliceMeeting,
+    });
     expect((await api.request('GET', `/threads/${t}`, { token: alice })).status).toBe(404);
     expect((await api.request('GET', `/threads/${t}/messages`, { token: alice })).status).toBe(404);
     expect((await say(alice, t, { role: 'user', content: 'again' })).status).toBe(404);
@@ -137,8 +149,21 @@ describe('thread messages', () => {
     const toolCalls = [{ id: 'call_1', type: 'function', function: { name: 'search', arguments: '{"q":"launch"}' } }];
     const first = await say(alice, t, { role: 'user', content: 'When is the launch?' });
     expect(first.status).toBe(201);
-    expect(first.body).toEqual({ id: expect.any(String), thread_id: t, role: 'user', content: 'When is the launch?', tool_calls: null, deleted_at: null, created_at: expect.any(String) });
-    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'chat_message', action: 'created', id: first.body.id, meeting_id: null });
+    expect(first.body).toEqual({
+      id: expect.any(String),
+      thread_id: t,
+      role: 'user',
+      content: 'When is the launch?',
+      tool_calls: null,
+      deleted_at: null,
+      created_at: expect.any(String),
+    });
+    expect(await api.lastEvent(aliceId)).toMatchObject({
+      entity: 'chat_message',
+      action: 'created',
+      id: first.body.id,
+      meeting_id: null,
+    });
     const assistant = await say(alice, t, { role: 'assistant', content: '', tool_calls: toolCalls });
     expect(assistant.body.tool_calls).toEqual(toolCalls);
     await say(alice, t, { role: 'tool', content: 'March 3' });
@@ -146,7 +171,9 @@ describe('thread messages', () => {
     const roles: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: any = await api.request('GET', `/threads/${t}/messages?limit=3${cursor ? `&cursor=${cursor}` : ''}`, { token: alice });
+      const page: any = await api.request('GET', `/threads/${t}/messages?limit=3${cursor ? `&cursor=${cursor}` : ''}`, {
+        token: alice,
+      });
       expect(page.status).toBe(200);
       roles.push(...page.body.items.map((m: any) => m.role));
       cursor = page.body.next_cursor;
@@ -162,7 +189,9 @@ describe('thread messages', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: any = await api.request('GET', `/threads/${t}/messages?limit=7${cursor ? `&cursor=${cursor}` : ''}`, { token: alice });
+      const page: any = await api.request('GET', `/threads/${t}/messages?limit=7${cursor ? `&cursor=${cursor}` : ''}`, {
+        token: alice,
+      });
       seen.push(...page.body.items.map((m: any) => m.content));
       cursor = page.body.next_cursor;
     } while (cursor);
@@ -177,7 +206,10 @@ describe('thread messages', () => {
     expect(b.headers.get('idempotent-replayed')).toBe('true');
     expect(b.body).toEqual(a.body);
     expect((await api.request('GET', `/threads/${t}/messages`, { token: alice })).body.items).toHaveLength(1);
-    expect((await api.request('POST', `/threads/${t}/messages`, { token: alice, body: { role: 'user', content: 'x' } })).status).toBe(400);
+    expect(
+      (await api.request('POST', `/threads/${t}/messages`, { token: alice, body: { role: 'user', content: 'x' } }))
+        .status,
+    ).toBe(400);
   });
 
   describe.each([
@@ -200,8 +232,15 @@ describe('thread messages', () => {
     const keep = (await say(alice, t, { role: 'user', content: 'keep' })).body.id;
     const drop = (await say(alice, t, { role: 'user', content: 'drop' })).body.id;
     expect((await api.request('DELETE', `/threads/${t}/messages/${drop}`, { token: alice })).status).toBe(204);
-    expect(await api.lastEvent(aliceId)).toMatchObject({ entity: 'chat_message', action: 'deleted', id: drop, meeting_id: aliceMeeting });
-    expect((await api.request('GET', `/threads/${t}/messages`, { token: alice })).body.items.map((m: any) => m.id)).toEqual([keep]);
+    expect(await api.lastEvent(aliceId)).toMatchObject({
+      entity: 'chat_message',
+      action: 'deleted',
+      id: drop,
+      meeting_id: aliceMeeting,
+    });
+    expect(
+      (await api.request('GET', `/threads/${t}/messages`, { token: alice })).body.items.map((m: any) => m.id),
+    ).toEqual([keep]);
     const { rows } = await api.rt.db.query('test.msg', 'SELECT deleted_at FROM chat_message WHERE id = $1', [drop]);
     expect(rows[0].deleted_at).not.toBeNull();
     expect((await api.request('DELETE', `/threads/${t}/messages/${drop}`, { token: alice })).status).toBe(404);
@@ -213,11 +252,23 @@ describe('thread messages', () => {
   it("should answer 404 for another user's thread or message and 401/403 without a user token", async () => {
     expect((await say(alice, bobThread, { role: 'user', content: 'x' })).status).toBe(404);
     expect((await api.request('GET', `/threads/${bobThread}/messages`, { token: alice })).status).toBe(404);
-    expect((await api.request('DELETE', `/threads/${bobThread}/messages/${bobMessage}`, { token: alice })).status).toBe(404);
+    expect((await api.request('DELETE', `/threads/${bobThread}/messages/${bobMessage}`, { token: alice })).status).toBe(
+      404,
+    );
     expect((await say(api.serviceToken, bobThread, { role: 'user', content: 'x' })).status).toBe(403);
     expect((await api.request('GET', `/threads/${bobThread}/messages`, { token: api.serviceToken })).status).toBe(403);
     expect((await api.request('DELETE', `/threads/${bobThread}/messages/${bobMessage}`)).status).toBe(401);
-    expect((await api.request('GET', `/threads/${bobThread}/messages?cursor=${Buffer.from('["x"]').toString('base64url')}`, { token: bob })).status).toBe(400);
-    expect((await api.request('GET', `/threads/${bobThread}/messages`, { token: bob })).body.items.map((m: any) => m.id)).toEqual([bobMessage]);
+    expect(
+      (
+        await api.request(
+          'GET',
+          `/threads/${bobThread}/messages?cursor=${Buffer.from('["x"]').toString('base64url')}`,
+          { token: bob },
+        )
+      ).status,
+    ).toBe(400);
+    expect(
+      (await api.request('GET', `/threads/${bobThread}/messages`, { token: bob })).body.items.map((m: any) => m.id),
+    ).toEqual([bobMessage]);
   });
 });

@@ -52,7 +52,12 @@ describe('tracing', () => {
     const res = await api.request('POST', '/meetings', {
       token: await api.token('tracy'),
       body: { title: 'traced', source_type: 'text' },
-      headers: { 'idempotency-key': randomUUID(), traceparent: `00-${traceId}-00f067aa0ba902b7-01`, tracestate: 'vendor=1', 'x-client-id': clientId },
+      headers: {
+        'idempotency-key': randomUUID(),
+        traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+        tracestate: 'vendor=1',
+        'x-client-id': clientId,
+      },
     });
     expect(res.status).toBe(201);
     const msg = await waitFor(() => messages.find((m) => (m.data as { body: { id: string } }).body.id === res.body.id));
@@ -68,7 +73,11 @@ describe('tracing', () => {
     const res = await api.request('POST', '/meetings', {
       token: await api.token('tracy'),
       body: { title: 'traced', source_type: 'text' },
-      headers: { 'idempotency-key': randomUUID(), traceparent: `00-${traceId}-00f067aa0ba902b7-01`, tracestate: 'vendor=1,Bad Key=2' },
+      headers: {
+        'idempotency-key': randomUUID(),
+        traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+        tracestate: 'vendor=1,Bad Key=2',
+      },
     });
     expect(res.status).toBe(201);
     const msg = await waitFor(() => messages.find((m) => (m.data as { body: { id: string } }).body.id === res.body.id));

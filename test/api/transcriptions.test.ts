@@ -18,7 +18,11 @@ afterAll(() => api?.close());
 const key = () => ({ 'idempotency-key': randomUUID() });
 
 async function meeting(token = alice): Promise<string> {
-  const res = await api.request('POST', '/meetings', { token, body: { title: 'm', source_type: 'recording' }, headers: key() });
+  const res = await api.request('POST', '/meetings', {
+    token,
+    body: { title: 'm', source_type: 'recording' },
+    headers: key(),
+  });
   expect(res.status).toBe(201);
   return res.body.id;
 }
@@ -29,15 +33,24 @@ async function transcription(meetingId: string, token = alice): Promise<any> {
   return res.body;
 }
 
-const patch = (id: string, body: unknown, token = svc) => api.request('PATCH', `/transcriptions/${id}`, { token, body });
+const patch = (id: string, body: unknown, token = svc) =>
+  api.request('PATCH', `/transcriptions/${id}`, { token, body });
 
 async function historyRows(id: string): Promise<number> {
-  const { rows } = await api.rt.db.query<{ n: number }>('t', 'SELECT count(*)::int AS n FROM transcription_status_history WHERE transcription_id = $1', [id]);
+  const { rows } = await api.rt.db.query<{ n: number }>(
+    't',
+    'SELECT count(*)::int AS n FROM transcription_status_history WHERE transcription_id = $1',
+    [id],
+  );
   return rows[0].n;
 }
 
 async function outbox(type: string, match: Record<string, unknown>): Promise<any[]> {
-  const { rows } = await api.rt.db.query('t', 'SELECT payload FROM event_outbox WHERE event_type = $1 AND payload @> $2::jsonb ORDER BY seq', [type, JSON.stringify(match)]);
+  const { rows } = await api.rt.db.query(
+    't',
+    'SELECT payload FROM event_outbox WHERE event_type = $1 AND payload @> $2::jsonb ORDER BY seq',
+    [type, JSON.stringify(match)],
+  );
   return rows.map((r) => r.payload);
 }
 
@@ -58,7 +71,9 @@ describe('create, get, list', () => {
     expect(got.status).toBe(200);
     expect(got.body).toEqual(t);
     expect((await api.request('GET', `/transcriptions/${t.id}`, { token: svc })).body).toEqual(t);
-    expect(await outbox('EntityChanged', { entity: 'transcription', action: 'created', id: t.id, meeting_id: m })).toHaveLength(1);
+    expect(
+      await outbox('EntityChanged', { entity: 'transcription', action: 'created', id: t.id, meeting_id: m }),
+    ).toHaveLength(1);
     const history = await api.request('GET', `/transcriptions/${t.id}/status-history`, { token: alice });
     expect(history.body.items.map((h: any) => h.status)).toEqual(['pending']);
   });
@@ -87,9 +102,13 @@ describe('create, get, list', () => {
     for (let i = 0; i < 3; i++) ids.push((await transcription(m)).id);
     const first = await api.request('GET', `/meetings/${m}/transcriptions?limit=2`, { token: alice });
     expect(first.body.items.map((t: any) => t.id)).toEqual(ids.slice(0, 2));
-    const second = await api.request('GET', `/meetings/${m}/transcriptions?limit=2&cursor=${first.body.next_cursor}`, { token: svc });
+    const second = await api.request('GET', `/meetings/${m}/transcriptions?limit=2&cursor=${first.body.next_cursor}`, {
+      token: svc,
+    });
     expect(second.body).toEqual({ items: [expect.objectContaining({ id: ids[2] })], next_cursor: null });
-    expect((await api.request('GET', `/meetings/${m}/transcriptions?cursor=garbage`, { token: alice })).status).toBe(400);
+    expect((await api.request('GET', `/meetings/${m}/transcriptions?cursor=garbage`, { token: alice })).status).toBe(
+      400,
+    );
   });
 
   it('should answer 404 for an unknown, foreign or deleted meeting and a foreign transcription', async () => {
@@ -101,10 +120,14 @@ describe('create, get, list', () => {
       expect((await api.request('GET', `/transcriptions/${t.id}`, { token })).status).toBe(404);
       expect((await api.request('GET', `/transcriptions/${t.id}/status-history`, { token })).status).toBe(404);
     }
-    expect((await api.request('POST', `/meetings/${randomUUID()}/transcriptions`, { token: svc, headers: key() })).status).toBe(404);
+    expect(
+      (await api.request('POST', `/meetings/${randomUUID()}/transcriptions`, { token: svc, headers: key() })).status,
+    ).toBe(404);
     expect((await api.request('GET', `/transcriptions/${randomUUID()}`, { token: svc })).status).toBe(404);
     expect((await api.request('DELETE', `/meetings/${m}`, { token: alice })).status).toBe(204);
-    expect((await api.request('POST', `/meetings/${m}/transcriptions`, { token: alice, headers: key() })).status).toBe(404);
+    expect((await api.request('POST', `/meetings/${m}/transcriptions`, { token: alice, headers: key() })).status).toBe(
+      404,
+    );
     expect((await api.request('GET', `/transcriptions/${t.id}`, { token: alice })).status).toBe(404);
     expect((await api.request('GET', `/transcriptions/${t.id}`, { token: svc })).status).toBe(404);
   });
@@ -149,11 +172,17 @@ describe('PATCH and the status machine', () => {
   it('should let exactly one of concurrent batch claims (PATCH to synthesizing) through; the others 409 invalid_state', async () => {
     const t = await transcription(await meeting());
     expect((await patch(t.id, { status: 'transcribing' })).status).toBe(200);
-    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => patch(t.id, { status: 'synthesizing', status_message: `pass ${i}` })));
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => patch(t.id, { status: 'synthesizing', status_message: `pass ${i}` })),
+    );
     const statuses = answers.map((r) => r.status).sort();
     expect(statuses).toEqual([200, 409, 409, 409, 409, 409]);
     for (const r of answers.filter((a) => a.status === 409)) {
-      expect(r.body).toMatchObject({ status: 409, type: expect.stringMatching(/\/conflict$/), detail: expect.stringContaining('already synthesizing') });
+      expect(r.body).toMatchObject({
+        status: 409,
+        type: expect.stringMatching(/\/conflict$/),
+        detail: expect.stringContaining('already synthesizing'),
+      });
     }
     expect(await historyRows(t.id)).toBe(3);
   });
@@ -176,7 +205,11 @@ describe('PATCH and the status machine', () => {
       ['failed', 'now failed'],
     ]);
     const paged = await api.request('GET', `/transcriptions/${t.id}/status-history?limit=4`, { token: svc });
-    const rest = await api.request('GET', `/transcriptions/${t.id}/status-history?limit=4&cursor=${paged.body.next_cursor}`, { token: svc });
+    const rest = await api.request(
+      'GET',
+      `/transcriptions/${t.id}/status-history?limit=4&cursor=${paged.body.next_cursor}`,
+      { token: svc },
+    );
     expect([...paged.body.items, ...rest.body.items]).toEqual(history.body.items);
     expect(await outbox('EntityChanged', { entity: 'transcription', action: 'updated', id: t.id })).toHaveLength(5);
   });

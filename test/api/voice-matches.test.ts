@@ -58,9 +58,12 @@ describe('POST /people/voice-matches', () => {
     expect(res.body.items[0].person.id).toBe(aliceIds[target]);
     expect(res.body.items[0].similarity).toBeGreaterThan(0.99);
 
-    const exact = aliceIds.map((id, i) => ({ id, similarity: cosine(query, aliceVectors[i]) })).sort((a, b) => b.similarity - a.similarity);
+    const exact = aliceIds
+      .map((id, i) => ({ id, similarity: cosine(query, aliceVectors[i]) }))
+      .sort((a, b) => b.similarity - a.similarity);
     expect(res.body.items.map((m: any) => m.person.id)).toEqual(exact.slice(0, 5).map((e) => e.id));
-    for (const [i, m] of (res.body.items as { similarity: number }[]).entries()) expect(m.similarity).toBeCloseTo(exact[i].similarity, 5);
+    for (const [i, m] of (res.body.items as { similarity: number }[]).entries())
+      expect(m.similarity).toBeCloseTo(exact[i].similarity, 5);
     for (const m of res.body.items) {
       expect(m.person.user_id).toBe(aliceId);
       expect(m.person).not.toHaveProperty('voice_vector');
@@ -114,20 +117,48 @@ describe('POST /people/voice-matches', () => {
   });
 
   it('should answer 401 without credentials and 403 to the service scheme', async () => {
-    expect((await api.request('POST', '/people/voice-matches', { body: { feature_vector: randomVector() } })).status).toBe(401);
+    expect(
+      (await api.request('POST', '/people/voice-matches', { body: { feature_vector: randomVector() } })).status,
+    ).toBe(401);
     expect((await match(api.serviceToken, { feature_vector: randomVector() })).status).toBe(403);
   });
 
   it('should find a person whose voice was built by a speaker-label assignment', async () => {
-    const person = (await api.request('POST', '/people', { token: alice, body: { display_name: 'Speaker' }, headers: { 'idempotency-key': randomUUID() } })).body.id;
-    const meeting = (await api.request('POST', '/meetings', { token: alice, body: { title: 'm', source_type: 'recording' }, headers: { 'idempotency-key': randomUUID() } })).body.id;
-    const [t] = (await api.rt.db.query('test.t', `INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`, [meeting])).rows;
+    const person = (
+      await api.request('POST', '/people', {
+        token: alice,
+        body: { display_name: 'Speaker' },
+        headers: { 'idempotency-key': randomUUID() },
+      })
+    ).body.id;
+    const meeting = (
+      await api.request('POST', '/meetings', {
+        token: alice,
+        body: { title: 'm', source_type: 'recording' },
+        headers: { 'idempotency-key': randomUUID() },
+      })
+    ).body.id;
+    const [t] = (
+      await api.rt.db.query(
+        'test.t',
+        `INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`,
+        [meeting],
+      )
+    ).rows;
     const voice = randomVector();
     for (let i = 0; i < 3; i++) {
       const noisy = voice.map((x) => x + rand() * 0.1);
-      await api.rt.db.query('test.seg', `INSERT INTO transcript_segment (transcription_id, speaker_label, text, start_ms, feature_vector) VALUES ($1, 'S9', 'x', $2, $3)`, [t.id, i, pgvector.toSql(noisy)]);
+      await api.rt.db.query(
+        'test.seg',
+        `INSERT INTO transcript_segment (transcription_id, speaker_label, text, start_ms, feature_vector) VALUES ($1, 'S9', 'x', $2, $3)`,
+        [t.id, i, pgvector.toSql(noisy)],
+      );
     }
-    const assigned = await api.request('POST', `/meetings/${meeting}/speaker-labels`, { token: alice, body: { speaker_label: 'S9', person_id: person }, headers: { 'idempotency-key': randomUUID() } });
+    const assigned = await api.request('POST', `/meetings/${meeting}/speaker-labels`, {
+      token: alice,
+      body: { speaker_label: 'S9', person_id: person },
+      headers: { 'idempotency-key': randomUUID() },
+    });
     expect(assigned.status).toBe(200);
     const res = await match(alice, { feature_vector: voice.map((x) => x + rand() * 0.1), limit: 1 });
     expect(res.body.items.map((m: any) => m.person.id)).toEqual([person]);

@@ -20,18 +20,27 @@ const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i], 0)
 const sumOf = (vs: number[][]) => vs.reduce((s, v) => s.map((x, i) => x + v[i]), Array(192).fill(0));
 
 const sql = (text: string, params: unknown[] = []) => api.rt.db.query('test.sql', text, params).then((r) => r.rows);
-const person = async (token: string) => (await api.post(token, '/people', { display_name: `p-${randomUUID().slice(0, 8)}` })).body.id as string;
-const transcription = async (token: string, meetingId: string) => (await api.post(token, `/meetings/${meetingId}/transcriptions`)).body.id as string;
+const person = async (token: string) =>
+  (await api.post(token, '/people', { display_name: `p-${randomUUID().slice(0, 8)}` })).body.id as string;
+const transcription = async (token: string, meetingId: string) =>
+  (await api.post(token, `/meetings/${meetingId}/transcriptions`)).body.id as string;
 type Seg = { speaker_label: string; feature_vector?: number[] | null; person_id?: string | null };
 let at = 0;
 const body = (segs: Seg[]) => ({ segments: segs.map((s) => ({ text: 'x', start_ms: at++, ...s })) });
-const append = (t: string, segs: Seg[]) => api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: body(segs) });
-const replace = (t: string, segs: Seg[]) => api.request('PUT', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: body(segs) });
+const append = (t: string, segs: Seg[]) =>
+  api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: body(segs) });
+const replace = (t: string, segs: Seg[]) =>
+  api.request('PUT', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: body(segs) });
 const assign = (m: string, speaker_label: string, person_id: string, token = alice) =>
-  api.request('POST', `/meetings/${m}/speaker-labels`, { token, body: { speaker_label, person_id }, headers: { 'idempotency-key': randomUUID() } });
+  api.request('POST', `/meetings/${m}/speaker-labels`, {
+    token,
+    body: { speaker_label, person_id },
+    headers: { 'idempotency-key': randomUUID() },
+  });
 const unassign = (m: string, label: string, token = alice, headers: Record<string, string> = {}) =>
   api.request('DELETE', `/meetings/${m}/speaker-labels/${encodeURIComponent(label)}`, { token, headers });
-const samples = (p: string, query = '', token = alice) => api.request('GET', `/people/${p}/voice-samples${query}`, { token });
+const samples = (p: string, query = '', token = alice) =>
+  api.request('GET', `/people/${p}/voice-samples${query}`, { token });
 
 /** The person's model must be exactly what their samples give; returns it. */
 async function expectModelOf(p: string, embeddings: number[][]) {
@@ -43,8 +52,13 @@ async function expectModelOf(p: string, embeddings: number[][]) {
   const expected = normalize(sumOf(embeddings.map(normalize)));
   expect(got.voice_model_status).toBe('ready');
   expect(dot(got.voice_vector, expected)).toBeGreaterThan(0.999999);
-  expect(got.voice_confidence).toBeCloseTo(embeddings.map(normalize).reduce((s, v) => s + dot(v, expected), 0) / embeddings.length, 5);
-  expect((await sql('SELECT count(*)::int AS n FROM voice_sample WHERE person_id = $1', [p]))[0].n).toBe(embeddings.length);
+  expect(got.voice_confidence).toBeCloseTo(
+    embeddings.map(normalize).reduce((s, v) => s + dot(v, expected), 0) / embeddings.length,
+    5,
+  );
+  expect((await sql('SELECT count(*)::int AS n FROM voice_sample WHERE person_id = $1', [p]))[0].n).toBe(
+    embeddings.length,
+  );
   return got;
 }
 
@@ -63,21 +77,46 @@ describe('voice samples on every attributing path', () => {
     const t = await transcription(alice, m);
     const v = [randomVector(), randomVector(), randomVector(), randomVector()];
     // The ML service names the person itself; a zero vector and a missing one are no samples.
-    expect((await append(t, [{ speaker_label: 'S9', feature_vector: v[0], person_id: q }, { speaker_label: 'S9', feature_vector: Array(192).fill(0), person_id: q }, { speaker_label: 'S9', person_id: q }])).status).toBe(204);
+    expect(
+      (
+        await append(t, [
+          { speaker_label: 'S9', feature_vector: v[0], person_id: q },
+          { speaker_label: 'S9', feature_vector: Array(192).fill(0), person_id: q },
+          { speaker_label: 'S9', person_id: q },
+        ])
+      ).status,
+    ).toBe(204);
     await expectModelOf(q, [v[0]]);
-    expect(await api.lastEvent(aliceId)).toEqual(expect.objectContaining({ type: 'EntityChanged', entity: 'person', action: 'updated', id: q }));
+    expect(await api.lastEvent(aliceId)).toEqual(
+      expect.objectContaining({ type: 'EntityChanged', entity: 'person', action: 'updated', id: q }),
+    );
 
     await append(t, [{ speaker_label: 'S0', feature_vector: v[1] }]);
     await assign(m, 'S0', p);
-    await append(t, [{ speaker_label: 'S0', feature_vector: v[2] }, { speaker_label: 'S1', feature_vector: v[3] }]);
+    await append(t, [
+      { speaker_label: 'S0', feature_vector: v[2] },
+      { speaker_label: 'S1', feature_vector: v[3] },
+    ]);
     await expectModelOf(p, [v[1], v[2]]);
 
     // A batch replace drops the samples of the segments it removes; the assignment still applies.
-    expect((await replace(t, [{ speaker_label: 'S0', feature_vector: v[3] }, { speaker_label: 'S1', feature_vector: v[0] }])).status).toBe(204);
+    expect(
+      (
+        await replace(t, [
+          { speaker_label: 'S0', feature_vector: v[3] },
+          { speaker_label: 'S1', feature_vector: v[0] },
+        ])
+      ).status,
+    ).toBe(204);
     await expectModelOf(p, [v[3]]);
     await expectModelOf(q, []);
     const events = await api.lastEvents(aliceId, 3);
-    expect(events.filter((e) => e.entity === 'person').map((e) => e.id).sort()).toEqual([p, q].sort());
+    expect(
+      events
+        .filter((e) => e.entity === 'person')
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual([p, q].sort());
   });
 
   it('should drop the samples with the person and leave the other people as they were', async () => {
@@ -85,7 +124,10 @@ describe('voice samples on every attributing path', () => {
     const m = await api.meeting(alice, 'recording');
     const t = await transcription(alice, m);
     const v = [randomVector(), randomVector()];
-    await append(t, [{ speaker_label: 'A', feature_vector: v[0] }, { speaker_label: 'B', feature_vector: v[1] }]);
+    await append(t, [
+      { speaker_label: 'A', feature_vector: v[0] },
+      { speaker_label: 'B', feature_vector: v[1] },
+    ]);
     await assign(m, 'A', p);
     await assign(m, 'B', q);
     expect((await api.request('DELETE', `/people/${p}`, { token: alice })).status).toBe(204);
@@ -104,7 +146,11 @@ describe('DELETE /meetings/{id}/speaker-labels/{speaker_label}', () => {
     const [m1, m2] = [await api.meeting(alice, 'recording'), await api.meeting(alice, 'recording')];
     const [t1, t2] = [await transcription(alice, m1), await transcription(alice, m2)];
     const v = [randomVector(), randomVector(), randomVector()];
-    await append(t1, [{ speaker_label: 'SPEAKER 1/ü', feature_vector: v[0] }, { speaker_label: 'SPEAKER 1/ü', feature_vector: v[1] }, { speaker_label: 'other', feature_vector: v[1] }]);
+    await append(t1, [
+      { speaker_label: 'SPEAKER 1/ü', feature_vector: v[0] },
+      { speaker_label: 'SPEAKER 1/ü', feature_vector: v[1] },
+      { speaker_label: 'other', feature_vector: v[1] },
+    ]);
     await append(t2, [{ speaker_label: 'SPEAKER 1/ü', feature_vector: v[2] }]);
     await assign(m1, 'SPEAKER 1/ü', p);
     await assign(m2, 'SPEAKER 1/ü', p);
@@ -115,12 +161,23 @@ describe('DELETE /meetings/{id}/speaker-labels/{speaker_label}', () => {
     expect(res.status, res.text).toBe(204);
     expect(res.text).toBe('');
     expect(await sql('SELECT 1 FROM meeting_speaker_label WHERE meeting_id = $1', [m1])).toHaveLength(0);
-    expect(await sql('SELECT DISTINCT person_id FROM transcript_segment WHERE transcription_id = $1', [t1])).toEqual([{ person_id: null }]);
+    expect(await sql('SELECT DISTINCT person_id FROM transcript_segment WHERE transcription_id = $1', [t1])).toEqual([
+      { person_id: null },
+    ]);
     await expectModelOf(p, [v[2]]);
-    const events = await sql('SELECT payload, origin_client_id FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT 2', [aliceId]);
+    const events = await sql(
+      'SELECT payload, origin_client_id FROM event_outbox WHERE user_id = $1 ORDER BY seq DESC LIMIT 2',
+      [aliceId],
+    );
     expect(events.reverse()).toEqual([
-      { payload: { type: 'EntityChanged', entity: 'transcript_segment', action: 'updated', id: null, meeting_id: m1 }, origin_client_id: clientId },
-      { payload: { type: 'EntityChanged', entity: 'person', action: 'updated', id: p, meeting_id: null }, origin_client_id: clientId },
+      {
+        payload: { type: 'EntityChanged', entity: 'transcript_segment', action: 'updated', id: null, meeting_id: m1 },
+        origin_client_id: clientId,
+      },
+      {
+        payload: { type: 'EntityChanged', entity: 'person', action: 'updated', id: p, meeting_id: null },
+        origin_client_id: clientId,
+      },
     ]);
 
     // New segments of the label are no longer attributed; the last assignment going leaves no model.
@@ -138,14 +195,30 @@ describe('DELETE /meetings/{id}/speaker-labels/{speaker_label}', () => {
     await append(t, [{ speaker_label: 'S0', feature_vector: randomVector() }]);
     await assign(m, 'S0', p);
     const bobMeeting = await api.meeting(bob, 'recording');
-    const before = await sql('SELECT person_id, voice_sum::text FROM voice_sample, person WHERE person.id = voice_sample.person_id AND person_id = $1', [p]);
-    for (const [meetingId, label, token] of [[m, 'S1', alice], [m, 's0', alice], [randomUUID(), 'S0', alice], [bobMeeting, 'S0', alice], [m, 'S0', bob]] as const) {
+    const before = await sql(
+      'SELECT person_id, voice_sum::text FROM voice_sample, person WHERE person.id = voice_sample.person_id AND person_id = $1',
+      [p],
+    );
+    for (const [meetingId, label, token] of [
+      [m, 'S1', alice],
+      [m, 's0', alice],
+      [randomUUID(), 'S0', alice],
+      [bobMeeting, 'S0', alice],
+      [m, 'S0', bob],
+    ] as const) {
       const res = await unassign(meetingId, label, token);
       expect(res.status, `${meetingId} ${label}`).toBe(404);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
     }
-    expect(await sql('SELECT person_id, voice_sum::text FROM voice_sample, person WHERE person.id = voice_sample.person_id AND person_id = $1', [p])).toEqual(before);
-    expect(await sql('SELECT person_id FROM meeting_speaker_label WHERE meeting_id = $1', [m])).toEqual([{ person_id: p }]);
+    expect(
+      await sql(
+        'SELECT person_id, voice_sum::text FROM voice_sample, person WHERE person.id = voice_sample.person_id AND person_id = $1',
+        [p],
+      ),
+    ).toEqual(before);
+    expect(await sql('SELECT person_id FROM meeting_speaker_label WHERE meeting_id = $1', [m])).toEqual([
+      { person_id: p },
+    ]);
   });
 
   it('should answer 422 for a bad meeting id or an over-long label, 401 without and 403 with service credentials', async () => {
@@ -162,11 +235,20 @@ describe('GET /people/{id}/voice-samples', () => {
     const p = await person(alice);
     const m = await api.meeting(alice, 'recording');
     const t = await transcription(alice, m);
-    await append(t, Array.from({ length: 5 }, () => ({ speaker_label: 'OLD', feature_vector: randomVector() })));
+    await append(
+      t,
+      Array.from({ length: 5 }, () => ({ speaker_label: 'OLD', feature_vector: randomVector() })),
+    );
     await assign(m, 'OLD', p);
-    await append(t, [{ speaker_label: 'NEW', feature_vector: randomVector() }, { speaker_label: 'NEW', feature_vector: null }]);
+    await append(t, [
+      { speaker_label: 'NEW', feature_vector: randomVector() },
+      { speaker_label: 'NEW', feature_vector: null },
+    ]);
     await assign(m, 'NEW', p);
-    const segs = await sql('SELECT id, speaker_label FROM transcript_segment WHERE transcription_id = $1 AND feature_vector IS NOT NULL', [t]);
+    const segs = await sql(
+      'SELECT id, speaker_label FROM transcript_segment WHERE transcription_id = $1 AND feature_vector IS NOT NULL',
+      [t],
+    );
 
     const seen: any[] = [];
     let cursor: string | null = null;
@@ -179,7 +261,12 @@ describe('GET /people/{id}/voice-samples', () => {
     } while (cursor);
     expect(seen).toHaveLength(6);
     expect(new Set(seen.map((s) => s.segment_id))).toEqual(new Set(segs.map((s) => s.id)));
-    expect(seen[0]).toEqual({ meeting_id: m, segment_id: expect.any(String), speaker_label: 'NEW', created_at: expect.any(String) });
+    expect(seen[0]).toEqual({
+      meeting_id: m,
+      segment_id: expect.any(String),
+      speaker_label: 'NEW',
+      created_at: expect.any(String),
+    });
     expect(seen.slice(1).every((s) => s.speaker_label === 'OLD')).toBe(true);
     const times = seen.map((s) => Date.parse(s.created_at));
     expect([...times].sort((a, b) => b - a)).toEqual(times);
@@ -188,7 +275,10 @@ describe('GET /people/{id}/voice-samples', () => {
   it('should answer 404 for an unknown or another user’s person, 400 for a bad cursor, 422 for a bad limit', async () => {
     const p = await person(alice);
     expect((await samples(p)).body).toEqual({ items: [], next_cursor: null });
-    for (const [id, token] of [[randomUUID(), alice], [p, bob]]) {
+    for (const [id, token] of [
+      [randomUUID(), alice],
+      [p, bob],
+    ]) {
       const res = await samples(id, '', token);
       expect(res.status).toBe(404);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
@@ -204,10 +294,21 @@ describe('GET /people/{id}/voice-samples', () => {
 describe('removeMeetingVoiceSamples', () => {
   it("should remove the meetings' samples and recompute the people in the caller's transaction", async () => {
     const [p, q] = [await person(alice), await person(alice)];
-    const [m1, m2, m3] = [await api.meeting(alice, 'recording'), await api.meeting(alice, 'recording'), await api.meeting(alice, 'recording')];
+    const [m1, m2, m3] = [
+      await api.meeting(alice, 'recording'),
+      await api.meeting(alice, 'recording'),
+      await api.meeting(alice, 'recording'),
+    ];
     const v = [randomVector(), randomVector(), randomVector(), randomVector()];
-    for (const [m, vs] of [[m1, [v[0]]], [m2, [v[1]]], [m3, [v[2], v[3]]]] as const) {
-      await append(await transcription(alice, m), vs.map((fv) => ({ speaker_label: 'S', feature_vector: fv })));
+    for (const [m, vs] of [
+      [m1, [v[0]]],
+      [m2, [v[1]]],
+      [m3, [v[2], v[3]]],
+    ] as const) {
+      await append(
+        await transcription(alice, m),
+        vs.map((fv) => ({ speaker_label: 'S', feature_vector: fv })),
+      );
     }
     await assign(m1, 'S', p);
     await assign(m2, 'S', q);
@@ -226,7 +327,9 @@ describe('removeMeetingVoiceSamples', () => {
     expect(changed.sort()).toEqual([p, q].sort());
     await expectModelOf(p, [v[2], v[3]]);
     await expectModelOf(q, []);
-    expect(await sql('SELECT count(*)::int AS n FROM voice_sample WHERE meeting_id = ANY($1)', [[m1, m2]])).toEqual([{ n: 0 }]);
+    expect(await sql('SELECT count(*)::int AS n FROM voice_sample WHERE meeting_id = ANY($1)', [[m1, m2]])).toEqual([
+      { n: 0 },
+    ]);
     expect(await api.rt.db.withTransaction((tx) => removeMeetingVoiceSamples(tx, []))).toEqual([]);
   });
 });

@@ -6,7 +6,11 @@ let api: ApiHarness;
 let alice: string;
 let bob: string;
 
-const body = (over: Record<string, unknown> = {}) => ({ url: 'http://localhost:9/hook', event_types: ['EntityChanged'], ...over });
+const body = (over: Record<string, unknown> = {}) => ({
+  url: 'http://localhost:9/hook',
+  event_types: ['EntityChanged'],
+  ...over,
+});
 const create = (token: string, b: unknown, key?: string) => api.post(token, '/webhooks', b, key);
 
 beforeAll(async () => {
@@ -39,7 +43,10 @@ describe('webhooks', () => {
     expect(listed.body.items).toEqual([shown]);
     expect(listed.text).not.toContain(secret);
 
-    const patched = await api.request('PATCH', `/webhooks/${res.body.id}`, { token: alice, body: { event_types: ['*'], description: null, enabled: false } });
+    const patched = await api.request('PATCH', `/webhooks/${res.body.id}`, {
+      token: alice,
+      body: { event_types: ['*'], description: null, enabled: false },
+    });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ event_types: ['*'], description: null, enabled: false, url: shown.url });
 
@@ -83,9 +90,14 @@ describe('webhooks', () => {
     const ok = await create(dave, body({ url: 'https://example.com/hook' }));
     expect(ok.status).toBe(201);
     for (const patch of [{}, { url: 'ftp://x/' }, { event_types: ['Nope'] }, { enabled: 'yes' }]) {
-      expect((await api.request('PATCH', `/webhooks/${ok.body.id}`, { token: dave, body: patch })).status, JSON.stringify(patch)).toBe(422);
+      expect(
+        (await api.request('PATCH', `/webhooks/${ok.body.id}`, { token: dave, body: patch })).status,
+        JSON.stringify(patch),
+      ).toBe(422);
     }
-    expect((await api.request('GET', `/webhooks/${ok.body.id}`, { token: dave })).body.url).toBe('https://example.com/hook');
+    expect((await api.request('GET', `/webhooks/${ok.body.id}`, { token: dave })).body.url).toBe(
+      'https://example.com/hook',
+    );
   });
 
   it("should answer 404 for another user's webhook on every operation", async () => {
@@ -109,8 +121,17 @@ describe('webhooks', () => {
     const id = (await create(erin, body())).body.id;
     const queued = await api.request('POST', `/webhooks/${id}/test`, { token: erin });
     expect(queued.status).toBe(202);
-    const { rows } = await api.rt.db.query<{ body: string }>('test.delivery', 'SELECT body FROM webhook_delivery WHERE webhook_id = $1', [id]);
-    expect(JSON.parse(rows[0].body)).toEqual({ type: 'WebhookTest', event_id: queued.body.event_id, occurred_at: expect.any(String), webhook_id: id });
+    const { rows } = await api.rt.db.query<{ body: string }>(
+      'test.delivery',
+      'SELECT body FROM webhook_delivery WHERE webhook_id = $1',
+      [id],
+    );
+    expect(JSON.parse(rows[0].body)).toEqual({
+      type: 'WebhookTest',
+      event_id: queued.body.event_id,
+      occurred_at: expect.any(String),
+      webhook_id: id,
+    });
     await api.request('PATCH', `/webhooks/${id}`, { token: erin, body: { enabled: false } });
     const refused = await api.request('POST', `/webhooks/${id}/test`, { token: erin });
     expect(refused.status).toBe(409);
@@ -138,7 +159,9 @@ describe('webhooks', () => {
     const seen: number[] = [];
     let cursor: string | null = null;
     do {
-      const res = await api.request('GET', `/webhooks/${id}/deliveries?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: gina });
+      const res = await api.request('GET', `/webhooks/${id}/deliveries?limit=2${cursor ? `&cursor=${cursor}` : ''}`, {
+        token: gina,
+      });
       expect(res.status).toBe(200);
       seen.push(...res.body.items.map((a: any) => a.duration_ms));
       cursor = res.body.next_cursor;

@@ -5,10 +5,24 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { listManifest } from '@mi/lib/repositories/manifest';
-import { TestClient, createMeeting, fileEnv, openTestDatabase, pcmFrame, range, startInstance, storedAudio, token, type Instance } from '../live/helpers';
+import {
+  TestClient,
+  createMeeting,
+  fileEnv,
+  openTestDatabase,
+  pcmFrame,
+  range,
+  startInstance,
+  storedAudio,
+  token,
+  type Instance,
+} from '../live/helpers';
 
 const native = inject('database').kind === 'native';
-if (!native) console.log('test/concurrency/live-handoff skipped: PGlite runs one transaction at a time, so the commits cannot interleave');
+if (!native)
+  console.log(
+    'test/concurrency/live-handoff skipped: PGlite runs one transaction at a time, so the commits cannot interleave',
+  );
 
 let database: OpenedDatabase;
 let a: Instance;
@@ -18,7 +32,10 @@ beforeAll(async () => {
   if (!native) return;
   database = await openTestDatabase();
   const env = { ...fileEnv(), RECORDING_SEGMENT_TARGET_MS: '300' };
-  [a, b] = await Promise.all([startInstance(database, env, { instanceId: 'instance-a' }), startInstance(database, env, { instanceId: 'instance-b' })]);
+  [a, b] = await Promise.all([
+    startInstance(database, env, { instanceId: 'instance-a' }),
+    startInstance(database, env, { instanceId: 'instance-b' }),
+  ]);
 }, 60_000);
 afterAll(async () => {
   await Promise.allSettled([a?.close(), b?.close()]);

@@ -26,13 +26,19 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) => (await api.rt.db.query<R>('test', text, params)).rows;
+const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) =>
+  (await api.rt.db.query<R>('test', text, params)).rows;
 
 /** Resolves once `count` other backends wait for a lock `holder` holds (polled, never a sleep). */
 async function blockedBy(holder: pg.Client, count = 1): Promise<void> {
   const pid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
   await expect
-    .poll(async () => (await sql('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]))[0].n, { timeout: 20_000, interval: 20 })
+    .poll(
+      async () =>
+        (await sql('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]))[0]
+          .n,
+      { timeout: 20_000, interval: 20 },
+    )
     .toBeGreaterThanOrEqual(count);
 }
 const statuses = (answers: { status: number }[]) => [...new Set(answers.map((a) => a.status))].sort();
@@ -41,7 +47,9 @@ describe.skipIf(!native)('idempotency under concurrency', () => {
   it('should run one effect for one Idempotency-Key fired 20 times at once; the rest are 409 or its replay', async () => {
     const key = randomUUID();
     const title = `once ${key}`;
-    const answers = await Promise.all(Array.from({ length: 20 }, () => api.post(alice, '/meetings', { title, source_type: 'text' }, key)));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => api.post(alice, '/meetings', { title, source_type: 'text' }, key)),
+    );
     expect(answers.every((a) => a.status === 201 || a.status === 409)).toBe(true);
     const created = answers.filter((a) => a.status === 201);
     expect(created.filter((a) => a.headers.get('idempotent-replayed') !== 'true')).toHaveLength(1);
@@ -57,23 +65,35 @@ describe.skipIf(!native)('idempotency under concurrency', () => {
     const bytes = framesBytes(10, 19);
     const path = `/meetings/${take.meetingId}/recording/audio/10-19?audio_version=${take.audioVersion}`;
     const answers = await Promise.all(
-      Array.from({ length: 20 }, () => api.request('PUT', path, { token: alice, raw: bytes, headers: { 'content-type': 'application/octet-stream' } })),
+      Array.from({ length: 20 }, () =>
+        api.request('PUT', path, { token: alice, raw: bytes, headers: { 'content-type': 'application/octet-stream' } }),
+      ),
     );
     expect(answers.filter((a) => a.status >= 500)).toEqual([]);
     // The take's lock lets one store it; the others find the identical range (200) or wait (409).
     expect(answers.filter((a) => a.status === 201)).toHaveLength(1);
     for (const a of answers) expect([200, 201, 409]).toContain(a.status);
-    const uploaded = await sql(`SELECT count(*)::int AS n FROM recording_event_history WHERE meeting_id = $1 AND event_type = 'gap_uploaded'`, [take.meetingId]);
+    const uploaded = await sql(
+      `SELECT count(*)::int AS n FROM recording_event_history WHERE meeting_id = $1 AND event_type = 'gap_uploaded'`,
+      [take.meetingId],
+    );
     expect(uploaded).toEqual([{ n: 1 }]);
-    const rows = (await listManifest(api.rt.db, take.meetingId, take.audioVersion)).filter((r) => r.start_sequence <= 19 && r.end_sequence >= 10);
+    const rows = (await listManifest(api.rt.db, take.meetingId, take.audioVersion)).filter(
+      (r) => r.start_sequence <= 19 && r.end_sequence >= 10,
+    );
     expect(rows.map((r) => [r.start_sequence, r.end_sequence])).toEqual([[10, 19]]);
   });
 });
 
 describe.skipIf(!native)("one user's event sequence", () => {
   it('should give 50 concurrent writers gapless, increasing seqs, in commit order', async () => {
-    const [{ max: before }] = await sql<{ max: number }>('SELECT coalesce(max(seq), 0)::int AS max FROM event_outbox WHERE user_id = $1', [aliceId]);
-    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => api.post(alice, '/meetings', { title: `w${i}`, source_type: 'text' })));
+    const [{ max: before }] = await sql<{ max: number }>(
+      'SELECT coalesce(max(seq), 0)::int AS max FROM event_outbox WHERE user_id = $1',
+      [aliceId],
+    );
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => api.post(alice, '/meetings', { title: `w${i}`, source_type: 'text' })),
+    );
     expect(statuses(answers)).toEqual([201]);
     // The outbox row is updated once published; the meeting row keeps its creating transaction.
     const rows = await sql<{ seq: number; committed: string }>(
@@ -97,7 +117,13 @@ describe.skipIf(!native)('speaker labels and segment appends', () => {
       const appends = Array.from({ length: 6 }, (_, i) =>
         api.request('POST', `/transcriptions/${t}/segments`, {
           token: api.serviceToken,
-          body: { segments: Array.from({ length: 20 }, (_, j) => ({ speaker_label: 'S0', text: `r${round} a${i} s${j}`, start_ms: i * 100_000 + j * 1000 })) },
+          body: {
+            segments: Array.from({ length: 20 }, (_, j) => ({
+              speaker_label: 'S0',
+              text: `r${round} a${i} s${j}`,
+              start_ms: i * 100_000 + j * 1000,
+            })),
+          },
         }),
       );
       const assign = api.request('POST', `/meetings/${m}/speaker-labels`, {
@@ -107,7 +133,10 @@ describe.skipIf(!native)('speaker labels and segment appends', () => {
       });
       const answers = await Promise.all([assign, ...appends]);
       expect(answers.map((a) => a.status)).toEqual([200, 204, 204, 204, 204, 204, 204]);
-      const unattributed = await sql(`SELECT count(*)::int AS n FROM transcript_segment WHERE transcription_id = $1 AND person_id IS DISTINCT FROM $2`, [t, person]);
+      const unattributed = await sql(
+        `SELECT count(*)::int AS n FROM transcript_segment WHERE transcription_id = $1 AND person_id IS DISTINCT FROM $2`,
+        [t, person],
+      );
       expect(unattributed, `round ${round}`).toEqual([{ n: 0 }]);
     }
   });
@@ -118,16 +147,33 @@ describe.skipIf(!native)('no lost update', () => {
     const task = (await api.post(alice, '/tasks', { content: 'draft' })).body.id;
     const person = await api.person(aliceId);
     const m = await api.meeting(alice);
-    const patches = [{ content: 'final' }, { status: 'completed' }, { due_date: '2026-12-24' }, { assigned_to: person }, { meeting_id: m }];
-    const answers = await Promise.all(patches.map((body) => api.request('PATCH', `/tasks/${task}`, { token: alice, body })));
+    const patches = [
+      { content: 'final' },
+      { status: 'completed' },
+      { due_date: '2026-12-24' },
+      { assigned_to: person },
+      { meeting_id: m },
+    ];
+    const answers = await Promise.all(
+      patches.map((body) => api.request('PATCH', `/tasks/${task}`, { token: alice, body })),
+    );
     expect(statuses(answers)).toEqual([200]);
     const got = (await api.request('GET', `/tasks/${task}`, { token: alice })).body;
-    expect(got).toMatchObject({ content: 'final', status: 'completed', due_date: '2026-12-24', assigned_to: person, meeting_id: m });
+    expect(got).toMatchObject({
+      content: 'final',
+      status: 'completed',
+      due_date: '2026-12-24',
+      assigned_to: person,
+      meeting_id: m,
+    });
   });
 
   it('should let at most one of two opposite re-parentings win, so no cycle forms (20 rounds)', async () => {
     for (let round = 0; round < 20; round++) {
-      const [a, b] = [(await api.post(alice, '/tasks', { content: `a${round}` })).body.id, (await api.post(alice, '/tasks', { content: `b${round}` })).body.id];
+      const [a, b] = [
+        (await api.post(alice, '/tasks', { content: `a${round}` })).body.id,
+        (await api.post(alice, '/tasks', { content: `b${round}` })).body.id,
+      ];
       const answers = await Promise.all([
         api.request('PATCH', `/tasks/${a}`, { token: alice, body: { parent_task_id: b } }),
         api.request('PATCH', `/tasks/${b}`, { token: alice, body: { parent_task_id: a } }),
@@ -142,7 +188,11 @@ describe.skipIf(!native)('no lost update', () => {
     for (let round = 0; round < 20; round++) {
       const ids: string[] = [];
       for (let i = 0; i < 4; i++) ids.push((await api.post(alice, '/tasks', { content: `ring${round}.${i}` })).body.id);
-      const answers = await Promise.all(ids.map((id, i) => api.request('PATCH', `/tasks/${id}`, { token: alice, body: { parent_task_id: ids[(i + 1) % 4] } })));
+      const answers = await Promise.all(
+        ids.map((id, i) =>
+          api.request('PATCH', `/tasks/${id}`, { token: alice, body: { parent_task_id: ids[(i + 1) % 4] } }),
+        ),
+      );
       expect(answers.filter((a) => a.status !== 200 && a.status !== 422)).toEqual([]);
       const parents = await sql('SELECT id, parent_task_id FROM task WHERE id = ANY($1)', [ids]);
       expect(parents.filter((p) => p.parent_task_id !== null).length, `round ${round}`).toBeLessThan(4);
@@ -175,13 +225,27 @@ describe.skipIf(!native)('no lost update', () => {
       [1, 2].map(async (seed) => {
         const m = await api.meeting(alice, 'recording');
         const t = (await api.post(alice, `/meetings/${m}/transcriptions`)).body.id;
-        const segments = Array.from({ length: 5 }, (_, j) => ({ speaker_label: 'S0', text: 'x', start_ms: j * 1000, feature_vector: vector(seed * 10 + j) }));
-        expect((await api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: { segments } })).status).toBe(204);
+        const segments = Array.from({ length: 5 }, (_, j) => ({
+          speaker_label: 'S0',
+          text: 'x',
+          start_ms: j * 1000,
+          feature_vector: vector(seed * 10 + j),
+        }));
+        expect(
+          (await api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: { segments } }))
+            .status,
+        ).toBe(204);
         return m;
       }),
     );
     const answers = await Promise.all(
-      meetings.map((m) => api.request('POST', `/meetings/${m}/speaker-labels`, { token: alice, body: { speaker_label: 'S0', person_id: person }, headers: { 'idempotency-key': randomUUID() } })),
+      meetings.map((m) =>
+        api.request('POST', `/meetings/${m}/speaker-labels`, {
+          token: alice,
+          body: { speaker_label: 'S0', person_id: person },
+          headers: { 'idempotency-key': randomUUID() },
+        }),
+      ),
     );
     expect(answers.map((a) => a.status)).toEqual([200, 200]);
     expect((await sql('SELECT voice_sample_count FROM person WHERE id = $1', [person]))[0].voice_sample_count).toBe(10);
@@ -223,18 +287,27 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
     const person = await api.person(aliceId);
     const m = await api.meeting(alice, 'recording');
     const t = (await api.post(alice, `/meetings/${m}/transcriptions`)).body.id;
-    await api.request('POST', `/transcriptions/${t}/segments`, { token: api.serviceToken, body: { segments: [{ speaker_label: 'S0', text: 'x', start_ms: 0 }] } });
+    await api.request('POST', `/transcriptions/${t}/segments`, {
+      token: api.serviceToken,
+      body: { segments: [{ speaker_label: 'S0', text: 'x', start_ms: 0 }] },
+    });
     const outside = new pg.Client({ connectionString: dbUrl });
     await outside.connect();
     try {
-      const [{ deadlocks: before }] = (await outside.query('SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()')).rows;
+      const [{ deadlocks: before }] = (
+        await outside.query('SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()')
+      ).rows;
       const retriesBefore = api.rt.db.retries;
       // This session checks for deadlocks last, so the API's transaction is always the victim.
       await outside.query(`SET deadlock_timeout = '60s'`);
       await outside.query('BEGIN');
       await outside.query('SELECT 1 FROM person WHERE id = $1 FOR UPDATE', [person]);
       // The assignment locks the meeting, then waits for the person this transaction holds…
-      const assign = api.request('POST', `/meetings/${m}/speaker-labels`, { token: alice, body: { speaker_label: 'S0', person_id: person }, headers: { 'idempotency-key': randomUUID() } });
+      const assign = api.request('POST', `/meetings/${m}/speaker-labels`, {
+        token: alice,
+        body: { speaker_label: 'S0', person_id: person },
+        headers: { 'idempotency-key': randomUUID() },
+      });
       await blockedBy(outside);
       // …and this one now waits for the meeting: a cycle. The assignment's deadlock check runs
       // first (1 s against 60 s), so it is the victim; its retry then waits for us.
@@ -243,7 +316,9 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
       await outside.query('COMMIT');
       const answer = await assign;
       expect(answer.status, answer.text).toBe(200);
-      const [{ deadlocks: after }] = (await outside.query('SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()')).rows;
+      const [{ deadlocks: after }] = (
+        await outside.query('SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()')
+      ).rows;
       expect(after).toBeGreaterThan(before);
       expect(api.rt.db.retries).toBeGreaterThan(retriesBefore);
     } finally {
@@ -262,9 +337,14 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
       const token = await serializable.token('alice');
       const m = await serializable.meeting(token);
       const retriesBefore = serializable.rt.db.retries;
-      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => serializable.request('PATCH', `/meetings/${m}`, { token, body: { title: `t${i}` } })));
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          serializable.request('PATCH', `/meetings/${m}`, { token, body: { title: `t${i}` } }),
+        ),
+      );
       expect(answers.filter((a) => a.status !== 200 && a.status !== 409)).toEqual([]);
-      for (const a of answers.filter((x) => x.status === 409)) expect(a.body.detail).toBe('concurrent update; try again');
+      for (const a of answers.filter((x) => x.status === 409))
+        expect(a.body.detail).toBe('concurrent update; try again');
       expect(serializable.rt.db.retries).toBeGreaterThan(retriesBefore);
       const winners = answers.filter((a) => a.status === 200).map((a) => a.body.title);
       expect(winners).toContain((await serializable.request('GET', `/meetings/${m}`, { token })).body.title);

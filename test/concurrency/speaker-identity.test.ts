@@ -27,10 +27,13 @@ afterAll(() => api?.close());
 let seed = 5;
 const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
 const randomVector = () => Array.from({ length: 192 }, () => rand());
-const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) => (await api.rt.db.query<R>('test', text, params)).rows;
-const person = async () => (await api.post(alice, '/people', { display_name: `p-${randomUUID().slice(0, 8)}` })).body.id as string;
+const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) =>
+  (await api.rt.db.query<R>('test', text, params)).rows;
+const person = async () =>
+  (await api.post(alice, '/people', { display_name: `p-${randomUUID().slice(0, 8)}` })).body.id as string;
 const merge = (keep: string, other: string) => api.post(alice, `/people/${keep}/merge`, { person_id: other });
-const assign = (m: string, speaker_label: string, person_id: string) => api.post(alice, `/meetings/${m}/speaker-labels`, { speaker_label, person_id });
+const assign = (m: string, speaker_label: string, person_id: string) =>
+  api.post(alice, `/meetings/${m}/speaker-labels`, { speaker_label, person_id });
 let at = 0;
 const append = (t: string, segs: { speaker_label: string; person_id?: string }[]) =>
   api.request('POST', `/transcriptions/${t}/segments`, {
@@ -41,12 +44,24 @@ const append = (t: string, segs: { speaker_label: string; person_id?: string }[]
 async function meetingWith(labels: string[], n = 3): Promise<{ m: string; t: string }> {
   const m = await api.meeting(alice, 'recording');
   const t = (await api.post(alice, `/meetings/${m}/transcriptions`)).body.id;
-  expect((await append(t, labels.flatMap((speaker_label) => Array.from({ length: n }, () => ({ speaker_label }))))).status).toBe(204);
+  expect(
+    (
+      await append(
+        t,
+        labels.flatMap((speaker_label) => Array.from({ length: n }, () => ({ speaker_label }))),
+      )
+    ).status,
+  ).toBe(204);
   return { m, t };
 }
 
 /** Backends of the API's database waiting for a lock. */
-const waiting = async () => (await sql(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0].n as number;
+const waiting = async () =>
+  (
+    await sql(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    )
+  )[0].n as number;
 
 async function until(what: string, condition: () => Promise<boolean>): Promise<void> {
   for (let i = 0; i < 2000; i++) {
@@ -60,7 +75,12 @@ async function until(what: string, condition: () => Promise<boolean>): Promise<v
 function started(request: Promise<TestResponse>) {
   const state: { answer?: TestResponse } = {};
   const done = request.then((a) => (state.answer = a));
-  return { done, get answered() { return state.answer !== undefined; } };
+  return {
+    done,
+    get answered() {
+      return state.answer !== undefined;
+    },
+  };
 }
 
 /** A connection holding rows locked (FOR UPDATE) until released. */
@@ -121,7 +141,9 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     expect((await merging.done).status).toBe(200);
     // No transaction was aborted as a deadlock victim and retried.
     expect(api.rt.db.retries - retriesBefore).toBe(0);
-    expect(await sql('SELECT person_id FROM meeting_speaker_label WHERE meeting_id = $1', [m])).toEqual([{ person_id: target }]);
+    expect(await sql('SELECT person_id FROM meeting_speaker_label WHERE meeting_id = $1', [m])).toEqual([
+      { person_id: target },
+    ]);
     await expectConsistent();
   });
 
@@ -144,7 +166,10 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     expect(merged.status).toBe(200);
     // Either the append came first (its sample moved) or it is refused: the person no longer exists.
     expect([204, 422]).toContain(appended.status);
-    const segments = await sql('SELECT person_id FROM transcript_segment WHERE transcription_id = $1 AND speaker_label = $2', [t, 'B']);
+    const segments = await sql(
+      'SELECT person_id FROM transcript_segment WHERE transcription_id = $1 AND speaker_label = $2',
+      [t, 'B'],
+    );
     expect(segments).toEqual(Array(appended.status === 204 ? 2 : 1).fill({ person_id: keep }));
     await expectConsistent();
   });
@@ -164,7 +189,10 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
         append(meetings[1].t, [{ speaker_label: 'S0' }, { speaker_label: 'S1' }]),
       ]);
       // An assignment to a person merged away first finds no such person (422); nothing fails otherwise.
-      expect(answers.map((a) => a.status).filter((s) => s !== 200 && s !== 204 && s !== 422), `round ${round}`).toEqual([]);
+      expect(
+        answers.map((a) => a.status).filter((s) => s !== 200 && s !== 204 && s !== 422),
+        `round ${round}`,
+      ).toEqual([]);
       expect(answers[0].status).toBe(200);
       expect(answers[1].status).toBe(200);
       await expectConsistent();

@@ -11,10 +11,13 @@ import { startApi, type ApiHarness } from '../harness';
 import type { TestDatabase } from '../support/database';
 
 const native = inject('database').kind === 'native';
-if (!native) console.log('test/database/connections.test.ts skipped: PGlite has no lock waits, timeouts or connection limits');
+if (!native)
+  console.log('test/database/connections.test.ts skipped: PGlite has no lock waits, timeouts or connection limits');
 
 /** A cluster of this file's own (settings of its own, restartable), with the schema applied. */
-async function ownCluster(settings: Record<string, string | number> = {}): Promise<{ cluster: NativeCluster; database: TestDatabase }> {
+async function ownCluster(
+  settings: Record<string, string | number> = {},
+): Promise<{ cluster: NativeCluster; database: TestDatabase }> {
   const cluster = await startNativeCluster(findNativeEngine().engine!, { settings });
   await adminQuery(cluster.url(), 'CREATE EXTENSION vector');
   await applySchema(cluster.url());
@@ -53,7 +56,9 @@ describe.skipIf(!native)('timeouts and pool exhaustion', () => {
       expect503(res);
       await release();
       expect((await api.request('GET', `/meetings/${id}`, { token: alice })).body.title).toBe('m');
-      expect((await api.request('PATCH', `/meetings/${id}`, { token: alice, body: { title: 'changed' } })).status).toBe(200);
+      expect((await api.request('PATCH', `/meetings/${id}`, { token: alice, body: { title: 'changed' } })).status).toBe(
+        200,
+      );
     } finally {
       await api.close();
     }
@@ -173,7 +178,9 @@ describe.skipIf(!native)('a database restart under load', () => {
     const load = (async () => {
       for (let i = 0; running && i < 10_000; i++) {
         const res =
-          i % 2 ? await api.request('GET', `/meetings/${id}`, { token: alice }) : await api.request('PATCH', `/meetings/${id}`, { token: alice, body: { title: `t${i}` } });
+          i % 2
+            ? await api.request('GET', `/meetings/${id}`, { token: alice })
+            : await api.request('PATCH', `/meetings/${id}`, { token: alice, body: { title: `t${i}` } });
         if (res.status === 503) expect503(res);
         statuses.push(res.status);
       }

@@ -13,7 +13,13 @@ import { freePort } from '../../emulators/gcloud';
 import { buildAll, PRELOAD } from '../../scripts/build';
 import { fileDatabase, TEST_SECRETS } from '../harness';
 import type { TestDatabase } from '../support/database';
-import { SPAN_KIND_CLIENT, SPAN_KIND_SERVER, startMetadataServer, startOtlpReceiver, type OtlpReceiver } from '../support/otlp';
+import {
+  SPAN_KIND_CLIENT,
+  SPAN_KIND_SERVER,
+  startMetadataServer,
+  startOtlpReceiver,
+  type OtlpReceiver,
+} from '../support/otlp';
 
 const framework = path.resolve('node_modules/.bin/functions-framework');
 // What Terraform sets on both functions (test/infra.test.ts checks it there).
@@ -21,7 +27,9 @@ const FUNCTION_NODE_OPTIONS = `--import=./${PRELOAD}`;
 
 /** The live container's start command, from the Dockerfile (run from /app there, run-services/live here). */
 function dockerCmd(): string[] {
-  const line = readFileSync('run-services/live/Dockerfile', 'utf8').split('\n').find((l) => l.startsWith('CMD '));
+  const line = readFileSync('run-services/live/Dockerfile', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('CMD '));
   return JSON.parse(line!.slice(4));
 }
 
@@ -41,7 +49,15 @@ let env: Record<string, string>;
 beforeAll(async () => {
   await buildAll();
   pg = await fileDatabase();
-  env = { ...(process.env as Record<string, string>), ...inject('emulatorEnv'), ...TEST_SECRETS, APP_ENV: 'test', DATABASE_URL: pg.url, STORAGE_BUCKET: 'deploy-test', LOG_LEVEL: 'warn' };
+  env = {
+    ...(process.env as Record<string, string>),
+    ...inject('emulatorEnv'),
+    ...TEST_SECRETS,
+    APP_ENV: 'test',
+    DATABASE_URL: pg.url,
+    STORAGE_BUCKET: 'deploy-test',
+    LOG_LEVEL: 'warn',
+  };
 }, 120_000);
 const closers: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -79,13 +95,23 @@ async function waitHealthy(url: string, proc: { child: ChildProcess; output(): s
 describe('deployable units', () => {
   it('should serve the api target from the function bundle', async () => {
     const port = await freePort();
-    const proc = await run('node', ['node_modules/.bin/functions-framework', '--target=api', '--source=functions/dist', `--port=${port}`], {});
+    const proc = await run(
+      'node',
+      ['node_modules/.bin/functions-framework', '--target=api', '--source=functions/dist', `--port=${port}`],
+      {},
+    );
     const url = `http://127.0.0.1:${port}`;
     expect(await waitHealthy(url, proc)).toEqual({ status: 'ok' });
-    const me = await fetch(`${url}/me`, { headers: { authorization: `Bearer ${await mintDevToken(TEST_SECRETS.IDENTITY_SECRET_KEY, 'fran')}` } });
+    const me = await fetch(`${url}/me`, {
+      headers: { authorization: `Bearer ${await mintDevToken(TEST_SECRETS.IDENTITY_SECRET_KEY, 'fran')}` },
+    });
     expect(me.status).toBe(200);
     expect((await me.json()).username).toBe('fran');
-    const bad = await fetch(`${url}/meetings`, { method: 'POST', headers: { authorization: 'Bearer nope', 'content-type': 'application/json' }, body: '{}' });
+    const bad = await fetch(`${url}/meetings`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer nope', 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(bad.status).toBe(401);
     expect(bad.headers.get('content-type')).toContain('application/problem+json');
     // The docs page's asset ships beside the bundle; its package (a devDependency) does not.
@@ -96,19 +122,32 @@ describe('deployable units', () => {
     expect(Object.keys(shipped).filter((d) => /scalar|swagger|scarf/.test(d))).toEqual([]);
     expect(existsSync('functions/dist/docs-assets/api-reference.js')).toBe(true);
     // The framework parses bodies before our code runs (docs/deployment.md, "Known limits").
-    const malformed = await fetch(`${url}/meetings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
+    const malformed = await fetch(`${url}/meetings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{',
+    });
     expect(malformed.status).toBe(400);
   });
 
   it('should serve the sweep target from the function bundle', async () => {
     const port = await freePort();
-    const proc = await run('node', [framework, '--target=sweep', '--source=.', `--port=${port}`], { NODE_OPTIONS: FUNCTION_NODE_OPTIONS }, 'functions/dist');
+    const proc = await run(
+      'node',
+      [framework, '--target=sweep', '--source=.', `--port=${port}`],
+      { NODE_OPTIONS: FUNCTION_NODE_OPTIONS },
+      'functions/dist',
+    );
     const url = `http://127.0.0.1:${port}/`;
     const until = Date.now() + 60_000;
     let res: Response | null = null;
     while (!res && Date.now() < until) {
       if (proc.child.exitCode !== null) throw new Error(proc.output());
-      res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${TEST_SECRETS.SERVICE_AUTH_TOKEN}`, 'content-type': 'application/json' }, body: '{}' }).catch(() => null);
+      res = await fetch(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TEST_SECRETS.SERVICE_AUTH_TOKEN}`, 'content-type': 'application/json' },
+        body: '{}',
+      }).catch(() => null);
       if (!res) await new Promise((r) => setTimeout(r, 250));
     }
     expect(res?.status).toBe(200);
@@ -122,34 +161,63 @@ describe('deployable units', () => {
     const metadata = await startMetadataServer();
     closers.push(metadata.close);
     const port = await freePort();
-    const proc = await run('node', [framework, '--target=api', '--source=.', `--port=${port}`], {
-      NODE_OPTIONS: FUNCTION_NODE_OPTIONS,
-      OTEL_ENABLED: 'true',
-      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
-      OTEL_EXPORTER_OTLP_AUTH: 'google',
-      OTEL_RESOURCE_ATTRIBUTES: 'service.name=api,cloud.region=europe-west1',
-      OTEL_METRIC_EXPORT_INTERVAL: '300',
-      GCE_METADATA_HOST: metadata.host,
-      GOOGLE_APPLICATION_CREDENTIALS: '',
-    }, 'functions/dist');
+    const proc = await run(
+      'node',
+      [framework, '--target=api', '--source=.', `--port=${port}`],
+      {
+        NODE_OPTIONS: FUNCTION_NODE_OPTIONS,
+        OTEL_ENABLED: 'true',
+        OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+        OTEL_EXPORTER_OTLP_AUTH: 'google',
+        OTEL_RESOURCE_ATTRIBUTES: 'service.name=api,cloud.region=europe-west1',
+        OTEL_METRIC_EXPORT_INTERVAL: '300',
+        GCE_METADATA_HOST: metadata.host,
+        GOOGLE_APPLICATION_CREDENTIALS: '',
+      },
+      'functions/dist',
+    );
     const url = `http://127.0.0.1:${port}`;
     await waitHealthy(url, proc);
-    const me = await fetch(`${url}/me`, { headers: { authorization: `Bearer ${await mintDevToken(TEST_SECRETS.IDENTITY_SECRET_KEY, 'gail')}` } });
+    const me = await fetch(`${url}/me`, {
+      headers: { authorization: `Bearer ${await mintDevToken(TEST_SECRETS.IDENTITY_SECRET_KEY, 'gail')}` },
+    });
     expect(me.status).toBe(200);
 
     // http: the server span of the request; pg: its queries, in the same trace.
-    const server = await until('the server span of GET /me', () => otlp.spans().find((s) => s.kind === SPAN_KIND_SERVER && Object.values(s.attributes).includes('/me')), proc.output);
+    const server = await until(
+      'the server span of GET /me',
+      () => otlp.spans().find((s) => s.kind === SPAN_KIND_SERVER && Object.values(s.attributes).includes('/me')),
+      proc.output,
+    );
     const query = await until(
       'a pg query span of that request',
-      () => otlp.spans().find((s) => s.traceId === server.traceId && s.kind === SPAN_KIND_CLIENT && (s.attributes['db.system'] ?? s.attributes['db.system.name']) === 'postgresql'),
+      () =>
+        otlp
+          .spans()
+          .find(
+            (s) =>
+              s.traceId === server.traceId &&
+              s.kind === SPAN_KIND_CLIENT &&
+              (s.attributes['db.system'] ?? s.attributes['db.system.name']) === 'postgresql',
+          ),
       proc.output,
     );
     expect(query.parentSpanId).toBeTruthy();
     // Our middleware's span (named by route) continues the server span.
-    expect(otlp.spans().find((s) => s.name === 'GET /me' && s.traceId === server.traceId)?.parentSpanId).toBe(server.spanId);
-    expect(server.resource).toMatchObject({ 'service.name': 'api', 'cloud.region': 'europe-west1', 'gcp.project_id': env.GOOGLE_CLOUD_PROJECT ?? 'local-project' });
+    expect(otlp.spans().find((s) => s.name === 'GET /me' && s.traceId === server.traceId)?.parentSpanId).toBe(
+      server.spanId,
+    );
+    expect(server.resource).toMatchObject({
+      'service.name': 'api',
+      'cloud.region': 'europe-west1',
+      'gcp.project_id': env.GOOGLE_CLOUD_PROJECT ?? 'local-project',
+    });
     // The metrics the REST middleware records leave the function (issue #17: they did not).
-    await until('http.server.request.duration', () => otlp.metrics().find((m) => m.name === 'http.server.request.duration'), proc.output);
+    await until(
+      'http.server.request.duration',
+      () => otlp.metrics().find((m) => m.name === 'http.server.request.duration'),
+      proc.output,
+    );
     // Every export carries the metadata server's token (the service account's, on Cloud Functions).
     const exports = otlp.posts.filter((p) => p.path === '/v1/metrics' || p.path === '/v1/traces');
     expect(exports.length).toBeGreaterThan(1);
@@ -163,17 +231,36 @@ describe('deployable units', () => {
     const otlp = await receiver();
     const [cmd, ...args] = dockerCmd();
     expect(args).toEqual(['--import', `./dist/${PRELOAD}`, 'dist/server.js']);
-    const proc = await run(cmd, args, { PORT: String(port), LIVE_WORKERS: '2', LOG_LEVEL: 'info', OTEL_ENABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url }, 'run-services/live');
+    const proc = await run(
+      cmd,
+      args,
+      {
+        PORT: String(port),
+        LIVE_WORKERS: '2',
+        LOG_LEVEL: 'info',
+        OTEL_ENABLED: 'true',
+        OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      },
+      'run-services/live',
+    );
     expect(await waitHealthy(`http://127.0.0.1:${port}`, proc)).toEqual({ status: 'ok' });
     // The preload reached the workers (node:cluster forks with the primary's --import): a request's server span.
     expect((await fetch(`http://127.0.0.1:${port}/asyncapi.json`)).status).toBe(200);
-    const span = await until('the server span of GET /asyncapi.json', () => otlp.spans().find((s) => s.kind === SPAN_KIND_SERVER && Object.values(s.attributes).includes('/asyncapi.json')), proc.output);
+    const span = await until(
+      'the server span of GET /asyncapi.json',
+      () =>
+        otlp.spans().find((s) => s.kind === SPAN_KIND_SERVER && Object.values(s.attributes).includes('/asyncapi.json')),
+      proc.output,
+    );
     expect(span.resource['service.name']).toBe('live');
     // Probes are not traced, nor background client calls (the workers' Pub/Sub and Firestore gRPC at start).
     expect(otlp.spans().filter((s) => Object.values(s.attributes).includes('/healthz'))).toEqual([]);
     expect(otlp.spans().filter((s) => s.kind === SPAN_KIND_CLIENT && !s.parentSpanId)).toEqual([]);
     // /healthz answers once one worker listens; the drain is checked with both up.
-    for (const until = Date.now() + 30_000; (proc.output().match(/"message":"live service listening"/g)?.length ?? 0) < 2; ) {
+    for (
+      const until = Date.now() + 30_000;
+      (proc.output().match(/"message":"live service listening"/g)?.length ?? 0) < 2;
+    ) {
       if (Date.now() > until) throw new Error(`the second worker did not start:\n${proc.output()}`);
       await new Promise((r) => setTimeout(r, 100));
     }

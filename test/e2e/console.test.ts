@@ -58,7 +58,10 @@ async function shot(name: string) {
   shots.push(file);
 }
 
-const snapshot = () => page.evaluate(() => (window as unknown as { miConsole: { recording(): unknown } }).miConsole.recording()) as Promise<Snapshot>;
+const snapshot = () =>
+  page.evaluate(() =>
+    (window as unknown as { miConsole: { recording(): unknown } }).miConsole.recording(),
+  ) as Promise<Snapshot>;
 
 async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number): Promise<T> {
   const end = Date.now() + timeoutMs;
@@ -68,7 +71,9 @@ async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => bool
     if (ok(last)) return last;
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}\npage log:\n${pageLog.slice(-40).join('\n')}`);
+  throw new Error(
+    `timed out waiting for ${what}; last: ${JSON.stringify(last)}\npage log:\n${pageLog.slice(-40).join('\n')}`,
+  );
 }
 
 function freePort(): Promise<number> {
@@ -84,7 +89,9 @@ function freePort(): Promise<number> {
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is not installed at ${CHROMIUM}: the browser test needs Debian's chromium package (apt-get update && apt-get install -y chromium; .ci/run does this when it is missing)`);
+    throw new Error(
+      `Chromium is not installed at ${CHROMIUM}: the browser test needs Debian's chromium package (apt-get update && apt-get install -y chromium; .ci/run does this when it is missing)`,
+    );
   }
   mkdirSync(ARTIFACTS, { recursive: true });
   dir = mkdtempSync(path.join(tmpdir(), 'mi-e2e-'));
@@ -115,7 +122,10 @@ beforeAll(async () => {
     ML_TASK_CADENCE_SEGMENTS: '3',
   });
   const served = await fetch(`${stack.url}/console`);
-  if (served.status !== 200) throw new Error(`the local stack does not serve /console (${served.status}): emulators/stack.ts must call registerConsole(app, config)`);
+  if (served.status !== 200)
+    throw new Error(
+      `the local stack does not serve /console (${served.status}): emulators/stack.ts must call registerConsole(app, config)`,
+    );
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -142,7 +152,9 @@ beforeAll(async () => {
   page.on('response', (r) => {
     if (r.status() >= 400) failedRequests.push(`${r.request().method()} ${pathOf(r.url())} ${r.status()}`);
   });
-  page.on('requestfailed', (r) => failedRequests.push(`${r.method()} ${pathOf(r.url())} ${r.failure()?.errorText ?? 'failed'}`));
+  page.on('requestfailed', (r) =>
+    failedRequests.push(`${r.method()} ${pathOf(r.url())} ${r.failure()?.errorText ?? 'failed'}`),
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -199,13 +211,23 @@ describe('developer console in Chromium', () => {
     await until('recording', snapshot, (s) => s.phase === 'recording' && s.captured > 0, 20_000);
     // No task yet while recording: the panel says when they come (ML_TASK_CADENCE_SEGMENTS=3 here).
     expect(await page.textContent('#tasks-hint')).toContain('after every 3 final transcript segments');
-    await until('first transcript segment', () => page.locator('.segment:not(.interim)').count(), (n) => n >= 1, 20_000);
+    await until(
+      'first transcript segment',
+      () => page.locator('.segment:not(.interim)').count(),
+      (n) => n >= 1,
+      20_000,
+    );
     await until(`${DROP_AT_FRAMES} frames`, snapshot, (s) => s.captured >= DROP_AT_FRAMES, 20_000);
     await shot('03-recording');
 
     // Lose the socket once: the page reconnects, resumes the take and resends what is missing.
     await page.evaluate(() => (window as unknown as { miConsole: { dropSocket(): void } }).miConsole.dropSocket());
-    const resumed = await until('resume', snapshot, (s) => s.resumes === 1 && s.phase === 'recording' && s.live, 30_000);
+    const resumed = await until(
+      'resume',
+      snapshot,
+      (s) => s.resumes === 1 && s.phase === 'recording' && s.live,
+      30_000,
+    );
     expect(resumed.error).toBeNull();
     await page.waitForSelector('#conn-state.ready');
     await shot('04-resumed-after-drop');
@@ -213,7 +235,10 @@ describe('developer console in Chromium', () => {
     // Five frames never reach the server: the page holds them, and after the stop it uploads
     // the range RecordingStopped reports missing over REST.
     await until(`${LOSE_AT_FRAMES} frames`, snapshot, (s) => s.captured >= LOSE_AT_FRAMES, 30_000);
-    await page.evaluate((n) => (window as unknown as { miConsole: { loseFrames(n: number): void } }).miConsole.loseFrames(n), LOST_FRAMES);
+    await page.evaluate(
+      (n) => (window as unknown as { miConsole: { loseFrames(n: number): void } }).miConsole.loseFrames(n),
+      LOST_FRAMES,
+    );
 
     await until(`${RECORD_FRAMES} frames`, snapshot, (s) => s.captured >= RECORD_FRAMES, 30_000);
     await page.click('#record-stop');
@@ -226,19 +251,33 @@ describe('developer console in Chromium', () => {
     expect(final.gapUploads[0].start).toBeGreaterThanOrEqual(LOSE_AT_FRAMES);
 
     // Nothing was lost across the drop: the server holds every captured frame, contiguously.
-    await page.waitForFunction((frames) => document.querySelector('#server-state')?.textContent === 'finalized' && document.querySelector('#server-hcs')?.textContent?.includes(`#${frames - 1})`), final.captured, { timeout: 20_000 });
+    await page.waitForFunction(
+      (frames) =>
+        document.querySelector('#server-state')?.textContent === 'finalized' &&
+        document.querySelector('#server-hcs')?.textContent?.includes(`#${frames - 1})`),
+      final.captured,
+      { timeout: 20_000 },
+    );
     expect(await page.textContent('#server-missing')).toBe('none');
     for (const type of ['connection_closed', 'recording_resumed', 'recording_stopped', 'gap_uploaded', 'finalized']) {
       await page.waitForSelector(`.rec-event[data-type="${type}"]`, { timeout: 10_000 });
     }
 
     // The finished audio plays, and lasts as long as what was captured.
-    await page.waitForFunction(() => (document.querySelector('#audio') as HTMLAudioElement).readyState >= 2, undefined, { timeout: 20_000 });
+    await page.waitForFunction(
+      () => (document.querySelector('#audio') as HTMLAudioElement).readyState >= 2,
+      undefined,
+      { timeout: 20_000 },
+    );
     const duration = await page.$eval('#audio', (a) => (a as HTMLAudioElement).duration);
     expect(duration).toBeGreaterThan(final.captured / 10 - 0.5);
     expect(duration).toBeLessThan(final.captured / 10 + 0.5);
     await page.$eval('#audio', (a) => (a as HTMLAudioElement).play());
-    await page.waitForFunction(() => (document.querySelector('#audio') as HTMLAudioElement).currentTime > 0.3, undefined, { timeout: 10_000 });
+    await page.waitForFunction(
+      () => (document.querySelector('#audio') as HTMLAudioElement).currentTime > 0.3,
+      undefined,
+      { timeout: 10_000 },
+    );
 
     // Live insights arrived: one segment per 2 s window, talking points and a task.
     expect(await page.locator('.segment:not(.interim)').count()).toBeGreaterThanOrEqual(4);
@@ -254,7 +293,8 @@ describe('developer console in Chromium', () => {
     await expect.poll(() => page.locator('.segment .speaker', { hasText: 'Ada' }).count()).toBeGreaterThanOrEqual(1);
     await shot('06-speaker-assigned');
     const token = await page.evaluate(() => localStorage.getItem('mi-console-token'));
-    const rest = async (p: string) => (await fetch(`${stack.url}${p}`, { headers: { authorization: `Bearer ${token}` } })).json();
+    const rest = async (p: string) =>
+      (await fetch(`${stack.url}${p}`, { headers: { authorization: `Bearer ${token}` } })).json();
 
     // Ada's voice samples: the label's segments with an embedding (the fake ML sends one with
     // every live segment), the same the REST list gives.
@@ -263,20 +303,25 @@ describe('developer console in Chromium', () => {
     const ada = (await rest(`/meetings/${meetingId}/speaker-labels`)).items[0].person_id as string;
     const samples = (await rest(`/people/${ada}/voice-samples?limit=200`)).items as { segment_id: string }[];
     expect(samples.length).toBeGreaterThanOrEqual(1);
-    expect(await page.locator('.voice-sample').evaluateAll((els) => els.map((e) => e.getAttribute('data-segment')))).toEqual(samples.map((x) => x.segment_id));
+    expect(
+      await page.locator('.voice-sample').evaluateAll((els) => els.map((e) => e.getAttribute('data-segment'))),
+    ).toEqual(samples.map((x) => x.segment_id));
     expect(await page.textContent('#voice-samples h4')).toContain('voice ready');
     await shot('07-voice-samples');
 
     // Unassign: the transcript loses the name, the samples go and the voice model is untrained.
     await page.click('.speaker-unassign[data-label="SPEAKER_0"]');
-    await expect.poll(() => page.textContent('.speaker[data-label="SPEAKER_0"] .speaker-current')).toContain('unassigned');
+    await expect
+      .poll(() => page.textContent('.speaker[data-label="SPEAKER_0"] .speaker-current'))
+      .toContain('unassigned');
     await page.waitForSelector('#voice-samples-empty');
     await expect.poll(() => page.locator('.segment .speaker', { hasText: 'Ada' }).count()).toBe(0);
     expect(await page.textContent('#voice-samples h4')).toContain('voice untrained');
     expect(await page.locator('.speaker-unassign[data-label="SPEAKER_0"]').count()).toBe(0);
     await shot('08-speaker-unassigned');
     // Every label is listed, none assigned; nobody has a voice left to suggest.
-    for (const item of (await rest(`/meetings/${meetingId}/speaker-labels`)).items) expect(item).toMatchObject({ person_id: null, suggestions: [] });
+    for (const item of (await rest(`/meetings/${meetingId}/speaker-labels`)).items)
+      expect(item).toMatchObject({ person_id: null, suggestions: [] });
     expect(await rest(`/people/${ada}/voice-samples`)).toEqual({ items: [], next_cursor: null });
     expect(await rest(`/people/${ada}`)).toMatchObject({ voice_model_status: 'untrained', voice_vector: null });
 
@@ -289,18 +334,32 @@ describe('developer console in Chromium', () => {
     await shot('09-use-existing-person');
     await page.click('.speaker-use-existing[data-label="SPEAKER_0"]');
     await expect.poll(() => page.textContent('.speaker[data-label="SPEAKER_0"] .speaker-current')).toContain('Ada');
-    expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items[0]).toMatchObject({ speaker_label: 'SPEAKER_0', person_id: ada });
+    expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items[0]).toMatchObject({
+      speaker_label: 'SPEAKER_0',
+      person_id: ada,
+    });
     expect((await rest('/people?q=Ada')).items).toHaveLength(1);
 
     // A new label whose voice is Ada's (the ML appends it with one of SPEAKER_0's embeddings): the
     // page suggests Ada beside it, and one click assigns her.
     const service = { authorization: `Bearer ${stack.config.SERVICE_AUTH_TOKEN}`, 'content-type': 'application/json' };
     const transcription = (await rest(`/meetings/${meetingId}/transcriptions`)).items.at(-1).id as string;
-    const spoken = (await rest(`/transcriptions/${transcription}/segments?limit=200`)).items.find((x: any) => x.feature_vector && x.speaker_label === 'SPEAKER_0');
+    const spoken = (await rest(`/transcriptions/${transcription}/segments?limit=200`)).items.find(
+      (x: any) => x.feature_vector && x.speaker_label === 'SPEAKER_0',
+    );
     const appended = await fetch(`${stack.url}/transcriptions/${transcription}/segments`, {
       method: 'POST',
       headers: service,
-      body: JSON.stringify({ segments: [{ speaker_label: 'SPEAKER_7', text: 'and one more thing', start_ms: 60_000, feature_vector: spoken.feature_vector }] }),
+      body: JSON.stringify({
+        segments: [
+          {
+            speaker_label: 'SPEAKER_7',
+            text: 'and one more thing',
+            start_ms: 60_000,
+            feature_vector: spoken.feature_vector,
+          },
+        ],
+      }),
     });
     expect(appended.status).toBe(204);
     await page.waitForSelector(`.speaker-suggestion[data-label="SPEAKER_7"][data-person="${ada}"]`);
@@ -311,21 +370,33 @@ describe('developer console in Chromium', () => {
     // A duplicate of Ada (made elsewhere) merges into her from her label's row, and is gone.
     const duplicate = await fetch(`${stack.url}/people`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        'idempotency-key': randomUUID(),
+      },
       body: JSON.stringify({ display_name: 'Ada L.' }),
     });
     const adaL = (await duplicate.json()).id as string;
-    await page.waitForSelector(`.speaker-merge-from[data-label="SPEAKER_0"] option[value="${adaL}"]`, { state: 'attached' });
+    await page.waitForSelector(`.speaker-merge-from[data-label="SPEAKER_0"] option[value="${adaL}"]`, {
+      state: 'attached',
+    });
     await page.selectOption('.speaker-merge-from[data-label="SPEAKER_0"]', adaL);
     await page.click('.speaker-merge[data-label="SPEAKER_0"]');
     await expect.poll(() => page.textContent('#speaker-message')).toContain('Ada L. merged into Ada');
-    expect((await fetch(`${stack.url}/people/${adaL}`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404);
+    expect((await fetch(`${stack.url}/people/${adaL}`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(
+      404,
+    );
     expect((await rest('/people?q=Ada')).items.map((p: any) => p.id)).toEqual([ada]);
 
     // A reload of the finished meeting: it reopens with its transcript and playable audio.
     await page.reload();
     await expect.poll(() => page.getAttribute('.meeting', 'data-id')).toBe(meetingId);
-    await page.waitForFunction(() => (document.querySelector('#audio') as HTMLAudioElement).readyState >= 2, undefined, { timeout: 20_000 });
+    await page.waitForFunction(
+      () => (document.querySelector('#audio') as HTMLAudioElement).readyState >= 2,
+      undefined,
+      { timeout: 20_000 },
+    );
     await expect.poll(() => page.locator('.segment .speaker', { hasText: 'Ada' }).count()).toBeGreaterThanOrEqual(1);
     await page.waitForSelector('#conn-state.ready');
 
@@ -353,8 +424,14 @@ describe('developer console in Chromium', () => {
     await expect.poll(() => page.getAttribute('.meeting', 'data-id')).toBe(notesId);
 
     // The REST view agrees with the page.
-    const rec = await (await fetch(`${stack.url}/meetings/${meetingId}/recording`, { headers: { authorization: `Bearer ${token}` } })).json();
-    expect(rec).toMatchObject({ state: 'finalized', missing_ranges: [], highest_contiguous_sequence: final.captured - 1 });
+    const rec = await (
+      await fetch(`${stack.url}/meetings/${meetingId}/recording`, { headers: { authorization: `Bearer ${token}` } })
+    ).json();
+    expect(rec).toMatchObject({
+      state: 'finalized',
+      missing_ranges: [],
+      highest_contiguous_sequence: final.captured - 1,
+    });
 
     // The whole way, the page's only failed request is the 409 it was meant to get: nothing
     // polled for audio or a recording that did not exist yet.
@@ -372,8 +449,16 @@ describe('developer console in Chromium', () => {
     const failedBefore = failedRequests.length;
     const token = (await page.evaluate(() => localStorage.getItem('mi-console-token')))!;
     const call = async (method: string, p: string, body?: unknown, bearer = token) => {
-      const headers = { authorization: `Bearer ${bearer}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() };
-      const res = await fetch(`${stack.url}${p}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const headers = {
+        authorization: `Bearer ${bearer}`,
+        'content-type': 'application/json',
+        'idempotency-key': randomUUID(),
+      };
+      const res = await fetch(`${stack.url}${p}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       expect(res.status, `${method} ${p}`).toBeLessThan(300);
       return res.status === 204 ? null : res.json();
     };
@@ -394,13 +479,17 @@ describe('developer console in Chromium', () => {
     await page.click('#search-form button[type=submit]');
     await expect.poll(() => page.locator('#search-results .search-hit').count()).toBeGreaterThan(0);
     expect((await page.locator('#search-results mark').first().textContent())!.toLowerCase()).toBe(word);
-    const best = await page.locator('#search-results .search-hit').evaluateAll((els) => els.map((e) => e.getAttribute('data-id')));
+    const best = await page
+      .locator('#search-results .search-hit')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-id')));
     const api = await rest(`/search?q=${encodeURIComponent(word)}&limit=20`);
     expect(best).toEqual(api.items.map((i: { id: string }) => i.id));
     await page.selectOption('#search-sort', 'recent');
     const newest = await rest(`/search?q=${encodeURIComponent(word)}&sort=recent&limit=20`);
     await expect
-      .poll(() => page.locator('#search-results .search-hit').evaluateAll((els) => els.map((e) => e.getAttribute('data-id'))))
+      .poll(() =>
+        page.locator('#search-results .search-hit').evaluateAll((els) => els.map((e) => e.getAttribute('data-id'))),
+      )
       .toEqual(newest.items.map((i: { id: string }) => i.id));
     await shot('11-search');
     await page.locator(`#search-results .search-hit[data-id="${first.id}"] a`).click();
@@ -408,12 +497,21 @@ describe('developer console in Chromium', () => {
     await expect.poll(() => page.locator('.segment').count()).toBeGreaterThan(0);
 
     // Export: each button downloads the transcript in its format, as the server exports it.
-    for (const [format, starts] of [['vtt', 'WEBVTT'], ['srt', '1'], ['json', '{']] as const) {
-      const [download] = await Promise.all([page.waitForEvent('download'), page.click(`#export [data-format=${format}]`)]);
+    for (const [format, starts] of [
+      ['vtt', 'WEBVTT'],
+      ['srt', '1'],
+      ['json', '{'],
+    ] as const) {
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.click(`#export [data-format=${format}]`),
+      ]);
       expect(download.suggestedFilename()).toBe(`transcript-${transcription.id}.${format}`);
       const text = readFileSync((await download.path())!, 'utf8');
       expect(text.startsWith(starts), `${format}: ${text.slice(0, 40)}`).toBe(true);
-      const served = await (await fetch(`${stack.url}/transcriptions/${transcription.id}/export?format=${format}`, auth)).text();
+      const served = await (
+        await fetch(`${stack.url}/transcriptions/${transcription.id}/export?format=${format}`, auth)
+      ).text();
       expect(text).toBe(served);
     }
 

@@ -10,7 +10,11 @@ let browser: Browser;
 
 beforeAll(async () => {
   api = await startApi();
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
 }, 60_000);
 afterAll(async () => {
   await browser?.close();

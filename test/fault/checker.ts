@@ -42,15 +42,25 @@ export interface TakeReport {
 }
 
 /** Checks every take of one meeting, and that no object under the meeting's prefix is a stray. */
-export async function checkMeeting(rt: Pick<Runtime, 'db' | 'store'>, m: MeetingUnderTest): Promise<{ takes: TakeReport[]; strays: string[] }> {
+export async function checkMeeting(
+  rt: Pick<Runtime, 'db' | 'store'>,
+  m: MeetingUnderTest,
+): Promise<{ takes: TakeReport[]; strays: string[] }> {
   const referenced = new Set<string>();
   const takes: TakeReport[] = [];
   for (const t of m.takes) takes.push(await checkTake(rt, m, t, referenced));
-  const strays = (await rt.store.list(`recordings/${m.meetingId}/`)).map((o) => o.name).filter((name) => !referenced.has(name));
+  const strays = (await rt.store.list(`recordings/${m.meetingId}/`))
+    .map((o) => o.name)
+    .filter((name) => !referenced.has(name));
   return { takes, strays };
 }
 
-async function checkTake(rt: Pick<Runtime, 'db' | 'store'>, m: MeetingUnderTest, t: MeetingUnderTest['takes'][number], referenced: Set<string>): Promise<TakeReport> {
+async function checkTake(
+  rt: Pick<Runtime, 'db' | 'store'>,
+  m: MeetingUnderTest,
+  t: MeetingUnderTest['takes'][number],
+  referenced: Set<string>,
+): Promise<TakeReport> {
   const frameBytes = (seq: number) => m.frameBytes(t.audioVersion, seq);
   const rows = await listManifest(rt.db, m.meetingId, t.audioVersion);
   const copies = new Map<number, number>();
@@ -62,7 +72,8 @@ async function checkTake(rt: Pick<Runtime, 'db' | 'store'>, m: MeetingUnderTest,
     let offset = 0;
     for (let seq = row.start_sequence; seq <= row.end_sequence; seq++) {
       const expected = frameBytes(seq);
-      if (object.subarray(offset, offset + expected.length).equals(expected)) copies.set(seq, (copies.get(seq) ?? 0) + 1);
+      if (object.subarray(offset, offset + expected.length).equals(expected))
+        copies.set(seq, (copies.get(seq) ?? 0) + 1);
       offset += expected.length;
     }
   }
@@ -88,10 +99,20 @@ async function checkTake(rt: Pick<Runtime, 'db' | 'store'>, m: MeetingUnderTest,
   if (composedPath && audio && finalized.length === 1) {
     referenced.add(composedPath);
     const frames = [...copies.keys()].sort((a, b) => a - b).map(frameBytes);
-    composed = audio.subarray(WAV_HEADER_BYTES).equals(Buffer.concat(frames)) && audio.subarray(0, 4).toString('ascii') === 'RIFF' ? 'ok' : 'mismatch';
+    composed =
+      audio.subarray(WAV_HEADER_BYTES).equals(Buffer.concat(frames)) &&
+      audio.subarray(0, 4).toString('ascii') === 'RIFF'
+        ? 'ok'
+        : 'mismatch';
   }
   const degraded = rec?.transcription_id
-    ? ((await rt.db.query<{ is_degraded: boolean }>('fault.degraded', 'SELECT is_degraded FROM transcription WHERE id = $1', [rec.transcription_id])).rows[0]?.is_degraded ?? null)
+    ? ((
+        await rt.db.query<{ is_degraded: boolean }>(
+          'fault.degraded',
+          'SELECT is_degraded FROM transcription WHERE id = $1',
+          [rec.transcription_id],
+        )
+      ).rows[0]?.is_degraded ?? null)
     : null;
 
   return {

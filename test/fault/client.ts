@@ -53,7 +53,14 @@ export class ResilientClient {
   /** Highest sequence the server acknowledged over the WebSocket (progress, RecordingResumed, RecordingStopped). */
   ackedThrough = -1;
   readonly unacked = new Map<number, Buffer>();
-  readonly stats: ClientStats = { reconnects: 0, resumes: 0, resent: 0, gapFramesUploaded: 0, takesStoppedByServer: 0, anomalies: [] };
+  readonly stats: ClientStats = {
+    reconnects: 0,
+    resumes: 0,
+    resent: 0,
+    gapFramesUploaded: 0,
+    takesStoppedByServer: 0,
+    anomalies: [],
+  };
   /** Earlier takes of this client, ended by the server. */
   readonly finishedTakes: TakeBooks[] = [];
   /** The instance URL of the current connection. */
@@ -74,7 +81,10 @@ export class ResilientClient {
 
   /** Every take of this client, the current one last. */
   takes(): TakeBooks[] {
-    return [...this.finishedTakes, { audioVersion: this.audioVersion, sent: this.nextSeq, ackedThrough: this.ackedThrough }];
+    return [
+      ...this.finishedTakes,
+      { audioVersion: this.audioVersion, sent: this.nextSeq, ackedThrough: this.ackedThrough },
+    ];
   }
 
   /** Connects and starts the take. */
@@ -115,7 +125,11 @@ export class ResilientClient {
       const state = await this.recordingState();
       if (state.state !== 'recording') break; // stopped by the server (or stopping): gaps below
       this.phase = 'stopping';
-      const answer = await this.request({ type: 'StopRecordingCommand', meeting_id: this.o.meetingId }, 'RecordingStopped', STOP_ATTEMPT_MS).catch((err: Error): Msg => ({ type: 'lost', detail: err.message }));
+      const answer = await this.request(
+        { type: 'StopRecordingCommand', meeting_id: this.o.meetingId },
+        'RecordingStopped',
+        STOP_ATTEMPT_MS,
+      ).catch((err: Error): Msg => ({ type: 'lost', detail: err.message }));
       if (answer.type === 'RecordingStopped') {
         this.ack(answer.highest_contiguous_sequence);
         break;
@@ -210,12 +224,15 @@ export class ResilientClient {
     if (this.rolling) return;
     this.phase = 'resuming';
     for (let attempt = 0; ; attempt++) {
-      const answer = await this.request({ type: 'ResumeRecordingCommand', meeting_id: this.o.meetingId, audio_version: this.audioVersion }, 'RecordingResumed').catch(
-        (err: Error) => ({ type: 'lost', detail: err.message }) as Msg,
-      );
+      const answer = await this.request(
+        { type: 'ResumeRecordingCommand', meeting_id: this.o.meetingId, audio_version: this.audioVersion },
+        'RecordingResumed',
+      ).catch((err: Error) => ({ type: 'lost', detail: err.message }) as Msg);
       if (answer.type === 'RecordingResumed') {
         this.stats.resumes++;
-        this.trace(`resumed on ${this.url}: contiguous ${answer.highest_contiguous_sequence}, missing ${JSON.stringify(answer.missing_ranges)}, resending ${this.unacked.size}`);
+        this.trace(
+          `resumed on ${this.url}: contiguous ${answer.highest_contiguous_sequence}, missing ${JSON.stringify(answer.missing_ranges)}, resending ${this.unacked.size}`,
+        );
         this.ack(answer.highest_contiguous_sequence);
         this.phase = 'live';
         this.resendAll();
@@ -242,7 +259,8 @@ export class ResilientClient {
     this.waiters = this.waiters.filter((w) => (w.pred(m) ? (w.resolve(m), false) : true));
     switch (m.type) {
       case 'AudioStoredProgressEvent':
-        if (m.meeting_id === this.o.meetingId && m.audio_version === this.audioVersion) this.ack(m.highest_contiguous_sequence);
+        if (m.meeting_id === this.o.meetingId && m.audio_version === this.audioVersion)
+          this.ack(m.highest_contiguous_sequence);
         return;
       case 'RecordingReleased':
         // The take moved (or this instance stops): take it back on this connection.
@@ -250,7 +268,8 @@ export class ResilientClient {
         if (m.meeting_id === this.o.meetingId && !this.finished && this.phase === 'live') void this.resume();
         return;
       case 'error':
-        if (m.ref === 'audio' && (m.code === 'buffer_full' || m.code === 'no_recording')) this.scheduleResend(m.code === 'no_recording');
+        if (m.ref === 'audio' && (m.code === 'buffer_full' || m.code === 'no_recording'))
+          this.scheduleResend(m.code === 'no_recording');
         return;
     }
   }
@@ -261,9 +280,10 @@ export class ResilientClient {
   private async startTake(): Promise<number> {
     for (let attempt = 0; ; attempt++) {
       await this.untilConnected(60_000);
-      const answer = await this.request({ type: 'StartRecordingCommand', meeting_id: this.o.meetingId, encoding: 'pcm_s16le', sample_rate: 16000 }, 'RecordingStarted').catch(
-        (err: Error): Msg => ({ type: 'lost', detail: err.message }),
-      );
+      const answer = await this.request(
+        { type: 'StartRecordingCommand', meeting_id: this.o.meetingId, encoding: 'pcm_s16le', sample_rate: 16000 },
+        'RecordingStarted',
+      ).catch((err: Error): Msg => ({ type: 'lost', detail: err.message }));
       if (answer.type === 'RecordingStarted') {
         this.o.log?.(`${this.o.name} v${answer.audio_version}: started on ${this.url}`);
         return answer.audio_version;
@@ -271,9 +291,10 @@ export class ResilientClient {
       if (answer.code === 'recording_open') {
         // An earlier start did begin a take, but its answer was lost with the connection: take that one.
         const latest = await this.recordingState(null);
-        const resumed = await this.request({ type: 'ResumeRecordingCommand', meeting_id: this.o.meetingId, audio_version: latest.audio_version }, 'RecordingResumed').catch(
-          (err: Error): Msg => ({ type: 'lost', detail: err.message }),
-        );
+        const resumed = await this.request(
+          { type: 'ResumeRecordingCommand', meeting_id: this.o.meetingId, audio_version: latest.audio_version },
+          'RecordingResumed',
+        ).catch((err: Error): Msg => ({ type: 'lost', detail: err.message }));
         if (resumed.type === 'RecordingResumed') {
           this.o.log?.(`${this.o.name} v${latest.audio_version}: started (answer lost), resumed on ${this.url}`);
           return latest.audio_version;
@@ -292,7 +313,9 @@ export class ResilientClient {
     this.rolling ??= (async () => {
       this.stats.takesStoppedByServer++;
       const stopped = await this.untilStopped();
-      this.trace(`stopped by the server (${stopped.stop_reason}): contiguous ${stopped.highest_contiguous_sequence} of ${this.nextSeq}, missing ${JSON.stringify(stopped.missing_ranges)}`);
+      this.trace(
+        `stopped by the server (${stopped.stop_reason}): contiguous ${stopped.highest_contiguous_sequence} of ${this.nextSeq}, missing ${JSON.stringify(stopped.missing_ranges)}`,
+      );
       await this.uploadGaps();
       const next = await this.startTake();
       this.finishedTakes.push({ audioVersion: this.audioVersion, sent: this.nextSeq, ackedThrough: this.ackedThrough });
@@ -351,7 +374,8 @@ export class ResilientClient {
     if (!ws || ws.readyState !== WebSocket.OPEN) return Promise.reject(new Error('not connected'));
     return new Promise((resolve, reject) => {
       const waiter = {
-        pred: (m: Msg) => (m.type === answer && m.meeting_id === cmd.meeting_id) || (m.type === 'error' && m.ref === cmd.type),
+        pred: (m: Msg) =>
+          (m.type === answer && m.meeting_id === cmd.meeting_id) || (m.type === 'error' && m.ref === cmd.type),
         resolve: (m: Msg) => {
           clearTimeout(timer);
           if (m.type === '__lost') reject(new Error(m.detail));
@@ -380,7 +404,8 @@ export class ResilientClient {
   private async untilLive(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (this.phase !== 'live' || !this.ws) {
-      if (Date.now() > deadline) throw new Error(`${this.o.name}: not attached within ${timeoutMs} ms (phase ${this.phase})`);
+      if (Date.now() > deadline)
+        throw new Error(`${this.o.name}: not attached within ${timeoutMs} ms (phase ${this.phase})`);
       await sleep(50);
     }
   }
@@ -390,7 +415,10 @@ export class ResilientClient {
   private async api(method: string, path: string, body?: Buffer): Promise<{ status: number; json: Msg }> {
     const res = await fetch(this.o.apiUrl + path, {
       method,
-      headers: { authorization: `Bearer ${this.o.token}`, ...(body ? { 'content-type': 'application/octet-stream' } : {}) },
+      headers: {
+        authorization: `Bearer ${this.o.token}`,
+        ...(body ? { 'content-type': 'application/octet-stream' } : {}),
+      },
       body: body ? new Uint8Array(body) : undefined,
     });
     const text = await res.text();
@@ -399,7 +427,10 @@ export class ResilientClient {
 
   /** The take's state (the current one by default; null: the meeting's latest take). */
   async recordingState(audioVersion: number | null = this.audioVersion): Promise<Msg> {
-    const { status, json } = await this.api('GET', `/meetings/${this.o.meetingId}/recording${audioVersion === null ? '' : `?audio_version=${audioVersion}`}`);
+    const { status, json } = await this.api(
+      'GET',
+      `/meetings/${this.o.meetingId}/recording${audioVersion === null ? '' : `?audio_version=${audioVersion}`}`,
+    );
     if (status !== 200) throw new Error(`${this.o.name}: GET recording answered ${status}: ${JSON.stringify(json)}`);
     return json;
   }
@@ -423,7 +454,8 @@ export class ResilientClient {
       const state = await this.recordingState();
       if (state.state !== 'stopped') return this.note(`gap upload skipped: take is ${state.state}`);
       const wanted: number[] = [];
-      for (const [start, end] of state.missing_ranges as [number, number][]) for (let s = start; s <= end; s++) wanted.push(s);
+      for (const [start, end] of state.missing_ranges as [number, number][])
+        for (let s = start; s <= end; s++) wanted.push(s);
       if (!wanted.length) for (let s = state.highest_contiguous_sequence + 1; s < this.nextSeq; s++) wanted.push(s);
       if (!wanted.length) return;
       for (const run of runsOf(wanted.filter((s) => this.unacked.has(s)))) {
@@ -444,7 +476,11 @@ export class ResilientClient {
   /** One gap range; a server error is retried with backoff, as a client would. */
   private async putGap(start: number, end: number, body: Buffer): Promise<{ status: number; json: Msg }> {
     for (let attempt = 0; ; attempt++) {
-      const res = await this.api('PUT', `/meetings/${this.o.meetingId}/recording/audio/${start}-${end}?audio_version=${this.audioVersion}`, body);
+      const res = await this.api(
+        'PUT',
+        `/meetings/${this.o.meetingId}/recording/audio/${start}-${end}?audio_version=${this.audioVersion}`,
+        body,
+      );
       if (res.status < 500 || attempt >= 5) return res;
       this.note(`gap ${start}-${end} answered ${res.status}; retrying`);
       await sleep(RECONNECT_BACKOFF_MS[Math.min(attempt + 2, RECONNECT_BACKOFF_MS.length - 1)]);

@@ -169,11 +169,17 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     // A database engine of its own (native when installed): db-restart faults restart it.
     const [engine, firestore, gcs, pubsubPort] = await Promise.all([
       startTestEngine(),
-      opts.firestoreHost ? Promise.resolve<RunningEmulator>({ host: opts.firestoreHost, stop: async () => {} }) : startFirestoreEmulator(),
+      opts.firestoreHost
+        ? Promise.resolve<RunningEmulator>({ host: opts.firestoreHost, stop: async () => {} })
+        : startFirestoreEmulator(),
       startGcsEmulator(),
       freePort(),
     ]);
-    cleanup.push(() => engine.stop(), () => firestore.stop(), () => gcs.stop());
+    cleanup.push(
+      () => engine.stop(),
+      () => firestore.stop(),
+      () => gcs.stop(),
+    );
     const database = await createTestDatabase(engine.engine);
     cleanup.push(() => database.close());
     const pg = { url: database.url, engineLabel: engine.engine.label, cluster: engine.cluster };
@@ -189,7 +195,13 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
 }
 
 async function assemble(
-  parts: { pg: { url: string; engineLabel: string; cluster: NativeCluster | null }; pubsub: Promise<RunningEmulator>; pubsubHost: string; firestore: RunningEmulator; gcs: GcsEmulator },
+  parts: {
+    pg: { url: string; engineLabel: string; cluster: NativeCluster | null };
+    pubsub: Promise<RunningEmulator>;
+    pubsubHost: string;
+    firestore: RunningEmulator;
+    gcs: GcsEmulator;
+  },
   opts: ClusterOptions,
   log: (line: string) => void,
   cleanup: (() => Promise<unknown>)[],
@@ -220,7 +232,10 @@ async function assemble(
   cleanup.push(() => Promise.allSettled(instances.map((i) => i.kill('SIGKILL'))));
   const db = createDatabase(parts.pg.url);
   const rt = createRuntime(config, db, { log: createLogger({ level: 'error', name: 'fault-api' }) });
-  cleanup.push(() => db.close(), () => rt.close());
+  cleanup.push(
+    () => db.close(),
+    () => rt.close(),
+  );
   await rt.store.ensureBucket(); // before the instances, which only create it when missing
   const [pubsub] = await Promise.all([parts.pubsub, ...instances.map((i) => i.start())]);
   await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
@@ -229,7 +244,9 @@ async function assemble(
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: apiPort, hostname: '127.0.0.1' }, () => resolve(s));
   });
-  cleanup.push(() => new Promise((r) => (server.close(r), (server as { closeAllConnections?(): void }).closeAllConnections?.())));
+  cleanup.push(
+    () => new Promise((r) => (server.close(r), (server as { closeAllConnections?(): void }).closeAllConnections?.())),
+  );
   const apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const ml = await startFakeMl({ port: mlPort, coreUrl: apiUrl, serviceToken: config.SERVICE_AUTH_TOKEN, config });
   cleanup.push(() => ml.stop());
@@ -244,7 +261,11 @@ async function assemble(
     pubsub,
     token: (name) => mintDevToken(FAULT_SECRETS.IDENTITY_SECRET_KEY, name),
     async gcsFault(spec) {
-      const res = await fetch(faultsUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...spec, match: config.STORAGE_BUCKET }) });
+      const res = await fetch(faultsUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ...spec, match: config.STORAGE_BUCKET }),
+      });
       if (!res.ok) throw new Error(`fault injection answered ${res.status}: ${await res.text()}`);
     },
     async clearGcsFaults() {
@@ -264,7 +285,10 @@ async function assemble(
  */
 function killOnParentDeath(child: ChildProcess): ChildProcess | null {
   if (child.pid === undefined) return null;
-  const watchdog = spawn('sh', ['-c', `read _; kill -KILL ${child.pid} 2>/dev/null`], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+  const watchdog = spawn('sh', ['-c', `read _; kill -KILL ${child.pid} 2>/dev/null`], {
+    detached: true,
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
   watchdog.unref();
   (watchdog.stdin as unknown as { unref(): void }).unref();
   return watchdog;

@@ -38,12 +38,21 @@ interface User {
   meetings: string[];
 }
 
-async function rest(method: string, path: string, userToken: string, body?: unknown): Promise<{ status: number; ms: number; json: any }> {
+async function rest(
+  method: string,
+  path: string,
+  userToken: string,
+  body?: unknown,
+): Promise<{ status: number; ms: number; json: any }> {
   const t0 = Date.now();
   try {
     const res = await fetch(core.url + path, {
       method,
-      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json', ...(method === 'POST' ? { 'idempotency-key': randomUUID() } : {}) },
+      headers: {
+        authorization: `Bearer ${userToken}`,
+        'content-type': 'application/json',
+        ...(method === 'POST' ? { 'idempotency-key': randomUUID() } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
       // A request that waits this long has failed its caller; the outage goes on without it.
       signal: AbortSignal.timeout(2 * MUTATION_BUDGET_MS),
@@ -67,7 +76,9 @@ async function mutate(u: User, i: number) {
 }
 
 async function subscriptionExists(name: string): Promise<boolean> {
-  const res = await fetch(`http://${pubsub.host}/v1/projects/${core.config.GOOGLE_CLOUD_PROJECT}/subscriptions/${name}`).catch(() => null);
+  const res = await fetch(
+    `http://${pubsub.host}/v1/projects/${core.config.GOOGLE_CLOUD_PROJECT}/subscriptions/${name}`,
+  ).catch(() => null);
   return res?.status === 200;
 }
 
@@ -95,45 +106,63 @@ describe('events while Pub/Sub is down', () => {
     for (const u of users) u.client.close();
   });
 
-  it(`should answer REST mutations with 2xx within ${MUTATION_BUDGET_MS} ms while Pub/Sub is down`, async () => {
-    const answers: { status: number; ms: number }[] = [];
-    await pubsub.stop();
-    try {
-      const outageEnds = Date.now() + OUTAGE_MS;
-      await Promise.all(
-        users.map(async (u) => {
-          for (let i = 1; Date.now() < outageEnds; i++) answers.push(await mutate(u, i));
-        }),
+  it(
+    `should answer REST mutations with 2xx within ${MUTATION_BUDGET_MS} ms while Pub/Sub is down`,
+    async () => {
+      const answers: { status: number; ms: number }[] = [];
+      await pubsub.stop();
+      try {
+        const outageEnds = Date.now() + OUTAGE_MS;
+        await Promise.all(
+          users.map(async (u) => {
+            for (let i = 1; Date.now() < outageEnds; i++) answers.push(await mutate(u, i));
+          }),
+        );
+      } finally {
+        await pubsub.restart!();
+      }
+      console.log(
+        `mutations during a ${OUTAGE_MS} ms Pub/Sub outage: ${answers.length}, slowest ${Math.max(...answers.map((a) => a.ms))} ms`,
       );
-    } finally {
-      await pubsub.restart!();
-    }
-    console.log(`mutations during a ${OUTAGE_MS} ms Pub/Sub outage: ${answers.length}, slowest ${Math.max(...answers.map((a) => a.ms))} ms`);
-    expect(answers.filter((a) => a.status === 0 || a.status >= 300 || a.ms > MUTATION_BUDGET_MS)).toEqual([]);
-    expect(answers.length).toBeGreaterThanOrEqual(4);
-  }, 60_000 + 2 * OUTAGE_MS);
+      expect(answers.filter((a) => a.status === 0 || a.status >= 300 || a.ms > MUTATION_BUDGET_MS)).toEqual([]);
+      expect(answers.length).toBeGreaterThanOrEqual(4);
+    },
+    60_000 + 2 * OUTAGE_MS,
+  );
 
   it("should bring every event to the user's connected client once it is back, each once, in seq order", async () => {
     // The restarted emulator forgot the instance's subscription; the instance recreates it once its
     // pull stream hears NOT_FOUND (2–26 s here; connections catch up from the outbox meanwhile).
-    const subscription = instanceSubscriptionName(instanceTopic(core.config.PUBSUB_TOPIC_EVENTS, core.live.instanceId), core.live.instanceId);
+    const subscription = instanceSubscriptionName(
+      instanceTopic(core.config.PUBSUB_TOPIC_EVENTS, core.live.instanceId),
+      core.live.instanceId,
+    );
     const waitStarted = Date.now();
     for (const deadline = waitStarted + 60_000; !(await subscriptionExists(subscription)); await sleep(200)) {
       if (Date.now() > deadline) throw new Error(`subscription ${subscription} was not recreated`);
     }
     const recreatedMs = Date.now() - waitStarted;
 
-    const expected = await Promise.all(users.map(async (u, i) => (await eventsAfter(core.rt.db, u.id, baseline[i], 10_000)).map((e) => e.seq)));
+    const expected = await Promise.all(
+      users.map(async (u, i) => (await eventsAfter(core.rt.db, u.id, baseline[i], 10_000)).map((e) => e.seq)),
+    );
     let republished = 0;
     const unpublished = async () =>
-      (await core.rt.db.query<{ n: number }>('test.unpublished', 'SELECT count(*)::int AS n FROM event_outbox WHERE published_at IS NULL')).rows[0].n;
+      (
+        await core.rt.db.query<{ n: number }>(
+          'test.unpublished',
+          'SELECT count(*)::int AS n FROM event_outbox WHERE published_at IS NULL',
+        )
+      ).rows[0].n;
     const delivered = () => users.every((u, i) => Math.max(...seqsOf(u.client)) >= expected[i].at(-1)!);
     for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(1_000)) {
       republished += (await runSweep(core.rt, { outboxMinAgeMs: 0 })).republished;
       if (delivered() && (await unpublished()) === 0) break;
     }
     await sleep(1_000); // a duplicate (republished copy of a delivered event) would arrive now
-    console.log(`after the outage: subscription back after ${recreatedMs} ms, ${expected.map((e) => e.length).join(' + ')} events expected, ${republished} republished by the sweep`);
+    console.log(
+      `after the outage: subscription back after ${recreatedMs} ms, ${expected.map((e) => e.length).join(' + ')} events expected, ${republished} republished by the sweep`,
+    );
 
     users.forEach((u, i) => {
       expect(expected[i].length).toBeGreaterThanOrEqual(1);

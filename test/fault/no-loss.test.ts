@@ -20,7 +20,18 @@ describe('no acknowledged frame is lost', () => {
       log: (line) => lines.push(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${line}`),
       // The kills far apart (an instance is back before the other one goes down), and the Pub/Sub
       // restart early: gRPC channels take a while to reconnect after it.
-      sequence: ['client-offline', 'pubsub-restart', 'sigkill', 'gcs-503', 'ml-hang', 'drop-socket', 'sigterm', 'gcs-stall', 'ml-refuse', ...dbRestart],
+      sequence: [
+        'client-offline',
+        'pubsub-restart',
+        'sigkill',
+        'gcs-503',
+        'ml-hang',
+        'drop-socket',
+        'sigterm',
+        'gcs-stall',
+        'ml-refuse',
+        ...dbRestart,
+      ],
       pauseMs: [1000, 2000],
       clients: 3,
       framesPerSecond: 30,
@@ -28,8 +39,13 @@ describe('no acknowledged frame is lost', () => {
       cluster: { firestoreHost: inject('emulatorEnv').FIRESTORE_EMULATOR_HOST },
     });
     const { anomalies, ...clients } = report.clients;
-    console.log(`no-loss quick run: ${JSON.stringify({ ...report.totals, faults: report.faultsInjected, ...clients, seconds: Math.round(report.durationMs / 1000) })}`);
-    lines.push(`anomalies: ${JSON.stringify(anomalies)}`, ...report.takes.map((t) => JSON.stringify({ ...t, lost: t.lost.length })));
+    console.log(
+      `no-loss quick run: ${JSON.stringify({ ...report.totals, faults: report.faultsInjected, ...clients, seconds: Math.round(report.durationMs / 1000) })}`,
+    );
+    lines.push(
+      `anomalies: ${JSON.stringify(anomalies)}`,
+      ...report.takes.map((t) => JSON.stringify({ ...t, lost: t.lost.length })),
+    );
 
     expect(report.faultsInjected).toBe(9 + dbRestart.length);
     expect(report.clients.reconnects).toBeGreaterThanOrEqual(3); // the kills and the dropped socket reached clients
@@ -47,6 +63,8 @@ describe('no acknowledged frame is lost', () => {
     expect(report.takes.length).toBeGreaterThanOrEqual(4);
     // The clients recovered every frame they recorded, and each take was composed from them.
     expect(report.totals.unrecovered).toBe(0);
-    expect(report.takes.map((t) => [t.state, t.composed, t.degraded])).toEqual(report.takes.map(() => ['finalized', 'ok', false]));
+    expect(report.takes.map((t) => [t.state, t.composed, t.degraded])).toEqual(
+      report.takes.map(() => ['finalized', 'ok', false]),
+    );
   }, 240_000);
 });

@@ -54,7 +54,16 @@ const figures = {
 };
 console.log(JSON.stringify(figures, null, 2));
 if (report.clients.anomalies.length) console.error(`client anomalies:\n  ${report.clients.anomalies.join('\n  ')}`);
-for (const take of report.takes) if (take.lost.length) console.error(`${take.name} (${take.meetingId}) lost ${take.lost.length}: ${take.lost.slice(0, 20).join(', ')}`);
+for (const take of report.takes)
+  if (take.lost.length)
+    console.error(`${take.name} (${take.meetingId}) lost ${take.lost.length}: ${take.lost.slice(0, 20).join(', ')}`);
 if (report.strays.length) console.error(`stray objects:\n  ${report.strays.join('\n  ')}`);
-const failed = t.lost + t.duplicated + report.strays.length + t.composedBad + report.webhooks.missing.length + report.webhooks.unverified > 0;
+const failed =
+  t.lost +
+    t.duplicated +
+    report.strays.length +
+    t.composedBad +
+    report.webhooks.missing.length +
+    report.webhooks.unverified >
+  0;
 process.exit(failed ? 1 : 0);

@@ -9,7 +9,18 @@ import { ResilientClient } from './client';
 import { sleep, startCluster, type Cluster, type ClusterOptions, type LiveChild } from './cluster';
 import { Receiver } from '../webhooks/receiver';
 
-export const FAULT_KINDS = ['sigkill', 'sigterm', 'drop-socket', 'client-offline', 'gcs-503', 'gcs-stall', 'ml-hang', 'ml-refuse', 'pubsub-restart', 'db-restart'] as const;
+export const FAULT_KINDS = [
+  'sigkill',
+  'sigterm',
+  'drop-socket',
+  'client-offline',
+  'gcs-503',
+  'gcs-stall',
+  'ml-hang',
+  'ml-refuse',
+  'pubsub-restart',
+  'db-restart',
+] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface NoLossOptions {
@@ -37,7 +48,14 @@ export interface NoLossReport {
   faultLog: string[];
   /** Objects under a meeting's prefix that nothing references, and leftovers of the compose temp prefix. */
   strays: string[];
-  clients: { reconnects: number; resumes: number; resent: number; gapFramesUploaded: number; takesStoppedByServer: number; anomalies: string[] };
+  clients: {
+    reconnects: number;
+    resumes: number;
+    resent: number;
+    gapFramesUploaded: number;
+    takesStoppedByServer: number;
+    anomalies: string[];
+  };
   /** What the users' webhook (one each, every event type, delivered by the live instances) received. */
   webhooks: WebhookReport;
   /** What the sweeps did, summed over the run. */
@@ -69,7 +87,12 @@ export async function runNoLoss(opts: NoLossOptions): Promise<NoLossReport> {
   }
 }
 
-async function drive(cluster: Cluster, opts: NoLossOptions, log: (line: string) => void, started: number): Promise<NoLossReport> {
+async function drive(
+  cluster: Cluster,
+  opts: NoLossOptions,
+  log: (line: string) => void,
+  started: number,
+): Promise<NoLossReport> {
   const random = mulberry32(opts.seed ?? 1);
   const nClients = opts.clients ?? 3;
   const fps = opts.framesPerSecond ?? 30;
@@ -85,7 +108,15 @@ async function drive(cluster: Cluster, opts: NoLossOptions, log: (line: string) 
       const token = await cluster.token(`fault-user-${i}`);
       webhookUsers.push(await subscribe(cluster.apiUrl, token, `${receiver.url}/${i}`, secrets));
       const meetingId = await createMeeting(cluster.apiUrl, token);
-      const client = new ResilientClient({ name: `client-${i}`, token, apiUrl: cluster.apiUrl, meetingId, instances: instanceUrls, frameBytes: frameBytesFor(i), log });
+      const client = new ResilientClient({
+        name: `client-${i}`,
+        token,
+        apiUrl: cluster.apiUrl,
+        meetingId,
+        instances: instanceUrls,
+        frameBytes: frameBytesFor(i),
+        log,
+      });
       await client.begin();
       return client;
     }),
@@ -124,8 +155,11 @@ async function drive(cluster: Cluster, opts: NoLossOptions, log: (line: string) 
   await faults.heal();
   log(`healed after ${faults.injected} faults; clients finishing`);
   // Give the last frames a chance to be acknowledged over the WebSocket before the stop.
-  for (const deadline = Date.now() + 15_000; Date.now() < deadline && clients.some((c) => c.unacked.size > 0); ) await sleep(200);
-  log(`unacked before the stop: ${clients.map((c) => `${c.o.name} ${c.unacked.size} (acked through ${c.ackedThrough} of ${c.nextSeq})`).join(', ')}`);
+  for (const deadline = Date.now() + 15_000; Date.now() < deadline && clients.some((c) => c.unacked.size > 0); )
+    await sleep(200);
+  log(
+    `unacked before the stop: ${clients.map((c) => `${c.o.name} ${c.unacked.size} (acked through ${c.ackedThrough} of ${c.nextSeq})`).join(', ')}`,
+  );
   await Promise.all(clients.map((c) => c.finish()));
   log('stopped and gaps uploaded');
   const sweeps = [...(await sweeper.stop()), await sweep(cluster)];
@@ -134,12 +168,25 @@ async function drive(cluster: Cluster, opts: NoLossOptions, log: (line: string) 
     // Takes the server stopped wait for their gap deadline (their client may still hold frames),
     // as do takes with ranges nobody could upload: let the deadline pass so they are finalized and checked.
     log(`takes still stopped after the gap uploads: ${open.join(', ')}`);
-    await cluster.rt.db.query('fault.expire', `UPDATE recording SET gap_upload_deadline = now() - interval '1 second' WHERE meeting_id = ANY($1::uuid[]) AND state = 'stopped'`, [open]);
+    await cluster.rt.db.query(
+      'fault.expire',
+      `UPDATE recording SET gap_upload_deadline = now() - interval '1 second' WHERE meeting_id = ANY($1::uuid[]) AND state = 'stopped'`,
+      [open],
+    );
     sweeps.push(await sweep(cluster));
   }
 
   log(`swept: ${JSON.stringify(sumSweeps(sweeps))}`);
-  const checked = await Promise.all(clients.map((c, i) => checkMeeting(cluster.rt, { name: c.o.name, meetingId: c.o.meetingId, takes: c.takes(), frameBytes: frameBytesFor(i) })));
+  const checked = await Promise.all(
+    clients.map((c, i) =>
+      checkMeeting(cluster.rt, {
+        name: c.o.name,
+        meetingId: c.o.meetingId,
+        takes: c.takes(),
+        frameBytes: frameBytesFor(i),
+      }),
+    ),
+  );
   const takes = checked.flatMap((c) => c.takes);
   const strays = [...checked.flatMap((c) => c.strays), ...(await cluster.rt.store.list('_tmp/')).map((o) => o.name)];
   log('checked');
@@ -282,7 +329,9 @@ class FaultInjector {
   }
 
   private later(p: Promise<unknown>): void {
-    const tracked = p.catch((err) => this.log(`background heal failed: ${(err as Error).message}`)).finally(() => this.background.delete(tracked));
+    const tracked = p
+      .catch((err) => this.log(`background heal failed: ${(err as Error).message}`))
+      .finally(() => this.background.delete(tracked));
     this.background.add(tracked);
   }
 
@@ -318,7 +367,6 @@ function startSweeper(cluster: Cluster, log: (line: string) => void): { stop(): 
     },
   };
 }
-
 
 function sumSweeps(passes: SweepCounts[]): SweepCounts {
   const total = { ...NO_COUNTS };
@@ -378,8 +426,16 @@ export interface WebhookReport {
 
 /** One webhook per user to the receiver, every event type; returns the user id. */
 async function subscribe(apiUrl: string, token: string, url: string, secrets: Map<string, string>): Promise<string> {
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() };
-  const res = await fetch(`${apiUrl}/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url, event_types: ['*'] }) });
+  const headers = {
+    authorization: `Bearer ${token}`,
+    'content-type': 'application/json',
+    'idempotency-key': randomUUID(),
+  };
+  const res = await fetch(`${apiUrl}/webhooks`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ url, event_types: ['*'] }),
+  });
   if (res.status !== 201) throw new Error(`creating the webhook answered ${res.status}: ${await res.text()}`);
   const hook = (await res.json()) as { id: string; secret: string };
   secrets.set(new URL(url).pathname, hook.secret);
@@ -388,7 +444,12 @@ async function subscribe(apiUrl: string, token: string, url: string, secrets: Ma
 }
 
 /** Waits (up to 90 s: retries may be pending) until every event of the users reached the receiver. */
-async function checkWebhooks(cluster: Cluster, receiver: Receiver, userIds: string[], log: (line: string) => void): Promise<WebhookReport> {
+async function checkWebhooks(
+  cluster: Cluster,
+  receiver: Receiver,
+  userIds: string[],
+  log: (line: string) => void,
+): Promise<WebhookReport> {
   const { rows } = await cluster.rt.db.query<{ id: string }>(
     'fault.webhook_events',
     `SELECT e.id FROM event_outbox e JOIN webhook w ON w.user_id = e.user_id

@@ -8,10 +8,26 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startApi } from '../harness';
 import { changedTables, snapshotter, type Snapshot } from '../support/db-snapshot';
-import { buildRequest, createFixtures, createWorld, referencedResources, type Ids, type World } from '../support/fixtures';
+import {
+  buildRequest,
+  createFixtures,
+  createWorld,
+  referencedResources,
+  type Ids,
+  type World,
+} from '../support/fixtures';
 import { rawRequest, type RawResponse } from '../support/http';
 import { fetchDoc, type Operation } from '../support/openapi';
-import { badContentType, badHeader, badId, badQueryValue, malformedBody, nastyValue, printable, serialize } from './arbitraries';
+import {
+  badContentType,
+  badHeader,
+  badId,
+  badQueryValue,
+  malformedBody,
+  nastyValue,
+  printable,
+  serialize,
+} from './arbitraries';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
@@ -56,16 +72,53 @@ afterAll(() => api.close());
 const mutation = (fixtureIds: string[]): fc.Arbitrary<Mutation> =>
   fc.oneof(
     { weight: 4, arbitrary: fc.record({ kind: fc.constant('value' as const), at: fc.nat(), value: nastyValue }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('extra' as const), key: fc.oneof(printable(20), fc.constantFrom('__proto__', 'constructor', 'id', 'user_id', 'deleted_at')), value: nastyValue }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('extra' as const),
+        key: fc.oneof(printable(20), fc.constantFrom('__proto__', 'constructor', 'id', 'user_id', 'deleted_at')),
+        value: nastyValue,
+      }),
+    },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('drop' as const), at: fc.nat() }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('whole' as const), value: nastyValue }) },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('text' as const), pick: fc.nat(), junk: printable(80) }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('contentType' as const), value: fc.option(badContentType, { nil: undefined }) }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('pathParam' as const), at: fc.nat(), value: badId(fixtureIds) }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('query' as const), at: fc.nat(), name: printable(12), value: badQueryValue, repeat: fc.boolean() }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('contentType' as const),
+        value: fc.option(badContentType, { nil: undefined }),
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({ kind: fc.constant('pathParam' as const), at: fc.nat(), value: badId(fixtureIds) }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('query' as const),
+        at: fc.nat(),
+        name: printable(12),
+        value: badQueryValue,
+        repeat: fc.boolean(),
+      }),
+    },
     { weight: 2, arbitrary: badHeader.map((h) => ({ kind: 'header' as const, ...h })) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('credentials' as const), who: fc.constantFrom('other' as const, 'none' as const, 'wrongScheme' as const) }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('method' as const), value: fc.constantFrom('GET', 'PUT', 'POST', 'PATCH', 'DELETE', 'OPTIONS') }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('credentials' as const),
+        who: fc.constantFrom('other' as const, 'none' as const, 'wrongScheme' as const),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('method' as const),
+        value: fc.constantFrom('GET', 'PUT', 'POST', 'PATCH', 'DELETE', 'OPTIONS'),
+      }),
+    },
   );
 
 /** Every member position of a JSON value, as key paths. */
@@ -73,7 +126,11 @@ const mutation = (fixtureIds: string[]): fc.Arbitrary<Mutation> =>
  * later mutation at a position inside it would make the body circular. */
 const fresh = <T>(value: T): T => structuredClone(value);
 
-function positions(value: unknown, path: (string | number)[] = [], out: (string | number)[][] = []): (string | number)[][] {
+function positions(
+  value: unknown,
+  path: (string | number)[] = [],
+  out: (string | number)[][] = [],
+): (string | number)[][] {
   if (value && typeof value === 'object' && !ArrayBuffer.isView(value)) {
     for (const [k, v] of Object.entries(value)) {
       const p = [...path, Array.isArray(value) ? Number(k) : k];
@@ -128,7 +185,13 @@ function prepare(op: Operation, muts: Mutation[]): Prepared {
         break;
       }
       case 'extra':
-        if (body && typeof body === 'object' && !Array.isArray(body)) Object.defineProperty(body, m.key, { value: fresh(m.value), enumerable: true, writable: true, configurable: true });
+        if (body && typeof body === 'object' && !Array.isArray(body))
+          Object.defineProperty(body, m.key, {
+            value: fresh(m.value),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
         else body = { [m.key]: fresh(m.value) };
         break;
       case 'drop': {
@@ -167,7 +230,11 @@ function prepare(op: Operation, muts: Mutation[]): Prepared {
         break;
       case 'credentials':
         headers.authorization =
-          m.who === 'none' ? undefined : m.who === 'other' ? `Bearer ${world.other.token}` : `Bearer ${op.schemes.includes('bearer') ? api.serviceToken : world.owner.token}`;
+          m.who === 'none'
+            ? undefined
+            : m.who === 'other'
+              ? `Bearer ${world.other.token}`
+              : `Bearer ${op.schemes.includes('bearer') ? api.serviceToken : world.owner.token}`;
         break;
       case 'method':
         method = m.value;
@@ -177,7 +244,10 @@ function prepare(op: Operation, muts: Mutation[]): Prepared {
   if (text === undefined && body !== undefined) text = body instanceof Uint8Array ? body : serialize(body);
   const path = op.path.replace(/\{([^}]+)\}/g, (_, n: string) => pathValues[n]);
   const qs = query.toString();
-  const clean = Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)) as Record<string, string>;
+  const clean = Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)) as Record<
+    string,
+    string
+  >;
   return { method, url: qs ? `${path}?${qs}` : path, headers: clean, body: text };
 }
 
@@ -188,8 +258,15 @@ function malformedPick(valid: string, pick: number, junk: string): string | Uint
 }
 
 function describeCase(op: Operation, req: Prepared): string {
-  const body = req.body === undefined ? '' : typeof req.body === 'string' ? req.body.slice(0, 300) : `<${req.body.byteLength} bytes>`;
-  const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, k === 'authorization' ? `${v.slice(0, 12)}…` : v.slice(0, 80)]));
+  const body =
+    req.body === undefined
+      ? ''
+      : typeof req.body === 'string'
+        ? req.body.slice(0, 300)
+        : `<${req.body.byteLength} bytes>`;
+  const headers = Object.fromEntries(
+    Object.entries(req.headers).map(([k, v]) => [k, k === 'authorization' ? `${v.slice(0, 12)}…` : v.slice(0, 80)]),
+  );
   return `${op.operationId}: ${req.method} ${req.url.slice(0, 200)} ${JSON.stringify(headers)} ${body}`;
 }
 
@@ -199,7 +276,11 @@ async function runCase(c: Case): Promise<void> {
   // DELETE /me (generated, or another operation's method mutated into it) erases the caller: with
   // the world's owner or other user it would erase them, so it erases a throwaway account of its own.
   const worldTokens = [world.owner.token, world.other.token].map((t) => `Bearer ${t}`);
-  if (req.method === 'DELETE' && req.url.split('?')[0] === '/me' && worldTokens.includes(req.headers.authorization ?? '')) {
+  if (
+    req.method === 'DELETE' &&
+    req.url.split('?')[0] === '/me' &&
+    worldTokens.includes(req.headers.authorization ?? '')
+  ) {
     const token = await api.token(`fuzz-throwaway-${randomUUID().slice(0, 8)}`);
     await api.userId(token); // created before the snapshot: a refusal must leave the tables as they were
     req.headers.authorization = `Bearer ${token}`;
@@ -217,7 +298,8 @@ async function runCase(c: Case): Promise<void> {
   const text = res.text;
   cases++;
   statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-  const fail = (why: string) => void failures.push(`${why} — ${describeCase(op, req)} → ${res.status} ${text.slice(0, 300)}`);
+  const fail = (why: string) =>
+    void failures.push(`${why} — ${describeCase(op, req)} → ${res.status} ${text.slice(0, 300)}`);
   if (res.status >= 500) return fail(`${res.status}`);
   if (res.status >= 400) {
     let problem: any;
@@ -228,7 +310,10 @@ async function runCase(c: Case): Promise<void> {
     }
     const shaped =
       (res.headers['content-type'] ?? '').includes('application/problem+json') &&
-      typeof problem?.type === 'string' && typeof problem?.title === 'string' && typeof problem?.detail === 'string' && problem?.status === res.status;
+      typeof problem?.type === 'string' &&
+      typeof problem?.title === 'string' &&
+      typeof problem?.detail === 'string' &&
+      problem?.status === res.status;
     if (!shaped) fail('not problem+json');
     const changed = changedTables(before, await snapshot());
     if (changed.length) fail(`refused but changed ${changed.join(', ')}`);
@@ -238,12 +323,28 @@ async function runCase(c: Case): Promise<void> {
   }
 }
 
-it(`should answer ${RUNS} generated hostile requests without a 5xx, with problem+json, leaving data unchanged when refused`, async () => {
-  const fixtureIds = Object.values(ids);
-  const caseArb = fc.record({ op: fc.nat(), mutations: fc.array(mutation(fixtureIds), { minLength: 1, maxLength: 3 }) });
-  await fc.assert(fc.asyncProperty(caseArb, runCase), { numRuns: RUNS, seed: SEED, endOnFailure: true });
-  // The service is still up and well after all of it.
-  expect((await fetch(`${api.url}/healthz`)).status).toBe(200);
-  console.info(`REST fuzz: ${cases} cases over ${world.ops.length} operations (seed ${SEED}); statuses ${JSON.stringify(statuses)}; 5xx ${Object.entries(statuses).filter(([s]) => Number(s) >= 500).reduce((n, [, v]) => n + v, 0)}; DELETE /me as a throwaway account ${throwawayErasures}; failures ${failures.length}`);
-  expect(failures.slice(0, 15)).toEqual([]);
-}, Math.max(120_000, RUNS * 1_000));
+it(
+  `should answer ${RUNS} generated hostile requests without a 5xx, with problem+json, leaving data unchanged when refused`,
+  async () => {
+    const fixtureIds = Object.values(ids);
+    const caseArb = fc.record({
+      op: fc.nat(),
+      mutations: fc.array(mutation(fixtureIds), { minLength: 1, maxLength: 3 }),
+    });
+    await fc.assert(fc.asyncProperty(caseArb, runCase), { numRuns: RUNS, seed: SEED, endOnFailure: true });
+    // The service is still up and well after all of it.
+    expect((await fetch(`${api.url}/healthz`)).status).toBe(200);
+    console.info(
+      `REST fuzz: ${cases} cases over ${world.ops.length} operations (seed ${SEED}); statuses ${JSON.stringify(statuses)}; 5xx ${Object.entries(
+        statuses,
+      )
+        .filter(([s]) => Number(s) >= 500)
+        .reduce(
+          (n, [, v]) => n + v,
+          0,
+        )}; DELETE /me as a throwaway account ${throwawayErasures}; failures ${failures.length}`,
+    );
+    expect(failures.slice(0, 15)).toEqual([]);
+  },
+  Math.max(120_000, RUNS * 1_000),
+);

@@ -38,7 +38,8 @@ export function findGuards(root = ROOT): Guard[] {
       if (!m) return;
       const [, name, remove, testFile, testName] = m;
       const line = lines.findIndex((l, j) => j > i && !MARKER.test(l) && l.includes(remove));
-      if (line < 0 || line > i + 8) throw new Error(`${file}:${i + 1}: guard ${name}: "${remove}" is not in the lines after the marker`);
+      if (line < 0 || line > i + 8)
+        throw new Error(`${file}:${i + 1}: guard ${name}: "${remove}" is not in the lines after the marker`);
       guards.push({ name, file, line, remove, testFile, testName });
     });
   }
@@ -48,11 +49,11 @@ export function findGuards(root = ROOT): Guard[] {
   return guards;
 }
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** Runs the named tests on native PostgreSQL; true when vitest reports every one passed. */
 function testsPass(files: string[], names: string[]): boolean {
-  const run = spawnSync('npx', ['vitest', 'run', ...new Set(files), '-t', names.map(escape).join('|')], {
+  const run = spawnSync('npx', ['vitest', 'run', ...new Set(files), '-t', names.map(escapeRegExp).join('|')], {
     cwd: ROOT,
     env: { ...process.env, TEST_DATABASE: 'native' },
     encoding: 'utf8',
@@ -66,13 +67,20 @@ function main(): void {
   const guards = findGuards().filter((g) => !only.length || only.includes(g.name));
   if (!guards.length) throw new Error('no guard markers found');
   console.log(`${guards.length} guards; checking that their tests pass as the code is…`);
-  if (!testsPass(guards.map((g) => g.testFile), guards.map((g) => g.testName))) {
-    console.error('the guards\' tests do not all pass on the unchanged code: fix them first');
+  if (
+    !testsPass(
+      guards.map((g) => g.testFile),
+      guards.map((g) => g.testName),
+    )
+  ) {
+    console.error("the guards' tests do not all pass on the unchanged code: fix them first");
     process.exit(1);
   }
   const rows: [string, string, string][] = [];
   const originals = new Map<string, string>();
-  const restore = () => originals.forEach((text, file) => writeFileSync(file, text));
+  const restore = () => {
+    for (const [file, text] of originals) writeFileSync(file, text);
+  };
   process.on('SIGINT', () => (restore(), process.exit(130)));
   for (const g of guards) {
     const file = path.join(ROOT, g.file);
@@ -88,12 +96,22 @@ function main(): void {
       writeFileSync(file, original);
       originals.delete(file);
     }
-    rows.push([`${g.name} (${g.file}:${g.line + 1})`, `${g.testFile} :: ${g.testName}`, failed ? 'yes' : 'NO: the removal survives']);
+    rows.push([
+      `${g.name} (${g.file}:${g.line + 1})`,
+      `${g.testFile} :: ${g.testName}`,
+      failed ? 'yes' : 'NO: the removal survives',
+    ]);
     console.log(`${g.name}: ${failed ? 'the test fails without it' : 'SURVIVES'}`);
   }
-  const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i].length), ['guard', 'test', 'fails without it'][i].length));
+  const widths = [0, 1, 2].map((i) =>
+    Math.max(...rows.map((r) => r[i].length), ['guard', 'test', 'fails without it'][i].length),
+  );
   const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
-  console.log(['', line(['guard', 'test', 'fails without it']), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n'));
+  console.log(
+    ['', line(['guard', 'test', 'fails without it']), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join(
+      '\n',
+    ),
+  );
   const survived = rows.filter((r) => r[2] !== 'yes').length;
   if (survived) {
     console.error(`${survived} guard(s) survive their removal: their tests do not prove them`);

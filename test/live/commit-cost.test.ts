@@ -11,7 +11,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import type { Database, Queryable } from '@mi/lib/db/pool';
 import type { QueryResultRow } from 'pg';
-import { TestClient, createMeeting, fileEnv, openTestDatabase, range, sleep, startInstance, token, type Instance } from './helpers';
+import {
+  TestClient,
+  createMeeting,
+  fileEnv,
+  openTestDatabase,
+  range,
+  sleep,
+  startInstance,
+  token,
+  type Instance,
+} from './helpers';
 
 const LATER_ROWS = 40_000;
 const HOLE = 10; // frames 0..9 stored, 10 missing, 11..40,010 stored by "another writer"
@@ -103,7 +113,11 @@ describe('live commit cost', () => {
       seen.length = 0;
       client.frame(seq);
       for (let i = 0; ; i++) {
-        const { rowCount } = await database.db.query('test.stored', 'SELECT 1 FROM segment_manifest WHERE meeting_id = $1 AND start_sequence = $2', [meetingId, seq]);
+        const { rowCount } = await database.db.query(
+          'test.stored',
+          'SELECT 1 FROM segment_manifest WHERE meeting_id = $1 AND start_sequence = $2',
+          [meetingId, seq],
+        );
         if (rowCount) break;
         if (i === 400) throw new Error(`frame ${seq} was not stored within 20 s`);
         await sleep(50);
@@ -120,14 +134,21 @@ describe('live commit cost', () => {
     expect(learning.returned).toBe(LATER_ROWS);
     // Every later commit reads only what is new: the hole (empty) and past the highest frame.
     const next = await commitOf(last + 2);
-    console.log(`commit cost: learning commit returned ${learning.returned} rows (read ${learning.rowsRead}); the next returned ${next.returned} (read ${next.rowsRead})`);
+    console.log(
+      `commit cost: learning commit returned ${learning.returned} rows (read ${learning.rowsRead}); the next returned ${next.returned} (read ${next.rowsRead})`,
+    );
     expect(next.returned).toBeLessThanOrEqual(1);
     expect(next.rowsRead).toBeLessThanOrEqual(5);
 
     // The recorder's view is the stored one: frames 0..9, the hole at 10, everything after it.
     const stopped = await client.stop(meetingId);
     expect(stopped).toMatchObject({ highest_contiguous_sequence: HOLE - 1, missing_ranges: [[HOLE, HOLE]] });
-    await client.waitFor((m) => m.type === 'AudioStoredProgressEvent' && m.frames_stored === HOLE + LATER_ROWS + 2 && m.highest_contiguous_sequence === HOLE - 1);
+    await client.waitFor(
+      (m) =>
+        m.type === 'AudioStoredProgressEvent' &&
+        m.frames_stored === HOLE + LATER_ROWS + 2 &&
+        m.highest_contiguous_sequence === HOLE - 1,
+    );
     client.close();
   }, 90_000);
 });

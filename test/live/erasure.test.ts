@@ -22,7 +22,10 @@ describe('DELETE /me during a live take', () => {
     const started = await client.start(meetingId);
     for (let seq = 0; seq < 30; seq++) client.frame(seq);
     await client.acked(meetingId, 29);
-    const list = () => Promise.all(meetingObjectPrefixes(meetingId).map((p) => instance.rt.store.list(p))).then((l) => l.flat().map((o) => o.name));
+    const list = () =>
+      Promise.all(meetingObjectPrefixes(meetingId).map((p) => instance.rt.store.list(p))).then((l) =>
+        l.flat().map((o) => o.name),
+      );
     expect((await list()).length).toBeGreaterThan(0);
 
     // Frames keep coming while the erasure arrives.

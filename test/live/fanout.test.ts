@@ -5,7 +5,17 @@
 // its events follow it there over the bus. EVENT_FANOUT=broadcast (the old design) fails these.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { TestClient, createMeeting, fileEnv, openTestDatabase, range, startInstance, token, type Instance, type Message } from './helpers';
+import {
+  TestClient,
+  createMeeting,
+  fileEnv,
+  openTestDatabase,
+  range,
+  startInstance,
+  token,
+  type Instance,
+  type Message,
+} from './helpers';
 
 let database: OpenedDatabase;
 let a: Instance;
@@ -15,7 +25,9 @@ let c: Instance;
 beforeAll(async () => {
   database = await openTestDatabase();
   const env = fileEnv();
-  [a, b, c] = await Promise.all(['a', 'b', 'c'].map((n) => startInstance(database, env, { instanceId: `fanout-${n}` })));
+  [a, b, c] = await Promise.all(
+    ['a', 'b', 'c'].map((n) => startInstance(database, env, { instanceId: `fanout-${n}` })),
+  );
 });
 
 afterAll(async () => {
@@ -24,7 +36,8 @@ afterAll(async () => {
 });
 
 const busMessages = () => [a, b, c].map((i) => i.live.fanout.busMessages);
-const seqsOf = (client: TestClient) => client.messages.filter((m: Message) => typeof m.seq === 'number').map((m) => m.seq as number);
+const seqsOf = (client: TestClient) =>
+  client.messages.filter((m: Message) => typeof m.seq === 'number').map((m) => m.seq as number);
 
 async function userId(instance: Instance, userToken: string): Promise<string> {
   const res = await fetch(`${instance.url}/me`, { headers: { authorization: `Bearer ${userToken}` } });
@@ -32,7 +45,7 @@ async function userId(instance: Instance, userToken: string): Promise<string> {
 }
 
 describe('targeted fan-out', () => {
-  it('should bring a user\'s events to the instances holding the user and send none to an instance without them', async () => {
+  it("should bring a user's events to the instances holding the user and send none to an instance without them", async () => {
     const u = await token(a.config, 'fanout-u');
     const recorder = await TestClient.connect(a.wsUrl, u);
     const viewer = await TestClient.connect(b.wsUrl, u);
@@ -69,7 +82,11 @@ describe('targeted fan-out', () => {
     expect(seqsOf(viewer).length).toBeGreaterThanOrEqual(3);
 
     await vi.waitFor(async () => {
-      const { rows } = await a.rt.db.query<{ n: number }>('test.unpublished', 'SELECT count(*)::int AS n FROM event_outbox WHERE user_id = $1 AND published_at IS NULL', [wId]);
+      const { rows } = await a.rt.db.query<{ n: number }>(
+        'test.unpublished',
+        'SELECT count(*)::int AS n FROM event_outbox WHERE user_id = $1 AND published_at IS NULL',
+        [wId],
+      );
       expect(rows[0].n).toBe(0);
     });
     expect(busMessages()).toEqual(before);

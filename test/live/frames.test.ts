@@ -9,9 +9,17 @@ describe('FrameBuffer', () => {
   it('should write full runs at once and shorter ones when old enough or forced', () => {
     const buf = new FrameBuffer();
     for (const seq of [0, 1, 2, 3, 4, 5, 7]) buf.add(seq, Buffer.from([seq]), 1000);
-    const due = (now: number, force = false) => buf.dueRuns({ now, targetFrames: 3, maxFrames: 3, maxAgeMs: 500, force }).map((r) => [r.start, r.end]);
-    expect(due(1100)).toEqual([[0, 2], [3, 5]]);
-    expect(due(1500)).toEqual([[0, 2], [3, 5], [7, 7]]);
+    const due = (now: number, force = false) =>
+      buf.dueRuns({ now, targetFrames: 3, maxFrames: 3, maxAgeMs: 500, force }).map((r) => [r.start, r.end]);
+    expect(due(1100)).toEqual([
+      [0, 2],
+      [3, 5],
+    ]);
+    expect(due(1500)).toEqual([
+      [0, 2],
+      [3, 5],
+      [7, 7],
+    ]);
     buf.markDurable(0, 5);
     expect(due(1100, true)).toEqual([[7, 7]]);
     expect(buf.add(3, Buffer.from([3]), 2000)).toBe(false); // already stored
@@ -21,8 +29,13 @@ describe('FrameBuffer', () => {
   it('should write a backlog in objects of up to maxFrames, and a run shorter than the target only once old enough', () => {
     const buf = new FrameBuffer();
     for (let seq = 0; seq < 23; seq++) buf.add(seq, Buffer.from([seq]), 1000);
-    const due = (now: number) => buf.dueRuns({ now, targetFrames: 3, maxFrames: 10, maxAgeMs: 500, force: false }).map((r) => [r.start, r.end]);
-    expect(due(1100)).toEqual([[0, 9], [10, 19], [20, 22]]);
+    const due = (now: number) =>
+      buf.dueRuns({ now, targetFrames: 3, maxFrames: 10, maxAgeMs: 500, force: false }).map((r) => [r.start, r.end]);
+    expect(due(1100)).toEqual([
+      [0, 9],
+      [10, 19],
+      [20, 22],
+    ]);
     buf.add(23, Buffer.from([23]), 1000);
     buf.markDurable(0, 19);
     buf.add(24, Buffer.from([24]), 1400);
@@ -49,15 +62,29 @@ describe('FrameBuffer', () => {
             const other = storedElsewhere[i % 7];
             if (i % 7 === 3 && other) buf.markDurable(other[0], other[0] + other[1]);
             if (i % 5 === 4) {
-              for (const run of buf.dueRuns({ now, targetFrames: target, maxFrames: target * backlogFactor, maxAgeMs: 10, force: false })) {
-                expect(run.frames.map((f) => f.seq)).toEqual(Array.from({ length: run.end - run.start + 1 }, (_, k) => run.start + k));
+              for (const run of buf.dueRuns({
+                now,
+                targetFrames: target,
+                maxFrames: target * backlogFactor,
+                maxAgeMs: 10,
+                force: false,
+              })) {
+                expect(run.frames.map((f) => f.seq)).toEqual(
+                  Array.from({ length: run.end - run.start + 1 }, (_, k) => run.start + k),
+                );
                 for (let s = run.start; s <= run.end; s++) expect(buf.durable.has(s)).toBe(false);
                 written.push([run.start, run.end]);
                 buf.markDurable(run.start, run.end);
               }
             }
           }
-          for (const run of buf.dueRuns({ now, targetFrames: target, maxFrames: target * backlogFactor, maxAgeMs: 10, force: true })) {
+          for (const run of buf.dueRuns({
+            now,
+            targetFrames: target,
+            maxFrames: target * backlogFactor,
+            maxAgeMs: 10,
+            force: true,
+          })) {
             written.push([run.start, run.end]);
             buf.markDurable(run.start, run.end);
           }

@@ -63,7 +63,10 @@ export async function openTestDatabase(): Promise<OpenedDatabase> {
  * One live instance without an ML service on a database of the calling test file's own, started
  * before its tests and closed after them; read its parts inside the tests.
  */
-export function useInstance(env: Record<string, string> = {}): { readonly instance: Instance; readonly database: OpenedDatabase } {
+export function useInstance(env: Record<string, string> = {}): {
+  readonly instance: Instance;
+  readonly database: OpenedDatabase;
+} {
   let database: OpenedDatabase;
   let instance: Instance;
   beforeAll(async () => {
@@ -104,9 +107,15 @@ export type InstanceOptions = LiveServiceOptions & { ml?: boolean; logDestinatio
  * A core instance: REST app and live service on one HTTP server on the shared database, and,
  * with `ml: true`, a fake ML service calling it back.
  */
-export async function startInstance(database: OpenedDatabase, env: Record<string, string>, opts: InstanceOptions = {}): Promise<Instance> {
+export async function startInstance(
+  database: OpenedDatabase,
+  env: Record<string, string>,
+  opts: InstanceOptions = {},
+): Promise<Instance> {
   const config = loadConfig(env);
-  const rt = createRuntime(config, database.db, { log: createLogger({ level: config.LOG_LEVEL, name: 'live-test', destination: opts.logDestination }) });
+  const rt = createRuntime(config, database.db, {
+    log: createLogger({ level: config.LOG_LEVEL, name: 'live-test', destination: opts.logDestination }),
+  });
   await rt.store.ensureBucket();
   await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
   let live: LiveService | null = null;
@@ -117,7 +126,9 @@ export async function startInstance(database: OpenedDatabase, env: Record<string
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const ml = opts.ml ? await startFakeMl({ port: 0, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config }) : null;
+  const ml = opts.ml
+    ? await startFakeMl({ port: 0, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config })
+    : null;
   const { ml: _ml, logDestination: _log, ...liveOpts } = opts;
   live = createLiveService(rt, { heartbeatMs: 500, leaseTtlMs: 5_000, ...(ml ? { mlUrl: ml.url } : {}), ...liveOpts });
   await live.start();
@@ -146,7 +157,11 @@ export const token = (config: Config, name: string) => mintDevToken(config.IDENT
 export async function createMeeting(instance: Instance, userToken: string, sourceType = 'recording'): Promise<string> {
   const res = await fetch(`${instance.url}/meetings`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+    headers: {
+      authorization: `Bearer ${userToken}`,
+      'content-type': 'application/json',
+      'idempotency-key': randomUUID(),
+    },
     body: JSON.stringify({ title: `meeting ${randomUUID().slice(0, 6)}`, source_type: sourceType }),
   });
   if (res.status !== 201) throw new Error(`POST /meetings answered ${res.status}: ${await res.text()}`);
@@ -156,7 +171,8 @@ export async function createMeeting(instance: Instance, userToken: string, sourc
 /** 100 ms of 16 kHz 16-bit PCM, different for every sequence number (a tone, not silence). */
 export function pcmFrame(seq: number): Buffer {
   const buf = Buffer.alloc(3200);
-  for (let i = 0; i < 1600; i++) buf.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * (seq * 1600 + i)) / 16000) + (seq % 97)), i * 2);
+  for (let i = 0; i < 1600; i++)
+    buf.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * (seq * 1600 + i)) / 16000) + (seq % 97)), i * 2);
   return buf;
 }
 
@@ -174,7 +190,10 @@ export function frameMessage(seq: number, bytes: Buffer): Buffer {
 export async function storedAudio(instance: Instance, meetingId: string, audioVersion: number) {
   const rows = await listManifest(instance.rt.db, meetingId, audioVersion);
   for (let i = 1; i < rows.length; i++) {
-    if (rows[i].start_sequence <= rows[i - 1].end_sequence) throw new Error(`overlapping manifest rows ${rows[i - 1].start_sequence}-${rows[i - 1].end_sequence} and ${rows[i].start_sequence}-${rows[i].end_sequence}`);
+    if (rows[i].start_sequence <= rows[i - 1].end_sequence)
+      throw new Error(
+        `overlapping manifest rows ${rows[i - 1].start_sequence}-${rows[i - 1].end_sequence} and ${rows[i].start_sequence}-${rows[i].end_sequence}`,
+      );
   }
   const parts = await Promise.all(rows.map((r) => instance.rt.store.readAll(r.object_name)));
   return { rows, bytes: Buffer.concat(parts), sequences: rows.flatMap((r) => range(r.start_sequence, r.end_sequence)) };
@@ -191,7 +210,10 @@ export class TestClient {
   closed: Promise<{ code: number; reason: string }>;
   private waiters: { pred: (m: Message) => boolean; resolve: (m: Message) => void }[] = [];
 
-  private constructor(readonly ws: WebSocket, clientId: string) {
+  private constructor(
+    readonly ws: WebSocket,
+    clientId: string,
+  ) {
     this.clientId = clientId;
     ws.on('message', (data, isBinary) => {
       if (isBinary) return;
@@ -199,7 +221,9 @@ export class TestClient {
       this.messages.push(m);
       this.waiters = this.waiters.filter((w) => (w.pred(m) ? (w.resolve(m), false) : true));
     });
-    this.closed = new Promise((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })));
+    this.closed = new Promise((resolve) =>
+      ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })),
+    );
   }
 
   /** Opens a socket without saying hello (with these upgrade request headers). */
@@ -213,10 +237,19 @@ export class TestClient {
   }
 
   /** Opens, says hello and waits for ready. */
-  static async connect(wsUrl: string, userToken: string, opts: { lastSeq?: number; clientId?: string } = {}): Promise<TestClient> {
+  static async connect(
+    wsUrl: string,
+    userToken: string,
+    opts: { lastSeq?: number; clientId?: string } = {},
+  ): Promise<TestClient> {
     const client = await TestClient.open(wsUrl);
     (client as { clientId: string }).clientId = opts.clientId ?? client.clientId;
-    client.send({ type: 'hello', token: userToken, client_id: client.clientId, ...(opts.lastSeq !== undefined ? { last_seq: opts.lastSeq } : {}) });
+    client.send({
+      type: 'hello',
+      token: userToken,
+      client_id: client.clientId,
+      ...(opts.lastSeq !== undefined ? { last_seq: opts.lastSeq } : {}),
+    });
     await client.waitFor((m) => m.type === 'ready');
     return client;
   }
@@ -237,7 +270,9 @@ export class TestClient {
       const waiter = { pred, resolve: (m: Message) => (clearTimeout(timer), resolve(m)) };
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
-        reject(new Error(`no matching message within ${timeoutMs} ms; got: ${JSON.stringify(this.messages.slice(-8))}`));
+        reject(
+          new Error(`no matching message within ${timeoutMs} ms; got: ${JSON.stringify(this.messages.slice(-8))}`),
+        );
       }, timeoutMs);
       this.waiters.push(waiter);
     });
@@ -247,7 +282,12 @@ export class TestClient {
   command(message: Message, answer: string, timeoutMs = 20_000): Promise<Message> {
     const from = this.messages.length;
     this.send(message);
-    return this.waitFor((m) => (m.type === answer && m.meeting_id === message.meeting_id) || (m.type === 'error' && m.ref === message.type), timeoutMs, from);
+    return this.waitFor(
+      (m) =>
+        (m.type === answer && m.meeting_id === message.meeting_id) || (m.type === 'error' && m.ref === message.type),
+      timeoutMs,
+      from,
+    );
   }
 
   ofType(type: string): Message[] {
@@ -256,15 +296,25 @@ export class TestClient {
 
   /** Waits for an AudioStoredProgressEvent covering `seq`. */
   acked(meetingId: string, seq: number, timeoutMs = 30_000): Promise<Message> {
-    return this.waitFor((m) => m.type === 'AudioStoredProgressEvent' && m.meeting_id === meetingId && m.highest_contiguous_sequence >= seq, timeoutMs);
+    return this.waitFor(
+      (m) =>
+        m.type === 'AudioStoredProgressEvent' && m.meeting_id === meetingId && m.highest_contiguous_sequence >= seq,
+      timeoutMs,
+    );
   }
 
   start(meetingId: string, extra: Message = {}): Promise<Message> {
-    return this.command({ type: 'StartRecordingCommand', meeting_id: meetingId, encoding: 'pcm_s16le', sample_rate: 16000, ...extra }, 'RecordingStarted');
+    return this.command(
+      { type: 'StartRecordingCommand', meeting_id: meetingId, encoding: 'pcm_s16le', sample_rate: 16000, ...extra },
+      'RecordingStarted',
+    );
   }
 
   resume(meetingId: string, audioVersion: number): Promise<Message> {
-    return this.command({ type: 'ResumeRecordingCommand', meeting_id: meetingId, audio_version: audioVersion }, 'RecordingResumed');
+    return this.command(
+      { type: 'ResumeRecordingCommand', meeting_id: meetingId, audio_version: audioVersion },
+      'RecordingResumed',
+    );
   }
 
   stop(meetingId: string, timeoutMs = 30_000): Promise<Message> {

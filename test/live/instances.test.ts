@@ -7,7 +7,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { getRecording } from '@mi/lib/repositories/recordings';
-import { TestClient, createMeeting, fileEnv, openTestDatabase, pcmFrame, range, sleep, startInstance, storedAudio, token, type Instance } from './helpers';
+import {
+  TestClient,
+  createMeeting,
+  fileEnv,
+  openTestDatabase,
+  pcmFrame,
+  range,
+  sleep,
+  startInstance,
+  storedAudio,
+  token,
+  type Instance,
+} from './helpers';
 
 let database: OpenedDatabase;
 let a: Instance;
@@ -19,7 +31,11 @@ beforeAll(async () => {
   const env = fileEnv();
   [a, b] = await Promise.all([
     startInstance(database, { ...env, RECORDING_DISCONNECT_GRACE_SECONDS: '0' }, { instanceId: 'instance-a' }),
-    startInstance(database, { ...env, RECORDING_DISCONNECT_GRACE_SECONDS: String(GRACE_SECONDS) }, { instanceId: 'instance-b' }),
+    startInstance(
+      database,
+      { ...env, RECORDING_DISCONNECT_GRACE_SECONDS: String(GRACE_SECONDS) },
+      { instanceId: 'instance-b' },
+    ),
   ]);
 });
 
@@ -39,7 +55,11 @@ async function waitForState(instance: Instance, meetingId: string, state: string
 }
 
 async function eventTypes(instance: Instance, meetingId: string): Promise<string[]> {
-  const { rows } = await instance.rt.db.query<{ event_type: string }>('test.events', 'SELECT event_type FROM recording_event_history WHERE meeting_id = $1 ORDER BY seq', [meetingId]);
+  const { rows } = await instance.rt.db.query<{ event_type: string }>(
+    'test.events',
+    'SELECT event_type FROM recording_event_history WHERE meeting_id = $1 ORDER BY seq',
+    [meetingId],
+  );
   return rows.map((r) => r.event_type);
 }
 
@@ -63,7 +83,9 @@ describe('two instances', () => {
     const seqsA = onA.messages.filter((m) => m.seq !== undefined).map((m) => m.seq);
     const seqsB = onB.messages.filter((m) => m.seq !== undefined).map((m) => m.seq);
     expect(seqsB).toEqual(range(seqsB[0], seqsB.at(-1)!));
-    const echoes = onB.messages.filter((m) => m.type === 'EntityChanged' && m.action === 'created' && m.entity !== 'meeting').map((m) => m.seq);
+    const echoes = onB.messages
+      .filter((m) => m.type === 'EntityChanged' && m.action === 'created' && m.entity !== 'meeting')
+      .map((m) => m.seq);
     expect(echoes).toHaveLength(2);
     expect(seqsA).toEqual(seqsB.filter((s) => !echoes.includes(s)));
     onA.close();
@@ -88,7 +110,10 @@ describe('two instances', () => {
     expect((await getRecording(b.rt.db, meetingId, 1))?.owner_instance).toBe('instance-b');
 
     // A learns at its next heartbeat, writes 30..34 and tells its connection.
-    expect(await onA.waitFor((m) => m.type === 'RecordingReleased')).toMatchObject({ meeting_id: meetingId, reason: 'resumed_elsewhere' });
+    expect(await onA.waitFor((m) => m.type === 'RecordingReleased')).toMatchObject({
+      meeting_id: meetingId,
+      reason: 'resumed_elsewhere',
+    });
     expect(a.live.recorders.size).toBe(0);
 
     // The client resends everything after what B reported, as a client must; overlaps are sorted out.
@@ -131,10 +156,12 @@ describe('disconnect grace', () => {
     const rec = await waitForState(a, meetingId, 'stopped', 10_000);
     expect(rec.stop_reason).toBe('connection_closed');
     expect((await storedAudio(a, meetingId, 1)).sequences).toEqual(range(0, 6));
-    expect(await eventTypes(a, meetingId)).toEqual(expect.arrayContaining(['connection_closed', 'disconnect_grace_started', 'stop_requested', 'recording_stopped']));
+    expect(await eventTypes(a, meetingId)).toEqual(
+      expect.arrayContaining(['connection_closed', 'disconnect_grace_started', 'stop_requested', 'recording_stopped']),
+    );
   });
 
-  it('should wait the grace period before stopping, flushing the closed connection\'s frames promptly', async () => {
+  it("should wait the grace period before stopping, flushing the closed connection's frames promptly", async () => {
     const t = await token(b.config, 'waits');
     const client = await TestClient.connect(b.wsUrl, t);
     const meetingId = await createMeeting(b, t);
@@ -163,7 +190,12 @@ describe('disconnect grace', () => {
 
     const back = await TestClient.connect(b.wsUrl, t);
     const resumed = await back.resume(meetingId, 1);
-    expect(resumed).toMatchObject({ type: 'RecordingResumed', audio_version: 1, highest_contiguous_sequence: 9, missing_ranges: [] });
+    expect(resumed).toMatchObject({
+      type: 'RecordingResumed',
+      audio_version: 1,
+      highest_contiguous_sequence: 9,
+      missing_ranges: [],
+    });
     await sleep(GRACE_SECONDS * 1000 + 500);
     expect((await getRecording(b.rt.db, meetingId, 1))?.state).toBe('recording');
     expect(await eventTypes(b, meetingId)).toContain('disconnect_grace_cancelled');

@@ -34,7 +34,12 @@ beforeAll(async () => {
     let body = '';
     req.on('data', (d) => (body += d));
     req.on('end', () => {
-      posts.push({ path: req.url ?? '', type: req.headers['content-type'] ?? '', authorization: req.headers.authorization, body: body.startsWith('{') ? JSON.parse(body) : body });
+      posts.push({
+        path: req.url ?? '',
+        type: req.headers['content-type'] ?? '',
+        authorization: req.headers.authorization,
+        body: body.startsWith('{') ? JSON.parse(body) : body,
+      });
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
@@ -59,18 +64,21 @@ afterAll(async () => {
 function latest(): Map<string, Metric> {
   const last = posts.filter((p) => p.path === '/v1/metrics').at(-1);
   const out = new Map<string, Metric>();
-  for (const rm of last?.body.resourceMetrics ?? []) for (const sm of rm.scopeMetrics) for (const m of sm.metrics) out.set(m.name, m);
+  for (const rm of last?.body.resourceMetrics ?? [])
+    for (const sm of rm.scopeMetrics) for (const m of sm.metrics) out.set(m.name, m);
   return out;
 }
 
-const attrs = (p: Point): Record<string, unknown> => Object.fromEntries((p.attributes ?? []).map((a) => [a.key, Object.values(a.value)[0]]));
+const attrs = (p: Point): Record<string, unknown> =>
+  Object.fromEntries((p.attributes ?? []).map((a) => [a.key, Object.values(a.value)[0]]));
 const value = (p: Point) => Number(p.asInt ?? p.asDouble);
 const points = (m: Metric | undefined) => m?.sum?.dataPoints ?? m?.gauge?.dataPoints ?? m?.histogram?.dataPoints ?? [];
 const total = (name: string) => points(latest().get(name)).reduce((n, p) => n + value(p), 0);
 
 async function until(what: string, ok: () => boolean, ms = 15_000) {
   for (const end = Date.now() + ms; !ok(); ) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; last export: ${[...latest().keys()].join(', ')}`);
+    if (Date.now() > end)
+      throw new Error(`timed out waiting for ${what}; last export: ${[...latest().keys()].join(', ')}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -86,11 +94,17 @@ describe('metrics', () => {
     for (let seq = 0; seq < sent; seq++) client.frame(seq);
     await client.acked(meetingId, sent - 1);
     // While the take and the connection are open.
-    await until('open take and connection', () => total('live.takes.open') === 1 && total('live.websocket.connections') === 1);
+    await until(
+      'open take and connection',
+      () => total('live.takes.open') === 1 && total('live.websocket.connections') === 1,
+    );
 
     await client.stop(meetingId);
     client.close();
-    await until('take and connection closed', () => total('live.takes.open') === 0 && total('live.websocket.connections') === 0);
+    await until(
+      'take and connection closed',
+      () => total('live.takes.open') === 0 && total('live.websocket.connections') === 0,
+    );
 
     const m = latest();
     expect(posts.find((p) => p.path === '/v1/metrics')?.type).toContain('application/json');
@@ -109,8 +123,17 @@ describe('metrics', () => {
     expect(ack.max!).toBeLessThan(30_000);
 
     // By route template and status, never by path.
-    const http: Record<string, unknown>[] = points(m.get('http.server.request.duration')).map((p) => ({ ...attrs(p), count: Number(p.count) }));
-    expect(http).toContainEqual(expect.objectContaining({ 'http.route': '/meetings', 'http.request.method': 'POST', 'http.response.status_code': 201 }));
+    const http: Record<string, unknown>[] = points(m.get('http.server.request.duration')).map((p) => ({
+      ...attrs(p),
+      count: Number(p.count),
+    }));
+    expect(http).toContainEqual(
+      expect.objectContaining({
+        'http.route': '/meetings',
+        'http.request.method': 'POST',
+        'http.response.status_code': 201,
+      }),
+    );
     expect(http.every((p) => !String(p['http.route']).includes(meetingId))).toBe(true);
 
     // The recording's transactions waited for connections (a handful of ms at most here).
@@ -131,6 +154,9 @@ describe('metrics', () => {
        SELECT $1, max(seq) + 1, 'meeting.changed', '{}'::jsonb, now() - interval '5 minutes' FROM event_outbox WHERE user_id = $1`,
       [rows[0].user_id],
     );
-    await until('the old row in the outbox gauges', () => total('outbox.unpublished') >= 1 && total('outbox.oldest_unpublished_age') >= 300);
+    await until(
+      'the old row in the outbox gauges',
+      () => total('outbox.unpublished') >= 1 && total('outbox.oldest_unpublished_age') >= 300,
+    );
   });
 });

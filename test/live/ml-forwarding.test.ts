@@ -28,16 +28,22 @@ async function standIn(): Promise<Stand> {
     req.resume();
     req.on('end', () => {
       if (req.method === 'POST') {
-        res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 's1', audio_url: `${stand.url.replace('http', 'ws')}/streaming/s1/audio` }));
+        res
+          .writeHead(201, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ id: 's1', audio_url: `${stand.url.replace('http', 'ws')}/streaming/s1/audio` }));
       } else {
         stand.atDrain = stand.seqs.length;
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ drained: true, processed: stand.seqs.length, dropped: 0 }));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ drained: true, processed: stand.seqs.length, dropped: 0 }));
       }
     });
   });
   stand.server.on('upgrade', (req, socket: Socket, head) => {
     socket.on('data', () => stand.reads++);
-    wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data: Buffer) => stand.seqs.push(Number(data.readBigUInt64BE(0)))));
+    wss.handleUpgrade(req, socket, head, (ws) =>
+      ws.on('message', (data: Buffer) => stand.seqs.push(Number(data.readBigUInt64BE(0)))),
+    );
   });
   await new Promise<void>((r) => stand.server.listen(0, '127.0.0.1', r));
   stand.url = `http://127.0.0.1:${(stand.server.address() as AddressInfo).port}`;
@@ -59,8 +65,23 @@ afterEach(async () => {
 });
 
 function open(forwardEveryMs: number): MlStream {
-  const init = { meeting_id: 'm', transcription_id: 't', audio_version: 1, encoding: 'pcm_s16le' as const, sample_rate: 16000, start_sequence: 0 };
-  return new MlStream({ baseUrl: stand!.url, token: 'x', init, log: createLogger({ level: 'error', name: 'test' }), trace: {}, forwardEveryMs, onHealth: () => undefined });
+  const init = {
+    meeting_id: 'm',
+    transcription_id: 't',
+    audio_version: 1,
+    encoding: 'pcm_s16le' as const,
+    sample_rate: 16000,
+    start_sequence: 0,
+  };
+  return new MlStream({
+    baseUrl: stand!.url,
+    token: 'x',
+    init,
+    log: createLogger({ level: 'error', name: 'test' }),
+    trace: {},
+    forwardEveryMs,
+    onHealth: () => undefined,
+  });
 }
 
 async function sendAtRealTime(s: MlStream, frames: number): Promise<void> {
@@ -71,7 +92,7 @@ async function sendAtRealTime(s: MlStream, frames: number): Promise<void> {
 }
 
 describe('ML forwarding', () => {
-  it('should send a take\'s frames together each interval, in order and each its own message', async () => {
+  it("should send a take's frames together each interval, in order and each its own message", async () => {
     stand = await standIn();
     stream = open(250);
     await sleep(200); // the session is up

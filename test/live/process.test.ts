@@ -5,7 +5,19 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { getRecording } from '@mi/lib/repositories/recordings';
-import { TestClient, createMeeting, fileEnv, openTestDatabase, pcmFrame, range, sleep, startInstance, storedAudio, token, type Instance } from './helpers';
+import {
+  TestClient,
+  createMeeting,
+  fileEnv,
+  openTestDatabase,
+  pcmFrame,
+  range,
+  sleep,
+  startInstance,
+  storedAudio,
+  token,
+  type Instance,
+} from './helpers';
 import { startServer as startLiveServer } from './server-process';
 
 let database: OpenedDatabase;
@@ -45,7 +57,10 @@ describe('server.ts', () => {
 
     const t0 = Date.now();
     server.process.kill('SIGTERM');
-    expect(await client.waitFor((m) => m.type === 'ReconnectAdvised')).toEqual({ type: 'ReconnectAdvised', reason: 'shutdown' });
+    expect(await client.waitFor((m) => m.type === 'ReconnectAdvised')).toEqual({
+      type: 'ReconnectAdvised',
+      reason: 'shutdown',
+    });
     expect((await client.closed).code).toBe(1012);
     expect(await server.exited).toBe(0);
     expect(Date.now() - t0).toBeLessThan(8_000);
@@ -75,17 +90,27 @@ describe('server.ts', () => {
     await server.exited;
 
     // The client kept every frame not acknowledged; it resumes elsewhere and resends those.
-    const latestAck = Math.max(acked, ...client.ofType('AudioStoredProgressEvent').map((m) => m.highest_contiguous_sequence));
+    const latestAck = Math.max(
+      acked,
+      ...client.ofType('AudioStoredProgressEvent').map((m) => m.highest_contiguous_sequence),
+    );
     const back = await TestClient.connect(other.wsUrl, t);
     const resumed = await back.resume(meetingId, 1);
     expect(resumed.type).toBe('RecordingResumed');
     expect(resumed.highest_contiguous_sequence).toBeGreaterThanOrEqual(latestAck);
-    const missing = new Set<number>([...resumed.missing_ranges.flatMap(([s, e]: [number, number]) => range(s, e)), ...range(resumed.highest_contiguous_sequence + 1, 37)]);
+    const missing = new Set<number>([
+      ...resumed.missing_ranges.flatMap(([s, e]: [number, number]) => range(s, e)),
+      ...range(resumed.highest_contiguous_sequence + 1, 37),
+    ]);
     for (const seq of [...missing].sort((x, y) => x - y)) back.frame(seq);
     expect(await back.stop(meetingId)).toMatchObject({ highest_contiguous_sequence: 37, missing_ranges: [] });
     const stored = await storedAudio(other, meetingId, 1);
     expect(stored.bytes.equals(Buffer.concat(range(0, 37).map(pcmFrame)))).toBe(true);
-    const { rows } = await other.rt.db.query<{ payload: { previous_owner: string; instance: string } }>('test.events', `SELECT payload FROM recording_event_history WHERE meeting_id = $1 AND event_type = 'recording_resumed'`, [meetingId]);
+    const { rows } = await other.rt.db.query<{ payload: { previous_owner: string; instance: string } }>(
+      'test.events',
+      `SELECT payload FROM recording_event_history WHERE meeting_id = $1 AND event_type = 'recording_resumed'`,
+      [meetingId],
+    );
     expect(rows[0].payload.previous_owner).toMatch(/^live-/);
     back.close();
   });

@@ -4,11 +4,16 @@
 import { describe, expect, it } from 'vitest';
 import { TestClient, createMeeting, range, token, useInstance, type Message } from './helpers';
 
-const progressOf = (client: TestClient, meetingId: string) => client.ofType('AudioStoredProgressEvent').filter((m) => m.meeting_id === meetingId);
+const progressOf = (client: TestClient, meetingId: string) =>
+  client.ofType('AudioStoredProgressEvent').filter((m) => m.meeting_id === meetingId);
 
 describe('progress by frames', () => {
   // Segments of 5 frames; the interval (60 s) never comes due within the test.
-  const ctx = useInstance({ RECORDING_SEGMENT_TARGET_MS: '500', RECORDING_PROGRESS_EVERY_FRAMES: '20', RECORDING_PROGRESS_INTERVAL_SECONDS: '60' });
+  const ctx = useInstance({
+    RECORDING_SEGMENT_TARGET_MS: '500',
+    RECORDING_PROGRESS_EVERY_FRAMES: '20',
+    RECORDING_PROGRESS_INTERVAL_SECONDS: '60',
+  });
 
   it('should send a progress event once RECORDING_PROGRESS_EVERY_FRAMES more frames are durable, long before the interval', async () => {
     const t = await token(ctx.instance.config, 'progress-frames');
@@ -40,7 +45,11 @@ describe('progress by interval', () => {
     const first = progressOf(client, meetingId).length;
     // Two more, for the same five frames: nothing arrived after them.
     await client.waitFor(() => progressOf(client, meetingId).length >= first + 2, 20_000);
-    expect(progressOf(client, meetingId).slice(first).every((m) => m.frames_stored === 5 && m.highest_contiguous_sequence === 4)).toBe(true);
+    expect(
+      progressOf(client, meetingId)
+        .slice(first)
+        .every((m) => m.frames_stored === 5 && m.highest_contiguous_sequence === 4),
+    ).toBe(true);
     await client.stop(meetingId);
     client.close();
   });

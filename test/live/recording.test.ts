@@ -40,7 +40,11 @@ afterAll(async () => {
 });
 
 async function eventTypes(meetingId: string): Promise<string[]> {
-  const { rows } = await core.rt.db.query<{ event_type: string }>('test.events', 'SELECT event_type FROM recording_event_history WHERE meeting_id = $1 ORDER BY seq', [meetingId]);
+  const { rows } = await core.rt.db.query<{ event_type: string }>(
+    'test.events',
+    'SELECT event_type FROM recording_event_history WHERE meeting_id = $1 ORDER BY seq',
+    [meetingId],
+  );
   return rows.map((r) => r.event_type);
 }
 
@@ -49,7 +53,12 @@ describe('recording', () => {
     const meetingId = await createMeeting(core, alice);
     const client = await TestClient.connect(core.wsUrl, alice);
     const started = await client.start(meetingId);
-    expect(started).toMatchObject({ type: 'RecordingStarted', meeting_id: meetingId, audio_version: 1, max_duration_seconds: 14400 });
+    expect(started).toMatchObject({
+      type: 'RecordingStarted',
+      meeting_id: meetingId,
+      audio_version: 1,
+      max_duration_seconds: 14400,
+    });
     expect(started.transcription_id).toMatch(/^[0-9a-f-]{36}$/);
 
     for (let seq = 0; seq < 600; seq++) {
@@ -64,10 +73,17 @@ describe('recording', () => {
     expect(progress.length).toBeGreaterThanOrEqual(Math.floor(600 / (50 + 80)));
     for (let i = 1; i < progress.length; i++) {
       expect(progress[i].seq).toBeGreaterThan(progress[i - 1].seq);
-      expect(progress[i].highest_contiguous_sequence).toBeGreaterThanOrEqual(progress[i - 1].highest_contiguous_sequence);
+      expect(progress[i].highest_contiguous_sequence).toBeGreaterThanOrEqual(
+        progress[i - 1].highest_contiguous_sequence,
+      );
     }
     const last = progress.at(-1)!;
-    expect(last).toMatchObject({ audio_version: 1, highest_contiguous_sequence: 599, frames_stored: 600, bytes_stored: 600 * 3200 });
+    expect(last).toMatchObject({
+      audio_version: 1,
+      highest_contiguous_sequence: 599,
+      frames_stored: 600,
+      bytes_stored: 600 * 3200,
+    });
     expect(last.event_id).toMatch(/^[0-9a-f-]{36}$/);
 
     // Every progress event reported only frames already stored.
@@ -79,13 +95,23 @@ describe('recording', () => {
     expect(stored.rows.every((r) => r.crc32c && r.object_generation && r.sha256 === null)).toBe(true);
 
     const stopped = await client.stop(meetingId);
-    expect(stopped).toMatchObject({ type: 'RecordingStopped', audio_version: 1, reason: 'user', highest_contiguous_sequence: 599, missing_ranges: [] });
+    expect(stopped).toMatchObject({
+      type: 'RecordingStopped',
+      audio_version: 1,
+      reason: 'user',
+      highest_contiguous_sequence: 599,
+      missing_ranges: [],
+    });
     expect(Date.parse(stopped.gap_upload_deadline)).toBeGreaterThan(Date.now() + 1700_000);
     const rec = await getRecording(core.rt.db, meetingId, 1);
     expect(rec).toMatchObject({ state: 'stopped', stop_reason: 'user', owner_instance: null });
-    const { rows } = await core.rt.db.query('test.tx', 'SELECT status FROM transcription WHERE id = $1', [started.transcription_id]);
+    const { rows } = await core.rt.db.query('test.tx', 'SELECT status FROM transcription WHERE id = $1', [
+      started.transcription_id,
+    ]);
     expect(rows[0].status).toBe('transcribing');
-    expect(await eventTypes(meetingId)).toEqual(expect.arrayContaining(['recording_started', 'stop_requested', 'ml_drained', 'recording_stopped']));
+    expect(await eventTypes(meetingId)).toEqual(
+      expect.arrayContaining(['recording_started', 'stop_requested', 'ml_drained', 'recording_stopped']),
+    );
 
     // The audio reached the ML service too.
     const session = ml.sessions().find((s) => s.init.meeting_id === meetingId);
@@ -96,7 +122,11 @@ describe('recording', () => {
   it("should acknowledge the stream's tail (a short last segment) within the segment target, not at the progress interval", async () => {
     // Progress every 20 frames (two segments) and, by interval, only every 60 s: the 25th frame's
     // acknowledgement may come only from the tail rule.
-    const quiet = await startInstance(database, { ...fileEnv(), RECORDING_PROGRESS_EVERY_FRAMES: '20', RECORDING_PROGRESS_INTERVAL_SECONDS: '60' });
+    const quiet = await startInstance(database, {
+      ...fileEnv(),
+      RECORDING_PROGRESS_EVERY_FRAMES: '20',
+      RECORDING_PROGRESS_INTERVAL_SECONDS: '60',
+    });
     try {
       const meetingId = await createMeeting(quiet, alice);
       const client = await TestClient.connect(quiet.wsUrl, alice);
@@ -128,7 +158,13 @@ describe('recording', () => {
     expect(progress.every((m) => m.highest_contiguous_sequence <= 9)).toBe(true);
 
     const stopped = await client.stop(meetingId);
-    expect(stopped).toMatchObject({ highest_contiguous_sequence: 9, missing_ranges: [[10, 14], [30, 30]] });
+    expect(stopped).toMatchObject({
+      highest_contiguous_sequence: 9,
+      missing_ranges: [
+        [10, 14],
+        [30, 30],
+      ],
+    });
     const stored = await storedAudio(core, meetingId, 1);
     expect(stored.sequences).toEqual(sent);
     expect(stored.bytes.equals(Buffer.concat(sent.map(pcmFrame)))).toBe(true);
@@ -139,7 +175,9 @@ describe('recording', () => {
     const meetingId = await createMeeting(core, alice);
     const client = await TestClient.connect(core.wsUrl, alice);
     await client.start(meetingId);
-    const order = [3, 1, 0, 2, 2, 7, 5, 4, 6, 0, 9, 8, 12, 10, 11, 11, 14, 13, 15, 19, 18, 17, 16, 3, 24, 20, 21, 23, 22];
+    const order = [
+      3, 1, 0, 2, 2, 7, 5, 4, 6, 0, 9, 8, 12, 10, 11, 11, 14, 13, 15, 19, 18, 17, 16, 3, 24, 20, 21, 23, 22,
+    ];
     for (const seq of order) client.frame(seq);
     await client.acked(meetingId, 24);
     for (const seq of [5, 24, 0]) client.frame(seq); // resent after they were acknowledged
@@ -164,7 +202,9 @@ describe('recording', () => {
     expect((await storedAudio(core, meetingId, 1)).sequences).toEqual(range(0, 14));
 
     client.frame(15);
-    expect(await client.waitFor((m) => m.type === 'error' && m.ref === 'audio')).toMatchObject({ code: 'no_recording' });
+    expect(await client.waitFor((m) => m.type === 'error' && m.ref === 'audio')).toMatchObject({
+      code: 'no_recording',
+    });
     client.close();
   });
 
@@ -208,9 +248,14 @@ describe('errors keep the connection open', () => {
     const meetingId = await createMeeting(core, alice);
     expect(await client.start(meetingId)).toMatchObject({ type: 'RecordingStarted' });
     const oversize = Buffer.alloc(core.config.LIVE_MAX_FRAME_BYTES + 1);
-    expect(await errorFor(() => client.ws.send(frameMessage(0, oversize)), 'audio')).toMatchObject({ code: 'frame_too_large' });
+    expect(await errorFor(() => client.ws.send(frameMessage(0, oversize)), 'audio')).toMatchObject({
+      code: 'frame_too_large',
+    });
     const other = await createMeeting(core, alice);
-    const second = await errorFor(() => client.send({ type: 'StartRecordingCommand', meeting_id: other, encoding: 'pcm_s16le' }), 'StartRecordingCommand');
+    const second = await errorFor(
+      () => client.send({ type: 'StartRecordingCommand', meeting_id: other, encoding: 'pcm_s16le' }),
+      'StartRecordingCommand',
+    );
     expect(second).toMatchObject({ code: 'recording_in_progress' });
 
     // Another connection cannot start a second take while this one is open.
@@ -247,7 +292,10 @@ describe('max duration', () => {
     for (const seq of range(0, 19)) client.frame(seq);
     const from = client.messages.length;
     client.frame(20);
-    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({ code: 'sequence_out_of_range', ref: 'audio' });
+    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+      code: 'sequence_out_of_range',
+      ref: 'audio',
+    });
     for (const seq of range(21, 31)) client.frame(seq); // more past the ceiling, also while the stop settles
     const stopped = await client.waitFor((m) => m.type === 'RecordingStopped', 15_000);
     expect(stopped).toMatchObject({ reason: 'max_duration', highest_contiguous_sequence: 19, missing_ranges: [] });
@@ -302,13 +350,23 @@ describe('ML service', () => {
   });
 
   it('should keep storing audio when the ML service is unreachable, and say so', async () => {
-    const instance = await startInstance(database, { ...fileEnv(), PUBSUB_TOPIC_EVENTS: core.config.PUBSUB_TOPIC_EVENTS, STORAGE_BUCKET: core.config.STORAGE_BUCKET }, { mlUrl: 'http://127.0.0.1:9' });
+    const instance = await startInstance(
+      database,
+      {
+        ...fileEnv(),
+        PUBSUB_TOPIC_EVENTS: core.config.PUBSUB_TOPIC_EVENTS,
+        STORAGE_BUCKET: core.config.STORAGE_BUCKET,
+      },
+      { mlUrl: 'http://127.0.0.1:9' },
+    );
     try {
       const meetingId = await createMeeting(instance, alice);
       const client = await TestClient.connect(instance.wsUrl, alice);
       await client.start(meetingId);
       for (const seq of range(0, 19)) client.frame(seq);
-      expect(await client.waitFor((m) => m.type === 'RecordingHealth' && m.code === 'ml_unavailable')).toMatchObject({ source: 'core' });
+      expect(await client.waitFor((m) => m.type === 'RecordingHealth' && m.code === 'ml_unavailable')).toMatchObject({
+        source: 'core',
+      });
       await client.acked(meetingId, 19);
       const stopped = await client.stop(meetingId);
       expect(stopped).toMatchObject({ highest_contiguous_sequence: 19 });

@@ -19,7 +19,11 @@ async function userIdOf(t: string): Promise<string> {
 
 /** What retention sees as past EVENT_RETENTION_HOURS (48 by default). */
 async function age(userId: string, upToSeq: number): Promise<void> {
-  await live.database.db.query('test.age', `UPDATE event_outbox SET created_at = now() - interval '49 hours' WHERE user_id = $1 AND seq <= $2`, [userId, upToSeq]);
+  await live.database.db.query(
+    'test.age',
+    `UPDATE event_outbox SET created_at = now() - interval '49 hours' WHERE user_id = $1 AND seq <= $2`,
+    [userId, upToSeq],
+  );
 }
 
 /** Runs the sweep's retention right before the replay's `nth` read of the user's events (1-based). */
@@ -33,7 +37,8 @@ function pruneBeforeRead(userId: string, nth: number): void {
   });
 }
 
-const shown = (messages: Message[]) => messages.filter((m) => m.type !== 'ready').map((m) => (m.type === 'ResyncRequired' ? m : m.seq));
+const shown = (messages: Message[]) =>
+  messages.filter((m) => m.type !== 'ready').map((m) => (m.type === 'ResyncRequired' ? m : m.seq));
 
 describe('replay past the retention window', () => {
   it('should send ResyncRequired with the oldest kept seq before the kept events, and nothing of the kind when none is missing', async () => {
@@ -45,7 +50,9 @@ describe('replay past the retention window', () => {
     );
     expect(rows.map((r) => r.seq)).toEqual([1, 2, 3]);
     // What the sweep's retention does to events past EVENT_RETENTION_HOURS.
-    await live.database.db.query('test.prune', 'DELETE FROM event_outbox WHERE user_id = $1 AND seq <= 2', [rows[0].user_id]);
+    await live.database.db.query('test.prune', 'DELETE FROM event_outbox WHERE user_id = $1 AND seq <= 2', [
+      rows[0].user_id,
+    ]);
 
     const behind = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 0 });
     await behind.waitFor((m) => m.seq === 3, 10_000);
@@ -75,14 +82,28 @@ describe('replay past the retention window', () => {
     const t = await token(live.instance.config, `resync-pages-${randomUUID().slice(0, 6)}`);
     const userId = await userIdOf(t);
     await live.database.db.withTransaction((tx) =>
-      appendEvents(tx, userId, range(1, 1200).map(() => ({ type: 'EntityChanged', entity: 'note', action: 'updated' as const, id: randomUUID(), meeting_id: null }))),
+      appendEvents(
+        tx,
+        userId,
+        range(1, 1200).map(() => ({
+          type: 'EntityChanged',
+          entity: 'note',
+          action: 'updated' as const,
+          id: randomUUID(),
+          meeting_id: null,
+        })),
+      ),
     );
     await age(userId, 700);
     pruneBeforeRead(userId, 2); // after the first page (500 events) went out
 
     const client = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 0 });
     await client.waitFor((m) => m.seq === 1200, 20_000);
-    expect(shown(client.messages)).toEqual([...range(1, 500), { type: 'ResyncRequired', oldest_seq: 701 }, ...range(701, 1200)]);
+    expect(shown(client.messages)).toEqual([
+      ...range(1, 500),
+      { type: 'ResyncRequired', oldest_seq: 701 },
+      ...range(701, 1200),
+    ]);
     client.close();
   });
 });
@@ -94,14 +115,27 @@ describe('a hello too far behind', () => {
     const t = await token(live.instance.config, `far-behind-${randomUUID().slice(0, 6)}`);
     const userId = await userIdOf(t);
     await live.database.db.withTransaction((tx) =>
-      appendEvents(tx, userId, range(1, max + 1).map(() => ({ type: 'EntityChanged', entity: 'note', action: 'updated' as const, id: randomUUID(), meeting_id: null }))),
+      appendEvents(
+        tx,
+        userId,
+        range(1, max + 1).map(() => ({
+          type: 'EntityChanged',
+          entity: 'note',
+          action: 'updated' as const,
+          id: randomUUID(),
+          meeting_id: null,
+        })),
+      ),
     );
     const far = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 0 });
     await far.waitFor((m) => m.type === 'ResyncRequired');
     // Then live events go on after it: a new one arrives, nothing of the backlog.
     const meetingId = await createMeeting(live.instance, t);
     await far.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
-    expect(shown(far.messages)).toEqual([{ type: 'ResyncRequired', oldest_seq: max + 2, reason: 'too_far_behind' }, max + 2]);
+    expect(shown(far.messages)).toEqual([
+      { type: 'ResyncRequired', oldest_seq: max + 2, reason: 'too_far_behind' },
+      max + 2,
+    ]);
     far.close();
 
     const near = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 2 }); // exactly max events behind

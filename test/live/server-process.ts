@@ -18,10 +18,21 @@ export interface ServerProcess {
 }
 
 /** `workers`: LIVE_WORKERS, also how many listening lines to wait for. */
-export async function startServer(env: Record<string, string>, workers: number, children: ChildProcess[]): Promise<ServerProcess> {
+export async function startServer(
+  env: Record<string, string>,
+  workers: number,
+  children: ChildProcess[],
+): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'run-services/live/server.ts'], {
     cwd: ROOT,
-    env: { ...process.env, ML_SERVICE_URL: 'http://127.0.0.1:9', ...env, PORT: '0', LOG_LEVEL: 'info', LIVE_WORKERS: String(workers) },
+    env: {
+      ...process.env,
+      ML_SERVICE_URL: 'http://127.0.0.1:9',
+      ...env,
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      LIVE_WORKERS: String(workers),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);

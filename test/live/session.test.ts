@@ -6,7 +6,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { appendEvent, type StoredEvent } from '@mi/lib/events/outbox';
 import { segmentEvent } from '@mi/lib/events/catalogue';
-import { TestClient, createMeeting, fileEnv, openTestDatabase, range, sleep, startInstance, storedAudio, token, type Instance } from './helpers';
+import {
+  TestClient,
+  createMeeting,
+  fileEnv,
+  openTestDatabase,
+  range,
+  sleep,
+  startInstance,
+  storedAudio,
+  token,
+  type Instance,
+} from './helpers';
 
 let database: OpenedDatabase;
 let core: Instance;
@@ -23,16 +34,27 @@ afterAll(async () => {
   await database?.close();
 });
 
-async function patchMeeting(instance: Instance, userToken: string, meetingId: string, title: string, clientId?: string) {
+async function patchMeeting(
+  instance: Instance,
+  userToken: string,
+  meetingId: string,
+  title: string,
+  clientId?: string,
+) {
   const res = await fetch(`${instance.url}/meetings/${meetingId}`, {
     method: 'PATCH',
-    headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json', ...(clientId ? { 'x-client-id': clientId } : {}) },
+    headers: {
+      authorization: `Bearer ${userToken}`,
+      'content-type': 'application/json',
+      ...(clientId ? { 'x-client-id': clientId } : {}),
+    },
     body: JSON.stringify({ title }),
   });
   expect(res.status).toBe(200);
 }
 
-const entityEvents = (c: TestClient, meetingId: string) => c.messages.filter((m) => m.type === 'EntityChanged' && m.meeting_id === meetingId);
+const entityEvents = (c: TestClient, meetingId: string) =>
+  c.messages.filter((m) => m.type === 'EntityChanged' && m.meeting_id === meetingId);
 
 describe('hello', () => {
   it('should answer a valid hello with ready and a connection id', async () => {
@@ -46,7 +68,11 @@ describe('hello', () => {
     for (const first of [
       { type: 'hello', token: 'not-a-jwt', client_id: randomUUID() },
       { type: 'hello', token: core.config.SERVICE_AUTH_TOKEN, client_id: randomUUID() },
-      { type: 'hello', token: await token({ ...core.config, IDENTITY_SECRET_KEY: 'another-secret-key-0123456789abc' }, 'x'), client_id: randomUUID() },
+      {
+        type: 'hello',
+        token: await token({ ...core.config, IDENTITY_SECRET_KEY: 'another-secret-key-0123456789abc' }, 'x'),
+        client_id: randomUUID(),
+      },
       { type: 'StartRecordingCommand', meeting_id: randomUUID(), encoding: 'pcm_s16le' },
     ]) {
       const client = await TestClient.open(core.wsUrl);
@@ -71,7 +97,11 @@ describe('hello', () => {
 
   it('should refuse more than LIVE_MAX_CONNECTIONS_PER_USER connections with 4429', async () => {
     const t = await token(core.config, 'many-tabs');
-    const tabs = [await TestClient.connect(core.wsUrl, t), await TestClient.connect(core.wsUrl, t), await TestClient.connect(core.wsUrl, t)];
+    const tabs = [
+      await TestClient.connect(core.wsUrl, t),
+      await TestClient.connect(core.wsUrl, t),
+      await TestClient.connect(core.wsUrl, t),
+    ];
     const extra = await TestClient.open(core.wsUrl);
     extra.send({ type: 'hello', token: t, client_id: randomUUID() });
     expect((await extra.closed).code).toBe(4429);
@@ -87,8 +117,16 @@ describe('events', () => {
     const daveClient = await TestClient.connect(core.wsUrl, dave);
     const meetingId = await createMeeting(core, carol);
     await patchMeeting(core, carol, meetingId, 'renamed');
-    const updated = await carolClient.waitFor((m) => m.type === 'EntityChanged' && m.action === 'updated' && m.id === meetingId);
-    expect(updated).toMatchObject({ entity: 'meeting', meeting_id: meetingId, event_id: expect.any(String), seq: expect.any(Number), occurred_at: expect.any(String) });
+    const updated = await carolClient.waitFor(
+      (m) => m.type === 'EntityChanged' && m.action === 'updated' && m.id === meetingId,
+    );
+    expect(updated).toMatchObject({
+      entity: 'meeting',
+      meeting_id: meetingId,
+      event_id: expect.any(String),
+      seq: expect.any(Number),
+      occurred_at: expect.any(String),
+    });
     await sleep(300);
     expect(daveClient.messages.filter((m) => m.type !== 'ready')).toEqual([]);
     carolClient.close();
@@ -102,7 +140,12 @@ describe('events', () => {
     const meetingId = await createMeeting(core, erin);
     await patchMeeting(core, erin, meetingId, 'from origin', origin.clientId);
     await patchMeeting(core, erin, meetingId, 'from elsewhere');
-    await other.waitFor((m) => m.type === 'EntityChanged' && m.action === 'updated' && entityEvents(other, meetingId).filter((e) => e.action === 'updated').length === 2);
+    await other.waitFor(
+      (m) =>
+        m.type === 'EntityChanged' &&
+        m.action === 'updated' &&
+        entityEvents(other, meetingId).filter((e) => e.action === 'updated').length === 2,
+    );
     await origin.waitFor((m) => m.type === 'EntityChanged' && m.action === 'updated');
     await sleep(300);
     expect(entityEvents(origin, meetingId).filter((e) => e.action === 'updated')).toHaveLength(1);
@@ -133,9 +176,20 @@ describe('events', () => {
     const client = await TestClient.connect(core.wsUrl, gina);
     const meetingId = await createMeeting(core, gina);
     const created = await client.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
-    const userId: string = (await core.rt.db.query<{ user_id: string }>('test.user', 'SELECT user_id FROM meeting WHERE id = $1', [meetingId])).rows[0].user_id;
-    const body = { type: 'EntityChanged', entity: 'meeting', action: 'updated', id: meetingId, meeting_id: meetingId } as const;
-    const [a, b]: StoredEvent[] = await core.rt.db.withTransaction(async (tx) => [await appendEvent(tx, userId, body), await appendEvent(tx, userId, body)]);
+    const userId: string = (
+      await core.rt.db.query<{ user_id: string }>('test.user', 'SELECT user_id FROM meeting WHERE id = $1', [meetingId])
+    ).rows[0].user_id;
+    const body = {
+      type: 'EntityChanged',
+      entity: 'meeting',
+      action: 'updated',
+      id: meetingId,
+      meeting_id: meetingId,
+    } as const;
+    const [a, b]: StoredEvent[] = await core.rt.db.withTransaction(async (tx) => [
+      await appendEvent(tx, userId, body),
+      await appendEvent(tx, userId, body),
+    ]);
     await core.rt.events.publish([b]); // the later one first; the earlier one never published
     await client.waitFor((m) => m.seq === b.seq);
     await core.rt.events.publish([a]); // and now its late copy: a duplicate
@@ -152,9 +206,15 @@ describe('events', () => {
       const client = await TestClient.connect(slow.wsUrl, hank);
       const meetingId = await createMeeting(slow, hank);
       (client.ws as unknown as { _socket: { pause(): void } })._socket.pause();
-      const userId: string = (await slow.rt.db.query<{ user_id: string }>('test.user', 'SELECT user_id FROM meeting WHERE id = $1', [meetingId])).rows[0].user_id;
+      const userId: string = (
+        await slow.rt.db.query<{ user_id: string }>('test.user', 'SELECT user_id FROM meeting WHERE id = $1', [
+          meetingId,
+        ])
+      ).rows[0].user_id;
       const big = segmentEvent(meetingId, randomUUID(), { text: 'x'.repeat(200_000) });
-      const events = await slow.rt.db.withTransaction(async (tx) => Promise.all(range(1, 60).map(() => appendEvent(tx, userId, big))));
+      const events = await slow.rt.db.withTransaction(async (tx) =>
+        Promise.all(range(1, 60).map(() => appendEvent(tx, userId, big))),
+      );
       await slow.rt.events.publish(events.sort((x, y) => x.seq - y.seq));
       await sleep(3000); // the server gives up on it meanwhile; reading again shows how it ended
       (client.ws as unknown as { _socket: { resume(): void } })._socket.resume();
@@ -169,7 +229,11 @@ describe('events', () => {
 
 describe('connection lifetime', () => {
   it('should flush, send ReconnectAdvised and close with 1012 at LIVE_CONNECTION_LIFETIME_SECONDS; the take goes on', async () => {
-    const short = await startInstance(database, { ...env, LIVE_CONNECTION_LIFETIME_SECONDS: '3', RECORDING_DISCONNECT_GRACE_SECONDS: '0' });
+    const short = await startInstance(database, {
+      ...env,
+      LIVE_CONNECTION_LIFETIME_SECONDS: '3',
+      RECORDING_DISCONNECT_GRACE_SECONDS: '0',
+    });
     try {
       const ivan = await token(short.config, 'ivan');
       const client = await TestClient.connect(short.wsUrl, ivan);
@@ -184,7 +248,11 @@ describe('connection lifetime', () => {
       // Grace 0 would stop a take whose client left; a client told to reconnect gets to come back.
       await sleep(300);
       const again = await TestClient.connect(short.wsUrl, ivan);
-      expect(await again.resume(meetingId, 1)).toMatchObject({ type: 'RecordingResumed', highest_contiguous_sequence: 4, missing_ranges: [] });
+      expect(await again.resume(meetingId, 1)).toMatchObject({
+        type: 'RecordingResumed',
+        highest_contiguous_sequence: 4,
+        missing_ranges: [],
+      });
       again.frame(5);
       expect(await again.stop(meetingId)).toMatchObject({ reason: 'user', highest_contiguous_sequence: 5 });
       again.close();

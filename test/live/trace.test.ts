@@ -7,7 +7,16 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { BusMessage } from '@mi/lib/adapters/bus';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { runSweep } from '../../functions/sweep';
-import { TestClient, createMeeting, fileEnv, openTestDatabase, range, startInstance, token, type Instance } from './helpers';
+import {
+  TestClient,
+  createMeeting,
+  fileEnv,
+  openTestDatabase,
+  range,
+  startInstance,
+  token,
+  type Instance,
+} from './helpers';
 
 let database: OpenedDatabase;
 let instance: Instance;
@@ -18,7 +27,11 @@ beforeAll(async () => {
   database = await openTestDatabase();
   instance = await startInstance(database, fileEnv(), { ml: true });
   await instance.rt.bus.ensureTopic(instance.config.PUBSUB_TOPIC_RECORDING_FINALIZED);
-  subscription = await instance.rt.bus.subscribeInstance(instance.config.PUBSUB_TOPIC_RECORDING_FINALIZED, `trace-${randomUUID().slice(0, 8)}`, (m) => void finalized.push(m));
+  subscription = await instance.rt.bus.subscribeInstance(
+    instance.config.PUBSUB_TOPIC_RECORDING_FINALIZED,
+    `trace-${randomUUID().slice(0, 8)}`,
+    (m) => void finalized.push(m),
+  );
 }, 60_000);
 afterAll(async () => {
   await subscription?.close();
@@ -49,15 +62,27 @@ describe('trace context of a take', () => {
     const second = await createMeeting(instance, t);
     await recordAndStop(client, second, { traceparent: fromStart });
 
-    await vi.waitFor(() => expect(instance.ml!.requestTraces().filter((r) => r.request === 'drain')).toHaveLength(2), { timeout: 15_000 });
-    const byTrace = (tp: string) => instance.ml!.requestTraces().filter((r) => r.trace.traceparent === tp).map((r) => r.request);
+    await vi.waitFor(() => expect(instance.ml!.requestTraces().filter((r) => r.request === 'drain')).toHaveLength(2), {
+      timeout: 15_000,
+    });
+    const byTrace = (tp: string) =>
+      instance
+        .ml!.requestTraces()
+        .filter((r) => r.trace.traceparent === tp)
+        .map((r) => r.request);
     expect(byTrace(fromHello)).toEqual(['start', 'audio', 'drain']);
     expect(byTrace(fromStart)).toEqual(['start', 'audio', 'drain']);
-    expect(instance.ml!.requestTraces().find((r) => r.trace.traceparent === fromHello)!.trace.tracestate).toBe('vendor=1');
+    expect(instance.ml!.requestTraces().find((r) => r.trace.traceparent === fromHello)!.trace.tracestate).toBe(
+      'vendor=1',
+    );
 
     await runSweep(instance.rt);
-    await vi.waitFor(() => expect(finalized.map((m) => (m.data as any).meeting_id)).toEqual(expect.arrayContaining([first, second])), { timeout: 15_000 });
-    const attributesOf = (meetingId: string) => finalized.find((m) => (m.data as any).meeting_id === meetingId)!.attributes;
+    await vi.waitFor(
+      () => expect(finalized.map((m) => (m.data as any).meeting_id)).toEqual(expect.arrayContaining([first, second])),
+      { timeout: 15_000 },
+    );
+    const attributesOf = (meetingId: string) =>
+      finalized.find((m) => (m.data as any).meeting_id === meetingId)!.attributes;
     expect(attributesOf(first)).toMatchObject({ traceparent: fromHello, tracestate: 'vendor=1' });
     expect(attributesOf(second)).toMatchObject({ traceparent: fromStart });
     client.close();
@@ -81,8 +106,18 @@ describe('trace context of a take', () => {
       await client.waitFor((m) => m.type === 'ready');
       const meetingId = await createMeeting(instance, t);
       await recordAndStop(client, meetingId, {});
-      await vi.waitFor(() => expect(instance.ml!.requestTraces().filter((r) => r.trace.traceparent === tp).map((r) => r.request)).toEqual(['start', 'audio', 'drain']), { timeout: 15_000 });
-      for (const r of instance.ml!.requestTraces().filter((r) => r.trace.traceparent === tp)) expect(r.trace).toEqual({ traceparent: tp });
+      await vi.waitFor(
+        () =>
+          expect(
+            instance
+              .ml!.requestTraces()
+              .filter((r) => r.trace.traceparent === tp)
+              .map((r) => r.request),
+          ).toEqual(['start', 'audio', 'drain']),
+        { timeout: 15_000 },
+      );
+      for (const r of instance.ml!.requestTraces().filter((r) => r.trace.traceparent === tp))
+        expect(r.trace).toEqual({ traceparent: tp });
       client.close();
     });
   }
@@ -101,13 +136,22 @@ describe('trace context of a take', () => {
     await recordAndStop(client, second, { traceparent: fromStart, tracestate: 'vendor=1\nx: 1' });
 
     const requestsOf = (tp: string) => instance.ml!.requestTraces().filter((r) => r.trace.traceparent === tp);
-    await vi.waitFor(() => expect(requestsOf(fromStart).map((r) => r.request)).toEqual(['start', 'audio', 'drain']), { timeout: 15_000 });
-    await vi.waitFor(() => expect(requestsOf(fromUpgrade).map((r) => r.request)).toEqual(['start', 'audio', 'drain']), { timeout: 15_000 });
-    for (const r of [...requestsOf(fromStart), ...requestsOf(fromUpgrade)]) expect(Object.keys(r.trace)).toEqual(['traceparent']);
+    await vi.waitFor(() => expect(requestsOf(fromStart).map((r) => r.request)).toEqual(['start', 'audio', 'drain']), {
+      timeout: 15_000,
+    });
+    await vi.waitFor(() => expect(requestsOf(fromUpgrade).map((r) => r.request)).toEqual(['start', 'audio', 'drain']), {
+      timeout: 15_000,
+    });
+    for (const r of [...requestsOf(fromStart), ...requestsOf(fromUpgrade)])
+      expect(Object.keys(r.trace)).toEqual(['traceparent']);
 
     await runSweep(instance.rt);
-    await vi.waitFor(() => expect(finalized.map((m) => (m.data as any).meeting_id)).toEqual(expect.arrayContaining([first, second])), { timeout: 15_000 });
-    const attributesOf = (meetingId: string) => finalized.find((m) => (m.data as any).meeting_id === meetingId)!.attributes;
+    await vi.waitFor(
+      () => expect(finalized.map((m) => (m.data as any).meeting_id)).toEqual(expect.arrayContaining([first, second])),
+      { timeout: 15_000 },
+    );
+    const attributesOf = (meetingId: string) =>
+      finalized.find((m) => (m.data as any).meeting_id === meetingId)!.attributes;
     expect(attributesOf(first).traceparent).toBe(fromUpgrade);
     expect(attributesOf(second).traceparent).toBe(fromStart);
     expect(attributesOf(first).tracestate).toBeUndefined();
@@ -120,8 +164,20 @@ describe('trace context of a take', () => {
     const client = await TestClient.connect(instance.wsUrl, t);
     const meetingId = await createMeeting(instance, t);
     const before = instance.ml!.requestTraces().length;
-    await recordAndStop(client, meetingId, { traceparent: `00-${'0'.repeat(32)}-${'1'.repeat(16)}-01`, tracestate: 'vendor=1' });
-    await vi.waitFor(() => expect(instance.ml!.requestTraces().slice(before).map((r) => r.request)).toEqual(['start', 'audio', 'drain']), { timeout: 15_000 });
+    await recordAndStop(client, meetingId, {
+      traceparent: `00-${'0'.repeat(32)}-${'1'.repeat(16)}-01`,
+      tracestate: 'vendor=1',
+    });
+    await vi.waitFor(
+      () =>
+        expect(
+          instance
+            .ml!.requestTraces()
+            .slice(before)
+            .map((r) => r.request),
+        ).toEqual(['start', 'audio', 'drain']),
+      { timeout: 15_000 },
+    );
     for (const r of instance.ml!.requestTraces().slice(before)) expect(r.trace).toEqual({});
     client.close();
   });

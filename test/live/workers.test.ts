@@ -7,7 +7,19 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { getRecording } from '@mi/lib/repositories/recordings';
-import { TestClient, createMeeting, fileEnv, openTestDatabase, pcmFrame, range, sleep, startInstance, storedAudio, token, type Instance } from './helpers';
+import {
+  TestClient,
+  createMeeting,
+  fileEnv,
+  openTestDatabase,
+  pcmFrame,
+  range,
+  sleep,
+  startInstance,
+  storedAudio,
+  token,
+  type Instance,
+} from './helpers';
 import { isAlive, startServer, type ServerProcess } from './server-process';
 
 let database: OpenedDatabase;
@@ -38,7 +50,11 @@ async function startTwo(extra: Record<string, string>): Promise<ServerProcess> {
   return server;
 }
 
-async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -66,7 +82,8 @@ describe('server.ts with two workers', () => {
     const ids = server.instances.map((i) => i.instance);
     expect(new Set(ids).size).toBe(2);
     expect(new Set([...server.instances.map((i) => i.pid), server.process.pid]).size).toBe(3);
-    for (let i = 0; i < 4; i++) expect(await (await fetch(`${server.url}/healthz`)).json()).toMatchObject({ status: 'ok' });
+    for (let i = 0; i < 4; i++)
+      expect(await (await fetch(`${server.url}/healthz`)).json()).toMatchObject({ status: 'ok' });
 
     const t = await token(rest.config, 'two-workers');
     const clients = await recordingClients(server, t, 4);
@@ -86,14 +103,20 @@ describe('server.ts with two workers', () => {
     const resumed = await b.client.resume(a.meetingId, 1);
     expect(resumed).toMatchObject({ type: 'RecordingResumed', audio_version: 1 });
     expect((await getRecording(rest.rt.db, a.meetingId, 1))?.owner_instance).toBe(ids[1]);
-    expect(await a.client.waitFor((m) => m.type === 'RecordingReleased' && m.meeting_id === a.meetingId)).toMatchObject({ reason: 'resumed_elsewhere' });
+    expect(await a.client.waitFor((m) => m.type === 'RecordingReleased' && m.meeting_id === a.meetingId)).toMatchObject(
+      { reason: 'resumed_elsewhere' },
+    );
     for (const seq of range(resumed.highest_contiguous_sequence + 1, 44)) b.client.frame(seq);
     expect(await b.client.stop(a.meetingId)).toMatchObject({ highest_contiguous_sequence: 44, missing_ranges: [] });
 
     const stored = await storedAudio(rest, a.meetingId, 1); // throws on overlapping manifest rows
     expect(stored.sequences).toEqual(range(0, 44));
     expect(stored.bytes.equals(Buffer.concat(range(0, 44).map(pcmFrame)))).toBe(true);
-    const { rows } = await rest.rt.db.query<{ payload: { previous_owner: string; instance: string } }>('test.events', `SELECT payload FROM recording_event_history WHERE meeting_id = $1 AND event_type = 'recording_resumed'`, [a.meetingId]);
+    const { rows } = await rest.rt.db.query<{ payload: { previous_owner: string; instance: string } }>(
+      'test.events',
+      `SELECT payload FROM recording_event_history WHERE meeting_id = $1 AND event_type = 'recording_resumed'`,
+      [a.meetingId],
+    );
     expect(rows.map((r) => [r.payload.previous_owner, r.payload.instance])).toEqual([[ids[0], ids[1]]]);
     for (const c of clients) c.client.close();
   });
@@ -154,7 +177,10 @@ describe('server.ts with two workers', () => {
     const t0 = Date.now();
     server.process.kill('SIGTERM');
     for (const c of clients) {
-      expect(await c.client.waitFor((m) => m.type === 'ReconnectAdvised')).toEqual({ type: 'ReconnectAdvised', reason: 'shutdown' });
+      expect(await c.client.waitFor((m) => m.type === 'ReconnectAdvised')).toEqual({
+        type: 'ReconnectAdvised',
+        reason: 'shutdown',
+      });
       expect((await c.client.closed).code).toBe(1012);
     }
     expect(await server.exited).toBe(0);
@@ -163,8 +189,16 @@ describe('server.ts with two workers', () => {
 
     for (const c of clients) {
       expect((await storedAudio(rest, c.meetingId, 1)).sequences).toEqual(range(0, 14));
-      expect(await getRecording(rest.rt.db, c.meetingId, 1)).toMatchObject({ state: 'recording', owner_instance: null });
+      expect(await getRecording(rest.rt.db, c.meetingId, 1)).toMatchObject({
+        state: 'recording',
+        owner_instance: null,
+      });
     }
-    expect(server.logs.filter((l) => l.message === 'stopped').map((l) => l.instance).sort()).toEqual(server.instances.map((i) => i.instance).sort());
+    expect(
+      server.logs
+        .filter((l) => l.message === 'stopped')
+        .map((l) => l.instance)
+        .sort(),
+    ).toEqual(server.instances.map((i) => i.instance).sort());
   });
 });

@@ -160,7 +160,8 @@ describe('ML conformance kit', () => {
       child.stdout.on('data', (d) => (out += d));
       const code = await new Promise<number | null>((r) => child.on('close', r));
       expect(code).toBe(1);
-      expect(out).toMatch(/POST \/streaming answers 201 with a session \(OpenAPI startStreaming\)\s+FAIL\s+.*audio_url/,
+      expect(out).toMatch(
+        /POST \/streaming answers 201 with a session \(OpenAPI startStreaming\)\s+FAIL\s+.*audio_url/,
       );
       expect(out).toContain('1 of 3 checks failed');
     } finally {

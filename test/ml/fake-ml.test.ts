@@ -30,7 +30,12 @@ beforeAll(async () => {
     port: 0,
     coreUrl: api.url,
     serviceToken: api.serviceToken,
-    config: { ...api.config, ML_AUDIO_QUEUE_CAPACITY: 30, ML_BACKPRESSURE_QUEUE_DEPTH: 10, PUBSUB_TOPIC_RECORDING_FINALIZED: `unused-${randomUUID().slice(0, 8)}` },
+    config: {
+      ...api.config,
+      ML_AUDIO_QUEUE_CAPACITY: 30,
+      ML_BACKPRESSURE_QUEUE_DEPTH: 10,
+      PUBSUB_TOPIC_RECORDING_FINALIZED: `unused-${randomUUID().slice(0, 8)}`,
+    },
   });
   user = await api.token('ml-alice');
 });
@@ -45,16 +50,27 @@ afterAll(async () => {
 function pcmFrame(seq: number, loud = true): Buffer {
   const out = Buffer.alloc(8 + 3200);
   out.writeBigUInt64BE(BigInt(seq), 0);
-  for (let i = 0; i < 1600; i++) out.writeInt16LE(loud ? Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 16000)) : 0, 8 + i * 2);
+  for (let i = 0; i < 1600; i++)
+    out.writeInt16LE(loud ? Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 16000)) : 0, 8 + i * 2);
   return out;
 }
 
 async function meetingWithTranscription(): Promise<{ meetingId: string; transcriptionId: string }> {
-  const m = await api.request('POST', '/meetings', { token: user, headers: { 'idempotency-key': randomUUID() }, body: { title: 'ML test', source_type: 'recording' } });
+  const m = await api.request('POST', '/meetings', {
+    token: user,
+    headers: { 'idempotency-key': randomUUID() },
+    body: { title: 'ML test', source_type: 'recording' },
+  });
   expect(m.status).toBe(201);
-  const t = await api.request('POST', `/meetings/${m.body.id}/transcriptions`, { token: api.serviceToken, headers: { 'idempotency-key': randomUUID() } });
+  const t = await api.request('POST', `/meetings/${m.body.id}/transcriptions`, {
+    token: api.serviceToken,
+    headers: { 'idempotency-key': randomUUID() },
+  });
   expect(t.status).toBe(201);
-  const p = await api.request('PATCH', `/transcriptions/${t.body.id}`, { token: api.serviceToken, body: { status: 'transcribing' } });
+  const p = await api.request('PATCH', `/transcriptions/${t.body.id}`, {
+    token: api.serviceToken,
+    body: { status: 'transcribing' },
+  });
   expect(p.status).toBe(200);
   return { meetingId: m.body.id, transcriptionId: t.body.id };
 }
@@ -74,15 +90,25 @@ interface Stream {
   messages: any[];
 }
 
-async function openStream(ids: { meetingId: string; transcriptionId: string }, startSequence = 0, target = ml): Promise<Stream> {
-  const res = await mlCall('POST', '/streaming', {
-    meeting_id: ids.meetingId,
-    transcription_id: ids.transcriptionId,
-    audio_version: 1,
-    encoding: 'pcm_s16le',
-    sample_rate: 16000,
-    start_sequence: startSequence,
-  }, api.serviceToken, target);
+async function openStream(
+  ids: { meetingId: string; transcriptionId: string },
+  startSequence = 0,
+  target = ml,
+): Promise<Stream> {
+  const res = await mlCall(
+    'POST',
+    '/streaming',
+    {
+      meeting_id: ids.meetingId,
+      transcription_id: ids.transcriptionId,
+      audio_version: 1,
+      encoding: 'pcm_s16le',
+      sample_rate: 16000,
+      start_sequence: startSequence,
+    },
+    api.serviceToken,
+    target,
+  );
   expect(res.status).toBe(201);
   expect(res.body.audio_url).toMatch(/^ws:\/\/.+\/streaming\/[0-9a-f-]{36}\/audio$/);
   const ws = new WebSocket(res.body.audio_url, { headers: { authorization: `Bearer ${api.serviceToken}` } });
@@ -96,7 +122,8 @@ async function openStream(ids: { meetingId: string; transcriptionId: string }, s
 }
 
 const segmentsOf = async (transcriptionId: string) =>
-  (await api.request('GET', `/transcriptions/${transcriptionId}/segments?limit=200`, { token: api.serviceToken })).body.items as any[];
+  (await api.request('GET', `/transcriptions/${transcriptionId}/segments?limit=200`, { token: api.serviceToken })).body
+    .items as any[];
 
 describe('fake ML streaming', () => {
   it('should post one deterministic segment per 2 s of audio, with insights at the cadence, and drain on DELETE', async () => {
@@ -136,7 +163,11 @@ describe('fake ML streaming', () => {
     const s = await openStream(ids);
     for (let seq = 0; seq < 20; seq++) s.ws.send(pcmFrame(seq, false));
     await vi.waitFor(() => expect(s.messages).toHaveLength(1));
-    expect(s.messages[0]).toMatchObject({ type: 'warning', code: 'no_audio_detected', detail: { window_seconds: 1, from_sequence: 0, to_sequence: 9 } });
+    expect(s.messages[0]).toMatchObject({
+      type: 'warning',
+      code: 'no_audio_detected',
+      detail: { window_seconds: 1, from_sequence: 0, to_sequence: 9 },
+    });
     expect((await mlCall('DELETE', `/streaming/${s.id}`)).body).toMatchObject({ drained: true, processed: 20 });
     expect(await segmentsOf(ids.transcriptionId)).toEqual([]);
   });
@@ -148,7 +179,11 @@ describe('fake ML streaming', () => {
     s.ws.send(pcmFrame(50)); // a gap of 49: below the threshold
     s.ws.send(pcmFrame(101)); // a gap of 50
     await vi.waitFor(() => expect(s.messages).toHaveLength(1));
-    expect(s.messages[0]).toEqual({ type: 'warning', code: 'insight_warning', detail: { gap_frames: 50, from_sequence: 51, to_sequence: 100 } });
+    expect(s.messages[0]).toEqual({
+      type: 'warning',
+      code: 'insight_warning',
+      detail: { gap_frames: 50, from_sequence: 51, to_sequence: 100 },
+    });
     await mlCall('DELETE', `/streaming/${s.id}`);
   });
 
@@ -158,10 +193,20 @@ describe('fake ML streaming', () => {
     small.setMode('hang');
     try {
       for (let seq = 0; seq < 35; seq++) s.ws.send(pcmFrame(seq));
-      await vi.waitFor(() => expect(s.messages.filter((m) => m.type === 'dropped').reduce((n, m) => n + m.count, 0)).toBe(5));
-      expect(s.messages[0]).toEqual({ type: 'warning', code: 'backpressure', detail: { queue_depth: 11, threshold: 10, capacity: 30 } });
+      await vi.waitFor(() =>
+        expect(s.messages.filter((m) => m.type === 'dropped').reduce((n, m) => n + m.count, 0)).toBe(5),
+      );
+      expect(s.messages[0]).toEqual({
+        type: 'warning',
+        code: 'backpressure',
+        detail: { queue_depth: 11, threshold: 10, capacity: 30 },
+      });
       expect(s.messages.at(-1)).toMatchObject({ type: 'dropped', total: 5 });
-      const hung = await fetch(`${small.url}/streaming/${s.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${api.serviceToken}` }, signal: AbortSignal.timeout(500) }).catch((e) => e);
+      const hung = await fetch(`${small.url}/streaming/${s.id}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${api.serviceToken}` },
+        signal: AbortSignal.timeout(500),
+      }).catch((e) => e);
       expect(hung).toBeInstanceOf(Error);
     } finally {
       small.setMode('normal');
@@ -186,7 +231,14 @@ describe('fake ML streaming', () => {
 
   it('should refuse sessions in refuse mode, and answer 401/404/422 as a service would', async () => {
     const ids = await meetingWithTranscription();
-    const body = { meeting_id: ids.meetingId, transcription_id: ids.transcriptionId, audio_version: 1, encoding: 'pcm_s16le', sample_rate: 16000, start_sequence: 0 };
+    const body = {
+      meeting_id: ids.meetingId,
+      transcription_id: ids.transcriptionId,
+      audio_version: 1,
+      encoding: 'pcm_s16le',
+      sample_rate: 16000,
+      start_sequence: 0,
+    };
     ml.setMode('refuse');
     try {
       expect((await mlCall('POST', '/streaming', body)).status).toBe(503);
@@ -214,14 +266,29 @@ describe('fake ML batch pass', () => {
     const liveTasks = (await api.request('GET', `/tasks?meeting_id=${ids.meetingId}`, { token: user })).body.items;
     expect(liveTasks).toHaveLength(2);
 
-    const message = { meeting_id: ids.meetingId, audio_version: 1, transcription_id: ids.transcriptionId, storage_path: 'x.wav', is_degraded: false, missing_ranges: [] };
+    const message = {
+      meeting_id: ids.meetingId,
+      audio_version: 1,
+      transcription_id: ids.transcriptionId,
+      storage_path: 'x.wav',
+      is_degraded: false,
+      missing_ranges: [],
+    };
     await api.rt.bus.publish(api.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message);
     await vi.waitFor(
-      async () => expect((await api.request('GET', `/transcriptions/${ids.transcriptionId}`, { token: user })).body.status).toBe('completed'),
+      async () =>
+        expect((await api.request('GET', `/transcriptions/${ids.transcriptionId}`, { token: user })).body.status).toBe(
+          'completed',
+        ),
       { timeout: 20_000, interval: 200 },
     );
     const history = await api.request('GET', `/transcriptions/${ids.transcriptionId}/status-history`, { token: user });
-    expect(history.body.items.map((h: any) => h.status)).toEqual(['pending', 'transcribing', 'synthesizing', 'completed']);
+    expect(history.body.items.map((h: any) => h.status)).toEqual([
+      'pending',
+      'transcribing',
+      'synthesizing',
+      'completed',
+    ]);
 
     const segments = await segmentsOf(ids.transcriptionId);
     expect(segments).toHaveLength(6);
@@ -229,7 +296,10 @@ describe('fake ML batch pass', () => {
     // Two feature vectors per speaker label (ML_SEGMENT_FEATURE_MAX_PER_SPEAKER=2), deterministic.
     const withVector = segments.filter((x) => x.feature_vector);
     expect(withVector.map((x) => x.speaker_label).sort()).toEqual(['SPEAKER_0', 'SPEAKER_0', 'SPEAKER_1', 'SPEAKER_1']);
-    expect(withVector[0].feature_vector[0]).toBeCloseTo(featureVector(withVector[0].speaker_label, segments.indexOf(withVector[0]))[0], 5);
+    expect(withVector[0].feature_vector[0]).toBeCloseTo(
+      featureVector(withVector[0].speaker_label, segments.indexOf(withVector[0]))[0],
+      5,
+    );
 
     const meeting = await api.request('GET', `/meetings/${ids.meetingId}`, { token: user });
     expect(meeting.body.headline).toBe('Good morning everyone, let us get started');

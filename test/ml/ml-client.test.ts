@@ -32,7 +32,9 @@ interface Double {
 
 type Answer = (req: IncomingMessage, res: ServerResponse, double: Double) => void;
 const session: Answer = (_req, res, d) =>
-  void res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 's1', audio_url: `${d.url.replace('http', 'ws')}/audio/s1` }));
+  void res
+    .writeHead(201, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ id: 's1', audio_url: `${d.url.replace('http', 'ws')}/audio/s1` }));
 
 async function mlDouble(answers: { post?: Answer; del?: Answer } = {}): Promise<Double> {
   const d: Double = { url: '', server: createServer(), bodies: [], texts: [], socket: null };
@@ -83,21 +85,38 @@ const init = {
 
 function open(d: Double, health: MlHealth[] = []): MlStream {
   const log = createLogger({ level: 'silent', name: 'test' });
-  return new MlStream({ baseUrl: d.url, token: 'x'.repeat(20), init, log, trace: {}, forwardEveryMs: 0, onHealth: (h) => void health.push(h) });
+  return new MlStream({
+    baseUrl: d.url,
+    token: 'x'.repeat(20),
+    init,
+    log,
+    trace: {},
+    forwardEveryMs: 0,
+    onHealth: (h) => void health.push(h),
+  });
 }
 
 describe('the published documents', () => {
   it('should parse the audio socket AsyncAPI document without errors and name every message both ways', async () => {
     const { document, diagnostics } = await new Parser().parse(JSON.stringify(asyncapi));
-    expect(diagnostics.filter((x) => x.severity === 0).map((x) => `${x.code}: ${x.message} at ${x.path.join('.')}`)).toEqual([]);
+    expect(
+      diagnostics.filter((x) => x.severity === 0).map((x) => `${x.code}: ${x.message} at ${x.path.join('.')}`),
+    ).toEqual([]);
     expect(document?.version()).toBe('3.0.0');
-    expect(Object.keys(asyncapi.channels.audio.messages).sort()).toEqual(['AudioFrame', 'Dropped', 'Rejected', 'Warning']);
+    expect(Object.keys(asyncapi.channels.audio.messages).sort()).toEqual([
+      'AudioFrame',
+      'Dropped',
+      'Rejected',
+      'Warning',
+    ]);
   });
 
   it('should describe both drain answers and the session answer', () => {
     const del = openapi.paths['/streaming/{id}'].delete.responses;
     expect(Object.keys(del)).toEqual(expect.arrayContaining(['200', '204']));
-    const created = openapi.paths['/streaming'].post.responses['201'].content['application/json'].schema as { required: string[] };
+    const created = openapi.paths['/streaming'].post.responses['201'].content['application/json'].schema as {
+      required: string[];
+    };
     expect(created.required.sort()).toEqual(['audio_url', 'id']);
   });
 });
@@ -108,7 +127,15 @@ describe('what the core sends and accepts', () => {
     stream = open(double);
     await expect.poll(() => double!.bodies.length).toBe(1);
     stream.close();
-    stream = new MlStream({ baseUrl: double.url, token: 'x'.repeat(20), init: { ...init, start_sequence: 420 }, log: createLogger({ level: 'silent', name: 't' }), trace: {}, forwardEveryMs: 0, onHealth: () => undefined });
+    stream = new MlStream({
+      baseUrl: double.url,
+      token: 'x'.repeat(20),
+      init: { ...init, start_sequence: 420 },
+      log: createLogger({ level: 'silent', name: 't' }),
+      trace: {},
+      forwardEveryMs: 0,
+      onHealth: () => undefined,
+    });
     await expect.poll(() => double!.bodies.length).toBe(2);
     for (const body of double.bodies) expect(startBody(body) ? [] : startBody.errors).toEqual([]);
     expect(double.bodies[1]).toMatchObject({ start_sequence: 420 });
@@ -122,21 +149,34 @@ describe('what the core sends and accepts', () => {
 
     double.server.closeAllConnections();
     await new Promise((r) => double!.server.close(r));
-    double = await mlDouble({ del: (_q, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{"drained":false,"processed":7,"dropped":2}') });
+    double = await mlDouble({
+      del: (_q, res) =>
+        void res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end('{"drained":false,"processed":7,"dropped":2}'),
+    });
     stream = open(double);
     await expect.poll(() => double!.socket !== null).toBe(true);
     expect(await stream.drain(2000)).toEqual({ drained: false, processed: 7, dropped: 2 });
   });
 
   it('should name what is wrong with a drain report or a session it cannot use', async () => {
-    double = await mlDouble({ del: (_q, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}') });
+    double = await mlDouble({
+      del: (_q, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'),
+    });
     stream = open(double);
     await expect.poll(() => double!.socket !== null).toBe(true);
-    expect(await stream.drain(2000)).toEqual({ drained: false, error: expect.stringMatching(/^DELETE answered 200 without a drain report: drained: /) });
+    expect(await stream.drain(2000)).toEqual({
+      drained: false,
+      error: expect.stringMatching(/^DELETE answered 200 without a drain report: drained: /),
+    });
 
     double.server.closeAllConnections();
     await new Promise((r) => double!.server.close(r));
-    double = await mlDouble({ post: (_q, res) => void res.writeHead(201, { 'content-type': 'application/json' }).end('{"session_id":"s1","url":"ws://x"}') });
+    double = await mlDouble({
+      post: (_q, res) =>
+        void res.writeHead(201, { 'content-type': 'application/json' }).end('{"session_id":"s1","url":"ws://x"}'),
+    });
     const health: MlHealth[] = [];
     stream = open(double, health);
     await expect.poll(() => health.length).toBe(1);

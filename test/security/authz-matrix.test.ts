@@ -10,7 +10,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestResponse } from '../harness';
 import { badCredentials, expiredCredentials } from '../support/credentials';
 import { changedTables, snapshotter, type Snapshot } from '../support/db-snapshot';
-import { buildRequest, createFixtures, createWorld, RAW_SAMPLE, referencedResources, send, type Ids, type World } from '../support/fixtures';
+import {
+  buildRequest,
+  createFixtures,
+  createWorld,
+  RAW_SAMPLE,
+  referencedResources,
+  send,
+  type Ids,
+  type World,
+} from '../support/fixtures';
 import { fetchDoc, type Operation } from '../support/openapi';
 
 type Column = 'none' | 'bad' | 'expired' | 'other' | 'crossRef' | 'wrongScheme' | 'owner';
@@ -26,7 +35,10 @@ const UNAUTHENTICATED: Record<string, string> = {
 
 /** Where the generic rule does not fit: the cells that differ, and why. Keep it short. */
 const EXCEPTIONS: Record<string, { expect: Partial<Record<Column, Expectation>>; why: string }> = {
-  mergePerson: { expect: { crossRef: 404 }, why: "decisions.md section 7: another user's person in a merge is 404, the body's too" },
+  mergePerson: {
+    expect: { crossRef: 404 },
+    why: "decisions.md section 7: another user's person in a merge is 404, the body's too",
+  },
 };
 
 /** POSTs that delete a record they name: the owner's request runs on a fresh set of records. */
@@ -68,7 +80,8 @@ afterAll(async () => {
 });
 
 const key = (op: Operation) => `${op.method} ${op.path}`;
-const containsAny = (value: unknown, needles: string[]) => needles.some((n) => JSON.stringify(value ?? null).includes(n));
+const containsAny = (value: unknown, needles: string[]) =>
+  needles.some((n) => JSON.stringify(value ?? null).includes(n));
 
 /** The generic rule of decisions.md section 2, per column. */
 function expected(op: Operation, body: unknown): Record<Column, Expectation> {
@@ -76,12 +89,18 @@ function expected(op: Operation, body: unknown): Record<Column, Expectation> {
   const serviceOnly = op.schemes.length === 1 && op.schemes[0] === 'service';
   const ownedIds = Object.values(ids);
   let other: Expectation;
-  if (serviceOnly) other = 403; // any user's token is the wrong scheme
-  else if (op.params.some((p) => p.in === 'path')) other = 404; // another user's record = a missing one
-  else if (containsAny(body, ownedIds)) other = 422; // another user's id in the body = nonexistent
+  if (serviceOnly)
+    other = 403; // any user's token is the wrong scheme
+  else if (op.params.some((p) => p.in === 'path'))
+    other = 404; // another user's record = a missing one
+  else if (containsAny(body, ownedIds))
+    other = 422; // another user's id in the body = nonexistent
   else other = 'own';
   // The other user's own records in the path, the owner's ids in the body: they do not exist for them.
-  const crossRef = op.schemes.includes('bearer') && op.params.some((p) => p.in === 'path') && containsAny(body, ownedIds) ? 422 : 'n/a';
+  const crossRef =
+    op.schemes.includes('bearer') && op.params.some((p) => p.in === 'path') && containsAny(body, ownedIds)
+      ? 422
+      : 'n/a';
   const generic: Record<Column, Expectation> = {
     none: 401,
     bad: 401,
@@ -97,7 +116,12 @@ function expected(op: Operation, body: unknown): Record<Column, Expectation> {
 function expectProblem(res: TestResponse, status: number, what: string) {
   expect(res.status, `${what}: ${res.text.slice(0, 300)}`).toBe(status);
   expect(res.headers.get('content-type'), what).toContain('application/problem+json');
-  expect(res.body, what).toMatchObject({ type: expect.any(String), title: expect.any(String), status, detail: expect.any(String) });
+  expect(res.body, what).toMatchObject({
+    type: expect.any(String),
+    title: expect.any(String),
+    status,
+    detail: expect.any(String),
+  });
 }
 
 function expectOwn(res: TestResponse, what: string, foreignIds: string[]) {
@@ -109,7 +133,10 @@ function expectOwn(res: TestResponse, what: string, foreignIds: string[]) {
 describe('authorization matrix', () => {
   it('should list every operation without credentials among the known unauthenticated ones', () => {
     for (const op of world.ops.filter((o) => o.schemes.length === 0)) {
-      expect(UNAUTHENTICATED[key(op)], `${key(op)} (${op.operationId}) takes no credentials: add it to UNAUTHENTICATED with its own test`).toBeDefined();
+      expect(
+        UNAUTHENTICATED[key(op)],
+        `${key(op)} (${op.operationId}) takes no credentials: add it to UNAUTHENTICATED with its own test`,
+      ).toBeDefined();
     }
   });
 
@@ -134,7 +161,8 @@ describe('authorization matrix', () => {
           if (expectation === 'n/a') return;
           checks++;
           // A fresh request each time: a new Idempotency-Key, so no answer is a replay.
-          const fresh = column === 'crossRef' ? buildRequest(doc, op, otherIds, { bodyIds: ids }) : buildRequest(doc, op, ids);
+          const fresh =
+            column === 'crossRef' ? buildRequest(doc, op, otherIds, { bodyIds: ids }) : buildRequest(doc, op, ids);
           const res = await send(api, fresh, authorization);
           const what = `${op.operationId} × ${column} (${label})`;
           if (expectation === 'own') expectOwn(res, what, [...Object.values(ids)]);
@@ -148,21 +176,31 @@ describe('authorization matrix', () => {
         for (const [label, value] of Object.entries(bad)) await check('bad', label, value);
         for (const [label, value] of Object.entries(expired)) await check('expired', label, value);
         if (want.wrongScheme !== 'n/a') {
-          await check('wrongScheme', op.schemes[0] === 'bearer' ? 'service token' : "owner's user token", op.schemes[0] === 'bearer' ? `Bearer ${api.serviceToken}` : `Bearer ${world.owner.token}`);
+          await check(
+            'wrongScheme',
+            op.schemes[0] === 'bearer' ? 'service token' : "owner's user token",
+            op.schemes[0] === 'bearer' ? `Bearer ${api.serviceToken}` : `Bearer ${world.owner.token}`,
+          );
         }
-        if (want.other !== 'own') await check('other', "other user's token on the owner's records", `Bearer ${world.other.token}`);
+        if (want.other !== 'own')
+          await check('other', "other user's token on the owner's records", `Bearer ${world.other.token}`);
         await check('crossRef', "other user's own records, the owner's ids in the body", `Bearer ${world.other.token}`);
-        expect(changedTables(before, await snapshot()), `${op.operationId}: refused requests changed stored data`).toEqual([]);
+        expect(
+          changedTables(before, await snapshot()),
+          `${op.operationId}: refused requests changed stored data`,
+        ).toEqual([]);
         // An operation on the caller acts on a throwaway account, never on the world's users.
         const onCaller = ON_CALLER[op.operationId] !== undefined;
         const throwaway = async () => `Bearer ${await api.token(`throwaway-${randomUUID().slice(0, 8)}`)}`;
-        if (want.other === 'own') await check('other', "other user's token", onCaller ? await throwaway() : `Bearer ${world.other.token}`);
+        if (want.other === 'own')
+          await check('other', "other user's token", onCaller ? await throwaway() : `Bearer ${world.other.token}`);
 
         // The owner's identical request succeeds, so the refusals above were about credentials.
         // Destructive operations run on a fresh set of records, keeping the shared set whole.
         if (want.owner !== 'n/a') {
           checks++;
-          const destructive = op.method === 'DELETE' || op.method === 'PUT' || DESTRUCTIVE_POSTS[op.operationId] !== undefined;
+          const destructive =
+            op.method === 'DELETE' || op.method === 'PUT' || DESTRUCTIVE_POSTS[op.operationId] !== undefined;
           const target = destructive ? await createFixtures(world, referencedResources(doc, op)) : ids;
           const res = await send(api, buildRequest(doc, op, target), onCaller ? await throwaway() : ownerAuth);
           const what = `${op.operationId} × owner`;
@@ -170,7 +208,11 @@ describe('authorization matrix', () => {
           else expectProblem(res, want.owner, what);
         }
         if (onCaller) {
-          const { rows } = await api.rt.db.query('test.world_users', 'SELECT id FROM app_user WHERE id = ANY($1::uuid[])', [[world.owner.userId, world.other.userId]]);
+          const { rows } = await api.rt.db.query(
+            'test.world_users',
+            'SELECT id FROM app_user WHERE id = ANY($1::uuid[])',
+            [[world.owner.userId, world.other.userId]],
+          );
           expect(rows, `${op.operationId} touched the matrix's users`).toHaveLength(2);
         }
         covered.add(op.operationId);
@@ -182,8 +224,10 @@ describe('authorization matrix', () => {
 // Proxy audio links carry their own credential: uid, exp and sig = base64url HMAC-SHA256 with
 // AUDIO_URL_SIGNING_KEY over "{meeting_id}:{user_id}:{exp}" (decisions.md section 4).
 describe('proxy audio links', () => {
-  const sign = (key: string, meetingId: string, uid: string, exp: number) => createHmac('sha256', key).update(`${meetingId}:${uid}:${exp}`).digest('base64url');
-  const link = (meetingId: string, q: Record<string, string | number>) => `/meetings/${meetingId}/audio?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`;
+  const sign = (key: string, meetingId: string, uid: string, exp: number) =>
+    createHmac('sha256', key).update(`${meetingId}:${uid}:${exp}`).digest('base64url');
+  const link = (meetingId: string, q: Record<string, string | number>) =>
+    `/meetings/${meetingId}/audio?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`;
   const proxyPath = async (token: string, meetingId: string) => {
     const res = await api.request('GET', `/meetings/${meetingId}/audio-url`, { token });
     expect(res.status, res.text).toBe(200);
@@ -208,16 +252,28 @@ describe('proxy audio links', () => {
     const past = Math.floor(Date.now() / 1000) - 1;
     const flip = (s: string) => (s[0] === 'A' ? 'B' : 'A') + s.slice(1);
     const cases: Record<string, string> = {
-      "other user: a genuine link of a user who does not own the meeting": link(meeting, { uid: world.other.userId, exp, sig: sign(key, meeting, world.other.userId, exp) }),
+      'other user: a genuine link of a user who does not own the meeting': link(meeting, {
+        uid: world.other.userId,
+        exp,
+        sig: sign(key, meeting, world.other.userId, exp),
+      }),
       "other user: the other user's link of their own meeting, pointed at this one": link(meeting, otherOwn.params),
       "other meeting: the owner's link of this meeting on their second meeting": link(secondMeeting, params),
-      'expired: correctly signed, exp in the past': link(meeting, { uid: world.owner.userId, exp: past, sig: sign(key, meeting, world.owner.userId, past) }),
+      'expired: correctly signed, exp in the past': link(meeting, {
+        uid: world.owner.userId,
+        exp: past,
+        sig: sign(key, meeting, world.owner.userId, past),
+      }),
       'tampered: one character of sig changed': link(meeting, { ...params, sig: flip(params.sig) }),
       'tampered: exp extended without re-signing': link(meeting, { ...params, exp: Number(params.exp) + 3600 }),
       'tampered: uid swapped to the other user': link(meeting, { ...params, uid: world.other.userId }),
       'tampered: sig truncated': link(meeting, { ...params, sig: params.sig.slice(0, -2) }),
       'tampered: sig missing': link(meeting, { uid: params.uid, exp: params.exp }),
-      'forged: signed with the service token as key': link(meeting, { uid: world.owner.userId, exp, sig: sign(api.serviceToken, meeting, world.owner.userId, exp) }),
+      'forged: signed with the service token as key': link(meeting, {
+        uid: world.owner.userId,
+        exp,
+        sig: sign(api.serviceToken, meeting, world.owner.userId, exp),
+      }),
       'no query at all': `/meetings/${meeting}/audio`,
     };
     for (const [label, path] of Object.entries(cases)) {

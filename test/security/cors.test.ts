@@ -19,13 +19,32 @@ const corsHeaders = (h: Headers) => [...h.keys()].filter((k) => k.startsWith('ac
 describe('CORS', () => {
   it('should answer a preflight from the app with 204, the methods and every header the app sends', async () => {
     const res = await api.request('OPTIONS', '/meetings', {
-      headers: { origin: APP, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, idempotency-key, x-client-id, traceparent' },
+      headers: {
+        origin: APP,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type, idempotency-key, x-client-id, traceparent',
+      },
     });
     expect(res.status).toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBe(APP);
-    expect(res.headers.get('access-control-allow-methods')!.split(',')).toEqual(expect.arrayContaining(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']));
-    const allowed = res.headers.get('access-control-allow-headers')!.split(',').map((h) => h.trim());
-    expect(allowed).toEqual(expect.arrayContaining(['authorization', 'content-type', 'idempotency-key', 'x-client-id', 'traceparent', 'tracestate', 'content-digest']));
+    expect(res.headers.get('access-control-allow-methods')!.split(',')).toEqual(
+      expect.arrayContaining(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
+    );
+    const allowed = res.headers
+      .get('access-control-allow-headers')!
+      .split(',')
+      .map((h) => h.trim());
+    expect(allowed).toEqual(
+      expect.arrayContaining([
+        'authorization',
+        'content-type',
+        'idempotency-key',
+        'x-client-id',
+        'traceparent',
+        'tracestate',
+        'content-digest',
+      ]),
+    );
   });
 
   it('should echo the origin and expose the headers clients read, on successes and on errors', async () => {
@@ -33,10 +52,16 @@ describe('CORS', () => {
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe(APP);
     expect(ok.headers.get('vary')).toMatch(/origin/i);
-    expect(ok.headers.get('access-control-expose-headers')!.split(',').map((h) => h.trim())).toEqual(
-      expect.arrayContaining(['Idempotent-Replayed', 'Retry-After', 'Location']),
-    );
-    for (const res of [await api.request('GET', '/meetings', { headers: { origin: APP } }), await api.request('GET', '/nowhere', { token: alice, headers: { origin: APP } })]) {
+    expect(
+      ok.headers
+        .get('access-control-expose-headers')!
+        .split(',')
+        .map((h) => h.trim()),
+    ).toEqual(expect.arrayContaining(['Idempotent-Replayed', 'Retry-After', 'Location']));
+    for (const res of [
+      await api.request('GET', '/meetings', { headers: { origin: APP } }),
+      await api.request('GET', '/nowhere', { token: alice, headers: { origin: APP } }),
+    ]) {
       expect([401, 404]).toContain(res.status);
       expect(res.headers.get('access-control-allow-origin')).toBe(APP);
     }
@@ -44,7 +69,9 @@ describe('CORS', () => {
 
   it('should give an unlisted origin no CORS header at all', async () => {
     const evil = 'http://evil.example';
-    const preflight = await api.request('OPTIONS', '/meetings', { headers: { origin: evil, 'access-control-request-method': 'POST' } });
+    const preflight = await api.request('OPTIONS', '/meetings', {
+      headers: { origin: evil, 'access-control-request-method': 'POST' },
+    });
     expect(corsHeaders(preflight.headers)).toEqual([]);
     const get = await api.request('GET', '/meetings', { token: alice, headers: { origin: evil } });
     expect(get.status).toBe(200);
@@ -60,8 +87,16 @@ describe('CORS', () => {
     } finally {
       await custom.close();
     }
-    const prod = { APP_ENV: 'production', SERVICE_AUTH_TOKEN: TEST_SECRETS.SERVICE_AUTH_TOKEN, AUDIO_URL_SIGNING_KEY: 'a-signing-key-0123456789', IDENTITY_JWKS_URL: 'https://id.example/jwks', IDENTITY_ISSUER: 'https://id.example' };
+    const prod = {
+      APP_ENV: 'production',
+      SERVICE_AUTH_TOKEN: TEST_SECRETS.SERVICE_AUTH_TOKEN,
+      AUDIO_URL_SIGNING_KEY: 'a-signing-key-0123456789',
+      IDENTITY_JWKS_URL: 'https://id.example/jwks',
+      IDENTITY_ISSUER: 'https://id.example',
+    };
     expect(loadConfig(prod).CORS_ALLOWED_ORIGINS).toEqual([]);
-    expect(() => loadConfig({ ...prod, CORS_ALLOWED_ORIGINS: 'https://app.example.com/path' })).toThrow(/CORS_ALLOWED_ORIGINS/);
+    expect(() => loadConfig({ ...prod, CORS_ALLOWED_ORIGINS: 'https://app.example.com/path' })).toThrow(
+      /CORS_ALLOWED_ORIGINS/,
+    );
   });
 });

@@ -44,7 +44,11 @@ describe('identities', () => {
       expect((await ws.closed).code).toBe(4409);
       expect(ws.ofType('ready')).toEqual([]);
     }
-    const count = await live.database.db.query('test.users', 'SELECT count(*)::int AS n FROM app_user WHERE lower(email) = lower($1)', [email]);
+    const count = await live.database.db.query(
+      'test.users',
+      'SELECT count(*)::int AS n FROM app_user WHERE lower(email) = lower($1)',
+      [email],
+    );
     expect(count.rows[0].n).toBe(1);
   });
 
@@ -100,22 +104,40 @@ describe('identities', () => {
     const email = `${local}@example.test`;
     expect((await me(await jwt({ sub: `idp|${randomUUID()}`, email }))).status).toBe(200);
     // Full-width letters (U+FF41…) normalise to ASCII under NFKC.
-    const fullWidth = [...local].map((ch) => (/[a-z0-9]/.test(ch) ? String.fromCodePoint(ch.codePointAt(0)! + 0xfee0) : ch)).join('');
-    for (const lookAlike of [`${email} `, ` ${email}`, `${email}\u3000`, `${fullWidth}@example.test`, `${fullWidth.toUpperCase()}@ＥＸＡＭＰＬＥ.test`]) {
+    const fullWidth = [...local]
+      .map((ch) => (/[a-z0-9]/.test(ch) ? String.fromCodePoint(ch.codePointAt(0)! + 0xfee0) : ch))
+      .join('');
+    for (const lookAlike of [
+      `${email} `,
+      ` ${email}`,
+      `${email}\u3000`,
+      `${fullWidth}@example.test`,
+      `${fullWidth.toUpperCase()}@ＥＸＡＭＰＬＥ.test`,
+    ]) {
       const res = await me(await jwt({ sub: `idp|${randomUUID()}`, email: lookAlike }));
       expect(res.status, JSON.stringify(lookAlike)).toBe(409);
       expect(res.body.type).toMatch(/\/account_conflict$/);
     }
-    const count = await live.database.db.query('test.users', `SELECT count(*)::int AS n FROM app_user WHERE lower(normalize(email, NFKC)) LIKE $1`, [`%${local}%`]);
+    const count = await live.database.db.query(
+      'test.users',
+      `SELECT count(*)::int AS n FROM app_user WHERE lower(normalize(email, NFKC)) LIKE $1`,
+      [`%${local}%`],
+    );
     expect(count.rows[0].n).toBe(1);
   });
 
   it('should name fields, never constraints, in the details of conflicts and bad references', async () => {
     const token = await jwt({ sub: `idp|${randomUUID()}`, email: `f-${randomUUID().slice(0, 6)}@example.test` });
     const post = (path: string, body: unknown) =>
-      fetch(`${live.instance.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() }, body: JSON.stringify(body) }).then(
-        async (r) => ({ status: r.status, body: (await r.json()) as any }),
-      );
+      fetch(`${live.instance.url}${path}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'idempotency-key': randomUUID(),
+        },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
     expect((await post('/people', { display_name: 'Frank' })).status).toBe(201);
     const dup = await post('/people', { display_name: 'Frank' });
     expect(dup.status).toBe(409);

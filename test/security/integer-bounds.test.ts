@@ -13,10 +13,17 @@ describe('integers past a column', () => {
     const meetingId = await createMeeting(live.instance, t);
     const client = await TestClient.connect(live.instance.wsUrl, t);
     for (const audio_version of [2 ** 31, Number.MAX_SAFE_INTEGER]) {
-      expect(await client.resume(meetingId, audio_version)).toMatchObject({ type: 'error', code: 'recording_not_found', ref: 'ResumeRecordingCommand' });
+      expect(await client.resume(meetingId, audio_version)).toMatchObject({
+        type: 'error',
+        code: 'recording_not_found',
+        ref: 'ResumeRecordingCommand',
+      });
     }
     expect(await client.resume(meetingId, 2 ** 53 + 2)).toMatchObject({ type: 'error', code: 'bad_message' });
-    expect(await client.start(meetingId, { max_duration_seconds: 2 ** 31 })).toMatchObject({ type: 'error', code: 'bad_message' });
+    expect(await client.start(meetingId, { max_duration_seconds: 2 ** 31 })).toMatchObject({
+      type: 'error',
+      code: 'bad_message',
+    });
     expect(await client.start(meetingId)).toMatchObject({ type: 'RecordingStarted', audio_version: 1 });
     await client.stop(meetingId);
     client.close();
@@ -26,7 +33,9 @@ describe('integers past a column', () => {
     const t = await token(live.instance.config, 'bounds-rest');
     const meetingId = await createMeeting(live.instance, t);
     const auth = { authorization: `Bearer ${t}` };
-    const get = await fetch(`${live.instance.url}/meetings/${meetingId}/recording?audio_version=2147483648`, { headers: auth });
+    const get = await fetch(`${live.instance.url}/meetings/${meetingId}/recording?audio_version=2147483648`, {
+      headers: auth,
+    });
     expect(get.status).toBe(404);
     const put = await fetch(`${live.instance.url}/meetings/${meetingId}/recording/audio/0-0?audio_version=2147483648`, {
       method: 'PUT',

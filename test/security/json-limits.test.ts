@@ -20,9 +20,17 @@ const sized = (bytes: number) => ['x'.repeat(bytes - 4)];
 
 describe('free-form JSON members', () => {
   it.each([
-    ['POST /people', 'tags', (v: unknown) => api.post(alice, '/people', { display_name: `p${Math.random()}`, tags: v })],
+    [
+      'POST /people',
+      'tags',
+      (v: unknown) => api.post(alice, '/people', { display_name: `p${Math.random()}`, tags: v }),
+    ],
     ['POST /notes', 'tags', (v: unknown) => api.post(alice, '/notes', { content: 'n', tags: v })],
-    ['POST /meetings', 'key_points', (v: unknown) => api.post(alice, '/meetings', { title: 't', source_type: 'text', key_points: v })],
+    [
+      'POST /meetings',
+      'key_points',
+      (v: unknown) => api.post(alice, '/meetings', { title: 't', source_type: 'text', key_points: v }),
+    ],
   ])('%s: should take %s of 256 KiB and refuse 256 KiB + 1 with 422 naming it', async (_, field, send) => {
     expect(Buffer.byteLength(JSON.stringify(sized(256 * KIB)))).toBe(256 * KIB);
     expect((await send(sized(256 * KIB))).status).toBe(201);
@@ -36,7 +44,8 @@ describe('list pages', () => {
   it('should cut a page short of 4 MiB with a next_cursor, and the next pages give the rest once each', async () => {
     const owner = await api.token('hoarder');
     const created: string[] = [];
-    for (let i = 0; i < 24; i++) created.push((await api.post(owner, '/people', { display_name: `big ${i}`, tags: sized(250 * KIB) })).body.id);
+    for (let i = 0; i < 24; i++)
+      created.push((await api.post(owner, '/people', { display_name: `big ${i}`, tags: sized(250 * KIB) })).body.id);
     const seen: string[] = [];
     let cursor: string | null = null;
     let pages = 0;
@@ -58,16 +67,26 @@ describe('body limits', () => {
     // The answer comes before the body is read whole: a raw request reads it where fetch would fail on the closed socket.
     const big = await rawRequest(api.url, '/meetings', {
       method: 'POST',
-      headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json', 'idempotency-key': crypto.randomUUID() },
+      headers: {
+        authorization: `Bearer ${alice}`,
+        'content-type': 'application/json',
+        'idempotency-key': crypto.randomUUID(),
+      },
       body: JSON.stringify({ title: 'x'.repeat(KIB * KIB), source_type: 'text' }),
     });
     expect(big.status).toBe(413);
     const m = await api.meeting(alice, 'recording');
     const t = (await api.post(alice, `/meetings/${m}/transcriptions`)).body.id;
     const vector = Array.from({ length: 192 }, (_, i) => Math.sin(i) / 3);
-    const segments = Array.from({ length: 1500 }, (_, i) => ({ text: `segment ${i}`, start_ms: i * 1000, feature_vector: vector }));
+    const segments = Array.from({ length: 1500 }, (_, i) => ({
+      text: `segment ${i}`,
+      start_ms: i * 1000,
+      feature_vector: vector,
+    }));
     const body = { segments };
     expect(Buffer.byteLength(JSON.stringify(body))).toBeGreaterThan(2 * KIB * KIB);
-    expect((await api.request('PUT', `/transcriptions/${t}/segments`, { token: api.serviceToken, body })).status).toBe(204);
+    expect((await api.request('PUT', `/transcriptions/${t}/segments`, { token: api.serviceToken, body })).status).toBe(
+      204,
+    );
   });
 });

@@ -18,7 +18,8 @@ const api = await startApi({
   RECORDING_MAX_CHUNK_BYTES: String(CHUNK_LIMIT),
 });
 const doc = await fetchDoc(api);
-const has = (operationId: string) => Object.values(doc.paths).some((item) => Object.values(item).some((o: any) => o.operationId === operationId));
+const has = (operationId: string) =>
+  Object.values(doc.paths).some((item) => Object.values(item).some((o: any) => o.operationId === operationId));
 let world: World;
 let ids: Ids;
 let auth: string;
@@ -33,20 +34,33 @@ afterAll(() => api.close());
 function expect413(outcome: { status: number; text: string }, what: string) {
   expect(outcome.status, `${what}: ${outcome.text.slice(0, 200)}`).toBe(413);
   const problem = JSON.parse(outcome.text);
-  expect(problem).toMatchObject({ type: expect.stringContaining('payload_too_large'), status: 413, detail: expect.any(String) });
+  expect(problem).toMatchObject({
+    type: expect.stringContaining('payload_too_large'),
+    status: 413,
+    detail: expect.any(String),
+  });
 }
 
 describe('JSON and other non-raw bodies', () => {
   const createMeeting = (contentType?: string) => ({
     method: 'POST',
     path: '/meetings',
-    headers: { authorization: auth, 'idempotency-key': randomUUID(), ...(contentType ? { 'content-type': contentType } : {}) },
+    headers: {
+      authorization: auth,
+      'idempotency-key': randomUUID(),
+      ...(contentType ? { 'content-type': contentType } : {}),
+    },
   });
 
   for (const contentType of ['application/json', 'application/merge-patch+json', 'text/plain', undefined]) {
     it(`should answer 413 at once to a declared Content-Length above the limit (${contentType ?? 'no Content-Type'})`, async () => {
       const { method, path, headers } = createMeeting(contentType);
-      const out = await streamUntilAnswered(api.url, path, { method, headers, declaredLength: 100 * JSON_LIMIT, maxBytes: 64 * JSON_LIMIT });
+      const out = await streamUntilAnswered(api.url, path, {
+        method,
+        headers,
+        declaredLength: 100 * JSON_LIMIT,
+        maxBytes: 64 * JSON_LIMIT,
+      });
       expect413(out, `declared ${100 * JSON_LIMIT} bytes`);
       expect(out.ms).toBeLessThan(5_000);
     });
@@ -79,7 +93,11 @@ describe('JSON and other non-raw bodies', () => {
       return base.replace('[]', `["${'x'.repeat(size - base.length - 2)}"]`);
     };
     const send = (text: string) =>
-      rawRequest(api.url, '/meetings', { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json', 'idempotency-key': randomUUID() }, body: text });
+      rawRequest(api.url, '/meetings', {
+        method: 'POST',
+        headers: { authorization: auth, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+        body: text,
+      });
     const below = body(JSON_LIMIT);
     expect(Buffer.byteLength(below)).toBe(JSON_LIMIT);
     expect((await send(below)).status).toBe(201);
@@ -88,15 +106,23 @@ describe('JSON and other non-raw bodies', () => {
 });
 
 describe('segments per request', () => {
-  const segments = (n: number) => JSON.stringify({ segments: Array.from({ length: n }, (_, i) => ({ text: 's', start_ms: i })) });
+  const segments = (n: number) =>
+    JSON.stringify({ segments: Array.from({ length: n }, (_, i) => ({ text: 's', start_ms: i })) });
 
   for (const method of ['POST', 'PUT']) {
     it(`should answer 413 to 5,001 segments and accept 5,000 (${method})`, async () => {
-      expect(has(method === 'POST' ? 'appendTranscriptSegments' : 'replaceTranscriptSegments'), 'the operation this test covers is missing: renamed?').toBe(true);
+      expect(
+        has(method === 'POST' ? 'appendTranscriptSegments' : 'replaceTranscriptSegments'),
+        'the operation this test covers is missing: renamed?',
+      ).toBe(true);
       const send = (n: number) => {
         const body = segments(n);
         expect(Buffer.byteLength(body)).toBeLessThan(JSON_LIMIT); // the count rule, not the byte limit
-        return rawRequest(api.url, `/transcriptions/${ids.transcription}/segments`, { method, headers: { authorization: `Bearer ${api.serviceToken}`, 'content-type': 'application/json' }, body });
+        return rawRequest(api.url, `/transcriptions/${ids.transcription}/segments`, {
+          method,
+          headers: { authorization: `Bearer ${api.serviceToken}`, 'content-type': 'application/json' },
+          body,
+        });
       };
       expect413(await send(5_001), '5,001 segments');
       expect((await send(5_000)).status).toBe(204);
@@ -109,17 +135,41 @@ describe('raw uploads', () => {
     expect(has('uploadMeetingAudio'), 'the operation this test covers is missing: renamed?').toBe(true);
     const path = `/meetings/${ids.meetingWithAudio}/audio`;
     const headers = { authorization: auth, 'content-type': 'audio/wav' };
-    const declared = await streamUntilAnswered(api.url, path, { method: 'PUT', headers, declaredLength: 100 * UPLOAD_LIMIT, maxBytes: 16 * UPLOAD_LIMIT });
+    const declared = await streamUntilAnswered(api.url, path, {
+      method: 'PUT',
+      headers,
+      declaredLength: 100 * UPLOAD_LIMIT,
+      maxBytes: 16 * UPLOAD_LIMIT,
+    });
     expect413(declared, 'declared upload');
     expect(declared.ms).toBeLessThan(5_000);
-    expect413(await streamUntilAnswered(api.url, path, { method: 'PUT', headers, maxBytes: 32 * UPLOAD_LIMIT, chunkBytes: 64 * 1024 }), 'endless chunked upload');
+    expect413(
+      await streamUntilAnswered(api.url, path, {
+        method: 'PUT',
+        headers,
+        maxBytes: 32 * UPLOAD_LIMIT,
+        chunkBytes: 64 * 1024,
+      }),
+      'endless chunked upload',
+    );
   });
 
   it('should answer 413 to a gap upload above RECORDING_MAX_CHUNK_BYTES, declared or streamed', async () => {
     expect(has('uploadRecordingGap'), 'the operation this test covers is missing: renamed?').toBe(true);
     const path = `/meetings/${ids.meetingWithTake}/recording/audio/0-9?audio_version=1`;
     const headers = { authorization: auth, 'content-type': 'application/octet-stream' };
-    expect413(await streamUntilAnswered(api.url, path, { method: 'PUT', headers, declaredLength: 100 * CHUNK_LIMIT, maxBytes: 64 * CHUNK_LIMIT }), 'declared gap');
-    expect413(await streamUntilAnswered(api.url, path, { method: 'PUT', headers, maxBytes: 128 * CHUNK_LIMIT }), 'endless chunked gap');
+    expect413(
+      await streamUntilAnswered(api.url, path, {
+        method: 'PUT',
+        headers,
+        declaredLength: 100 * CHUNK_LIMIT,
+        maxBytes: 64 * CHUNK_LIMIT,
+      }),
+      'declared gap',
+    );
+    expect413(
+      await streamUntilAnswered(api.url, path, { method: 'PUT', headers, maxBytes: 128 * CHUNK_LIMIT }),
+      'endless chunked gap',
+    );
   });
 });

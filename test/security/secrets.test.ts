@@ -12,9 +12,13 @@ import { fetchDoc } from '../support/openapi';
 
 const SIGNING_KEY = 'explicit-audio-url-signing-key-3b1f9c';
 const lines: string[] = [];
-const api = await startApi({ LOG_LEVEL: 'debug', AUDIO_URL_SIGNING_KEY: SIGNING_KEY }, { logDestination: { write: (line: string) => void lines.push(line) } });
+const api = await startApi(
+  { LOG_LEVEL: 'debug', AUDIO_URL_SIGNING_KEY: SIGNING_KEY },
+  { logDestination: { write: (line: string) => void lines.push(line) } },
+);
 const doc = await fetchDoc(api);
-const has = (operationId: string) => Object.values(doc.paths).some((item) => Object.values(item).some((o: any) => o.operationId === operationId));
+const has = (operationId: string) =>
+  Object.values(doc.paths).some((item) => Object.values(item).some((o: any) => o.operationId === operationId));
 let world: World;
 let ids: Ids;
 /** Every secret value a request of this file carried. */
@@ -24,11 +28,18 @@ const remember = (label: string, value: string) => secrets.set(value, label);
 
 beforeAll(async () => {
   world = await createWorld(api, doc);
-  ids = await createFixtures(world, ['meeting', 'transcription', ...(has('uploadMeetingAudio') ? ['meetingWithAudio'] : [])]);
+  ids = await createFixtures(world, [
+    'meeting',
+    'transcription',
+    ...(has('uploadMeetingAudio') ? ['meetingWithAudio'] : []),
+  ]);
   remember('IDENTITY_SECRET_KEY', api.config.IDENTITY_SECRET_KEY!);
   remember('SERVICE_AUTH_TOKEN', api.serviceToken);
   remember('AUDIO_URL_SIGNING_KEY', api.config.AUDIO_URL_SIGNING_KEY);
-  for (const [who, token] of [['owner', world.owner.token], ['other', world.other.token]]) {
+  for (const [who, token] of [
+    ['owner', world.owner.token],
+    ['other', world.other.token],
+  ]) {
     remember(`${who} token`, token);
     remember(`${who} token signature`, token.split('.')[2]);
   }
@@ -52,9 +63,21 @@ async function exercise() {
     ['GET', '/me', { token: expired }],
     ['GET', `/me?access_token=${owner}`, {}],
     ['GET', '/me', { token: api.serviceToken }], // wrong scheme
-    ['POST', '/meetings', { token: owner, body: { title: 'secret-test', source_type: 'text' }, headers: { 'idempotency-key': key } }],
-    ['POST', '/meetings', { token: owner, body: { title: 'secret-test', source_type: 'text' }, headers: { 'idempotency-key': key } }], // replay
-    ['POST', '/meetings', { token: owner, body: { title: 'other body', source_type: 'text' }, headers: { 'idempotency-key': key } }], // 422
+    [
+      'POST',
+      '/meetings',
+      { token: owner, body: { title: 'secret-test', source_type: 'text' }, headers: { 'idempotency-key': key } },
+    ],
+    [
+      'POST',
+      '/meetings',
+      { token: owner, body: { title: 'secret-test', source_type: 'text' }, headers: { 'idempotency-key': key } },
+    ], // replay
+    [
+      'POST',
+      '/meetings',
+      { token: owner, body: { title: 'other body', source_type: 'text' }, headers: { 'idempotency-key': key } },
+    ], // 422
     ['POST', '/meetings', { token: owner, body: '{"title":', headers: { 'idempotency-key': randomUUID() } }],
     ['PATCH', `/meetings/${ids.meeting}`, { token: api.serviceToken, body: { headline: 'from the service' } }],
     ['GET', `/transcriptions/${ids.transcription}`, { token: api.serviceToken }],
@@ -113,7 +136,8 @@ describe('AUDIO_URL_SIGNING_KEY', () => {
     const links = await api.request('GET', `/meetings/${ids.meetingWithAudio}/audio-url`, { token: world.owner.token });
     const proxy = new URL(links.body.proxy_url);
     const { uid, exp, sig } = Object.fromEntries(proxy.searchParams);
-    const hmac = (key: string) => createHmac('sha256', key).update(`${ids.meetingWithAudio}:${uid}:${exp}`).digest('base64url');
+    const hmac = (key: string) =>
+      createHmac('sha256', key).update(`${ids.meetingWithAudio}:${uid}:${exp}`).digest('base64url');
     expect(uid).toBe(world.owner.userId);
     expect(sig).toBe(hmac(SIGNING_KEY));
     for (const other of [api.serviceToken, api.config.IDENTITY_SECRET_KEY!]) expect(sig).not.toBe(hmac(other));

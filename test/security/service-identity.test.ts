@@ -21,7 +21,10 @@ let user: string;
 beforeAll(async () => {
   // Google's PEM certificate endpoint's shape: {kid: PEM}.
   const body = JSON.stringify({ 'kid-1': google.publicKey.export({ type: 'spki', format: 'pem' }) });
-  certs = createServer((_req, res) => void res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=60' }).end(body));
+  certs = createServer(
+    (_req, res) =>
+      void res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=60' }).end(body),
+  );
   await new Promise<void>((r) => certs.listen(0, '127.0.0.1', r));
   api = await startApi({
     ML_SERVICE_ACCOUNT_EMAILS: `other@project.iam.gserviceaccount.com, ${ML_ACCOUNT}`,
@@ -36,7 +39,10 @@ afterAll(async () => {
   certs?.close();
 });
 
-async function idToken(claims: Record<string, unknown> = {}, opts: { key?: typeof google; ttl?: number; aud?: string } = {}) {
+async function idToken(
+  claims: Record<string, unknown> = {},
+  opts: { key?: typeof google; ttl?: number; aud?: string } = {},
+) {
   const pem = (opts.key ?? google).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
   const now = Math.floor(Date.now() / 1000);
   return new SignJWT({ email: ML_ACCOUNT, email_verified: true, ...claims })
@@ -50,7 +56,8 @@ async function idToken(claims: Record<string, unknown> = {}, opts: { key?: typeo
 }
 
 /** A service-only operation: 404 for an unknown transcription means the credential was the service's. */
-const asService = (token: string) => api.request('PATCH', `/transcriptions/${randomUUID()}`, { token, body: { status: 'failed' } });
+const asService = (token: string) =>
+  api.request('PATCH', `/transcriptions/${randomUUID()}`, { token, body: { status: 'failed' } });
 
 describe('Google-signed ID tokens of the ML service account', () => {
   it('should take a valid one as the service credential', async () => {

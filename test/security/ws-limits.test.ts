@@ -11,7 +11,19 @@ import type { OpenedDatabase } from '@mi/lib/db/open';
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { appendEvent, appendEvents } from '@mi/lib/events/outbox';
 import { changed, segmentEvent } from '@mi/lib/events/catalogue';
-import { TestClient, createMeeting, fileEnv, frameMessage, openTestDatabase, pcmFrame, range, sleep, startInstance, token, type Instance } from '../live/helpers';
+import {
+  TestClient,
+  createMeeting,
+  fileEnv,
+  frameMessage,
+  openTestDatabase,
+  pcmFrame,
+  range,
+  sleep,
+  startInstance,
+  token,
+  type Instance,
+} from '../live/helpers';
 
 const MAX_FRAME = 4096;
 const HELLO_TIMEOUT_S = 0.5;
@@ -41,7 +53,8 @@ afterAll(async () => {
 });
 
 const userIdOf = async (meetingId: string): Promise<string> =>
-  (await a.rt.db.query<{ user_id: string }>('test.owner', 'SELECT user_id FROM meeting WHERE id = $1', [meetingId])).rows[0].user_id;
+  (await a.rt.db.query<{ user_id: string }>('test.owner', 'SELECT user_id FROM meeting WHERE id = $1', [meetingId]))
+    .rows[0].user_id;
 
 describe('frame size', () => {
   it('should refuse a frame above LIVE_MAX_FRAME_BYTES with frame_too_large, store nothing of it and keep the connection', async () => {
@@ -52,7 +65,10 @@ describe('frame size', () => {
     client.frame(0, Buffer.alloc(MAX_FRAME, 1)); // exactly the limit: taken
     const from = client.messages.length;
     client.frame(1, Buffer.alloc(MAX_FRAME + 1, 2));
-    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({ code: 'frame_too_large', ref: 'audio' });
+    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+      code: 'frame_too_large',
+      ref: 'audio',
+    });
     client.frame(2, Buffer.alloc(16, 3));
     const stopped = await client.stop(meetingId);
     expect(stopped).toMatchObject({ highest_contiguous_sequence: 0, missing_ranges: [[1, 1]] });
@@ -67,7 +83,10 @@ describe('frame size', () => {
 
   it('should cut a connection with 1009 when a message is far above the bound (text or binary), before reading it whole', async () => {
     const t = await token(a.config, 'huge-messages');
-    for (const huge of [frameMessage(0, Buffer.alloc(1024 * 1024 + 1)), JSON.stringify({ type: 'StopRecordingCommand', meeting_id: 'x'.repeat(1024 * 1024) })]) {
+    for (const huge of [
+      frameMessage(0, Buffer.alloc(1024 * 1024 + 1)),
+      JSON.stringify({ type: 'StopRecordingCommand', meeting_id: 'x'.repeat(1024 * 1024) }),
+    ]) {
       const client = await TestClient.connect(a.wsUrl, t);
       client.ws.send(huge);
       expect((await client.closed).code).toBe(1009);
@@ -102,7 +121,10 @@ describe('frames that cannot be stored as they are', () => {
     for (const size of [1, 3199, 3201]) {
       const from = client.messages.length;
       client.frame(1, Buffer.alloc(size, 1));
-      expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({ code: 'bad_frame', ref: 'audio' });
+      expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+        code: 'bad_frame',
+        ref: 'audio',
+      });
       await sleep(1_100); // one error per code a second
     }
     client.frame(1);
@@ -114,7 +136,10 @@ describe('frames that cannot be stored as they are', () => {
     await client.start(opusMeeting, { encoding: 'webm_opus' });
     const from = client.messages.length;
     client.frame(0, Buffer.alloc(0));
-    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({ code: 'bad_frame', ref: 'audio' });
+    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+      code: 'bad_frame',
+      ref: 'audio',
+    });
     await client.stop(opusMeeting);
     client.close();
   });
@@ -128,7 +153,10 @@ describe('frames that cannot be stored as they are', () => {
     for (let seq = 1; seq <= 127; seq += 2) client.frame(seq);
     const from = client.messages.length;
     client.frame(129);
-    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({ code: 'too_many_gaps', ref: 'audio' });
+    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+      code: 'too_many_gaps',
+      ref: 'audio',
+    });
     client.frame(128); // no new hole: taken
     for (let seq = 0; seq <= 126; seq += 2) client.frame(seq);
     client.frame(129);
@@ -144,13 +172,19 @@ describe('frames that cannot be stored as they are', () => {
     for (let seq = 0; seq <= 256; seq += 4) client.frame(seq);
     let from = client.messages.length;
     client.frame(2); // the middle of 1-3: would leave 1-1 and 3-3, 65 holes
-    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({ code: 'too_many_gaps', ref: 'audio' });
+    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+      code: 'too_many_gaps',
+      ref: 'audio',
+    });
     client.frame(1); // an edge: 2-3 remains, still 64 holes
     client.frame(2); // now an edge too: taken
     await sleep(1_100); // one error per code a second
     from = client.messages.length;
     client.frame(6); // the middle of 5-7 is refused the same way
-    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({ code: 'too_many_gaps', ref: 'audio' });
+    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+      code: 'too_many_gaps',
+      ref: 'audio',
+    });
     for (let seq = 3; seq <= 255; seq++) if (seq % 4 !== 0) client.frame(seq);
     const stopped = await client.stop(meetingId);
     expect(stopped).toMatchObject({ highest_contiguous_sequence: 256, missing_ranges: [] });
@@ -166,7 +200,11 @@ describe('frames that cannot be stored as they are', () => {
 describe('connections per user', () => {
   it('should refuse the connection past LIVE_MAX_CONNECTIONS_PER_USER counted across instances with 4429, and admit one again after a close', async () => {
     const t = await token(a.config, 'tab-hoarder');
-    const open = [await TestClient.connect(a.wsUrl, t), await TestClient.connect(a.wsUrl, t), await TestClient.connect(b.wsUrl, t)];
+    const open = [
+      await TestClient.connect(a.wsUrl, t),
+      await TestClient.connect(a.wsUrl, t),
+      await TestClient.connect(b.wsUrl, t),
+    ];
     for (const wsUrl of [a.wsUrl, b.wsUrl]) {
       const extra = await TestClient.open(wsUrl);
       extra.send({ type: 'hello', token: t, client_id: randomUUID() });
@@ -182,7 +220,15 @@ describe('connections per user', () => {
     for (const deadline = Date.now() + 10_000; !again && Date.now() < deadline; ) {
       const attempt = await TestClient.open(b.wsUrl);
       attempt.send({ type: 'hello', token: t, client_id: randomUUID() });
-      const outcome = await Promise.race([attempt.waitFor((m) => m.type === 'ready', 10_000).then(() => 'ready', () => 'no answer'), attempt.closed.then((c) => c.code)]);
+      const outcome = await Promise.race([
+        attempt
+          .waitFor((m) => m.type === 'ready', 10_000)
+          .then(
+            () => 'ready',
+            () => 'no answer',
+          ),
+        attempt.closed.then((c) => c.code),
+      ]);
       if (outcome === 'ready') again = attempt;
       else await sleep(250);
     }
@@ -192,7 +238,7 @@ describe('connections per user', () => {
 });
 
 describe('slow readers', () => {
-  it("should never buffer more than LIVE_SEND_QUEUE_BYTES for a client that stops reading, cut it off, and keep serving others", async () => {
+  it('should never buffer more than LIVE_SEND_QUEUE_BYTES for a client that stops reading, cut it off, and keep serving others', async () => {
     // The server side of every socket of instance a, to watch how much waits to be sent.
     const serverSockets: Socket[] = [];
     const capture = (_req: unknown, socket: Socket) => void serverSockets.push(socket);
@@ -216,13 +262,23 @@ describe('slow readers', () => {
       // bound, and a little for the other user.
       const big = segmentEvent(randomUUID(), randomUUID(), { text: 'x'.repeat(40_000) });
       for (let round = 0; round < 6; round++) {
-        const [slowEvents, fastEvent] = await a.rt.db.withTransaction(async (tx) => [
-          await appendEvents(tx, slowUser, range(1, 67).map(() => big)),
-          await appendEvent(tx, fastUser, changed('meeting', 'updated', fastMeeting, fastMeeting)),
-        ] as const);
+        const [slowEvents, fastEvent] = await a.rt.db.withTransaction(
+          async (tx) =>
+            [
+              await appendEvents(
+                tx,
+                slowUser,
+                range(1, 67).map(() => big),
+              ),
+              await appendEvent(tx, fastUser, changed('meeting', 'updated', fastMeeting, fastMeeting)),
+            ] as const,
+        );
         await a.rt.events.publish([...slowEvents, fastEvent]);
       }
-      const closed = await Promise.race([slowSocket.closed ? Promise.resolve(true) : new Promise((r) => slowSocket.once('close', () => r(true))), sleep(20_000).then(() => false)]);
+      const closed = await Promise.race([
+        slowSocket.closed ? Promise.resolve(true) : new Promise((r) => slowSocket.once('close', () => r(true))),
+        sleep(20_000).then(() => false),
+      ]);
       expect(closed).toBe(true);
     } finally {
       clearInterval(sampler);

@@ -36,7 +36,9 @@ async function smallMl(): Promise<SmallMl> {
       if (req.method === 'POST' && req.url === '/streaming') {
         ml.starts.push(JSON.parse(body));
         const id = randomUUID();
-        return void res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id, audio_url: `${ml.url.replace('http', 'ws')}/audio/${id}` }));
+        return void res
+          .writeHead(201, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ id, audio_url: `${ml.url.replace('http', 'ws')}/audio/${id}` }));
       }
       if (req.method === 'DELETE') {
         ml.drains++;
@@ -45,7 +47,9 @@ async function smallMl(): Promise<SmallMl> {
       res.writeHead(404).end();
     });
   });
-  ml.server.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', (_d, binary) => void (binary && ml.frames++))));
+  ml.server.on('upgrade', (req, socket, head) =>
+    wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', (_d, binary) => void (binary && ml.frames++))),
+  );
   await new Promise<void>((r) => ml.server.listen(0, '127.0.0.1', r));
   ml.url = `http://127.0.0.1:${(ml.server.address() as AddressInfo).port}`;
   return ml;
@@ -87,7 +91,12 @@ describe('npm start with ML_SERVICE_URL', () => {
     const client = await TestClient.connect(`${stack.url.replace('http', 'ws')}/ws`, user);
     await client.start(meetingId);
     await expect.poll(() => ml.starts.length, { timeout: 20_000 }).toBe(1);
-    expect(ml.starts[0]).toMatchObject({ meeting_id: meetingId, audio_version: 1, start_sequence: 0, encoding: 'pcm_s16le' });
+    expect(ml.starts[0]).toMatchObject({
+      meeting_id: meetingId,
+      audio_version: 1,
+      start_sequence: 0,
+      encoding: 'pcm_s16le',
+    });
     for (let seq = 0; seq < 10; seq++) client.frame(seq);
     await expect.poll(() => ml.frames, { timeout: 20_000 }).toBe(10);
     client.send({ type: 'StopRecordingCommand', meeting_id: meetingId });
@@ -102,9 +111,21 @@ describe('npm start with ML_SERVICE_URL', () => {
   });
 
   it('should keep recording.finalized on recording.finalized.ml-batch for the ML to pull', async () => {
-    const message = { meeting_id: randomUUID(), audio_version: 1, transcription_id: null, storage_path: null, is_degraded: false, missing_ranges: [] };
+    const message = {
+      meeting_id: randomUUID(),
+      audio_version: 1,
+      transcription_id: null,
+      storage_path: null,
+      is_degraded: false,
+      missing_ranges: [],
+    };
     await stack.rt.bus.publish(topic, message);
-    const pubsub = new PubSub({ projectId: stack.config.GOOGLE_CLOUD_PROJECT, apiEndpoint: stack.config.PUBSUB_EMULATOR_HOST, emulatorMode: true, authClient: emulatorAuth() });
+    const pubsub = new PubSub({
+      projectId: stack.config.GOOGLE_CLOUD_PROJECT,
+      apiEndpoint: stack.config.PUBSUB_EMULATOR_HOST,
+      emulatorMode: true,
+      authClient: emulatorAuth(),
+    });
     const subscription = pubsub.subscription(`${topic}.ml-batch`);
     const received = await new Promise<unknown>((resolve) =>
       subscription.on('message', (m: Message) => {

@@ -26,14 +26,29 @@ function listeningAddresses(port: number): string[] {
     .map((cols) => {
       const hex = cols[1].split(':')[0];
       // IPv4 in little-endian hex; anything else (IPv6) reported as is.
-      return hex.length === 8 ? hex.match(/../g)!.reverse().map((b) => parseInt(b, 16)).join('.') : hex;
+      return hex.length === 8
+        ? hex
+            .match(/../g)!
+            .reverse()
+            .map((b) => parseInt(b, 16))
+            .join('.')
+        : hex;
     });
 }
 
 async function startStack(): Promise<{ url: string; stop(): Promise<void> }> {
   const [port, mlPort] = [await freePort(), await freePort()];
   const child = spawn('npm', ['start'], {
-    env: { ...process.env, ...inject('emulatorEnv'), APP_ENV: 'development', DATA_DIR: dataDir, CORE_PORT: String(port), ML_PORT: String(mlPort), LOG_LEVEL: 'warn', STORAGE_BUCKET: 'stack-test' },
+    env: {
+      ...process.env,
+      ...inject('emulatorEnv'),
+      APP_ENV: 'development',
+      DATA_DIR: dataDir,
+      CORE_PORT: String(port),
+      ML_PORT: String(mlPort),
+      LOG_LEVEL: 'warn',
+      STORAGE_BUCKET: 'stack-test',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
@@ -45,7 +60,10 @@ async function startStack(): Promise<{ url: string; stop(): Promise<void> }> {
   const until = Date.now() + 90_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`npm start exited ${child.exitCode}:\n${output}`);
-    const ok = await fetch(`${url}/healthz`).then((r) => r.status === 200, () => false);
+    const ok = await fetch(`${url}/healthz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) break;
     if (Date.now() > until) throw new Error(`no /healthz within 90 s:\n${output}`);
     await new Promise((r) => setTimeout(r, 250));
@@ -59,7 +77,12 @@ async function startStack(): Promise<{ url: string; stop(): Promise<void> }> {
       process.kill(-child.pid!, 'SIGINT');
       await exited;
       const until = Date.now() + 20_000;
-      while (await fetch(`${url}/healthz`).then(() => true, () => false)) {
+      while (
+        await fetch(`${url}/healthz`).then(
+          () => true,
+          () => false,
+        )
+      ) {
         if (Date.now() > until) throw new Error(`the stack still answers after Ctrl-C:\n${output}`);
         await new Promise((r) => setTimeout(r, 250));
       }
@@ -73,7 +96,9 @@ describe('npm start', () => {
     // Loopback only (HOST unset): the development token endpoint mints any user's token.
     expect(listeningAddresses(Number(new URL(first.url).port))).toEqual(['127.0.0.1']);
     const secrets = JSON.parse(readFileSync(path.join(dataDir, 'dev-secrets.json'), 'utf8'));
-    expect(new Set([secrets.IDENTITY_SECRET_KEY, secrets.SERVICE_AUTH_TOKEN, secrets.AUDIO_URL_SIGNING_KEY]).size).toBe(3);
+    expect(new Set([secrets.IDENTITY_SECRET_KEY, secrets.SERVICE_AUTH_TOKEN, secrets.AUDIO_URL_SIGNING_KEY]).size).toBe(
+      3,
+    );
     const auth = { authorization: `Bearer ${await mintDevToken(secrets.IDENTITY_SECRET_KEY, 'stacy')}` };
     expect((await fetch(`${first.url}/me`, { headers: auth })).status).toBe(200);
     expect((await (await fetch(`${first.url}/openapi.json`)).json()).openapi).toBe('3.1.0');

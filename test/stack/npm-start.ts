@@ -17,9 +17,19 @@ export interface NpmStart {
 export async function spawnNpmStart(env: Record<string, string | undefined>): Promise<NpmStart> {
   const [port, mlPort] = [await freePort(), await freePort()];
   // undefined removes a variable (e.g. the run's emulators, so that the stack starts its own).
-  const merged: Record<string, string | undefined> = { ...process.env, APP_ENV: 'development', LOG_LEVEL: 'info', LOG_FORMAT: 'json', CORE_PORT: String(port), ML_PORT: String(mlPort),
+  const merged: Record<string, string | undefined> = {
+    ...process.env,
+    APP_ENV: 'development',
+    LOG_LEVEL: 'info',
+    LOG_FORMAT: 'json',
+    CORE_PORT: String(port),
+    ML_PORT: String(mlPort),
     // Emulators the stack starts itself take any free port in tests (their fixed defaults would collide across files).
-    PUBSUB_EMULATOR_PORT: '0', FIRESTORE_EMULATOR_PORT: '0', STORAGE_EMULATOR_PORT: '0', ...env };
+    PUBSUB_EMULATOR_PORT: '0',
+    FIRESTORE_EMULATOR_PORT: '0',
+    STORAGE_EMULATOR_PORT: '0',
+    ...env,
+  };
   const child = spawn('npm', ['start'], {
     cwd: ROOT,
     env: Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== undefined)) as Record<string, string>,
@@ -38,7 +48,13 @@ export async function untilReady(s: NpmStart, withinMs = 150_000): Promise<void>
   const until = Date.now() + withinMs;
   for (;;) {
     if (s.child.exitCode !== null) throw new Error(`npm start exited ${s.child.exitCode}:\n${s.output()}`);
-    if (await fetch(`http://127.0.0.1:${s.port}/healthz`).then((r) => r.status === 200, () => false)) return;
+    if (
+      await fetch(`http://127.0.0.1:${s.port}/healthz`).then(
+        (r) => r.status === 200,
+        () => false,
+      )
+    )
+      return;
     if (Date.now() > until) throw new Error(`no /healthz within ${withinMs} ms:\n${s.output()}`);
     await new Promise((r) => setTimeout(r, 250));
   }

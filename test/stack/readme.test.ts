@@ -44,7 +44,9 @@ function readmeBlock(after: string): string {
 
 function bash(script: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(path.join(bin, 'bash'), ['-c', script], { cwd: ROOT, env }, (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+    execFile(path.join(bin, 'bash'), ['-c', script], { cwd: ROOT, env }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
   });
 }
 
@@ -58,7 +60,10 @@ describe('README examples', () => {
     const run = await bash(script, { PATH: bin, HOME: process.env.HOME ?? '/tmp', DATA_DIR: dataDir });
     expect(run.stderr).not.toMatch(/command not found/);
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
-    const answers = run.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const answers = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(answers[0]).toEqual({ status: 'ok' });
     expect(answers[1]).toHaveProperty('id');
     expect(answers[2]).toMatchObject({ title: 'Weekly sync', source_type: 'recording' });

@@ -10,7 +10,12 @@ import { spawnNpmStart } from './npm-start';
 const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-checks-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 // The stack's own emulators, not the run's: a late check would show as an emulator started first.
-const own = { DATA_DIR: dataDir, PUBSUB_EMULATOR_HOST: undefined, FIRESTORE_EMULATOR_HOST: undefined, STORAGE_EMULATOR_HOST: undefined };
+const own = {
+  DATA_DIR: dataDir,
+  PUBSUB_EMULATOR_HOST: undefined,
+  FIRESTORE_EMULATOR_HOST: undefined,
+  STORAGE_EMULATOR_HOST: undefined,
+};
 
 async function failedStart(env: Record<string, string | undefined>) {
   const started = Date.now();

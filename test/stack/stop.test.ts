@@ -26,7 +26,12 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function until(what: string, check: () => boolean | Promise<boolean>, withinMs: number, context: () => string): Promise<void> {
+async function until(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  withinMs: number,
+  context: () => string,
+): Promise<void> {
   const end = Date.now() + withinMs;
   while (!(await check())) {
     if (Date.now() > end) throw new Error(`${what} within ${withinMs} ms\n${context()}`);
@@ -40,13 +45,21 @@ type Target = 'npm' | 'tsx' | 'node';
 function pidOf(s: NpmStart, target: Target): number {
   if (target === 'npm') return s.child.pid!;
   const pids = processTree(s.child.pid!);
-  const match = target === 'tsx' ? (c: string) => /\.bin\/tsx emulators\/start\.ts$/.test(c) : (c: string) => /tsx\/dist\/loader\.mjs emulators\/start\.ts$/.test(c);
+  const match =
+    target === 'tsx'
+      ? (c: string) => /\.bin\/tsx emulators\/start\.ts$/.test(c)
+      : (c: string) => /tsx\/dist\/loader\.mjs emulators\/start\.ts$/.test(c);
   const pid = pids.find((p) => match(commandLine(p)));
   if (!pid) throw new Error(`no ${target} process in:\n${pids.map((p) => `${p} ${commandLine(p)}`).join('\n')}`);
   return pid;
 }
 
-async function startAndSignal(target: Target, signal: NodeJS.Signals, env: Record<string, string | undefined>, whileRunning?: (dataDir: string) => Promise<void>) {
+async function startAndSignal(
+  target: Target,
+  signal: NodeJS.Signals,
+  env: Record<string, string | undefined>,
+  whileRunning?: (dataDir: string) => Promise<void>,
+) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-stop-'));
   dirs.push(dataDir);
   const s = await spawnNpmStart({ DATA_DIR: dataDir, ...env });
@@ -59,10 +72,19 @@ async function startAndSignal(target: Target, signal: NodeJS.Signals, env: Recor
   expect(ports).toEqual(expect.arrayContaining([s.port, s.mlPort]));
 
   process.kill(pidOf(s, target), signal); // that process alone, not its group
-  const context = () => `left: ${tree.filter(running).map((p) => `${p} ${commandLine(p)}`).join('\n')}\nlistening: ${ports.filter(listening)}\noutput:\n${s.output()}`;
+  const context = () =>
+    `left: ${tree
+      .filter(running)
+      .map((p) => `${p} ${commandLine(p)}`)
+      .join('\n')}\nlistening: ${ports.filter(listening)}\noutput:\n${s.output()}`;
   await until('every process of the tree gone', () => tree.every((p) => !running(p)), 30_000, context);
   await until('no port left listening', () => ports.every((p) => !listening(p)), 5_000, context);
-  expect(await fetch(`${s.url}/healthz`).then(() => 'answered', () => 'refused')).toBe('refused');
+  expect(
+    await fetch(`${s.url}/healthz`).then(
+      () => 'answered',
+      () => 'refused',
+    ),
+  ).toBe('refused');
   expect(s.output()).toContain('local stack stopped');
   return { tree, commands, ports };
 }
@@ -85,8 +107,12 @@ describe('stopping npm start', () => {
       const script = `source ${path.join(dataDir, 'local-stack.env')} && echo "$PUBSUB_EMULATOR_HOST $FIRESTORE_EMULATOR_HOST" && gcloud storage ls`;
       const gcloudConfig = mkdtempSync(path.join(tmpdir(), 'mi-gcloud-'));
       dirs.push(gcloudConfig);
-      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CLOUDSDK_') && !k.endsWith('_EMULATOR_HOST')));
-      const { stdout } = await promisify(execFile)('bash', ['-c', script], { env: { ...env, CLOUDSDK_CONFIG: gcloudConfig } });
+      const env = Object.fromEntries(
+        Object.entries(process.env).filter(([k]) => !k.startsWith('CLOUDSDK_') && !k.endsWith('_EMULATOR_HOST')),
+      );
+      const { stdout } = await promisify(execFile)('bash', ['-c', script], {
+        env: { ...env, CLOUDSDK_CONFIG: gcloudConfig },
+      });
       expect(stdout).toContain(`127.0.0.1:${pubsub} 127.0.0.1:${firestore}`);
       expect(stdout).toContain('gs://stack-env-bucket/');
     };
@@ -98,7 +124,11 @@ describe('stopping npm start', () => {
     expect(ports.length).toBeGreaterThanOrEqual(5); // API, ML, GCS, Pub/Sub, Firestore
   }, 240_000);
 
-  for (const [target, signal] of [['npm', 'SIGHUP'], ['tsx', 'SIGHUP'], ['node', 'SIGTERM']] as const) {
+  for (const [target, signal] of [
+    ['npm', 'SIGHUP'],
+    ['tsx', 'SIGHUP'],
+    ['node', 'SIGTERM'],
+  ] as const) {
     it(`should stop everything when ${target} alone gets ${signal}`, async () => {
       // The run's emulators: this start has no Java of its own, and is quicker.
       await startAndSignal(target, signal, { ...inject('emulatorEnv'), STORAGE_BUCKET: `stop-${target}` });

@@ -4,10 +4,20 @@ import { mintDevToken } from '@mi/lib/adapters/auth';
 const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
 /** Authorization header values that are not valid credentials (401 everywhere). */
-export async function badCredentials(secret: string, serviceToken: string, validUserToken: string): Promise<Record<string, string>> {
+export async function badCredentials(
+  secret: string,
+  serviceToken: string,
+  validUserToken: string,
+): Promise<Record<string, string>> {
   const [header, , signature] = validUserToken.split('.');
   const now = Math.floor(Date.now() / 1000);
-  const forgedPayload = b64url({ sub: 'dev|mallory', email: 'mallory@example.test', username: 'mallory', iat: now, exp: now + 3600 });
+  const forgedPayload = b64url({
+    sub: 'dev|mallory',
+    email: 'mallory@example.test',
+    username: 'mallory',
+    iat: now,
+    exp: now + 3600,
+  });
   return {
     'not a JWT': 'Bearer not-a-jwt',
     'signed with another key': `Bearer ${await mintDevToken(`${secret}-other`, 'mallory')}`,

@@ -5,7 +5,13 @@
 // a template database carries the schema, and each test file clones its own from it.
 import { randomUUID } from 'node:crypto';
 import { startEmbeddedPostgres } from '@mi/lib/db/embedded';
-import { adminQuery, findNativeEngine, startNativeCluster, type ClusterOptions, type NativeCluster } from '@mi/lib/dev/native-postgres';
+import {
+  adminQuery,
+  findNativeEngine,
+  startNativeCluster,
+  type ClusterOptions,
+  type NativeCluster,
+} from '@mi/lib/dev/native-postgres';
 import { applySchema } from '../../schema/apply';
 
 export type TestEngine =
@@ -25,7 +31,8 @@ export interface RunningEngine {
 /** Starts the run's engine: a native cluster with the template databases, or nothing (PGlite). */
 export async function startTestEngine(opts: ClusterOptions = {}): Promise<RunningEngine> {
   const choice = process.env.TEST_DATABASE ?? '';
-  if (!['', 'native', 'pglite'].includes(choice)) throw new Error(`TEST_DATABASE must be native or pglite, not ${choice}`);
+  if (!['', 'native', 'pglite'].includes(choice))
+    throw new Error(`TEST_DATABASE must be native or pglite, not ${choice}`);
   const found = findNativeEngine();
   if (choice === 'pglite' || !found.engine) {
     if (choice === 'native') throw new Error(`TEST_DATABASE=native but ${found.why}`);
@@ -33,12 +40,19 @@ export async function startTestEngine(opts: ClusterOptions = {}): Promise<Runnin
     return { engine: { kind: 'pglite', label: 'PGlite (embedded)', why }, cluster: null, stop: async () => {} };
   }
   // Commit timestamps let tests compare commit order with the order of what was committed.
-  const cluster = await startNativeCluster(found.engine, { ...opts, settings: { track_commit_timestamp: 'on', ...opts.settings } });
+  const cluster = await startNativeCluster(found.engine, {
+    ...opts,
+    settings: { track_commit_timestamp: 'on', ...opts.settings },
+  });
   await adminQuery(cluster.url(), `CREATE DATABASE ${EMPTY}`, `CREATE DATABASE ${TEMPLATE}`);
   await adminQuery(cluster.url(EMPTY), 'CREATE EXTENSION vector');
   await adminQuery(cluster.url(TEMPLATE), 'CREATE EXTENSION vector');
   await applySchema(cluster.url(TEMPLATE));
-  return { engine: { kind: 'native', label: found.engine.label, adminUrl: cluster.url() }, cluster, stop: () => cluster.stop() };
+  return {
+    engine: { kind: 'native', label: found.engine.label, adminUrl: cluster.url() },
+    cluster,
+    stop: () => cluster.stop(),
+  };
 }
 
 export interface TestDatabase {

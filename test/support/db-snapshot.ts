@@ -12,7 +12,10 @@ export async function snapshotter(db: Queryable): Promise<() => Promise<Snapshot
   );
   if (!rows.length) throw new Error('no tables to snapshot');
   const sql = rows
-    .map(({ name }) => `SELECT '${name}' AS name, count(*)::text || ':' || coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '') AS sum FROM "${name}" t`)
+    .map(
+      ({ name }) =>
+        `SELECT '${name}' AS name, count(*)::text || ':' || coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '') AS sum FROM "${name}" t`,
+    )
     .join(' UNION ALL ');
   return async () => {
     const res = await db.query<{ name: string; sum: string }>('test.snapshot', sql);

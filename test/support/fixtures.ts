@@ -4,7 +4,17 @@
 import { randomUUID } from 'node:crypto';
 import { markStopped, markStopping, startRecording } from '@mi/lib/repositories/recordings';
 import type { ApiHarness, TestResponse } from '../harness';
-import { exampleFor, fillPath, operations, resolve, types, uniqueText, type Doc, type Operation, type Schema } from './openapi';
+import {
+  exampleFor,
+  fillPath,
+  operations,
+  resolve,
+  types,
+  uniqueText,
+  type Doc,
+  type Operation,
+  type Schema,
+} from './openapi';
 
 export type Ids = Record<string, string>;
 
@@ -47,7 +57,10 @@ const FIELD_RESOURCE: Record<string, string> = {
 };
 
 /** Where the generic request does not fit an operation: which record a parameter takes, body members to set. */
-export const REQUEST_OVERRIDES: Record<string, { params?: Record<string, string>; body?: Record<string, unknown>; query?: Record<string, string> }> = {
+export const REQUEST_OVERRIDES: Record<
+  string,
+  { params?: Record<string, string>; body?: Record<string, unknown>; query?: Record<string, string> }
+> = {
   // pending → pending is no transition; pending → transcribing is.
   updateTranscription: { body: { status: 'transcribing' } },
   // The meeting whose SPEAKER_0 is assigned (the parameter's example), so the owner's DELETE succeeds.
@@ -70,7 +83,10 @@ export function resourceOfParam(op: Operation, name: string): string {
   const segments = op.path.split('/');
   const at = segments.indexOf(`{${name}}`);
   const resource = PATH_RESOURCE[segments[at - 1]];
-  if (!resource) throw new Error(`${op.operationId}: no fixture for path parameter {${name}} of ${op.path}; add it to test/support/fixtures.ts`);
+  if (!resource)
+    throw new Error(
+      `${op.operationId}: no fixture for path parameter {${name}} of ${op.path}; add it to test/support/fixtures.ts`,
+    );
   return resource;
 }
 
@@ -98,7 +114,12 @@ export interface BuiltRequest {
 }
 
 /** A valid request for `op` on the records in `ids` (no credentials yet). */
-export function buildRequest(doc: Doc, op: Operation, ids: Ids, opts: { full?: boolean; bodyIds?: Ids } = {}): BuiltRequest {
+export function buildRequest(
+  doc: Doc,
+  op: Operation,
+  ids: Ids,
+  opts: { full?: boolean; bodyIds?: Ids } = {},
+): BuiltRequest {
   const override = REQUEST_OVERRIDES[op.operationId] ?? {};
   const pathValues: Record<string, string> = {};
   const query: Record<string, string> = {};
@@ -112,7 +133,9 @@ export function buildRequest(doc: Doc, op: Operation, ids: Ids, opts: { full?: b
       pathValues[p.name] = ids[resource];
     } else if (p.in === 'query' && p.required) {
       const s = resolve(doc, p.schema);
-      query[p.name] = String(s.example ?? s.enum?.[0] ?? s.default ?? (types(s).includes('integer') ? s.minimum ?? 1 : uniqueText('q')));
+      query[p.name] = String(
+        s.example ?? s.enum?.[0] ?? s.default ?? (types(s).includes('integer') ? (s.minimum ?? 1) : uniqueText('q')),
+      );
     } else if (p.in === 'header' && p.name.toLowerCase() === 'idempotency-key') {
       headers['idempotency-key'] = randomUUID();
     }
@@ -122,7 +145,12 @@ export function buildRequest(doc: Doc, op: Operation, ids: Ids, opts: { full?: b
   if (op.body) {
     req.contentType = op.body.contentType;
     if (/json/i.test(op.body.contentType)) {
-      const ctx = { doc, ref: refResolver(opts.bodyIds ?? ids), exclude: new Set(Object.values(pathValues)), full: opts.full };
+      const ctx = {
+        doc,
+        ref: refResolver(opts.bodyIds ?? ids),
+        exclude: new Set(Object.values(pathValues)),
+        full: opts.full,
+      };
       const body = exampleFor(ctx, op.body.schema);
       req.body = override.body && body && typeof body === 'object' ? { ...body, ...override.body } : body;
     } else {
@@ -143,8 +171,15 @@ export function send(api: ApiHarness, req: BuiltRequest, authorization?: string)
   const headers: Record<string, string> = { ...req.headers };
   if (authorization !== undefined) headers.authorization = authorization;
   if (req.body === undefined) return api.request(req.method, urlOf(req), { headers });
-  if (req.body instanceof Uint8Array) return api.request(req.method, urlOf(req), { headers: { 'content-type': req.contentType!, ...headers }, raw: req.body as Uint8Array<ArrayBuffer> });
-  return api.request(req.method, urlOf(req), { headers: { 'content-type': req.contentType!, ...headers }, body: JSON.stringify(req.body) });
+  if (req.body instanceof Uint8Array)
+    return api.request(req.method, urlOf(req), {
+      headers: { 'content-type': req.contentType!, ...headers },
+      raw: req.body as Uint8Array<ArrayBuffer>,
+    });
+  return api.request(req.method, urlOf(req), {
+    headers: { 'content-type': req.contentType!, ...headers },
+    body: JSON.stringify(req.body),
+  });
 }
 
 export interface World {
@@ -155,7 +190,11 @@ export interface World {
   other: { token: string; userId: string };
 }
 
-export async function createWorld(api: ApiHarness, doc: Doc, names = { owner: 'owner', other: 'other' }): Promise<World> {
+export async function createWorld(
+  api: ApiHarness,
+  doc: Doc,
+  names = { owner: 'owner', other: 'other' },
+): Promise<World> {
   const user = async (name: string) => {
     const token = await api.token(name);
     const me = await api.request('GET', '/me', { token });
@@ -170,14 +209,16 @@ const SOURCE_TYPES = ['recording', 'upload', 'text', 'anecdotal'];
 /** The records a request for `op` refers to: its path parameters and the references its body can hold. */
 export function referencedResources(doc: Doc, op: Operation): Set<string> {
   const out = new Set<string>();
-  for (const p of op.params) if (p.in === 'path' && resolve(doc, p.schema).format === 'uuid') out.add(resourceOfParam(op, p.name));
+  for (const p of op.params)
+    if (p.in === 'path' && resolve(doc, p.schema).format === 'uuid') out.add(resourceOfParam(op, p.name));
   const walk = (raw: Schema, depth: number) => {
     const s = resolve(doc, raw);
     if (depth > 8) return;
     for (const [name, prop] of Object.entries<Schema>(s.properties ?? {})) {
       const p = resolve(doc, prop);
       const typeSibling = s.properties[name.replace(/_id$/, '_type')];
-      if (typeSibling && name.endsWith('_id')) for (const v of resolve(doc, typeSibling).enum ?? []) out.add(String(v).toLowerCase());
+      if (typeSibling && name.endsWith('_id'))
+        for (const v of resolve(doc, typeSibling).enum ?? []) out.add(String(v).toLowerCase());
       else if (FIELD_RESOURCE[name]) out.add(FIELD_RESOURCE[name]);
       walk(p, depth + 1);
       if (p.items) walk(p.items, depth + 1);
@@ -192,8 +233,16 @@ type Call = (operationId: string, as: 'owner' | 'service', patch?: Record<string
 type FirstItem = (operationId: string) => Promise<string>;
 
 /** How each record is made, after the records it needs. Steps without a key make links, not records. */
-const STEPS: { key: string; needs: string[]; make: (call: Call, ids: Ids, first: FirstItem, world: World) => Promise<string | undefined> }[] = [
-  ...SOURCE_TYPES.map((source_type) => ({ key: `meeting.${source_type}`, needs: [], make: async (call: Call) => (await call('createMeeting', 'owner', { source_type })).id })),
+const STEPS: {
+  key: string;
+  needs: string[];
+  make: (call: Call, ids: Ids, first: FirstItem, world: World) => Promise<string | undefined>;
+}[] = [
+  ...SOURCE_TYPES.map((source_type) => ({
+    key: `meeting.${source_type}`,
+    needs: [],
+    make: async (call: Call) => (await call('createMeeting', 'owner', { source_type })).id,
+  })),
   { key: 'meeting', needs: ['meeting.text'], make: async (_c, ids) => ids['meeting.text'] },
   { key: 'person', needs: [], make: async (call) => (await call('createPerson', 'owner')).id },
   { key: 'keptPerson', needs: [], make: async (call) => (await call('createPerson', 'owner')).id },
@@ -211,7 +260,9 @@ const STEPS: { key: string; needs: string[]; make: (call: Call, ids: Ids, first:
     needs: ['transcription'],
     make: async (call, _ids, first) => {
       const feature_vector = Array.from({ length: 192 }, (_, i) => Math.sin(i + 1));
-      await call('appendTranscriptSegments', 'service', { segments: [{ text: 'hello', start_ms: 0, end_ms: 900, speaker_label: 'SPEAKER_0', feature_vector }] });
+      await call('appendTranscriptSegments', 'service', {
+        segments: [{ text: 'hello', start_ms: 0, end_ms: 900, speaker_label: 'SPEAKER_0', feature_vector }],
+      });
       return first('listTranscriptSegments');
     },
   },
@@ -219,7 +270,9 @@ const STEPS: { key: string; needs: string[]; make: (call: Call, ids: Ids, first:
     key: 'topic',
     needs: ['segment'],
     make: async (call, ids, first) => {
-      await call('replaceSynthesis', 'service', { topics: [{ name: 'Budget', summary: 'numbers', segment_ids: [ids.segment] }] });
+      await call('replaceSynthesis', 'service', {
+        topics: [{ name: 'Budget', summary: 'numbers', segment_ids: [ids.segment] }],
+      });
       return first('listTopics');
     },
   },
@@ -242,15 +295,30 @@ const STEPS: { key: string; needs: string[]; make: (call: Call, ids: Ids, first:
       const transcription = await call('createTranscription', 'owner', {}, { ...ids, meeting: meetingId });
       await world.api.rt.db.withTransaction(async (tx) => {
         // Opus frames have no fixed size, so the generic raw sample body fits a range of them.
-        const rec = await startRecording(tx, { meetingId, transcriptionId: transcription.id, encoding: 'webm_opus', sampleRate: 16_000, maxDurationSeconds: 3_600, ownerInstance: 'fixtures' });
+        const rec = await startRecording(tx, {
+          meetingId,
+          transcriptionId: transcription.id,
+          encoding: 'webm_opus',
+          sampleRate: 16_000,
+          maxDurationSeconds: 3_600,
+          ownerInstance: 'fixtures',
+        });
         await markStopping(tx, meetingId, rec.audio_version, 'user');
         await markStopped(tx, meetingId, rec.audio_version, 3_600);
       });
       return meetingId;
     },
   },
-  { key: 'attendee', needs: ['meeting', 'person'], make: async (call) => void (await call('addMeetingAttendee', 'owner')) },
-  { key: 'speakerLabel', needs: ['segment', 'person'], make: async (call) => void (await call('assignSpeakerLabel', 'owner', { speaker_label: 'SPEAKER_0' })) },
+  {
+    key: 'attendee',
+    needs: ['meeting', 'person'],
+    make: async (call) => void (await call('addMeetingAttendee', 'owner')),
+  },
+  {
+    key: 'speakerLabel',
+    needs: ['segment', 'person'],
+    make: async (call) => void (await call('assignSpeakerLabel', 'owner', { speaker_label: 'SPEAKER_0' })),
+  },
   { key: 'labelledMeeting', needs: ['speakerLabel'], make: async (_c, ids) => ids.meeting },
 ];
 
@@ -265,7 +333,8 @@ export async function createFixtures(world: World, only?: Iterable<string>, owne
     const op = ops.find((o) => o.operationId === operationId);
     if (!op) throw new Error(`fixtures need the operation ${operationId}, which the document lacks`);
     const req = buildRequest(doc, op, on);
-    if (req.body && typeof req.body === 'object' && !(req.body instanceof Uint8Array)) req.body = { ...req.body, ...patch };
+    if (req.body && typeof req.body === 'object' && !(req.body instanceof Uint8Array))
+      req.body = { ...req.body, ...patch };
     const res = await send(api, req, `Bearer ${as === 'owner' ? owner.token : api.serviceToken}`);
     if (res.status >= 300) throw new Error(`fixture ${operationId} answered ${res.status}: ${res.text}`);
     return res.body;

@@ -19,9 +19,15 @@ export interface StandInJob {
 }
 
 // google.rpc.Code of an HTTP target's failure, as Cloud Scheduler reports it.
-const rpcCodeOf = (http: number) => (http < 300 ? 0 : http === 401 ? 16 : http === 403 ? 7 : http === 404 ? 5 : http >= 500 ? 13 : 9);
+const rpcCodeOf = (http: number) =>
+  http < 300 ? 0 : http === 401 ? 16 : http === 403 ? 7 : http === 404 ? 5 : http >= 500 ? 13 : 9;
 
-export async function startGoogleApis(opts: { project: string; region: string; services: Record<string, StandInService>; jobs: Record<string, StandInJob> }) {
+export async function startGoogleApis(opts: {
+  project: string;
+  region: string;
+  services: Record<string, StandInService>;
+  jobs: Record<string, StandInJob>;
+}) {
   const base = `projects/${opts.project}/locations/${opts.region}`;
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
@@ -29,7 +35,8 @@ export async function startGoogleApis(opts: { project: string; region: string; s
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
-    const notFound = (what: string) => send(404, { error: { code: 404, message: `${what} not found`, status: 'NOT_FOUND' } });
+    const notFound = (what: string) =>
+      send(404, { error: { code: 404, message: `${what} not found`, status: 'NOT_FOUND' } });
     const svc = new RegExp(`^/v2/${base}/services/([^/]+)$`).exec(path);
     if (req.method === 'GET' && svc) {
       const s = opts.services[svc[1]];
@@ -40,7 +47,11 @@ export async function startGoogleApis(opts: { project: string; region: string; s
         uri: s.uri,
         latestReadyRevision: rev(s.latestReadyRevision),
         latestCreatedRevision: rev(s.latestCreatedRevision),
-        terminalCondition: { type: 'Ready', state: s.ready ? 'CONDITION_SUCCEEDED' : 'CONDITION_FAILED', message: s.ready ? '' : 'revision failed its startup probe' },
+        terminalCondition: {
+          type: 'Ready',
+          state: s.ready ? 'CONDITION_SUCCEEDED' : 'CONDITION_FAILED',
+          message: s.ready ? '' : 'revision failed its startup probe',
+        },
       });
     }
     const job = new RegExp(`^/v1/${base}/jobs/([^/:]+)(:run)?$`).exec(path);
@@ -58,7 +69,11 @@ export async function startGoogleApis(opts: { project: string; region: string; s
       // The attempt runs after the answer, as the scheduler's does; its outcome lands on the job.
       const attempted = new Date(Math.max(Date.now(), (j!.lastAttemptTime?.getTime() ?? 0) + 1000));
       void j!.target().then(
-        (status) => Object.assign(j!, { lastAttemptTime: attempted, status: { code: rpcCodeOf(status), message: status < 300 ? '' : `HTTP ${status}` } }),
+        (status) =>
+          Object.assign(j!, {
+            lastAttemptTime: attempted,
+            status: { code: rpcCodeOf(status), message: status < 300 ? '' : `HTTP ${status}` },
+          }),
         (err: Error) => Object.assign(j!, { lastAttemptTime: attempted, status: { code: 14, message: err.message } }),
       );
       return;

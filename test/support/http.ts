@@ -17,15 +17,26 @@ export function rawRequest(
   // Framed by Content-Length (node does not chunk GET/DELETE bodies, so they would run into the next request).
   const headers = { ...opts.headers };
   if (opts.body !== undefined && !Object.keys(headers).some((h) => /^(content-length|transfer-encoding)$/i.test(h))) {
-    headers['content-length'] = String(typeof opts.body === 'string' ? Buffer.byteLength(opts.body) : opts.body.byteLength);
+    headers['content-length'] = String(
+      typeof opts.body === 'string' ? Buffer.byteLength(opts.body) : opts.body.byteLength,
+    );
   }
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: url.hostname, port: url.port, path: url.pathname + url.search, method: opts.method ?? 'GET', headers, agent: false },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method: opts.method ?? 'GET',
+        headers,
+        agent: false,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
+        );
         res.on('error', reject);
       },
     );
@@ -52,16 +63,35 @@ export interface StreamOutcome {
 export function streamUntilAnswered(
   baseUrl: string,
   path: string,
-  opts: { method: string; headers: Record<string, string>; declaredLength?: number; chunkBytes?: number; maxBytes: number; timeoutMs?: number },
+  opts: {
+    method: string;
+    headers: Record<string, string>;
+    declaredLength?: number;
+    chunkBytes?: number;
+    maxBytes: number;
+    timeoutMs?: number;
+  },
 ): Promise<StreamOutcome> {
   const url = new URL(path, baseUrl);
-  const headers = { ...opts.headers, ...(opts.declaredLength !== undefined ? { 'content-length': String(opts.declaredLength) } : { 'transfer-encoding': 'chunked' }) };
+  const headers = {
+    ...opts.headers,
+    ...(opts.declaredLength !== undefined
+      ? { 'content-length': String(opts.declaredLength) }
+      : { 'transfer-encoding': 'chunked' }),
+  };
   const chunk = Buffer.alloc(opts.chunkBytes ?? 16 * 1024, 0x20); // spaces: valid JSON whitespace
   const started = performance.now();
   return new Promise((resolve, reject) => {
     let sent = 0;
     let answered = false;
-    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname + url.search, method: opts.method, headers, agent: false });
+    const req = http.request({
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname + url.search,
+      method: opts.method,
+      headers,
+      agent: false,
+    });
     const timer = setTimeout(() => {
       req.destroy();
       reject(new Error(`no answer within ${opts.timeoutMs ?? 15_000} ms after ${sent} bytes`));

@@ -40,10 +40,12 @@ export function operations(doc: Doc): Operation[] {
     for (const method of METHODS) {
       const o = item[method];
       if (!o) continue;
-      const schemes = (o.security ?? []).flatMap((s: Record<string, unknown>) => Object.keys(s)).map((n: string) => {
-        if (!SCHEME_NAMES[n]) throw new Error(`${o.operationId}: unknown security scheme ${n}`);
-        return SCHEME_NAMES[n];
-      });
+      const schemes = (o.security ?? [])
+        .flatMap((s: Record<string, unknown>) => Object.keys(s))
+        .map((n: string) => {
+          if (!SCHEME_NAMES[n]) throw new Error(`${o.operationId}: unknown security scheme ${n}`);
+          return SCHEME_NAMES[n];
+        });
       const params: Param[] = [...(item.parameters ?? []), ...(o.parameters ?? [])].map((p: any) => ({
         name: p.name,
         in: p.in,
@@ -59,7 +61,9 @@ export function operations(doc: Doc): Operation[] {
         schemes,
         params,
         idempotent: params.some((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key' && p.required),
-        body: contentType ? { contentType, schema: content![contentType].schema ?? {}, required: !!o.requestBody.required } : undefined,
+        body: contentType
+          ? { contentType, schema: content![contentType].schema ?? {}, required: !!o.requestBody.required }
+          : undefined,
       });
     }
   }
@@ -107,7 +111,8 @@ export function uniqueText(prefix = 's'): string {
   return `${prefix}-${process.pid}-${++unique}`;
 }
 
-const isUuid = (s: Schema) => s.format === 'uuid' || (types(s).includes('array') && s.items && s.items.format === 'uuid');
+const isUuid = (s: Schema) =>
+  s.format === 'uuid' || (types(s).includes('array') && s.items && s.items.format === 'uuid');
 
 /**
  * A minimal valid value for a schema: required members, plus optional members that reference
@@ -123,7 +128,10 @@ export function exampleFor(ctx: GenContext, raw: Schema, field = '', siblings: R
   }
   if (s.format === 'uuid') {
     const id = ctx.ref(field, siblings);
-    if (id === undefined) throw new Error(`no fixture for the uuid field "${field}": add it to the reference map in test/support/fixtures.ts`);
+    if (id === undefined)
+      throw new Error(
+        `no fixture for the uuid field "${field}": add it to the reference map in test/support/fixtures.ts`,
+      );
     return id;
   }
   if (s.example !== undefined) return s.example;

@@ -24,7 +24,8 @@ export interface OtlpSpan {
 export const SPAN_KIND_SERVER = 2;
 export const SPAN_KIND_CLIENT = 3;
 
-const flat = (attrs: { key: string; value: Record<string, unknown> }[] = []) => Object.fromEntries(attrs.map((a) => [a.key, Object.values(a.value)[0]]));
+const flat = (attrs: { key: string; value: Record<string, unknown> }[] = []) =>
+  Object.fromEntries(attrs.map((a) => [a.key, Object.values(a.value)[0]]));
 
 export interface OtlpReceiver {
   url: string;
@@ -59,13 +60,23 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         .filter((p) => p.path === '/v1/traces')
         .flatMap((p) => p.body.resourceSpans ?? [])
         .flatMap((rs: any) =>
-          rs.scopeSpans.flatMap((ss: any) => ss.spans.map((s: any) => ({ ...s, attributes: flat(s.attributes), resource: flat(rs.resource?.attributes) }))),
+          rs.scopeSpans.flatMap((ss: any) =>
+            ss.spans.map((s: any) => ({
+              ...s,
+              attributes: flat(s.attributes),
+              resource: flat(rs.resource?.attributes),
+            })),
+          ),
         ),
     metrics: () =>
       posts
         .filter((p) => p.path === '/v1/metrics')
         .flatMap((p) => p.body.resourceMetrics ?? [])
-        .flatMap((rm: any) => rm.scopeMetrics.flatMap((sm: any) => sm.metrics.map((m: any) => ({ name: m.name, resource: flat(rm.resource?.attributes) })))),
+        .flatMap((rm: any) =>
+          rm.scopeMetrics.flatMap((sm: any) =>
+            sm.metrics.map((m: any) => ({ name: m.name, resource: flat(rm.resource?.attributes) })),
+          ),
+        ),
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
@@ -87,11 +98,15 @@ export async function startMetadataServer(token = 'ya29.test-metadata-token'): P
     if (req.headers['metadata-flavor'] !== 'Google') return void res.writeHead(403, headers).end();
     if (path === '/computeMetadata/v1/instance/service-accounts/default/token') {
       state.tokenRequests++;
-      return void res.writeHead(200, { ...headers, 'content-type': 'application/json' }).end(JSON.stringify({ access_token: token, expires_in: 3599, token_type: 'Bearer' }));
+      return void res
+        .writeHead(200, { ...headers, 'content-type': 'application/json' })
+        .end(JSON.stringify({ access_token: token, expires_in: 3599, token_type: 'Bearer' }));
     }
-    if (path === '/computeMetadata/v1/universe/universe-domain') return void res.writeHead(200, headers).end('googleapis.com');
+    if (path === '/computeMetadata/v1/universe/universe-domain')
+      return void res.writeHead(200, headers).end('googleapis.com');
     if (path === '/computeMetadata/v1/project/project-id') return void res.writeHead(200, headers).end('test-project');
-    if (path === '/computeMetadata/v1/instance' || path === '/computeMetadata/v1/') return void res.writeHead(200, headers).end('');
+    if (path === '/computeMetadata/v1/instance' || path === '/computeMetadata/v1/')
+      return void res.writeHead(200, headers).end('');
     res.writeHead(404, headers).end();
   });
   const host = await listen(server);

@@ -22,7 +22,9 @@ export function responseChecker(doc: Doc): ResponseChecker {
   const routes: Route[] = [];
   for (const [template, item] of Object.entries(doc.paths)) {
     // /meetings/{id}/audio/{range}: each parameter is one path segment.
-    const pattern = new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}|\{[^}]+\}/g, '[^/]+')}$`);
+    const pattern = new RegExp(
+      `^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}|\{[^}]+\}/g, '[^/]+')}$`,
+    );
     for (const [method, op] of Object.entries(item as Record<string, any>)) {
       const schemas = new Map<number, ValidateFunction>();
       for (const [status, response] of Object.entries((op.responses ?? {}) as Record<string, any>)) {
@@ -34,7 +36,9 @@ export function responseChecker(doc: Doc): ResponseChecker {
     }
   }
   // Literal paths win over templated ones (/people/me before /people/{id}).
-  routes.sort((a, b) => b.pattern.source.replace(/\[\^\/\]\+/g, '').length - a.pattern.source.replace(/\[\^\/\]\+/g, '').length);
+  routes.sort(
+    (a, b) => b.pattern.source.replace(/\[\^\/\]\+/g, '').length - a.pattern.source.replace(/\[\^\/\]\+/g, '').length,
+  );
 
   return (method, path, status, body) => {
     if (status < 200 || status > 299 || body === undefined) return;

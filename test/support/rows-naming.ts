@@ -17,7 +17,11 @@ async function idColumns(db: Queryable): Promise<Column[]> {
      WHERE c.table_schema = 'public' AND t.table_type = 'BASE TABLE' AND c.udt_name IN ('uuid', '_uuid', 'text')
      ORDER BY 1, 2`,
   );
-  return rows.map((r) => ({ table: r.table, column: r.column, kind: r.udt_name === 'uuid' ? 'uuid' : r.udt_name === '_uuid' ? 'uuid[]' : 'text' }));
+  return rows.map((r) => ({
+    table: r.table,
+    column: r.column,
+    kind: r.udt_name === 'uuid' ? 'uuid' : r.udt_name === '_uuid' ? 'uuid[]' : 'text',
+  }));
 }
 
 /** Every uuid value stored anywhere (uuid and uuid[] columns). */
@@ -26,7 +30,10 @@ export async function allIds(db: Queryable): Promise<Set<string>> {
   for (const c of await idColumns(db)) {
     if (c.kind === 'text') continue;
     const expr = c.kind === 'uuid' ? `"${c.column}"` : `unnest("${c.column}")`;
-    const { rows } = await db.query<{ v: string }>('test.ids', `SELECT DISTINCT ${expr}::text AS v FROM "${c.table}" WHERE "${c.column}" IS NOT NULL`);
+    const { rows } = await db.query<{ v: string }>(
+      'test.ids',
+      `SELECT DISTINCT ${expr}::text AS v FROM "${c.table}" WHERE "${c.column}" IS NOT NULL`,
+    );
     for (const r of rows) if (r.v) out.add(r.v);
   }
   return out;
@@ -36,8 +43,17 @@ export async function allIds(db: Queryable): Promise<Set<string>> {
 export async function rowsNaming(db: Queryable, ids: string[]): Promise<string[]> {
   const found: string[] = [];
   for (const c of await idColumns(db)) {
-    const where = c.kind === 'uuid' ? `"${c.column}"::text = ANY($1)` : c.kind === 'uuid[]' ? `"${c.column}"::text[] && $1` : `"${c.column}" = ANY($1)`;
-    const { rows } = await db.query<{ n: number }>('test.naming', `SELECT count(*)::int AS n FROM "${c.table}" WHERE ${where}`, [ids]);
+    const where =
+      c.kind === 'uuid'
+        ? `"${c.column}"::text = ANY($1)`
+        : c.kind === 'uuid[]'
+          ? `"${c.column}"::text[] && $1`
+          : `"${c.column}" = ANY($1)`;
+    const { rows } = await db.query<{ n: number }>(
+      'test.naming',
+      `SELECT count(*)::int AS n FROM "${c.table}" WHERE ${where}`,
+      [ids],
+    );
     if (rows[0].n) found.push(`${c.table}.${c.column}: ${rows[0].n}`);
   }
   return found;

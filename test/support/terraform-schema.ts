@@ -42,8 +42,17 @@ export interface ProviderSchema {
   dataSources: Map<string, BlockSchema>;
 }
 
-const META_ARGUMENTS = new Set(['count', 'for_each', 'depends_on', 'lifecycle', 'provider', 'provisioner', 'connection']);
-const LINK = /registry\.terraform\.io\/providers\/hashicorp\/google\/([\d.]+)\/docs\/(resources|data-sources)\/(\w+)#(\w+)/;
+const META_ARGUMENTS = new Set([
+  'count',
+  'for_each',
+  'depends_on',
+  'lifecycle',
+  'provider',
+  'provisioner',
+  'connection',
+]);
+const LINK =
+  /registry\.terraform\.io\/providers\/hashicorp\/google\/([\d.]+)\/docs\/(resources|data-sources)\/(\w+)#(\w+)/;
 const snake = (camel: string) => camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** The struct a property's type names when it is a block (one, or a list of them). */
@@ -55,7 +64,9 @@ function blockFqn(t: JsiiType): string | undefined {
 
 export function loadProviderSchema(): ProviderSchema {
   const require = createRequire(import.meta.url);
-  const assembly = JSON.parse(readFileSync(join(dirname(require.resolve('@cdktf/provider-google')), '..', '.jsii'), 'utf8'));
+  const assembly = JSON.parse(
+    readFileSync(join(dirname(require.resolve('@cdktf/provider-google')), '..', '.jsii'), 'utf8'),
+  );
   const types: Record<string, JsiiStruct> = assembly.types;
   const cache = new Map<string, BlockSchema>();
   const schemaOf = (fqn: string): BlockSchema => {
@@ -66,7 +77,10 @@ export function loadProviderSchema(): ProviderSchema {
     for (const p of types[fqn]?.properties ?? []) {
       const name = LINK.exec(p.docs?.remarks ?? '')?.[4] ?? snake(p.name);
       const nested = blockFqn(p.type);
-      schema.set(name, { required: !p.optional, ...(nested && types[nested]?.datatype ? { block: () => schemaOf(nested) } : {}) });
+      schema.set(name, {
+        required: !p.optional,
+        ...(nested && types[nested]?.datatype ? { block: () => schemaOf(nested) } : {}),
+      });
     }
     return schema;
   };
@@ -85,7 +99,8 @@ export function loadProviderSchema(): ProviderSchema {
 }
 
 type Obj = Record<string, unknown>;
-const isBlockList = (v: unknown): v is Obj[] => Array.isArray(v) && v.every((x) => x && typeof x === 'object' && !Array.isArray(x));
+const isBlockList = (v: unknown): v is Obj[] =>
+  Array.isArray(v) && v.every((x) => x && typeof x === 'object' && !Array.isArray(x));
 
 /** Problems of one block body (as @cdktf/hcl2json parses it) against its schema. */
 function checkBlock(where: string, body: Obj, schema: BlockSchema, problems: string[], topLevel: boolean): void {
@@ -108,11 +123,13 @@ function checkBlock(where: string, body: Obj, schema: BlockSchema, problems: str
       continue;
     }
     for (const g of generators) {
-      for (const content of (g.content as Obj[] | undefined) ?? []) checkBlock(`${where}.${key}`, content, arg.block(), problems, false);
+      for (const content of (g.content as Obj[] | undefined) ?? [])
+        checkBlock(`${where}.${key}`, content, arg.block(), problems, false);
     }
   }
   for (const [key, arg] of schema) {
-    if (arg.required && !(key in body) && !(key in dynamic)) problems.push(`${where}: missing required argument "${key}"`);
+    if (arg.required && !(key in body) && !(key in dynamic))
+      problems.push(`${where}: missing required argument "${key}"`);
   }
 }
 
@@ -122,7 +139,10 @@ function checkBlock(where: string, body: Obj, schema: BlockSchema, problems: str
  */
 export function checkModule(file: string, hcl: Obj, schema: ProviderSchema): string[] {
   const problems: string[] = [];
-  for (const [kind, known] of [['resource', schema.resources], ['data', schema.dataSources]] as const) {
+  for (const [kind, known] of [
+    ['resource', schema.resources],
+    ['data', schema.dataSources],
+  ] as const) {
     for (const [type, byName] of Object.entries((hcl[kind] ?? {}) as Record<string, Record<string, Obj[]>>)) {
       if (!type.startsWith('google_')) continue;
       const blockSchema = known.get(type);

@@ -25,7 +25,16 @@ const waitFor = async <T>(what: string, fn: () => Promise<T> | T, ok: (v: T) => 
 };
 
 function dispatch(over: Partial<DispatcherOptions> = {}): Dispatcher {
-  const d = startDispatcher({ db: api.rt.db, log: api.rt.log, env: 'test', pollMs: 50, retrySchedule: [0.1, 0.2, 0.3], disableAfterSeconds: 3600, timeoutMs: 2000, ...over });
+  const d = startDispatcher({
+    db: api.rt.db,
+    log: api.rt.log,
+    env: 'test',
+    pollMs: 50,
+    retrySchedule: [0.1, 0.2, 0.3],
+    disableAfterSeconds: 3600,
+    timeoutMs: 2000,
+    ...over,
+  });
   dispatchers.push(d);
   return d;
 }
@@ -45,8 +54,15 @@ async function subscriber(eventTypes: string[] = ['*']) {
 
 const tag = (token: string) => api.post(token, '/tags', { name: `t-${randomUUID()}` });
 const outbox = async (userId: string) =>
-  (await api.rt.db.query<{ id: string; seq: string; payload: object; created_at: string }>('test.outbox', 'SELECT id, seq, payload, created_at FROM event_outbox WHERE user_id = $1 ORDER BY seq', [userId])).rows;
-const attempts = async (token: string, id: string) => (await api.request('GET', `/webhooks/${id}/deliveries?limit=200`, { token })).body.items as any[];
+  (
+    await api.rt.db.query<{ id: string; seq: string; payload: object; created_at: string }>(
+      'test.outbox',
+      'SELECT id, seq, payload, created_at FROM event_outbox WHERE user_id = $1 ORDER BY seq',
+      [userId],
+    )
+  ).rows;
+const attempts = async (token: string, id: string) =>
+  (await api.request('GET', `/webhooks/${id}/deliveries?limit=200`, { token })).body.items as any[];
 
 beforeAll(async () => {
   api = await startApi();
@@ -71,7 +87,9 @@ describe('webhook delivery', () => {
     );
     expect(s.receiver.ids()).toEqual(events.map((e) => e.id));
     const log = await attempts(s.token, s.webhookId);
-    expect(log.map((a) => [a.event_id, a.attempt, a.status_code, a.error])).toEqual(events.map((e) => [e.id, 1, 200, null]).reverse());
+    expect(log.map((a) => [a.event_id, a.attempt, a.status_code, a.error])).toEqual(
+      events.map((e) => [e.id, 1, 200, null]).reverse(),
+    );
   });
 
   it('should send only the subscribed types and never AudioStoredProgressEvent', async () => {
@@ -79,7 +97,17 @@ describe('webhook delivery', () => {
     const meetingId = await api.meeting(only.token);
     dispatch();
     await api.rt.db.withTransaction(async (tx) => {
-      await appendEvent(tx, only.userId, progressEvent({ meeting_id: meetingId, audio_version: 1, highest_contiguous_sequence: 1, frames_stored: 1, bytes_stored: 1 }));
+      await appendEvent(
+        tx,
+        only.userId,
+        progressEvent({
+          meeting_id: meetingId,
+          audio_version: 1,
+          highest_contiguous_sequence: 1,
+          frames_stored: 1,
+          bytes_stored: 1,
+        }),
+      );
       await appendEvent(tx, only.userId, talkingPointEvent(meetingId, { id: randomUUID(), text: 'x' }));
     });
     await tag(only.token);
@@ -99,7 +127,13 @@ describe('webhook delivery', () => {
     await waitFor('two failed attempts', () => s.receiver.received.length >= 2);
     s.receiver.mode = { status: 204 };
     await waitFor('success', () => s.receiver.ids().length === 1);
-    const log = (await waitFor('the success logged', () => attempts(s.token, s.webhookId), (a) => a[0]?.status_code === 204)).reverse();
+    const log = (
+      await waitFor(
+        'the success logged',
+        () => attempts(s.token, s.webhookId),
+        (a) => a[0]?.status_code === 204,
+      )
+    ).reverse();
     expect(new Set(s.receiver.received.map((r) => r.id)).size).toBe(1);
     expect(log.map((a) => a.attempt)).toEqual(log.map((_, i) => i + 1));
     expect(log.at(-1).status_code).toBe(204);
@@ -116,7 +150,11 @@ describe('webhook delivery', () => {
     dispatch({ retrySchedule: [0.05, 0.05], disableAfterSeconds: 0.6 });
     await tag(s.token);
     await waitFor('three attempts', async () => (await attempts(s.token, s.webhookId)).length === 3);
-    const { rows } = await api.rt.db.query('test.pending', 'SELECT count(*)::int AS n FROM webhook_delivery WHERE webhook_id = $1', [s.webhookId]);
+    const { rows } = await api.rt.db.query(
+      'test.pending',
+      'SELECT count(*)::int AS n FROM webhook_delivery WHERE webhook_id = $1',
+      [s.webhookId],
+    );
     expect(rows[0].n).toBe(0);
     // Events keep failing; past 0.6 s of failures the endpoint is disabled.
     await waitFor(
@@ -131,7 +169,9 @@ describe('webhook delivery', () => {
     s.receiver.mode = { status: 200 };
     await api.request('PATCH', `/webhooks/${s.webhookId}`, { token: s.token, body: { enabled: true } });
     const later = (await tag(s.token)).body.id;
-    await waitFor('delivery after enabling', () => s.receiver.received.some((r) => r.status === 200 && r.body.id === later));
+    await waitFor('delivery after enabling', () =>
+      s.receiver.received.some((r) => r.status === 200 && r.body.id === later),
+    );
   });
 
   it('should send POST /webhooks/{id}/test at once, verified', async () => {
@@ -139,7 +179,10 @@ describe('webhook delivery', () => {
     dispatch();
     const queued = await api.request('POST', `/webhooks/${s.webhookId}/test`, { token: s.token });
     await waitFor('the test event', () => s.receiver.ids().includes(queued.body.event_id));
-    expect(s.receiver.received[0]).toMatchObject({ verified: true, body: { type: 'WebhookTest', webhook_id: s.webhookId } });
+    expect(s.receiver.received[0]).toMatchObject({
+      verified: true,
+      body: { type: 'WebhookTest', webhook_id: s.webhookId },
+    });
   });
 
   it("should not let a receiver that never answers stall other users' deliveries; it times out", async () => {
@@ -148,11 +191,20 @@ describe('webhook delivery', () => {
     slow.receiver.mode = 'hang';
     dispatch({ timeoutMs: 1500 });
     await tag(slow.token);
-    await waitFor('the slow attempt to start', async () => (await api.rt.db.query('test.lease', 'SELECT lease_until FROM webhook WHERE id = $1', [slow.webhookId])).rows[0].lease_until);
+    await waitFor(
+      'the slow attempt to start',
+      async () =>
+        (await api.rt.db.query('test.lease', 'SELECT lease_until FROM webhook WHERE id = $1', [slow.webhookId])).rows[0]
+          .lease_until,
+    );
     await tag(fast.token);
     await waitFor('the fast delivery', () => fast.receiver.ids().length === 1);
     expect(await attempts(slow.token, slow.webhookId)).toEqual([]); // still in flight
-    const [timedOut] = await waitFor('the timeout', () => attempts(slow.token, slow.webhookId), (a) => a.length > 0);
+    const [timedOut] = await waitFor(
+      'the timeout',
+      () => attempts(slow.token, slow.webhookId),
+      (a) => a.length > 0,
+    );
     expect(timedOut).toMatchObject({ attempt: 1, status_code: null, error: 'no answer within 1.5 s' });
   });
 
@@ -161,12 +213,21 @@ describe('webhook delivery', () => {
     await tag(s.token);
     // A dispatcher fans out and claims, then dies before attempting (no outcome is written).
     const dead = dispatch({ concurrency: 0 });
-    await waitFor('queued', async () => (await api.rt.db.query('test.q', 'SELECT 1 FROM webhook_delivery WHERE webhook_id = $1', [s.webhookId])).rowCount);
+    await waitFor(
+      'queued',
+      async () =>
+        (await api.rt.db.query('test.q', 'SELECT 1 FROM webhook_delivery WHERE webhook_id = $1', [s.webhookId]))
+          .rowCount,
+    );
     await dead.stop();
     expect((await claimDue(api.rt.db, 100, 0.3)).map((c) => c.webhook_id)).toContain(s.webhookId);
     dispatch();
     await waitFor('the retried delivery', () => s.receiver.ids().length === 1);
-    const log = await waitFor('its attempt logged', () => attempts(s.token, s.webhookId), (a) => a.length > 0);
+    const log = await waitFor(
+      'its attempt logged',
+      () => attempts(s.token, s.webhookId),
+      (a) => a.length > 0,
+    );
     expect(log.map((a) => [a.attempt, a.status_code])).toEqual([[1, 200]]);
   });
 
@@ -201,7 +262,10 @@ describe('webhook delivery', () => {
     await s.receiver.stop();
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) ids.push((await tag(s.token)).body.id);
-    await waitFor('failed attempts while down', async () => (await attempts(s.token, s.webhookId)).filter((a) => a.error).length >= 3);
+    await waitFor(
+      'failed attempts while down',
+      async () => (await attempts(s.token, s.webhookId)).filter((a) => a.error).length >= 3,
+    );
     await s.receiver.start();
     await waitFor('every event', () => new Set(s.receiver.ids()).size >= 10);
     const events = await outbox(s.userId);

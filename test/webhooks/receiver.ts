@@ -55,7 +55,12 @@ export class Receiver {
         this.inFlight--;
         const mode = this.mode;
         if (mode === 'hang') return; // never answered; stop() closes the connection
-        this.received.push({ id: String(req.headers['webhook-id']), body: JSON.parse(text), verified, status: mode.status });
+        this.received.push({
+          id: String(req.headers['webhook-id']),
+          body: JSON.parse(text),
+          verified,
+          status: mode.status,
+        });
         res.writeHead(mode.status).end('ok');
       });
     });

@@ -100,7 +100,10 @@ export class LiveConnection {
         if (err) reject(err);
         else resolve();
       };
-      const timer = setTimeout(() => done(new Error(`not connected within ${timeoutMs} ms (${this.status.state}); was connect() called?`)), timeoutMs);
+      const timer = setTimeout(
+        () => done(new Error(`not connected within ${timeoutMs} ms (${this.status.state}); was connect() called?`)),
+        timeoutMs,
+      );
       const off = this.subscribe({
         onReady: () => done(),
         onStatus: (st) => st.state === 'closed' && done(new Error(`the connection is closed: ${st.reason}`)),
@@ -158,10 +161,20 @@ export class LiveConnection {
       if (this.ws !== ws) return;
       this.ws = null;
       if (this.stopped) return this.setStatus({ state: 'closed', reason: 'closed by the client' });
-      if (FINAL_CLOSES[e.code]) return this.setStatus({ state: 'closed', code: e.code, reason: `${FINAL_CLOSES[e.code]}${e.reason ? `: ${e.reason}` : ''}` });
+      if (FINAL_CLOSES[e.code])
+        return this.setStatus({
+          state: 'closed',
+          code: e.code,
+          reason: `${FINAL_CLOSES[e.code]}${e.reason ? `: ${e.reason}` : ''}`,
+        });
       const delay = e.code === 1012 ? ADVISED_RECONNECT_MS : (this.opts.backoff ?? backoffDelay)(this.attempt);
       this.attempt++;
-      this.setStatus({ state: 'waiting', attempt: this.attempt, retryAt: Date.now() + delay, lastClose: `${e.code}${e.reason ? ` ${e.reason}` : ''}` });
+      this.setStatus({
+        state: 'waiting',
+        attempt: this.attempt,
+        retryAt: Date.now() + delay,
+        lastClose: `${e.code}${e.reason ? ` ${e.reason}` : ''}`,
+      });
       this.timer = setTimeout(() => this.connect(), delay);
     };
   }

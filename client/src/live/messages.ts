@@ -44,9 +44,19 @@ interface Take {
   meeting_id: string;
   audio_version: number;
 }
-export interface Ready { type: 'ready'; connection_id: string }
-export interface ResyncRequired { type: 'ResyncRequired'; oldest_seq: number }
-export interface RecordingStarted extends Take { type: 'RecordingStarted'; transcription_id: string; max_duration_seconds: number }
+export interface Ready {
+  type: 'ready';
+  connection_id: string;
+}
+export interface ResyncRequired {
+  type: 'ResyncRequired';
+  oldest_seq: number;
+}
+export interface RecordingStarted extends Take {
+  type: 'RecordingStarted';
+  transcription_id: string;
+  max_duration_seconds: number;
+}
 export interface RecordingResumed extends Take {
   type: 'RecordingResumed';
   transcription_id: string;
@@ -61,11 +71,31 @@ export interface RecordingStopped extends Take {
   missing_ranges: Range[];
   gap_upload_deadline: string;
 }
-export interface RecordingReleased extends Take { type: 'RecordingReleased'; reason: 'resumed_elsewhere' | 'not_recording' | 'shutdown' }
-export interface RecordingHealth extends Take { type: 'RecordingHealth'; source: 'ml' | 'core'; code: string; detail: unknown }
-export interface RecordingDurationWarning extends Take { type: 'RecordingDurationWarning'; seconds_remaining: number; max_duration_seconds: number }
-export interface ReconnectAdvised { type: 'ReconnectAdvised'; reason: 'lifetime' | 'shutdown' }
-export interface ErrorMessage { type: 'error'; code: string; message: string; ref: string | null }
+export interface RecordingReleased extends Take {
+  type: 'RecordingReleased';
+  reason: 'resumed_elsewhere' | 'not_recording' | 'shutdown';
+}
+export interface RecordingHealth extends Take {
+  type: 'RecordingHealth';
+  source: 'ml' | 'core';
+  code: string;
+  detail: unknown;
+}
+export interface RecordingDurationWarning extends Take {
+  type: 'RecordingDurationWarning';
+  seconds_remaining: number;
+  max_duration_seconds: number;
+}
+export interface ReconnectAdvised {
+  type: 'ReconnectAdvised';
+  reason: 'lifetime' | 'shutdown';
+}
+export interface ErrorMessage {
+  type: 'error';
+  code: string;
+  message: string;
+  ref: string | null;
+}
 
 /** Every message the server sends (events carry event_id and seq). */
 export type ServerMessage =

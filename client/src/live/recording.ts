@@ -9,7 +9,16 @@ import type { LiveConnection } from './connection.js';
 import { encodeFrame, FrameStore, rangeFrames, toRanges, type Range } from './frames.js';
 import type { ErrorMessage, RecordingStopped, ServerMessage, StartRecordingCommand } from './messages.js';
 
-export type RecordingPhase = 'idle' | 'starting' | 'recording' | 'resuming' | 'stopping' | 'uploading-gaps' | 'finalizing' | 'finalized' | 'failed';
+export type RecordingPhase =
+  | 'idle'
+  | 'starting'
+  | 'recording'
+  | 'resuming'
+  | 'stopping'
+  | 'uploading-gaps'
+  | 'finalizing'
+  | 'finalized'
+  | 'failed';
 
 export interface GapUpload {
   start: number;
@@ -121,7 +130,12 @@ export class LiveRecording {
     this.emit();
     return new Promise<void>((resolve, reject) => {
       this.started = { resolve, reject };
-      const command = { type: 'StartRecordingCommand', meeting_id: meetingId, encoding: this.opts.encoding ?? 'pcm_s16le', sample_rate: this.opts.sampleRate ?? 16_000 } as const;
+      const command = {
+        type: 'StartRecordingCommand',
+        meeting_id: meetingId,
+        encoding: this.opts.encoding ?? 'pcm_s16le',
+        sample_rate: this.opts.sampleRate ?? 16_000,
+      } as const;
       this.opts.connection.whenReady(this.opts.connectTimeoutMs).then(
         () => {
           if (this.s.phase !== 'starting' || this.startSent) return;
@@ -135,7 +149,8 @@ export class LiveRecording {
 
   /** The next 100 ms frame: held until durable, sent now when the take is live. */
   pushFrame(bytes: Uint8Array): number {
-    if (!['recording', 'resuming'].includes(this.s.phase)) throw new Error(`no frame can be taken while ${this.s.phase}`);
+    if (!['recording', 'resuming'].includes(this.s.phase))
+      throw new Error(`no frame can be taken while ${this.s.phase}`);
     const seq = this.s.captured;
     this.store.add(seq, bytes);
     if (this.skip > 0 && this.s.live) this.skip--;
@@ -163,12 +178,21 @@ export class LiveRecording {
 
   /** Every (re)connection: an open take continues on it. */
   private socketReady(): void {
-    if (this.s.audioVersion === null || !['recording', 'resuming', 'stopping'].includes(this.s.phase) || this.stopHandled) {
-      if (this.s.phase === 'starting' && this.startSent && this.s.audioVersion === null && this.started) this.fail('the connection was lost before RecordingStarted; look at the recording state and start again');
+    if (
+      this.s.audioVersion === null ||
+      !['recording', 'resuming', 'stopping'].includes(this.s.phase) ||
+      this.stopHandled
+    ) {
+      if (this.s.phase === 'starting' && this.startSent && this.s.audioVersion === null && this.started)
+        this.fail('the connection was lost before RecordingStarted; look at the recording state and start again');
       return;
     }
     this.set({ phase: this.wantStop ? 'stopping' : 'resuming', live: false });
-    this.opts.connection.send({ type: 'ResumeRecordingCommand', meeting_id: this.s.meetingId!, audio_version: this.s.audioVersion });
+    this.opts.connection.send({
+      type: 'ResumeRecordingCommand',
+      meeting_id: this.s.meetingId!,
+      audio_version: this.s.audioVersion,
+    });
   }
 
   /** Recording messages of our take. */
@@ -176,11 +200,17 @@ export class LiveRecording {
     if (!this.active) return;
     const m = msg as { meeting_id?: string; audio_version?: number };
     if (m.meeting_id !== undefined && m.meeting_id !== this.s.meetingId) return;
-    if (m.audio_version !== undefined && this.s.audioVersion !== null && m.audio_version !== this.s.audioVersion) return;
+    if (m.audio_version !== undefined && this.s.audioVersion !== null && m.audio_version !== this.s.audioVersion)
+      return;
     switch (msg.type) {
       case 'RecordingStarted':
         if (this.s.phase !== 'starting') return;
-        this.set({ phase: 'recording', live: true, audioVersion: msg.audio_version, transcriptionId: msg.transcription_id });
+        this.set({
+          phase: 'recording',
+          live: true,
+          audioVersion: msg.audio_version,
+          transcriptionId: msg.transcription_id,
+        });
         this.started?.resolve();
         this.started = null;
         return;
@@ -195,8 +225,10 @@ export class LiveRecording {
       case 'RecordingReleased':
         // shutdown: the socket closes next and the take resumes on the new one. Otherwise
         // another connection took the take over (or it is not open any more).
-        if (msg.reason === 'shutdown') this.set({ live: false, notice: 'server shutting down: resuming on a new connection' });
-        else if (this.s.phase === 'recording' || this.s.phase === 'resuming') this.fail(`the server released the take: ${msg.reason}`);
+        if (msg.reason === 'shutdown')
+          this.set({ live: false, notice: 'server shutting down: resuming on a new connection' });
+        else if (this.s.phase === 'recording' || this.s.phase === 'resuming')
+          this.fail(`the server released the take: ${msg.reason}`);
         return;
       case 'RecordingHealth':
       case 'RecordingDurationWarning': {
@@ -220,13 +252,19 @@ export class LiveRecording {
     this.durable(highestContiguous);
     const resend = this.store.toResend(highestContiguous, missing);
     for (const seq of resend) this.opts.connection.sendBinary(encodeFrame(seq, this.store.get(seq)!));
-    this.set({ live: true, missingRanges: missing, resumes: this.s.resumes + 1, resent: this.s.resent + resend.length });
+    this.set({
+      live: true,
+      missingRanges: missing,
+      resumes: this.s.resumes + 1,
+      resent: this.s.resent + resend.length,
+    });
     if (this.wantStop) this.sendStop();
     else this.set({ phase: 'recording' });
   }
 
   private sendStop() {
-    if (this.opts.connection.send({ type: 'StopRecordingCommand', meeting_id: this.s.meetingId! })) this.stopSent = true;
+    if (this.opts.connection.send({ type: 'StopRecordingCommand', meeting_id: this.s.meetingId! }))
+      this.stopSent = true;
   }
 
   private async stopped(msg: RecordingStopped) {
@@ -235,7 +273,12 @@ export class LiveRecording {
     this.set({ phase: 'stopping' });
     this.durable(msg.highest_contiguous_sequence);
     const missing = msg.missing_ranges ?? [];
-    this.set({ live: false, missingRanges: missing, gapDeadline: msg.gap_upload_deadline ?? null, stopReason: msg.reason });
+    this.set({
+      live: false,
+      missingRanges: missing,
+      gapDeadline: msg.gap_upload_deadline ?? null,
+      stopReason: msg.reason,
+    });
     // Only the ranges the server names: a stop it sent us found this connection up, so it had
     // every frame we sent (a connection_closed stop reaches us as recording_not_open instead).
     await this.afterStop(missing);
@@ -244,7 +287,8 @@ export class LiveRecording {
   private onError(msg: ErrorMessage) {
     const text = `${msg.code}: ${msg.message}`;
     if (msg.ref === 'StartRecordingCommand' && this.s.phase === 'starting') return this.fail(text);
-    if ((msg.ref === 'ResumeRecordingCommand' || msg.ref === 'StopRecordingCommand') && TAKE_CLOSED.has(msg.code)) return void this.closedElsewhere(text);
+    if ((msg.ref === 'ResumeRecordingCommand' || msg.ref === 'StopRecordingCommand') && TAKE_CLOSED.has(msg.code))
+      return void this.closedElsewhere(text);
     this.set({ error: text });
   }
 
@@ -275,12 +319,17 @@ export class LiveRecording {
   /** The latest take, or the one of `audio_version`. */
   private async recordingState(audio_version?: number) {
     const query = audio_version === undefined ? {} : { audio_version };
-    return ok(await this.opts.rest.GET('/meetings/{id}/recording', { params: { path: { id: this.s.meetingId! }, query } }));
+    return ok(
+      await this.opts.rest.GET('/meetings/{id}/recording', { params: { path: { id: this.s.meetingId! }, query } }),
+    );
   }
 
   private async afterStop(missing: Range[], tailAfter?: number) {
     this.set({ phase: 'uploading-gaps' });
-    const maxFrames = Math.max(1, Math.floor((this.opts.maxChunkBytes ?? 8 * 1024 * 1024) / (this.opts.frameBytes ?? 3200)));
+    const maxFrames = Math.max(
+      1,
+      Math.floor((this.opts.maxChunkBytes ?? 8 * 1024 * 1024) / (this.opts.frameBytes ?? 3200)),
+    );
     for (const run of this.store.runs(missing, maxFrames, tailAfter)) {
       const result = await this.uploadRun(run.start, run.end, concat(run.frames));
       if (result.startsWith('20')) for (let s = run.start; s <= run.end; s++) this.store.delete(s);
@@ -295,7 +344,14 @@ export class LiveRecording {
     let last = '';
     for (let i = 0; i < UPLOAD_TRIES; i++) {
       try {
-        const { status, result } = await uploadGap(this.opts.rest, this.s.meetingId!, this.s.audioVersion!, start, end, bytes);
+        const { status, result } = await uploadGap(
+          this.opts.rest,
+          this.s.meetingId!,
+          this.s.audioVersion!,
+          start,
+          end,
+          bytes,
+        );
         this.durable(result.highest_contiguous_sequence);
         return String(status);
       } catch (err) {
@@ -317,7 +373,12 @@ export class LiveRecording {
         const rec = await this.recordingState(this.s.audioVersion ?? undefined);
         if (rec.state === 'finalized') {
           this.store = new FrameStore();
-          this.set({ phase: 'finalized', highestContiguous: rec.highest_contiguous_sequence, framesStored: rec.frames_stored, missingRanges: toRanges(rec.missing_ranges) });
+          this.set({
+            phase: 'finalized',
+            highestContiguous: rec.highest_contiguous_sequence,
+            framesStored: rec.frames_stored,
+            missingRanges: toRanges(rec.missing_ranges),
+          });
           return this.ended.resolve(this.s);
         }
       } catch (err) {
@@ -348,9 +409,23 @@ export class LiveRecording {
 
 function blank(): RecordingSnapshot {
   return {
-    phase: 'idle', meetingId: null, audioVersion: null, transcriptionId: null, captured: 0, unacked: 0, live: false,
-    highestContiguous: -1, framesStored: 0, missingRanges: [], gapDeadline: null, stopReason: null, resumes: 0, resent: 0,
-    gapUploads: [], notice: null, error: null,
+    phase: 'idle',
+    meetingId: null,
+    audioVersion: null,
+    transcriptionId: null,
+    captured: 0,
+    unacked: 0,
+    live: false,
+    highestContiguous: -1,
+    framesStored: 0,
+    missingRanges: [],
+    gapDeadline: null,
+    stopReason: null,
+    resumes: 0,
+    resent: 0,
+    gapUploads: [],
+    notice: null,
+    error: null,
   };
 }
 

@@ -22,12 +22,12 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
     target,
     dropWebSockets() {
       let n = 0;
-      for (const p of sockets) if (p.ws) (p.client.destroy(), p.upstream.destroy(), n++);
+      for (const p of sockets) if (p.ws) p.client.destroy(), p.upstream.destroy(), n++;
       return n;
     },
     close: () =>
       new Promise((r) => {
-        for (const p of sockets) (p.client.destroy(), p.upstream.destroy());
+        for (const p of sockets) p.client.destroy(), p.upstream.destroy();
         server.close(() => r());
       }),
   };

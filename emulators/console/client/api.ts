@@ -17,15 +17,36 @@ export class Api {
   }
 
   me = async () => ok(await this.rest.GET('/me'));
-  listMeetings = async (cursor?: string | null) => ok(await this.rest.GET('/meetings', { params: { query: { limit: 50, ...(cursor ? { cursor } : {}) } } }));
+  listMeetings = async (cursor?: string | null) =>
+    ok(await this.rest.GET('/meetings', { params: { query: { limit: 50, ...(cursor ? { cursor } : {}) } } }));
   // The form's value: the server refuses (422) anything but the four source types.
   createMeeting = async (title: string, source_type: string) =>
-    ok(await this.rest.POST('/meetings', { body: { title, source_type: source_type as components['schemas']['MeetingSourceType'] } }));
+    ok(
+      await this.rest.POST('/meetings', {
+        body: { title, source_type: source_type as components['schemas']['MeetingSourceType'] },
+      }),
+    );
   getMeeting = async (id: string) => ok(await this.rest.GET('/meetings/{id}', { params: { path: { id } } }));
-  transcriptions = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/transcriptions', { params: { path: { id: meetingId }, query: { limit: 200 } } }));
-  segments = async (transcriptionId: string) => ok(await this.rest.GET('/transcriptions/{id}/segments', { params: { path: { id: transcriptionId }, query: { limit: 200 } } }));
-  talkingPoints = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/talking-points', { params: { path: { id: meetingId }, query: { limit: 200 } } }));
-  tasks = async (meetingId: string) => ok(await this.rest.GET('/tasks', { params: { query: { meeting_id: meetingId, limit: 200 } } }));
+  transcriptions = async (meetingId: string) =>
+    ok(
+      await this.rest.GET('/meetings/{id}/transcriptions', {
+        params: { path: { id: meetingId }, query: { limit: 200 } },
+      }),
+    );
+  segments = async (transcriptionId: string) =>
+    ok(
+      await this.rest.GET('/transcriptions/{id}/segments', {
+        params: { path: { id: transcriptionId }, query: { limit: 200 } },
+      }),
+    );
+  talkingPoints = async (meetingId: string) =>
+    ok(
+      await this.rest.GET('/meetings/{id}/talking-points', {
+        params: { path: { id: meetingId }, query: { limit: 200 } },
+      }),
+    );
+  tasks = async (meetingId: string) =>
+    ok(await this.rest.GET('/tasks', { params: { query: { meeting_id: meetingId, limit: 200 } } }));
   people = async () => ok(await this.rest.GET('/people', { params: { query: { limit: 200 } } }));
   /** The person with exactly this display_name (unique per user), found through the list's q filter. */
   personNamed = async (name: string) => {
@@ -34,43 +55,80 @@ export class Api {
   };
   createPerson = async (display_name: string) => ok(await this.rest.POST('/people', { body: { display_name } }));
   assignSpeaker = async (meetingId: string, speaker_label: string, person_id: string) =>
-    ok(await this.rest.POST('/meetings/{id}/speaker-labels', { params: { path: { id: meetingId } }, body: { speaker_label, person_id } }));
+    ok(
+      await this.rest.POST('/meetings/{id}/speaker-labels', {
+        params: { path: { id: meetingId } },
+        body: { speaker_label, person_id },
+      }),
+    );
   unassignSpeaker = async (meetingId: string, speaker_label: string) =>
-    ok(await this.rest.DELETE('/meetings/{id}/speaker-labels/{speaker_label}', { params: { path: { id: meetingId, speaker_label } } }));
+    ok(
+      await this.rest.DELETE('/meetings/{id}/speaker-labels/{speaker_label}', {
+        params: { path: { id: meetingId, speaker_label } },
+      }),
+    );
   /** Every label of the meeting, assigned or not, with suggestions for the unassigned ones. */
   speakerLabels = async (meetingId: string) =>
     ok(await this.rest.GET('/meetings/{id}/speaker-labels', { params: { path: { id: meetingId } } }));
   /** Everything of `otherId` moves to `keepId`; `otherId` is deleted. */
   mergePeople = async (keepId: string, otherId: string) =>
     ok(await this.rest.POST('/people/{id}/merge', { params: { path: { id: keepId } }, body: { person_id: otherId } }));
-  voiceSamples = async (personId: string) => ok(await this.rest.GET('/people/{id}/voice-samples', { params: { path: { id: personId }, query: { limit: 50 } } }));
+  voiceSamples = async (personId: string) =>
+    ok(await this.rest.GET('/people/{id}/voice-samples', { params: { path: { id: personId }, query: { limit: 50 } } }));
   recording = async (meetingId: string) => {
     const state = ok(await this.rest.GET('/meetings/{id}/recording', { params: { path: { id: meetingId } } }));
     return { ...state, missing_ranges: toRanges(state.missing_ranges) };
   };
   /** The takes, oldest first; the first page is enough for a console (200 takes). */
-  takes = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/recording/takes', { params: { path: { id: meetingId }, query: { limit: 200 } } }));
-  recordingEvents = async (meetingId: string) => ok(await this.rest.GET('/meetings/{id}/recording/events', { params: { path: { id: meetingId }, query: { limit: 100 } } }));
+  takes = async (meetingId: string) =>
+    ok(
+      await this.rest.GET('/meetings/{id}/recording/takes', {
+        params: { path: { id: meetingId }, query: { limit: 200 } },
+      }),
+    );
+  recordingEvents = async (meetingId: string) =>
+    ok(
+      await this.rest.GET('/meetings/{id}/recording/events', {
+        params: { path: { id: meetingId }, query: { limit: 100 } },
+      }),
+    );
   search = async (q: string, sort: 'relevance' | 'recent', cursor?: string | null) =>
     ok(await this.rest.GET('/search', { params: { query: { q, sort, limit: 20, ...(cursor ? { cursor } : {}) } } }));
   /** The transcript in one export format, as the text a download saves. */
   exportTranscript = async (transcriptionId: string, format: 'vtt' | 'srt' | 'txt' | 'json') =>
-    ok(await this.rest.GET('/transcriptions/{id}/export', { params: { path: { id: transcriptionId }, query: { format } }, parseAs: 'text' })) as string;
+    ok(
+      await this.rest.GET('/transcriptions/{id}/export', {
+        params: { path: { id: transcriptionId }, query: { format } },
+        parseAs: 'text',
+      }),
+    ) as string;
   /**
    * A segment's new text, conditional on `etag` when we hold one (412: someone changed it since).
    * Answers the segment and its new ETag (when the server sends one).
    */
   updateSegmentText = async (id: string, text: string, etag: string | null) => {
-    const result = await this.rest.PATCH('/transcript-segments/{id}', { params: { path: { id } }, body: { text }, headers: etag ? { 'If-Match': etag } : {} });
+    const result = await this.rest.PATCH('/transcript-segments/{id}', {
+      params: { path: { id } },
+      body: { text },
+      headers: etag ? { 'If-Match': etag } : {},
+    });
     return { segment: ok(result), etag: result.response.headers.get('etag') };
   };
   audioUrl = async (meetingId: string, audio_version?: number) =>
-    ok(await this.rest.GET('/meetings/{id}/audio-url', { params: { path: { id: meetingId }, query: audio_version === undefined ? {} : { audio_version } } }));
+    ok(
+      await this.rest.GET('/meetings/{id}/audio-url', {
+        params: { path: { id: meetingId }, query: audio_version === undefined ? {} : { audio_version } },
+      }),
+    );
 }
 
 /** POST /console/dev-token (served only with APP_ENV=development; not part of the REST API). */
 export async function mintDevToken(name: string): Promise<string> {
-  const res = await fetch('/console/dev-token', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name }) });
+  const res = await fetch('/console/dev-token', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name }),
+  });
   const body = await res.json().catch(() => undefined);
   if (!res.ok) throw problemOf(res, body);
   return (body as { token: string }).token;

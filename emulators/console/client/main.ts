@@ -33,7 +33,12 @@ declare global {
 function showSignIn(error?: string) {
   fill(
     root,
-    h('header', { class: 'top' }, h('h1', {}, 'Meeting Intelligence · developer console'), h('span', { class: 'muted' }, `APP_ENV=${settings.appEnv}`)),
+    h(
+      'header',
+      { class: 'top' },
+      h('h1', {}, 'Meeting Intelligence · developer console'),
+      h('span', { class: 'muted' }, `APP_ENV=${settings.appEnv}`),
+    ),
     signInView({ devMint: settings.devMint, error, onToken: (t) => void signIn(t) }),
   );
 }
@@ -48,7 +53,11 @@ async function signIn(token: string) {
     start(api, token, clientId, me.username);
   } catch (err) {
     localStorage.removeItem(TOKEN_KEY);
-    showSignIn(err instanceof ApiProblem && err.status === 401 ? 'The server refused this token (expired, or signed with another key).' : errText(err));
+    showSignIn(
+      err instanceof ApiProblem && err.status === 401
+        ? 'The server refused this token (expired, or signed with another key).'
+        : errText(err),
+    );
   }
 }
 
@@ -68,7 +77,8 @@ function start(api: Api, token: string, clientId: string, username: string) {
     },
     onMessage: (msg) => {
       view?.onEvent(msg as ServerMessage);
-      if (msg.type === 'EntityChanged' && msg.entity === 'meeting' && msg.action !== 'updated') void meetings.load(false);
+      if (msg.type === 'EntityChanged' && msg.entity === 'meeting' && msg.action !== 'updated')
+        void meetings.load(false);
     },
   });
   const session = new RecordingSession({
@@ -105,18 +115,29 @@ function start(api: Api, token: string, clientId: string, username: string) {
   addEventListener('hashchange', () => void open(meetingInHash()));
   const search = new SearchPane(api, (id) => (location.hash = meetingHash(id)));
 
-  const signOut = h('button', {
-    id: 'sign-out',
-    class: 'link',
-    onclick: () => {
-      socket.close();
-      localStorage.removeItem(TOKEN_KEY);
-      location.reload();
+  const signOut = h(
+    'button',
+    {
+      id: 'sign-out',
+      class: 'link',
+      onclick: () => {
+        socket.close();
+        localStorage.removeItem(TOKEN_KEY);
+        location.reload();
+      },
     },
-  }, 'sign out');
+    'sign out',
+  );
   fill(
     root,
-    h('header', { class: 'top' }, h('h1', {}, 'Meeting Intelligence · developer console'), h('span', {}, 'signed in as ', h('strong', { id: 'user-name' }, username)), conn, signOut),
+    h(
+      'header',
+      { class: 'top' },
+      h('h1', {}, 'Meeting Intelligence · developer console'),
+      h('span', {}, 'signed in as ', h('strong', { id: 'user-name' }, username)),
+      conn,
+      signOut,
+    ),
     h('div', { class: 'layout' }, h('div', { class: 'sidebar' }, search.el, meetings.el), main),
   );
   socket.connect();
@@ -141,8 +162,10 @@ function meetingInHash(): string | null {
 function showStatus(el: HTMLElement, s: ConnectionStatus) {
   el.className = `badge ${s.state}`;
   if (s.state === 'ready') el.textContent = 'connected';
-  else if (s.state === 'connecting') el.textContent = s.attempt ? `reconnecting (attempt ${s.attempt})…` : 'connecting…';
-  else if (s.state === 'waiting') el.textContent = `disconnected (${s.lastClose}); retry in ${Math.ceil((s.retryAt - Date.now()) / 1000)} s`;
+  else if (s.state === 'connecting')
+    el.textContent = s.attempt ? `reconnecting (attempt ${s.attempt})…` : 'connecting…';
+  else if (s.state === 'waiting')
+    el.textContent = `disconnected (${s.lastClose}); retry in ${Math.ceil((s.retryAt - Date.now()) / 1000)} s`;
   else el.textContent = `closed: ${s.reason}`;
 }
 

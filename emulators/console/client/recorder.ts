@@ -21,8 +21,14 @@ export class MicRecorder {
     }
     await this.ctx.audioWorklet.addModule('/console/recorder-worklet.js');
     this.source = this.ctx.createMediaStreamSource(this.stream);
-    this.node = new AudioWorkletNode(this.ctx, 'pcm-frames', { numberOfInputs: 1, numberOfOutputs: 1, channelCount: 1, channelCountMode: 'explicit' });
-    this.node.port.onmessage = (e: MessageEvent<{ pcm: ArrayBuffer; rms: number }>) => this.sink?.(new Uint8Array(e.data.pcm), e.data.rms);
+    this.node = new AudioWorkletNode(this.ctx, 'pcm-frames', {
+      numberOfInputs: 1,
+      numberOfOutputs: 1,
+      channelCount: 1,
+      channelCountMode: 'explicit',
+    });
+    this.node.port.onmessage = (e: MessageEvent<{ pcm: ArrayBuffer; rms: number }>) =>
+      this.sink?.(new Uint8Array(e.data.pcm), e.data.rms);
     // A node nobody pulls may not run: route it to the output through a muted gain.
     const mute = this.ctx.createGain();
     mute.gain.value = 0;

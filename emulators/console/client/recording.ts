@@ -1,7 +1,13 @@
 // One live recording from this tab: the microphone feeds @mi/client's LiveRecording, which does
 // the protocol (start, hold frames until durable, resume and resend, stop, gap uploads,
 // finalize). This file adds what is the console's own: the microphone and its level.
-import { FRAME_BYTES, LiveRecording, type LiveConnection, type RecordingPhase, type RecordingSnapshot as LiveSnapshot } from '@mi/client';
+import {
+  FRAME_BYTES,
+  LiveRecording,
+  type LiveConnection,
+  type RecordingPhase,
+  type RecordingSnapshot as LiveSnapshot,
+} from '@mi/client';
 import type { Api } from './api';
 import { MicRecorder } from './recorder';
 
@@ -33,12 +39,19 @@ export class RecordingSession {
   private finalizedNotified = false;
 
   constructor(private readonly deps: RecordingDeps) {
-    this.live = new LiveRecording({ rest: deps.api.rest, connection: deps.socket, maxChunkBytes: deps.maxChunkBytes, frameBytes: FRAME_BYTES, onChange: () => this.changed() });
+    this.live = new LiveRecording({
+      rest: deps.api.rest,
+      connection: deps.socket,
+      maxChunkBytes: deps.maxChunkBytes,
+      frameBytes: FRAME_BYTES,
+      onChange: () => this.changed(),
+    });
   }
 
   get snapshot(): RecordingSnapshot {
     const s = this.live.snapshot;
-    if (this.local) return { ...s, phase: this.local.phase, meetingId: this.local.meetingId, error: this.local.error, level: 0 };
+    if (this.local)
+      return { ...s, phase: this.local.phase, meetingId: this.local.meetingId, error: this.local.error, level: 0 };
     return { ...s, level: this.level };
   }
 
@@ -57,7 +70,11 @@ export class RecordingSession {
       await this.recorder.open();
     } catch (err) {
       this.recorder = null;
-      this.local = { phase: 'failed', meetingId, error: `microphone: ${err instanceof Error ? err.message : String(err)}` };
+      this.local = {
+        phase: 'failed',
+        meetingId,
+        error: `microphone: ${err instanceof Error ? err.message : String(err)}`,
+      };
       return this.emit();
     }
     this.local = null;

@@ -25,7 +25,8 @@ interface StoredRecord {
 }
 
 /** Idempotency-Key honoured when sent: a request without one simply runs (the ML's segment append). */
-export const optionallyIdempotent: MiddlewareHandler<AppEnv> = (c, next) => (c.req.header('idempotency-key') === undefined ? next() : idempotent(c, next));
+export const optionallyIdempotent: MiddlewareHandler<AppEnv> = (c, next) =>
+  c.req.header('idempotency-key') === undefined ? next() : idempotent(c, next);
 
 export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
   const key = c.req.header('idempotency-key');
@@ -35,12 +36,17 @@ export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
   const principal = c.var.principal.userId ?? 'service';
   // Raw bodies are not bounded by the app's body limit; no idempotent operation takes one, so
   // refuse it rather than read it whole.
-  if (RAW_BODY_TYPE.test(c.req.header('content-type') ?? '')) throw new DomainError('unsupported_media_type', 'this operation takes a JSON body');
+  if (RAW_BODY_TYPE.test(c.req.header('content-type') ?? ''))
+    throw new DomainError('unsupported_media_type', 'this operation takes a JSON body');
   const body = await c.req.text(); // Hono caches it for the validator
   const hash = createHash('sha256').update(`${c.req.method} ${c.req.path}\n${body}`).digest('hex');
 
   const existing = await db.withTransaction(async (tx) => {
-    await tx.query('idempotency.expire', 'DELETE FROM idempotency_record WHERE principal = $1 AND key = $2 AND expires_at < now()', [principal, key]);
+    await tx.query(
+      'idempotency.expire',
+      'DELETE FROM idempotency_record WHERE principal = $1 AND key = $2 AND expires_at < now()',
+      [principal, key],
+    );
     // The claim is the insert that the primary key (principal, key) lets through once (guard idempotency-claim, schema.sql).
     const claimed = await tx.query(
       'idempotency.claim',
@@ -58,18 +64,25 @@ export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
     );
     const rec = rows[0];
     if (rec.request_hash === hash && rec.state === 'in_flight' && rec.abandoned) {
-      await tx.query('idempotency.take_over', 'UPDATE idempotency_record SET created_at = now() WHERE principal = $1 AND key = $2', [principal, key]);
+      await tx.query(
+        'idempotency.take_over',
+        'UPDATE idempotency_record SET created_at = now() WHERE principal = $1 AND key = $2',
+        [principal, key],
+      );
       return null;
     }
     return rec;
   });
 
   if (existing) {
-    if (existing.request_hash !== hash) throw new DomainError('unprocessable', 'Idempotency-Key was already used with a different request');
-    if (existing.state === 'in_flight') throw new DomainError('in_progress', 'a request with this Idempotency-Key is still in progress');
+    if (existing.request_hash !== hash)
+      throw new DomainError('unprocessable', 'Idempotency-Key was already used with a different request');
+    if (existing.state === 'in_flight')
+      throw new DomainError('in_progress', 'a request with this Idempotency-Key is still in progress');
     const headers = { ...(existing.response_headers ?? {}), 'Idempotent-Replayed': 'true' };
     if (existing.response_raw !== null) return c.body(existing.response_raw, existing.response_status as 200, headers);
-    if (existing.response_status === 204 || existing.response_body === null) return c.body(null, existing.response_status as 204, headers);
+    if (existing.response_status === 204 || existing.response_body === null)
+      return c.body(null, existing.response_status as 204, headers);
     return c.json(existing.response_body as object, existing.response_status as 200, headers);
   }
 
@@ -83,11 +96,21 @@ export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 async function release(db: Queryable, claim: IdempotencyClaim) {
-  await db.query('idempotency.release', `DELETE FROM idempotency_record WHERE principal = $1 AND key = $2 AND state = 'in_flight'`, [claim.principal, claim.key]);
+  await db.query(
+    'idempotency.release',
+    `DELETE FROM idempotency_record WHERE principal = $1 AND key = $2 AND state = 'in_flight'`,
+    [claim.principal, claim.key],
+  );
 }
 
 /** Stores the response's exact body and headers inside the effect's transaction (called by `commit`). */
-export async function completeIdempotency(tx: Queryable, claim: IdempotencyClaim, status: number, raw: string | null, headers: Record<string, string>) {
+export async function completeIdempotency(
+  tx: Queryable,
+  claim: IdempotencyClaim,
+  status: number,
+  raw: string | null,
+  headers: Record<string, string>,
+) {
   await tx.query(
     'idempotency.complete',
     `UPDATE idempotency_record SET state = 'done', response_status = $3, response_raw = $4, response_headers = $5 WHERE principal = $1 AND key = $2`,

@@ -26,7 +26,8 @@ const getMe = op({
   operationId: 'getMe',
   tags: ['users'],
   summary: 'The calling user (created on first sight of their token)',
-  description: 'Returns the caller\'s user record. The first request with a new identity creates it from the token\'s claims; a token whose email belongs to another identity answers 409 account_conflict.',
+  description:
+    "Returns the caller's user record. The first request with a new identity creates it from the token's claims; a token whose email belongs to another identity answers 409 account_conflict.",
   auth: ['bearer'],
   responses: { 200: jsonResponse(UserSchema, 'the user') },
 });
@@ -45,7 +46,7 @@ const deleteMe = op({
   tags: ['users'],
   summary: 'Erase the calling account: every row of the user and every stored object of their meetings',
   description:
-    'Stops the user\'s live recording takes first, then deletes every row of the user (meetings with everything in them, people, ' +
+    "Stops the user's live recording takes first, then deletes every row of the user (meetings with everything in them, people, " +
     'tasks, notes, threads, tags, outbox events, idempotency records) and every stored object of their meetings (segments, gap ' +
     'uploads, composed audio, uploads). 204 when everything is gone; 202 when stored objects are still being removed: the request ' +
     'is recorded before anything is deleted, and the sweep finishes it. Idempotent: repeating it is harmless. The same identity ' +
@@ -53,7 +54,10 @@ const deleteMe = op({
   auth: ['bearer'],
   responses: {
     204: { description: 'the account is erased' },
-    202: jsonResponse(ErasurePendingSchema, 'rows are erased or being erased; stored objects are still being removed by the sweep'),
+    202: jsonResponse(
+      ErasurePendingSchema,
+      'rows are erased or being erased; stored objects are still being removed by the sweep',
+    ),
     503: problemResponse('the database is unavailable; nothing was changed, retry after `Retry-After` seconds'),
   },
 });
@@ -71,10 +75,16 @@ export function registerMe(app: OpenAPIHono<AppEnv>) {
     // Recorded (and live takes stopped) before anything is deleted: whatever happens next, the sweep finishes it.
     await commit(c, 204, requestAccountErasure, undefined);
     const done = await continueErasure(deps, userId, Date.now() + ERASURE_REQUEST_BUDGET_MS).catch((err: unknown) => {
-      c.var.log.warn({ err: (err as Error).message, user_id: userId }, 'account erasure interrupted; the sweep finishes it');
+      c.var.log.warn(
+        { err: (err as Error).message, user_id: userId },
+        'account erasure interrupted; the sweep finishes it',
+      );
       return false;
     });
     if (done) return c.body(null, 204);
-    return c.json({ status: 'erasing' as const, detail: 'the account is being erased; stored objects are still being removed' }, 202);
+    return c.json(
+      { status: 'erasing' as const, detail: 'the account is being erased; stored objects are still being removed' },
+      202,
+    );
   });
 }

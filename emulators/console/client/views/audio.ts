@@ -7,7 +7,8 @@ import type { Meeting, Take } from '../types';
 import { errText, fmtTime, h } from './dom';
 
 /** The newest finalized take that stored audio (a take finalized with no frame has none). */
-export const playableTake = (takes: Take[]) => takes.filter((t) => t.state === 'finalized' && t.frames_stored > 0).at(-1) ?? null;
+export const playableTake = (takes: Take[]) =>
+  takes.filter((t) => t.state === 'finalized' && t.frames_stored > 0).at(-1) ?? null;
 
 export class AudioPane {
   readonly el: HTMLElement;
@@ -20,15 +21,27 @@ export class AudioPane {
     private readonly meeting: Pick<Meeting, 'id' | 'source_type'>,
   ) {
     // Only an upload's audio is asked for on demand; a recording's loads once a take is final.
-    const load = meeting.source_type === 'upload' && h('button', { id: 'audio-load', onclick: () => this.load(true) }, 'Load audio');
+    const load =
+      meeting.source_type === 'upload' &&
+      h('button', { id: 'audio-load', onclick: () => this.load(true) }, 'Load audio');
     this.audio.addEventListener('error', () => {
       if (!this.fallback) return void (this.info.textContent = 'the audio did not load');
       this.info.textContent = 'signed storage link failed; playing through the proxy link';
       this.audio.src = this.fallback;
       this.fallback = null;
     });
-    this.audio.addEventListener('loadedmetadata', () => (this.info.textContent = `${this.audio.duration.toFixed(1)} s · ${this.info.dataset.expires ?? ''}`));
-    this.el = h('section', { class: 'card' }, h('h3', {}, 'Audio'), load && h('div', { class: 'row' }, load), this.audio, this.info);
+    this.audio.addEventListener(
+      'loadedmetadata',
+      () => (this.info.textContent = `${this.audio.duration.toFixed(1)} s · ${this.info.dataset.expires ?? ''}`),
+    );
+    this.el = h(
+      'section',
+      { class: 'card' },
+      h('h3', {}, 'Audio'),
+      load && h('div', { class: 'row' }, load),
+      this.audio,
+      this.info,
+    );
   }
 
   /**
@@ -40,10 +53,14 @@ export class AudioPane {
       let version: number | undefined;
       if (this.meeting.source_type === 'recording') {
         const take = playableTake((await this.api.takes(this.meeting.id)).items);
-        if (!take) return void (this.info.textContent = 'No audio yet (a recording has audio once a take is finalized).');
+        if (!take)
+          return void (this.info.textContent = 'No audio yet (a recording has audio once a take is finalized).');
         version = take.audio_version;
       } else if (this.meeting.source_type !== 'upload' || !asked) {
-        return void (this.info.textContent = this.meeting.source_type === 'upload' ? 'Press Load audio for the uploaded file.' : `A ${this.meeting.source_type} meeting has no audio.`);
+        return void (this.info.textContent =
+          this.meeting.source_type === 'upload'
+            ? 'Press Load audio for the uploaded file.'
+            : `A ${this.meeting.source_type} meeting has no audio.`);
       }
       const link = await this.api.audioUrl(this.meeting.id, version);
       this.fallback = link.proxy_url ?? null;

@@ -19,7 +19,11 @@ export class ExportBar {
   show(transcriptionId: string | null) {
     if (!transcriptionId) return fill(this.el);
     const button = ([format, type]: (typeof FORMATS)[number]) =>
-      h('button', { class: 'link', 'data-format': format, onclick: () => void this.download(transcriptionId, format, type) }, format.toUpperCase());
+      h(
+        'button',
+        { class: 'link', 'data-format': format, onclick: () => void this.download(transcriptionId, format, type) },
+        format.toUpperCase(),
+      );
     fill(this.el, h('span', {}, 'Export: '), ...FORMATS.map(button), this.status);
   }
 

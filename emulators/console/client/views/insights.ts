@@ -14,7 +14,14 @@ export class InsightsPane {
   private recording = false;
 
   constructor(private readonly taskCadenceSegments: number) {
-    this.el = h('section', { class: 'card' }, h('h3', {}, 'Talking points'), this.points, h('h3', {}, 'Tasks'), this.tasks);
+    this.el = h(
+      'section',
+      { class: 'card' },
+      h('h3', {}, 'Talking points'),
+      this.points,
+      h('h3', {}, 'Tasks'),
+      this.tasks,
+    );
     this.setTalkingPoints([]);
     this.setTasks([]);
   }
@@ -40,15 +47,39 @@ export class InsightsPane {
     this.taskItems = items;
     if (!items.length && this.recording) {
       const n = this.taskCadenceSegments;
-      return fill(this.tasks, h('li', { id: 'tasks-hint', class: 'muted' }, `No tasks yet: they arrive after every ${n} final transcript segment${n === 1 ? '' : 's'} of the recording.`));
+      return fill(
+        this.tasks,
+        h(
+          'li',
+          { id: 'tasks-hint', class: 'muted' },
+          `No tasks yet: they arrive after every ${n} final transcript segment${n === 1 ? '' : 's'} of the recording.`,
+        ),
+      );
     }
     if (!items.length) return fill(this.tasks, h('li', { class: 'muted' }, 'No tasks yet.'));
-    fill(this.tasks, ...items.map((t) => h('li', { class: 'task' }, h('span', { class: `badge ${t.status}` }, t.status), ' ', t.content, h('span', { class: 'muted' }, ` (${t.source})`))));
+    fill(
+      this.tasks,
+      ...items.map((t) =>
+        h(
+          'li',
+          { class: 'task' },
+          h('span', { class: `badge ${t.status}` }, t.status),
+          ' ',
+          t.content,
+          h('span', { class: 'muted' }, ` (${t.source})`),
+        ),
+      ),
+    );
   }
 
   private renderPoints() {
     const items = [...this.talkingPoints.values()].sort((a, b) => a.created_at.localeCompare(b.created_at));
     if (!items.length) return fill(this.points, h('li', { class: 'muted' }, 'No talking points yet.'));
-    fill(this.points, ...items.map((p) => h('li', { class: 'talking-point' }, p.content, p.is_final ? '' : h('span', { class: 'muted' }, ' (draft)'))));
+    fill(
+      this.points,
+      ...items.map((p) =>
+        h('li', { class: 'talking-point' }, p.content, p.is_final ? '' : h('span', { class: 'muted' }, ' (draft)')),
+      ),
+    );
   }
 }

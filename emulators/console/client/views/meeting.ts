@@ -39,7 +39,9 @@ export class MeetingView {
     taskCadenceSegments: number,
   ) {
     const meetingId = (this.meetingId = meeting.id);
-    const editor = new SegmentEditor(api, (saved) => (saved ? this.transcript.replace(saved) : void this.reloadSegments()));
+    const editor = new SegmentEditor(api, (saved) =>
+      saved ? this.transcript.replace(saved) : void this.reloadSegments(),
+    );
     this.transcript = new TranscriptPane((segment, textEl) => editor.open(segment, textEl));
     this.exports = new ExportBar(api);
     this.insights = new InsightsPane(taskCadenceSegments);
@@ -50,7 +52,12 @@ export class MeetingView {
       'div',
       { class: 'meeting', 'data-id': meetingId },
       h('section', { class: 'card' }, this.header, this.exports.el),
-      h('div', { class: 'columns' }, h('div', {}, this.recording?.el, this.audio.el), h('div', {}, this.transcript.el, this.speakers.el, this.insights.el)),
+      h(
+        'div',
+        { class: 'columns' },
+        h('div', {}, this.recording?.el, this.audio.el),
+        h('div', {}, this.transcript.el, this.speakers.el, this.insights.el),
+      ),
     );
     // The server's view of a recording changes without events for every step: poll it while the tab records.
     this.timer = setInterval(() => {
@@ -89,7 +96,9 @@ export class MeetingView {
   recordingChanged() {
     this.recording?.update();
     const s = this.session.snapshot;
-    this.insights.setRecording(s.meetingId === this.meetingId && ['starting', 'recording', 'resuming'].includes(s.phase));
+    this.insights.setRecording(
+      s.meetingId === this.meetingId && ['starting', 'recording', 'resuming'].includes(s.phase),
+    );
   }
 
   async recordingFinalized() {
@@ -124,7 +133,8 @@ export class MeetingView {
 
   private async onEntityChanged(entity: string) {
     if (entity === 'task') this.insights.setTasks((await this.api.tasks(this.meetingId)).items);
-    else if (entity === 'talking_point') this.insights.setTalkingPoints((await this.api.talkingPoints(this.meetingId)).items);
+    else if (entity === 'talking_point')
+      this.insights.setTalkingPoints((await this.api.talkingPoints(this.meetingId)).items);
     else if (entity === 'transcript_segment' || entity === 'transcription') await this.refreshTranscription();
     else if (entity === 'person') await this.reloadPeople();
     else if (entity === 'recording') await this.recording?.refreshServer();
@@ -152,7 +162,13 @@ export class MeetingView {
     const select = h(
       'select',
       { id: 'transcription-select', 'aria-label': 'transcription' },
-      ...this.transcriptions.map((t, i) => h('option', { value: t.id, selected: t.id === this.transcription?.id }, `#${i + 1} ${t.status} · ${fmtTime(t.created_at)}`)),
+      ...this.transcriptions.map((t, i) =>
+        h(
+          'option',
+          { value: t.id, selected: t.id === this.transcription?.id },
+          `#${i + 1} ${t.status} · ${fmtTime(t.created_at)}`,
+        ),
+      ),
     );
     select.addEventListener('change', () => {
       this.chosen = select.value;
@@ -190,7 +206,12 @@ export class MeetingView {
       h('h2', { id: 'meeting-title' }, m.title),
       h('p', { class: 'muted' }, `${m.source_type} · started ${fmtTime(m.start_time)} · `, h('code', {}, m.id)),
       this.transcriptionChooser(),
-      t && h('p', { id: 'transcription-status' }, `transcription ${t.status}${t.is_degraded ? ' (degraded: audio is missing)' : ''}`),
+      t &&
+        h(
+          'p',
+          { id: 'transcription-status' },
+          `transcription ${t.status}${t.is_degraded ? ' (degraded: audio is missing)' : ''}`,
+        ),
       m.headline && h('p', { class: 'headline' }, m.headline),
       m.summary && h('p', {}, m.summary),
     );

@@ -6,7 +6,11 @@ import { errText, fill, fmtTime, h } from './dom';
 export class MeetingsList {
   readonly el: HTMLElement;
   private readonly list = h('ul', { id: 'meetings', class: 'meetings' });
-  private readonly more = h('button', { id: 'meetings-more', class: 'link', hidden: true, onclick: () => this.load(true) }, 'More…');
+  private readonly more = h(
+    'button',
+    { id: 'meetings-more', class: 'link', hidden: true, onclick: () => this.load(true) },
+    'More…',
+  );
   private readonly error = h('p', { class: 'error' });
   private items: Meeting[] = [];
   private cursor: string | null = null;
@@ -16,23 +20,35 @@ export class MeetingsList {
     private readonly api: Api,
     private readonly onOpen: (id: string) => void,
   ) {
-    const title = h('input', { id: 'new-meeting-title', placeholder: 'Title', value: `Session ${new Date().toLocaleTimeString()}` });
-    const type = h('select', { id: 'new-meeting-type' }, ...['recording', 'upload', 'text', 'anecdotal'].map((t) => h('option', { value: t }, t)));
-    const create = h('button', {
-      id: 'create-meeting',
-      onclick: async () => {
-        create.disabled = true;
-        try {
-          const m = await api.createMeeting(title.value.trim() || 'Untitled', type.value);
-          await this.load(false);
-          this.select(m.id);
-        } catch (err) {
-          this.error.textContent = errText(err);
-        } finally {
-          create.disabled = false;
-        }
+    const title = h('input', {
+      id: 'new-meeting-title',
+      placeholder: 'Title',
+      value: `Session ${new Date().toLocaleTimeString()}`,
+    });
+    const type = h(
+      'select',
+      { id: 'new-meeting-type' },
+      ...['recording', 'upload', 'text', 'anecdotal'].map((t) => h('option', { value: t }, t)),
+    );
+    const create = h(
+      'button',
+      {
+        id: 'create-meeting',
+        onclick: async () => {
+          create.disabled = true;
+          try {
+            const m = await api.createMeeting(title.value.trim() || 'Untitled', type.value);
+            await this.load(false);
+            this.select(m.id);
+          } catch (err) {
+            this.error.textContent = errText(err);
+          } finally {
+            create.disabled = false;
+          }
+        },
       },
-    }, 'Create');
+      'Create',
+    );
     this.el = h(
       'section',
       { class: 'card meetings-card' },
@@ -77,7 +93,11 @@ export class MeetingsList {
           {},
           h(
             'button',
-            { class: `meeting-item${m.id === this.selected ? ' selected' : ''}`, 'data-id': m.id, onclick: () => this.select(m.id) },
+            {
+              class: `meeting-item${m.id === this.selected ? ' selected' : ''}`,
+              'data-id': m.id,
+              onclick: () => this.select(m.id),
+            },
             h('span', { class: 'title' }, m.title),
             h('span', { class: 'meta' }, `${m.source_type} · ${fmtTime(m.start_time)}`),
           ),

@@ -8,7 +8,8 @@ import type { RecordingSession, RecordingSnapshot } from '../recording';
 import type { RecordingEvent, RecordingState } from '../types';
 import { errText, fill, fmtTime, h } from './dom';
 
-const ranges = (r: [number, number][]) => (r.length ? `${r.map(([a, b]) => `${a}–${b}`).join(', ')} (${rangeFrames(r)} frames)` : 'none');
+const ranges = (r: [number, number][]) =>
+  r.length ? `${r.map(([a, b]) => `${a}–${b}`).join(', ')} (${rangeFrames(r)} frames)` : 'none';
 const CAPTURING = ['recording', 'resuming', 'stopping'];
 const seconds = (frames: number) => `${((frames * FRAME_MS) / 1000).toFixed(1)} s`;
 
@@ -16,7 +17,11 @@ export class RecordingPanel {
   readonly el: HTMLElement;
   private readonly startButton = h('button', { id: 'record-start', class: 'primary' }, '● Start recording');
   private readonly stopButton = h('button', { id: 'record-stop' }, '■ Stop');
-  private readonly dropButton = h('button', { id: 'record-drop', title: 'Close the WebSocket as a network failure would' }, 'Drop connection');
+  private readonly dropButton = h(
+    'button',
+    { id: 'record-drop', title: 'Close the WebSocket as a network failure would' },
+    'Drop connection',
+  );
   private readonly meter = h('meter', { id: 'level', min: 0, max: 8000, value: 0 });
   private readonly local = h('dl', { id: 'rec-local', class: 'stats' });
   private readonly server = h('dl', { id: 'rec-server', class: 'stats' });
@@ -32,18 +37,40 @@ export class RecordingPanel {
     private readonly session: RecordingSession,
     dropSocket: () => void,
   ) {
-    this.startButton.onclick = () => void this.session.start(this.meetingId).catch((err) => (this.message.textContent = errText(err)));
+    this.startButton.onclick = () =>
+      void this.session.start(this.meetingId).catch((err) => (this.message.textContent = errText(err)));
     this.stopButton.onclick = () => this.session.stop();
     this.dropButton.onclick = dropSocket;
     this.el = h(
       'section',
       { class: 'card' },
       h('h3', {}, 'Live recording'),
-      h('div', { class: 'row' }, this.startButton, this.stopButton, this.dropButton, h('label', {}, 'level ', this.meter)),
+      h(
+        'div',
+        { class: 'row' },
+        this.startButton,
+        this.stopButton,
+        this.dropButton,
+        h('label', {}, 'level ', this.meter),
+      ),
       this.message,
-      h('div', { class: 'columns' }, h('div', {}, h('h4', {}, 'This tab'), this.local), h('div', {}, h('h4', {}, 'Server'), this.server)),
+      h(
+        'div',
+        { class: 'columns' },
+        h('div', {}, h('h4', {}, 'This tab'), this.local),
+        h('div', {}, h('h4', {}, 'Server'), this.server),
+      ),
       h('h4', {}, 'Recording events'),
-      h('div', { class: 'table-scroll' }, h('table', { class: 'events' }, h('thead', {}, h('tr', {}, h('th', {}, 'time'), h('th', {}, 'event'), h('th', {}, 'payload'))), this.events)),
+      h(
+        'div',
+        { class: 'table-scroll' },
+        h(
+          'table',
+          { class: 'events' },
+          h('thead', {}, h('tr', {}, h('th', {}, 'time'), h('th', {}, 'event'), h('th', {}, 'payload'))),
+          this.events,
+        ),
+      ),
     );
     this.update();
   }
@@ -76,16 +103,28 @@ export class RecordingPanel {
     fill(
       this.local,
       ...stat('phase', s.phase, 'rec-phase'),
-      ...stat('socket', s.live ? 'streaming' : CAPTURING.includes(s.phase) ? 'paused: frames are held until the take resumes' : '—', 'rec-live'),
+      ...stat(
+        'socket',
+        s.live ? 'streaming' : CAPTURING.includes(s.phase) ? 'paused: frames are held until the take resumes' : '—',
+        'rec-live',
+      ),
       ...stat('audio version', s.audioVersion ?? '—', 'rec-version'),
       ...stat('captured', `${s.captured} frames (${seconds(s.captured)})`, 'rec-captured'),
-      ...stat('stored (durable)', `${seconds(s.framesStored)} · highest contiguous #${s.highestContiguous}`, 'rec-stored'),
+      ...stat(
+        'stored (durable)',
+        `${seconds(s.framesStored)} · highest contiguous #${s.highestContiguous}`,
+        'rec-stored',
+      ),
       ...stat('held until durable', `${s.unacked} frames`, 'rec-unacked'),
       ...stat('resumes', `${s.resumes} (${s.resent} frames resent)`, 'rec-resumes'),
       ...stat('missing', ranges(s.missingRanges), 'rec-missing'),
       ...stat('stop reason', s.stopReason ?? '—', 'rec-stop-reason'),
       ...stat('server notice', s.notice ?? '—', 'rec-notice'),
-      ...stat('gap uploads', s.gapUploads.length ? s.gapUploads.map((g) => `${g.start}–${g.end}: ${g.result}`).join('; ') : 'none', 'rec-gaps'),
+      ...stat(
+        'gap uploads',
+        s.gapUploads.length ? s.gapUploads.map((g) => `${g.start}–${g.end}: ${g.result}`).join('; ') : 'none',
+        'rec-gaps',
+      ),
     );
   }
 
@@ -108,7 +147,11 @@ export class RecordingPanel {
         this.server,
         ...stat('state', state.state, 'server-state'),
         ...stat('audio version', state.audio_version, 'server-version'),
-        ...stat('stored', `${seconds(state.highest_contiguous_sequence + 1)} contiguous (#${state.highest_contiguous_sequence})`, 'server-hcs'),
+        ...stat(
+          'stored',
+          `${seconds(state.highest_contiguous_sequence + 1)} contiguous (#${state.highest_contiguous_sequence})`,
+          'server-hcs',
+        ),
         ...stat('missing', ranges(state.missing_ranges), 'server-missing'),
         ...stat('gap deadline', fmtTime(state.gap_upload_deadline), 'server-deadline'),
         ...stat('stop reason', state.stop_reason ?? '—', 'server-stop-reason'),
@@ -127,7 +170,13 @@ export class RecordingPanel {
     fill(
       this.events,
       ...items.map((e) =>
-        h('tr', { class: 'rec-event', 'data-type': e.event_type }, h('td', {}, new Date(e.created_at).toLocaleTimeString()), h('td', {}, e.event_type), h('td', { class: 'payload' }, e.payload ? JSON.stringify(e.payload) : '')),
+        h(
+          'tr',
+          { class: 'rec-event', 'data-type': e.event_type },
+          h('td', {}, new Date(e.created_at).toLocaleTimeString()),
+          h('td', {}, e.event_type),
+          h('td', { class: 'payload' }, e.payload ? JSON.stringify(e.payload) : ''),
+        ),
       ),
     );
   }

@@ -9,8 +9,18 @@ type Hit = Awaited<ReturnType<Api['search']>>['items'][number];
 
 export class SearchPane {
   readonly el: HTMLElement;
-  private readonly input = h('input', { id: 'search-q', type: 'search', placeholder: 'search everything', 'aria-label': 'search' });
-  private readonly sort = h('select', { id: 'search-sort', 'aria-label': 'sort' }, h('option', { value: 'relevance' }, 'best first'), h('option', { value: 'recent' }, 'newest first'));
+  private readonly input = h('input', {
+    id: 'search-q',
+    type: 'search',
+    placeholder: 'search everything',
+    'aria-label': 'search',
+  });
+  private readonly sort = h(
+    'select',
+    { id: 'search-sort', 'aria-label': 'sort' },
+    h('option', { value: 'relevance' }, 'best first'),
+    h('option', { value: 'recent' }, 'newest first'),
+  );
   private readonly results = h('ol', { id: 'search-results', class: 'search-results' });
   private readonly more = h('button', { id: 'search-more', class: 'link', hidden: true }, 'more');
   private cursor: string | null = null;
@@ -20,7 +30,13 @@ export class SearchPane {
     private readonly api: Api,
     private readonly openMeeting: (id: string) => void,
   ) {
-    const form = h('form', { id: 'search-form', class: 'row' }, this.input, this.sort, h('button', { type: 'submit' }, 'Search'));
+    const form = h(
+      'form',
+      { id: 'search-form', class: 'row' },
+      this.input,
+      this.sort,
+      h('button', { type: 'submit' }, 'Search'),
+    );
     form.addEventListener('submit', (e) => {
       e.preventDefault();
       void this.run();
@@ -44,7 +60,8 @@ export class SearchPane {
     try {
       const { items, next_cursor } = await this.api.search(this.query.q, this.query.sort, this.cursor);
       this.cursor = next_cursor;
-      if (!items.length && !this.results.childElementCount) fill(this.results, h('li', { class: 'muted' }, 'Nothing found.'));
+      if (!items.length && !this.results.childElementCount)
+        fill(this.results, h('li', { class: 'muted' }, 'Nothing found.'));
       this.results.append(...items.map((hit) => this.row(hit)));
     } catch (err) {
       fill(this.results, h('li', { class: 'error' }, errText(err)));
@@ -56,11 +73,26 @@ export class SearchPane {
   private row(hit: Hit) {
     const snippet = h('span', { class: 'snippet' });
     snippet.innerHTML = hit.snippet; // escaped by the server; only <mark> is markup
-    const where = [hit.kind.replace('_', ' '), fmtTime(hit.start_time), hit.start_ms === undefined ? '' : `at ${fmtMs(hit.start_ms)}`].filter(Boolean).join(' · ');
+    const where = [
+      hit.kind.replace('_', ' '),
+      fmtTime(hit.start_time),
+      hit.start_ms === undefined ? '' : `at ${fmtMs(hit.start_ms)}`,
+    ]
+      .filter(Boolean)
+      .join(' · ');
     return h(
       'li',
       { class: 'search-hit', 'data-kind': hit.kind, 'data-id': hit.id },
-      hit.meeting_id ? h('a', { href: `#/meetings/${hit.meeting_id}`, onclick: (e: Event) => (e.preventDefault(), this.openMeeting(hit.meeting_id!)) }, snippet) : snippet,
+      hit.meeting_id
+        ? h(
+            'a',
+            {
+              href: `#/meetings/${hit.meeting_id}`,
+              onclick: (e: Event) => (e.preventDefault(), this.openMeeting(hit.meeting_id!)),
+            },
+            snippet,
+          )
+        : snippet,
       h('span', { class: 'muted' }, ` ${where} · rank ${hit.rank.toFixed(3)}`),
     );
   }

@@ -20,13 +20,21 @@ export class SegmentEditor {
     const message = h('span', { class: 'error' });
     const save = async () => {
       try {
-        const { segment: saved, etag } = await this.api.updateSegmentText(segment.id, input.value, this.etags.get(segment.id) ?? null);
+        const { segment: saved, etag } = await this.api.updateSegmentText(
+          segment.id,
+          input.value,
+          this.etags.get(segment.id) ?? null,
+        );
         if (etag) this.etags.set(segment.id, etag);
         this.onDone(saved);
       } catch (err) {
         if (err instanceof ApiProblem && err.status === 412) {
           this.etags.delete(segment.id);
-          fill(message, 'Changed elsewhere, reload. ', h('button', { class: 'link segment-reload', onclick: () => this.onDone(null) }, 'reload'));
+          fill(
+            message,
+            'Changed elsewhere, reload. ',
+            h('button', { class: 'link segment-reload', onclick: () => this.onDone(null) }, 'reload'),
+          );
         } else {
           message.textContent = errText(err);
         }

@@ -3,7 +3,11 @@ import { mintDevToken } from '../api';
 import { errText, h } from './dom';
 
 export function signInView(opts: { devMint: boolean; error?: string; onToken(token: string): void }): HTMLElement {
-  const tokenInput = h('textarea', { id: 'token-input', rows: 4, placeholder: 'eyJhbGciOiJIUzI1NiIs…  (npm run token -- alice)' });
+  const tokenInput = h('textarea', {
+    id: 'token-input',
+    rows: 4,
+    placeholder: 'eyJhbGciOiJIUzI1NiIs…  (npm run token -- alice)',
+  });
   const message = h('p', { id: 'sign-in-error', class: 'error' }, opts.error ?? '');
   const submit = () => {
     const token = tokenInput.value.trim();
@@ -13,20 +17,30 @@ export function signInView(opts: { devMint: boolean; error?: string; onToken(tok
 
   const mint = () => {
     const nameInput = h('input', { id: 'mint-name', value: 'alice', 'aria-label': 'user name' });
-    const button = h('button', {
-      id: 'mint',
-      onclick: async () => {
-        button.disabled = true;
-        try {
-          opts.onToken(await mintDevToken(nameInput.value.trim()));
-        } catch (err) {
-          message.textContent = errText(err);
-        } finally {
-          button.disabled = false;
-        }
+    const button = h(
+      'button',
+      {
+        id: 'mint',
+        onclick: async () => {
+          button.disabled = true;
+          try {
+            opts.onToken(await mintDevToken(nameInput.value.trim()));
+          } catch (err) {
+            message.textContent = errText(err);
+          } finally {
+            button.disabled = false;
+          }
+        },
       },
-    }, 'Mint a development token');
-    return h('div', { class: 'mint' }, h('h3', {}, 'Development'), h('p', {}, 'Signs a user token with the local IDENTITY_SECRET_KEY (APP_ENV=development only).'), h('div', { class: 'row' }, nameInput, button));
+      'Mint a development token',
+    );
+    return h(
+      'div',
+      { class: 'mint' },
+      h('h3', {}, 'Development'),
+      h('p', {}, 'Signs a user token with the local IDENTITY_SECRET_KEY (APP_ENV=development only).'),
+      h('div', { class: 'row' }, nameInput, button),
+    );
   };
 
   return h(

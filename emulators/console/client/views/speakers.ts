@@ -33,7 +33,10 @@ export class SpeakersPane {
     if (!labels.size) return fill(this.body, h('p', { class: 'muted' }, 'Speaker labels appear with the transcript.'));
     const byId = new Map(people.map((p) => [p.id, p]));
     this.suggestionSlots.clear();
-    fill(this.body, ...[...labels].map(([label, personId]) => this.row(label, personId ? byId.get(personId) : undefined, people)));
+    fill(
+      this.body,
+      ...[...labels].map(([label, personId]) => this.row(label, personId ? byId.get(personId) : undefined, people)),
+    );
     void this.showSuggestions();
   }
 
@@ -41,7 +44,7 @@ export class SpeakersPane {
   private async showSuggestions() {
     if (!this.suggestionSlots.size) return;
     const slots = this.suggestionSlots;
-    let items;
+    let items: Awaited<ReturnType<Api['speakerLabels']>>['items'];
     try {
       ({ items } = await this.api.speakerLabels(this.meetingId));
     } catch (err) {
@@ -70,7 +73,12 @@ export class SpeakersPane {
   }
 
   private row(label: string, current: Person | undefined, people: Person[]) {
-    const select = h('select', { class: 'speaker-person', 'data-label': label }, h('option', { value: '' }, 'new person…'), ...people.map((p) => h('option', { value: p.id }, p.display_name)));
+    const select = h(
+      'select',
+      { class: 'speaker-person', 'data-label': label },
+      h('option', { value: '' }, 'new person…'),
+      ...people.map((p) => h('option', { value: p.id }, p.display_name)),
+    );
     const name = h('input', { class: 'speaker-new-name', 'data-label': label, placeholder: 'name of a new person' });
     select.onchange = () => (name.hidden = select.value !== '');
     const act = (cls: string, text: string, run: () => Promise<string | null>) => {
@@ -114,7 +122,13 @@ export class SpeakersPane {
         await this.onAssigned();
         return `${label}: assignment removed; its segments no longer shape ${current.display_name}'s voice`;
       });
-    const samples = current && act('speaker-samples', 'Voice samples', async () => ((this.shownPerson = current.id), await this.showSamples(current), ''));
+    const samples =
+      current &&
+      act(
+        'speaker-samples',
+        'Voice samples',
+        async () => ((this.shownPerson = current.id), await this.showSamples(current), ''),
+      );
     const suggestions = h('span', { class: 'speaker-suggestions muted', 'data-label': label });
     if (!current) this.suggestionSlots.set(label, { slot: suggestions, assignTo });
     // A duplicate of the assigned person (say, created for another meeting) merges into them.
@@ -140,7 +154,11 @@ export class SpeakersPane {
       'div',
       { class: 'speaker row', 'data-label': label },
       h('strong', {}, label),
-      h('span', { class: 'speaker-current' }, current ? `→ ${current.display_name} (voice ${current.voice_model_status})` : '→ unassigned'),
+      h(
+        'span',
+        { class: 'speaker-current' },
+        current ? `→ ${current.display_name} (voice ${current.voice_model_status})` : '→ unassigned',
+      ),
       select,
       name,
       assign,
@@ -154,7 +172,11 @@ export class SpeakersPane {
 
   /** After a 409 on a new person's name: a button that assigns the person who has that name. */
   private offerExisting(label: string, person: Person, assignTo: (id: string) => Promise<string>) {
-    const use = h('button', { class: 'speaker-use-existing', 'data-label': label }, `Use the existing ${person.display_name}`);
+    const use = h(
+      'button',
+      { class: 'speaker-use-existing', 'data-label': label },
+      `Use the existing ${person.display_name}`,
+    );
     use.onclick = async () => {
       use.disabled = true;
       try {
@@ -164,7 +186,11 @@ export class SpeakersPane {
         use.disabled = false;
       }
     };
-    fill(this.message, `A person named “${person.display_name}” already exists (voice ${person.voice_model_status}). `, use);
+    fill(
+      this.message,
+      `A person named “${person.display_name}” already exists (voice ${person.voice_model_status}). `,
+      use,
+    );
   }
 
   /** The person's voice samples, newest first (the first page). */

@@ -47,7 +47,8 @@ export class TranscriptPane {
   /** Distinct speaker labels, and the person each is currently attributed to. */
   labels(): Map<string, string | null> {
     const out = new Map<string, string | null>();
-    for (const s of this.sorted()) if (s.speaker_label) out.set(s.speaker_label, s.person_id ?? out.get(s.speaker_label) ?? null);
+    for (const s of this.sorted())
+      if (s.speaker_label) out.set(s.speaker_label, s.person_id ?? out.get(s.speaker_label) ?? null);
     return out;
   }
 
@@ -60,7 +61,14 @@ export class TranscriptPane {
     this.count.textContent = String(all.length);
     const row = (s: Segment, cls: string) => {
       const text = h('span', { class: 'text' }, s.text);
-      const edit = s.is_final && this.edit && h('button', { class: 'link segment-edit-open', title: 'edit the text', onclick: () => this.edit!(s, text) }, 'edit');
+      const edit =
+        s.is_final &&
+        this.edit &&
+        h(
+          'button',
+          { class: 'link segment-edit-open', title: 'edit the text', onclick: () => this.edit!(s, text) },
+          'edit',
+        );
       return h(
         'li',
         { class: cls, 'data-id': s.id },

@@ -13,10 +13,13 @@ const route = op({
   operationId: 'listMeetingAttendees',
   tags: ['meetings'],
   summary: "The meeting's attendees (people, by display_name)",
-  description: 'Lists the people attending one of the caller\'s meetings, ordered by display_name.',
+  description: "Lists the people attending one of the caller's meetings, ordered by display_name.",
   auth: ['bearer'],
   request: { params: IdParam, query: z.object(PageQuery) },
-  responses: { 200: jsonResponse(page(PersonBriefSchema, 'AttendeePage'), 'a page of attendees'), 404: notFoundResponse('meeting') },
+  responses: {
+    200: jsonResponse(page(PersonBriefSchema, 'AttendeePage'), 'a page of attendees'),
+    404: notFoundResponse('meeting'),
+  },
 });
 
 export function registerListAttendees(app: OpenAPIHono<AppEnv>) {

@@ -31,7 +31,10 @@ const route = createRoute({
     query: z.object({
       uid: z.string().optional().openapi({ description: 'user id the link was made for' }),
       exp: z.string().optional().openapi({ description: 'expiry, unix seconds' }),
-      audio_version: z.string().optional().openapi({ description: 'the take the link plays (signed with it); absent: the meeting audio' }),
+      audio_version: z
+        .string()
+        .optional()
+        .openapi({ description: 'the take the link plays (signed with it); absent: the meeting audio' }),
       sig: z.string().optional().openapi({ description: 'base64url HMAC-SHA256' }),
     }),
   },
@@ -45,18 +48,21 @@ const route = createRoute({
   },
 });
 
-const forbidden = () => new DomainError('forbidden', 'this playback link is not valid (bad signature, expired, or not for this meeting)');
+const forbidden = () =>
+  new DomainError('forbidden', 'this playback link is not valid (bad signature, expired, or not for this meeting)');
 
 export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const { db, store, config } = c.var.deps;
     const { id } = c.req.valid('param');
     const { uid, exp, sig, audio_version: v } = c.req.valid('query');
-    if (!uid || !UUID_PATTERN.test(uid) || !exp || !/^\d{1,12}$/.test(exp) || !sig || sig.length > 100) throw forbidden();
+    if (!uid || !UUID_PATTERN.test(uid) || !exp || !/^\d{1,12}$/.test(exp) || !sig || sig.length > 100)
+      throw forbidden();
     // No link is ever made with another form of the version, so another form cannot be signed.
     if (v !== undefined && !/^[1-9]\d{0,9}$/.test(v)) throw forbidden();
     const audioVersion = v === undefined ? undefined : Number(v);
-    if (!verifyAudioLink(config.AUDIO_URL_SIGNING_KEY, id, { uid, exp: Number(exp), sig, audioVersion })) throw forbidden();
+    if (!verifyAudioLink(config.AUDIO_URL_SIGNING_KEY, id, { uid, exp: Number(exp), sig, audioVersion }))
+      throw forbidden();
     // A genuine link of a user who does not own the meeting (or a deleted one) grants nothing.
     if (!(await getMeeting(db, { userId: uid }, id))) throw forbidden();
     let path: string | null;
@@ -66,7 +72,11 @@ export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
       path = 'path' in take ? take.path : null;
     }
     const object = path && (await store.stat(path));
-    if (!path || !object) throw new DomainError('not_found', audioVersion === undefined ? 'meeting has no audio' : `audio_version ${audioVersion} has no audio`);
+    if (!path || !object)
+      throw new DomainError(
+        'not_found',
+        audioVersion === undefined ? 'meeting has no audio' : `audio_version ${audioVersion} has no audio`,
+      );
 
     const headers: Record<string, string> = {
       'Content-Type': object.contentType ?? 'application/octet-stream',
@@ -76,8 +86,16 @@ export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
     };
     const range = parseRange(c.req.header('range'), object.size);
     if (range.kind === 'unsatisfiable') {
-      const problem = { type: 'https://meeting-intelligence.dev/problems/range_not_satisfiable', title: 'Range Not Satisfiable', status: 416, detail: `the audio has ${object.size} bytes` };
-      return c.body(JSON.stringify(problem), 416, { 'Content-Type': 'application/problem+json', 'Content-Range': `bytes */${object.size}` });
+      const problem = {
+        type: 'https://meeting-intelligence.dev/problems/range_not_satisfiable',
+        title: 'Range Not Satisfiable',
+        status: 416,
+        detail: `the audio has ${object.size} bytes`,
+      };
+      return c.body(JSON.stringify(problem), 416, {
+        'Content-Type': 'application/problem+json',
+        'Content-Range': `bytes */${object.size}`,
+      });
     }
     if (object.size === 0) return c.body(null, 200, { ...headers, 'Content-Length': '0' });
     const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, object.size - 1];

@@ -1,6 +1,9 @@
 // Single byte ranges of the Range header (RFC 9110 14.1.2): `bytes=a-b`, `bytes=a-`, `bytes=-n`.
 
-export type RangeResult = { kind: 'full' } | { kind: 'partial'; start: number; end: number } | { kind: 'unsatisfiable' };
+export type RangeResult =
+  | { kind: 'full' }
+  | { kind: 'partial'; start: number; end: number }
+  | { kind: 'unsatisfiable' };
 
 /** Several ranges or an unknown unit are ignored (a full answer is allowed for those). */
 export function parseRange(header: string | undefined, size: number): RangeResult {

@@ -12,9 +12,15 @@ export const AudioFileSchema = z
 
 export const AudioUrlSchema = z
   .object({
-    url: z.string().url().openapi({ description: 'short-lived signed object-storage link (RECORDING_AUDIO_URL_TTL_SECONDS)' }),
+    url: z
+      .string()
+      .url()
+      .openapi({ description: 'short-lived signed object-storage link (RECORDING_AUDIO_URL_TTL_SECONDS)' }),
     expires_at: Timestamp,
-    proxy_url: z.string().url().openapi({ description: 'per-user signed link to GET /meetings/{id}/audio, valid until expires_at' }),
+    proxy_url: z
+      .string()
+      .url()
+      .openapi({ description: 'per-user signed link to GET /meetings/{id}/audio, valid until expires_at' }),
   })
   .openapi('AudioUrl');
 

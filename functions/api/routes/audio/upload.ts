@@ -48,16 +48,25 @@ export function registerUploadAudio(app: OpenAPIHono<AppEnv>) {
     assertDeclaredLength(c.req.header('content-length'), maxBytes);
     const meeting = await getMeeting(db, { userId }, id);
     if (!meeting) throw notFound('meeting');
-    if (meeting.source_type !== 'upload') throw new DomainError('invalid_state', `audio can only be uploaded to a meeting of source_type upload (this one is ${meeting.source_type})`);
+    if (meeting.source_type !== 'upload')
+      throw new DomainError(
+        'invalid_state',
+        `audio can only be uploaded to a meeting of source_type upload (this one is ${meeting.source_type})`,
+      );
     const body = c.req.raw.body;
     if (!body) throw unprocessable('the body is empty; send the audio file');
 
     const name = `uploads/${id}/${randomUUID()}`;
     let stored: StoredObject;
     try {
-      stored = await store.write(name, Readable.fromWeb(body as WebReadableStream), { contentType, maxBytes, createOnly: true });
+      stored = await store.write(name, Readable.fromWeb(body as WebReadableStream), {
+        contentType,
+        maxBytes,
+        createOnly: true,
+      });
     } catch (err) {
-      if (err instanceof ObjectTooLargeError) throw new DomainError('payload_too_large', `the audio exceeds ${maxBytes} bytes`);
+      if (err instanceof ObjectTooLargeError)
+        throw new DomainError('payload_too_large', `the audio exceeds ${maxBytes} bytes`);
       throw err;
     }
     const discard = () => store.delete(name).catch(() => undefined);
@@ -70,7 +79,13 @@ export function registerUploadAudio(app: OpenAPIHono<AppEnv>) {
     try {
       const replaced = (path: string | null) => void (previous = path);
       // 200 or 201 as the committed transaction found the meeting: with a file or without one.
-      const res = await commit(c, () => (previous ? 200 : 201), attachUploadedAudio, { meeting_id: id, storage_path: name, content_type: contentType, byte_count: stored.size, replaced });
+      const res = await commit(c, () => (previous ? 200 : 201), attachUploadedAudio, {
+        meeting_id: id,
+        storage_path: name,
+        content_type: contentType,
+        byte_count: stored.size,
+        replaced,
+      });
       if (previous && previous !== name) await store.delete(previous).catch(() => undefined);
       return res;
     } catch (err) {

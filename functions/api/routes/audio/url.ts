@@ -13,9 +13,11 @@ import { AudioUrlSchema } from './schema';
 
 /** 422 naming audio_version: the take exists but has no composed audio yet. */
 export const takeNotFinalized = (v: number) =>
-  new DomainError('unprocessable', `audio_version ${v} is not finalized yet; its audio is playable once it is (see GET /meetings/{id}/recording/takes)`, [
-    { path: 'audio_version', message: 'the take is not finalized' },
-  ]);
+  new DomainError(
+    'unprocessable',
+    `audio_version ${v} is not finalized yet; its audio is playable once it is (see GET /meetings/{id}/recording/takes)`,
+    [{ path: 'audio_version', message: 'the take is not finalized' }],
+  );
 
 const route = op({
   method: 'get',
@@ -26,12 +28,19 @@ const route = op({
   description:
     '`url` is a signed object-storage link valid for RECORDING_AUDIO_URL_TTL_SECONDS; `proxy_url` is the per-user signed link to ' +
     'GET /meetings/{id}/audio with the same expiry. Answered with `Cache-Control: private, no-store`. ' +
-    'Without `audio_version`: the meeting\'s audio (an upload, or the latest finalized take). With `audio_version=N`: that take\'s ' +
+    "Without `audio_version`: the meeting's audio (an upload, or the latest finalized take). With `audio_version=N`: that take's " +
     'composed audio, for any finalized take (the proxy link then carries `audio_version` under its signature). ' +
     'An unknown take answers 404; a take that is not finalized yet answers 422 naming `audio_version`. ' +
-    'The service token (the ML batch pass reading a finalized take) is answered like the owner, its proxy link the owner\'s.',
+    "The service token (the ML batch pass reading a finalized take) is answered like the owner, its proxy link the owner's.",
   auth: ['bearer', 'service'],
-  request: { params: IdParam, query: z.object({ audio_version: AudioVersionQuery.optional().openapi({ description: 'a finalized take (default: the latest finalized take)' }) }) },
+  request: {
+    params: IdParam,
+    query: z.object({
+      audio_version: AudioVersionQuery.optional().openapi({
+        description: 'a finalized take (default: the latest finalized take)',
+      }),
+    }),
+  },
   responses: {
     200: {
       ...jsonResponse(AudioUrlSchema, 'the links'),
@@ -58,12 +67,27 @@ export function registerAudioUrl(app: OpenAPIHono<AppEnv>) {
       const take = finalizedAudioPath(await getRecording(db, id, version));
       if ('missing' in take) throw take.missing === 'take' ? notFound('recording') : takeNotFinalized(version);
       // A take finalized with no frame stored has no audio.
-      if (!(await store.stat(take.path))) throw new DomainError('not_found', `audio_version ${version} has no audio (no frame was stored)`);
+      if (!(await store.stat(take.path)))
+        throw new DomainError('not_found', `audio_version ${version} has no audio (no frame was stored)`);
       path = take.path;
     }
     const { url, expiresAt } = await store.signedReadUrl(path, config.RECORDING_AUDIO_URL_TTL_SECONDS);
     const exp = Math.floor(expiresAt.getTime() / 1000);
     c.header('Cache-Control', 'private, no-store');
-    return c.json({ url, expires_at: expiresAt.toISOString(), proxy_url: audioProxyUrl(config.PUBLIC_BASE_URL, config.AUDIO_URL_SIGNING_KEY, id, meeting.user_id, exp, version) }, 200);
+    return c.json(
+      {
+        url,
+        expires_at: expiresAt.toISOString(),
+        proxy_url: audioProxyUrl(
+          config.PUBLIC_BASE_URL,
+          config.AUDIO_URL_SIGNING_KEY,
+          id,
+          meeting.user_id,
+          exp,
+          version,
+        ),
+      },
+      200,
+    );
   });
 }

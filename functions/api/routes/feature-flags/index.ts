@@ -13,7 +13,8 @@ const route = op({
   operationId: 'getFeatureFlags',
   tags: ['feature-flags'],
   summary: "The caller's feature flags",
-  description: 'Read from Firestore (defaults, then per-user overrides), cached briefly; a change shows within FEATURE_FLAGS_CACHE_SECONDS.',
+  description:
+    'Read from Firestore (defaults, then per-user overrides), cached briefly; a change shows within FEATURE_FLAGS_CACHE_SECONDS.',
   auth: ['bearer'],
   responses: { 200: jsonResponse(FeatureFlagsSchema, 'the flags in effect for the caller') },
 });

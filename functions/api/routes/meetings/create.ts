@@ -11,7 +11,8 @@ const route = op({
   operationId: 'createMeeting',
   tags: ['meetings'],
   summary: 'Create a meeting',
-  description: 'Creates a meeting owned by the caller. Requires an Idempotency-Key; a retry with the same key and body replays the first answer byte for byte. Broadcasts EntityChanged meeting created.',
+  description:
+    'Creates a meeting owned by the caller. Requires an Idempotency-Key; a retry with the same key and body replays the first answer byte for byte. Broadcasts EntityChanged meeting created.',
   auth: ['bearer'],
   idempotent: true,
   request: jsonBody(CreateMeetingBody),

@@ -13,7 +13,8 @@ const route = op({
   operationId: 'getMeeting',
   tags: ['meetings'],
   summary: 'Get a meeting',
-  description: 'Returns one meeting of the caller (any meeting for the service) with an ETag for a later conditional PATCH. Soft-deleted and other users\' meetings answer 404.',
+  description:
+    "Returns one meeting of the caller (any meeting for the service) with an ETag for a later conditional PATCH. Soft-deleted and other users' meetings answer 404.",
   auth: ['bearer', 'service'],
   request: { params: IdParam },
   responses: { 200: withEtag(jsonResponse(MeetingSchema, 'the meeting')), 404: notFoundResponse('meeting') },

@@ -11,7 +11,8 @@ const route = op({
   operationId: 'listMeetings',
   tags: ['meetings'],
   summary: "List the caller's meetings, newest start_time first",
-  description: 'Pages through the caller\'s meetings (soft-deleted ones excluded), newest start_time first, optionally filtered by source_type, a start_time window and a case-insensitive title match.',
+  description:
+    "Pages through the caller's meetings (soft-deleted ones excluded), newest start_time first, optionally filtered by source_type, a start_time window and a case-insensitive title match.",
   auth: ['bearer'],
   request: {
     query: z.object({

@@ -11,7 +11,8 @@ const route = op({
   operationId: 'createNote',
   tags: ['notes'],
   summary: 'Create a note, optionally about a person or meeting',
-  description: "The subject must be the caller's person or meeting (else 422). Broadcasts EntityChanged { entity: note, action: created }.",
+  description:
+    "The subject must be the caller's person or meeting (else 422). Broadcasts EntityChanged { entity: note, action: created }.",
   auth: ['bearer'],
   idempotent: true,
   request: jsonBody(CreateNoteBody),

@@ -11,7 +11,7 @@ const route = op({
   operationId: 'listNotes',
   tags: ['notes'],
   summary: "List the caller's notes, newest first",
-  description: 'Pages through the caller\'s notes, newest first, optionally filtered by subject.',
+  description: "Pages through the caller's notes, newest first, optionally filtered by subject.",
   auth: ['bearer'],
   request: { query: z.object({ ...PageQuery, subject_type: SubjectType.optional(), subject_id: Uuid.optional() }) },
   responses: { 200: jsonResponse(page(NoteSchema, 'NotePage'), 'a page of notes') },

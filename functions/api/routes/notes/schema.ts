@@ -31,7 +31,10 @@ const subject = {
   subject_type: SubjectType.nullable().optional(),
   subject_id: Uuid.nullable().optional().openapi({ description: "the caller's person (PERSON) or meeting (MEETING)" }),
 };
-const bothOrNeither = { message: 'subject_type and subject_id go together: give both or neither', path: ['subject_id'] };
+const bothOrNeither = {
+  message: 'subject_type and subject_id go together: give both or neither',
+  path: ['subject_id'],
+};
 
 export const CreateNoteBody = z
   .object({ content, ...subject, tags: Json.optional() })
@@ -43,5 +46,8 @@ export const PatchNoteBody = z
   .object({ content: content.optional(), ...subject, tags: Json.optional() })
   .strict()
   .refine((b) => Object.keys(b).length > 0, 'at least one field is required')
-  .refine((b) => 'subject_type' in b === 'subject_id' in b && (b.subject_type == null) === (b.subject_id == null), bothOrNeither)
+  .refine(
+    (b) => 'subject_type' in b === 'subject_id' in b && (b.subject_type == null) === (b.subject_id == null),
+    bothOrNeither,
+  )
   .openapi('PatchNote');

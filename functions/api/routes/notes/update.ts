@@ -12,7 +12,8 @@ const route = op({
   operationId: 'updateNote',
   tags: ['notes'],
   summary: 'Partially update a note',
-  description: 'subject_type and subject_id change together (both null detaches the note). Broadcasts EntityChanged { entity: note, action: updated }.',
+  description:
+    'subject_type and subject_id change together (both null detaches the note). Broadcasts EntityChanged { entity: note, action: updated }.',
   conditional: true,
   auth: ['bearer'],
   request: { params: IdParam, ...jsonBody(PatchNoteBody) },

@@ -13,7 +13,8 @@ const route = op({
   operationId: 'getPerson',
   tags: ['people'],
   summary: 'Get a person, with voice_vector',
-  description: 'Returns one person of the caller (any person for the service), voice_vector included, with an ETag for a later conditional PATCH.',
+  description:
+    'Returns one person of the caller (any person for the service), voice_vector included, with an ETag for a later conditional PATCH.',
   auth: ['bearer', 'service'],
   request: { params: IdParam },
   responses: { 200: withEtag(jsonResponse(PersonSchema, 'the person')), 404: notFoundResponse('person') },

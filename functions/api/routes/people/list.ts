@@ -11,12 +11,18 @@ const route = op({
   operationId: 'listPeople',
   tags: ['people'],
   summary: "List the caller's people by display_name (without voice_vector)",
-  description: 'Pages through the caller\'s people ordered by display_name. voice_vector is left out of lists (GET /people/{id} has it).',
+  description:
+    "Pages through the caller's people ordered by display_name. voice_vector is left out of lists (GET /people/{id} has it).",
   auth: ['bearer'],
   request: {
     query: z.object({
       ...PageQuery,
-      q: z.string().min(1).max(200).optional().openapi({ description: 'display_name or full_name contains (case-insensitive)' }),
+      q: z
+        .string()
+        .min(1)
+        .max(200)
+        .optional()
+        .openapi({ description: 'display_name or full_name contains (case-insensitive)' }),
     }),
   },
   responses: { 200: jsonResponse(page(PersonBriefSchema, 'PersonPage'), 'a page of people') },

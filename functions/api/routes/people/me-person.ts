@@ -11,7 +11,8 @@ const route = op({
   operationId: 'setMyPerson',
   tags: ['users'],
   summary: "Set (or clear with null) the caller's own person record",
-  description: 'Links the caller\'s user record to one of their people (the person who is the caller), or clears the link with null.',
+  description:
+    "Links the caller's user record to one of their people (the person who is the caller), or clears the link with null.",
   auth: ['bearer'],
   request: jsonBody(z.object({ person_id: Uuid.nullable() }).strict().openapi('SetMyPerson')),
   responses: { 200: jsonResponse(UserSchema, 'the user') },

@@ -11,7 +11,10 @@ const personFields = {
   company: z.string().nullable(),
   tags: Json.nullable(),
   voice_model_status: z.enum(['untrained', 'training', 'ready']),
-  voice_confidence: z.number().nullable().openapi({ description: 'mean cosine similarity of the embeddings that built voice_vector to it (0-1)' }),
+  voice_confidence: z
+    .number()
+    .nullable()
+    .openapi({ description: 'mean cosine similarity of the embeddings that built voice_vector to it (0-1)' }),
   created_at: Timestamp,
   updated_at: Timestamp,
 };
@@ -36,7 +39,13 @@ const example = {
 export const PersonBriefSchema = z.object(personFields).openapi('PersonBrief', { example });
 
 export const PersonSchema = z
-  .object({ ...personFields, voice_vector: Vector192.nullable().openapi({ description: 'speaker embedding (192 numbers): the L2-normalised sum of the person\'s voice samples (GET /people/{id}/voice-samples); null without samples' }) })
+  .object({
+    ...personFields,
+    voice_vector: Vector192.nullable().openapi({
+      description:
+        "speaker embedding (192 numbers): the L2-normalised sum of the person's voice samples (GET /people/{id}/voice-samples); null without samples",
+    }),
+  })
   .openapi('Person', { example: { ...example, voice_vector: null } });
 
 const name = z.string().trim().min(1).max(200);

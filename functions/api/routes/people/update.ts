@@ -12,7 +12,8 @@ const route = op({
   operationId: 'updatePerson',
   tags: ['people'],
   summary: "Partially update a person's user fields (voice fields are not writable)",
-  description: 'Changes the user-editable fields of a person. The voice fields (voice_vector, voice_confidence, voice_model_status) are maintained by speaker-label assignments and are refused here (422). Honours If-Match (412).',
+  description:
+    'Changes the user-editable fields of a person. The voice fields (voice_vector, voice_confidence, voice_model_status) are maintained by speaker-label assignments and are refused here (422). Honours If-Match (412).',
   conditional: true,
   auth: ['bearer'],
   request: { params: IdParam, ...jsonBody(PatchPersonBody) },

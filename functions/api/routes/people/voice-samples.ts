@@ -17,12 +17,15 @@ const route = op({
     'One item per transcript segment attributed to the person (by a speaker-label assignment, a stored',
     'assignment re-applied to new segments, or the ML service) that has a non-zero feature_vector.',
     'voice_vector is the L2-normalised sum of these L2-normalised embeddings. A sample goes when its',
-    "segment is unassigned, reassigned (it moves to the other person) or removed by a batch replace, and",
+    'segment is unassigned, reassigned (it moves to the other person) or removed by a batch replace, and',
     'with its meeting when the meeting is purged. Paginated by limit and cursor.',
   ].join(' '),
   auth: ['bearer'],
   request: { params: IdParam, query: z.object(PageQuery) },
-  responses: { 200: jsonResponse(page(VoiceSampleSchema, 'VoiceSamplePage'), 'a page of samples'), 404: notFoundResponse('person') },
+  responses: {
+    200: jsonResponse(page(VoiceSampleSchema, 'VoiceSamplePage'), 'a page of samples'),
+    404: notFoundResponse('person'),
+  },
 });
 
 export function registerListVoiceSamples(app: OpenAPIHono<AppEnv>) {

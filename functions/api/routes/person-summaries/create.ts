@@ -11,7 +11,7 @@ const route = op({
   operationId: 'createPersonSummary',
   tags: ['people'],
   summary: 'Add a summary of a person (the caller is its author)',
-  description: 'Adds a summary of one of the caller\'s people; the caller is its author. Requires an Idempotency-Key.',
+  description: "Adds a summary of one of the caller's people; the caller is its author. Requires an Idempotency-Key.",
   auth: ['bearer'],
   idempotent: true,
   request: { params: IdParam, ...jsonBody(CreateSummaryBody) },

@@ -10,7 +10,8 @@ const route = op({
   operationId: 'deletePersonSummary',
   tags: ['people'],
   summary: 'Delete a person summary',
-  description: 'Deletes a person summary of the caller (hard delete) and broadcasts EntityChanged person_summary deleted.',
+  description:
+    'Deletes a person summary of the caller (hard delete) and broadcasts EntityChanged person_summary deleted.',
   auth: ['bearer'],
   request: { params: IdParam },
   responses: { 204: { description: 'deleted' }, 404: notFoundResponse('person summary') },

@@ -13,10 +13,13 @@ const route = op({
   operationId: 'listPersonSummaries',
   tags: ['people'],
   summary: "A person's summaries, newest first",
-  description: 'Pages through the summaries of one of the caller\'s people, newest first.',
+  description: "Pages through the summaries of one of the caller's people, newest first.",
   auth: ['bearer'],
   request: { params: IdParam, query: z.object(PageQuery) },
-  responses: { 200: jsonResponse(page(PersonSummarySchema, 'PersonSummaryPage'), 'a page of summaries'), 404: notFoundResponse('person') },
+  responses: {
+    200: jsonResponse(page(PersonSummarySchema, 'PersonSummaryPage'), 'a page of summaries'),
+    404: notFoundResponse('person'),
+  },
 });
 
 export function registerListSummaries(app: OpenAPIHono<AppEnv>) {

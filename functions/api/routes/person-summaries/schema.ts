@@ -24,7 +24,10 @@ export const PersonSummarySchema = z
 
 const summary = z.string().trim().min(1).max(20_000);
 
-export const CreateSummaryBody = z.object({ summary, context: Json.optional() }).strict().openapi('CreatePersonSummary');
+export const CreateSummaryBody = z
+  .object({ summary, context: Json.optional() })
+  .strict()
+  .openapi('CreatePersonSummary');
 
 export const PatchSummaryBody = z
   .object({ summary: summary.optional(), context: Json.optional() })

@@ -25,7 +25,8 @@ export function parseContentDigest(header: string | undefined): Digest[] {
   for (const [algorithm, [value]] of dictionary) {
     // Every member's value is a byte sequence (RFC 9530 section 2), whatever its algorithm.
     if (!(value instanceof ArrayBuffer || ArrayBuffer.isView(value))) throw malformed();
-    const bytes = value instanceof ArrayBuffer ? Buffer.from(value) : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+    const bytes =
+      value instanceof ArrayBuffer ? Buffer.from(value) : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
     if (SUPPORTED[algorithm]) digests.push({ algorithm, value: bytes });
   }
   return digests;

@@ -12,11 +12,16 @@ const route = op({
   path: '/meetings/{id}/recording/events',
   operationId: 'listRecordingEvents',
   tags: ['recording'],
-  summary: "The meeting's recording event history (lifecycle, health, reconnect/resume, stop, gap uploads, finalize), newest first",
-  description: 'Pages through the meeting\'s recording history, newest first: lifecycle, health, reconnects and resumes, stops, gap uploads and finalizing.',
+  summary:
+    "The meeting's recording event history (lifecycle, health, reconnect/resume, stop, gap uploads, finalize), newest first",
+  description:
+    "Pages through the meeting's recording history, newest first: lifecycle, health, reconnects and resumes, stops, gap uploads and finalizing.",
   auth: ['bearer'],
   request: { params: IdParam, query: z.object(PageQuery) },
-  responses: { 200: jsonResponse(page(RecordingEventSchema, 'RecordingEventPage'), 'a page of events'), 404: notFoundResponse('meeting') },
+  responses: {
+    200: jsonResponse(page(RecordingEventSchema, 'RecordingEventPage'), 'a page of events'),
+    404: notFoundResponse('meeting'),
+  },
 });
 
 export function registerListRecordingEvents(app: OpenAPIHono<AppEnv>) {

@@ -34,7 +34,11 @@ const route = op({
       range: z
         .string()
         .regex(/^\d{1,15}-\d{1,15}$/, 'must be {start_sequence}-{end_sequence}')
-        .openapi({ param: { name: 'range', in: 'path' }, example: '120-134', description: '{start_sequence}-{end_sequence}, inclusive' }),
+        .openapi({
+          param: { name: 'range', in: 'path' },
+          example: '120-134',
+          description: '{start_sequence}-{end_sequence}, inclusive',
+        }),
     }),
     query: z.object({ audio_version: AudioVersionQuery.openapi({ description: 'the take' }) }),
     headers: z.object({
@@ -61,7 +65,8 @@ export function registerUploadRecordingGap(app: OpenAPIHono<AppEnv>) {
     const { id, range } = c.req.valid('param');
     const { audio_version } = c.req.valid('query');
     const [start, end] = range.split('-').map(Number);
-    if (end < start) throw unprocessable('end_sequence must not be below start_sequence', [{ path: 'range', message: 'end < start' }]);
+    if (end < start)
+      throw unprocessable('end_sequence must not be below start_sequence', [{ path: 'range', message: 'end < start' }]);
     const maxBytes = config.RECORDING_MAX_CHUNK_BYTES;
     assertDeclaredLength(c.req.header('content-length'), maxBytes);
     const digests = parseContentDigest(c.req.header('content-digest'));
@@ -79,7 +84,12 @@ export function registerUploadRecordingGap(app: OpenAPIHono<AppEnv>) {
     assertDigests(digests, bytes);
 
     const ctx = { originClientId: c.var.clientId, trace: c.var.trace };
-    const { stored, result } = await uploadGap(c.var.deps, actorOf(c), { meetingId: id, audioVersion: audio_version, start, end, bytes }, ctx);
+    const { stored, result } = await uploadGap(
+      c.var.deps,
+      actorOf(c),
+      { meetingId: id, audioVersion: audio_version, start, end, bytes },
+      ctx,
+    );
     return c.json(result, stored ? 201 : 200);
   });
 }
@@ -88,7 +98,10 @@ export function registerUploadRecordingGap(app: OpenAPIHono<AppEnv>) {
 function assertRangeFits(rec: Recording, start: number, end: number, declaredLength: string | undefined): void {
   const ceiling = rec.max_duration_seconds * 10;
   if (end >= ceiling) {
-    throw unprocessable(`sequence_out_of_range: the take holds sequences 0-${ceiling - 1} (max_duration_seconds × 10)`, [{ path: 'range', message: `must end below ${ceiling}` }]);
+    throw unprocessable(
+      `sequence_out_of_range: the take holds sequences 0-${ceiling - 1} (max_duration_seconds × 10)`,
+      [{ path: 'range', message: `must end below ${ceiling}` }],
+    );
   }
   if (declaredLength !== undefined) assertFrameBytes(rec, start, end, Number(declaredLength));
 }
@@ -102,11 +115,14 @@ function assertFrameBytes(rec: Recording, start: number, end: number, length: nu
   if (rec.encoding === 'pcm_s16le') {
     const expected = frames * pcmFrameBytes(rec.sample_rate);
     if (length !== expected) {
-      throw unprocessable(`the body must be ${expected} bytes: ${frames} frame(s) of ${pcmFrameBytes(rec.sample_rate)} bytes (pcm_s16le at ${rec.sample_rate} Hz)`, [
-        { path: 'body', message: `must be ${expected} bytes` },
-      ]);
+      throw unprocessable(
+        `the body must be ${expected} bytes: ${frames} frame(s) of ${pcmFrameBytes(rec.sample_rate)} bytes (pcm_s16le at ${rec.sample_rate} Hz)`,
+        [{ path: 'body', message: `must be ${expected} bytes` }],
+      );
     }
   } else if (length < frames) {
-    throw unprocessable(`the body must hold at least a byte per frame (${frames})`, [{ path: 'body', message: `must be at least ${frames} bytes` }]);
+    throw unprocessable(`the body must hold at least a byte per frame (${frames})`, [
+      { path: 'body', message: `must be at least ${frames} bytes` },
+    ]);
   }
 }

@@ -14,7 +14,8 @@ const route = op({
   operationId: 'getRecording',
   tags: ['recording'],
   summary: "A live recording take's state and stored coverage (the latest take unless audio_version is given)",
-  description: 'Returns a take\'s state, stop reason, gap upload deadline and stored coverage (highest_contiguous_sequence, missing_ranges, frames and bytes stored): the latest take unless audio_version is given.',
+  description:
+    "Returns a take's state, stop reason, gap upload deadline and stored coverage (highest_contiguous_sequence, missing_ranges, frames and bytes stored): the latest take unless audio_version is given.",
   auth: ['bearer'],
   request: { params: IdParam, query: z.object({ audio_version: AudioVersionQuery.optional() }) },
   responses: { 200: jsonResponse(RecordingSchema, 'the take'), 404: notFoundResponse('meeting or recording') },

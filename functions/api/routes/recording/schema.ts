@@ -2,20 +2,31 @@ import { Json, Timestamp, Uuid, z } from '../../openapi';
 
 const Sequence = z.number().int();
 // A closed pair: `items: false` says no element follows the two (JSON Schema 2020-12).
-const Range = z.tuple([Sequence, Sequence]).openapi({ description: 'inclusive [start_sequence, end_sequence]', example: [120, 134], items: false } as { description: string });
+const Range = z.tuple([Sequence, Sequence]).openapi({
+  description: 'inclusive [start_sequence, end_sequence]',
+  example: [120, 134],
+  items: false,
+} as {
+  description: string;
+});
 
 export const RecordingSchema = z
   .object({
     meeting_id: Uuid,
     audio_version: z.number().int(),
     state: z.enum(['recording', 'stopping', 'stopped', 'finalizing', 'finalized']).openapi({
-      description: 'recording (capture open) → stopping (settle + ML drain) → stopped (gap uploads until gap_upload_deadline) → finalizing → finalized',
+      description:
+        'recording (capture open) → stopping (settle + ML drain) → stopped (gap uploads until gap_upload_deadline) → finalizing → finalized',
     }),
     transcription_id: Uuid.nullable(),
     encoding: z.enum(['pcm_s16le', 'webm_opus']),
     sample_rate: z.number().int(),
-    highest_contiguous_sequence: Sequence.openapi({ description: 'every frame 0..this is stored; -1 when frame 0 is not' }),
-    missing_ranges: z.array(Range).openapi({ description: 'ranges below the highest stored frame that are not stored' }),
+    highest_contiguous_sequence: Sequence.openapi({
+      description: 'every frame 0..this is stored; -1 when frame 0 is not',
+    }),
+    missing_ranges: z
+      .array(Range)
+      .openapi({ description: 'ranges below the highest stored frame that are not stored' }),
     frames_stored: z.number().int(),
     bytes_stored: z.number().int(),
     started_at: Timestamp,
@@ -35,7 +46,9 @@ export const TakeSchema = z
     transcription_id: Uuid.nullable(),
     frames_stored: z.number().int(),
     bytes_stored: z.number().int(),
-    is_degraded: z.boolean().openapi({ description: 'finalized with frames missing (its transcription is marked degraded too); false until finalized' }),
+    is_degraded: z.boolean().openapi({
+      description: 'finalized with frames missing (its transcription is marked degraded too); false until finalized',
+    }),
     started_at: Timestamp,
     stopped_at: Timestamp.nullable(),
     finalized_at: Timestamp.nullable(),

@@ -18,7 +18,10 @@ const route = op({
     'a take that is not finalized yet answers 422 there.',
   auth: ['bearer'],
   request: { params: IdParam, query: z.object(PageQuery) },
-  responses: { 200: jsonResponse(page(TakeSchema, 'RecordingTakePage'), 'a page of takes'), 404: notFoundResponse('meeting') },
+  responses: {
+    200: jsonResponse(page(TakeSchema, 'RecordingTakePage'), 'a page of takes'),
+    404: notFoundResponse('meeting'),
+  },
 });
 
 export function registerListRecordingTakes(app: OpenAPIHono<AppEnv>) {

@@ -10,7 +10,8 @@ const route = op({
   path: '/search',
   operationId: 'search',
   tags: ['search'],
-  summary: "Full-text search over the caller's transcript segments, notes, talking points and meeting titles, best or newest first",
+  summary:
+    "Full-text search over the caller's transcript segments, notes, talking points and meeting titles, best or newest first",
   description:
     'Postgres full-text search (configuration english). Only your own items; items of soft-deleted meetings (and notes about them) are ' +
     'never returned. Ordered as `sort` says. The cursor is a keyset on the order of the last item: following next_cursor gives ' +

@@ -9,7 +9,12 @@ export const AssignLabelBody = z
   .openapi('AssignSpeakerLabel');
 
 export const AssignLabelResult = z
-  .object({ updated_count: z.number().int().openapi({ description: 'segments of the meeting with this label, all now attributed to the person' }) })
+  .object({
+    updated_count: z
+      .number()
+      .int()
+      .openapi({ description: 'segments of the meeting with this label, all now attributed to the person' }),
+  })
   .openapi('SpeakerLabelAssigned');
 
 export const SpeakerLabelSchema = z
@@ -32,7 +37,8 @@ export const SpeakerLabelSchema = z
       )
       .max(3)
       .openapi({
-        description: 'unassigned labels: up to 3 of your people whose voice is closest, best first; [] for an assigned label',
+        description:
+          'unassigned labels: up to 3 of your people whose voice is closest, best first; [] for an assigned label',
       }),
   })
   .openapi('SpeakerLabel');
@@ -43,5 +49,9 @@ export const LabelParams = z.object({
     .string()
     .min(1)
     .max(200)
-    .openapi({ param: { name: 'speaker_label', in: 'path' }, example: 'SPEAKER_0', description: 'the label as assigned (URL-encoded)' }),
+    .openapi({
+      param: { name: 'speaker_label', in: 'path' },
+      example: 'SPEAKER_0',
+      description: 'the label as assigned (URL-encoded)',
+    }),
 });

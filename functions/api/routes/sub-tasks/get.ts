@@ -12,7 +12,7 @@ const route = op({
   operationId: 'getSubTask',
   tags: ['sub-tasks'],
   summary: 'Get a legacy sub-task',
-  description: 'Returns one legacy sub-task of one of the caller\'s tasks.',
+  description: "Returns one legacy sub-task of one of the caller's tasks.",
   auth: ['bearer'],
   request: { params: IdParam },
   responses: { 200: jsonResponse(SubTaskSchema, 'the sub-task'), 404: notFoundResponse('sub-task') },

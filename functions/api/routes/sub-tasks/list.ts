@@ -13,10 +13,13 @@ const route = op({
   operationId: 'listSubTasks',
   tags: ['sub-tasks'],
   summary: "List a task's legacy sub-tasks, oldest first",
-  description: 'Pages through a task\'s legacy sub-tasks, oldest first.',
+  description: "Pages through a task's legacy sub-tasks, oldest first.",
   auth: ['bearer'],
   request: { params: IdParam, query: z.object(PageQuery) },
-  responses: { 200: jsonResponse(page(SubTaskSchema, 'SubTaskPage'), 'a page of sub-tasks'), 404: notFoundResponse('task') },
+  responses: {
+    200: jsonResponse(page(SubTaskSchema, 'SubTaskPage'), 'a page of sub-tasks'),
+    404: notFoundResponse('task'),
+  },
 });
 
 export function registerListSubTasks(app: OpenAPIHono<AppEnv>) {

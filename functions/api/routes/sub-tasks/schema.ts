@@ -32,7 +32,10 @@ const fields = {
   due_date: DueDate.nullable().optional(),
 };
 
-export const CreateSubTaskBody = z.object({ content: TaskContent, ...fields }).strict().openapi('CreateSubTask');
+export const CreateSubTaskBody = z
+  .object({ content: TaskContent, ...fields })
+  .strict()
+  .openapi('CreateSubTask');
 
 export const PatchSubTaskBody = z
   .object({ content: TaskContent.optional(), ...fields })

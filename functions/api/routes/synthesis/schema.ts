@@ -15,7 +15,11 @@ export const SynthesisBody = z
     summary: z.string().max(100_000),
     key_points: Json.refine((v) => v !== undefined, 'required').openapi({ description: 'any JSON value' }),
     headline: z.string().max(1000).nullable().optional().openapi({ description: 'replaced only when given' }),
-    topics: z.array(TopicInput).max(500).optional().openapi({ description: "when given, replaces all of the meeting's topics" }),
+    topics: z
+      .array(TopicInput)
+      .max(500)
+      .optional()
+      .openapi({ description: "when given, replaces all of the meeting's topics" }),
   })
   .strict()
   .openapi('Synthesis', {

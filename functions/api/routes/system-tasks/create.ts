@@ -15,7 +15,10 @@ const route = op({
   auth: ['service'],
   idempotent: true,
   request: { params: IdParam, ...jsonBody(CreateSystemTasksBody) },
-  responses: { 201: jsonResponse(SystemTaskList, 'the created tasks, in request order'), 404: notFoundResponse('meeting') },
+  responses: {
+    201: jsonResponse(SystemTaskList, 'the created tasks, in request order'),
+    404: notFoundResponse('meeting'),
+  },
 });
 
 export function registerCreateSystemTasks(app: OpenAPIHono<AppEnv>) {

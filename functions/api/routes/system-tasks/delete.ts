@@ -10,8 +10,9 @@ const route = op({
   path: '/meetings/{id}/tasks',
   operationId: 'deleteSystemTasks',
   tags: ['tasks'],
-  summary: "Soft-delete all system-generated tasks of the meeting (before re-extraction); user tasks stay",
-  description: 'Broadcasts EntityChanged { entity: task, action: deleted } per task. Any source other than system is 422.',
+  summary: 'Soft-delete all system-generated tasks of the meeting (before re-extraction); user tasks stay',
+  description:
+    'Broadcasts EntityChanged { entity: task, action: deleted } per task. Any source other than system is 422.',
   auth: ['service'],
   request: { params: IdParam, query: DeleteSystemTasksQuery },
   responses: { 204: { description: 'deleted' }, 404: notFoundResponse('meeting') },

@@ -16,7 +16,9 @@ export const CreateSystemTasksBody = z
       .max(500),
   })
   .strict()
-  .openapi('CreateSystemTasks', { example: { tasks: [{ content: 'Send the proposal to Dana', due_date: '2026-12-01', assigned_to: null }] } });
+  .openapi('CreateSystemTasks', {
+    example: { tasks: [{ content: 'Send the proposal to Dana', due_date: '2026-12-01', assigned_to: null }] },
+  });
 
 export const SystemTaskList = z.object({ items: z.array(TaskSchema) }).openapi('SystemTaskList');
 

@@ -11,7 +11,7 @@ const route = op({
   operationId: 'listTags',
   tags: ['tags'],
   summary: "List the caller's tags by name",
-  description: 'Pages through the caller\'s tags ordered by name.',
+  description: "Pages through the caller's tags ordered by name.",
   auth: ['bearer'],
   request: { query: z.object(PageQuery) },
   responses: { 200: jsonResponse(page(TagSchema, 'TagPage'), 'a page of tags') },

@@ -12,4 +12,7 @@ export const TagSchema = z
     },
   });
 
-export const TagBody = z.object({ name: z.string().trim().min(1).max(100) }).strict().openapi('TagInput');
+export const TagBody = z
+  .object({ name: z.string().trim().min(1).max(100) })
+  .strict()
+  .openapi('TagInput');

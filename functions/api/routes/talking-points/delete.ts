@@ -10,7 +10,8 @@ const route = op({
   operationId: 'deleteTalkingPoint',
   tags: ['talking-points'],
   summary: 'Soft-delete a talking point (sets deleted_at)',
-  description: 'Soft-deletes a talking point of one of the caller\'s meetings (sets deleted_at) and broadcasts EntityChanged talking_point deleted.',
+  description:
+    "Soft-deletes a talking point of one of the caller's meetings (sets deleted_at) and broadcasts EntityChanged talking_point deleted.",
   auth: ['bearer'],
   request: { params: IdParam },
   responses: { 204: { description: 'deleted' }, 404: notFoundResponse('talking point') },

@@ -13,10 +13,13 @@ const route = op({
   operationId: 'listTalkingPoints',
   tags: ['talking-points'],
   summary: "A meeting's talking points, oldest first",
-  description: 'Pages through a meeting\'s talking points, oldest first (soft-deleted ones excluded).',
+  description: "Pages through a meeting's talking points, oldest first (soft-deleted ones excluded).",
   auth: ['bearer'],
   request: { params: IdParam, query: z.object(PageQuery) },
-  responses: { 200: jsonResponse(page(TalkingPointSchema, 'TalkingPointPage'), 'a page of talking points'), 404: notFoundResponse('meeting') },
+  responses: {
+    200: jsonResponse(page(TalkingPointSchema, 'TalkingPointPage'), 'a page of talking points'),
+    404: notFoundResponse('meeting'),
+  },
 });
 
 export function registerListTalkingPoints(app: OpenAPIHono<AppEnv>) {

@@ -9,7 +9,9 @@ export const TalkingPointSchema = z
     is_final: z.boolean(),
     created_at: Timestamp,
     deleted_at: Timestamp.nullable(),
-    segment_ids: z.array(Uuid).openapi({ description: 'the transcript segments it was drawn from (talking_point_segment)' }),
+    segment_ids: z
+      .array(Uuid)
+      .openapi({ description: 'the transcript segments it was drawn from (talking_point_segment)' }),
   })
   .openapi('TalkingPoint', {
     example: {

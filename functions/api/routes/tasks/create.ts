@@ -11,7 +11,8 @@ const route = op({
   operationId: 'createTask',
   tags: ['tasks'],
   summary: 'Create a task (source user)',
-  description: "Referenced person, meeting and parent task must be the caller's (else 422). Broadcasts EntityChanged { entity: task, action: created }.",
+  description:
+    "Referenced person, meeting and parent task must be the caller's (else 422). Broadcasts EntityChanged { entity: task, action: created }.",
   auth: ['bearer'],
   idempotent: true,
   request: jsonBody(CreateTaskBody),

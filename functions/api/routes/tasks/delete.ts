@@ -11,7 +11,8 @@ const route = op({
   operationId: 'deleteTask',
   tags: ['tasks'],
   summary: 'Soft-delete a task and its child tasks (sets deleted_at)',
-  description: 'Broadcasts EntityChanged { entity: task, action: deleted } for the task and each child task deleted with it.',
+  description:
+    'Broadcasts EntityChanged { entity: task, action: deleted } for the task and each child task deleted with it.',
   conditional: true,
   auth: ['bearer'],
   request: { params: IdParam },

@@ -13,7 +13,8 @@ const route = op({
   operationId: 'getTask',
   tags: ['tasks'],
   summary: 'Get a task',
-  description: 'Returns one task of the caller with an ETag for a later conditional PATCH; soft-deleted and other users\' tasks answer 404.',
+  description:
+    "Returns one task of the caller with an ETag for a later conditional PATCH; soft-deleted and other users' tasks answer 404.",
   auth: ['bearer'],
   request: { params: IdParam },
   responses: { 200: withEtag(jsonResponse(TaskSchema, 'the task')), 404: notFoundResponse('task') },

@@ -13,7 +13,8 @@ const route = op({
   operationId: 'listTasks',
   tags: ['tasks'],
   summary: "List the caller's tasks, newest first (soft-deleted tasks are not listed)",
-  description: 'Pages through the caller\'s tasks, newest first, filtered by meeting, status, assignee, source or parent task.',
+  description:
+    "Pages through the caller's tasks, newest first, filtered by meeting, status, assignee, source or parent task.",
   auth: ['bearer'],
   request: {
     query: z.object({

@@ -41,7 +41,9 @@ const refs = {
   due_date: DueDate.nullable().optional(),
   assigned_to: Uuid.nullable().optional().openapi({ description: "one of the caller's people" }),
   meeting_id: Uuid.nullable().optional().openapi({ description: "one of the caller's meetings" }),
-  parent_task_id: Uuid.nullable().optional().openapi({ description: "one of the caller's tasks; never the task itself or a descendant" }),
+  parent_task_id: Uuid.nullable()
+    .optional()
+    .openapi({ description: "one of the caller's tasks; never the task itself or a descendant" }),
 };
 
 export const CreateTaskBody = z

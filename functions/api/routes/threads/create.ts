@@ -11,7 +11,8 @@ const route = op({
   operationId: 'createThread',
   tags: ['threads'],
   summary: 'Start an AI chat thread, optionally about a person or meeting',
-  description: "The context must be the caller's person or meeting (else 422). Broadcasts EntityChanged { entity: ai_thread, action: created }.",
+  description:
+    "The context must be the caller's person or meeting (else 422). Broadcasts EntityChanged { entity: ai_thread, action: created }.",
   auth: ['bearer'],
   idempotent: true,
   request: jsonBody(CreateThreadBody),

@@ -12,7 +12,7 @@ const route = op({
   operationId: 'listThreads',
   tags: ['threads'],
   summary: "List the caller's AI chat threads, newest first",
-  description: 'Pages through the caller\'s AI chat threads, newest first (soft-deleted ones excluded).',
+  description: "Pages through the caller's AI chat threads, newest first (soft-deleted ones excluded).",
   auth: ['bearer'],
   request: { query: z.object({ ...PageQuery, context_type: SubjectType.optional(), context_id: Uuid.optional() }) },
   responses: { 200: jsonResponse(page(AiThreadSchema, 'AiThreadPage'), 'a page of threads') },

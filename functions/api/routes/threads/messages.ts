@@ -28,10 +28,13 @@ const list = op({
   operationId: 'listChatMessages',
   tags: ['threads'],
   summary: "A thread's messages, oldest first (soft-deleted ones are not listed)",
-  description: 'Pages through a thread\'s messages, oldest first; soft-deleted messages are not listed.',
+  description: "Pages through a thread's messages, oldest first; soft-deleted messages are not listed.",
   auth: ['bearer'],
   request: { params: IdParam, query: z.object(PageQuery) },
-  responses: { 200: jsonResponse(page(ChatMessageSchema, 'ChatMessagePage'), 'a page of messages'), 404: notFoundResponse('thread') },
+  responses: {
+    200: jsonResponse(page(ChatMessageSchema, 'ChatMessagePage'), 'a page of messages'),
+    404: notFoundResponse('thread'),
+  },
 });
 
 const remove = op({

@@ -48,7 +48,9 @@ export const ChatMessageSchema = z
 export const CreateThreadBody = z
   .object({
     context_type: SubjectType.nullable().optional(),
-    context_id: Uuid.nullable().optional().openapi({ description: "the caller's person (PERSON) or meeting (MEETING)" }),
+    context_id: Uuid.nullable()
+      .optional()
+      .openapi({ description: "the caller's person (PERSON) or meeting (MEETING)" }),
   })
   .strict()
   .refine((b) => (b.context_type == null) === (b.context_id == null), {

@@ -13,10 +13,14 @@ const route = op({
   operationId: 'listTopics',
   tags: ['topics'],
   summary: "A meeting's topics with their segment ids, in synthesis order",
-  description: 'Lists a meeting\'s topics in the order the synthesis gave them, each with the ids of its transcript segments.',
+  description:
+    "Lists a meeting's topics in the order the synthesis gave them, each with the ids of its transcript segments.",
   auth: ['bearer', 'service'],
   request: { params: IdParam, query: z.object(PageQuery) },
-  responses: { 200: jsonResponse(page(TopicSchema, 'TopicPage'), 'a page of topics'), 404: notFoundResponse('meeting') },
+  responses: {
+    200: jsonResponse(page(TopicSchema, 'TopicPage'), 'a page of topics'),
+    404: notFoundResponse('meeting'),
+  },
 });
 
 export function registerListTopics(app: OpenAPIHono<AppEnv>) {

@@ -1,6 +1,12 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { EXPORT_CONTENT_TYPES, EXPORT_FORMATS, EXPORT_MAX_SEGMENTS, exportLines, formatTranscript } from '@mi/lib/repositories/transcript-export';
+import {
+  EXPORT_CONTENT_TYPES,
+  EXPORT_FORMATS,
+  EXPORT_MAX_SEGMENTS,
+  exportLines,
+  formatTranscript,
+} from '@mi/lib/repositories/transcript-export';
 import { getTranscription } from '@mi/lib/repositories/transcriptions';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';
@@ -19,7 +25,12 @@ const route = op({
     'In every format names and texts are flattened to one line (control characters become one space, `-->` becomes `->`): one cue per segment. ' +
     `At most ${EXPORT_MAX_SEGMENTS} segments (413 beyond).`,
   auth: ['bearer'],
-  request: { params: IdParam, query: z.object({ format: z.enum(EXPORT_FORMATS).default('vtt').openapi({ description: 'file format (default vtt)' }) }) },
+  request: {
+    params: IdParam,
+    query: z.object({
+      format: z.enum(EXPORT_FORMATS).default('vtt').openapi({ description: 'file format (default vtt)' }),
+    }),
+  },
   responses: {
     200: {
       description: 'the file (Content-Disposition: attachment)',
@@ -28,7 +39,20 @@ const route = op({
         'application/x-subrip': { schema: text },
         'text/plain': { schema: text },
         'application/json': {
-          schema: z.object({ transcription_id: z.string(), meeting_id: z.string(), segments: z.array(z.object({ start_ms: z.number(), end_ms: z.number(), speaker: z.string(), speaker_label: z.string().nullable(), person_id: z.string().nullable(), text: z.string() })) }),
+          schema: z.object({
+            transcription_id: z.string(),
+            meeting_id: z.string(),
+            segments: z.array(
+              z.object({
+                start_ms: z.number(),
+                end_ms: z.number(),
+                speaker: z.string(),
+                speaker_label: z.string().nullable(),
+                person_id: z.string().nullable(),
+                text: z.string(),
+              }),
+            ),
+          }),
         },
       },
     },
@@ -44,7 +68,10 @@ export function registerExportTranscription(app: OpenAPIHono<AppEnv>) {
     const { format } = c.req.valid('query');
     const transcription = await getTranscription(db, actorOf(c), id);
     if (!transcription) throw notFound('transcription');
-    const body = formatTranscript(format, await exportLines(db, id), { transcription_id: id, meeting_id: transcription.meeting_id });
+    const body = formatTranscript(format, await exportLines(db, id), {
+      transcription_id: id,
+      meeting_id: transcription.meeting_id,
+    });
     // c.text with the format's own Content-Type (it replaces text/plain).
     return c.text(body, 200, {
       'content-type': EXPORT_CONTENT_TYPES[format],

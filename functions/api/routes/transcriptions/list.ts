@@ -13,10 +13,13 @@ const route = op({
   operationId: 'listMeetingTranscriptions',
   tags: ['transcriptions'],
   summary: "A meeting's transcriptions, oldest first",
-  description: 'Pages through a meeting\'s transcriptions (one per take or upload), oldest first.',
+  description: "Pages through a meeting's transcriptions (one per take or upload), oldest first.",
   auth: ['bearer', 'service'],
   request: { params: IdParam, query: z.object(PageQuery) },
-  responses: { 200: jsonResponse(page(TranscriptionSchema, 'TranscriptionPage'), 'a page of transcriptions'), 404: notFoundResponse('meeting') },
+  responses: {
+    200: jsonResponse(page(TranscriptionSchema, 'TranscriptionPage'), 'a page of transcriptions'),
+    404: notFoundResponse('meeting'),
+  },
 });
 
 export function registerListTranscriptions(app: OpenAPIHono<AppEnv>) {

@@ -27,7 +27,13 @@ export const TranscriptionSchema = z
   });
 
 export const StatusHistorySchema = z
-  .object({ id: Uuid, transcription_id: Uuid, status: TranscriptionStatus, status_message: z.string().nullable(), created_at: Timestamp })
+  .object({
+    id: Uuid,
+    transcription_id: Uuid,
+    status: TranscriptionStatus,
+    status_message: z.string().nullable(),
+    created_at: Timestamp,
+  })
   .openapi('TranscriptionStatusHistoryEntry');
 
 export const PatchTranscriptionBody = z
@@ -71,10 +77,15 @@ const SegmentInput = z
     start_ms: z.number().finite().min(0),
     end_ms: z.number().finite().min(0).optional().openapi({ description: 'default 0' }),
     confidence: z.number().finite().min(0).max(1).optional().openapi({ description: 'default 0' }),
-    is_final: z.boolean().optional().openapi({ description: 'default true; false = interim, broadcast but not stored' }),
+    is_final: z
+      .boolean()
+      .optional()
+      .openapi({ description: 'default true; false = interim, broadcast but not stored' }),
     is_highlighted: z.boolean().optional().openapi({ description: 'default false' }),
     feature_vector: Vector192.nullable().optional(),
-    person_id: Uuid.nullable().optional().openapi({ description: "a person of the meeting's owner; a stored speaker-label assignment overrides it" }),
+    person_id: Uuid.nullable()
+      .optional()
+      .openapi({ description: "a person of the meeting's owner; a stored speaker-label assignment overrides it" }),
   })
   .strict()
   .openapi('TranscriptSegmentInput');
@@ -82,13 +93,24 @@ const SegmentInput = z
 export const SegmentsBody = z
   .object({
     // The count limit answers 413 (checked in the handler), not a 422 schema violation.
-    segments: z.array(SegmentInput).openapi({ description: `at most ${MAX_SEGMENTS_PER_REQUEST} segments (413 above)` }),
+    segments: z
+      .array(SegmentInput)
+      .openapi({ description: `at most ${MAX_SEGMENTS_PER_REQUEST} segments (413 above)` }),
   })
   .strict()
   .openapi('TranscriptSegments', {
     example: {
       segments: [
-        { speaker_label: 'SPEAKER_0', text: 'hello', start_ms: 0, end_ms: 1200, confidence: 0.93, is_final: true, feature_vector: null, person_id: null },
+        {
+          speaker_label: 'SPEAKER_0',
+          text: 'hello',
+          start_ms: 0,
+          end_ms: 1200,
+          confidence: 0.93,
+          is_final: true,
+          feature_vector: null,
+          person_id: null,
+        },
       ],
     },
   });

@@ -13,7 +13,8 @@ const route = op({
   operationId: 'getTranscriptSegment',
   tags: ['transcriptions'],
   summary: 'Get a transcript segment',
-  description: "For the meeting owner, with an ETag for a later conditional PATCH. Other users' segments and those of a deleted meeting answer 404.",
+  description:
+    "For the meeting owner, with an ETag for a later conditional PATCH. Other users' segments and those of a deleted meeting answer 404.",
   auth: ['bearer'],
   request: { params: IdParam },
   responses: { 200: withEtag(jsonResponse(SegmentSchema, 'the segment')), 404: notFoundResponse('segment') },

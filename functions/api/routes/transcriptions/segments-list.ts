@@ -13,13 +13,20 @@ const route = op({
   operationId: 'listTranscriptSegments',
   tags: ['transcriptions'],
   summary: 'Segments of a transcription by start_ms',
-  description: 'Pages through a transcription\'s stored segments ordered by start_ms (interim segments are never stored).',
+  description:
+    "Pages through a transcription's stored segments ordered by start_ms (interim segments are never stored).",
   auth: ['bearer', 'service'],
   request: {
     params: IdParam,
-    query: z.object({ ...PageQuery, order: z.enum(['asc', 'desc']).default('asc').openapi({ description: 'by start_ms (then id)' }) }),
+    query: z.object({
+      ...PageQuery,
+      order: z.enum(['asc', 'desc']).default('asc').openapi({ description: 'by start_ms (then id)' }),
+    }),
   },
-  responses: { 200: jsonResponse(page(SegmentSchema, 'TranscriptSegmentPage'), 'a page of segments'), 404: notFoundResponse('transcription') },
+  responses: {
+    200: jsonResponse(page(SegmentSchema, 'TranscriptSegmentPage'), 'a page of segments'),
+    404: notFoundResponse('transcription'),
+  },
 });
 
 export function registerListSegments(app: OpenAPIHono<AppEnv>) {

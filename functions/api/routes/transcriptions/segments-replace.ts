@@ -28,7 +28,8 @@ export function registerReplaceSegments(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
     const { segments } = c.req.valid('json');
-    if (segments.length > MAX_SEGMENTS_PER_REQUEST) throw new DomainError('payload_too_large', `at most ${MAX_SEGMENTS_PER_REQUEST} segments per request`);
+    if (segments.length > MAX_SEGMENTS_PER_REQUEST)
+      throw new DomainError('payload_too_large', `at most ${MAX_SEGMENTS_PER_REQUEST} segments per request`);
     return commit(c, 204, replaceSegments, { transcriptionId: id, segments });
   });
 }

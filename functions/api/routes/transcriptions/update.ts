@@ -11,7 +11,8 @@ const route = op({
   operationId: 'updateTranscription',
   tags: ['transcriptions'],
   summary: 'Update status, status_message or is_degraded (the status machine applies)',
-  description: 'Every status change appends a status-history row. Broadcasts EntityChanged { entity: transcription, action: updated }.',
+  description:
+    'Every status change appends a status-history row. Broadcasts EntityChanged { entity: transcription, action: updated }.',
   auth: ['service'],
   request: { params: IdParam, ...jsonBody(PatchTranscriptionBody) },
   responses: {

@@ -17,7 +17,11 @@ const Body = z
   .openapi('VoiceMatchQuery');
 
 const Result = z
-  .object({ items: z.array(z.object({ person: PersonBriefSchema, similarity: z.number().openapi({ description: '1 - cosine distance' }) })) })
+  .object({
+    items: z.array(
+      z.object({ person: PersonBriefSchema, similarity: z.number().openapi({ description: '1 - cosine distance' }) }),
+    ),
+  })
   .openapi('VoiceMatches');
 
 const route = op({
@@ -35,7 +39,13 @@ const route = op({
 export function registerFindVoiceMatches(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const { feature_vector, limit } = c.req.valid('json');
-    const items = await findVoiceMatches(c.var.deps.db, userIdOf(c), feature_vector, limit, voiceSearchSettings(c.var.deps.config));
+    const items = await findVoiceMatches(
+      c.var.deps.db,
+      userIdOf(c),
+      feature_vector,
+      limit,
+      voiceSearchSettings(c.var.deps.config),
+    );
     return c.json({ items }, 200);
   });
 }

@@ -13,7 +13,7 @@ const route = op({
   tags: ['webhooks'],
   summary: 'Create a webhook',
   description:
-    'Creates an endpoint that receives the caller\'s events from now on, signed per the Standard Webhooks specification. ' +
+    "Creates an endpoint that receives the caller's events from now on, signed per the Standard Webhooks specification. " +
     'The secret is returned here only. A URL that is not https (outside development and test) or whose host resolves ' +
     'to a private, loopback, link-local or metadata address is 422. At most 20 per user. Requires an Idempotency-Key.',
   auth: ['bearer'],

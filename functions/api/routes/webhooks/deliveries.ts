@@ -12,10 +12,14 @@ const route = op({
   operationId: 'listWebhookDeliveries',
   tags: ['webhooks'],
   summary: 'List delivery attempts of a webhook',
-  description: 'Every attempt of the last 7 days, newest first: the event, the attempt number, the answer or why there was none.',
+  description:
+    'Every attempt of the last 7 days, newest first: the event, the attempt number, the answer or why there was none.',
   auth: ['bearer'],
   request: { params: IdParam, query: DeliveriesQuery },
-  responses: { 200: jsonResponse(page(AttemptSchema, 'WebhookAttemptPage'), 'a page of attempts'), 404: notFoundResponse('webhook') },
+  responses: {
+    200: jsonResponse(page(AttemptSchema, 'WebhookAttemptPage'), 'a page of attempts'),
+    404: notFoundResponse('webhook'),
+  },
 });
 
 export function registerWebhookDeliveries(app: OpenAPIHono<AppEnv>) {

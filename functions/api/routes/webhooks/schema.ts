@@ -9,11 +9,22 @@ const EventTypes = z
   .refine((types) => new Set(types).size === types.length, 'event types must not repeat')
   .openapi({ description: 'WebSocket event names to send, or ["*"] for all three', example: ['EntityChanged'] });
 
-const Url = z.string().url().max(2048).openapi({ description: 'https (http://localhost and http://127.0.0.1 in development and test)', example: 'https://example.com/hooks/meetings' });
+const Url = z.string().url().max(2048).openapi({
+  description: 'https (http://localhost and http://127.0.0.1 in development and test)',
+  example: 'https://example.com/hooks/meetings',
+});
 const Description = z.string().max(500).nullable();
 
 export const WebhookSchema = z
-  .object({ id: Uuid, url: z.string(), event_types: z.array(z.string()), description: z.string().nullable(), enabled: z.boolean(), created_at: Timestamp, updated_at: Timestamp })
+  .object({
+    id: Uuid,
+    url: z.string(),
+    event_types: z.array(z.string()),
+    description: z.string().nullable(),
+    enabled: z.boolean(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
   .openapi('Webhook', {
     example: {
       id: '3f1e2d4c-5b6a-4798-8a9b-0c1d2e3f4a5b',
@@ -27,13 +38,24 @@ export const WebhookSchema = z
   });
 
 export const CreatedWebhookSchema = WebhookSchema.extend({
-  secret: z.string().openapi({ description: 'the signing secret (whsec_ + base64): shown on creation only; keep it', example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }),
+  secret: z.string().openapi({
+    description: 'the signing secret (whsec_ + base64): shown on creation only; keep it',
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  }),
 }).openapi('CreatedWebhook');
 
-export const WebhookBody = z.object({ url: Url, event_types: EventTypes, description: Description.optional() }).strict().openapi('WebhookInput');
+export const WebhookBody = z
+  .object({ url: Url, event_types: EventTypes, description: Description.optional() })
+  .strict()
+  .openapi('WebhookInput');
 
 export const WebhookPatch = z
-  .object({ url: Url, event_types: EventTypes, description: Description, enabled: z.boolean().openapi({ description: 'true enables a disabled endpoint again' }) })
+  .object({
+    url: Url,
+    event_types: EventTypes,
+    description: Description,
+    enabled: z.boolean().openapi({ description: 'true enables a disabled endpoint again' }),
+  })
   .partial()
   .strict()
   .refine((b) => Object.keys(b).length > 0, 'give at least one field')
@@ -43,7 +65,11 @@ export const AttemptSchema = z
   .object({
     event_id: Uuid.openapi({ description: 'the webhook-id header: the event (or WebhookTest) sent' }),
     attempt: z.number().int().openapi({ description: '1 for the first attempt' }),
-    status_code: z.number().int().nullable().openapi({ description: "the receiver's status; null when it did not answer" }),
+    status_code: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: "the receiver's status; null when it did not answer" }),
     error: z.string().nullable().openapi({ description: 'why there was no answer; null when there was one' }),
     duration_ms: z.number().int(),
     attempted_at: Timestamp,
