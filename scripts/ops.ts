@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { ServicesClient } from '@google-cloud/run';
 import { CloudSchedulerClient } from '@google-cloud/scheduler';
 import { PassThroughClient } from 'google-auth-library';
+import WebSocket from 'ws';
 
 type Check = { name: string; ok: boolean; detail: string };
 export interface OpsOptions {
@@ -83,19 +84,27 @@ export async function checkPublicUrl(publicUrl: string): Promise<Check[]> {
       detail: typeof res === 'string' ? res : `${res.status} ${await res.text()}`.slice(0, 200),
     });
   }
-  // A handshake without credentials: the live service answers it (401 or an upgrade refused),
-  // the api function would answer 404; no answer or a 5xx is a failure.
-  const ws = await get('/ws', {
-    headers: {
-      Connection: 'Upgrade',
-      Upgrade: 'websocket',
-      'Sec-WebSocket-Version': '13',
-      'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==',
-    },
-  });
-  const wsOk = typeof ws !== 'string' && ws.status !== 404 && ws.status < 500;
-  checks.push({ name: '/ws', ok: wsOk, detail: typeof ws === 'string' ? ws : `answered ${ws.status}` });
+  // A WebSocket handshake without credentials: the live service completes it (a hello is then
+  // awaited) or refuses it; the api function would answer 404. No answer or a 5xx is a failure.
+  checks.push({ name: '/ws', ...(await webSocketReaches(new URL('/ws', publicUrl.replace(/^http/, 'ws')).href)) });
   return checks;
+}
+
+function webSocketReaches(url: string): Promise<{ ok: boolean; detail: string }> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url, { handshakeTimeout: 10_000 });
+    const done = (ok: boolean, detail: string) => {
+      ws.removeAllListeners();
+      ws.on('error', () => undefined);
+      ws.terminate();
+      resolve({ ok, detail });
+    };
+    ws.once('open', () => done(true, 'upgraded (101)'));
+    ws.once('unexpected-response', (_req, res) =>
+      done(res.statusCode !== 404 && (res.statusCode ?? 500) < 500, `answered ${res.statusCode}`),
+    );
+    ws.once('error', (err) => done(false, err.message));
+  });
 }
 
 /** Runs the scheduler job now and waits for that run's outcome (its lastAttemptTime moves past the start). */
