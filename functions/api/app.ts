@@ -129,6 +129,8 @@ export function createApp(deps: AppDeps) {
     if (
       mapped instanceof DomainError &&
       mapped.code === 'unprocessable' &&
+      // Not a request's own validation errors (they carry field errors and are decided before any SQL).
+      !mapped.errors?.length &&
       (await accountErased(deps.db, c.var.principal))
     ) {
       // A request that raced DELETE /me: its references (and the account) vanished under it.

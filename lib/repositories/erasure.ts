@@ -82,6 +82,13 @@ export async function eraseRowBatch(db: Database, userId: string): Promise<'more
       // The user's people go with the account; their models need no recount, but the samples'
       // removal is the one way samples leave (and keeps running sums exact if a person stays).
       await removeMeetingVoiceSamples(tx, ids);
+      // The ML service's idempotent segment appends name a transcription of these meetings.
+      await tx.query(
+        'erasure.service_idempotency_transcriptions',
+        `DELETE FROM idempotency_record WHERE principal = 'service' AND path LIKE '/transcriptions/%'
+           AND split_part(path, '/', 3) IN (SELECT id::text FROM transcription WHERE meeting_id = ANY($1::uuid[]))`,
+        [ids],
+      );
       await tx.query('erasure.delete_meetings', 'DELETE FROM meeting WHERE id = ANY($1::uuid[])', [ids]);
       // The ML service's idempotent writes on these meetings keep their answers (the user's data) for 24 h.
       await tx.query(

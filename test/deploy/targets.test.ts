@@ -243,7 +243,7 @@ describe('deployable units', () => {
       },
       'run-services/live',
     );
-    expect(await waitHealthy(`http://127.0.0.1:${port}`, proc)).toEqual({ status: 'ok' });
+    expect(await waitHealthy(`http://127.0.0.1:${port}`, proc)).toMatchObject({ status: 'ok' });
     // The preload reached the workers (node:cluster forks with the primary's --import): a request's server span.
     expect((await fetch(`http://127.0.0.1:${port}/asyncapi.json`)).status).toBe(200);
     const span = await until(
