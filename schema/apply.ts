@@ -144,14 +144,28 @@ async function scratchDatabase(live: pg.Client, liveUrl: string): Promise<{ url:
     () => true,
     () => false,
   );
-  if (!created) {
+  const url = new URL(liveUrl);
+  url.pathname = `/${name}`;
+  // PGlite (the embedded target, behind pglite-socket) accepts CREATE DATABASE but serves its one
+  // database whatever the URL names: only a database that is really another one is a scratch.
+  if (!created || !(await isDatabase(url.toString(), name))) {
     const embedded = await startEmbeddedPostgres();
     return { url: embedded.url, stop: () => embedded.stop() };
   }
-  const url = new URL(liveUrl);
-  url.pathname = `/${name}`;
   const stop = async () => void (await live.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
   return { url: url.toString(), stop };
+}
+
+async function isDatabase(url: string, name: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await client.connect();
+    return (await client.query<{ db: string }>('SELECT current_database() AS db')).rows[0]?.db === name;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 const TABLE_OPTIONS = `SELECT relname AS name, coalesce(reloptions, '{}') AS options FROM pg_class
