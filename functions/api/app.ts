@@ -51,12 +51,15 @@ function asDomainError(err: unknown): unknown {
   return err;
 }
 
+/** A request the route's schema refuses: nothing was read or written for it. */
+class ValidationError extends DomainError {}
+
 export function createApp(deps: AppDeps) {
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
       if (result.success) return;
       const errors = result.error.issues.map((i) => ({ path: i.path.join('.') || '(body)', message: i.message }));
-      throw new DomainError('unprocessable', `validation failed: ${errors.map((e) => e.path).join(', ')}`, errors);
+      throw new ValidationError('unprocessable', `validation failed: ${errors.map((e) => e.path).join(', ')}`, errors);
     },
   });
 
@@ -129,8 +132,8 @@ export function createApp(deps: AppDeps) {
     if (
       mapped instanceof DomainError &&
       mapped.code === 'unprocessable' &&
-      // Not a request's own validation errors (they carry field errors and are decided before any SQL).
-      !mapped.errors?.length &&
+      // Not the request's own validation errors: they are decided before any SQL.
+      !(mapped instanceof ValidationError) &&
       (await accountErased(deps.db, c.var.principal))
     ) {
       // A request that raced DELETE /me: its references (and the account) vanished under it.
