@@ -2,8 +2,7 @@
 // transaction gives way instead of queueing writers behind it, index builds on large tables do not
 // block writers, and an index a cut-short build left invalid is rebuilt.
 import pg from 'pg';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { fileDatabase } from '../test/harness';
 import type { TestDatabase } from '../test/support/database';
 import { applySchema } from './apply';
@@ -32,13 +31,14 @@ afterEach(async () => {
   await database.close();
 });
 
-async function until(what: string, condition: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (await condition()) return;
-    await sleep(50);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+// vitest's poll, with the condition named in the failure.
+const until = (what: string, condition: () => boolean | Promise<boolean>): Promise<void> =>
+  vi.waitFor(
+    async () => {
+      if (!(await condition())) throw new Error(`timed out waiting for ${what}`);
+    },
+    { timeout: 60_000, interval: 50 },
+  );
 
 const waitingQuery = async (pattern: string) =>
   (

@@ -6,7 +6,7 @@
 import type { QueryResultRow } from 'pg';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { startApi, type ApiHarness, type TestResponse } from '../harness';
 
 const native = inject('database').kind === 'native';
@@ -63,13 +63,14 @@ const waiting = async () =>
     )
   )[0].n as number;
 
-async function until(what: string, condition: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 2000; i++) {
-    if (await condition()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`timed out waiting until ${what}`);
-}
+// vitest's poll, with the condition named in the failure.
+const until = (what: string, condition: () => Promise<boolean>): Promise<void> =>
+  vi.waitFor(
+    async () => {
+      if (!(await condition())) throw new Error(`timed out waiting until ${what}`);
+    },
+    { timeout: 20_000, interval: 10 },
+  );
 
 /** A request whose answer can be polled for. */
 function started(request: Promise<TestResponse>) {

@@ -3,7 +3,7 @@
 // receivers that verify every signature with the standardwebhooks package. The retry schedule
 // is shortened through its configuration; nothing here waits real minutes.
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { appendEvent } from '@mi/lib/events/outbox';
 import { pruneExpired } from '@mi/lib/repositories/retention';
 import { progressEvent, talkingPointEvent } from '@mi/lib/events/catalogue';
@@ -15,14 +15,16 @@ let api: ApiHarness;
 const dispatchers: Dispatcher[] = [];
 const receivers: Receiver[] = [];
 
-const waitFor = async <T>(what: string, fn: () => Promise<T> | T, ok: (v: T) => boolean = Boolean): Promise<T> => {
-  for (let i = 0; i < 1500; i++) {
-    const v = await fn();
-    if (ok(v)) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
+// vitest's poll, returning the value that satisfied it, with the condition named in the failure.
+const waitFor = <T>(what: string, fn: () => Promise<T> | T, ok: (v: T) => boolean = Boolean): Promise<T> =>
+  vi.waitFor(
+    async () => {
+      const v = await fn();
+      if (!ok(v)) throw new Error(`timed out waiting for ${what}`);
+      return v;
+    },
+    { timeout: 30_000, interval: 20 },
+  );
 
 function dispatch(over: Partial<DispatcherOptions> = {}): Dispatcher {
   const d = startDispatcher({
