@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { createClient } from '@pgkit/client';
 import { run as migra } from '@pgkit/migra';
+import { retry } from '../lib/async';
 import { lockDataDir } from '../lib/db/data-dir-lock';
 import { startEmbeddedPostgres } from '../lib/db/embedded';
 import { runDataSteps } from './data-steps';
@@ -152,7 +153,16 @@ async function scratchDatabase(live: pg.Client, liveUrl: string): Promise<{ url:
     const embedded = await startEmbeddedPostgres();
     return { url: embedded.url, stop: () => embedded.stop() };
   }
-  const stop = async () => void (await live.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  // pg's pool.end() resolves before its sockets close: a FORCE drop now would kill a backend still
+  // hanging up, and its client (out of the pool, no listener) would throw the FATAL uncaught. The drop
+  // waits for the scratch's sessions to go (55006: in use); FORCE only for one that never leaves.
+  const drop = (force: string) => live.query(`DROP DATABASE IF EXISTS ${name}${force}`);
+  const stop = async () =>
+    void (await retry(() => drop(''), {
+      steps: [50, 100, 200],
+      attempts: 25,
+      giveUp: (e) => (e as { code?: string }).code !== '55006',
+    }).catch(() => drop(' WITH (FORCE)')));
   return { url: url.toString(), stop };
 }
 
