@@ -37,9 +37,9 @@ const result = await autocannon({
       path: spec.path,
       headers: spec.headers,
       body: spec.body,
-      setupRequest: spec.freshIdempotencyKey
-        ? (req) => ({ ...req, headers: { ...req.headers, 'idempotency-key': randomUUID() } })
-        : undefined,
+      ...(spec.freshIdempotencyKey && {
+        setupRequest: (req) => ({ ...req, headers: { ...req.headers, 'idempotency-key': randomUUID() } }),
+      }),
     },
   ],
 });

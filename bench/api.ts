@@ -26,6 +26,10 @@ const CONNECTIONS = 32;
 // as of 2026-11: what a deployed api instance (1 vCPU, 512 MiB: infra/modules/services/functions.tf) pays.
 const PRICE = { vcpuSecond: 0.000024, gibSecond: 0.0000025, perMillionRequests: 0.4, memoryGib: 0.5 };
 const SERVER_CORE = '1';
+// Development aids: BENCH_API_ROUTES=meetings,healthz measures the routes whose names contain one
+// of the words; BENCH_API_PROFILE=<dir> writes each server's CPU profile there (node --cpu-prof).
+const ONLY = process.env.BENCH_API_ROUTES?.split(',');
+const PROFILE_DIR = process.env.BENCH_API_PROFILE && path.resolve(process.env.BENCH_API_PROFILE);
 const LOAD_CORE = '0';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -99,8 +103,9 @@ interface Route {
   connections?: number;
 }
 const json = { 'content-type': 'application/json' };
+const healthz: Route = { name: 'GET /healthz', method: 'GET', path: '/healthz' };
 const routes: Route[] = [
-  { name: 'GET /healthz', method: 'GET', path: '/healthz' },
+  healthz,
   { name: 'GET /meetings (50 of 1,000)', method: 'GET', path: '/meetings?limit=50', auth: user },
   { name: 'GET /meetings/{id}', method: 'GET', path: `/meetings/${meeting.id}`, auth: user },
   {
@@ -121,6 +126,7 @@ const routes: Route[] = [
     connections: 1,
   },
 ];
+const selected = routes.filter((r) => !ONLY || ONLY.some((w) => r.name.toLowerCase().includes(w)));
 
 /** utime + stime of a process (every thread), ms. */
 function cpuMs(pid: number): number {
@@ -132,7 +138,7 @@ function cpuMs(pid: number): number {
 interface Server {
   url: string;
   pid: number;
-  stop(): void;
+  stop(): Promise<unknown>;
 }
 
 /** The functions framework serving `api` from a directory, pinned to the server's core. */
@@ -144,6 +150,7 @@ async function startServer(source: string, preload: boolean): Promise<Server> {
       '-c',
       SERVER_CORE,
       process.execPath,
+      ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []),
       path.join(root, 'node_modules/.bin/functions-framework'),
       '--target=api',
       '--source=.',
@@ -174,7 +181,9 @@ async function startServer(source: string, preload: boolean): Promise<Server> {
     if (Date.now() > end) throw new Error(`the server did not start: ${stderr}`);
     await new Promise((r) => setTimeout(r, 200));
   }
-  return { url, pid: child.pid!, stop: () => child.kill('SIGKILL') };
+  const exited = new Promise((r) => child.once('exit', r));
+  // SIGTERM: the framework shuts down and exits, which writes the profile.
+  return { url, pid: child.pid!, stop: () => (child.kill('SIGTERM'), exited) };
 }
 
 function stackEnv(): Record<string, string> {
@@ -209,7 +218,7 @@ function load(server: Server, route: Route, seconds: number): LoadResult {
   const out = execFileSync(
     'taskset',
     ['-c', LOAD_CORE, process.execPath, '--import', 'tsx', path.join(import.meta.dirname, 'api-load.ts')],
-    { input: JSON.stringify(spec), maxBuffer: 1 << 20, cwd: root },
+    { input: JSON.stringify(spec), maxBuffer: 1 << 20, cwd: root, stdio: ['pipe', 'pipe', 'inherit'] },
   );
   const result: LoadResult = JSON.parse(out.toString());
   if (result.non2xx || result.errors) throw new Error(`${route.name}: ${JSON.stringify(result)}`);
@@ -231,18 +240,18 @@ async function measure(server: Server, route: Route): Promise<Measure> {
 }
 
 const bare = await startServer(path.join(root, 'bench/bare-api'), false);
-const baseline = await measure(bare, routes[0]).finally(() => bare.stop());
+const baseline = await measure(bare, healthz).finally(() => bare.stop());
 const results = new Map<string, { preload: Measure; plain: Measure }>();
 const measured: Record<'preload' | 'plain', Measure[]> = { preload: [], plain: [] };
 for (const variant of ['preload', 'plain'] as const) {
   const server = await startServer(path.join(root, 'functions/dist'), variant === 'preload');
   try {
-    for (const route of routes) measured[variant].push(await measure(server, route));
+    for (const route of selected) measured[variant].push(await measure(server, route));
   } finally {
-    server.stop();
+    await server.stop();
   }
 }
-routes.forEach((r, i) => results.set(r.name, { preload: measured.preload[i], plain: measured.plain[i] }));
+selected.forEach((r, i) => results.set(r.name, { preload: measured.preload[i], plain: measured.plain[i] }));
 
 const us = (v: number) => `${Math.round(v).toLocaleString('en')} µs`;
 const perSecond = (v: number) => Math.round(v).toLocaleString('en');
@@ -263,7 +272,7 @@ const rows: Row[] = [
     'req/s per vCPU (preload)': perSecond(1e6 / baseline.cpuUs),
     '$ per 1M (preload)': costPerMillion(baseline.cpuUs).toFixed(2),
   },
-  ...routes.map((route) => {
+  ...selected.map((route) => {
     const { preload, plain } = results.get(route.name)!;
     return {
       request: route.name,
@@ -293,7 +302,8 @@ vCPU-second + ${PRICE.memoryGib} GiB × $${PRICE.gibSecond} per GiB-second) + $$
 million requests: Cloud Run functions' request-based Tier 1 list prices (cloud.google.com/run/pricing, 2026-11), \
 an instance busy on its CPU while billed; PostgreSQL's CPU is billed by Cloud SQL and not in it.`;
 console.log(out);
-writeSection('API', out);
+// A partial or profiled run is not the section's figures.
+if (!ONLY && !PROFILE_DIR) writeSection('API', out);
 otlp.close();
 await stack.stop();
 await database.close();
