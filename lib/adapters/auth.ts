@@ -6,6 +6,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { OAuth2Client } from 'google-auth-library';
 import { createRemoteJWKSet, decodeJwt, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { LRUCache } from 'lru-cache';
 import type { Config } from '../config';
 import { DomainError } from '../errors';
 
@@ -45,6 +46,11 @@ export interface Authenticator {
 }
 
 const MAX_CLOCK_SKEW_SECONDS = 60;
+// A client sends the same user token on every request until it expires: its signature is checked
+// once and its claims kept until its exp, and for at most this long (a key the JWKS withdraws
+// stops its tokens within it). Only accepted tokens are kept; memory is bounded by the count.
+const VERIFIED_TOKEN_MAX_MS = 5 * 60_000;
+const VERIFIED_TOKENS_MAX = 10_000;
 /** A subject of nothing visible (whitespace, control and format characters such as U+200B). */
 const INVISIBLE = /^[\p{White_Space}\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]*$/u;
 
@@ -54,7 +60,17 @@ export function createAuthenticator(config: Config): Authenticator {
     ? new TextEncoder().encode(config.IDENTITY_SECRET_KEY)
     : createRemoteJWKSet(new URL(config.IDENTITY_JWKS_URL!));
 
-  async function verifyJwt(token: string): Promise<UserClaims> {
+  const verified = new LRUCache<string, UserClaims>({ max: VERIFIED_TOKENS_MAX, ttl: VERIFIED_TOKEN_MAX_MS });
+
+  async function verifyJwtOnce(token: string): Promise<UserClaims> {
+    const known = verified.get(token);
+    if (known) return known;
+    const { claims, exp } = await verifyJwt(token);
+    verified.set(token, claims, { ttl: Math.min(exp * 1000 - Date.now(), VERIFIED_TOKEN_MAX_MS) });
+    return claims;
+  }
+
+  async function verifyJwt(token: string): Promise<{ claims: UserClaims; exp: number }> {
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, key as never, {
@@ -77,7 +93,8 @@ export function createAuthenticator(config: Config): Authenticator {
       | string
       | undefined;
     const email = typeof payload.email === 'string' && payload.email.trim() ? payload.email.trim() : null;
-    return { identityId: sub, email, username: name ?? (email ? email.split('@')[0] : sub) };
+    const claims = { identityId: sub, email, username: name ?? (email ? email.split('@')[0] : sub) };
+    return { claims, exp: payload.exp! };
   }
 
   const sharedTokens = [config.SERVICE_AUTH_TOKEN, config.SERVICE_AUTH_TOKEN_PREVIOUS].filter((t): t is string => !!t);
@@ -90,7 +107,7 @@ export function createAuthenticator(config: Config): Authenticator {
       await verifyServiceIdToken(token);
       return { scheme: 'service' };
     }
-    return { scheme: 'bearer', claims: await verifyJwt(token) };
+    return { scheme: 'bearer', claims: await verifyJwtOnce(token) };
   }
 
   return {
