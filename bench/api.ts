@@ -241,7 +241,6 @@ async function measure(server: Server, route: Route): Promise<Measure> {
 
 const bare = await startServer(path.join(root, 'bench/bare-api'), false);
 const baseline = await measure(bare, healthz).finally(() => bare.stop());
-const results = new Map<string, { preload: Measure; plain: Measure }>();
 const measured: Record<'preload' | 'plain', Measure[]> = { preload: [], plain: [] };
 for (const variant of ['preload', 'plain'] as const) {
   const server = await startServer(path.join(root, 'functions/dist'), variant === 'preload');
@@ -251,7 +250,6 @@ for (const variant of ['preload', 'plain'] as const) {
     await server.stop();
   }
 }
-selected.forEach((r, i) => results.set(r.name, { preload: measured.preload[i], plain: measured.plain[i] }));
 
 const us = (v: number) => `${Math.round(v).toLocaleString('en')} µs`;
 const perSecond = (v: number) => Math.round(v).toLocaleString('en');
@@ -272,8 +270,8 @@ const rows: Row[] = [
     'req/s per vCPU (preload)': perSecond(1e6 / baseline.cpuUs),
     '$ per 1M (preload)': costPerMillion(baseline.cpuUs).toFixed(2),
   },
-  ...selected.map((route) => {
-    const { preload, plain } = results.get(route.name)!;
+  ...selected.map((route, i) => {
+    const [preload, plain] = [measured.preload[i], measured.plain[i]];
     return {
       request: route.name,
       'CPU/req, preload': us(preload.cpuUs),
