@@ -22,8 +22,9 @@ import { table, writeSection, type Row } from './report';
 
 const SECONDS = Number(process.env.BENCH_API_SECONDS ?? 15);
 const CONNECTIONS = 32;
-// Cloud Run functions (request-based billing, Tier 1), the list prices of cloud.google.com/run/pricing
-// as of 2026-11: what a deployed api instance (1 vCPU, 512 MiB: infra/modules/services/functions.tf) pays.
+// Cloud Run functions bill as Cloud Run (CPU allocated during requests only, Tier 1 regions): the list
+// prices of cloud.google.com/run/pricing, read 2026-11-26. A deployed api instance has 1 vCPU and
+// 512 MiB (infra/modules/services/functions.tf).
 const PRICE = { vcpuSecond: 0.000024, gibSecond: 0.0000025, perMillionRequests: 0.4, memoryGib: 0.5 };
 const SERVER_CORE = '1';
 // Development aids: BENCH_API_ROUTES=meetings,healthz measures the routes whose names contain one
@@ -56,11 +57,15 @@ const otlp = createServer((req, res) => req.resume().on('end', () => res.writeHe
 await new Promise<void>((r) => otlp.listen(0, '127.0.0.1', r));
 
 async function call(method: string, p: string, auth: string, body?: unknown) {
-  const res = await fetch(stack.url + p, {
-    method,
-    headers: { authorization: auth, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  const send = () =>
+    fetch(stack.url + p, {
+      method,
+      headers: { authorization: auth, 'content-type': 'application/json', 'idempotency-key': key },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  // A kept-alive connection the server just closed resets; the same key makes the retry safe.
+  const key = randomUUID();
+  const res = await send().catch(send);
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${p} → ${res.status} ${text.slice(0, 300)}`);
   return text ? JSON.parse(text) : undefined;
@@ -297,8 +302,9 @@ Ratio = CPU per request / the bare Hono /healthz's (same framework, Node, pinnin
 a request's CPU the telemetry preload adds. Req/s per vCPU = 1 s / CPU per request: what one deployed instance \
 (1 vCPU) serves when its CPU is the limit. $ per 1M = 1,000,000 × CPU per request × ($${PRICE.vcpuSecond} per \
 vCPU-second + ${PRICE.memoryGib} GiB × $${PRICE.gibSecond} per GiB-second) + $${PRICE.perMillionRequests} per \
-million requests: Cloud Run functions' request-based Tier 1 list prices (cloud.google.com/run/pricing, 2026-11), \
-an instance busy on its CPU while billed; PostgreSQL's CPU is billed by Cloud SQL and not in it.`;
+million requests: Cloud Run's list prices for CPU allocated during requests, Tier 1 regions \
+(cloud.google.com/run/pricing, read 2026-11-26), for an instance busy on its CPU while billed, free tier not \
+deducted; PostgreSQL's CPU is billed by Cloud SQL and not in it.`;
 console.log(out);
 // A partial or profiled run is not the section's figures.
 if (!ONLY && !PROFILE_DIR) writeSection('API', out);
