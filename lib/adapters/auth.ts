@@ -66,7 +66,8 @@ export function createAuthenticator(config: Config): Authenticator {
     const known = verified.get(token);
     if (known) return known;
     const { claims, exp } = await verifyJwt(token);
-    verified.set(token, claims, { ttl: Math.min(exp * 1000 - Date.now(), VERIFIED_TOKEN_MAX_MS) });
+    // At least 1 ms: a ttl of 0 would keep the entry for good.
+    verified.set(token, claims, { ttl: Math.max(1, Math.min(exp * 1000 - Date.now(), VERIFIED_TOKEN_MAX_MS)) });
     return claims;
   }
 
