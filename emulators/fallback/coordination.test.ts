@@ -14,7 +14,8 @@ describe('in-process coordination', () => {
     expect(await c.get('k')).toBeNull();
     expect(await c.acquire('k', 'z', 10_000)).toMatchObject({ owner: 'z', epoch: 2 });
     expect(await c.takeOver('k', winner, 10_000)).toMatchObject({ owner: winner, epoch: 3 });
-    expect(await c.renew('k', 'z', 10_000)).toBeNull();
+    const beat = { owner: 'z', leaseKeys: ['k'], leaseTtlMs: 10_000, presence: [], presenceTtlMs: 10_000 };
+    expect((await c.heartbeat(beat)).get('k')).toBeNull();
     await c.release('k', winner);
     expect(await c.get('k')).toBeNull();
   });

@@ -3,8 +3,8 @@
 // transactions because each call reads and writes its entry without awaiting in between.
 import {
   acquiredLease,
+  beatLease,
   releasedLease,
-  renewedLease,
   takenOverLease,
   toLease,
   type Coordination,
@@ -33,9 +33,6 @@ export function createMemoryCoordination(): Coordination {
     async takeOver(key, owner, ttlMs) {
       return change(key, takenOverLease(leases.get(key), owner, ttlMs, Date.now()))!;
     },
-    async renew(key, owner, ttlMs) {
-      return change(key, renewedLease(leases.get(key), owner, ttlMs, Date.now()));
-    },
     async release(key, owner) {
       change(key, releasedLease(leases.get(key), owner, Date.now()));
     },
@@ -55,6 +52,11 @@ export function createMemoryCoordination(): Coordination {
     },
     async presenceInstances(userId) {
       return [...new Set(alive(userId).map((p) => p.instanceId))];
+    },
+    async heartbeat({ owner, leaseKeys, leaseTtlMs, presence: present, presenceTtlMs }) {
+      const now = Date.now();
+      for (const p of present) await this.addPresence(p.userId, p.connectionId, owner, presenceTtlMs);
+      return new Map(leaseKeys.map((k) => [k, change(k, beatLease(leases.get(k), owner, leaseTtlMs, now))]));
     },
     async close() {
       leases.clear();

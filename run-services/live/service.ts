@@ -37,7 +37,7 @@ export interface LiveServiceOptions {
   /** Lease lifetime of an owned take and its heartbeat (tests shorten them). */
   leaseTtlMs?: number;
   heartbeatMs?: number;
-  /** Lifetime of a connection's presence document; refreshed at a third of it. */
+  /** Lifetime of a connection's presence document; refreshed by every heartbeat (at most a third of it). */
   presenceTtlMs?: number;
 }
 
@@ -115,7 +115,6 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
   const byUser = new Map<string, Set<Connection>>();
   let state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   let subscription: { close(): Promise<void> } | null = null;
-  let presenceTimer: NodeJS.Timeout | null = null;
   let unwatchOutbox = () => {};
   let catchUpTimer: NodeJS.Timeout | null = null;
   let stopped: Promise<void> | null = null;
@@ -139,7 +138,8 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     instanceId,
     mlUrl: opts.mlUrl ?? config.ML_SERVICE_URL,
     leaseTtlMs: opts.leaseTtlMs ?? OWNER_STALE_SECONDS * 1000,
-    heartbeatMs: opts.heartbeatMs ?? OWNER_HEARTBEAT_SECONDS * 1000,
+    // Presence lapses unless each document is refreshed at least three times in its lifetime.
+    heartbeatMs: Math.min(opts.heartbeatMs ?? OWNER_HEARTBEAT_SECONDS * 1000, presenceTtlMs / 3),
     // Our own events reach our connections at once, and go out only to the other instances holding their user.
     dispatch(produced) {
       for (const e of produced) deliverLocal(e);
@@ -148,6 +148,12 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     },
     localConnections,
     countPresence: (userId) => coordination.countPresence(userId),
+    presence: () => {
+      const present: { userId: string; connectionId: string }[] = [];
+      for (const c of connections) if (c.ready && c.userId) present.push({ userId: c.userId, connectionId: c.id });
+      return present;
+    },
+    presenceTtlMs,
   });
 
   /** Tells `to` (the other instances holding the user) what changed here; best effort, heartbeats re-check. */
@@ -323,12 +329,6 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       if (!broadcast) await rt.bus.ensureTopic(ownTopic);
       subscription = await rt.bus.subscribeInstance(broadcast ? topic : ownTopic, instanceId, onBusMessage);
       sessions.startHeartbeat();
-      presenceTimer = setInterval(() => {
-        for (const conn of connections) {
-          if (!conn.ready || !conn.userId) continue;
-          coordination.addPresence(conn.userId, conn.id, instanceId, presenceTtlMs).catch(() => undefined);
-        }
-      }, presenceTtlMs / 3);
       catchUpTimer = setInterval(() => {
         void catchUp();
         listeners.prune();
@@ -343,7 +343,6 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       stopped ??= (async () => {
         const wasRunning = state === 'running';
         state = 'stopping';
-        if (presenceTimer) clearInterval(presenceTimer);
         sessions.stopHeartbeat();
         if (catchUpTimer) clearInterval(catchUpTimer);
         unwatchOutbox();
