@@ -68,6 +68,8 @@ export class Sessions implements RecorderHost {
   private readonly resumes = new KeyedQueue();
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private beating = false;
+  /** Heartbeats since presence was last written: it goes every third of its lifetime, not every beat. */
+  private beatsSincePresence = Infinity;
 
   /** This instance's unit of work: committed events reach its own connections first, then Pub/Sub. */
   private readonly uow: UnitOfWorkDeps;
@@ -118,12 +120,15 @@ export class Sessions implements RecorderHost {
   /**
    * Every OWNER_HEARTBEAT_SECONDS: one statement touches every open take this instance owns (a
    * take missing from it was resumed elsewhere or stopped), one Firestore commit renews every
-   * take's lease and every connection's presence, and detached takes look for their user (the
-   * grace starts once they are gone).
+   * take's lease and (every third of its lifetime) every connection's presence, and detached
+   * takes look for their user (the grace starts once they are gone).
    */
   private async heartbeat(): Promise<void> {
-    const presence = this.d.presence();
-    if (this.beating || (!this.recorders.size && !presence.length)) return;
+    if (this.beating) return;
+    const presenceDue = ++this.beatsSincePresence * this.d.heartbeatMs >= this.d.presenceTtlMs / 3;
+    const presence = presenceDue ? this.d.presence() : [];
+    if (presenceDue) this.beatsSincePresence = 0;
+    if (!this.recorders.size && !presence.length) return;
     this.beating = true;
     try {
       const startedAt = Date.now();
