@@ -121,6 +121,9 @@ export function createFirestore(opts: { projectId: string; emulatorHost?: string
   });
 }
 
+/** Documents per heartbeat commit: Firestore's documented bound on writes per commit. */
+export const HEARTBEAT_DOCS = 500;
+
 // Firestore document ids may not contain '/' nor be '.' or '..'.
 const docId = (s: string) => encodeURIComponent(s).replace(/\./g, '%2E');
 
@@ -144,15 +147,16 @@ export function createCoordination(opts: {
 
   const setLease = (tx: Transaction, ref: DocumentReference, key: string, next: LeaseState) =>
     tx.set(ref, { key, owner: next.owner, epoch: next.epoch, expires_at: Timestamp.fromMillis(next.expiresAt) });
-  const presenceDoc = (userId: string, connectionId: string, instanceId: string, expiresAt: number) => [
-    connections(userId).doc(docId(connectionId)),
-    {
-      user_id: userId,
-      connection_id: connectionId,
-      instance_id: instanceId,
-      expires_at: Timestamp.fromMillis(expiresAt),
-    },
-  ] as const;
+  const presenceDoc = (userId: string, connectionId: string, instanceId: string, expiresAt: number) =>
+    [
+      connections(userId).doc(docId(connectionId)),
+      {
+        user_id: userId,
+        connection_id: connectionId,
+        instance_id: instanceId,
+        expires_at: Timestamp.fromMillis(expiresAt),
+      },
+    ] as const;
   // Racing instances contend on a document; the emulator aborts the losers, which retry.
   const TX = { maxAttempts: 20 };
 
@@ -206,22 +210,31 @@ export function createCoordination(opts: {
     },
     async heartbeat({ owner, leaseKeys, leaseTtlMs, presence, presenceTtlMs }) {
       const keys = [...new Set(leaseKeys)];
-      if (!keys.length && !presence.length) return new Map();
-      // One transaction: a batched read of the leases, then one commit of every lease and presence
-      // write. Each lease is decided by the same rule as alone, on the state the commit is fenced to.
-      const { decided, now } = await db.runTransaction(async (tx) => {
-        const refs = keys.map((k) => leases.doc(docId(k)));
-        const snaps = refs.length ? await tx.getAll(...refs) : [];
-        const now = Date.now();
-        const decided = snaps.map((snap, i) => {
-          const next = beatLease(readState(snap.data()), owner, leaseTtlMs, now);
-          if (next) setLease(tx, refs[i], keys[i], next);
-          return next;
-        });
-        for (const p of presence) tx.set(...presenceDoc(p.userId, p.connectionId, owner, now + presenceTtlMs));
-        return { decided, now };
-      }, TX);
-      return new Map(keys.map((k, i) => [k, toLease(k, decided[i], now)]));
+      // A transaction per HEARTBEAT_DOCS documents (one for an instance of a few hundred takes): a
+      // batched read of its leases, then one commit of their writes and of presence. Each lease is
+      // decided by the same rule as alone, on the state the commit is fenced to.
+      const beat = async (keys: string[], presence: Heartbeat['presence']) => {
+        const { decided, now } = await db.runTransaction(async (tx) => {
+          const refs = keys.map((k) => leases.doc(docId(k)));
+          const snaps = refs.length ? await tx.getAll(...refs) : [];
+          const now = Date.now();
+          const decided = snaps.map((snap, i) => {
+            const next = beatLease(readState(snap.data()), owner, leaseTtlMs, now);
+            if (next) setLease(tx, refs[i], keys[i], next);
+            return next;
+          });
+          for (const p of presence) tx.set(...presenceDoc(p.userId, p.connectionId, owner, now + presenceTtlMs));
+          return { decided, now };
+        }, TX);
+        return keys.map((k, i) => [k, toLease(k, decided[i], now)] as const);
+      };
+      const commits = [];
+      for (let i = 0; i < keys.length + presence.length; i += HEARTBEAT_DOCS) {
+        const leased = keys.slice(i, i + HEARTBEAT_DOCS);
+        const from = Math.max(0, i - keys.length);
+        commits.push(beat(leased, presence.slice(from, from + HEARTBEAT_DOCS - leased.length)));
+      }
+      return new Map((await Promise.all(commits)).flat());
     },
     async close() {
       await db.terminate();
