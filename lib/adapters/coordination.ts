@@ -36,9 +36,9 @@ export interface Coordination {
   /** The instances holding an unexpired connection of the user: where the user's events must go. */
   presenceInstances(userId: string): Promise<string[]>;
   /**
-   * An instance's heartbeat in one commit: renews every lease it holds (a lapsed lease nobody
-   * took is taken again, as `renew` then `acquire` would) and refreshes its connections' presence.
-   * Returns each key's lease, null where another owner holds it now.
+   * An instance's heartbeat, one commit per HEARTBEAT_DOCS documents: renews every lease it holds
+   * (a lapsed or released lease nobody took is taken again) and refreshes its connections'
+   * presence. Returns each key's lease, null where another owner holds it now.
    */
   heartbeat(beat: Heartbeat): Promise<Map<string, Lease | null>>;
   close(): Promise<void>;

@@ -37,7 +37,7 @@ export interface LiveServiceOptions {
   /** Lease lifetime of an owned take and its heartbeat (tests shorten them). */
   leaseTtlMs?: number;
   heartbeatMs?: number;
-  /** Lifetime of a connection's presence document; refreshed by every heartbeat (at most a third of it). */
+  /** Lifetime of a connection's presence document; refreshed by the heartbeat every third of it. */
   presenceTtlMs?: number;
 }
 
