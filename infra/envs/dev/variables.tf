@@ -61,6 +61,12 @@ variable "ml_service_account_email" {
   default     = ""
 }
 
+variable "service_auth_token_rotation" {
+  description = "While rotating SERVICE_AUTH_TOKEN: mount SERVICE_AUTH_TOKEN_PREVIOUS (the old value, add it as a version first) into every core unit, so both values are accepted. False again once every caller uses the new one."
+  type        = bool
+  default     = false
+}
+
 variable "log_level" {
   type    = string
   default = "info"
