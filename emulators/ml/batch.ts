@@ -4,7 +4,7 @@
 // take's audio through the signed URL the core gives (its length goes into the summary); the
 // final set is derived from the live segments, so tests can assert on it.
 import type { Logger } from '@mi/lib/telemetry/log';
-import type { RecordingFinalized } from '@mi/lib/ml/contract';
+import type { RecordingFinalized } from './protocol';
 import { ok, type RestClient } from '@mi/client';
 import { featureVector, stableUuid, taskText } from './content';
 import type { MlLimits } from './session';
