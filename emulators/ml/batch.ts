@@ -68,8 +68,10 @@ export async function runBatchPass(
       });
     }
     const heard = audioSeconds === null ? '' : ` over ${audioSeconds.toFixed(1)} s of audio`;
+    const missing = msg.is_degraded ? ' (some audio was missing)' : '';
     const summary = stored.length
-      ? `A conversation between ${speakers.length} speaker(s) in ${stored.length} segments${heard}${msg.is_degraded ? ' (some audio was missing)' : ''}. It opened with: "${stored[0].text}"`
+      ? `A conversation between ${speakers.length} speaker(s) in ${stored.length} segments${heard}${missing}. ` +
+        `It opened with: "${stored[0].text}"`
       : `No speech was detected${heard}.`;
     const keyPoints = topics.map((t) => t.summary.split('.')[0]).filter(Boolean);
     const meeting = { params: { path: { id: msg.meeting_id } } };

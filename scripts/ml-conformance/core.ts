@@ -44,7 +44,11 @@ export const kitUser = (core: CoreAccess) => mintDevToken(core.identitySecret, '
 /** A meeting of the kit's user, of source_type recording. */
 export async function createMeeting(core: CoreAccess, title: string): Promise<string> {
   const meeting = { title, source_type: 'recording' };
-  const reply = await expectStatus(callCore(core, 'POST', '/meetings', await kitUser(core), meeting), 201, 'POST /meetings');
+  const reply = await expectStatus(
+    callCore(core, 'POST', '/meetings', await kitUser(core), meeting),
+    201,
+    'POST /meetings',
+  );
   return reply.id as string;
 }
 

@@ -211,14 +211,17 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
       },
       true,
     );
-    await check("recording.finalized: the ML claims the stored take and completes it", async () => {
+    await check('recording.finalized: the ML claims the stored take and completes it', async () => {
       // The core publishes it once the take is finalized (the sweep: up to its interval after the stop).
       const path = `/transcriptions/${stored!.transcriptionId}`;
       let last: Record<string, unknown> = {};
-      const done = await waitFor(async () => {
-        last = (await callCore(opts.core, 'GET', path)).body as Record<string, unknown>;
-        return last.status === 'completed' || last.status === 'failed' ? last : undefined;
-      }, opts.timeoutMs + (opts.finalizeMs ?? 30_000));
+      const done = await waitFor(
+        async () => {
+          last = (await callCore(opts.core, 'GET', path)).body as Record<string, unknown>;
+          return last.status === 'completed' || last.status === 'failed' ? last : undefined;
+        },
+        opts.timeoutMs + (opts.finalizeMs ?? 30_000),
+      );
       if (done?.status !== 'completed') throw new Error(`transcription ${last.status}: ${last.status_message ?? ''}`);
       return `completed: ${last.status_message ?? ''}`;
     });

@@ -219,7 +219,7 @@ describe('ML conformance kit', () => {
     expect(byName(checks, 'a redelivered recording.finalized')).toMatchObject({ pass: true });
   });
 
-  it('should fail an ML that runs a second pass on a redelivered message (it ignores the 409 of its claim)', async () => {
+  it("should fail an ML that runs a second pass on a redelivered message (ignoring its claim's 409)", async () => {
     const checks = await runAgainst({}, { readAudio: true, honourClaim: false }, 15_000);
     expect(byName(checks, "the ML read the take's audio")).toMatchObject({ pass: true });
     expect(byName(checks, 'a redelivered recording.finalized')).toMatchObject({

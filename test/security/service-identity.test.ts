@@ -104,7 +104,7 @@ describe('staging and production', () => {
       ...env,
     });
 
-  it('should take only the ID token when an ML service account is configured: the shared token is 401, saying why', async () => {
+  it('should take only the ID token with an ML service account configured: the shared token is 401, saying why', async () => {
     const staging = await cloud({ ML_SERVICE_ACCOUNT_EMAILS: ML_ACCOUNT });
     try {
       expect((await asService(await idToken(), staging)).status).toBe(404);

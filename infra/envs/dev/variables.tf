@@ -62,7 +62,9 @@ variable "ml_service_account_email" {
 }
 
 variable "service_auth_token_rotation" {
-  description = "While rotating SERVICE_AUTH_TOKEN: mount SERVICE_AUTH_TOKEN_PREVIOUS (the old value, add it as a version first) into every core unit, so both values are accepted. False again once every caller uses the new one."
+  # While rotating SERVICE_AUTH_TOKEN: SERVICE_AUTH_TOKEN_PREVIOUS (the old value, added as a version
+  # first) is mounted into every core unit, so both values are accepted. False once callers moved.
+  description = "Mount SERVICE_AUTH_TOKEN_PREVIOUS while SERVICE_AUTH_TOKEN rotates (docs/deployment.md)."
   type        = bool
   default     = false
 }

@@ -61,7 +61,8 @@ variable "live_image" {
 }
 
 variable "secret_ids" {
-  description = "Secret Manager secret id per credential variable; mounted into every unit. SERVICE_AUTH_TOKEN_PREVIOUS only while a rotation lasts."
+  # SERVICE_AUTH_TOKEN_PREVIOUS only while a rotation of the service token lasts.
+  description = "Secret Manager secret id per credential variable; mounted into every unit."
   type        = map(string)
 
   validation {
@@ -69,7 +70,7 @@ variable "secret_ids" {
       for name in ["DATABASE_URL", "IDENTITY_SECRET_KEY", "SERVICE_AUTH_TOKEN", "AUDIO_URL_SIGNING_KEY"] :
       contains(keys(var.secret_ids), name)
     ])
-    error_message = "secret_ids: DATABASE_URL, IDENTITY_SECRET_KEY, SERVICE_AUTH_TOKEN and AUDIO_URL_SIGNING_KEY are required."
+    error_message = "secret_ids: DATABASE_URL, IDENTITY_SECRET_KEY, SERVICE_AUTH_TOKEN, AUDIO_URL_SIGNING_KEY required."
   }
 }
 
