@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { audioFrame, SAMPLE_RATE } from './audio';
-import type { CoreAccess } from './core';
+import { waitFor, type CoreAccess } from './core';
 
 export interface StoredTake {
   meetingId: string;
@@ -24,15 +24,15 @@ export async function recordTake(
   const ws = new WebSocket(`${core.url.replace(/^http/, 'ws')}/ws`, { handshakeTimeout: timeoutMs });
   const received: Message[] = [];
   ws.on('message', (data, isBinary) => void (isBinary || received.push(JSON.parse(String(data)) as Message)));
+  /** The answer of `type` to the command `ref`, or its error. */
   const next = async (type: string, ref: string) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const m = received.find((x) => x.type === type || (x.type === 'error' && x.ref === ref));
-      if (m?.type === 'error') throw new Error(`${ref}: ${m.code} ${m.message}`);
-      if (m) return m;
-      if (Date.now() > deadline) throw new Error(`no ${type} within ${timeoutMs / 1000} s`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const m = await waitFor(
+      async () => received.find((x) => x.type === type || (x.type === 'error' && x.ref === ref)),
+      timeoutMs,
+    );
+    if (!m) throw new Error(`no ${type} within ${timeoutMs / 1000} s`);
+    if (m.type === 'error') throw new Error(`${ref}: ${m.code} ${m.message}`);
+    return m;
   };
   const send = (m: Message) => ws.send(JSON.stringify(m));
   try {
