@@ -21,7 +21,7 @@ export interface ConformanceOptions {
   pubsub: { projectId: string; emulatorHost?: string; topic: string };
   /** How long to wait for each outcome of the ML (a callback, the batch pass). */
   timeoutMs: number;
-  /** How long the core may take to finalize a stopped take (the local stack's sweep interval, 30 s). */
+  /** How long the core may take to finalize a stopped take (default 35 s: the local stack sweeps every 30 s). */
   finalizeMs?: number;
 }
 
@@ -211,17 +211,28 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
       },
       true,
     );
+    await check(
+      'the core finalized the stored take (and published recording.finalized)',
+      async () => {
+        // The sweep finalizes a stopped take: up to its interval after the stop.
+        const takes = `/meetings/${stored!.meetingId}/recording/takes`;
+        const user = await kitUser(opts.core);
+        const finalized = await waitFor(async () => {
+          const page = (await callCore(opts.core, 'GET', takes, user)).body as { items: Record<string, unknown>[] };
+          return page.items.find((t) => t.audio_version === stored!.audioVersion && t.state === 'finalized');
+        }, opts.finalizeMs ?? 35_000);
+        if (!finalized) throw new Error(`the take was not finalized within ${(opts.finalizeMs ?? 35_000) / 1000} s`);
+        return `finalized at ${finalized.finalized_at}`;
+      },
+      true,
+    );
     await check('recording.finalized: the ML claims the stored take and completes it', async () => {
-      // The core publishes it once the take is finalized (the sweep: up to its interval after the stop).
       const path = `/transcriptions/${stored!.transcriptionId}`;
       let last: Record<string, unknown> = {};
-      const done = await waitFor(
-        async () => {
-          last = (await callCore(opts.core, 'GET', path)).body as Record<string, unknown>;
-          return last.status === 'completed' || last.status === 'failed' ? last : undefined;
-        },
-        opts.timeoutMs + (opts.finalizeMs ?? 30_000),
-      );
+      const done = await waitFor(async () => {
+        last = (await callCore(opts.core, 'GET', path)).body as Record<string, unknown>;
+        return last.status === 'completed' || last.status === 'failed' ? last : undefined;
+      }, opts.timeoutMs);
       if (done?.status !== 'completed') throw new Error(`transcription ${last.status}: ${last.status_message ?? ''}`);
       return `completed: ${last.status_message ?? ''}`;
     });

@@ -164,6 +164,7 @@ describe('ML conformance kit', () => {
       'messages on the audio socket follow the AsyncAPI document (Warning, Dropped)',
       'live segments reach the core (POST /transcriptions/{id}/segments)',
       'a real take stored on the core (5 s recorded over its WebSocket, then stopped)',
+      'the core finalized the stored take (and published recording.finalized)',
       'recording.finalized: the ML claims the stored take and completes it',
       "the ML read the take's audio through the signed URL of GET /meetings/{id}/audio-url",
       'the batch pass wrote the synthesis and the headline',
