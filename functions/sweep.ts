@@ -24,7 +24,6 @@ import {
   dueTakes,
   reclaimStale,
   releaseClaim,
-  type FinalizeDeps,
 } from '@mi/lib/repositories/finalize';
 import { idleTakes, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/repositories/recordings';
 import { resumeErasures } from '@mi/lib/use-cases/account';
@@ -33,6 +32,7 @@ import type { Runtime } from '@mi/lib/adapters/runtime';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
 import { finalizeTake, stopOrphanedTake } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
+import { runWorkflow } from '@mi/lib/use-cases/workflow';
 import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 import { toProblem } from './api/problem';
 
@@ -93,7 +93,7 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   // Claimed one at a time, right before the work, so a claim never ages while others are done.
   const finalize = async (rec: Recording) => {
     try {
-      const message = await finalizeTake(rt satisfies FinalizeDeps, rec);
+      const message = await runWorkflow(rt, SERVICE, finalizeTake, rec);
       if (!message) return;
       const trace = traceIdOf(rec.trace_context);
       rt.log.info(
