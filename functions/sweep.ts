@@ -19,12 +19,7 @@ import { DomainError } from '@mi/lib/errors';
 import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
 import type { Coordination } from '@mi/lib/adapters/coordination';
 import { SERVICE } from '@mi/lib/domain/actor';
-import {
-  claimForFinalize,
-  dueTakes,
-  reclaimStale,
-  releaseClaim,
-} from '@mi/lib/repositories/finalize';
+import { claimForFinalize, dueTakes, reclaimStale, releaseClaim } from '@mi/lib/repositories/finalize';
 import { idleTakes, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/repositories/recordings';
 import { resumeErasures } from '@mi/lib/use-cases/account';
 import { pruneExpired } from '@mi/lib/repositories/retention';
@@ -85,7 +80,8 @@ export const NO_COUNTS: SweepCounts = {
 export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promise<SweepCounts> {
   const counts: SweepCounts = { ...NO_COUNTS };
   const batch = opts.batch ?? 100;
-  const erasures = await resumeErasures(rt, { minAgeMs: opts.erasureMinAgeMs ?? ERASURE_MIN_AGE_MS, batch });
+  const minAgeMs = opts.erasureMinAgeMs ?? ERASURE_MIN_AGE_MS;
+  const erasures = await runWorkflow(rt, SERVICE, resumeErasures, { minAgeMs, batch });
   counts.erasuresFinished = erasures.finished;
   counts.erasuresPending = erasures.pending;
   counts.stopped = await stopOrphanedTakes(rt, opts.coordination, batch);
@@ -127,7 +123,8 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   counts.prunedEvents = pruned.events;
   counts.prunedIdempotencyRecords = pruned.idempotencyRecords;
   counts.prunedWebhookAttempts = pruned.webhookAttempts;
-  counts.purgedMeetings = await purgeDeletedMeetings(rt, rt.config.MEETING_PURGE_AFTER_DAYS);
+  const afterDays = rt.config.MEETING_PURGE_AFTER_DAYS;
+  counts.purgedMeetings = await runWorkflow(rt, SERVICE, purgeDeletedMeetings, { afterDays });
   return counts;
 }
 
