@@ -4,7 +4,16 @@
 // frame path, not an operation an edge asks for.
 import type { Bus } from '../adapters/bus';
 import type { Config } from '../config';
-import { markDegraded, markFinalized, setTakeAudio, takeComposition, takeExists } from '../repositories/finalize';
+import {
+  claimForFinalize,
+  markDegraded,
+  markFinalized,
+  reclaimStale,
+  releaseClaim,
+  setTakeAudio,
+  takeComposition,
+  takeExists,
+} from '../repositories/finalize';
 import type { RecordingFinalized } from '../ml/contract';
 import {
   assertAcceptsGaps,
@@ -271,6 +280,22 @@ export const uploadGap: Workflow<GapUpload, { created: boolean; result: GapResul
 
 // --- finalize --------------------------------------------------------------------------------
 
+// The sweep's claims (lib/repositories/finalize.ts), each taken right before its take's work. No
+// event: the take changes for clients when it is finalized (markTakeFinalized).
+
+/** stopped → finalizing; null when another sweep (or nothing) got there first. */
+export const claimTakeToFinalize: UseCase<{ meetingId: string; audioVersion: number }, Recording | null> = (
+  ctx,
+  { meetingId, audioVersion },
+) => claimForFinalize(ctx.tx, meetingId, audioVersion);
+
+/** Finalizing takes whose sweep died (untouched for staleMs), each claimed again by one caller. */
+export const reclaimStaleFinalizing: UseCase<{ staleMs: number }, Recording[]> = (ctx, { staleMs }) =>
+  reclaimStale(ctx.tx, staleMs);
+
+/** A failed finalize gives its claim back, so that the next sweep retries it at once. */
+export const releaseFinalizeClaim: UseCase<Recording, void> = (ctx, rec) => releaseClaim(ctx.tx, rec);
+
 /** finalizing → finalized with its audio, degradation and events; false when another sweep finalized it meanwhile. */
 const markTakeFinalized: UseCase<
   {
@@ -311,7 +336,7 @@ export interface FinalizeDeps extends WorkflowDeps {
 }
 
 /**
- * Finalizes a take this caller claimed (finalize.claimForFinalize): composes its audio, publishes
+ * Finalizes a take this caller claimed (claimTakeToFinalize): composes its audio, publishes
  * `recording.finalized`, then marks it finalized. The message is published before the take is
  * marked, so a crash in between repeats the publish (at least once; the ML batch worker's status
  * claim makes a repeat harmless) rather than losing it. Null when another sweep finalized it.
