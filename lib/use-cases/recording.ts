@@ -42,7 +42,7 @@ import {
 import { createTranscription } from '../repositories/transcriptions';
 import { DomainError, notFound } from '../errors';
 import { changed, recordingChanged, type Entity, type EventBody } from '../events/catalogue';
-import { ObjectExistsError, type ObjectStore, type StoredObject } from '../adapters/storage';
+import { ObjectExistsError, type StoredObject } from '../adapters/storage';
 import { validTraceContext } from '../telemetry/trace-context';
 import { userOf, type UseCase } from './use-case';
 import type { Workflow, WorkflowDeps } from './workflow';
@@ -174,14 +174,22 @@ export const stopOrphanedTake: UseCase<
 // --- gap upload ------------------------------------------------------------------------------
 
 /** A range's row written, or the identical range found already stored (its bytes still to compare). */
-type GapStep =
-  | { stored: true; result: GapResult }
-  | { stored: false; result: GapResult; existing: ManifestRow; overlap: DomainError };
+type GapStep = { stored: true; result: GapResult } | { stored: false; result: GapResult; existing: ManifestRow };
+
+const overlapError = (up: GapUpload, rows: ManifestRow[]) => {
+  const ranges = rows.map((r) => `${r.start_sequence}-${r.end_sequence}`).join(', ');
+  return new DomainError(
+    'already_exists',
+    `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; ` +
+      'upload only the missing ranges',
+  );
+};
 
 /**
  * The stored range's row, in the transaction that locks the take. A range that matches one
  * stored row exactly writes nothing and returns that row (uploadGap compares its bytes after the
- * commit, so storage reads never hold the lock). The caller's own take (the edge checked the meeting).
+ * commit, so storage reads never hold the lock). The caller's own take (the edge checked the
+ * meeting).
  */
 const storeGapRange: UseCase<GapUpload & { sha: string; object: StoredObject; objectName: string }, GapStep> = async (
   ctx,
@@ -207,15 +215,10 @@ const storeGapRange: UseCase<GapUpload & { sha: string; object: StoredObject; ob
     };
   };
   if (overlaps.length) {
-    const ranges = overlaps.map((r) => `${r.start_sequence}-${r.end_sequence}`).join(', ');
-    const overlap = new DomainError(
-      'already_exists',
-      `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; upload only the missing ranges`,
-    );
     const [row] = overlaps;
     if (overlaps.length === 1 && row.start_sequence === up.start && row.end_sequence === up.end)
-      return { stored: false, result: await resultOf(), existing: row, overlap };
-    throw overlap;
+      return { stored: false, result: await resultOf(), existing: row };
+    throw overlapError(up, overlaps);
   }
   assertGapsBounded(await coverage(tx, up.meetingId, up.audioVersion), up.start, up.end);
   await insertManifestRow(tx, {
@@ -269,7 +272,7 @@ export const uploadGap: Workflow<GapUpload, { created: boolean; result: GapResul
       return { created: true, result: step.result };
     }
     referenced = step.existing.object_name === name;
-    if (!(await sameBytes(store, step.existing, sha, up.bytes))) throw step.overlap;
+    if (!(await sameBytes(store, step.existing, sha, up.bytes))) throw overlapError(up, [step.existing]);
     return { created: false, result: step.result };
   } finally {
     // Our object is garbage unless a row references it (a concurrent identical upload may).
