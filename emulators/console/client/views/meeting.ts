@@ -39,10 +39,13 @@ export class MeetingView {
     taskCadenceSegments: number,
   ) {
     const meetingId = (this.meetingId = meeting.id);
-    const editor = new SegmentEditor(api, (saved) =>
-      saved ? this.transcript.replace(saved) : void this.reloadSegments(),
-    );
-    this.transcript = new TranscriptPane((segment, textEl) => editor.open(segment, textEl));
+    const editor = new SegmentEditor(api, (saved) => {
+      this.transcript.closeEditor(saved ?? undefined);
+      if (saved)
+        this.renderSpeakers(); // a moved segment may change the labels
+      else void this.reloadSegments();
+    });
+    this.transcript = new TranscriptPane((segment, labels) => editor.open(segment, labels));
     this.exports = new ExportBar(api);
     this.insights = new InsightsPane(taskCadenceSegments);
     this.speakers = new SpeakersPane(api, meetingId, () => this.reloadAfterAssign());
