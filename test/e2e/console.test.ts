@@ -8,8 +8,11 @@
 // as her (one click assigns), and a duplicate of her merges into her. The open meeting is in the URL (back,
 // forward and reload keep it), the tasks panel says when tasks come, the layout holds at 375 px,
 // and the page makes no failed request on the way. Then the finished meeting is searched (both
-// sorts), its transcript exported in three formats, a segment's text corrected, and an older
-// transcription of the meeting chosen. Screenshots of each state go to
+// sorts), its transcript exported in three formats, a segment's text corrected and its speaker
+// changed, an edit that lost to a change made elsewhere shown as such (412), and an older
+// transcription of the meeting chosen. Also: the tab's durable figure is the server's, long event
+// payloads are folded, talking points are numbered from 1, and a second take is listed beside the
+// first, either of which plays. Screenshots of each state go to
 // test-artifacts/e2e/ (UPDATE_SCREENSHOTS=1 also refreshes the committed copies in docs/screenshots/).
 import { randomUUID } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,6 +34,7 @@ const LOST_FRAMES = 5;
 
 interface Snapshot {
   phase: string;
+  audioVersion: number | null;
   captured: number;
   resumes: number;
   resent: number;
@@ -264,6 +268,30 @@ describe('developer console in Chromium', () => {
     for (const type of ['connection_closed', 'recording_resumed', 'recording_stopped', 'gap_uploaded', 'finalized']) {
       await page.waitForSelector(`.rec-event[data-type="${type}"]`, { timeout: 10_000 });
     }
+    const token = await page.evaluate(() => localStorage.getItem('mi-console-token'));
+    const rest = async (p: string) =>
+      (await fetch(`${stack.url}${p}`, { headers: { authorization: `Bearer ${token}` } })).json();
+
+    // The tab's durable figure is the server's: frames_stored, in the same words on both sides.
+    const stored = (await rest(`/meetings/${meetingId}/recording`)).frames_stored as number;
+    expect(stored).toBe(final.captured);
+    const figure = `${(stored / 10).toFixed(1)} s (${stored} frames)`;
+    expect(await page.textContent('#server-stored .durable')).toBe(figure);
+    expect(await page.textContent('#rec-stored .durable')).toBe(figure);
+
+    // Long event payloads are folded to one line; opened, one shows the event's whole payload.
+    const events = (await rest(`/meetings/${meetingId}/recording/events?limit=100`)).items as { payload: unknown }[];
+    const folds = page.locator('.rec-event .payload-fold');
+    expect(await folds.count()).toBe(events.filter((e) => JSON.stringify(e.payload ?? '').length > 60).length);
+    expect(await folds.count()).toBeGreaterThan(0);
+    const fold = folds.first();
+    expect(await fold.getAttribute('open')).toBeNull();
+    expect((await fold.boundingBox())!.height).toBeLessThan(30);
+    const index = await page
+      .locator('.rec-event')
+      .evaluateAll((rows) => rows.findIndex((r) => r.querySelector('.payload-fold')));
+    await fold.locator('summary').click();
+    expect(JSON.parse((await fold.locator('pre').textContent())!)).toEqual(events[index].payload);
 
     // The finished audio plays, and lasts as long as what was captured.
     await page.waitForFunction(
@@ -284,6 +312,9 @@ describe('developer console in Chromium', () => {
     // Live insights arrived: one segment per 2 s window, talking points and a task.
     expect(await page.locator('.segment:not(.interim)').count()).toBeGreaterThanOrEqual(4);
     await page.waitForSelector('#talking-points .talking-point');
+    // Talking points are numbered from 1, in the order they came.
+    const numbers = await page.locator('#talking-points .tp-number').allTextContents();
+    expect(numbers).toEqual(numbers.map((_, i) => `${i + 1}.`));
     await page.waitForSelector('#tasks .task');
     expect(await page.locator('#tasks-hint').count()).toBe(0);
     await shot('05-finalized-playing');
@@ -294,9 +325,6 @@ describe('developer console in Chromium', () => {
     await expect.poll(() => page.textContent('.speaker[data-label="SPEAKER_0"] .speaker-current')).toContain('Ada');
     await expect.poll(() => page.locator('.segment .speaker', { hasText: 'Ada' }).count()).toBeGreaterThanOrEqual(1);
     await shot('06-speaker-assigned');
-    const token = await page.evaluate(() => localStorage.getItem('mi-console-token'));
-    const rest = async (p: string) =>
-      (await fetch(`${stack.url}${p}`, { headers: { authorization: `Bearer ${token}` } })).json();
 
     // Ada's voice samples: the label's segments with an embedding (the fake ML sends one with
     // every live segment), the same the REST list gives.
@@ -335,7 +363,9 @@ describe('developer console in Chromium', () => {
     expect(await page.textContent('#speaker-message')).toContain('A person named “Ada” already exists');
     await shot('09-use-existing-person');
     await page.click('.speaker-use-existing[data-label="SPEAKER_0"]');
-    await expect.poll(() => page.textContent('.speaker[data-label="SPEAKER_0"] .speaker-current')).toContain('Ada');
+    await expect
+      .poll(() => page.textContent('.speaker[data-label="SPEAKER_0"] .speaker-current'), { timeout: 10_000 })
+      .toContain('Ada');
     expect((await rest(`/meetings/${meetingId}/speaker-labels`)).items[0]).toMatchObject({
       speaker_label: 'SPEAKER_0',
       person_id: ada,
@@ -435,6 +465,33 @@ describe('developer console in Chromium', () => {
       highest_contiguous_sequence: final.captured - 1,
     });
 
+    // A second take of the meeting: both are listed, the newest plays, and the first can be played again.
+    await page.goBack();
+    await expect.poll(() => page.getAttribute('.meeting', 'data-id')).toBe(meetingId);
+    await page.waitForSelector('#conn-state.ready');
+    await page.click('#record-start');
+    await until('second take', snapshot, (s) => s.phase === 'recording' && s.captured >= 20, 30_000);
+    await page.click('#record-stop');
+    const second = await until('finalized', snapshot, (s) => s.phase === 'finalized' || s.phase === 'failed', 60_000);
+    expect(second).toMatchObject({ phase: 'finalized', audioVersion: rec.audio_version + 1 });
+    const takes = (await rest(`/meetings/${meetingId}/recording/takes`)).items as { audio_version: number }[];
+    expect(takes.map((t) => t.audio_version)).toEqual([rec.audio_version, rec.audio_version + 1]);
+    await expect
+      .poll(() => page.locator('#takes .take').evaluateAll((els) => els.map((e) => e.getAttribute('data-version'))))
+      .toEqual(takes.map((t) => String(t.audio_version)));
+    await expect
+      .poll(() => page.getAttribute('#takes .take.playing', 'data-version'))
+      .toBe(String(second.audioVersion));
+    await page.click(`.take-play[data-version="${rec.audio_version}"]`);
+    await expect.poll(() => page.getAttribute('#takes .take.playing', 'data-version')).toBe(String(rec.audio_version));
+    await page.waitForFunction(
+      (frames) => Math.abs((document.querySelector('#audio') as HTMLAudioElement).duration - frames / 10) < 0.5,
+      final.captured,
+      { timeout: 20_000 },
+    );
+    expect(await page.textContent('#audio-info')).toContain(`take ${rec.audio_version}`);
+    await shot('10b-takes');
+
     // The whole way, the page's only failed request is the 409 it was meant to get: nothing
     // polled for audio or a recording that did not exist yet.
     expect(failedRequests).toEqual(['POST /people 409']);
@@ -527,6 +584,33 @@ describe('developer console in Chromium', () => {
     expect(saved).toMatchObject({ id: first.id, text: 'Corrected in the console' });
     await shot('12-segment-edited');
 
+    // The second segment moves to the other speaker label (PATCH speaker_label); the server has it.
+    const [, other] = (await rest(`/transcriptions/${transcription.id}/segments?limit=2`)).items;
+    const moved = page.locator(`.segment[data-id="${other.id}"]`);
+    await moved.locator('.segment-edit-open').click();
+    await moved.locator('.segment-speaker').selectOption('SPEAKER_0');
+    await moved.locator('.segment-save').click();
+    await expect.poll(() => moved.locator('.speaker').textContent()).toBe('SPEAKER_0');
+    expect(await rest(`/transcript-segments/${other.id}`)).toMatchObject({
+      speaker_label: 'SPEAKER_0',
+      text: other.text,
+    });
+
+    // Changed elsewhere while the editor is open: the save answers 412, the row says so, and
+    // reload shows the other change (which the page's save did not overwrite).
+    await moved.locator('.segment-edit-open').click();
+    await moved.locator('.segment-editor[data-etag]').waitFor();
+    await call('PATCH', `/transcript-segments/${other.id}`, { text: 'Changed in another tab' });
+    await moved.locator('.segment-edit').fill('Changed in the console');
+    await moved.locator('.segment-save').click();
+    await expect.poll(() => moved.locator('.segment-message').textContent()).toContain('Changed elsewhere, reload');
+    expect(await moved.locator('.segment-message').isVisible()).toBe(true);
+    await shot('12b-changed-elsewhere');
+    expect(await rest(`/transcript-segments/${other.id}`)).toMatchObject({ text: 'Changed in another tab' });
+    await moved.locator('.segment-reload').click();
+    await expect.poll(() => moved.locator('.text').textContent()).toBe('Changed in another tab');
+    expect(await moved.locator('.segment-editor').count()).toBe(0);
+
     // A second transcription: the newest is shown, and the first can be chosen again.
     const second = await call('POST', `/meetings/${meetingId}/transcriptions`);
     const again = [{ speaker_label: 'SPEAKER_0', text: 'A second pass of the budget', start_ms: 0, end_ms: 2000 }];
@@ -536,6 +620,6 @@ describe('developer console in Chromium', () => {
     await expect.poll(() => page.locator('.segment .text').first().textContent()).toBe('A second pass of the budget');
     await page.selectOption('#transcription-select', transcription.id);
     await expect.poll(() => page.locator('.segment .text').first().textContent()).toBe('Corrected in the console');
-    expect(failedRequests.slice(failedBefore)).toEqual([]);
+    expect(failedRequests.slice(failedBefore)).toEqual([`PATCH /transcript-segments/${other.id} 412`]);
   }, 120_000);
 });

@@ -16,7 +16,6 @@ export class SegmentEditor {
   /** An editor for the segment's text and speaker label (one of `labels`, the meeting's). */
   open(segment: Segment, labels: string[]): HTMLElement {
     const opened = this.api.segment(segment.id);
-    opened.catch(() => undefined); // its failure is shown on save
     const input = h('input', { class: 'segment-edit', value: segment.text, 'aria-label': 'segment text' });
     const current = segment.speaker_label ?? '';
     const speaker = h(
@@ -47,7 +46,7 @@ export class SegmentEditor {
     };
     input.addEventListener('keydown', (e) => e.key === 'Enter' && void save());
     queueMicrotask(() => input.focus());
-    return h(
+    const el = h(
       'span',
       { class: 'segment-editor' },
       input,
@@ -56,5 +55,8 @@ export class SegmentEditor {
       h('button', { class: 'link segment-cancel', onclick: () => this.onDone(segment) }, 'Cancel'),
       message,
     );
+    // data-etag: the version this edit applies to is known (a test waits for it).
+    opened.then(({ etag }) => el.setAttribute('data-etag', etag ?? ''), () => undefined);
+    return el;
   }
 }
