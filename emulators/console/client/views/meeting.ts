@@ -39,11 +39,11 @@ export class MeetingView {
     taskCadenceSegments: number,
   ) {
     const meetingId = (this.meetingId = meeting.id);
-    const editor = new SegmentEditor(api, (saved) => {
-      this.transcript.closeEditor(saved ?? undefined);
-      if (saved)
-        this.renderSpeakers(); // a moved segment may change the labels
-      else void this.reloadSegments();
+    const editor = new SegmentEditor(api, (end) => {
+      this.transcript.closeEditor(typeof end === 'object' ? end.saved : undefined);
+      // A moved segment may change the labels; after a 412 the transcript is read again.
+      if (end === 'reload') void this.reloadSegments();
+      else this.renderSpeakers();
     });
     this.transcript = new TranscriptPane((segment, labels) => editor.open(segment, labels));
     this.exports = new ExportBar(api);

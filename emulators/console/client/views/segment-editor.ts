@@ -6,11 +6,13 @@ import { ApiProblem, type Api } from '../api';
 import type { Segment } from '../types';
 import { errText, fill, h } from './dom';
 
+/** How an edit ended: saved (the segment as the server has it), cancelled, or lost to a change elsewhere (412). */
+export type EditEnd = { saved: Segment } | 'cancelled' | 'reload';
+
 export class SegmentEditor {
   constructor(
     private readonly api: Api,
-    /** The segment as saved (to show it), the one opened (cancel), or null after a 412 (to reload). */
-    private readonly onDone: (segment: Segment | null) => void,
+    private readonly onDone: (end: EditEnd) => void,
   ) {}
 
   /** An editor for the segment's text and speaker label (one of `labels`, the meeting's). */
@@ -31,16 +33,16 @@ export class SegmentEditor {
         ...(input.value !== segment.text ? { text: input.value } : {}),
         ...(speaker.value && speaker.value !== current ? { speaker_label: speaker.value } : {}),
       };
-      if (!Object.keys(patch).length) return this.onDone(segment);
+      if (!Object.keys(patch).length) return this.onDone('cancelled');
       try {
         const { etag } = await opened;
-        this.onDone((await this.api.updateSegment(segment.id, patch, etag)).segment);
+        this.onDone({ saved: (await this.api.updateSegment(segment.id, patch, etag)).segment });
       } catch (err) {
         if (!(err instanceof ApiProblem && err.status === 412)) return void (message.textContent = errText(err));
         fill(
           message,
           'Changed elsewhere, reload. ',
-          h('button', { class: 'link segment-reload', onclick: () => this.onDone(null) }, 'reload'),
+          h('button', { class: 'link segment-reload', onclick: () => this.onDone('reload') }, 'reload'),
         );
       }
     };
@@ -52,11 +54,14 @@ export class SegmentEditor {
       input,
       speaker,
       h('button', { class: 'segment-save', onclick: () => void save() }, 'Save'),
-      h('button', { class: 'link segment-cancel', onclick: () => this.onDone(segment) }, 'Cancel'),
+      h('button', { class: 'link segment-cancel', onclick: () => this.onDone('cancelled') }, 'Cancel'),
       message,
     );
     // data-etag: the version this edit applies to is known (a test waits for it).
-    opened.then(({ etag }) => el.setAttribute('data-etag', etag ?? ''), () => undefined);
+    opened.then(
+      ({ etag }) => el.setAttribute('data-etag', etag ?? ''),
+      () => undefined,
+    );
     return el;
   }
 }
