@@ -27,7 +27,9 @@ export const SECTION_END = '<!-- end of generated section -->';
  */
 export function writeSection(title: string, body: string, file = 'BENCHMARKS.md') {
   const header =
-    '# Benchmarks\n\nWritten by `npm run bench:*`; each section is replaced by its own run. Ratios compare against a baseline measured in the same run on the same machine.\n';
+    '# Benchmarks\n\nWritten by `npm run bench:*`; each section is replaced by its own run, up to its ' +
+    '`end of generated section` comment (hand-written notes go in sections of their own, titled "(written by hand)"). ' +
+    'Ratios compare against a baseline measured in the same run on the same machine.\n';
   const current = existsSync(file) ? readFileSync(file, 'utf8') : header;
   const machine = `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
   const section = `## ${title}\n\n_Run ${new Date().toISOString()} on ${machine}._\n\n${body.trim()}\n\n${SECTION_END}`;
