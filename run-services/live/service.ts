@@ -116,6 +116,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
   let state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   let subscription: { close(): Promise<void> } | null = null;
   let presenceTimer: NodeJS.Timeout | null = null;
+  let markTimer: NodeJS.Timeout | null = null;
   let unwatchOutbox = () => {};
   let catchUpTimer: NodeJS.Timeout | null = null;
   let stopped: Promise<void> | null = null;
@@ -319,9 +320,20 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
 
     async start() {
       if (state !== 'new') return;
+      if (!broadcast) {
+        // Marked alive before its topic exists: the sweep deletes the topics of unmarked instances
+        // (one that died without shutting down), listing them before it reads the marks.
+        const instanceTtlMs = config.LIVE_INSTANCE_TTL_SECONDS * 1000;
+        const mark = () => coordination.markInstance(instanceId, instanceTtlMs);
+        await mark();
+        markTimer = setInterval(() => {
+          mark().catch((err) => log.warn({ err: (err as Error).message }, 'could not renew the instance mark'));
+        }, instanceTtlMs / 3);
+      }
       // In the cloud too the instance makes (and on shutdown deletes) its own topic.
-      if (!broadcast) await rt.bus.ensureTopic(ownTopic);
-      subscription = await rt.bus.subscribeInstance(broadcast ? topic : ownTopic, instanceId, onBusMessage);
+      subscription = broadcast
+        ? await rt.bus.subscribeInstance(topic, instanceId, onBusMessage)
+        : await rt.bus.subscribeInstance(ownTopic, instanceId, onBusMessage, { ownsTopic: true });
       sessions.startHeartbeat();
       presenceTimer = setInterval(() => {
         for (const conn of connections) {
@@ -344,6 +356,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         const wasRunning = state === 'running';
         state = 'stopping';
         if (presenceTimer) clearInterval(presenceTimer);
+        if (markTimer) clearInterval(markTimer);
         sessions.stopHeartbeat();
         if (catchUpTimer) clearInterval(catchUpTimer);
         unwatchOutbox();
@@ -367,7 +380,10 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
           await settleWithin(Promise.all(users.map(letGo)), 1_000);
         }
         await settleWithin(subscription?.close() ?? Promise.resolve(), 2_000);
-        if (!broadcast) await settleWithin(rt.bus.deleteTopic(ownTopic), 1_000);
+        if (!broadcast) {
+          await settleWithin(rt.bus.deleteTopic(ownTopic), 1_000);
+          await settleWithin(coordination.unmarkInstance(instanceId), 1_000);
+        }
         if (!opts.coordination) await settleWithin(coordination.close(), 1_000);
         wss.close();
         state = 'stopped';
