@@ -7,7 +7,9 @@
 // bus messages received per second, bus messages per event (messages received by the fleet per
 // event produced), CPU per durable frame. Both designs in the same run: targeted (each instance's
 // own topic, addressed by presence) and broadcast (one topic every instance reads, the design
-// before). BENCH_USERS (per instance, default 20), BENCH_SECONDS (default 15).
+// before). BENCH_USERS (per instance, default 8: eight instances of 20 users could not start on
+// this shared 2-core machine; a multiple of 4 gives every instance the same spread), BENCH_SECONDS
+// (default 15).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -56,10 +58,11 @@ async function measure(
   try {
     const url = (i: number) => `ws://127.0.0.1:${servers[i % n].port}/ws`;
     const made = await makeRecordings(stack.db, n * users);
+    // User j lives on instance j % n; every REMOTE_VIEWER_EVERY-th user of each instance also has a tab on the next.
     const recordings: Plan['recordings'] = made.map((r, j) => ({
       ...r,
       wsUrl: url(j),
-      viewers: j % REMOTE_VIEWER_EVERY === 0 ? [url(j), url(j + 1)] : [url(j)],
+      viewers: Math.floor(j / n) % REMOTE_VIEWER_EVERY === 0 ? [url(j), url(j + 1)] : [url(j)],
     }));
     const planFile = path.join(dir, `plan-${design}-${n}.json`);
     writeFileSync(planFile, JSON.stringify({ mode: 'live', seconds, recordings } satisfies Plan));
@@ -110,7 +113,7 @@ const rowOf = (p: Point): Row =>
       };
 
 async function main(): Promise<void> {
-  const users = Number(process.env.BENCH_USERS ?? 20);
+  const users = Number(process.env.BENCH_USERS ?? 8);
   const seconds = Number(process.env.BENCH_SECONDS ?? 15);
   const dir = mkdtempSync(path.join(tmpdir(), 'mi-bench-fanout-'));
   const stack = await startStack();
@@ -141,15 +144,40 @@ async function main(): Promise<void> {
     // produces at the same rate), so the machine's pace in each window does not enter the ratio.
     const perEvent = (p: Point) => p.busPerEvent;
     const perSecond = (p: Point) => p.busPerInstancePerSecond;
+    const t = (design: Point['design'], figure: (p: Point) => number) => times(ratio(design, 2, figure));
     const body = [
-      `fan-out: ${times(ratio('targeted', 2, perEvent))} bus messages per instance at 8 instances against 2`,
-      `per instance per second, at 8 against 2: targeted ${times(ratio('targeted', 2, perSecond))}, broadcast ${times(ratio('broadcast', 2, perSecond))}; broadcast per event produced: ${times(ratio('broadcast', 2, perEvent))}`,
+      `fan-out: ${t('targeted', perEvent)} bus messages per instance at 8 instances against 2`,
+      `per instance per second, at 8 against 2: targeted ${t('targeted', perSecond)}, ` +
+        `broadcast ${t('broadcast', perSecond)}; broadcast per event produced: ${t('broadcast', perEvent)}`,
       '',
-      `Baseline 2 instances, not 1: with targeted delivery a single instance holds every tab of its users and receives no bus message at all (0 per second), so "against 1" divides by zero. The line's figure is bus messages received per instance per event an instance produces (the fleet's messages per event produced; with the same users per instance at every N it is messages per instance per second divided by the per-instance event rate), which takes out how fast the shared machine let each window's recordings progress; the per-second ratios are printed beside it.`,
+      [
+        'Baseline 2 instances, not 1: with targeted delivery a single instance holds every tab of its users',
+        'and receives no bus message at all (0 per second), so "against 1" divides by zero. The',
+        "line's figure is bus messages received per instance per event an instance produces (the",
+        "fleet's messages per event produced; with the same users per instance at every N it is",
+        'messages per instance per second divided by the per-instance event rate), which takes out how',
+        "fast the shared machine let each window's recordings progress; the per-second ratios are",
+        'printed beside it.',
+      ].join(' '),
       '',
-      `${users} users per instance, each recording (10 frames/s of 16 kHz PCM, a progress event per 2 s segment) on its home instance with a viewer tab there; every ${REMOTE_VIEWER_EVERY}th user has a second viewer tab on the next instance. ${seconds} s per point. The live service's deployable bundle, LIVE_WORKERS=1, one process per instance, not pinned (the instances share this machine's cores); ${stack.engineLabel}, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator and an ML sink in other processes. The two designs alternate at each size.`,
+      [
+        `${users} users per instance, each recording (10 frames/s of 16 kHz PCM, a progress event per 2 s`,
+        'segment) on its home instance with a viewer tab there; every',
+        `${REMOTE_VIEWER_EVERY}th user of each instance has a second viewer tab on the next instance.`,
+        `${seconds} s per point. The live service's deployable bundle, LIVE_WORKERS=1, one process per`,
+        "instance, not pinned (the instances share this machine's cores);",
+        `${stack.engineLabel}, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator and`,
+        'an ML sink in other processes. The two designs alternate at each size.',
+      ].join(' '),
       '',
-      "Bus messages / s per instance: what one instance's subscription received (events and presence notices), per second of the window. Bus messages per event: messages the whole fleet received per event the fleet produced (an event for a tab on the producing instance is delivered in-process and costs none). Of them for no user held: messages for a user the instance holds no connection of. CPU per durable frame: all instances' CPU time (/proc) over the window per frame acknowledged.",
+      [
+        "Bus messages / s per instance: what one instance's subscription received (events and presence",
+        'notices), per second of the window. Bus messages per event: messages the whole fleet received',
+        'per event the fleet produced (an event for a tab on the producing instance is delivered',
+        'in-process and costs none). Of them for no user held: messages for a user the instance holds',
+        "no connection of. CPU per durable frame: all instances' CPU time (/proc) over the window per",
+        'frame acknowledged.',
+      ].join(' '),
       '',
       '**Targeted (EVENT_FANOUT=targeted, the default)**',
       '',
