@@ -118,4 +118,23 @@ describe('a live instance that died', () => {
     recorder.close();
     moved.close();
   });
+
+  it('should recreate the topic and subscription of a running instance that lost them, and be addressed again', async () => {
+    const own = instanceTopic(a.config.PUBSUB_TOPIC_EVENTS, b.live.instanceId);
+    await b.rt.bus.deleteTopic(own); // as the sweep would, had b's mark lapsed
+    await vi.waitFor(
+      async () => {
+        expect(await topicNames()).toContain(own);
+        expect(await subscriptionNames()).toContain(instanceSubscriptionName(own, b.live.instanceId));
+      },
+      { timeout: 30_000, interval: 250 },
+    );
+    const v = await token(a.config, 'cleanup-v');
+    const tab = await TestClient.connect(b.wsUrl, v);
+    const before = b.live.fanout.busMessages;
+    const meetingId = await createMeeting(a, v); // addressed to b over its recreated topic
+    await tab.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+    await vi.waitFor(() => expect(b.live.fanout.busMessages).toBeGreaterThan(before));
+    tab.close();
+  });
 });
