@@ -61,7 +61,8 @@ const seqsOf = (client: TestClient) =>
   client.messages.filter((m: Message) => typeof m.seq === 'number').map((m) => m.seq as number);
 
 describe('a live instance that died', () => {
-  it('should lose no event of a tab that moves away, and the sweep should delete its topic and subscription but keep the topics of running instances', async () => {
+  const afterDeath = 'should lose no event of a tab that moves away; the sweep deletes its topic and subscription';
+  it(`${afterDeath} and should keep the topics of running instances`, async () => {
     const events = a.config.PUBSUB_TOPIC_EVENTS;
     const dead = await startServer({ ...env, DATABASE_URL: database.url }, 1, children);
     const deadId = dead.instances[0].instance;
@@ -119,7 +120,7 @@ describe('a live instance that died', () => {
     moved.close();
   });
 
-  it('should recreate the topic and subscription of a running instance that lost them, and be addressed again', async () => {
+  it('should recreate the lost topic and subscription of a running instance and address it again', async () => {
     const own = instanceTopic(a.config.PUBSUB_TOPIC_EVENTS, b.live.instanceId);
     await b.rt.bus.deleteTopic(own); // as the sweep would, had b's mark lapsed
     await vi.waitFor(
