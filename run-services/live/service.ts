@@ -327,11 +327,13 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         // Marked alive before its topic exists: the sweep deletes the topics of unmarked instances
         // (one that died without shutting down), listing them before it reads the marks.
         const instanceTtlMs = config.LIVE_INSTANCE_TTL_SECONDS * 1000;
-        const mark = () => coordination.markInstance(instanceId, instanceTtlMs);
+        // Best effort: an instance whose topic was taken recreates it (bus.ts) and catches up.
+        const mark = () =>
+          coordination
+            .markInstance(instanceId, instanceTtlMs)
+            .catch((err) => log.warn({ err: (err as Error).message }, 'could not write the instance mark'));
         await mark();
-        markTimer = setInterval(() => {
-          mark().catch((err) => log.warn({ err: (err as Error).message }, 'could not renew the instance mark'));
-        }, instanceTtlMs / 3);
+        markTimer = setInterval(mark, instanceTtlMs / 3);
       }
       // In the cloud too the instance makes (and on shutdown deletes) its own topic.
       subscription = broadcast
