@@ -5,7 +5,7 @@
 import type { WebSocket } from 'ws';
 import type { Config } from '@mi/lib/config';
 import type { Logger } from '@mi/lib/telemetry/log';
-import type { StreamingStart } from '@mi/lib/ml/contract';
+import type { StreamingStart } from './protocol';
 import { ok, type RestClient } from '@mi/client';
 import {
   FRAME_MS,

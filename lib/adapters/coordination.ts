@@ -31,6 +31,12 @@ export interface Coordination {
   countPresence(userId: string): Promise<number>;
   /** The instances holding an unexpired connection of the user: where the user's events must go. */
   presenceInstances(userId: string): Promise<string[]>;
+  /** Marks a live instance alive for ttlMs more (renewed while it runs; it owns a topic while marked). */
+  markInstance(instanceId: string, ttlMs: number): Promise<void>;
+  /** A clean shutdown's end: the instance's mark goes. */
+  unmarkInstance(instanceId: string): Promise<void>;
+  /** The instances whose mark has not lapsed. */
+  markedInstances(): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -111,6 +117,7 @@ export function createCoordination(opts: {
   const leases = db.collection(`${prefix}leases`);
   const connections = (userId: string) =>
     db.collection(`${prefix}presence`).doc(docId(userId)).collection('presence_connections');
+  const instances = db.collection(`${prefix}instances`);
 
   const readState = (data: DocumentData | undefined): LeaseState | undefined =>
     data && {
@@ -181,6 +188,17 @@ export function createCoordination(opts: {
     async presenceInstances(userId) {
       const snap = await connections(userId).where('expires_at', '>', Timestamp.now()).select('instance_id').get();
       return [...new Set(snap.docs.map((d) => d.get('instance_id') as string))];
+    },
+    async markInstance(instanceId, ttlMs) {
+      const expires = Timestamp.fromMillis(Date.now() + ttlMs);
+      await instances.doc(docId(instanceId)).set({ instance_id: instanceId, expires_at: expires });
+    },
+    async unmarkInstance(instanceId) {
+      await instances.doc(docId(instanceId)).delete();
+    },
+    async markedInstances() {
+      const snap = await instances.where('expires_at', '>', Timestamp.now()).select('instance_id').get();
+      return snap.docs.map((d) => d.get('instance_id') as string);
     },
     async close() {
       await db.terminate();
