@@ -473,7 +473,7 @@ describe('terraform', () => {
     const ttl = res(m, 'google_firestore_field', 'ttl');
     expect(ttl.ttl_config).toHaveLength(1);
     expect(ttl.for_each).toBe('${toset(var.ttl_collections)}');
-    expect(varDefault(m, 'ttl_collections')).toEqual(['live_leases', 'presence_connections']);
+    expect(varDefault(m, 'ttl_collections')).toEqual(['live_leases', 'presence_connections', 'live_instances']);
     expect(varDefault(m, 'ttl_field')).toBe('expires_at');
   });
 

@@ -15,6 +15,7 @@ export function createMemoryCoordination(): Coordination {
   const leases = new Map<string, LeaseState>();
   // userId → connectionId → where and until when
   const presence = new Map<string, Map<string, { instanceId: string; expiresAt: number }>>();
+  const marks = new Map<string, number>(); // instanceId → expiresAt
 
   const change = (key: string, next: LeaseState | null) => {
     if (next) leases.set(key, next);
@@ -58,9 +59,20 @@ export function createMemoryCoordination(): Coordination {
       for (const p of present) await this.addPresence(p.userId, p.connectionId, owner, presenceTtlMs);
       return new Map(leaseKeys.map((k) => [k, change(k, beatLease(leases.get(k), owner, leaseTtlMs, now))]));
     },
+    async markInstance(instanceId, ttlMs) {
+      marks.set(instanceId, Date.now() + ttlMs);
+    },
+    async unmarkInstance(instanceId) {
+      marks.delete(instanceId);
+    },
+    async markedInstances() {
+      const now = Date.now();
+      return [...marks].filter(([, expiresAt]) => expiresAt > now).map(([id]) => id);
+    },
     async close() {
       leases.clear();
       presence.clear();
+      marks.clear();
     },
   };
 }

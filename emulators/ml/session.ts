@@ -254,7 +254,7 @@ export class StreamingSession {
             path: { id: meeting_id },
             header: { 'idempotency-key': stableUuid(transcription_id, 'talking-point', w) },
           },
-          body: { content: talkingPointText(w, texts), is_final: false },
+          body: { content: talkingPointText(texts), is_final: false },
           headers: this.trace,
         }),
       );

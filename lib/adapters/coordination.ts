@@ -41,6 +41,12 @@ export interface Coordination {
    * presence. Returns each key's lease, null where another owner holds it now.
    */
   heartbeat(beat: Heartbeat): Promise<Map<string, Lease | null>>;
+  /** Marks a live instance alive for ttlMs more (renewed while it runs; it owns a topic while marked). */
+  markInstance(instanceId: string, ttlMs: number): Promise<void>;
+  /** A clean shutdown's end: the instance's mark goes. */
+  unmarkInstance(instanceId: string): Promise<void>;
+  /** The instances whose mark has not lapsed. */
+  markedInstances(): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -137,6 +143,7 @@ export function createCoordination(opts: {
   const leases = db.collection(`${prefix}leases`);
   const connections = (userId: string) =>
     db.collection(`${prefix}presence`).doc(docId(userId)).collection('presence_connections');
+  const instances = db.collection(`${prefix}instances`);
 
   const readState = (data: DocumentData | undefined): LeaseState | undefined =>
     data && {
@@ -235,6 +242,17 @@ export function createCoordination(opts: {
         commits.push(beat(leased, presence.slice(from, from + HEARTBEAT_DOCS - leased.length)));
       }
       return new Map((await Promise.all(commits)).flat());
+    },
+    async markInstance(instanceId, ttlMs) {
+      const expires = Timestamp.fromMillis(Date.now() + ttlMs);
+      await instances.doc(docId(instanceId)).set({ instance_id: instanceId, expires_at: expires });
+    },
+    async unmarkInstance(instanceId) {
+      await instances.doc(docId(instanceId)).delete();
+    },
+    async markedInstances() {
+      const snap = await instances.where('expires_at', '>', Timestamp.now()).select('instance_id').get();
+      return snap.docs.map((d) => d.get('instance_id') as string);
     },
     async close() {
       await db.terminate();
