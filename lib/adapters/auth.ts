@@ -2,7 +2,9 @@
 // IDENTITY_SECRET_KEY in development/test, JWKS in staging/production), serviceAuth is the
 // SERVICE_AUTH_TOKEN compared in constant time (or SERVICE_AUTH_TOKEN_PREVIOUS while a rotation
 // lasts), or a Google-signed ID token of an ML service account (ML_SERVICE_ACCOUNT_EMAILS, checked
-// by google-auth-library). Missing/invalid → 401; the wrong scheme → 403.
+// by google-auth-library). In staging/production with ML_SERVICE_ACCOUNT_EMAILS set, only the ID
+// token is: the shared token is refused (401) so a leaked copy cannot act as the service.
+// Missing/invalid → 401; the wrong scheme → 403.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { OAuth2Client } from 'google-auth-library';
 import { createRemoteJWKSet, decodeJwt, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose';
@@ -100,10 +102,20 @@ export function createAuthenticator(config: Config): Authenticator {
 
   const sharedTokens = [config.SERVICE_AUTH_TOKEN, config.SERVICE_AUTH_TOKEN_PREVIOUS].filter((t): t is string => !!t);
   const verifyServiceIdToken = googleIdTokenVerifier(config);
+  const idTokensOnly = !local && verifyServiceIdToken !== null;
 
   async function verify(token: string): Promise<Credential> {
     // Every shared token is compared, so the time taken does not say which one matched.
-    if (sharedTokens.map((t) => safeEqual(token, t)).includes(true)) return { scheme: 'service' };
+    if (sharedTokens.map((t) => safeEqual(token, t)).includes(true)) {
+      if (idTokensOnly) {
+        throw new DomainError(
+          'unauthorized',
+          `the shared service token is not accepted when APP_ENV=${config.APP_ENV}: authenticate with a ` +
+            'Google-signed ID token of an ML service account (ML_SERVICE_ACCOUNT_EMAILS), audience the core URL',
+        );
+      }
+      return { scheme: 'service' };
+    }
     if (verifyServiceIdToken && issuerOf(token) !== undefined && GOOGLE_ISSUERS.includes(issuerOf(token)!)) {
       await verifyServiceIdToken(token);
       return { scheme: 'service' };
