@@ -4,9 +4,9 @@
 // check reads the row FOR UPDATE, so it waits and then sees the change: 412, nothing written.
 // Without the FOR UPDATE the check passes on the old row and the write lands after the commit.
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startApi, type ApiHarness } from '../harness';
+import { lockWaits, outsideClient } from '../support/lock-waits';
 
 const native = inject('database').kind === 'native';
 if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
@@ -60,26 +60,12 @@ async function raceOutsideChange(
   value: string,
   request: () => Promise<{ status: number; text: string }>,
 ) {
-  const outside = new pg.Client({ connectionString: api.rt.db.pool.options.connectionString });
-  await outside.connect();
+  const outside = await outsideClient(api);
   try {
     await outside.query('BEGIN');
     await outside.query(`UPDATE ${table} SET ${field} = $2 WHERE id = $1`, [id, value]);
-    const pid = (await outside.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     const answer = request();
-    await expect
-      .poll(
-        async () =>
-          (
-            await api.rt.db.query<{ n: number }>(
-              'test.blocked',
-              'SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
-              [pid],
-            )
-          ).rows[0].n,
-        { timeout: 20_000, interval: 20 },
-      )
-      .toBe(1);
+    await lockWaits(api);
     await outside.query('COMMIT');
     return await answer;
   } finally {
