@@ -176,7 +176,9 @@ describe('disconnect grace', () => {
     client.close();
     const closedAt = Date.now();
     // The closed connection's frames are flushed well inside the grace, still recording meanwhile.
-    await vi.waitFor(async () => expect((await storedAudio(b, meetingId, 1)).sequences).toEqual(range(0, 3)));
+    await vi.waitFor(async () => expect((await storedAudio(b, meetingId, 1)).sequences).toEqual(range(0, 3)), {
+      timeout: 15_000,
+    });
     expect((await getRecording(b.rt.db, meetingId, 1))?.state).toBe('recording');
     await waitForState(b, meetingId, 'stopped');
     expect(Date.now() - closedAt).toBeGreaterThanOrEqual(GRACE_SECONDS * 1000 - 100);
@@ -201,7 +203,9 @@ describe('disconnect grace', () => {
       highest_contiguous_sequence: 9,
       missing_ranges: [],
     });
-    await vi.waitFor(async () => expect(await eventTypes(b, meetingId)).toContain('disconnect_grace_cancelled'));
+    await vi.waitFor(async () => expect(await eventTypes(b, meetingId)).toContain('disconnect_grace_cancelled'), {
+      timeout: 15_000,
+    });
     await sleep(GRACE_SECONDS * 1000 + 500); // outlives the cancelled grace timer: a stop it made would show now
     expect((await getRecording(b.rt.db, meetingId, 1))?.state).toBe('recording');
 
