@@ -9,7 +9,6 @@ import { createDatabase } from '@mi/lib/db/pool';
 import { applySchema } from '../../schema/apply';
 import { startApi, type ApiHarness } from '../harness';
 import type { TestDatabase } from '../support/database';
-import { lockWaits } from '../support/lock-waits';
 
 const native = inject('database').kind === 'native';
 if (!native)
@@ -84,7 +83,13 @@ describe.skipIf(!native)('timeouts and pool exhaustion', () => {
       const release = await lockMeeting(api.rt.db.pool.options.connectionString!, id);
       // The first request takes the only connection and waits on the lock.
       const waiting = api.request('PATCH', `/meetings/${id}`, { token: alice, body: { title: 'first' } });
-      await lockWaits(api);
+      // Polled on a connection of its own: the pool's only one is the waiting request's.
+      const watcher = new pg.Client({ connectionString: api.rt.db.pool.options.connectionString });
+      await watcher.connect();
+      const waits = `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND cardinality(pg_blocking_pids(pid)) > 0`;
+      await expect.poll(async () => (await watcher.query(waits)).rows[0].n, { timeout: 20_000 }).toBe(1);
+      await watcher.end();
       // The only connection is held until release: a 503 before it comes from the connect timeout.
       expect503(await api.request('GET', `/meetings/${id}`, { token: alice }));
       await release();

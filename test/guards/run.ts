@@ -12,7 +12,7 @@
 // for a guard in schema.sql: its removal must reach the template database, so that run starts its
 // own. Runs are one at a time: they share the source tree, and a removal made for one guard could
 // make another guard's test fail and hide a survival.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,23 +56,21 @@ export function findGuards(root = ROOT): Guard[] {
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** Runs the named tests on native PostgreSQL; true when vitest reports every one passed. */
-function testsPass(files: string[], names: string[], shared: string | undefined, output: string[] = []): boolean {
-  const run = spawnSync('npx', ['vitest', 'run', ...new Set(files), '-t', names.map(escapeRegExp).join('|')], {
+/**
+ * Runs the named tests on native PostgreSQL; true when vitest reports every one passed. Not
+ * spawnSync: the shared GCS emulator runs in this process and must keep answering meanwhile.
+ */
+async function testsPass(files: string[], names: string[], shared: string | undefined, show = false) {
+  const child = spawn('npx', ['vitest', 'run', ...new Set(files), '-t', names.map(escapeRegExp).join('|')], {
     cwd: ROOT,
     env: { ...process.env, TEST_DATABASE: 'native', ...(shared ? { TEST_SHARED_PARTS: shared } : {}) },
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
   });
-  output.push(run.stdout, run.stderr);
-  return run.status === 0 && !/no tests? (found|ran)/i.test(run.stdout + run.stderr) && /\d+ passed/.test(run.stdout);
-}
-
-/** testsPass, printing vitest's last lines when they do not pass (why the check failed). */
-function testsPassOrShow(files: string[], names: string[], shared: string | undefined): boolean {
-  const shown: string[] = [];
-  const ok = testsPass(files, names, shared, shown);
-  if (!ok) console.error(shown.join('\n').split('\n').slice(-60).join('\n'));
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  const ok = status === 0 && !/no tests? (found|ran)/i.test(out) && /\d+ passed/.test(out);
+  if (!ok && show) console.error(out.split('\n').slice(-60).join('\n')); // why the check failed
   return ok;
 }
 
@@ -83,17 +81,17 @@ async function main(): Promise<void> {
   process.env.TEST_DATABASE = 'native';
   const parts = await startSharedParts();
   try {
-    process.exitCode = proveAll(guards, JSON.stringify({ env: parts.env, engine: parts.engine }));
+    process.exitCode = await proveAll(guards, JSON.stringify({ env: parts.env, engine: parts.engine }));
   } finally {
     await parts.stop();
   }
 }
 
 /** The exit code: 0 when every guard's removal fails its test. */
-function proveAll(guards: Guard[], shared: string): number {
+async function proveAll(guards: Guard[], shared: string): Promise<number> {
   console.log(`${guards.length} guards; checking that their tests pass as the code is…`);
   const files = guards.map((g) => g.testFile);
-  if (!testsPassOrShow(files, guards.map((g) => g.testName), shared)) {
+  if (!(await testsPass(files, guards.map((g) => g.testName), shared, true))) {
     console.error("the guards' tests do not all pass on the unchanged code: fix them first");
     return 1;
   }
@@ -112,7 +110,7 @@ function proveAll(guards: Guard[], shared: string): number {
     writeFileSync(file, lines.join('\n'));
     let failed: boolean;
     try {
-      failed = !testsPass([g.testFile], [g.testName], g.file.endsWith('.sql') ? undefined : shared);
+      failed = !(await testsPass([g.testFile], [g.testName], g.file.endsWith('.sql') ? undefined : shared));
     } finally {
       writeFileSync(file, original);
       originals.delete(file);
