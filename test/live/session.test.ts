@@ -2,7 +2,7 @@
 // in order without duplicates, echo suppression by X-Client-Id, the send queue bound and the
 // connection lifetime (ReconnectAdvised, 1012).
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { appendEvent, type StoredEvent } from '@mi/lib/events/outbox';
 import { segmentEvent } from '@mi/lib/events/catalogue';
@@ -127,8 +127,10 @@ describe('events', () => {
       seq: expect.any(Number),
       occurred_at: expect.any(String),
     });
-    await sleep(300);
-    expect(daveClient.messages.filter((m) => m.type !== 'ready')).toEqual([]);
+    // Dave's own later event comes after anything misrouted to him on the same socket.
+    const daveMeeting = await createMeeting(core, dave);
+    await daveClient.waitFor((m) => m.type === 'EntityChanged' && m.id === daveMeeting);
+    expect(daveClient.messages.filter((m) => m.type !== 'ready' && m.meeting_id !== daveMeeting)).toEqual([]);
     carolClient.close();
     daveClient.close();
   });
@@ -140,14 +142,14 @@ describe('events', () => {
     const meetingId = await createMeeting(core, erin);
     await patchMeeting(core, erin, meetingId, 'from origin', origin.clientId);
     await patchMeeting(core, erin, meetingId, 'from elsewhere');
-    await other.waitFor(
+    const elsewhere = await other.waitFor(
       (m) =>
         m.type === 'EntityChanged' &&
         m.action === 'updated' &&
         entityEvents(other, meetingId).filter((e) => e.action === 'updated').length === 2,
     );
-    await origin.waitFor((m) => m.type === 'EntityChanged' && m.action === 'updated');
-    await sleep(300);
+    // Delivery is in seq order: once the later event is here, the skipped earlier one cannot follow.
+    await origin.waitFor((m) => m.seq === elsewhere.seq);
     expect(entityEvents(origin, meetingId).filter((e) => e.action === 'updated')).toHaveLength(1);
     origin.close();
     other.close();
@@ -164,10 +166,11 @@ describe('events', () => {
     for (let i = 0; i < 5; i++) await patchMeeting(core, frank, meetingId, `offline ${i}`);
     const back = await TestClient.connect(core.wsUrl, frank, { lastSeq: created.seq });
     for (let i = 0; i < 3; i++) await patchMeeting(core, frank, meetingId, `live ${i}`);
-    await back.waitFor(() => back.messages.filter((m) => m.seq !== undefined).length >= 8);
-    await sleep(500);
+    // One more live event: a duplicate of an earlier one would have come before it.
+    await patchMeeting(core, frank, meetingId, 'last');
+    await back.waitFor((m) => m.seq === created.seq + 9);
     const seqs = back.messages.filter((m) => m.seq !== undefined).map((m) => m.seq);
-    expect(seqs).toEqual(range(created.seq + 1, created.seq + 8));
+    expect(seqs).toEqual(range(created.seq + 1, created.seq + 9));
     back.close();
   });
 
@@ -193,14 +196,22 @@ describe('events', () => {
     await core.rt.events.publish([b]); // the later one first; the earlier one never published
     await client.waitFor((m) => m.seq === b.seq);
     await core.rt.events.publish([a]); // and now its late copy: a duplicate
-    await sleep(500);
+    // A later event published after the copy: the copy, if delivered, would have come first.
+    const [c] = await core.rt.db.withTransaction(async (tx) => [await appendEvent(tx, userId, body)]);
+    await core.rt.events.publish([c]);
+    await client.waitFor((m) => m.seq === c.seq);
     const seqs = client.messages.filter((m) => m.seq !== undefined).map((m) => m.seq);
-    expect(seqs).toEqual([created.seq, a.seq, b.seq]);
+    expect(seqs).toEqual([created.seq, a.seq, b.seq, c.seq]);
     client.close();
   });
 
   it('should close a client that stops reading once its send queue exceeds LIVE_SEND_QUEUE_BYTES', async () => {
-    const slow = await startInstance(database, { ...env, LIVE_SEND_QUEUE_BYTES: '65536' });
+    const logs: string[] = [];
+    const slow = await startInstance(
+      database,
+      { ...env, LIVE_SEND_QUEUE_BYTES: '65536', LOG_LEVEL: 'warn' },
+      { logDestination: { write: (line) => void logs.push(line) } },
+    );
     try {
       const hank = await token(slow.config, 'hank');
       const client = await TestClient.connect(slow.wsUrl, hank);
@@ -216,9 +227,12 @@ describe('events', () => {
         Promise.all(range(1, 60).map(() => appendEvent(tx, userId, big))),
       );
       await slow.rt.events.publish(events.sort((x, y) => x.seq - y.seq));
-      await sleep(3000); // the server gives up on it meanwhile; reading again shows how it ended
+      // The server gives up on it (its log says so); reading again shows how it ended.
+      await vi.waitFor(() => expect(logs.join('')).toContain('closing a client that does not read'), {
+        timeout: 20_000,
+      });
       (client.ws as unknown as { _socket: { resume(): void } })._socket.resume();
-      const { code } = await Promise.race([client.closed, sleep(20_000).then(() => ({ code: -1 }))]);
+      const { code } = await client.closed;
       expect([4413, 1006]).toContain(code);
       expect(client.ofType('TranscriptSegmentEvent').length).toBeLessThan(60);
     } finally {
@@ -246,6 +260,7 @@ describe('connection lifetime', () => {
       expect((await storedAudio(short, meetingId, 1)).sequences).toEqual(range(0, 4));
 
       // Grace 0 would stop a take whose client left; a client told to reconnect gets to come back.
+      // Proves a stop does NOT happen; nothing marks "grace timer skipped", so this waits past a 0 s grace.
       await sleep(300);
       const again = await TestClient.connect(short.wsUrl, ivan);
       expect(await again.resume(meetingId, 1)).toMatchObject({
