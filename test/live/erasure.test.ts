@@ -2,7 +2,7 @@
 // instance lets go of it (RecordingReleased not_recording) and deletes what it was still writing,
 // and afterwards no row of the user (any table, found through information_schema) and no object
 // under the meeting's prefixes remain.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { meetingObjectPrefixes } from '@mi/lib/objects/meeting-objects';
 import { runSweep } from '../../functions/sweep';
 import { rowsNaming } from '../support/rows-naming';
@@ -34,19 +34,23 @@ describe('DELETE /me during a live take', () => {
     const sender = (async () => {
       while (sending) {
         client.frame(seq++);
-        await sleep(20);
+        await sleep(20); // paces the sender: 50 frames a second
       }
     })();
-    await sleep(300);
+    await vi.waitFor(() => expect(seq).toBeGreaterThan(40), { timeout: 20_000 });
     const res = await fetch(`${instance.url}/me`, { method: 'DELETE', headers: { authorization: `Bearer ${user}` } });
     expect([204, 202]).toContain(res.status);
 
     const released = await client.waitFor((m) => m.type === 'RecordingReleased' && m.meeting_id === meetingId, 15_000);
     expect(released).toMatchObject({ audio_version: started.audio_version, reason: 'not_recording' });
-    await sleep(500); // frames after the release are refused, not stored
+    const atRelease = seq; // frames after the release are refused, not stored
+    await vi.waitFor(() => expect(seq).toBeGreaterThan(atRelease + 10), { timeout: 20_000 });
     sending = false;
     await sender;
-    await sleep(1_500); // anything the instance was still writing has been committed or deleted
+    // The instance has let go of the take: anything it was still writing has been committed or deleted.
+    await vi.waitFor(() => expect([...instance.live.recorders.values()].map((r) => r.state)).toEqual([]), {
+      timeout: 20_000,
+    });
     await runSweep(instance.rt, { erasureMinAgeMs: 0 }); // finishes an erasure answered with 202
 
     expect(await rowsNaming(instance.rt.db, [userId, meetingId, started.transcription_id])).toEqual([]);
@@ -63,7 +67,10 @@ describe('DELETE /me during a live take', () => {
     for (let seq = 0; seq < 20; seq++) client.frame(seq);
     await client.acked(meetingId, 19);
     client.send({ type: 'StopRecordingCommand', meeting_id: meetingId });
-    await sleep(300); // in the settle time: the take is stopping
+    // In the settle time: the take is stopping.
+    await vi.waitFor(() => expect([...instance.live.recorders.values()].map((r) => r.state)).toEqual(['settling']), {
+      timeout: 20_000,
+    });
     const res = await fetch(`${instance.url}/me`, { method: 'DELETE', headers: { authorization: `Bearer ${user}` } });
     expect(res.status).toBe(204);
     // The stop finds its take gone and lets go at once, instead of retrying its stop record.
