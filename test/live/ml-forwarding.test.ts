@@ -84,10 +84,15 @@ function open(forwardEveryMs: number): MlStream {
   });
 }
 
+/** Waits until the audio socket is open (frames sent before then are queued and go out in one burst). */
+async function sessionUp(s: MlStream): Promise<void> {
+  await expect.poll(() => (s as unknown as { open: boolean }).open, { timeout: 20_000 }).toBe(true);
+}
+
 async function sendAtRealTime(s: MlStream, frames: number): Promise<void> {
   for (let seq = 0; seq < frames; seq++) {
     s.send(frame(seq), seq);
-    await sleep(20);
+    await sleep(20); // paces the sender at a live take's rate
   }
 }
 
@@ -95,7 +100,7 @@ describe('ML forwarding', () => {
   it("should send a take's frames together each interval, in order and each its own message", async () => {
     stand = await standIn();
     stream = open(250);
-    await sleep(200); // the session is up
+    await sessionUp(stream);
     await sendAtRealTime(stream, 40);
     await expect.poll(() => stand!.seqs.length, { timeout: 5000 }).toBe(40);
     expect(stand.seqs).toEqual([...Array(40).keys()]);
@@ -106,7 +111,7 @@ describe('ML forwarding', () => {
   it('should write each frame at once with forwardEveryMs 0', async () => {
     stand = await standIn();
     stream = open(0);
-    await sleep(200);
+    await sessionUp(stream);
     await sendAtRealTime(stream, 20);
     await expect.poll(() => stand!.seqs.length, { timeout: 5000 }).toBe(20);
     expect(stand.reads).toBeGreaterThanOrEqual(15);
@@ -115,7 +120,7 @@ describe('ML forwarding', () => {
   it('should send the frames still waiting before the drain request', async () => {
     stand = await standIn();
     stream = open(2000);
-    await sleep(200);
+    await sessionUp(stream);
     for (let seq = 0; seq < 7; seq++) stream.send(frame(seq), seq);
     const drained = await stream.drain(3000);
     expect(drained).toMatchObject({ drained: true });
