@@ -10,7 +10,7 @@ describe('in-process coordination', () => {
     expect(results.filter(Boolean)).toHaveLength(1);
     const winner = results.find(Boolean)!.owner;
 
-    await sleep(150);
+    await sleep(150); // waits out the 100 ms lease this test took
     expect(await c.get('k')).toBeNull();
     expect(await c.acquire('k', 'z', 10_000)).toMatchObject({ owner: 'z', epoch: 2 });
     expect(await c.takeOver('k', winner, 10_000)).toMatchObject({ owner: winner, epoch: 3 });
@@ -25,7 +25,7 @@ describe('in-process coordination', () => {
     await c.addPresence('u', 'c1', 'i1', 10_000);
     await c.addPresence('u', 'c2', 'i2', 50);
     expect(await c.countPresence('u')).toBe(2);
-    await sleep(80);
+    await sleep(80); // waits out the 50 ms presence this test added
     expect(await c.countPresence('u')).toBe(1);
     expect(await c.removePresence('u', 'c1')).toBe(0);
   });

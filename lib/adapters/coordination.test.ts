@@ -46,7 +46,7 @@ describe('leases', () => {
     expect(await two.acquire(k, 'b', 400)).toBeNull();
     expect(await one.acquire(k, 'a', 400)).toMatchObject({ owner: 'a', epoch: 1 });
 
-    await sleep(500);
+    await sleep(500); // waits out the 400 ms lease this test took (a timer never fires early)
     expect(await one.get(k)).toBeNull();
     const taken = await two.acquire(k, 'b', 10_000);
     expect(taken).toMatchObject({ owner: 'b', epoch: 2 });
@@ -102,7 +102,7 @@ describe('the heartbeat (every lease and presence of an instance in one commit)'
     const before = Date.now();
     const leases = await beat(one, 'a', keys, 60_000, presence);
     // Every key, read back from Firestore: a lease left out of the commit would lapse in a second.
-    await sleep(1_100);
+    await sleep(1_100); // waits out the 1 s leases this test took
     const stored = await Promise.all(keys.map((k) => two.get(k)));
     for (const [i, k] of keys.entries()) {
       expect(leases.get(k)).toMatchObject({ key: k, owner: 'a', epoch: 1 });
@@ -134,7 +134,7 @@ describe('the heartbeat (every lease and presence of an instance in one commit)'
     await one.acquire(lapsed, 'a', 200);
     await one.acquire(released, 'a', 30_000);
     await one.release(released, 'a');
-    await sleep(300);
+    await sleep(300); // waits out the 200 ms lease this test took
     expect(await two.get(lapsed)).toBeNull();
 
     const leases = await beat(one, 'a', [lapsed, released], 30_000);
@@ -181,7 +181,7 @@ describe('presence', () => {
     await one.addPresence(user, 'short', 'instance-1', 300);
     await two.addPresence(user, 'long', 'instance-2', 30_000);
     expect(await two.countPresence(user)).toBe(2);
-    await sleep(400);
+    await sleep(400); // waits out the 300 ms presence this test added
     expect(await two.countPresence(user)).toBe(1);
     // A heartbeat re-adds it.
     await one.addPresence(user, 'short', 'instance-1', 30_000);

@@ -55,7 +55,7 @@ describe('feature flags', () => {
     await setUser('u-cache', { live_insights: false });
     expect(await flags.forUser('u-cache')).toEqual({ live_insights: true });
 
-    await sleep(600);
+    await sleep(600); // waits out the 500 ms cache TTL this test set (a timer never fires early)
     expect(await flags.forUser('u-cache')).toEqual({ live_insights: false });
   });
 

@@ -50,7 +50,7 @@ describe('GET /feature-flags', () => {
     expect((await flagsOf(carol)).flags.max_threads).toBe(3);
     await doc.set({ flags: { max_threads: 50 } });
     expect((await flagsOf(carol)).flags.max_threads).toBe(3);
-    await sleep(1_100);
+    await sleep(1_100); // waits out the 1 s cache TTL this file set (a timer never fires early)
     expect((await flagsOf(carol)).flags.max_threads).toBe(50);
   });
 
