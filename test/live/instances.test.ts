@@ -44,14 +44,32 @@ afterAll(async () => {
   await database?.close();
 });
 
-async function waitForState(instance: Instance, meetingId: string, state: string, timeoutMs = 15_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const rec = await getRecording(instance.rt.db, meetingId, 1);
-    if (rec?.state === state) return rec;
-    if (Date.now() > deadline) throw new Error(`take is ${rec?.state}, not ${state}`);
-    await sleep(100);
-  }
+function waitForState(instance: Instance, meetingId: string, state: string, timeoutMs = 15_000) {
+  return vi.waitFor(
+    async () => {
+      const rec = await getRecording(instance.rt.db, meetingId, 1);
+      expect(rec?.state).toBe(state);
+      return rec!;
+    },
+    { timeout: timeoutMs, interval: 100 },
+  );
+}
+
+/** Waits until the instance's take has received frame `seq` (frames are handled asynchronously). */
+function waitForReceived(instance: Instance, seq: number) {
+  return vi.waitFor(
+    () => {
+      const received = [...instance.live.recorders.values()].map(
+        (r) => (r as unknown as { received: { has(n: number): boolean } }).received,
+      );
+      expect(received.some((set) => set.has(seq))).toBe(true);
+    },
+    { timeout: 15_000 },
+  );
+}
+
+async function waitForEvent(instance: Instance, meetingId: string, type: string) {
+  await vi.waitFor(async () => expect(await eventTypes(instance, meetingId)).toContain(type), { timeout: 15_000 });
 }
 
 async function eventTypes(instance: Instance, meetingId: string): Promise<string[]> {
@@ -105,7 +123,7 @@ describe('two instances', () => {
     for (const seq of range(0, 29)) onA.frame(seq);
     await onA.acked(meetingId, 29);
     for (const seq of range(30, 34)) onA.frame(seq); // half a segment: still in A's buffer
-    await sleep(100);
+    await waitForReceived(a, 34);
 
     // A second tab resumes on B while the first tab is still connected to A.
     const onB = await TestClient.connect(b.wsUrl, t);
@@ -156,7 +174,7 @@ describe('disconnect grace', () => {
     const meetingId = await createMeeting(a, t);
     await client.start(meetingId);
     for (const seq of range(0, 6)) client.frame(seq); // less than a segment: written because the connection closed
-    await sleep(100);
+    await waitForReceived(a, 6);
     client.close();
     const rec = await waitForState(a, meetingId, 'stopped', 10_000);
     expect(rec.stop_reason).toBe('connection_closed');
@@ -172,7 +190,7 @@ describe('disconnect grace', () => {
     const meetingId = await createMeeting(b, t);
     await client.start(meetingId);
     for (const seq of range(0, 3)) client.frame(seq);
-    await sleep(100);
+    await waitForReceived(b, 3);
     client.close();
     const closedAt = Date.now();
     // The closed connection's frames are flushed well inside the grace, still recording meanwhile.
@@ -193,7 +211,7 @@ describe('disconnect grace', () => {
     for (const seq of range(0, 9)) client.frame(seq);
     await client.acked(meetingId, 9);
     client.close();
-    await sleep(500);
+    await waitForEvent(b, meetingId, 'disconnect_grace_started');
 
     const back = await TestClient.connect(b.wsUrl, t);
     const resumed = await back.resume(meetingId, 1);
@@ -203,10 +221,9 @@ describe('disconnect grace', () => {
       highest_contiguous_sequence: 9,
       missing_ranges: [],
     });
-    await vi.waitFor(async () => expect(await eventTypes(b, meetingId)).toContain('disconnect_grace_cancelled'), {
-      timeout: 15_000,
-    });
-    await sleep(GRACE_SECONDS * 1000 + 500); // outlives the cancelled grace timer: a stop it made would show now
+    await waitForEvent(b, meetingId, 'disconnect_grace_cancelled');
+    // Outlives the cancelled grace timer (this file's GRACE_SECONDS): a stop it made would show now.
+    await sleep(GRACE_SECONDS * 1000 + 500);
     expect((await getRecording(b.rt.db, meetingId, 1))?.state).toBe('recording');
 
     for (const seq of range(10, 14)) back.frame(seq);
@@ -221,9 +238,10 @@ describe('disconnect grace', () => {
     await client.start(meetingId);
     client.frame(0);
     client.close();
-    await sleep(300);
+    await waitForEvent(b, meetingId, 'disconnect_grace_started');
     const other = await TestClient.connect(a.wsUrl, t); // a tab on the other instance
-    await sleep(GRACE_SECONDS * 1000 + 500); // outlives the grace timer: a stop it made would show now
+    // Outlives the grace timer (this file's GRACE_SECONDS): a stop it made would show now.
+    await sleep(GRACE_SECONDS * 1000 + 500);
     expect((await getRecording(b.rt.db, meetingId, 1))?.state).toBe('recording');
 
     // Its last connection closing (on the other instance) starts the grace again.
