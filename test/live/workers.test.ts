@@ -60,7 +60,7 @@ async function until<T>(
     const v = await probe();
     if (v !== undefined) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
+    await sleep(100); // the poll's interval
   }
 }
 
@@ -95,7 +95,7 @@ describe('server.ts with two workers', () => {
     for (const seq of range(0, 29)) a.client.frame(seq);
     await a.client.acked(a.meetingId, 29);
     for (const seq of range(30, 34)) a.client.frame(seq);
-    await sleep(100);
+    await sleep(100); // kept: the worker is another process and says nothing about frames it holds unwritten
 
     // ...is resumed by a connection on worker Y (free once its own take stopped): Y takes it over,
     // X writes what it held and lets go.
@@ -171,7 +171,7 @@ describe('server.ts with two workers', () => {
     const clients = await recordingClients(server, t, 2);
     expect(new Set(clients.map((c) => c.owner)).size).toBe(2);
     for (const c of clients) for (const seq of range(0, 14)) c.client.frame(seq); // far less than a segment: all in memory
-    await sleep(300);
+    await sleep(300); // kept: the workers are other processes and say nothing about frames they hold unwritten
     for (const c of clients) expect((await storedAudio(rest, c.meetingId, 1)).rows).toHaveLength(0);
 
     server.process.kill('SIGTERM');
