@@ -1,7 +1,7 @@
 // Recording through /ws end to end: frames → stored segments + manifest → progress; gaps,
 // out-of-order and duplicate frames; the stop with its settle time; errors that keep the
 // connection open; max duration; ML forwarding, health and a hung ML's drain.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { getRecording } from '@mi/lib/repositories/recordings';
 import { listManifest } from '@mi/lib/repositories/manifest';
@@ -63,7 +63,7 @@ describe('recording', () => {
 
     for (let seq = 0; seq < 600; seq++) {
       client.frame(seq);
-      if (seq % 50 === 49) await sleep(5);
+      if (seq % 50 === 49) await sleep(5); // paces the burst (lets the server read between batches)
     }
     await client.acked(meetingId, 599);
 
@@ -133,7 +133,7 @@ describe('recording', () => {
       await client.start(meetingId);
       for (let seq = 0; seq < 25; seq++) {
         client.frame(seq);
-        await sleep(10);
+        await sleep(10); // paces the sender
       }
       // Acknowledged by the durable write (RECORDING_SEGMENT_TARGET_MS, 1 s), not the 60 s interval:
       // waited for at most half of that interval.
@@ -152,7 +152,10 @@ describe('recording', () => {
     await client.start(meetingId);
     const sent = range(0, 49).filter((s) => !(s >= 10 && s <= 14) && s !== 30);
     for (const seq of sent) client.frame(seq);
-    await sleep(1500);
+    // Every frame sent is stored: no later progress could acknowledge more than before.
+    await client.waitFor(
+      (m) => m.type === 'AudioStoredProgressEvent' && m.meeting_id === meetingId && m.frames_stored === sent.length,
+    );
     const progress = client.ofType('AudioStoredProgressEvent').filter((m) => m.meeting_id === meetingId);
     expect(progress.every((m) => m.highest_contiguous_sequence <= 9)).toBe(true);
 
@@ -194,7 +197,11 @@ describe('recording', () => {
     await client.start(meetingId);
     for (const seq of range(0, 9)) client.frame(seq);
     client.send({ type: 'StopRecordingCommand', meeting_id: meetingId });
-    await sleep(50); // inside RECORDING_STOP_SETTLE_MS (200)
+    // Inside RECORDING_STOP_SETTLE_MS (200): polled often, the window is short.
+    await vi.waitFor(() => expect([...core.live.recorders.values()].map((r) => r.state)).toContain('settling'), {
+      timeout: 20_000,
+      interval: 5,
+    });
     for (const seq of range(10, 14)) client.frame(seq);
     const stopped = await client.waitFor((m) => m.type === 'RecordingStopped');
     expect(stopped).toMatchObject({ reason: 'user', highest_contiguous_sequence: 14, missing_ranges: [] });
@@ -331,7 +338,10 @@ describe('ML service', () => {
     const meetingId = await createMeeting(core, alice);
     const client = await TestClient.connect(core.wsUrl, alice);
     await client.start(meetingId);
-    await sleep(200); // the ML session is up
+    await vi.waitFor(
+      () => expect(ml.sessions().some((s) => s.init.meeting_id === meetingId && s.socket !== null)).toBe(true),
+      { timeout: 20_000 },
+    );
     ml.setMode('hang');
     try {
       for (const seq of range(0, 29)) client.frame(seq);
