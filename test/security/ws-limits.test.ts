@@ -124,7 +124,7 @@ describe('frames that cannot be stored as they are', () => {
         code: 'bad_frame',
         ref: 'audio',
       });
-      await sleep(1_100); // one error per code a second
+      await sleep(1_100); // waits out the one-error-per-code-a-second throttle (a timer never fires early)
     }
     client.frame(1);
     expect(await client.stop(meetingId)).toMatchObject({ highest_contiguous_sequence: 1, missing_ranges: [] });
@@ -177,7 +177,7 @@ describe('frames that cannot be stored as they are', () => {
     });
     client.frame(1); // an edge: 2-3 remains, still 64 holes
     client.frame(2); // now an edge too: taken
-    await sleep(1_100); // one error per code a second
+    await sleep(1_100); // waits out the one-error-per-code-a-second throttle (a timer never fires early)
     from = client.messages.length;
     client.frame(6); // the middle of 5-7 is refused the same way
     expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
