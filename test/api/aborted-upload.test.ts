@@ -1,7 +1,7 @@
 // A client that goes away mid-body is a client abort, logged at info, not an unhandled error;
 // nothing of the partial body is stored.
 import http from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startApi, type ApiHarness } from '../harness';
 
 const lines: any[] = [];
@@ -29,6 +29,7 @@ function abortMidBody(path: string, headers: Record<string, string>, declared: n
       headers: { ...headers, 'content-length': String(declared) },
     });
     req.on('error', () => resolve());
+    // A slow peer: half the body, a pause, then gone.
     req.write(Buffer.alloc(declared / 2, 1), () => setTimeout(() => (req.destroy(), resolve()), 300));
   });
 }
@@ -41,7 +42,9 @@ describe('a client gone mid-body', () => {
       { authorization: `Bearer ${alice}`, 'content-type': 'audio/wav' },
       1_000_000,
     );
-    await new Promise((r) => setTimeout(r, 1_000));
+    await vi.waitFor(() => expect(lines.some((l) => l.message === 'client aborted the request')).toBe(true), {
+      timeout: 20_000,
+    });
     expect(lines.filter((l) => ['ERROR', 'CRITICAL'].includes(l.severity)).map((l) => l.message)).toEqual([]);
     expect(lines.find((l) => l.message === 'client aborted the request')).toMatchObject({
       severity: 'INFO',
