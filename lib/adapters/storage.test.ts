@@ -252,7 +252,7 @@ describe('ObjectStore on the GCS emulator', () => {
   it('should stop serving a signed URL once it expired', async () => {
     await store.write('signed/short', Buffer.from('short-lived'));
     const { url, expiresAt } = await store.signedReadUrl('signed/short', 1);
-    await sleep(Math.max(0, expiresAt.getTime() - Date.now()) + 1100);
+    await sleep(Math.max(0, expiresAt.getTime() - Date.now()) + 1100); // waits out the 1 s expiry this test set
     const res = await fetch(url);
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('<Code>ExpiredToken</Code>');

@@ -316,6 +316,7 @@ describe('fake ML batch pass', () => {
 
     // A redelivered message finds the transcription claimed and changes nothing.
     await api.rt.bus.publish(api.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message);
+    // Kept: a redelivery that changes nothing leaves no trace to wait for.
     await new Promise((r) => setTimeout(r, 1000));
     const after = await api.request('GET', `/transcriptions/${ids.transcriptionId}/status-history`, { token: user });
     expect(after.body.items).toHaveLength(4);
