@@ -68,12 +68,12 @@ describe('search vectors kept by trigger', () => {
       point: `'quarter':1B 'target':2B`,
     });
     await db.query(`UPDATE meeting SET title = 'Roadmap'`);
-    await db.query(`UPDATE transcript_segment SET text = 'Churn is down'`);
+    await db.query(`UPDATE transcript_segment SET text = 'Churn is rising'`);
     await db.query(`UPDATE note SET content = 'Pricing'`);
     await db.query(`UPDATE talking_point SET content = 'Launch date'`);
     expect(await vectors()).toEqual({
       meeting: `'roadmap':1A`,
-      segment: `'churn':1 'down':3`,
+      segment: `'churn':1 'rise':3`,
       note: `'price':1`,
       point: `'date':2B 'launch':1B`,
     });
