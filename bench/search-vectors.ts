@@ -20,6 +20,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const COMMITS = 200; // live commits per round
 const PUT_SIZE = 5_000;
 
+const GENERATED = `text_search tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED`;
 // round-3's column: generated, with the owner trigger on INSERT only.
 const TO_GENERATED = `
   DROP TRIGGER transcript_segment_derive ON transcript_segment;
@@ -32,7 +33,7 @@ const TO_GENERATED = `
   CREATE TRIGGER transcript_segment_set_user_id BEFORE INSERT ON transcript_segment
     FOR EACH ROW EXECUTE FUNCTION transcript_segment_set_user_id();
   ALTER TABLE transcript_segment DROP COLUMN text_search;
-  ALTER TABLE transcript_segment ADD COLUMN text_search tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED;
+  ALTER TABLE transcript_segment ADD COLUMN ${GENERATED};
   CREATE INDEX transcript_segment_user_id_text_search_idx ON transcript_segment USING gin (user_id, text_search);`;
 
 const WORDS = 'budget hiring plan quarter revenue roadmap launch customer churn pricing design review'.split(' ');
@@ -62,7 +63,8 @@ async function variant(engine: Awaited<ReturnType<typeof startTestEngine>>['engi
     `INSERT INTO meeting (user_id, title, source_type, start_time) VALUES ($1, 'l', 'recording', now()) RETURNING id`,
     [user],
   );
-  const tr = (m: string) => one(`INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`, [m]);
+  const tr = (m: string) =>
+    one(`INSERT INTO transcription (meeting_id, status) VALUES ($1, 'completed') RETURNING id`, [m]);
   return { url, admin, db: createDatabase(url, { max: 2 }), put: await tr(meeting), live: await tr(live) };
 }
 
@@ -75,7 +77,8 @@ const cpu = async (db: Database, fn: () => Promise<void>) => {
   return { cpu: clock() - c0, wall: performance.now() - t0 };
 };
 try {
-  if (engine.engine.kind !== 'native') throw new Error('bench:search-vectors measures server CPU: native PostgreSQL only');
+  if (engine.engine.kind !== 'native')
+    throw new Error('bench:search-vectors measures server CPU: native PostgreSQL only');
   const variants = { generated: await variant(engine.engine, true), trigger: await variant(engine.engine, false) };
   type Name = keyof typeof variants;
   const samples: Record<string, number[]> = {};
@@ -113,9 +116,7 @@ try {
   await big.admin.query('ALTER TABLE transcript_segment DROP COLUMN text_search');
   await big.admin.query('VACUUM ANALYZE transcript_segment');
   const rewrite = await cpu(big.db, async () => {
-    await big.admin.query(
-      `ALTER TABLE transcript_segment ADD COLUMN text_search tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED`,
-    );
+    await big.admin.query(`ALTER TABLE transcript_segment ADD COLUMN ${GENERATED}`);
   });
   await big.admin.query('ALTER TABLE transcript_segment DROP COLUMN text_search');
   await big.admin.query('VACUUM ANALYZE transcript_segment');
@@ -129,18 +130,19 @@ try {
   const batches = Math.ceil(SEGMENTS / DATA_STEP_BATCH);
 
   const p50 = (key: string) => percentile(samples[key], 50);
+  const p50p99 = (key: string) => `${ms(p50(key))} / ${ms(percentile(samples[key], 99))}`;
   const ratio = (what: string) => (p50(`trigger ${what}`) / p50(`generated ${what}`)).toFixed(2);
   const rows: Row[] = [
     {
       measure: `PUT of ${PUT_SIZE.toLocaleString('en')} segments (replaceSegments): server CPU p50 / p99`,
-      'generated column (baseline)': `${ms(p50('generated put'))} / ${ms(percentile(samples['generated put'], 99))}`,
-      trigger: `${ms(p50('trigger put'))} / ${ms(percentile(samples['trigger put'], 99))}`,
+      'generated column (baseline)': p50p99('generated put'),
+      trigger: p50p99('trigger put'),
       ratio: ratio('put'),
     },
     {
       measure: 'live segment commit (appendSegments, 1 final segment): server CPU per commit, p50 / p99 of rounds',
-      'generated column (baseline)': `${ms(p50('generated commit'))} / ${ms(percentile(samples['generated commit'], 99))}`,
-      trigger: `${ms(p50('trigger commit'))} / ${ms(percentile(samples['trigger commit'], 99))}`,
+      'generated column (baseline)': p50p99('generated commit'),
+      trigger: p50p99('trigger commit'),
       ratio: ratio('commit'),
     },
   ];
@@ -152,11 +154,15 @@ try {
     },
     {
       'adding text_search to existing segments': `ADD COLUMN … tsvector, then the data step (${batches} batches)`,
-      'ACCESS EXCLUSIVE held': `${ms(add.wall)} (the ADD only; each batch holds row locks on its ${DATA_STEP_BATCH.toLocaleString('en')} rows)`,
-      'server CPU': `${ms(add.cpu + backfill.cpu)} (${(((add.cpu + backfill.cpu) / rewrite.cpu) || 0).toFixed(2)}x), ${ms(backfill.wall)} wall, ${ms(backfill.wall / batches)} per batch`,
+      'ACCESS EXCLUSIVE held': `${ms(add.wall)} (the ADD only; a batch locks its ${DATA_STEP_BATCH} rows)`,
+      'server CPU':
+        `${ms(add.cpu + backfill.cpu)} (${((add.cpu + backfill.cpu) / rewrite.cpu).toFixed(2)}x); ` +
+        `${ms(backfill.wall)} wall, ${ms(backfill.wall / batches)} per batch`,
     },
   ];
-  const { rows: left } = await big.admin.query('SELECT count(*)::int AS n FROM transcript_segment WHERE text_search IS NULL');
+  const { rows: left } = await big.admin.query(
+    'SELECT count(*)::int AS n FROM transcript_segment WHERE text_search IS NULL',
+  );
   if (filled < SEGMENTS || left[0].n) throw new Error(`the data step filled ${filled} segments, left ${left[0].n}`);
   const body = [
     `transcript_segment.text_search kept by trigger (today) against the stored generated column (round-3), ` +

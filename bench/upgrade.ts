@@ -175,8 +175,9 @@ try {
       `ack p99 during / baseline: ${(percentile(withUpgrade.result.ackMs, 99) / percentile(baseline.result.ackMs, 99)).toFixed(2)}.`,
     `Longest lock wait another backend saw during the upgrade: ${ms(longest.ms)}${longest.query ? ` (\`${longest.query.replace(/\s+/g, ' ')}\`)` : ''}.`,
     `The upgrade: ${(applyMs / 1000).toFixed(1)} s wall, ${result.statements.length} statement(s), data steps ${JSON.stringify(result.dataSteps)}; ` +
-      `the bench process's CPU while it ran ${(applyCpuMs / 1000).toFixed(1)} s (the server's own is not separable here). ` +
-      `The recordings streamed through ${(coveredMs / 1000).toFixed(0)} s of it (${((100 * coveredMs) / applyMs).toFixed(0)}%).`,
+      `the bench process's CPU while it ran ${(applyCpuMs / 1000).toFixed(1)} s (the server's own is not ` +
+      `separable here). The recordings streamed through ${(coveredMs / 1000).toFixed(0)} s of it ` +
+      `(${((100 * coveredMs) / applyMs).toFixed(0)}%).`,
     `Rows lost: ${lost.length ? JSON.stringify(lost) : 'none'}; invariants broken: ${Object.keys(broken).length ? JSON.stringify(Object.keys(broken)) : 'none'}.`,
     '',
     'Timeline of the apply:',

@@ -33,10 +33,7 @@ beforeEach(async () => {
       VALUES ($1, 'S1', 'The hiring plans were approved', 0) RETURNING id`,
     [transcription],
   );
-  const note = await one(
-    `INSERT INTO note (user_id, content) VALUES ($1, 'Call the recruiters') RETURNING id`,
-    [user],
-  );
+  const note = await one(`INSERT INTO note (user_id, content) VALUES ($1, 'Call the recruiters') RETURNING id`, [user]);
   const point = await one(
     `INSERT INTO talking_point (meeting_id, content) VALUES ($1, 'Quarterly targets') RETURNING id`,
     [meeting],
