@@ -19,20 +19,21 @@ import { DomainError } from '@mi/lib/errors';
 import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
 import type { Coordination } from '@mi/lib/adapters/coordination';
 import { SERVICE } from '@mi/lib/domain/actor';
-import {
-  claimForFinalize,
-  dueTakes,
-  reclaimStale,
-  releaseClaim,
-  type FinalizeDeps,
-} from '@mi/lib/repositories/finalize';
+import { dueTakes } from '@mi/lib/repositories/finalize';
 import { idleTakes, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/repositories/recordings';
 import { resumeErasures } from '@mi/lib/use-cases/account';
 import { pruneExpired } from '@mi/lib/repositories/retention';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
-import { finalizeTake, stopOrphanedTake } from '@mi/lib/use-cases/recording';
+import {
+  claimTakeToFinalize,
+  finalizeTake,
+  reclaimStaleFinalizing,
+  releaseFinalizeClaim,
+  stopOrphanedTake,
+} from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
+import { runWorkflow } from '@mi/lib/use-cases/workflow';
 import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 import { toProblem } from './api/problem';
 
@@ -85,7 +86,8 @@ export const NO_COUNTS: SweepCounts = {
 export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promise<SweepCounts> {
   const counts: SweepCounts = { ...NO_COUNTS };
   const batch = opts.batch ?? 100;
-  const erasures = await resumeErasures(rt, { minAgeMs: opts.erasureMinAgeMs ?? ERASURE_MIN_AGE_MS, batch });
+  const minAgeMs = opts.erasureMinAgeMs ?? ERASURE_MIN_AGE_MS;
+  const erasures = await runWorkflow(rt, SERVICE, resumeErasures, { minAgeMs, batch });
   counts.erasuresFinished = erasures.finished;
   counts.erasuresPending = erasures.pending;
   counts.stopped = await stopOrphanedTakes(rt, opts.coordination, batch);
@@ -93,7 +95,7 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   // Claimed one at a time, right before the work, so a claim never ages while others are done.
   const finalize = async (rec: Recording) => {
     try {
-      const message = await finalizeTake(rt satisfies FinalizeDeps, rec);
+      const message = await runWorkflow(rt, SERVICE, finalizeTake, rec);
       if (!message) return;
       const trace = traceIdOf(rec.trace_context);
       rt.log.info(
@@ -113,12 +115,14 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
         { err: String(err), meeting_id: rec.meeting_id, audio_version: rec.audio_version },
         'sweep: finalize failed; the next pass retries',
       );
-      await releaseClaim(rt.db, rec).catch(() => undefined);
+      await runUseCase(rt, SERVICE, releaseFinalizeClaim, rec).catch(() => undefined);
     }
   };
-  for (const rec of await reclaimStale(rt.db, opts.staleFinalizingMs ?? STALE_FINALIZING_MS)) await finalize(rec);
+  const staleMs = opts.staleFinalizingMs ?? STALE_FINALIZING_MS;
+  for (const rec of await runUseCase(rt, SERVICE, reclaimStaleFinalizing, { staleMs })) await finalize(rec);
   for (const take of await dueTakes(rt.db, batch)) {
-    const rec = await claimForFinalize(rt.db, take.meeting_id, take.audio_version);
+    const key = { meetingId: take.meeting_id, audioVersion: take.audio_version };
+    const rec = await runUseCase(rt, SERVICE, claimTakeToFinalize, key);
     if (rec) await finalize(rec);
   }
 
@@ -127,7 +131,8 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   counts.prunedEvents = pruned.events;
   counts.prunedIdempotencyRecords = pruned.idempotencyRecords;
   counts.prunedWebhookAttempts = pruned.webhookAttempts;
-  counts.purgedMeetings = await purgeDeletedMeetings(rt, rt.config.MEETING_PURGE_AFTER_DAYS);
+  const afterDays = rt.config.MEETING_PURGE_AFTER_DAYS;
+  counts.purgedMeetings = await runWorkflow(rt, SERVICE, purgeDeletedMeetings, { afterDays });
   return counts;
 }
 

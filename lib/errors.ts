@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   'precondition_failed',
   'payload_too_large',
   'unsupported_media_type',
+  'range_not_satisfiable', // a byte range past the end of the object
   'unprocessable', // a value fails validation
   'too_many_gaps', // a take would miss more frame ranges than it may (decisions.md section 7)
   'too_many_requests',

@@ -3,7 +3,9 @@
 // its stored objects; younger deletions and live meetings stay; batches are bounded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { meetingObjectPrefixes } from '@mi/lib/objects/meeting-objects';
+import { SERVICE } from '@mi/lib/domain/actor';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
+import { runWorkflow } from '@mi/lib/use-cases/workflow';
 import { runSweep } from '../functions/sweep';
 import { startApi, type ApiHarness } from './harness';
 import { createTake, stopTake, storeLiveSegment } from './recording-fixtures';
@@ -20,6 +22,9 @@ afterAll(() => api?.close());
 
 const objectsOf = async (meetingId: string) =>
   (await Promise.all(meetingObjectPrefixes(meetingId).map((p) => api.rt.store.list(p)))).flat().map((o) => o.name);
+
+const purge = (input: { afterDays: number; batch: number; maxBatches: number }) =>
+  runWorkflow(api.rt, SERVICE, purgeDeletedMeetings, input);
 
 /** Soft-deletes the meeting through the API, then moves its deletion `days` into the past. */
 async function deletedDaysAgo(meetingId: string, days: number): Promise<void> {
@@ -111,13 +116,13 @@ describe('purge of soft-deleted meetings', () => {
       await deletedDaysAgo(id, 40);
       ids.push(id);
     }
-    expect(await purgeDeletedMeetings(api.rt, 30, { batch: 2, maxBatches: 2 })).toBe(4);
+    expect(await purge({ afterDays: 30, batch: 2, maxBatches: 2 })).toBe(4);
     const { rows } = await api.rt.db.query<{ id: string }>('test.left', 'SELECT id FROM meeting WHERE id = ANY($1)', [
       ids,
     ]);
     expect(rows).toHaveLength(1);
     expect(await objectsOf(rows[0].id)).toHaveLength(1);
-    expect(await purgeDeletedMeetings(api.rt, 30, { batch: 2, maxBatches: 2 })).toBe(1);
+    expect(await purge({ afterDays: 30, batch: 2, maxBatches: 2 })).toBe(1);
     for (const id of ids) expect(await objectsOf(id)).toEqual([]);
   });
 });

@@ -2,14 +2,12 @@
 // the tests all build the app through `createApp(deps)`.
 import { UUID_PATTERN } from '@mi/lib/async';
 import { OpenAPIHono } from '@hono/zod-openapi';
-import type { Context } from 'hono';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { routePath } from 'hono/route';
 import { notReady, type Database } from '@mi/lib/db/pool';
 import { erasedUsers } from '@mi/lib/repositories/erasure';
-import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { DomainError } from '@mi/lib/errors';
 import { StorageUnavailableError } from '@mi/lib/adapters/storage';
 import { instruments } from '@mi/lib/telemetry/metrics';
@@ -18,19 +16,8 @@ import { validTraceContext } from '@mi/lib/telemetry/trace-context';
 import type { AppDeps, AppEnv, Principal } from './env';
 import { registerDocs } from './docs';
 import { limitBodies } from './middleware/body-limit';
-import { codeOfStatus, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
+import { codeOfStatus, sendProblem } from './problem';
 import { registerRoutes } from './routes';
-
-// Through the context, not `new Response`: the headers middleware set before the error
-// (X-Request-Id, CORS) stay on the answer.
-export function problemResponse(c: Context, err: unknown, extraHeaders: Record<string, string> = {}): Response {
-  const { problem, headers } = toProblem(err);
-  return c.body(JSON.stringify(problem), problem.status as ContentfulStatusCode, {
-    'Content-Type': PROBLEM_CONTENT_TYPE,
-    ...headers,
-    ...extraHeaders,
-  });
-}
 
 /** Maps what Hono and its validators throw onto our closed set of API errors. */
 function asDomainError(err: unknown): unknown {
@@ -125,7 +112,7 @@ export function createApp(deps: AppDeps) {
     // A client that went away mid-request (an upload cut short) is nobody's failure; nobody reads the answer.
     if (c.req.raw.signal.aborted) {
       log.info({ method: c.req.method, path: c.req.path, err: (err as Error).message }, 'client aborted the request');
-      return problemResponse(c, new DomainError('bad_request', 'the request was aborted by the client'));
+      return sendProblem(c, new DomainError('bad_request', 'the request was aborted by the client'));
     }
     const mapped = asDomainError(err);
     if (!(mapped instanceof DomainError)) log.error({ err }, 'unhandled error');
@@ -137,16 +124,16 @@ export function createApp(deps: AppDeps) {
       (await accountErased(deps.db, c.var.principal))
     ) {
       // A request that raced DELETE /me: its references (and the account) vanished under it.
-      return problemResponse(c, new DomainError('not_found', 'the account no longer exists (it was erased)'));
+      return sendProblem(c, new DomainError('not_found', 'the account no longer exists (it was erased)'));
     }
-    return problemResponse(c, mapped);
+    return sendProblem(c, mapped);
   });
 
   // Liveness: the process serves. Readiness: it can serve requests, i.e. the database answers.
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
     const problem = await notReady(deps.db);
-    return problem ? problemResponse(c, problem) : c.json({ status: 'ok' });
+    return problem ? sendProblem(c, problem) : c.json({ status: 'ok' });
   });
   registerRoutes(app);
   registerDocs(app, deps);
@@ -155,11 +142,11 @@ export function createApp(deps: AppDeps) {
     const allowed = allowedMethods(app, c.req.path);
     // A handler's own c.notFound() (an unknown docs asset) reaches here with its method allowed: a 404.
     if (allowed.length && !allowed.includes(c.req.method)) {
-      return problemResponse(c, new DomainError('method_not_allowed', `${c.req.method} is not allowed here`), {
+      return sendProblem(c, new DomainError('method_not_allowed', `${c.req.method} is not allowed here`), {
         Allow: allowed.join(', '),
       });
     }
-    return problemResponse(c, new DomainError('not_found', `no route for ${c.req.method} ${c.req.path}`));
+    return sendProblem(c, new DomainError('not_found', `no route for ${c.req.method} ${c.req.path}`));
   });
   return app;
 }

@@ -1,10 +1,14 @@
 // The one way a REST mutation is written: a use case (lib/use-cases) run in its unit of work
 // (rows, events, publish after commit) with the idempotency record and the exact response bytes
-// in the same transaction.
+// in the same transaction. An operation with object storage between its steps is a workflow
+// (lib/use-cases/workflow.ts), run by `perform`; the routes that run one take no Idempotency-Key
+// (a raw body) or record it first with `commit` (DELETE /me).
 import type { Context, TypedResponse } from 'hono';
 import type { JSONParsed } from 'hono/utils/types';
+import type { EventContext } from '@mi/lib/events/outbox';
 import { inUnitOfWork } from '@mi/lib/use-cases/unit-of-work';
 import type { UseCase } from '@mi/lib/use-cases/use-case';
+import { runWorkflow, type Workflow } from '@mi/lib/use-cases/workflow';
 import { actorOf } from './actor';
 import type { AppEnv } from './env';
 import { setEtag } from './etag';
@@ -34,7 +38,7 @@ export async function commit<I, T, S extends 200 | 201 | 202 | 204>(
   let code = typeof status === 'function' ? undefined : status;
   const actor = actorOf(c);
   await inUnitOfWork(c.var.deps, (tx, emit) => useCase({ tx, emit, actor }, input), {
-    ctx: { originClientId: c.var.clientId, trace: c.var.trace },
+    ctx: eventContext(c),
     beforeCommit: async (tx, result) => {
       if (opts.etag) setEtag(c, result);
       code = typeof status === 'function' ? status(result) : status;
@@ -46,6 +50,15 @@ export async function commit<I, T, S extends 200 | 201 | 202 | 204>(
   if (claim) claim.completed = true;
   // The body is the JSON text of the result: typed as the JSON it is, so routes check it against their schema.
   return (raw === null ? c.body(null, 204, headers) : c.body(raw, code as 200 | 201 | 202, headers)) as Committed<T, S>;
+}
+
+/** Runs a workflow for the caller; its steps' events carry the request's client and trace, as commit's do. */
+export function perform<I, O>(c: Context<AppEnv>, workflow: Workflow<I, O>, input: I): Promise<O> {
+  return runWorkflow(c.var.deps, actorOf(c), workflow, input, eventContext(c));
+}
+
+function eventContext(c: Context<AppEnv>): EventContext {
+  return { originClientId: c.var.clientId, trace: c.var.trace };
 }
 
 // The headers that describe the representation (set by the handler: ETag, Location); the rest

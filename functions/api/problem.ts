@@ -1,6 +1,8 @@
 // The REST edge's one error mapping: a domain error becomes RFC 9457 problem+json. Unknown
 // errors become a generic 500 without internals. Problem types are part of the contract: the
 // specific conflicts of the domain all answer `…/conflict`.
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { DomainError, type ErrorCode, type FieldError } from '@mi/lib/errors';
 
 export interface Problem {
@@ -31,6 +33,7 @@ const http: Record<ErrorCode, { status: number; type: string; title: string }> =
   precondition_failed: { status: 412, type: 'precondition_failed', title: 'Precondition Failed' },
   payload_too_large: { status: 413, type: 'payload_too_large', title: 'Payload Too Large' },
   unsupported_media_type: { status: 415, type: 'unsupported_media_type', title: 'Unsupported Media Type' },
+  range_not_satisfiable: { status: 416, type: 'range_not_satisfiable', title: 'Range Not Satisfiable' },
   unprocessable: { status: 422, type: 'unprocessable', title: 'Unprocessable Content' },
   too_many_gaps: { status: 422, type: 'too_many_gaps', title: 'Too Many Gaps' },
   too_many_requests: { status: 429, type: 'too_many_requests', title: 'Too Many Requests' },
@@ -62,4 +65,15 @@ export function toProblem(err: unknown): { problem: Problem; headers?: Record<st
   if (e.retryAfterSeconds !== undefined) headers['Retry-After'] = String(e.retryAfterSeconds);
   if (e.code === 'unauthorized') headers['WWW-Authenticate'] = 'Bearer'; // RFC 6750
   return { problem, headers };
+}
+
+// Through the context, not `new Response`: the headers middleware set before the error
+// (X-Request-Id, CORS) stay on the answer.
+export function sendProblem(c: Context, err: unknown, extraHeaders: Record<string, string> = {}): Response {
+  const { problem, headers } = toProblem(err);
+  return c.body(JSON.stringify(problem), problem.status as ContentfulStatusCode, {
+    'Content-Type': PROBLEM_CONTENT_TYPE,
+    ...headers,
+    ...extraHeaders,
+  });
 }

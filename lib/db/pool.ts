@@ -3,7 +3,7 @@
 // Names are not server-side prepared statements: pglite-socket shares one backend session
 // between connections, where a named statement would collide.
 import pg from 'pg';
-import { withTimeout } from '../async';
+import { retry, withTimeout } from '../async';
 import { DomainError } from '../errors';
 import { instruments, watchPool } from '../telemetry/metrics';
 
@@ -38,6 +38,11 @@ export interface Database extends Queryable {
 }
 
 const RETRYABLE = new Set(['40001', '40P01']);
+const isRetryable = (err: unknown) => RETRYABLE.has((err as { code?: string }).code ?? '');
+/** Tries of a transaction that keeps failing on serialization or deadlock. */
+const TX_ATTEMPTS = 4;
+/** Waits between them, jittered (backoffMs), so that the writers that collided do not collide again in step. */
+const TX_RETRY_STEPS_MS = [2, 10, 40];
 
 /** How long a client should wait before retrying when the database is busy or unreachable. */
 export const DB_RETRY_AFTER_SECONDS = 2;
@@ -161,7 +166,7 @@ function wrap(client: pg.Pool | pg.PoolClient): Queryable {
       try {
         return await client.query(text, params as unknown[]);
       } catch (err) {
-        if (RETRYABLE.has((err as { code?: string }).code ?? '')) throw err; // withTransaction retries
+        if (isRetryable(err)) throw err; // withTransaction retries
         throw mapDbError(err, name);
       }
     },
@@ -203,7 +208,7 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
     },
     query: root.query,
     async withTransaction(fn) {
-      for (let attempt = 1; ; attempt++) {
+      const once = async () => {
         const waitStarted = performance.now();
         const client = await pool.connect().catch((err: unknown) => {
           throw mapDbError(err, 'connect');
@@ -218,23 +223,23 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
           return result;
         } catch (err) {
           await client.query('ROLLBACK').catch(() => (broken = true));
-          const code = (err as { code?: string }).code ?? '';
-          if (RETRYABLE.has(code) && attempt < 4) {
-            retries++;
-            continue;
-          }
-          // Retry-After (0: at once, with the client's own backoff) tells clients this conflict is retryable.
-          if (RETRYABLE.has(code))
-            throw new DomainError(
-              'concurrent_update',
-              'concurrent update; nothing was written, try again',
-              undefined,
-              0,
-            );
-          throw mapDbError(err, 'transaction');
+          throw isRetryable(err) ? err : mapDbError(err, 'transaction');
         } finally {
           client.release(broken);
         }
+      };
+      try {
+        return await retry(once, {
+          steps: TX_RETRY_STEPS_MS,
+          attempts: TX_ATTEMPTS,
+          giveUp: (err) => !isRetryable(err),
+          onRetry: () => retries++,
+        });
+      } catch (err) {
+        // Retry-After (0: at once, with the client's own backoff) tells clients this conflict is retryable.
+        if (isRetryable(err))
+          throw new DomainError('concurrent_update', 'concurrent update; nothing was written, try again', undefined, 0);
+        throw err;
       }
     },
     close: () => (unwatch(), pool.end()),

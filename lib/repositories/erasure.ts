@@ -12,7 +12,7 @@
 // Rows go before objects: a live writer that stores a segment once its take is gone finds no
 // take to commit to and deletes its own object (run-services/live/segments.ts).
 import { removeMeetingVoiceSamples } from './voice-samples';
-import type { Database, Queryable } from '../db/pool';
+import type { Queryable } from '../db/pool';
 import { recordEvent } from './recording-history';
 import { CAPTURE_OPEN } from './recordings';
 
@@ -61,57 +61,55 @@ export async function erasedUsers(q: Queryable, userIds: string[]): Promise<stri
  * Step 2, one batch: deletes up to ERASURE_MEETING_BATCH meetings of the user, or, when none is
  * left, the user's other rows. 'done' once the user's rows are gone (or the erasure finished).
  */
-export async function eraseRowBatch(db: Database, userId: string): Promise<'more' | 'done'> {
-  return db.withTransaction(async (tx) => {
-    const { rows: req } = await tx.query<{ rows_erased_at: Date | null }>(
-      'erasure.lock',
-      'SELECT rows_erased_at FROM account_erasure WHERE user_id = $1 FOR UPDATE',
-      [userId],
-    );
-    if (!req[0] || req[0].rows_erased_at) return 'done';
-    // The user row locked first: a concurrent insert referencing the user (a new meeting) waits,
-    // then fails, so no meeting escapes the ids recorded below.
-    await tx.query('erasure.lock_user', 'SELECT id FROM app_user WHERE id = $1 FOR UPDATE', [userId]);
-    const { rows: meetings } = await tx.query<{ id: string }>(
-      'erasure.meetings',
-      'SELECT id FROM meeting WHERE user_id = $1 ORDER BY id LIMIT $2',
-      [userId, ERASURE_MEETING_BATCH],
-    );
-    const ids = meetings.map((m) => m.id);
-    if (ids.length) {
-      // The user's people go with the account; their models need no recount, but the samples'
-      // removal is the one way samples leave (and keeps running sums exact if a person stays).
-      await removeMeetingVoiceSamples(tx, ids);
-      // The ML service's idempotent segment appends name a transcription of these meetings.
-      await tx.query(
-        'erasure.service_idempotency_transcriptions',
-        `DELETE FROM idempotency_record WHERE principal = 'service' AND path LIKE '/transcriptions/%'
-           AND split_part(path, '/', 3) IN (SELECT id::text FROM transcription WHERE meeting_id = ANY($1::uuid[]))`,
-        [ids],
-      );
-      await tx.query('erasure.delete_meetings', 'DELETE FROM meeting WHERE id = ANY($1::uuid[])', [ids]);
-      // The ML service's idempotent writes on these meetings keep their answers (the user's data) for 24 h.
-      await tx.query(
-        'erasure.service_idempotency',
-        `DELETE FROM idempotency_record WHERE principal = 'service' AND path LIKE '/meetings/%' AND split_part(path, '/', 3) = ANY($1::text[])`,
-        [ids],
-      );
-      await tx.query(
-        'erasure.note_meetings',
-        'UPDATE account_erasure SET meeting_ids = meeting_ids || $2::uuid[], updated_at = now() WHERE user_id = $1',
-        [userId, ids],
-      );
-      if (ids.length === ERASURE_MEETING_BATCH) return 'more';
-    }
-    await tx.query('erasure.idempotency', 'DELETE FROM idempotency_record WHERE principal = $1', [userId]);
-    await tx.query('erasure.user', 'DELETE FROM app_user WHERE id = $1', [userId]);
+export async function eraseRowBatch(tx: Queryable, userId: string): Promise<'more' | 'done'> {
+  const { rows: req } = await tx.query<{ rows_erased_at: Date | null }>(
+    'erasure.lock',
+    'SELECT rows_erased_at FROM account_erasure WHERE user_id = $1 FOR UPDATE',
+    [userId],
+  );
+  if (!req[0] || req[0].rows_erased_at) return 'done';
+  // The user row locked first: a concurrent insert referencing the user (a new meeting) waits,
+  // then fails, so no meeting escapes the ids recorded below.
+  await tx.query('erasure.lock_user', 'SELECT id FROM app_user WHERE id = $1 FOR UPDATE', [userId]);
+  const { rows: meetings } = await tx.query<{ id: string }>(
+    'erasure.meetings',
+    'SELECT id FROM meeting WHERE user_id = $1 ORDER BY id LIMIT $2',
+    [userId, ERASURE_MEETING_BATCH],
+  );
+  const ids = meetings.map((m) => m.id);
+  if (ids.length) {
+    // The user's people go with the account; their models need no recount, but the samples'
+    // removal is the one way samples leave (and keeps running sums exact if a person stays).
+    await removeMeetingVoiceSamples(tx, ids);
+    // The ML service's idempotent segment appends name a transcription of these meetings.
     await tx.query(
-      'erasure.rows_erased',
-      'UPDATE account_erasure SET rows_erased_at = now(), updated_at = now() WHERE user_id = $1',
-      [userId],
+      'erasure.service_idempotency_transcriptions',
+      `DELETE FROM idempotency_record WHERE principal = 'service' AND path LIKE '/transcriptions/%'
+         AND split_part(path, '/', 3) IN (SELECT id::text FROM transcription WHERE meeting_id = ANY($1::uuid[]))`,
+      [ids],
     );
-    return 'done';
-  });
+    await tx.query('erasure.delete_meetings', 'DELETE FROM meeting WHERE id = ANY($1::uuid[])', [ids]);
+    // The ML service's idempotent writes on these meetings keep their answers (the user's data) for 24 h.
+    await tx.query(
+      'erasure.service_idempotency',
+      `DELETE FROM idempotency_record WHERE principal = 'service' AND path LIKE '/meetings/%' AND split_part(path, '/', 3) = ANY($1::text[])`,
+      [ids],
+    );
+    await tx.query(
+      'erasure.note_meetings',
+      'UPDATE account_erasure SET meeting_ids = meeting_ids || $2::uuid[], updated_at = now() WHERE user_id = $1',
+      [userId, ids],
+    );
+    if (ids.length === ERASURE_MEETING_BATCH) return 'more';
+  }
+  await tx.query('erasure.idempotency', 'DELETE FROM idempotency_record WHERE principal = $1', [userId]);
+  await tx.query('erasure.user', 'DELETE FROM app_user WHERE id = $1', [userId]);
+  await tx.query(
+    'erasure.rows_erased',
+    'UPDATE account_erasure SET rows_erased_at = now(), updated_at = now() WHERE user_id = $1',
+    [userId],
+  );
+  return 'done';
 }
 
 /** The meetings whose objects an erasure still has to delete; null when no erasure of the user is pending. */

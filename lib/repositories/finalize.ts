@@ -5,23 +5,9 @@
 // transcription degraded when ranges are still missing.
 // Exactly once: a take is claimed with an atomic stopped → finalizing update; a claim left by
 // a crashed sweep is retried once it is stale.
-import type { Bus } from '../adapters/bus';
-import type { Config } from '../config';
-import type { Database, Queryable } from '../db/pool';
-import type { EventPublisher } from '../events/outbox';
-import type { Logger } from '../telemetry/log';
-import type { ObjectStore } from '../adapters/storage';
+import type { Queryable } from '../db/pool';
 import { coverageOf, listManifest, type ManifestRow } from './manifest';
 import type { Recording } from './recordings';
-
-export interface FinalizeDeps {
-  db: Database;
-  store: ObjectStore;
-  bus: Bus;
-  events: EventPublisher;
-  log: Logger;
-  config: Pick<Config, 'PUBSUB_TOPIC_RECORDING_FINALIZED'>;
-}
 
 /**
  * Stopped takes due for finalizing: past their gap upload deadline, or stopped by the user and

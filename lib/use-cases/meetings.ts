@@ -17,16 +17,8 @@ import { removeMeetingVoiceSamples } from '../repositories/voice-samples';
 import { replaceSynthesis as writeSynthesis, type SynthesisInput } from '../repositories/synthesis';
 import { notFound, unprocessable } from '../errors';
 import { changed } from '../events/catalogue';
-import type { ObjectStore } from '../adapters/storage';
-import type { UnitOfWorkDeps } from './unit-of-work';
-import {
-  checkPrecondition,
-  runUseCase,
-  userOf,
-  type Precondition,
-  type UseCase,
-  type UseCaseContext,
-} from './use-case';
+import { checkPrecondition, userOf, type Precondition, type UseCase, type UseCaseContext } from './use-case';
+import type { Workflow } from './workflow';
 
 export const createMeeting: UseCase<meetings.MeetingInput, Meeting> = async (ctx, body) => {
   const userId = userOf(ctx);
@@ -113,21 +105,20 @@ const purgeMeetingRows: UseCase<{ ids: string[]; afterDays: number }, number> = 
 
 /**
  * The sweep's purge (lib/repositories/purge.ts): meetings soft-deleted more than afterDays ago, in
- * batches, each meeting's stored objects first and then the rows in a unit of work.
+ * batches, each meeting's stored objects first and then the rows in a unit of work; how many.
  */
-export async function purgeDeletedMeetings(
-  deps: UnitOfWorkDeps & { store: ObjectStore },
-  afterDays: number,
-  opts: { batch?: number; maxBatches?: number } = {},
-): Promise<number> {
+export const purgeDeletedMeetings: Workflow<
+  { afterDays: number; batch?: number; maxBatches?: number },
+  number
+> = async (ctx, { afterDays, ...opts }) => {
   const batch = opts.batch ?? PURGE_BATCH_MEETINGS;
   let purged = 0;
   for (let b = 0; b < (opts.maxBatches ?? PURGE_MAX_BATCHES); b++) {
-    const ids = await meetingsDueForPurge(deps.db, afterDays, batch);
+    const ids = await meetingsDueForPurge(ctx.deps.db, afterDays, batch);
     if (!ids.length) break;
-    for (const id of ids) await removeMeetingObjects(deps.store, id);
-    purged += await runUseCase(deps, SERVICE, purgeMeetingRows, { ids, afterDays });
+    for (const id of ids) await removeMeetingObjects(ctx.deps.store, id);
+    purged += await ctx.run(purgeMeetingRows, { ids, afterDays });
     if (ids.length < batch) break;
   }
   return purged;
-}
+};

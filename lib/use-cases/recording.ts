@@ -2,15 +2,17 @@
 // stop an orphaned take (sweep), upload a gap (REST), finalize (sweep). The group commit of a
 // live take's segments stays with its recorder (run-services/live/segments.ts): a step of the
 // frame path, not an operation an edge asks for.
-import type { Actor } from '../domain/actor';
-import { SERVICE } from '../domain/actor';
+import type { Bus } from '../adapters/bus';
+import type { Config } from '../config';
 import {
+  claimForFinalize,
   markDegraded,
   markFinalized,
+  reclaimStale,
+  releaseClaim,
   setTakeAudio,
   takeComposition,
   takeExists,
-  type FinalizeDeps,
 } from '../repositories/finalize';
 import type { RecordingFinalized } from '../ml/contract';
 import {
@@ -23,7 +25,7 @@ import {
 import { composeAudio, deleteUnreferenced, sameBytes } from '../objects/take-audio';
 import { gapObjectName, sha256Hex } from '../objects/take-objects';
 import { assertGapsBounded, type Coverage } from '../domain/coverage';
-import { coverage, insertManifestRow, overlappingRows } from '../repositories/manifest';
+import { coverage, insertManifestRow, overlappingRows, type ManifestRow } from '../repositories/manifest';
 import { getMeeting } from '../repositories/meetings';
 import { recordEvent } from '../repositories/recording-history';
 import {
@@ -40,11 +42,10 @@ import {
 import { createTranscription } from '../repositories/transcriptions';
 import { DomainError, notFound } from '../errors';
 import { changed, recordingChanged, type Entity, type EventBody } from '../events/catalogue';
-import type { EventContext } from '../events/outbox';
-import { ObjectExistsError, type ObjectStore, type StoredObject } from '../adapters/storage';
+import { ObjectExistsError, type StoredObject } from '../adapters/storage';
 import { validTraceContext } from '../telemetry/trace-context';
-import type { UnitOfWorkDeps } from './unit-of-work';
-import { runUseCase, userOf, type UseCase } from './use-case';
+import { userOf, type UseCase } from './use-case';
+import type { Workflow, WorkflowDeps } from './workflow';
 
 /**
  * A new take of the caller's recording meeting (the next audio_version), with the transcription
@@ -172,113 +173,131 @@ export const stopOrphanedTake: UseCase<
 
 // --- gap upload ------------------------------------------------------------------------------
 
+/** A range's row written, or the identical range found already stored (its bytes still to compare). */
+type GapStep = { stored: true; result: GapResult } | { stored: false; result: GapResult; existing: ManifestRow };
+
+const overlapError = (up: GapUpload, rows: ManifestRow[]) => {
+  const ranges = rows.map((r) => `${r.start_sequence}-${r.end_sequence}`).join(', ');
+  return new DomainError(
+    'already_exists',
+    `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; ` +
+      'upload only the missing ranges',
+  );
+};
+
 /**
- * The stored range's row, in the transaction that locks the take; `stored` false when the
- * identical range was already there. The caller's own take (the edge checked the meeting).
+ * The stored range's row, in the transaction that locks the take. A range that matches one
+ * stored row exactly writes nothing and returns that row (uploadGap compares its bytes after the
+ * commit, so storage reads never hold the lock). The caller's own take (the edge checked the
+ * meeting).
  */
-const storeGapRange =
-  (
-    store: ObjectStore,
-  ): UseCase<
-    GapUpload & { sha: string; stored: StoredObject; objectName: string },
-    { stored: boolean; result: GapResult; objectName: string }
-  > =>
-  async (ctx, up) => {
-    const { tx } = ctx;
-    // The take's lock: one upload of a range at a time, so one is stored (201) and the rest see it (200).
-    // guard: gap-upload-take-lock | remove: , { forUpdate: true } | test: test/concurrency/rest.test.ts :: same upload arrives 20 times at once
-    const rec = await getRecording(tx, up.meetingId, up.audioVersion, { forUpdate: true });
-    if (!rec) throw new DomainError('not_found', `recording audio_version ${up.audioVersion} not found`);
-    assertAcceptsGaps(rec);
-    const overlaps = await overlappingRows(tx, up.meetingId, up.audioVersion, up.start, up.end);
-    const resultOf = async () => {
-      const cov = await coverage(tx, up.meetingId, up.audioVersion);
-      return {
-        audio_version: up.audioVersion,
-        start_sequence: up.start,
-        end_sequence: up.end,
-        byte_count: up.bytes.length,
-        sha256: up.sha,
-        highest_contiguous_sequence: cov.highest_contiguous_sequence,
-        missing_ranges: cov.missing_ranges,
-      };
+const storeGapRange: UseCase<GapUpload & { sha: string; object: StoredObject; objectName: string }, GapStep> = async (
+  ctx,
+  up,
+) => {
+  const { tx } = ctx;
+  // The take's lock: one upload of a range at a time, so one is stored (201) and the rest see it (200).
+  // guard: gap-upload-take-lock | remove: , { forUpdate: true } | test: test/concurrency/rest.test.ts :: same upload arrives 20 times at once
+  const rec = await getRecording(tx, up.meetingId, up.audioVersion, { forUpdate: true });
+  if (!rec) throw new DomainError('not_found', `recording audio_version ${up.audioVersion} not found`);
+  assertAcceptsGaps(rec);
+  const overlaps = await overlappingRows(tx, up.meetingId, up.audioVersion, up.start, up.end);
+  const resultOf = async (): Promise<GapResult> => {
+    const cov = await coverage(tx, up.meetingId, up.audioVersion);
+    return {
+      audio_version: up.audioVersion,
+      start_sequence: up.start,
+      end_sequence: up.end,
+      byte_count: up.bytes.length,
+      sha256: up.sha,
+      highest_contiguous_sequence: cov.highest_contiguous_sequence,
+      missing_ranges: cov.missing_ranges,
     };
-    if (overlaps.length) {
-      const [row] = overlaps;
-      if (
-        overlaps.length === 1 &&
-        row.start_sequence === up.start &&
-        row.end_sequence === up.end &&
-        (await sameBytes(store, row, up.sha, up.bytes))
-      ) {
-        return { stored: false, result: await resultOf(), objectName: row.object_name };
-      }
-      const ranges = overlaps.map((r) => `${r.start_sequence}-${r.end_sequence}`).join(', ');
-      throw new DomainError(
-        'already_exists',
-        `frames ${up.start}-${up.end} overlap stored frames (${ranges}) with other bytes or another range; upload only the missing ranges`,
-      );
-    }
-    assertGapsBounded(await coverage(tx, up.meetingId, up.audioVersion), up.start, up.end);
-    await insertManifestRow(tx, {
-      meeting_id: up.meetingId,
-      audio_version: up.audioVersion,
-      start_sequence: up.start,
-      end_sequence: up.end,
-      started_at_ms: up.start * FRAME_MS,
-      duration_ms: (up.end - up.start + 1) * FRAME_MS,
-      object_name: up.objectName,
-      object_generation: Number(up.stored.generation),
-      byte_count: up.bytes.length,
-      crc32c: up.stored.crc32c,
-      sha256: up.sha,
-    });
-    await recordEvent(tx, up.meetingId, 'gap_uploaded', {
-      audio_version: up.audioVersion,
-      start_sequence: up.start,
-      end_sequence: up.end,
-      byte_count: up.bytes.length,
-      sha256: up.sha,
-    });
-    ctx.emit(userOf(ctx), recordingChanged(up.meetingId));
-    return { stored: true, result: await resultOf(), objectName: up.objectName };
   };
+  if (overlaps.length) {
+    const [row] = overlaps;
+    if (overlaps.length === 1 && row.start_sequence === up.start && row.end_sequence === up.end)
+      return { stored: false, result: await resultOf(), existing: row };
+    throw overlapError(up, overlaps);
+  }
+  assertGapsBounded(await coverage(tx, up.meetingId, up.audioVersion), up.start, up.end);
+  await insertManifestRow(tx, {
+    meeting_id: up.meetingId,
+    audio_version: up.audioVersion,
+    start_sequence: up.start,
+    end_sequence: up.end,
+    started_at_ms: up.start * FRAME_MS,
+    duration_ms: (up.end - up.start + 1) * FRAME_MS,
+    object_name: up.objectName,
+    object_generation: Number(up.object.generation),
+    byte_count: up.bytes.length,
+    crc32c: up.object.crc32c,
+    sha256: up.sha,
+  });
+  await recordEvent(tx, up.meetingId, 'gap_uploaded', {
+    audio_version: up.audioVersion,
+    start_sequence: up.start,
+    end_sequence: up.end,
+    byte_count: up.bytes.length,
+    sha256: up.sha,
+  });
+  ctx.emit(userOf(ctx), recordingChanged(up.meetingId));
+  return { stored: true, result: await resultOf() };
+};
 
 /**
  * Stores one range of a stopped take: the object first (create-only, content-addressed), so that
- * storage latency does not hold the take's row lock, then its manifest row in a unit of work.
- * `stored` is false when the identical range was already there (a retry).
+ * storage latency does not hold the take's row lock, then its manifest row (storeGapRange).
+ * `created` is false when the identical range was already there (a retry); the same range with
+ * other bytes is already_exists. Our object is deleted unless a row references it.
  */
-export async function uploadGap(
-  deps: UnitOfWorkDeps & { store: ObjectStore },
-  actor: Actor,
-  up: GapUpload,
-  ctx: EventContext,
-): Promise<{ stored: boolean; result: GapResult }> {
-  const { store } = deps;
+export const uploadGap: Workflow<GapUpload, { created: boolean; result: GapResult }> = async (ctx, up) => {
+  const { store, db } = ctx.deps;
   const sha = sha256Hex(up.bytes);
   const name = gapObjectName(up.meetingId, up.audioVersion, up.start, up.end, sha);
   let created = true;
-  let stored: StoredObject;
+  let object: StoredObject;
   try {
-    stored = await store.write(name, up.bytes, { createOnly: true, contentType: 'application/octet-stream' });
+    object = await store.write(name, up.bytes, { createOnly: true, contentType: 'application/octet-stream' });
   } catch (err) {
     if (!(err instanceof ObjectExistsError)) throw err;
     created = false; // same name = same range and sha256: an identical retry
-    stored = (await store.stat(name))!;
+    object = (await store.stat(name))!;
   }
-  let outcome: { stored: boolean; result: GapResult; objectName: string } | undefined;
+  let referenced = false;
   try {
-    outcome = await runUseCase(deps, actor, storeGapRange(store), { ...up, sha, stored, objectName: name }, ctx);
-    return { stored: outcome.stored, result: outcome.result };
+    const step = await ctx.run(storeGapRange, { ...up, sha, object, objectName: name });
+    if (step.stored) {
+      referenced = true;
+      return { created: true, result: step.result };
+    }
+    referenced = step.existing.object_name === name;
+    if (!(await sameBytes(store, step.existing, sha, up.bytes))) throw overlapError(up, [step.existing]);
+    return { created: false, result: step.result };
   } finally {
     // Our object is garbage unless a row references it (a concurrent identical upload may).
-    if (created && outcome?.objectName !== name && !(await gapObjectReferenced(deps.db, up, name)))
+    if (created && !referenced && !(await gapObjectReferenced(db, up, name)))
       await store.delete(name).catch(() => undefined);
   }
-}
+};
 
 // --- finalize --------------------------------------------------------------------------------
+
+// The sweep's claims (lib/repositories/finalize.ts), each taken right before its take's work. No
+// event: the take changes for clients when it is finalized (markTakeFinalized).
+
+/** stopped → finalizing; null when another sweep (or nothing) got there first. */
+export const claimTakeToFinalize: UseCase<{ meetingId: string; audioVersion: number }, Recording | null> = (
+  ctx,
+  { meetingId, audioVersion },
+) => claimForFinalize(ctx.tx, meetingId, audioVersion);
+
+/** Finalizing takes whose sweep died (untouched for staleMs), each claimed again by one caller. */
+export const reclaimStaleFinalizing: UseCase<{ staleMs: number }, Recording[]> = (ctx, { staleMs }) =>
+  reclaimStale(ctx.tx, staleMs);
+
+/** A failed finalize gives its claim back, so that the next sweep retries it at once. */
+export const releaseFinalizeClaim: UseCase<Recording, void> = (ctx, rec) => releaseClaim(ctx.tx, rec);
 
 /** finalizing → finalized with its audio, degradation and events; false when another sweep finalized it meanwhile. */
 const markTakeFinalized: UseCase<
@@ -313,13 +332,20 @@ const markTakeFinalized: UseCase<
   return true;
 };
 
+/** What finalizing a take needs beside the store: the bus and the topic of `recording.finalized`. */
+export interface FinalizeDeps extends WorkflowDeps {
+  bus: Bus;
+  config: Pick<Config, 'PUBSUB_TOPIC_RECORDING_FINALIZED'>;
+}
+
 /**
- * Finalizes a take this caller claimed (finalize.claimForFinalize): composes its audio, publishes
+ * Finalizes a take this caller claimed (claimTakeToFinalize): composes its audio, publishes
  * `recording.finalized`, then marks it finalized. The message is published before the take is
  * marked, so a crash in between repeats the publish (at least once; the ML batch worker's status
  * claim makes a repeat harmless) rather than losing it. Null when another sweep finalized it.
  */
-export async function finalizeTake(deps: FinalizeDeps, rec: Recording): Promise<RecordingFinalized | null> {
+export const finalizeTake: Workflow<Recording, RecordingFinalized | null, FinalizeDeps> = async (ctx, rec) => {
+  const { deps } = ctx;
   const { rows, chain, cov } = await takeComposition(deps.db, rec);
   const storagePath = await composeAudio(deps.store, rec, chain);
   const message: RecordingFinalized = {
@@ -338,7 +364,7 @@ export async function finalizeTake(deps: FinalizeDeps, rec: Recording): Promise<
     ...validTraceContext(rec.trace_context),
   });
   const bytesStored = chain.reduce((n, r) => n + r.byte_count, 0);
-  const done = await runUseCase(deps, SERVICE, markTakeFinalized, {
+  const done = await ctx.run(markTakeFinalized, {
     rec,
     storagePath,
     message,
@@ -355,4 +381,4 @@ export async function finalizeTake(deps: FinalizeDeps, rec: Recording): Promise<
     );
   }
   return done ? message : null;
-}
+};

@@ -5,6 +5,7 @@
 // `runUseCase` below): it reads and writes rows through the repositories (lib/repositories), emits
 // typed events (lib/events/catalogue.ts constructors), raises DomainError (lib/errors.ts) and
 // returns the API-shaped result (ISO strings, no Date). It knows nothing of HTTP or WebSocket.
+// An operation with object storage between its commits is a Workflow (workflow.ts) of use cases.
 import type { Queryable } from '../db/pool';
 import type { Actor } from '../domain/actor';
 import type { EventContext } from '../events/outbox';

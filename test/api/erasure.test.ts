@@ -130,7 +130,8 @@ describe('DELETE /me', () => {
       const account = await fullAccount(`cut-${randomUUID().slice(0, 8)}`);
       // What DELETE /me does before it is cut short.
       await api.rt.db.withTransaction((tx) => requestErasure(tx, account.userId));
-      if (cut === 'rows erased') while ((await eraseRowBatch(api.rt.db, account.userId)) === 'more');
+      if (cut === 'rows erased')
+        while ((await api.rt.db.withTransaction((tx) => eraseRowBatch(tx, account.userId))) === 'more');
       expect(await objectsOf(account.meetingIds), cut).not.toEqual([]);
 
       // A sweep that does not take the request up yet (it may still be running) finalizes none of its takes.

@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { continueErasure, requestAccountErasure } from '@mi/lib/use-cases/account';
 import { userIdOf } from '../actor';
-import { commit } from '../commit';
+import { commit, perform } from '../commit';
 import type { AppEnv } from '../env';
 import { jsonResponse, op, problemResponse, z } from '../openapi';
 
@@ -70,11 +70,11 @@ export function registerMe(app: OpenAPIHono<AppEnv>) {
   });
 
   app.openapi(deleteMe, async (c) => {
-    const deps = c.var.deps;
     const userId = userIdOf(c);
     // Recorded (and live takes stopped) before anything is deleted: whatever happens next, the sweep finishes it.
     await commit(c, 204, requestAccountErasure, undefined);
-    const done = await continueErasure(deps, userId, Date.now() + ERASURE_REQUEST_BUDGET_MS).catch((err: unknown) => {
+    const deadline = Date.now() + ERASURE_REQUEST_BUDGET_MS;
+    const done = await perform(c, continueErasure, { userId, deadline }).catch((err: unknown) => {
       c.var.log.warn(
         { err: (err as Error).message, user_id: userId },
         'account erasure interrupted; the sweep finishes it',

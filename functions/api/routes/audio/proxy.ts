@@ -9,6 +9,7 @@ import { getRecording } from '@mi/lib/repositories/recordings';
 import { finalizedAudioPath } from '@mi/lib/repositories/takes';
 import type { AppEnv } from '../../env';
 import { IdParam, problemResponse, z } from '../../openapi';
+import { sendProblem } from '../../problem';
 import { parseRange } from './range';
 import { binaryContent } from './schema';
 
@@ -86,16 +87,8 @@ export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
     };
     const range = parseRange(c.req.header('range'), object.size);
     if (range.kind === 'unsatisfiable') {
-      const problem = {
-        type: 'https://meeting-intelligence.dev/problems/range_not_satisfiable',
-        title: 'Range Not Satisfiable',
-        status: 416,
-        detail: `the audio has ${object.size} bytes`,
-      };
-      return c.body(JSON.stringify(problem), 416, {
-        'Content-Type': 'application/problem+json',
-        'Content-Range': `bytes */${object.size}`,
-      });
+      const err = new DomainError('range_not_satisfiable', `the audio has ${object.size} bytes`);
+      return sendProblem(c, err, { 'Content-Range': `bytes */${object.size}` });
     }
     if (object.size === 0) return c.body(null, 200, { ...headers, 'Content-Length': '0' });
     const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, object.size - 1];

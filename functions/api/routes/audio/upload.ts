@@ -1,13 +1,9 @@
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { DomainError, notFound, unprocessable } from '@mi/lib/errors';
-import { attachUploadedAudio } from '@mi/lib/use-cases/audio';
-import { getMeeting } from '@mi/lib/repositories/meetings';
-import { ObjectTooLargeError, type StoredObject } from '@mi/lib/adapters/storage';
-import { userIdOf } from '../../actor';
-import { commit } from '../../commit';
+import { DomainError } from '@mi/lib/errors';
+import { uploadMeetingAudio } from '@mi/lib/use-cases/audio';
+import { perform } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, notFoundResponse, op, problemResponse } from '../../openapi';
 import { assertDeclaredLength } from '../recording/body';
@@ -39,58 +35,16 @@ const route = op({
 
 export function registerUploadAudio(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
-    const { db, store, config } = c.var.deps;
-    const userId = userIdOf(c);
+    const { config } = c.var.deps;
     const { id } = c.req.valid('param');
     const contentType = (c.req.header('content-type') ?? '').split(';')[0].trim();
     if (!AUDIO_TYPE.test(contentType)) throw new DomainError('unsupported_media_type', 'Content-Type must be audio/*');
     const maxBytes = config.RECORDING_MAX_UPLOAD_BYTES;
     assertDeclaredLength(c.req.header('content-length'), maxBytes);
-    const meeting = await getMeeting(db, { userId }, id);
-    if (!meeting) throw notFound('meeting');
-    if (meeting.source_type !== 'upload')
-      throw new DomainError(
-        'invalid_state',
-        `audio can only be uploaded to a meeting of source_type upload (this one is ${meeting.source_type})`,
-      );
-    const body = c.req.raw.body;
-    if (!body) throw unprocessable('the body is empty; send the audio file');
-
-    const name = `uploads/${id}/${randomUUID()}`;
-    let stored: StoredObject;
-    try {
-      stored = await store.write(name, Readable.fromWeb(body as WebReadableStream), {
-        contentType,
-        maxBytes,
-        createOnly: true,
-      });
-    } catch (err) {
-      if (err instanceof ObjectTooLargeError)
-        throw new DomainError('payload_too_large', `the audio exceeds ${maxBytes} bytes`);
-      throw err;
-    }
-    const discard = () => store.delete(name).catch(() => undefined);
-    if (stored.size === 0) {
-      await discard();
-      throw unprocessable('the body is empty; send the audio file');
-    }
-
-    let previous: string | null = null;
-    try {
-      const replaced = (path: string | null) => void (previous = path);
-      // 200 or 201 as the committed transaction found the meeting: with a file or without one.
-      const res = await commit(c, () => (previous ? 200 : 201), attachUploadedAudio, {
-        meeting_id: id,
-        storage_path: name,
-        content_type: contentType,
-        byte_count: stored.size,
-        replaced,
-      });
-      if (previous && previous !== name) await store.delete(previous).catch(() => undefined);
-      return res;
-    } catch (err) {
-      await discard();
-      throw err;
-    }
+    const body = c.req.raw.body && Readable.fromWeb(c.req.raw.body as WebReadableStream);
+    const input = { meetingId: id, contentType, maxBytes, body };
+    // 201 when the meeting had no audio, 200 when the upload replaced it.
+    const { created, result } = await perform(c, uploadMeetingAudio, input);
+    return c.json(result, created ? 201 : 200);
   });
 }

@@ -4,7 +4,8 @@ import { assertAcceptsGaps } from '@mi/lib/repositories/gap-recovery';
 import { getMeeting } from '@mi/lib/repositories/meetings';
 import { getRecording, pcmFrameBytes, type Recording } from '@mi/lib/repositories/recordings';
 import { uploadGap } from '@mi/lib/use-cases/recording';
-import { actorOf, userIdOf } from '../../actor';
+import { userIdOf } from '../../actor';
+import { perform } from '../../commit';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonResponse, op, problemResponse, z } from '../../openapi';
 import { assertDeclaredLength, readBounded } from './body';
@@ -83,14 +84,9 @@ export function registerUploadRecordingGap(app: OpenAPIHono<AppEnv>) {
     assertFrameBytes(rec, start, end, bytes.length);
     assertDigests(digests, bytes);
 
-    const ctx = { originClientId: c.var.clientId, trace: c.var.trace };
-    const { stored, result } = await uploadGap(
-      c.var.deps,
-      actorOf(c),
-      { meetingId: id, audioVersion: audio_version, start, end, bytes },
-      ctx,
-    );
-    return c.json(result, stored ? 201 : 200);
+    const up = { meetingId: id, audioVersion: audio_version, start, end, bytes };
+    const { created, result } = await perform(c, uploadGap, up);
+    return c.json(result, created ? 201 : 200);
   });
 }
 
