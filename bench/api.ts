@@ -1,19 +1,39 @@
-// `npm run bench:api`: REST performance on the local stack with the test engine's database
-// (native PostgreSQL + pgvector when installed, else PGlite; TEST_DATABASE chooses) and emulators.
-// Each figure has a baseline measured in the same run: the same work as raw SQL (segments,
-// labels), an exact scan (voice matches), GET /healthz under the same load (meeting list).
+// `npm run bench:api`: what a request costs the deployable. The built api bundle (`npm run build`,
+// functions/dist) is served by the functions framework as deployed, pinned to one core with
+// taskset; autocannon loads it from its own process on the other core (bench/api-load.ts). The
+// figure is the server's CPU per request (/proc/<pid>/stat), with and without the telemetry
+// preload, against a bare Hono app's /healthz under the same framework, Node and pinning
+// (bench/bare-api), measured in the same run. The stack around it (native PostgreSQL + pgvector
+// when installed, the emulators) comes from the local stack.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pgvector from 'pgvector';
 import { mintDevToken } from '@mi/lib/adapters/auth';
+import { freePort } from '../emulators/gcloud';
 import { startLocalStack } from '../emulators/stack';
+import { buildAll, PRELOAD } from '../scripts/build';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
-import { ms, percentile, table, writeSection, type Row } from './report';
+import type { LoadResult, LoadSpec } from './api-load';
+import { table, writeSection, type Row } from './report';
 
-const LIST_REQUESTS = Number(process.env.BENCH_LIST_REQUESTS ?? 2000);
+const SECONDS = Number(process.env.BENCH_API_SECONDS ?? 15);
+const CONNECTIONS = 32;
+// Cloud Run functions bill as Cloud Run (CPU allocated during requests only, Tier 1 regions): the list
+// prices of cloud.google.com/run/pricing, read 2026-11-26. A deployed api instance has 1 vCPU and
+// 512 MiB (infra/modules/services/functions.tf).
+const PRICE = { vcpuSecond: 0.000024, gibSecond: 0.0000025, perMillionRequests: 0.4, memoryGib: 0.5 };
+const SERVER_CORE = '1';
+// Development aids: BENCH_API_ROUTES=meetings,healthz measures the routes whose names contain one
+// of the words; BENCH_API_PROFILE=<dir> writes each server's CPU profile there (node --cpu-prof).
+const ONLY = process.env.BENCH_API_ROUTES?.split(',');
+const PROFILE_DIR = process.env.BENCH_API_PROFILE && path.resolve(process.env.BENCH_API_PROFILE);
+const LOAD_CORE = '0';
 
+const root = path.resolve(import.meta.dirname, '..');
 const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-bench-api-'));
 const engine = await startTestEngine();
 const database = await createTestDatabase(engine.engine);
@@ -25,193 +45,278 @@ const stack = await startLocalStack({
   ML_PORT: '0',
   LOG_LEVEL: 'error',
   DATABASE_URL: database.url,
+  // Nothing of the stack's own should run during the measurement.
+  RECORDING_GAP_SWEEP_INTERVAL_SECONDS: '3600',
 });
-const { rt, url } = stack;
-const db = rt.db;
-const user = await mintDevToken(rt.config.IDENTITY_SECRET_KEY!, 'bench');
-const service = rt.config.SERVICE_AUTH_TOKEN;
+const { config } = stack;
+const user = `Bearer ${await mintDevToken(config.IDENTITY_SECRET_KEY!, 'bench')}`;
+const service = `Bearer ${config.SERVICE_AUTH_TOKEN}`;
 
-async function call(method: string, p: string, token: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(url + p, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...headers,
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+/** Where the function's telemetry goes: a sink that answers every export (the collector's place). */
+const otlp = createServer((req, res) => req.resume().on('end', () => res.writeHead(200).end('{}')));
+await new Promise<void>((r) => otlp.listen(0, '127.0.0.1', r));
+
+async function call(method: string, p: string, auth: string, body?: unknown) {
+  const send = () =>
+    fetch(stack.url + p, {
+      method,
+      headers: { authorization: auth, 'content-type': 'application/json', 'idempotency-key': key },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  // A kept-alive connection the server just closed resets; the same key makes the retry safe.
+  const key = randomUUID();
+  const res = await send().catch(send);
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${p} → ${res.status} ${text.slice(0, 300)}`);
   return text ? JSON.parse(text) : undefined;
 }
-const timed = async (fn: () => Promise<unknown>) => {
-  const t = performance.now();
-  await fn();
-  return performance.now() - t;
-};
-const median = (v: number[]) => percentile(v, 50);
-function unit(v: number[]) {
-  const n = Math.hypot(...v);
-  return v.map((x) => x / n);
-}
-const randomVector = () => unit(Array.from({ length: 192 }, () => Math.random() * 2 - 1));
 
-const rows: Row[] = [];
-const meeting = await call(
-  'POST',
-  '/meetings',
-  user,
-  { title: 'bench', source_type: 'text' },
-  { 'idempotency-key': randomUUID() },
-);
-const transcription = await call(
-  'POST',
-  `/meetings/${meeting.id}/transcriptions`,
-  service,
-  {},
-  { 'idempotency-key': randomUUID() },
-);
-
-// 1. PUT 5,000 segments (one in ten with a feature vector, as the batch worker sends them).
-const segments = Array.from({ length: 5000 }, (_, i) => ({
-  speaker_label: `SPEAKER_${i % 4}`,
-  text: `segment number ${i} with some words in it`,
-  start_ms: i * 1000,
-  end_ms: i * 1000 + 900,
-  confidence: 0.9,
-  feature_vector: i % 10 === 0 ? randomVector() : null,
-}));
-const putTimes: number[] = [];
-for (let i = 0; i < 5; i++)
-  putTimes.push(await timed(() => call('PUT', `/transcriptions/${transcription.id}/segments`, service, { segments })));
-const rawTimes: number[] = [];
-for (let i = 0; i < 5; i++) {
-  rawTimes.push(
-    await timed(() =>
-      db.withTransaction(async (tx) => {
-        await tx.query('bench.delete', 'DELETE FROM transcript_segment WHERE transcription_id = $1', [
-          transcription.id,
-        ]);
-        await tx.query(
-          'bench.insert',
-          `INSERT INTO transcript_segment (transcription_id, speaker_label, text, start_ms, end_ms, confidence, feature_vector)
-           SELECT $1, s.speaker_label, s.text, s.start_ms, s.end_ms, s.confidence, s.feature_vector::vector
-           FROM json_to_recordset($2::json) AS s(speaker_label text, text text, start_ms numeric, end_ms numeric, confidence numeric, feature_vector text)`,
-          [
-            transcription.id,
-            JSON.stringify(
-              segments.map((s) => ({
-                ...s,
-                feature_vector: s.feature_vector ? pgvector.toSql(s.feature_vector) : null,
-              })),
-            ),
-          ],
-        );
-      }),
-    ),
-  );
-}
-rows.push({
-  measure: 'PUT 5,000 segments (median of 5)',
-  result: ms(median(putTimes)),
-  baseline: `raw SQL replace ${ms(median(rawTimes))}`,
-  ratio: (median(putTimes) / median(rawTimes)).toFixed(2),
-  target: '≤ 1 s',
-});
-
-// 2. Speaker-label assignment over 10,000 segments of one label.
-await call('PUT', `/transcriptions/${transcription.id}/segments`, service, {
-  segments: segments.map((s) => ({ ...s, speaker_label: 'SPEAKER_X' })),
-});
-await call('POST', `/transcriptions/${transcription.id}/segments`, service, {
-  segments: segments.map((s) => ({ ...s, start_ms: s.start_ms + 5_000_000, speaker_label: 'SPEAKER_X' })),
-});
-const people = await Promise.all(
-  ['Ada', 'Grace'].map((name) =>
-    call(
-      'POST',
-      '/people',
-      user,
-      { display_name: `${name} ${randomUUID().slice(0, 4)}` },
-      { 'idempotency-key': randomUUID() },
-    ),
-  ),
-);
-const labelTimes: number[] = [];
-for (let i = 0; i < 6; i++) {
-  const person = people[i % 2];
-  labelTimes.push(
-    await timed(() =>
-      call(
-        'POST',
-        `/meetings/${meeting.id}/speaker-labels`,
-        user,
-        { speaker_label: 'SPEAKER_X', person_id: person.id },
-        { 'idempotency-key': randomUUID() },
-      ),
-    ),
-  );
-}
-const rawLabelTimes: number[] = [];
-for (let i = 0; i < 6; i++) {
-  rawLabelTimes.push(
-    await timed(() =>
-      db.query(
-        'bench.relabel',
-        'UPDATE transcript_segment SET person_id = $2 WHERE transcription_id = $1 AND speaker_label = $3',
-        [transcription.id, people[i % 2].id, 'SPEAKER_X'],
-      ),
-    ),
-  );
-}
-rows.push({
-  measure: 'speaker-label assignment, 10,000 segments (median of 6)',
-  result: ms(median(labelTimes)),
-  baseline: `raw UPDATE ${ms(median(rawLabelTimes))}`,
-  ratio: (median(labelTimes) / median(rawLabelTimes)).toFixed(2),
-  target: '≤ 0.5 s',
-});
-
-// Voice matches have their own benchmark: bench/voice.ts.
+// The data: 1,000 meetings of the user (a full first page), one with a transcription of 5,000
+// segments (one in ten with a feature vector, as the batch worker sends them) to search.
 const me = await call('GET', '/me', user);
-
-// 3. GET /meetings under 32 concurrent clients (1,000 meetings of the user).
-await db.query(
+await stack.rt.db.query(
   'bench.meetings',
-  `INSERT INTO meeting (user_id, title, source_type, start_time) SELECT $1, 'm' || n, 'text', now() - n * interval '1 minute' FROM generate_series(1, 1000) n`,
+  `INSERT INTO meeting (user_id, title, source_type, start_time)
+   SELECT $1, 'm' || n, 'text', now() - n * interval '1 minute' FROM generate_series(1, 1000) n`,
   [me.id],
 );
-async function load(p: string, token?: string) {
-  const times: number[] = [];
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: 32 }, async () => {
-      while (next++ < LIST_REQUESTS) {
-        const t = performance.now();
-        const res = await fetch(url + p, { headers: token ? { authorization: `Bearer ${token}` } : {} });
-        await res.arrayBuffer();
-        if (res.status !== 200) throw new Error(`${p} → ${res.status}`);
-        times.push(performance.now() - t);
-      }
-    }),
-  );
-  return { times, rps: (times.length / (performance.now() - started)) * 1000 };
-}
-const list = await load('/meetings?limit=50', user);
-const health = await load('/healthz');
-rows.push({
-  measure: `GET /meetings (50 per page) p50 / p99, 32 clients, ${LIST_REQUESTS} requests`,
-  result: `${ms(percentile(list.times, 50))} / ${ms(percentile(list.times, 99))} (${list.rps.toFixed(0)} req/s)`,
-  baseline: `GET /healthz p50 ${ms(percentile(health.times, 50))} (${health.rps.toFixed(0)} req/s)`,
-  ratio: (percentile(list.times, 50) / percentile(health.times, 50)).toFixed(2),
-  target: '',
+const meeting = await call('POST', '/meetings', user, { title: 'bench', source_type: 'text' });
+const transcription = await call('POST', `/meetings/${meeting.id}/transcriptions`, service, {});
+const unit = (v: number[]) => v.map((x) => x / Math.hypot(...v));
+const segments = JSON.stringify({
+  segments: Array.from({ length: 5000 }, (_, i) => ({
+    speaker_label: `SPEAKER_${i % 4}`,
+    text: `segment number ${i} with some words in it`,
+    start_ms: i * 1000,
+    end_ms: i * 1000 + 900,
+    confidence: 0.9,
+    feature_vector: i % 10 === 0 ? unit(Array.from({ length: 192 }, () => Math.random() * 2 - 1)) : null,
+  })),
 });
+await call('PUT', `/transcriptions/${transcription.id}/segments`, service, JSON.parse(segments));
 
-const out = `Engine: ${engine.engine.label}.\n\n${table(rows)}\n\nRatio = result / baseline (lower is better; the baseline does the same work without HTTP, validation, events or idempotency). Voice matches: see their own section (npm run bench:voice).`;
+await buildAll();
+
+interface Route {
+  name: string;
+  method: LoadSpec['method'];
+  path: string;
+  auth?: string;
+  body?: string;
+  freshIdempotencyKey?: boolean;
+  /** Replacing 5,000 segments is serialized per transcription: one client. */
+  connections?: number;
+}
+const json = { 'content-type': 'application/json' };
+const healthz: Route = { name: 'GET /healthz', method: 'GET', path: '/healthz' };
+const routes: Route[] = [
+  healthz,
+  { name: 'GET /meetings (50 of 1,000)', method: 'GET', path: '/meetings?limit=50', auth: user },
+  { name: 'GET /meetings/{id}', method: 'GET', path: `/meetings/${meeting.id}`, auth: user },
+  {
+    name: 'POST /meetings (Idempotency-Key)',
+    method: 'POST',
+    path: '/meetings',
+    auth: user,
+    body: JSON.stringify({ title: 'bench create', source_type: 'text' }),
+    freshIdempotencyKey: true,
+  },
+  { name: 'GET /search (5,000 segments)', method: 'GET', path: '/search?q=segment%2042', auth: user },
+  {
+    name: 'PUT 5,000 segments',
+    method: 'PUT',
+    path: `/transcriptions/${transcription.id}/segments`,
+    auth: service,
+    body: segments,
+    connections: 1,
+  },
+];
+const selected = routes.filter((r) => !ONLY || ONLY.some((w) => r.name.toLowerCase().includes(w)));
+
+/** utime + stime of a process (every thread), ms. */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10; // USER_HZ is 100
+}
+
+interface Server {
+  url: string;
+  pid: number;
+  stop(): Promise<unknown>;
+}
+
+/** The functions framework serving `api` from a directory, pinned to the server's core. */
+async function startServer(source: string, preload: boolean): Promise<Server> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    'taskset',
+    [
+      '-c',
+      SERVER_CORE,
+      process.execPath,
+      ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []),
+      path.join(root, 'node_modules/.bin/functions-framework'),
+      '--target=api',
+      '--source=.',
+      `--port=${port}`,
+    ],
+    {
+      cwd: source,
+      env: {
+        ...process.env,
+        ...stackEnv(),
+        // As deployed: the preload through NODE_OPTIONS, logs at info on stdout, telemetry exported.
+        NODE_OPTIONS: preload ? `--import=./${PRELOAD}` : '',
+        LOG_LEVEL: 'info',
+        OTEL_ENABLED: 'true',
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(otlp.address() as AddressInfo).port}`,
+        OTEL_METRIC_EXPORT_INTERVAL: '60000',
+        DB_POOL_MAX: '10',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const url = `http://127.0.0.1:${port}`;
+  for (const end = Date.now() + 60_000; ; ) {
+    if (child.exitCode !== null) throw new Error(`the server exited ${child.exitCode}: ${stderr}`);
+    if ((await fetch(`${url}/healthz`).catch(() => null))?.status === 200) break;
+    if (Date.now() > end) throw new Error(`the server did not start: ${stderr}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const exited = new Promise((r) => child.once('exit', r));
+  // SIGTERM: the framework shuts down and exits, which writes the profile.
+  return { url, pid: child.pid!, stop: () => (child.kill('SIGTERM'), exited) };
+}
+
+function stackEnv(): Record<string, string> {
+  const keys = [
+    'DATABASE_URL',
+    'PUBSUB_EMULATOR_HOST',
+    'FIRESTORE_EMULATOR_HOST',
+    'STORAGE_EMULATOR_HOST',
+    'STORAGE_SIGNER_KEY_FILE',
+    'STORAGE_BUCKET',
+    'IDENTITY_SECRET_KEY',
+    'SERVICE_AUTH_TOKEN',
+    'AUDIO_URL_SIGNING_KEY',
+    'GOOGLE_CLOUD_PROJECT',
+  ] as const;
+  const vars = Object.fromEntries(keys.map((k) => [k, String(config[k] ?? '')]));
+  return { ...vars, APP_ENV: 'development', DATABASE_URL: database.url, DATA_DIR: dataDir };
+}
+
+/** One load run of a route from the load generator's own process, pinned to the other core. */
+function load(server: Server, route: Route, seconds: number): LoadResult {
+  const spec: LoadSpec = {
+    url: server.url,
+    method: route.method,
+    path: route.path,
+    headers: { ...(route.auth ? { authorization: route.auth } : {}), ...(route.body ? json : {}) },
+    body: route.body,
+    connections: route.connections ?? CONNECTIONS,
+    seconds,
+    freshIdempotencyKey: route.freshIdempotencyKey,
+  };
+  const out = execFileSync(
+    'taskset',
+    ['-c', LOAD_CORE, process.execPath, '--import', 'tsx', path.join(import.meta.dirname, 'api-load.ts')],
+    { input: JSON.stringify(spec), maxBuffer: 1 << 20, cwd: root, stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const result: LoadResult = JSON.parse(out.toString());
+  if (result.non2xx || result.errors) throw new Error(`${route.name}: ${JSON.stringify(result)}`);
+  return result;
+}
+
+interface Measure {
+  rps: number;
+  cpuUs: number;
+  p99: number;
+}
+
+async function measure(server: Server, route: Route): Promise<Measure> {
+  load(server, route, Math.min(3, SECONDS)); // warm-up: JIT, pool connections, prepared plans
+  const before = cpuMs(server.pid);
+  const r = load(server, route, SECONDS);
+  const cpu = cpuMs(server.pid) - before;
+  return { rps: r.requests / r.seconds, cpuUs: (cpu * 1000) / r.requests, p99: r.p99 };
+}
+
+// All three servers run at once (idle but for the one under load), and each route is measured on
+// both variants back to back: the shared machine's load drifts, and should weigh on both alike.
+// The baseline is measured first and last; the lower (less disturbed) figure is kept.
+const bare = await startServer(path.join(root, 'bench/bare-api'), false);
+const preloaded = await startServer(path.join(root, 'functions/dist'), true);
+const plainServer = await startServer(path.join(root, 'functions/dist'), false);
+const measured: Record<'preload' | 'plain', Measure[]> = { preload: [], plain: [] };
+let baseline: Measure;
+try {
+  const first = await measure(bare, healthz);
+  for (const route of selected) {
+    measured.preload.push(await measure(preloaded, route));
+    measured.plain.push(await measure(plainServer, route));
+  }
+  const last = await measure(bare, healthz);
+  baseline = first.cpuUs <= last.cpuUs ? first : last;
+} finally {
+  await Promise.all([bare.stop(), preloaded.stop(), plainServer.stop()]);
+}
+
+const us = (v: number) => `${Math.round(v).toLocaleString('en')} µs`;
+const perSecond = (v: number) => Math.round(v).toLocaleString('en');
+/** A deployed instance billed while it serves at full CPU: one vCPU-second per CPU-second used. */
+const costPerMillion = (cpuUs: number) => {
+  const seconds = cpuUs; // µs per request × 1,000,000 requests
+  return seconds * (PRICE.vcpuSecond + PRICE.memoryGib * PRICE.gibSecond) + PRICE.perMillionRequests;
+};
+const rows: Row[] = [
+  {
+    request: 'bare Hono GET /healthz (baseline)',
+    'CPU/req, preload': '',
+    'CPU/req, no preload': us(baseline.cpuUs),
+    'ratio to baseline (preload)': '1.00',
+    'preload share': '',
+    'req/s measured (preload)': perSecond(baseline.rps),
+    'p99 (preload)': '',
+    'req/s per vCPU (preload)': perSecond(1e6 / baseline.cpuUs),
+    '$ per 1M (preload)': costPerMillion(baseline.cpuUs).toFixed(2),
+  },
+  ...selected.map((route, i) => {
+    const [preload, plain] = [measured.preload[i], measured.plain[i]];
+    return {
+      request: route.name,
+      'CPU/req, preload': us(preload.cpuUs),
+      'CPU/req, no preload': us(plain.cpuUs),
+      'ratio to baseline (preload)': (preload.cpuUs / baseline.cpuUs).toFixed(2),
+      'preload share': `${Math.round((1 - plain.cpuUs / preload.cpuUs) * 100)} %`,
+      'req/s measured (preload)': perSecond(preload.rps),
+      'p99 (preload)': `${preload.p99} ms`,
+      'req/s per vCPU (preload)': perSecond(1e6 / preload.cpuUs),
+      '$ per 1M (preload)': costPerMillion(preload.cpuUs).toFixed(2),
+    };
+  }),
+];
+
+const out = `Engine: ${engine.engine.label}. The built api bundle under the functions framework (Node ${process.version}), \
+pinned to core ${SERVER_CORE}; autocannon in its own process on core ${LOAD_CORE}, ${CONNECTIONS} connections \
+(PUT: 1), ${SECONDS} s per row after a warm-up; CPU/req is the server process's CPU time (/proc) over the requests \
+it answered (every one 2xx). Logs at info on stdout and telemetry exported to a local OTLP sink, as deployed.
+
+${table(rows)}
+
+Ratio = CPU per request / the bare Hono /healthz's (same framework, Node, pinning, run). Preload share = the part of \
+a request's CPU the telemetry preload adds. Req/s per vCPU = 1 s / CPU per request: what one deployed instance \
+(1 vCPU) serves when its CPU is the limit. $ per 1M = 1,000,000 × CPU per request × ($${PRICE.vcpuSecond} per \
+vCPU-second + ${PRICE.memoryGib} GiB × $${PRICE.gibSecond} per GiB-second) + $${PRICE.perMillionRequests} per \
+million requests: Cloud Run's list prices for CPU allocated during requests, Tier 1 regions \
+(cloud.google.com/run/pricing, read 2026-11-26), for an instance busy on its CPU while billed, free tier not \
+deducted; PostgreSQL's CPU is billed by Cloud SQL and not in it.`;
 console.log(out);
-writeSection('API', out);
+// A partial or profiled run is not the section's figures.
+if (!ONLY && !PROFILE_DIR) writeSection('API', out);
+otlp.close();
 await stack.stop();
 await database.close();
 await engine.stop();

@@ -112,10 +112,12 @@ async function orchestrate(): Promise<void> {
     const held = (m: Measured) =>
       percentile(m.result.ackMs, 99) <= ACK_P99_MS && m.result.acked / m.result.sent >= MIN_DURABLE;
     const measured = new Map<number, Measured>();
+    const bareAt = new Map<number, Measured>();
     const step = async (n: number) => {
       const live = await run(n, 'live');
       const bare = await run(n, 'bare');
       measured.set(n, live);
+      bareAt.set(n, bare);
       rows.push(row(live, bare, held(live)));
       if (Object.keys(live.result.problems).length)
         console.log(`${n} recordings: ${JSON.stringify(live.result.problems)}`);
@@ -147,8 +149,12 @@ async function orchestrate(): Promise<void> {
     const at = measured.get(capacity);
     const over = measured.get(failedAt);
     const cpuPerFrame = at ? at.cpuMs / at.frames : NaN;
+    const bare = bareAt.get(capacity);
+    const ratio = bare ? cpuPerFrame / (bare.cpuMs / bare.frames) : NaN;
     const body = [
       `capacity: ${capacity ? `${capacity} recordings` : `none of the loads measured (below ${failedAt} recordings)`} per ${workers > 1 ? `instance of ${workers} workers` : 'core'} (ack p99 ≤ ${ACK_P99_MS / 1000} s, durable/offered ≥ ${MIN_DURABLE})${capacity >= max ? ` (the search's ceiling: ${max})` : ''}`,
+      '',
+      at ? `ratio to bare ws at capacity: ${ratio.toFixed(2)}× (server CPU per durable frame / bare ws per frame)` : '',
       '',
       `${seconds} s of 10 frames/s per recording (3,200-byte PCM frames) against the live service's deployable (\`run-services/live/dist/server.js\` with the container's telemetry preload, on Node ${nodeVersion}${nodeVersion.startsWith('v24.') ? ' as in the node:24-slim image' : ''}${workers > 1 ? `, LIVE_WORKERS=${workers}` : ', LIVE_WORKERS=1'}${pinned ? `, pinned to core ${SERVER_CORE} with \`taskset\`; everything else pinned to the other cores` : ', not pinned'}), then the same load against a bare \`ws\` server that only counts frames. ${stack.engineLabel} as the database, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator (in memory) and an ML sink run in other processes on the same machine.`,
       '',

@@ -230,7 +230,8 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
       stops.push(ml.stop);
       mlUrl = ml.url;
     }
-    const liveService = createLiveService(rt, { mlUrl });
+    // The sweep below reads this coordination's instance marks: the live service writes them there.
+    const liveService = createLiveService(rt, { mlUrl, coordination: rt.coordination });
     await step('live service up', () => liveService.start());
     live = liveService;
     stops.push(() => liveService.shutdown('shutdown'));

@@ -7,7 +7,9 @@
 //  3. republishes outbox events whose publish failed,
 //  4. deletes outbox events past EVENT_RETENTION_HOURS, expired idempotency records and webhook
 //     attempts older than 7 days, in bounded batches (lib/repositories/retention.ts),
-//  5. finishes account erasures a DELETE /me left unfinished (lib/use-cases/account.ts) — first of
+//  5. deletes the Pub/Sub topic and subscription of each live instance that died without shutting
+//     down (its Firestore mark lapsed; the tabs it held reconnect elsewhere and replay),
+//  6. finishes account erasures a DELETE /me left unfinished (lib/use-cases/account.ts) — first of
 //     all, so that no take of an account being erased is finalized — and purges meetings
 //     soft-deleted more than MEETING_PURGE_AFTER_DAYS ago (lib/use-cases/meetings.ts).
 // Auth of the HTTP target: in staging/production the function is private — only the Cloud
@@ -17,6 +19,7 @@
 import { sleep } from '@mi/lib/async';
 import { DomainError } from '@mi/lib/errors';
 import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
+import { instanceTopic } from '@mi/lib/adapters/bus';
 import type { Coordination } from '@mi/lib/adapters/coordination';
 import { SERVICE } from '@mi/lib/domain/actor';
 import { dueTakes } from '@mi/lib/repositories/finalize';
@@ -40,8 +43,11 @@ import { toProblem } from './api/problem';
 export type SweepRuntime = Pick<Runtime, 'config' | 'db' | 'store' | 'bus' | 'events' | 'log'>;
 
 export interface SweepOptions {
-  /** Lease lookups: an idle-looking take whose lease is still held is left alone. */
-  coordination?: Pick<Coordination, 'get'>;
+  /**
+   * Lease lookups (an idle-looking take whose lease is still held is left alone) and the live
+   * instances' marks (a topic of an unmarked instance is deleted); without it, neither is done.
+   */
+  coordination?: Pick<Coordination, 'get' | 'markedInstances'>;
   /** A finalizing claim untouched this long belongs to a dead sweep and is retried (default 10 min). */
   staleFinalizingMs?: number;
   /** Outbox rows younger than this are left to their own publish (default 5 s). */
@@ -64,6 +70,7 @@ export interface SweepCounts {
   erasuresFinished: number;
   erasuresPending: number;
   purgedMeetings: number;
+  deletedInstanceTopics: number;
 }
 
 const STALE_FINALIZING_MS = 10 * 60_000;
@@ -81,6 +88,7 @@ export const NO_COUNTS: SweepCounts = {
   erasuresFinished: 0,
   erasuresPending: 0,
   purgedMeetings: 0,
+  deletedInstanceTopics: 0,
 };
 
 export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promise<SweepCounts> {
@@ -133,7 +141,32 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   counts.prunedWebhookAttempts = pruned.webhookAttempts;
   const afterDays = rt.config.MEETING_PURGE_AFTER_DAYS;
   counts.purgedMeetings = await runWorkflow(rt, SERVICE, purgeDeletedMeetings, { afterDays });
+  if (opts.coordination) counts.deletedInstanceTopics = await deleteDeadInstanceTopics(rt, opts.coordination);
   return counts;
+}
+
+/**
+ * A live instance that dies without shutting down leaves its topic and subscription behind (a
+ * topic never expires). Its tabs reconnect elsewhere and replay from the outbox, so what was
+ * addressed to it is not needed; a publish to the deleted topic is skipped (bus.ts).
+ */
+async function deleteDeadInstanceTopics(
+  rt: SweepRuntime,
+  marks: Pick<Coordination, 'markedInstances'>,
+): Promise<number> {
+  const topic = rt.config.PUBSUB_TOPIC_EVENTS;
+  // Topics first, marks after: an instance marks itself before it creates its topic, so every
+  // topic listed here of a running instance has its mark in the read that follows.
+  const topics = await rt.bus.instanceTopics(topic);
+  if (!topics.length) return 0;
+  const marked = new Set((await marks.markedInstances()).map((id) => instanceTopic(topic, id)));
+  // guard: sweep-keeps-marked-instance-topics | remove: !marked | test: test/live/instance-cleanup.test.ts :: keep the topics of running instances
+  const dead = topics.filter((t) => !marked.has(t));
+  for (const t of dead) {
+    await rt.bus.deleteTopic(t);
+    rt.log.info({ topic: t }, 'sweep: deleted the topic and subscription of a live instance that is gone');
+  }
+  return dead.length;
 }
 
 /**

@@ -118,6 +118,9 @@ export const configSchema = z.object({
   LIVE_MAX_FRAME_BYTES: int(65_536, 16),
   LIVE_SEND_QUEUE_BYTES: int(4_194_304, 1024),
   LIVE_HELLO_TIMEOUT_SECONDS: num(10, 0.1),
+  // A live instance marks itself alive this long, renewed at a third of it; the sweep deletes the
+  // topic and subscription of an instance whose mark lapsed (it died without shutting down).
+  LIVE_INSTANCE_TTL_SECONDS: num(120, 1),
   // targeted: an event goes to the topic of each live instance holding a connection of its user;
   // broadcast: to one topic every instance reads (the design before; bench:fanout's baseline).
   EVENT_FANOUT: z.enum(['targeted', 'broadcast']).default('targeted'),

@@ -180,13 +180,21 @@ describe('terraform', () => {
     const names: string[] = locals('modules/secrets').names;
     expect(new Set(names).size).toBe(names.length);
     const core = ['DATABASE_URL', 'IDENTITY_SECRET_KEY', 'SERVICE_AUTH_TOKEN', 'AUDIO_URL_SIGNING_KEY'];
-    expect(names).toEqual(expect.arrayContaining([...core, 'PROVIDER_A_API_KEY', 'PROVIDER_B_API_KEY']));
-    // Each credential variable is bound to its own secret.
-    const mounted = mod('envs/dev').module.services[0].secret_ids;
-    expect(Object.keys(mounted).sort()).toEqual([...core].sort());
-    for (const [k, v] of Object.entries(mounted)) expect(v).toBe(`\${module.secrets.ids["${k}"]}`);
-    expect(locals('envs/dev').core_secrets.sort()).toEqual([...core].sort());
+    const previous = 'SERVICE_AUTH_TOKEN_PREVIOUS';
+    expect(names).toEqual(expect.arrayContaining([...core, previous, 'PROVIDER_A_API_KEY', 'PROVIDER_B_API_KEY']));
+    // Each credential variable is bound to its own secret: exactly the secrets the units may read,
+    // the previous service token only while a rotation lasts (so no unit needs a version of it otherwise).
+    expect(mod('envs/dev').module.services[0].secret_ids).toBe(
+      '${{ for name in local.core_secrets : name => module.secrets.ids[name] }}',
+    );
+    expect(locals('envs/dev').core_secrets.replace(/\s+/g, ' ')).toBe(
+      `\${concat( [${core.map((n) => `"${n}"`).join(', ')}], ` +
+        `var.service_auth_token_rotation ? ["${previous}"] : [], )}`,
+    );
+    expect(varDefault('envs/dev', 'service_auth_token_rotation')).toBe(false);
     const accessors: string = mod('envs/dev').module.secrets[0].accessors;
+    // The ML service checks the core's calls with both values while a rotation lasts.
+    expect(accessors).toContain('secrets = ["SERVICE_AUTH_TOKEN", "SERVICE_AUTH_TOKEN_PREVIOUS", "PROVIDER_A_API_KEY"');
     for (const unit of ['api', 'sweep', 'live'])
       expect(accessors).toMatch(
         new RegExp(
@@ -465,7 +473,7 @@ describe('terraform', () => {
     const ttl = res(m, 'google_firestore_field', 'ttl');
     expect(ttl.ttl_config).toHaveLength(1);
     expect(ttl.for_each).toBe('${toset(var.ttl_collections)}');
-    expect(varDefault(m, 'ttl_collections')).toEqual(['live_leases', 'presence_connections']);
+    expect(varDefault(m, 'ttl_collections')).toEqual(['live_leases', 'presence_connections', 'live_instances']);
     expect(varDefault(m, 'ttl_field')).toBe('expires_at');
   });
 

@@ -31,4 +31,13 @@ describe('in-process bus', () => {
     await vi.waitFor(() => expect(calls).toBe(2));
     await bus.close();
   });
+
+  it("should list a topic's instance topics until they are deleted", async () => {
+    const bus = createMemoryBus();
+    for (const t of ['events', 'events.a', 'events.b', 'other.a']) await bus.ensureTopic(t);
+    expect((await bus.instanceTopics('events')).sort()).toEqual(['events.a', 'events.b']);
+    await bus.deleteTopic('events.a');
+    expect(await bus.instanceTopics('events')).toEqual(['events.b']);
+    await bus.close();
+  });
 });

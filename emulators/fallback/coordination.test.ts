@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createMemoryCoordination } from './coordination';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -14,7 +14,8 @@ describe('in-process coordination', () => {
     expect(await c.get('k')).toBeNull();
     expect(await c.acquire('k', 'z', 10_000)).toMatchObject({ owner: 'z', epoch: 2 });
     expect(await c.takeOver('k', winner, 10_000)).toMatchObject({ owner: winner, epoch: 3 });
-    expect(await c.renew('k', 'z', 10_000)).toBeNull();
+    const beat = { owner: 'z', leaseKeys: ['k'], leaseTtlMs: 10_000, presence: [], presenceTtlMs: 10_000 };
+    expect((await c.heartbeat(beat)).get('k')).toBeNull();
     await c.release('k', winner);
     expect(await c.get('k')).toBeNull();
   });
@@ -27,5 +28,15 @@ describe('in-process coordination', () => {
     await sleep(80);
     expect(await c.countPresence('u')).toBe(1);
     expect(await c.removePresence('u', 'c1')).toBe(0);
+  });
+
+  it('should list the instances whose mark has not lapsed', async () => {
+    const c = createMemoryCoordination();
+    await c.markInstance('i1', 10_000);
+    await c.markInstance('i2', 50);
+    expect((await c.markedInstances()).sort()).toEqual(['i1', 'i2']);
+    await vi.waitFor(async () => expect(await c.markedInstances()).toEqual(['i1']));
+    await c.unmarkInstance('i1');
+    expect(await c.markedInstances()).toEqual([]);
   });
 });

@@ -3,8 +3,8 @@
 // transactions because each call reads and writes its entry without awaiting in between.
 import {
   acquiredLease,
+  beatLease,
   releasedLease,
-  renewedLease,
   takenOverLease,
   toLease,
   type Coordination,
@@ -15,6 +15,7 @@ export function createMemoryCoordination(): Coordination {
   const leases = new Map<string, LeaseState>();
   // userId → connectionId → where and until when
   const presence = new Map<string, Map<string, { instanceId: string; expiresAt: number }>>();
+  const marks = new Map<string, number>(); // instanceId → expiresAt
 
   const change = (key: string, next: LeaseState | null) => {
     if (next) leases.set(key, next);
@@ -32,9 +33,6 @@ export function createMemoryCoordination(): Coordination {
     },
     async takeOver(key, owner, ttlMs) {
       return change(key, takenOverLease(leases.get(key), owner, ttlMs, Date.now()))!;
-    },
-    async renew(key, owner, ttlMs) {
-      return change(key, renewedLease(leases.get(key), owner, ttlMs, Date.now()));
     },
     async release(key, owner) {
       change(key, releasedLease(leases.get(key), owner, Date.now()));
@@ -56,9 +54,25 @@ export function createMemoryCoordination(): Coordination {
     async presenceInstances(userId) {
       return [...new Set(alive(userId).map((p) => p.instanceId))];
     },
+    async heartbeat({ owner, leaseKeys, leaseTtlMs, presence: present, presenceTtlMs }) {
+      const now = Date.now();
+      for (const p of present) await this.addPresence(p.userId, p.connectionId, owner, presenceTtlMs);
+      return new Map(leaseKeys.map((k) => [k, change(k, beatLease(leases.get(k), owner, leaseTtlMs, now))]));
+    },
+    async markInstance(instanceId, ttlMs) {
+      marks.set(instanceId, Date.now() + ttlMs);
+    },
+    async unmarkInstance(instanceId) {
+      marks.delete(instanceId);
+    },
+    async markedInstances() {
+      const now = Date.now();
+      return [...marks].filter(([, expiresAt]) => expiresAt > now).map(([id]) => id);
+    },
     async close() {
       leases.clear();
       presence.clear();
+      marks.clear();
     },
   };
 }

@@ -272,6 +272,9 @@ describe('GCS emulator', () => {
     const stranger = loadOrCreateSignerKey();
     e.trustKey({ client_email: signer.client_email, public_key_pem: stranger.public_key_pem });
     expect((await fetch(url)).status).toBe(403); // signed by a key that is no longer the trusted one
+    // Only the served read is listed (the conformance kit's proof that an ML read a take's audio).
+    const reads = (await (await fetch(`${e.url}/_emulator/signed-reads`)).json()) as { reads: unknown[] };
+    expect(reads.reads).toEqual([{ bucket: 'emu-test', object: 'signed/obj', at: expect.any(String) }]);
   });
 
   it('should inject 503s for matching requests only, count them down, and clear them', async () => {

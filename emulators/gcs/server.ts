@@ -64,10 +64,14 @@ const safeDecode = (s: string) => {
   }
 };
 
+const MAX_SIGNED_READS = 1000;
+
 class GcsHandler {
   readonly store: GcsStore;
   readonly verifier = new SignedUrlVerifier();
   readonly faults = new Faults();
+  /** Objects served through signed URLs, newest last: the ML conformance kit checks an ML read a take's audio. */
+  readonly signedReads: { bucket: string; object: string; at: string }[] = [];
   private readonly uploads: Uploads;
 
   constructor(opts: GcsEmulatorOptions) {
@@ -82,6 +86,7 @@ class GcsHandler {
     const rawPath = qi < 0 ? rawUrl : rawUrl.slice(0, qi);
     const rawQuery = qi < 0 ? '' : rawUrl.slice(qi + 1);
     if (rawPath === '/_emulator/faults') return this.faultControl(req, res);
+    if (rawPath === '/_emulator/signed-reads') return sendJson(res, 200, { reads: this.signedReads });
 
     let decodedUrl = rawUrl;
     try {
@@ -241,7 +246,12 @@ class GcsHandler {
     const bucket = safeDecode(bucketSeg ?? '');
     const name = nameSegs.map(safeDecode).join('/');
     try {
-      return await sendMedia(req, res, this.store, this.store.getObject(bucket, name));
+      const object = this.store.getObject(bucket, name);
+      if (req.method === 'GET') {
+        this.signedReads.push({ bucket, object: name, at: new Date().toISOString() });
+        this.signedReads.splice(0, this.signedReads.length - MAX_SIGNED_READS);
+      }
+      return await sendMedia(req, res, this.store, object);
     } catch (err) {
       if (err instanceof GcsError && err.status === 404)
         return sendXmlError(

@@ -1,9 +1,10 @@
 // The fake ML service's post-meeting batch pass, run on a `recording.finalized` message:
 // claim the transcription (→ synthesizing), replace its segments with the final set, write the
-// synthesis and the headline, re-extract the system tasks, and mark it completed. Deterministic:
-// the final set is derived from the live segments.
+// synthesis and the headline, re-extract the system tasks, and mark it completed. It reads the
+// take's audio through the signed URL the core gives (its length goes into the summary); the
+// final set is derived from the live segments, so tests can assert on it.
 import type { Logger } from '@mi/lib/telemetry/log';
-import type { RecordingFinalized } from '@mi/lib/ml/contract';
+import type { RecordingFinalized } from './protocol';
 import { ok, type RestClient } from '@mi/client';
 import { featureVector, stableUuid, taskText } from './content';
 import type { MlLimits } from './session';
@@ -46,6 +47,7 @@ export async function runBatchPass(
   ok(claim); // any other failure throws: the message is redelivered
 
   try {
+    const audioSeconds = await readAudio(core, msg);
     const live = await allSegments(core, tid);
     const final = finalSegments(live, limits.ML_SEGMENT_FEATURE_MAX_PER_SPEAKER);
     ok(await core.PUT('/transcriptions/{id}/segments', { ...transcription, body: { segments: final } }));
@@ -65,9 +67,12 @@ export async function runBatchPass(
         segment_ids: part.map((s) => s.id),
       });
     }
+    const heard = audioSeconds === null ? '' : ` over ${audioSeconds.toFixed(1)} s of audio`;
+    const missing = msg.is_degraded ? ' (some audio was missing)' : '';
     const summary = stored.length
-      ? `A conversation between ${speakers.length} speaker(s) in ${stored.length} segments${msg.is_degraded ? ' (some audio was missing)' : ''}. It opened with: "${stored[0].text}"`
-      : 'No speech was detected.';
+      ? `A conversation between ${speakers.length} speaker(s) in ${stored.length} segments${heard}${missing}. ` +
+        `It opened with: "${stored[0].text}"`
+      : `No speech was detected${heard}.`;
     const keyPoints = topics.map((t) => t.summary.split('.')[0]).filter(Boolean);
     const meeting = { params: { path: { id: msg.meeting_id } } };
     ok(await core.PUT('/meetings/{id}/synthesis', { ...meeting, body: { summary, key_points: keyPoints, topics } }));
@@ -108,6 +113,23 @@ export async function runBatchPass(
       .catch(() => undefined);
     return 'failed';
   }
+}
+
+/**
+ * The take's audio as the contract gives it (docs/ml-integration.md, step 9): a signed URL from
+ * GET /meetings/{id}/audio-url, fetched with no credential. Its length in seconds (a WAV of 16-bit
+ * samples at the header's byte rate), or null when the take stored no frame (404).
+ */
+async function readAudio(core: RestClient, msg: RecordingFinalized): Promise<number | null> {
+  const links = await core.GET('/meetings/{id}/audio-url', {
+    params: { path: { id: msg.meeting_id }, query: { audio_version: msg.audio_version } },
+  });
+  if (links.response.status === 404) return null;
+  const res = await fetch(ok(links).url);
+  if (!res.ok) throw new Error(`the signed audio URL answered ${res.status}`);
+  const wav = Buffer.from(await res.arrayBuffer());
+  if (wav.length < 44 || wav.toString('ascii', 0, 4) !== 'RIFF') throw new Error('the take audio is not a WAV');
+  return (wav.length - 44) / wav.readUInt32LE(28);
 }
 
 async function allSegments(core: RestClient, tid: string): Promise<Segment[]> {

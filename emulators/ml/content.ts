@@ -78,5 +78,7 @@ export function rmsPcm16(bytes: Buffer): number {
   return Math.sqrt(sum / samples);
 }
 
-export const talkingPointText = (n: number, texts: string[]) => `Talking point ${n}: ${texts.join(' ')}`.slice(0, 2000);
+// No number in the text: the window index it would carry is no count of talking points (the first
+// one of a take read "Talking point 3"); a client numbers them in order.
+export const talkingPointText = (texts: string[]) => `Discussed: ${texts.join(' ')}`.slice(0, 2000);
 export const taskText = (text: string) => `Follow up: ${text}`.slice(0, 2000);

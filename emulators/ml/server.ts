@@ -1,4 +1,5 @@
-// The fake ML service of the local stack and the tests: speaks the streaming contract
+// The fake ML service of the local stack and the tests, written from the published contract
+// (./protocol.ts, not the core's contract module): speaks the streaming contract
 // (POST /streaming, audio over a WebSocket, DELETE /streaming/{id} with a bounded drain), calls
 // the core back with the service token, and runs the batch pass on `recording.finalized`.
 // Modes for fault tests: `hang` accepts sessions and frames but never processes them nor
@@ -11,7 +12,14 @@ import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
 import { createBus, type Bus } from '@mi/lib/adapters/bus';
 import type { Config } from '@mi/lib/config';
 import { createLogger, type Logger } from '@mi/lib/telemetry/log';
-import { mlBatchSubscription, RecordingFinalized, StreamingStart } from '@mi/lib/ml/contract';
+import {
+  batchSubscription,
+  FINALIZED_RULES,
+  read,
+  START_RULES,
+  type RecordingFinalized,
+  type StreamingStart,
+} from './protocol';
 import { runBatchPass } from './batch';
 import { createRestClient } from '@mi/client';
 import { StreamingSession, type MlLimits } from './session';
@@ -97,10 +105,9 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
       if (mode === 'refuse') return send(res, 503, 'the ML service refuses new sessions (fault mode)');
       let body: StreamingStart;
       try {
-        const parsed = StreamingStart.safeParse(await readJson(req));
-        if (!parsed.success)
-          return send(res, 422, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
-        body = parsed.data;
+        const parsed = read<StreamingStart>(START_RULES, await readJson(req));
+        if ('invalid' in parsed) return send(res, 422, `invalid fields: ${parsed.invalid.join(', ')}`);
+        body = parsed.ok;
       } catch {
         return send(res, 400, 'malformed JSON body');
       }
@@ -174,14 +181,15 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
   try {
     // The one work queue every ML process shares: each message reaches one of them.
     const topic = config.PUBSUB_TOPIC_RECORDING_FINALIZED;
-    subscription = await bus.subscribeQueue(topic, mlBatchSubscription(topic), async (message) => {
-      const parsed = RecordingFinalized.safeParse(message.data);
-      if (!parsed.success) {
-        log.warn({ message_id: message.id }, 'fake ML: ignoring a malformed recording.finalized message');
+    subscription = await bus.subscribeQueue(topic, batchSubscription(topic), async (message) => {
+      const parsed = read<RecordingFinalized>(FINALIZED_RULES, message.data);
+      if ('invalid' in parsed) {
+        const fields = parsed.invalid;
+        log.warn({ message_id: message.id, fields }, 'fake ML: ignoring a malformed recording.finalized message');
         return;
       }
       // Throws only when the core could not be reached: the message is redelivered.
-      await runBatchPass(core, config, parsed.data, log);
+      await runBatchPass(core, config, parsed.ok, log);
     });
   } catch (err) {
     await new Promise((r) => server.close(r));

@@ -5,7 +5,7 @@
 import type { WebSocket } from 'ws';
 import type { Config } from '@mi/lib/config';
 import type { Logger } from '@mi/lib/telemetry/log';
-import type { StreamingStart } from '@mi/lib/ml/contract';
+import type { StreamingStart } from './protocol';
 import { ok, type RestClient } from '@mi/client';
 import {
   FRAME_MS,
@@ -254,7 +254,7 @@ export class StreamingSession {
             path: { id: meeting_id },
             header: { 'idempotency-key': stableUuid(transcription_id, 'talking-point', w) },
           },
-          body: { content: talkingPointText(w, texts), is_final: false },
+          body: { content: talkingPointText(texts), is_final: false },
           headers: this.trace,
         }),
       );

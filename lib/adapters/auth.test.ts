@@ -1,7 +1,7 @@
 import { SignJWT, UnsecuredJWT, exportJWK, generateKeyPair } from 'jose';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createAuthenticator, mintDevToken } from './auth';
 import { loadConfig } from '../config';
 import { DomainError } from '../errors';
@@ -40,6 +40,21 @@ describe('auth (development/test: HS256)', () => {
       .setExpirationTime(Math.floor(Date.now() / 1000) - 60)
       .sign(new TextEncoder().encode(secrets.IDENTITY_SECRET_KEY));
     expect(await outcomeOf(auth.authenticate(header(t), ['bearer']))).toBe('unauthorized');
+  });
+
+  it('should stop accepting a token it verified once when the token expires', async () => {
+    // Verified once, then served from the verified-token cache: the cache must not outlive exp.
+    const t = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('soon-expired')
+      .setExpirationTime(Math.floor(Date.now() / 1000) + 2)
+      .sign(new TextEncoder().encode(secrets.IDENTITY_SECRET_KEY));
+    expect(await outcomeOf(auth.authenticate(header(t), ['bearer']))).toBe('accepted');
+    expect(await outcomeOf(auth.authenticate(header(t), ['bearer']))).toBe('accepted');
+    await vi.waitFor(
+      async () => expect(await outcomeOf(auth.authenticate(header(t), ['bearer']))).toBe('unauthorized'),
+      { timeout: 10_000, interval: 100 },
+    );
   });
 
   it('should reject a token that is not yet valid with 401', async () => {

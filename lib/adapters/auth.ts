@@ -2,10 +2,13 @@
 // IDENTITY_SECRET_KEY in development/test, JWKS in staging/production), serviceAuth is the
 // SERVICE_AUTH_TOKEN compared in constant time (or SERVICE_AUTH_TOKEN_PREVIOUS while a rotation
 // lasts), or a Google-signed ID token of an ML service account (ML_SERVICE_ACCOUNT_EMAILS, checked
-// by google-auth-library). Missing/invalid → 401; the wrong scheme → 403.
+// by google-auth-library). In staging/production with ML_SERVICE_ACCOUNT_EMAILS set, only the ID
+// token is: the shared token is refused (401) so a leaked copy cannot act as the service.
+// Missing/invalid → 401; the wrong scheme → 403.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { OAuth2Client } from 'google-auth-library';
 import { createRemoteJWKSet, decodeJwt, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { LRUCache } from 'lru-cache';
 import type { Config } from '../config';
 import { DomainError } from '../errors';
 
@@ -45,6 +48,11 @@ export interface Authenticator {
 }
 
 const MAX_CLOCK_SKEW_SECONDS = 60;
+// A client sends the same user token on every request until it expires: its signature is checked
+// once and its claims kept until its exp, and for at most this long (a key the JWKS withdraws
+// stops its tokens within it). Only accepted tokens are kept; memory is bounded by the count.
+const VERIFIED_TOKEN_MAX_MS = 5 * 60_000;
+const VERIFIED_TOKENS_MAX = 10_000;
 /** A subject of nothing visible (whitespace, control and format characters such as U+200B). */
 const INVISIBLE = /^[\p{White_Space}\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]*$/u;
 
@@ -54,7 +62,18 @@ export function createAuthenticator(config: Config): Authenticator {
     ? new TextEncoder().encode(config.IDENTITY_SECRET_KEY)
     : createRemoteJWKSet(new URL(config.IDENTITY_JWKS_URL!));
 
-  async function verifyJwt(token: string): Promise<UserClaims> {
+  const verified = new LRUCache<string, UserClaims>({ max: VERIFIED_TOKENS_MAX, ttl: VERIFIED_TOKEN_MAX_MS });
+
+  async function verifyJwtOnce(token: string): Promise<UserClaims> {
+    const known = verified.get(token);
+    if (known) return known;
+    const { claims, exp } = await verifyJwt(token);
+    // At least 1 ms: a ttl of 0 would keep the entry for good.
+    verified.set(token, claims, { ttl: Math.max(1, Math.min(exp * 1000 - Date.now(), VERIFIED_TOKEN_MAX_MS)) });
+    return claims;
+  }
+
+  async function verifyJwt(token: string): Promise<{ claims: UserClaims; exp: number }> {
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, key as never, {
@@ -77,20 +96,31 @@ export function createAuthenticator(config: Config): Authenticator {
       | string
       | undefined;
     const email = typeof payload.email === 'string' && payload.email.trim() ? payload.email.trim() : null;
-    return { identityId: sub, email, username: name ?? (email ? email.split('@')[0] : sub) };
+    const claims = { identityId: sub, email, username: name ?? (email ? email.split('@')[0] : sub) };
+    return { claims, exp: payload.exp! };
   }
 
   const sharedTokens = [config.SERVICE_AUTH_TOKEN, config.SERVICE_AUTH_TOKEN_PREVIOUS].filter((t): t is string => !!t);
   const verifyServiceIdToken = googleIdTokenVerifier(config);
+  const idTokensOnly = !local && verifyServiceIdToken !== null;
 
   async function verify(token: string): Promise<Credential> {
     // Every shared token is compared, so the time taken does not say which one matched.
-    if (sharedTokens.map((t) => safeEqual(token, t)).includes(true)) return { scheme: 'service' };
+    if (sharedTokens.map((t) => safeEqual(token, t)).includes(true)) {
+      if (idTokensOnly) {
+        throw new DomainError(
+          'unauthorized',
+          `the shared service token is not accepted when APP_ENV=${config.APP_ENV}: authenticate with a ` +
+            'Google-signed ID token of an ML service account (ML_SERVICE_ACCOUNT_EMAILS), audience the core URL',
+        );
+      }
+      return { scheme: 'service' };
+    }
     if (verifyServiceIdToken && issuerOf(token) !== undefined && GOOGLE_ISSUERS.includes(issuerOf(token)!)) {
       await verifyServiceIdToken(token);
       return { scheme: 'service' };
     }
-    return { scheme: 'bearer', claims: await verifyJwt(token) };
+    return { scheme: 'bearer', claims: await verifyJwtOnce(token) };
   }
 
   return {

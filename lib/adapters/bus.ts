@@ -36,8 +36,10 @@ export type BusHandler = (m: BusMessage) => void | Promise<void>;
 
 export interface Bus {
   ensureTopic(topic: string): Promise<void>;
-  /** A topic of an instance that stops; a topic already gone is fine. */
+  /** A topic of an instance that stops or died, with its subscriptions; a topic already gone is fine. */
   deleteTopic(topic: string): Promise<void>;
+  /** The instance topics of `topic` (instanceTopic's names) that exist now. */
+  instanceTopics(topic: string): Promise<string[]>;
   /** The message id; null for an instance topic that no longer exists. */
   publish(
     topic: string,
@@ -45,8 +47,17 @@ export interface Bus {
     attributes?: Record<string, string>,
     opts?: PublishOptions,
   ): Promise<string | null>;
-  /** One subscription per instance, expiring when unused, deleted on close(). Handler success acks, a throw nacks. */
-  subscribeInstance(topic: string, instanceId: string, handler: BusHandler): Promise<{ close(): Promise<void> }>;
+  /**
+   * One subscription per instance, expiring when unused, deleted on close(). Handler success acks,
+   * a throw nacks. `ownsTopic`: the instance's own topic, created with the subscription (again
+   * when the sweep took both while the instance looked dead).
+   */
+  subscribeInstance(
+    topic: string,
+    instanceId: string,
+    handler: BusHandler,
+    opts?: { ownsTopic?: boolean },
+  ): Promise<{ close(): Promise<void> }>;
   /** Creates a work queue: a named, durable subscription (kept while nobody pulls), unless it exists. */
   ensureQueue(topic: string, subscription: string): Promise<void>;
   /** Pulls a work queue (ensureQueue first): each message goes to one of its pullers; close() keeps the queue. */
@@ -140,13 +151,24 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
     }
   };
 
+  // A topic's deletion leaves its subscriptions behind (detached, holding their messages until
+  // they expire a day later): they go first.
   const deleteTopic = async (name: string) => {
     topics.delete(name);
+    const topic = client.topic(name);
     try {
-      await withTimeout(client.topic(name).delete(), CLOSE_TIMEOUT_MS);
+      const [subscriptions] = await withTimeout(topic.getSubscriptions(), CLOSE_TIMEOUT_MS);
+      await Promise.all(subscriptions.map((s) => withTimeout(s.delete(), CLOSE_TIMEOUT_MS).catch(ignoreNotFound)));
+      await withTimeout(topic.delete(), CLOSE_TIMEOUT_MS);
     } catch (err) {
-      if (codeOf(err) !== GRPC_NOT_FOUND) throw err;
+      ignoreNotFound(err);
     }
+  };
+
+  const instanceTopics = async (name: string) => {
+    const prefix = instanceTopic(name, '');
+    const [all] = await client.getTopics();
+    return all.map((t) => t.name.split('/').pop()!).filter((t) => t.startsWith(prefix) && t !== prefix);
   };
 
   const publish: Bus['publish'] = async (name, data, attributes = {}, publishOpts = {}) => {
@@ -163,8 +185,13 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
     }
   };
 
-  const createSubscription = async (topicName: string, name: string, options: CreateSubscriptionOptions) => {
-    if (emulatorHost) await ensureTopic(topicName);
+  const createSubscription = async (
+    topicName: string,
+    name: string,
+    options: CreateSubscriptionOptions,
+    ownsTopic = false,
+  ) => {
+    if (emulatorHost || ownsTopic) await ensureTopic(topicName);
     try {
       await topicFor(topicName).createSubscription(name, options);
     } catch (err) {
@@ -174,10 +201,10 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
 
   const ensureQueue: Bus['ensureQueue'] = (topicName, name) => createSubscription(topicName, name, QUEUE_OPTIONS);
 
-  const subscribeInstance: Bus['subscribeInstance'] = (topicName, instanceId, handler) => {
+  const subscribeInstance: Bus['subscribeInstance'] = (topicName, instanceId, handler, o = {}) => {
     const name = instanceSubscriptionName(topicName, instanceId);
     return pull(topicName, name, handler, {
-      create: () => createSubscription(topicName, name, INSTANCE_OPTIONS),
+      create: () => createSubscription(topicName, name, INSTANCE_OPTIONS, o.ownsTopic),
       deleteOnClose: true,
     });
   };
@@ -271,6 +298,7 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
   return {
     ensureTopic,
     deleteTopic,
+    instanceTopics,
     publish,
     subscribeInstance,
     ensureQueue,
@@ -299,3 +327,7 @@ function resourceId(name: string): string {
 }
 
 const codeOf = (err: unknown) => (err as { code?: unknown }).code;
+
+const ignoreNotFound = (err: unknown) => {
+  if (codeOf(err) !== GRPC_NOT_FOUND) throw err;
+};

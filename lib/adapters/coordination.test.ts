@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emulatorFromEnvOrStart, type RunningEmulator } from '../../emulators/gcloud';
-import { createCoordination, createFirestore, type Coordination } from './coordination';
+import { createCoordination, createFirestore, HEARTBEAT_DOCS, type Coordination } from './coordination';
 
 // Two Coordination clients on one Firestore stand for two Cloud Run instances.
 let emulator: RunningEmulator;
@@ -12,6 +12,10 @@ const projectId = 'coordination-test';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const key = () => `recording/${randomUUID()}`;
+/** One instance's heartbeat over the given leases (and presence). */
+const beat = (c: Coordination, owner: string, leaseKeys: string[], ttlMs: number, presence: Presence[] = []) =>
+  c.heartbeat({ owner, leaseKeys, leaseTtlMs: ttlMs, presence, presenceTtlMs: ttlMs });
+type Presence = { userId: string; connectionId: string };
 
 beforeAll(async () => {
   emulator = await emulatorFromEnvOrStart('firestore');
@@ -52,12 +56,12 @@ describe('leases', () => {
   it('should make the old owner lose the lease on its next renew after a takeover', async () => {
     const k = key();
     await one.acquire(k, 'a', 30_000);
-    const renewed = await one.renew(k, 'a', 60_000);
+    const renewed = (await beat(one, 'a', [k], 60_000)).get(k);
     expect(renewed).toMatchObject({ owner: 'a', epoch: 1 });
     expect(renewed!.expiresAt.getTime()).toBeGreaterThan(Date.now() + 50_000);
 
     expect(await two.takeOver(k, 'b', 30_000)).toMatchObject({ owner: 'b', epoch: 2 });
-    expect(await one.renew(k, 'a', 30_000)).toBeNull();
+    expect((await beat(one, 'a', [k], 30_000)).get(k)).toBeNull();
     expect(await one.get(k)).toMatchObject({ owner: 'b', epoch: 2 });
   });
 
@@ -69,7 +73,6 @@ describe('leases', () => {
 
     await one.release(k, 'a');
     expect(await two.get(k)).toBeNull();
-    expect(await one.renew(k, 'a', 30_000)).toBeNull();
     expect(await two.acquire(k, 'b', 30_000)).toMatchObject({ owner: 'b', epoch: 2 });
   });
 
@@ -83,6 +86,78 @@ describe('leases', () => {
       expect(docs[0].get('expires_at').toMillis()).toBe(lease!.expiresAt.getTime());
     } finally {
       await db.terminate();
+    }
+  });
+});
+
+describe('the heartbeat (every lease and presence of an instance in one commit)', () => {
+  it('should renew every lease it is given, keeping owner and epoch, and refresh presence, past one commit', async () => {
+    // More documents than one commit takes: the leases and the presence span three commits.
+    const keys = Array.from({ length: HEARTBEAT_DOCS + 10 }, key);
+    await Promise.all(keys.map((k) => one.acquire(k, 'a', 1_000)));
+    const users = Array.from({ length: 5 }, () => `user-${randomUUID()}`);
+    const presence = users.flatMap((userId) =>
+      Array.from({ length: 100 }, (_, i) => ({ userId, connectionId: `c${i}` })),
+    );
+    const before = Date.now();
+    const leases = await beat(one, 'a', keys, 60_000, presence);
+    // Every key, read back from Firestore: a lease left out of the commit would lapse in a second.
+    await sleep(1_100);
+    const stored = await Promise.all(keys.map((k) => two.get(k)));
+    for (const [i, k] of keys.entries()) {
+      expect(leases.get(k)).toMatchObject({ key: k, owner: 'a', epoch: 1 });
+      expect(stored[i]).toEqual(leases.get(k));
+      expect(stored[i]!.expiresAt.getTime()).toBeGreaterThanOrEqual(before + 60_000);
+    }
+    for (const user of users) expect(await two.countPresence(user)).toBe(100);
+    expect(await two.presenceInstances(users[0])).toEqual(['a']);
+  });
+
+  it('should report the leases another instance took and leave them to it, renewing the rest', async () => {
+    const keys = Array.from({ length: 12 }, key);
+    await Promise.all(keys.map((k) => one.acquire(k, 'a', 30_000)));
+    const taken = keys.filter((_, i) => i % 3 === 0);
+    await Promise.all(taken.map((k) => two.takeOver(k, 'b', 30_000)));
+
+    const leases = await beat(one, 'a', keys, 60_000);
+    for (const k of keys) {
+      if (taken.includes(k)) {
+        expect(leases.get(k)).toBeNull();
+        expect(await two.get(k)).toMatchObject({ owner: 'b', epoch: 2 });
+      } else expect(leases.get(k)).toMatchObject({ owner: 'a', epoch: 1 });
+    }
+  });
+
+  it('should take again a lapsed lease nobody took, and a released one with a new epoch', async () => {
+    const lapsed = key();
+    const released = key();
+    await one.acquire(lapsed, 'a', 200);
+    await one.acquire(released, 'a', 30_000);
+    await one.release(released, 'a');
+    await sleep(300);
+    expect(await two.get(lapsed)).toBeNull();
+
+    const leases = await beat(one, 'a', [lapsed, released], 30_000);
+    expect(leases.get(lapsed)).toMatchObject({ owner: 'a', epoch: 1 });
+    expect(leases.get(released)).toMatchObject({ owner: 'a', epoch: 2 });
+    expect(await two.acquire(lapsed, 'b', 30_000)).toBeNull();
+  });
+
+  it('should never overwrite a takeover that races it: the taken leases end with their taker', async () => {
+    const keys = Array.from({ length: 30 }, key);
+    await Promise.all(keys.map((k) => one.acquire(k, 'a', 30_000)));
+    const taken = keys.filter((_, i) => i % 2 === 0);
+    const [leases] = await Promise.all([
+      beat(one, 'a', keys, 30_000),
+      ...taken.map((k) => two.takeOver(k, 'b', 30_000)),
+    ]);
+    for (const k of keys) {
+      const now = await two.get(k);
+      if (taken.includes(k)) {
+        expect(now).toMatchObject({ owner: 'b', epoch: 2 });
+        // The heartbeat either came first (the takeover then bumped the epoch) or saw it.
+        expect([null, 1]).toContain(leases.get(k)?.epoch ?? null);
+      } else expect(now).toMatchObject({ owner: 'a', epoch: 1 });
     }
   });
 });

@@ -3,7 +3,13 @@
 // Exclusivity comes from Firestore transactions. Expiry is judged by the caller's clock, so
 // TTLs should be far above the clock skew between instances (seconds, not milliseconds).
 // Every lease and presence document carries an `expires_at` Timestamp for the TTL policy.
-import { Firestore, Timestamp, type DocumentData, type DocumentReference } from '@google-cloud/firestore';
+import {
+  Firestore,
+  Timestamp,
+  type DocumentData,
+  type DocumentReference,
+  type Transaction,
+} from '@google-cloud/firestore';
 import { emulatorAuth } from './google-auth';
 
 export interface Lease {
@@ -19,8 +25,6 @@ export interface Coordination {
   acquire(key: string, owner: string, ttlMs: number): Promise<Lease | null>;
   /** Forced takeover (a resume on another instance): always succeeds and bumps the epoch. */
   takeOver(key: string, owner: string, ttlMs: number): Promise<Lease>;
-  /** null: the lease now belongs to someone else (or was released). */
-  renew(key: string, owner: string, ttlMs: number): Promise<Lease | null>;
   /** Only if still ours. */
   release(key: string, owner: string): Promise<void>;
   /** The current, unexpired lease. */
@@ -31,7 +35,27 @@ export interface Coordination {
   countPresence(userId: string): Promise<number>;
   /** The instances holding an unexpired connection of the user: where the user's events must go. */
   presenceInstances(userId: string): Promise<string[]>;
+  /**
+   * An instance's heartbeat, one commit per HEARTBEAT_DOCS documents: renews every lease it holds
+   * (a lapsed or released lease nobody took is taken again) and refreshes its connections'
+   * presence. Returns each key's lease, null where another owner holds it now.
+   */
+  heartbeat(beat: Heartbeat): Promise<Map<string, Lease | null>>;
+  /** Marks a live instance alive for ttlMs more (renewed while it runs; it owns a topic while marked). */
+  markInstance(instanceId: string, ttlMs: number): Promise<void>;
+  /** A clean shutdown's end: the instance's mark goes. */
+  unmarkInstance(instanceId: string): Promise<void>;
+  /** The instances whose mark has not lapsed. */
+  markedInstances(): Promise<string[]>;
   close(): Promise<void>;
+}
+
+export interface Heartbeat {
+  owner: string;
+  leaseKeys: string[];
+  leaseTtlMs: number;
+  presence: { userId: string; connectionId: string }[];
+  presenceTtlMs: number;
 }
 
 /** A lease document's content; `owner` is empty after a release (the epoch is kept for fencing). */
@@ -72,6 +96,11 @@ export function renewedLease(
   return { owner, expiresAt: now + ttlMs, epoch: current.epoch };
 }
 
+/** The heartbeat's rule for one lease: renewed while ours, else taken again if free or lapsed. */
+export function beatLease(current: LeaseState | undefined, owner: string, ttlMs: number, now: number) {
+  return renewedLease(current, owner, ttlMs, now) ?? acquiredLease(current, owner, ttlMs, now);
+}
+
 export function releasedLease(current: LeaseState | undefined, owner: string, now: number): LeaseState | null {
   if (!current || current.owner !== owner) return null;
   return { owner: '', expiresAt: now, epoch: current.epoch };
@@ -98,6 +127,9 @@ export function createFirestore(opts: { projectId: string; emulatorHost?: string
   });
 }
 
+/** Documents per heartbeat commit: Firestore's documented bound on writes per commit. */
+export const HEARTBEAT_DOCS = 500;
+
 // Firestore document ids may not contain '/' nor be '.' or '..'.
 const docId = (s: string) => encodeURIComponent(s).replace(/\./g, '%2E');
 
@@ -111,6 +143,7 @@ export function createCoordination(opts: {
   const leases = db.collection(`${prefix}leases`);
   const connections = (userId: string) =>
     db.collection(`${prefix}presence`).doc(docId(userId)).collection('presence_connections');
+  const instances = db.collection(`${prefix}instances`);
 
   const readState = (data: DocumentData | undefined): LeaseState | undefined =>
     data && {
@@ -119,24 +152,34 @@ export function createCoordination(opts: {
       epoch: data.epoch as number,
     };
 
+  const setLease = (tx: Transaction, ref: DocumentReference, key: string, next: LeaseState) =>
+    tx.set(ref, { key, owner: next.owner, epoch: next.epoch, expires_at: Timestamp.fromMillis(next.expiresAt) });
+  const presenceDoc = (userId: string, connectionId: string, instanceId: string, expiresAt: number) =>
+    [
+      connections(userId).doc(docId(connectionId)),
+      {
+        user_id: userId,
+        connection_id: connectionId,
+        instance_id: instanceId,
+        expires_at: Timestamp.fromMillis(expiresAt),
+      },
+    ] as const;
+  // Racing instances contend on a document; the emulator aborts the losers, which retry.
+  const TX = { maxAttempts: 20 };
+
   /** Reads, decides and writes one lease document in a transaction. */
   const change = <T extends LeaseState | null>(
     key: string,
     decide: (current: LeaseState | undefined, now: number) => T,
   ) =>
-    db.runTransaction(
-      async (tx) => {
-        const ref: DocumentReference = leases.doc(docId(key));
-        const current = readState((await tx.get(ref)).data());
-        const now = Date.now();
-        const next = decide(current, now);
-        if (next)
-          tx.set(ref, { key, owner: next.owner, epoch: next.epoch, expires_at: Timestamp.fromMillis(next.expiresAt) });
-        return { next, now };
-      },
-      // Racing instances contend on one document; the emulator aborts the losers, which retry.
-      { maxAttempts: 20 },
-    );
+    db.runTransaction(async (tx) => {
+      const ref: DocumentReference = leases.doc(docId(key));
+      const current = readState((await tx.get(ref)).data());
+      const now = Date.now();
+      const next = decide(current, now);
+      if (next) setLease(tx, ref, key, next);
+      return { next, now };
+    }, TX);
 
   const countAlive = async (userId: string) => {
     const snap = await connections(userId).where('expires_at', '>', Timestamp.now()).count().get();
@@ -152,10 +195,6 @@ export function createCoordination(opts: {
       const { next, now } = await change(key, (cur, now) => takenOverLease(cur, owner, ttlMs, now));
       return toLease(key, next, now)!;
     },
-    async renew(key, owner, ttlMs) {
-      const { next, now } = await change(key, (cur, now) => renewedLease(cur, owner, ttlMs, now));
-      return toLease(key, next, now);
-    },
     async release(key, owner) {
       await change(key, (cur, now) => releasedLease(cur, owner, now));
     },
@@ -164,14 +203,8 @@ export function createCoordination(opts: {
       return toLease(key, readState(snap.data()), Date.now());
     },
     async addPresence(userId, connectionId, instanceId, ttlMs) {
-      await connections(userId)
-        .doc(docId(connectionId))
-        .set({
-          user_id: userId,
-          connection_id: connectionId,
-          instance_id: instanceId,
-          expires_at: Timestamp.fromMillis(Date.now() + ttlMs),
-        });
+      const [ref, data] = presenceDoc(userId, connectionId, instanceId, Date.now() + ttlMs);
+      await ref.set(data);
     },
     async removePresence(userId, connectionId) {
       await connections(userId).doc(docId(connectionId)).delete();
@@ -181,6 +214,45 @@ export function createCoordination(opts: {
     async presenceInstances(userId) {
       const snap = await connections(userId).where('expires_at', '>', Timestamp.now()).select('instance_id').get();
       return [...new Set(snap.docs.map((d) => d.get('instance_id') as string))];
+    },
+    async heartbeat({ owner, leaseKeys, leaseTtlMs, presence, presenceTtlMs }) {
+      const keys = [...new Set(leaseKeys)];
+      // A transaction per HEARTBEAT_DOCS documents (one for an instance of a few hundred takes): a
+      // batched read of its leases, then one commit of their writes and of presence. Each lease is
+      // decided by the same rule as alone, on the state the commit is fenced to.
+      const beat = async (keys: string[], presence: Heartbeat['presence']) => {
+        const { decided, now } = await db.runTransaction(async (tx) => {
+          const refs = keys.map((k) => leases.doc(docId(k)));
+          const snaps = refs.length ? await tx.getAll(...refs) : [];
+          const now = Date.now();
+          const decided = snaps.map((snap, i) => {
+            const next = beatLease(readState(snap.data()), owner, leaseTtlMs, now);
+            if (next) setLease(tx, refs[i], keys[i], next);
+            return next;
+          });
+          for (const p of presence) tx.set(...presenceDoc(p.userId, p.connectionId, owner, now + presenceTtlMs));
+          return { decided, now };
+        }, TX);
+        return keys.map((k, i) => [k, toLease(k, decided[i], now)] as const);
+      };
+      const commits = [];
+      for (let i = 0; i < keys.length + presence.length; i += HEARTBEAT_DOCS) {
+        const leased = keys.slice(i, i + HEARTBEAT_DOCS);
+        const from = Math.max(0, i - keys.length);
+        commits.push(beat(leased, presence.slice(from, from + HEARTBEAT_DOCS - leased.length)));
+      }
+      return new Map((await Promise.all(commits)).flat());
+    },
+    async markInstance(instanceId, ttlMs) {
+      const expires = Timestamp.fromMillis(Date.now() + ttlMs);
+      await instances.doc(docId(instanceId)).set({ instance_id: instanceId, expires_at: expires });
+    },
+    async unmarkInstance(instanceId) {
+      await instances.doc(docId(instanceId)).delete();
+    },
+    async markedInstances() {
+      const snap = await instances.where('expires_at', '>', Timestamp.now()).select('instance_id').get();
+      return snap.docs.map((d) => d.get('instance_id') as string);
     },
     async close() {
       await db.terminate();

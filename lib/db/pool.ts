@@ -18,8 +18,18 @@ pg.types.setTypeParser(1082, (v) => v);
 // pg's own parsers read every form the server prints (JavaScript's Date.parse does not).
 const parseTimestamptz = pg.types.getTypeParser(1184);
 const parseTimestamp = pg.types.getTypeParser(1114);
-pg.types.setTypeParser(1184, (v) => (parseTimestamptz(v) as Date).toISOString());
+pg.types.setTypeParser(1184, isoOfTimestamptz);
 pg.types.setTypeParser(1114, (v) => (parseTimestamp(v) as Date).toISOString());
+
+// The form a UTC session prints ('2026-11-25 23:00:00.123456+00') is rewritten as text: through a
+// Date it cost 2-5 % of a list request's CPU. Every other form (another zone, BC, infinity) goes
+// through pg's parser. Both truncate to milliseconds.
+const UTC_TIMESTAMPTZ = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?\+00$/;
+export function isoOfTimestamptz(v: string): string {
+  const m = UTC_TIMESTAMPTZ.exec(v);
+  if (!m) return (parseTimestamptz(v) as Date).toISOString();
+  return `${m[1]}T${m[2]}.${(m[3] ?? '').padEnd(3, '0').slice(0, 3)}Z`;
+}
 
 export interface Queryable {
   query<R extends pg.QueryResultRow = Record<string, unknown>>(

@@ -61,6 +61,11 @@ export class RangeSet {
 
   add(start: number, end: number): void {
     if (end < start) return;
+    // The live path adds each frame at the end: extend the last range (or append one) in place,
+    // without copying the set per frame.
+    const last = this.r[this.r.length - 1];
+    if (!last || start > last[1] + 1) return void this.r.push([start, end]);
+    if (start >= last[0]) return void (last[1] = Math.max(last[1], end));
     const out: Range[] = [];
     let s = start;
     let e = end;

@@ -1,8 +1,9 @@
 // The core ↔ ML contract, declared once: what the core sends the ML service and what it accepts
 // back on the live path (POST /streaming, the audio socket, DELETE /streaming/{id}) and the
 // batch path's `recording.finalized` message. The core (run-services/live/ml-client.ts, the
-// finalize step), our stand-in ML (emulators/ml) and the published documents (./documents.ts)
-// all use these schemas, so none can drift from the others. docs/ml-integration.md tells the story.
+// finalize step) and the published documents (./documents.ts) use these schemas, so they cannot
+// drift apart; our stand-in ML (emulators/ml) is written from the documents instead, as an ML team's
+// service would be. docs/ml-integration.md tells the story.
 import { z } from 'zod';
 
 const Uuid = z.string().uuid();

@@ -83,8 +83,9 @@ export const FRAME_MS = 100;
 /** The sequence number of a binary message, or null when it has no (usable) header. */
 export function frameSequence(data: Buffer): number | null {
   if (data.length <= FRAME_HEADER_BYTES) return null;
-  const seq = data.readBigUInt64BE(0);
-  return seq > BigInt(Number.MAX_SAFE_INTEGER) ? null : Number(seq);
+  // Two 32-bit halves, not a BigInt: no allocation per frame. Above 2^53 − 1 is not a number we keep.
+  const high = data.readUInt32BE(0);
+  return high > 0x1fffff ? null : high * 0x1_0000_0000 + data.readUInt32BE(4);
 }
 
 export function describeIssues(error: z.ZodError): string {

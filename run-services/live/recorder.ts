@@ -497,17 +497,6 @@ export class Recorder implements PumpHost {
     this.host.closed(this);
   }
 
-  /** The lease heartbeat (the instance's heartbeat calls it): a lease someone else took means we let go. */
-  async renewLease(): Promise<void> {
-    const { coordination, instanceId, leaseTtlMs } = this.host;
-    if (this.state !== 'recording') return;
-    const lease = await coordination.renew(this.key, instanceId, leaseTtlMs).then(
-      (l) => l ?? coordination.acquire(this.key, instanceId, leaseTtlMs), // a lapsed lease nobody took is still ours
-      () => 'unknown' as const, // Firestore unreachable: the row decides
-    );
-    if (lease === null) await this.ownershipLost('lease taken');
-  }
-
   /** The lease or the row (owner_instance) now names another instance, or the take is not open. */
   async ownershipLost(why: string): Promise<void> {
     if (this.state !== 'recording') return;

@@ -37,8 +37,10 @@ export interface LiveServiceOptions {
   /** Lease lifetime of an owned take and its heartbeat (tests shorten them). */
   leaseTtlMs?: number;
   heartbeatMs?: number;
-  /** Lifetime of a connection's presence document; refreshed at a third of it. */
+  /** Lifetime of a connection's presence document; refreshed by the heartbeat every third of it. */
   presenceTtlMs?: number;
+  /** How often connections are caught up from the outbox (CATCH_UP_MS; a test turns it off to see the bus alone). */
+  catchUpMs?: number;
 }
 
 export interface LiveService {
@@ -115,7 +117,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
   const byUser = new Map<string, Set<Connection>>();
   let state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   let subscription: { close(): Promise<void> } | null = null;
-  let presenceTimer: NodeJS.Timeout | null = null;
+  let markTimer: NodeJS.Timeout | null = null;
   let unwatchOutbox = () => {};
   let catchUpTimer: NodeJS.Timeout | null = null;
   let stopped: Promise<void> | null = null;
@@ -139,7 +141,8 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     instanceId,
     mlUrl: opts.mlUrl ?? config.ML_SERVICE_URL,
     leaseTtlMs: opts.leaseTtlMs ?? OWNER_STALE_SECONDS * 1000,
-    heartbeatMs: opts.heartbeatMs ?? OWNER_HEARTBEAT_SECONDS * 1000,
+    // Presence lapses unless each document is refreshed at least three times in its lifetime.
+    heartbeatMs: Math.min(opts.heartbeatMs ?? OWNER_HEARTBEAT_SECONDS * 1000, presenceTtlMs / 3),
     // Our own events reach our connections at once, and go out only to the other instances holding their user.
     dispatch(produced) {
       for (const e of produced) deliverLocal(e);
@@ -148,6 +151,12 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     },
     localConnections,
     countPresence: (userId) => coordination.countPresence(userId),
+    presence: () => {
+      const present: { userId: string; connectionId: string }[] = [];
+      for (const c of connections) if (c.ready && c.userId) present.push({ userId: c.userId, connectionId: c.id });
+      return present;
+    },
+    presenceTtlMs,
   });
 
   /** Tells `to` (the other instances holding the user) what changed here; best effort, heartbeats re-check. */
@@ -223,6 +232,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       if (!conn.open) return;
       // Presence first: a publisher that commits after the replay's starting point reads presence
       // after this write, so it addresses this instance (the replay covers what came before).
+      // guard: hello-presence-before-replay | remove: await | test: test/live/hello-presence.test.ts :: committed between
       await coordination
         .addPresence(userId, conn.id, instanceId, presenceTtlMs)
         .catch((err) => log.warn({ err: (err as Error).message }, 'presence write failed'));
@@ -319,20 +329,27 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
 
     async start() {
       if (state !== 'new') return;
+      if (!broadcast) {
+        // Marked alive before its topic exists: the sweep deletes the topics of unmarked instances
+        // (one that died without shutting down), listing them before it reads the marks.
+        const instanceTtlMs = config.LIVE_INSTANCE_TTL_SECONDS * 1000;
+        // Best effort: an instance whose topic was taken recreates it (bus.ts) and catches up.
+        const mark = () =>
+          coordination
+            .markInstance(instanceId, instanceTtlMs)
+            .catch((err) => log.warn({ err: (err as Error).message }, 'could not write the instance mark'));
+        await mark();
+        markTimer = setInterval(mark, instanceTtlMs / 3);
+      }
       // In the cloud too the instance makes (and on shutdown deletes) its own topic.
-      if (!broadcast) await rt.bus.ensureTopic(ownTopic);
-      subscription = await rt.bus.subscribeInstance(broadcast ? topic : ownTopic, instanceId, onBusMessage);
+      subscription = broadcast
+        ? await rt.bus.subscribeInstance(topic, instanceId, onBusMessage)
+        : await rt.bus.subscribeInstance(ownTopic, instanceId, onBusMessage, { ownsTopic: true });
       sessions.startHeartbeat();
-      presenceTimer = setInterval(() => {
-        for (const conn of connections) {
-          if (!conn.ready || !conn.userId) continue;
-          coordination.addPresence(conn.userId, conn.id, instanceId, presenceTtlMs).catch(() => undefined);
-        }
-      }, presenceTtlMs / 3);
       catchUpTimer = setInterval(() => {
         void catchUp();
         listeners.prune();
-      }, CATCH_UP_MS);
+      }, opts.catchUpMs ?? CATCH_UP_MS);
       // The live service always runs (min instances ≥ 1, CPU always allocated): it reports the outbox metrics.
       unwatchOutbox = watchOutbox(() => outboxBacklog(rt.db));
       state = 'running';
@@ -343,7 +360,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       stopped ??= (async () => {
         const wasRunning = state === 'running';
         state = 'stopping';
-        if (presenceTimer) clearInterval(presenceTimer);
+        if (markTimer) clearInterval(markTimer);
         sessions.stopHeartbeat();
         if (catchUpTimer) clearInterval(catchUpTimer);
         unwatchOutbox();
@@ -367,7 +384,10 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
           await settleWithin(Promise.all(users.map(letGo)), 1_000);
         }
         await settleWithin(subscription?.close() ?? Promise.resolve(), 2_000);
-        if (!broadcast) await settleWithin(rt.bus.deleteTopic(ownTopic), 1_000);
+        if (!broadcast) {
+          await settleWithin(rt.bus.deleteTopic(ownTopic), 1_000);
+          await settleWithin(coordination.unmarkInstance(instanceId), 1_000);
+        }
         if (!opts.coordination) await settleWithin(coordination.close(), 1_000);
         wss.close();
         state = 'stopped';

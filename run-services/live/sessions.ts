@@ -37,6 +37,9 @@ export interface SessionsDeps {
   /** Connections of the user: on this instance, and on all instances (Firestore presence). */
   localConnections(userId: string): number;
   countPresence(userId: string): Promise<number>;
+  /** The connections whose presence this instance keeps alive, and for how long each heartbeat. */
+  presence(): { userId: string; connectionId: string }[];
+  presenceTtlMs: number;
 }
 
 /** The domain errors of starting a take, as WebSocket error codes (any other is the connection's 1011). */
@@ -46,8 +49,6 @@ const START_ERRORS: Partial<Record<DomainErrorCode, ErrorCode>> = {
   recording_open: 'recording_open',
 };
 
-/** Firestore lease renewals in flight at once during a heartbeat. */
-const LEASE_RENEWALS_AT_ONCE = 16;
 /** A connection the server closed with ReconnectAdvised keeps its takes at least this long. */
 export const ADVISED_RECONNECT_GRACE_SECONDS = 30;
 
@@ -67,6 +68,8 @@ export class Sessions implements RecorderHost {
   private readonly resumes = new KeyedQueue();
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private beating = false;
+  /** Heartbeats since presence was last written: it goes every third of its lifetime, not every beat. */
+  private beatsSincePresence = Infinity;
 
   /** This instance's unit of work: committed events reach its own connections first, then Pub/Sub. */
   private readonly uow: UnitOfWorkDeps;
@@ -116,26 +119,41 @@ export class Sessions implements RecorderHost {
 
   /**
    * Every OWNER_HEARTBEAT_SECONDS: one statement touches every open take this instance owns (a
-   * take missing from it was resumed elsewhere or stopped), each take's Firestore lease is
-   * renewed, and detached takes look for their user (the grace starts once they are gone).
+   * take missing from it was resumed elsewhere or stopped), one Firestore commit renews every
+   * take's lease and (every third of its lifetime) every connection's presence, and detached
+   * takes look for their user (the grace starts once they are gone).
    */
   private async heartbeat(): Promise<void> {
-    if (this.beating || !this.recorders.size) return;
+    if (this.beating) return;
+    const presenceDue = ++this.beatsSincePresence * this.d.heartbeatMs >= this.d.presenceTtlMs / 3;
+    const presence = presenceDue ? this.d.presence() : [];
+    if (presenceDue) this.beatsSincePresence = 0;
+    if (!this.recorders.size && !presence.length) return;
     this.beating = true;
     try {
       const startedAt = Date.now();
-      const owned = await touchOwnedTakes(this.d.rt.db, this.d.instanceId).catch(
-        (err) => void this.warn(err, 'owner heartbeat failed'),
-      );
+      const owned =
+        this.recorders.size > 0 &&
+        (await touchOwnedTakes(this.d.rt.db, this.d.instanceId).catch(
+          (err) => void this.warn(err, 'owner heartbeat failed'),
+        ));
       if (owned) {
         const keys = new Set(owned.map((t) => recordingLeaseKey(t.meeting_id, t.audio_version)));
         for (const r of this.recorders.values())
           if (r.createdAt < startedAt && !keys.has(r.key)) void r.ownershipLost('row owner changed');
       }
-      const takes = [...this.recorders.values()];
-      for (let i = 0; i < takes.length; i += LEASE_RENEWALS_AT_ONCE) {
-        await Promise.all(takes.slice(i, i + LEASE_RENEWALS_AT_ONCE).map((r) => r.renewLease()));
-      }
+      const takes = [...this.recorders.values()].filter((r) => r.state === 'recording');
+      const leases = await this.d.coordination
+        .heartbeat({
+          owner: this.d.instanceId,
+          leaseKeys: takes.map((r) => r.key),
+          leaseTtlMs: this.d.leaseTtlMs,
+          presence,
+          presenceTtlMs: this.d.presenceTtlMs,
+        })
+        // Firestore unreachable: the row decides, and presence lives on until its TTL.
+        .catch((err) => void this.warn(err, 'lease and presence heartbeat failed'));
+      for (const r of takes) if (leases && leases.get(r.key) === null) void r.ownershipLost('lease taken');
       for (const r of takes) if (r.state === 'recording' && !r.client && !r.gracePending) this.checkPresence(r);
     } finally {
       this.beating = false;

@@ -31,6 +31,7 @@ const checks = await runConformance({
     url: values['core-url'] ?? env.CORE_URL ?? `http://localhost:${env.CORE_PORT ?? 4002}`,
     serviceToken: need('SERVICE_AUTH_TOKEN'),
     identitySecret: need('IDENTITY_SECRET_KEY'),
+    storageEmulator: need('STORAGE_EMULATOR_HOST'),
   },
   pubsub: {
     projectId: env.GOOGLE_CLOUD_PROJECT ?? 'local-project',

@@ -11,7 +11,8 @@ import {
 } from '@mi/lib/ml/contract';
 import { newTraceparent } from '@mi/client';
 import { openAudioSocket, SAMPLE_RATE, type AudioSocket } from './audio';
-import { callCore, prepareTake, waitFor, type CoreAccess } from './core';
+import { callCore, createMeeting, kitUser, prepareTake, signedReads, waitFor, type CoreAccess } from './core';
+import { recordTake, type StoredTake } from './take';
 import { validDrainReport, validFinalized, validMlMessage, validSession } from './validators';
 
 export interface ConformanceOptions {
@@ -20,6 +21,8 @@ export interface ConformanceOptions {
   pubsub: { projectId: string; emulatorHost?: string; topic: string };
   /** How long to wait for each outcome of the ML (a callback, the batch pass). */
   timeoutMs: number;
+  /** How long the core may take to finalize a stopped take (default 35 s: the local stack sweeps every 30 s). */
+  finalizeMs?: number;
 }
 
 export interface Check {
@@ -33,6 +36,11 @@ export interface Check {
 const FIRST = [...range(0, 29), ...range(40, 59)];
 const RESUME_AT = 60;
 const RESUMED = range(RESUME_AT, 99);
+
+/** The stored take: 5 s of tone. */
+const TAKE_FRAMES = 50;
+/** How long a redelivered message may take to show a second pass. */
+const REDELIVERY_QUIET_MS = 5_000;
 
 function range(from: number, to: number) {
   return Array.from({ length: to - from + 1 }, (_, i) => from + i);
@@ -192,20 +200,34 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
       return `${items.length} segment(s)`;
     });
 
-    await check('recording.finalized: the ML claims the take and completes it', async () => {
-      await publishFinalized(
-        opts,
-        {
-          meeting_id: take!.meetingId,
-          audio_version: 1,
-          transcription_id: take!.transcriptionId,
-          storage_path: null, // the kit stores no audio: GET /meetings/{id}/audio-url answers 404
-          is_degraded: true,
-          missing_ranges: [[30, 39]],
-        },
-        trace,
-      );
-      const path = `/transcriptions/${take!.transcriptionId}`;
+    let stored: StoredTake;
+    await check(
+      `a real take stored on the core (${TAKE_FRAMES / 10} s recorded over its WebSocket, then stopped)`,
+      async () => {
+        const meetingId = await createMeeting(opts.core, 'ML conformance stored take');
+        const user = await kitUser(opts.core);
+        stored = await recordTake(opts.core, user, meetingId, TAKE_FRAMES, Math.max(opts.timeoutMs, 10_000));
+        return `meeting ${stored.meetingId}, audio_version ${stored.audioVersion}`;
+      },
+      true,
+    );
+    await check(
+      'the core finalized the stored take (and published recording.finalized)',
+      async () => {
+        // The sweep finalizes a stopped take: up to its interval after the stop.
+        const takes = `/meetings/${stored!.meetingId}/recording/takes`;
+        const user = await kitUser(opts.core);
+        const finalized = await waitFor(async () => {
+          const page = (await callCore(opts.core, 'GET', takes, user)).body as { items: Record<string, unknown>[] };
+          return page.items.find((t) => t.audio_version === stored!.audioVersion && t.state === 'finalized');
+        }, opts.finalizeMs ?? 35_000);
+        if (!finalized) throw new Error(`the take was not finalized within ${(opts.finalizeMs ?? 35_000) / 1000} s`);
+        return `finalized at ${finalized.finalized_at}`;
+      },
+      true,
+    );
+    await check('recording.finalized: the ML claims the stored take and completes it', async () => {
+      const path = `/transcriptions/${stored!.transcriptionId}`;
       let last: Record<string, unknown> = {};
       const done = await waitFor(async () => {
         last = (await callCore(opts.core, 'GET', path)).body as Record<string, unknown>;
@@ -214,12 +236,41 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
       if (done?.status !== 'completed') throw new Error(`transcription ${last.status}: ${last.status_message ?? ''}`);
       return `completed: ${last.status_message ?? ''}`;
     });
+    let audioObject: string | undefined;
+    await check("the ML read the take's audio through the signed URL of GET /meetings/{id}/audio-url", async () => {
+      audioObject = (await signedReads(opts.core)).find((r) => r.object.includes(stored!.meetingId))?.object;
+      if (!audioObject) throw new Error("the take's audio object was never read through a signed URL");
+      return audioObject;
+    });
     await check('the batch pass wrote the synthesis and the headline', async () => {
-      const reply = await callCore(opts.core, 'GET', `/meetings/${take!.meetingId}`);
+      const reply = await callCore(opts.core, 'GET', `/meetings/${stored!.meetingId}`);
       const meeting = reply.body as Record<string, string | null>;
       if (!meeting.summary) throw new Error('the meeting has no summary (PUT /meetings/{id}/synthesis)');
       if (!meeting.headline) throw new Error('the meeting has no headline (PATCH /meetings/{id})');
       return `headline "${meeting.headline.slice(0, 60)}"`;
+    });
+    await check('a redelivered recording.finalized: the claim answers 409 and the ML changes nothing', async () => {
+      const before = await batchState(opts.core, stored!);
+      await publishFinalized(
+        opts,
+        {
+          meeting_id: stored!.meetingId,
+          audio_version: stored!.audioVersion,
+          transcription_id: stored!.transcriptionId,
+          storage_path: audioObject ?? null,
+          is_degraded: false,
+          missing_ranges: [],
+        },
+        trace,
+      );
+      // A conformant ML leaves no trace (its claim is refused); any write within the window fails the check.
+      const quietMs = Math.min(opts.timeoutMs, REDELIVERY_QUIET_MS);
+      const after = await waitFor(async () => {
+        const now = await batchState(opts.core, stored!);
+        return now === before ? undefined : now;
+      }, quietMs);
+      if (after) throw new Error(`a second pass ran: before ${before}, after ${after}`.slice(0, 600));
+      return `nothing changed within ${quietMs / 1000} s`;
     });
   } catch (err) {
     if (!(err instanceof Stop)) throw err;
@@ -227,6 +278,24 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
     for (const s of sockets) s.close();
   }
   return checks;
+}
+
+/** What a batch pass writes, as one comparable string: status and history, segment ids, synthesis. */
+async function batchState(core: CoreAccess, take: StoredTake): Promise<string> {
+  const t = `/transcriptions/${take.transcriptionId}`;
+  const [transcription, history, segments, meeting] = await Promise.all(
+    [t, `${t}/status-history`, `${t}/segments?limit=200`, `/meetings/${take.meetingId}`].map(
+      async (path) => (await callCore(core, 'GET', path)).body as Record<string, unknown>,
+    ),
+  );
+  const ids = (page: Record<string, unknown>) => ((page.items ?? []) as { id: string }[]).map((i) => i.id);
+  return JSON.stringify({
+    status: transcription.status,
+    history: ids(history).length,
+    segments: ids(segments),
+    summary: meeting.summary,
+    headline: meeting.headline,
+  });
 }
 
 async function publishFinalized(opts: ConformanceOptions, message: RecordingFinalized, trace: Record<string, string>) {

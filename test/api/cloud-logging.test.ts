@@ -21,9 +21,9 @@ describe('Cloud Logging-shaped request lines', () => {
   it('should carry severity, message, and the trace and span of the incoming traceparent', async () => {
     const traceId = randomBytes(16).toString('hex');
     const parentSpan = randomBytes(8).toString('hex');
-    const res = await api.request('GET', '/healthz', { headers: { traceparent: `00-${traceId}-${parentSpan}-01` } });
+    const res = await api.request('GET', '/readyz', { headers: { traceparent: `00-${traceId}-${parentSpan}-01` } });
     expect(res.status).toBe(200);
-    const line = requestLine('/healthz');
+    const line = requestLine('/readyz');
     expect(line).toMatchObject({
       severity: 'INFO',
       message: 'request',
@@ -58,10 +58,21 @@ describe('Cloud Logging-shaped request lines', () => {
     expect(sent.headers.get('x-request-id')).toBe('app-req-1234');
     const lastLine = (path: string) => lines.filter((l) => l.message === 'request' && l.path === path).at(-1);
     expect(lastLine('/openapi.json')).toMatchObject({ request_id: 'app-req-1234' });
-    const fresh = await api.request('GET', '/healthz', { headers: { 'x-request-id': 'bad id with spaces' } });
+    const fresh = await api.request('GET', '/readyz', { headers: { 'x-request-id': 'bad id with spaces' } });
     const id = fresh.headers.get('x-request-id')!;
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
-    expect(lastLine('/healthz')).toMatchObject({ request_id: id });
+    expect(lastLine('/readyz')).toMatchObject({ request_id: id });
+  });
+
+  it('should answer a liveness probe (/healthz) without a request line, span or request id', async () => {
+    const before = lines.length;
+    const res = await api.request('GET', '/healthz', { headers: { 'x-request-id': 'probe-1234' } });
+    expect(res.body).toEqual({ status: 'ok' });
+    expect(res.headers.get('x-request-id')).toBeNull();
+    await api.request('GET', '/readyz');
+    // The /readyz line after it is written; none for the probe before it.
+    expect(requestLine('/readyz')).toBeDefined();
+    expect(lines.slice(before).filter((l) => l.path === '/healthz')).toEqual([]);
   });
 
   it.each([

@@ -7,32 +7,49 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { OpenedDatabase } from '@mi/lib/db/open';
+import { createBus } from '@mi/lib/adapters/bus';
+import { mlBatchSubscription } from '@mi/lib/ml/contract';
+import { runSweep } from '../../functions/sweep';
 import { runConformance, type Check } from '../../scripts/ml-conformance/run';
 import { fileEnv, openTestDatabase, startInstance, type Instance } from '../live/helpers';
 
 let database: OpenedDatabase;
+/** A core whose live service streams to our stand-in, which also pulls its recording.finalized. */
 let core: Instance;
+/** A core with no ML: a broken ML's batch worker (if any) pulls its recording.finalized. */
+let bare: Instance;
+const sweeps: NodeJS.Timeout[] = [];
 
 beforeAll(async () => {
   database = await openTestDatabase();
   core = await startInstance(database, fileEnv(), { ml: true });
+  bare = await startInstance(database, fileEnv());
+  // As the local stack does: the sweep finalizes stopped takes (and publishes recording.finalized).
+  for (const i of [core, bare]) sweeps.push(setInterval(() => void runSweep(i.rt).catch(() => undefined), 200));
 }, 60_000);
 
 afterAll(async () => {
+  for (const t of sweeps) clearInterval(t);
   await core?.close();
+  await bare?.close();
   await database?.close();
 });
 
-/** The stand-in pulls the file's recording.finalized topic; a broken ML gets a topic of its own that nobody pulls. */
-const kitOptions = (mlUrl: string, timeoutMs: number, topic = core.config.PUBSUB_TOPIC_RECORDING_FINALIZED) => ({
+const kitOptions = (on: Instance, mlUrl: string, timeoutMs: number) => ({
   mlUrl,
   core: {
-    url: core.url,
-    serviceToken: core.config.SERVICE_AUTH_TOKEN,
-    identitySecret: core.config.IDENTITY_SECRET_KEY!,
+    url: on.url,
+    serviceToken: on.config.SERVICE_AUTH_TOKEN,
+    identitySecret: on.config.IDENTITY_SECRET_KEY!,
+    storageEmulator: on.config.STORAGE_EMULATOR_HOST!,
   },
-  pubsub: { projectId: core.config.GOOGLE_CLOUD_PROJECT, emulatorHost: core.config.PUBSUB_EMULATOR_HOST, topic },
+  pubsub: {
+    projectId: on.config.GOOGLE_CLOUD_PROJECT,
+    emulatorHost: on.config.PUBSUB_EMULATOR_HOST,
+    topic: on.config.PUBSUB_TOPIC_RECORDING_FINALIZED,
+  },
   timeoutMs,
+  finalizeMs: 5_000,
 });
 
 interface BrokenMlBehaviour {
@@ -42,7 +59,7 @@ interface BrokenMlBehaviour {
   onSocket?: (ws: WebSocket) => void;
 }
 
-/** An ML that keeps the contract, except where `behaviour` says; it never calls the core. */
+/** An ML that keeps the live contract, except where `behaviour` says; it never calls the core. */
 async function brokenMl(behaviour: BrokenMlBehaviour): Promise<{ url: string; server: Server }> {
   const server = createServer();
   const wss = new WebSocketServer({ noServer: true });
@@ -73,11 +90,57 @@ async function brokenMl(behaviour: BrokenMlBehaviour): Promise<{ url: string; se
   return { url, server };
 }
 
-async function runAgainst(behaviour: BrokenMlBehaviour): Promise<Check[]> {
+/**
+ * The batch worker of an ML that breaks the batch contract as `how` says: it pulls the bare core's
+ * recording.finalized and, when honest, claims the take, reads its audio and completes it.
+ */
+async function batchWorker(how: { readAudio: boolean; honourClaim: boolean }) {
+  const { config } = bare;
+  const bus = createBus({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.PUBSUB_EMULATOR_HOST });
+  const call = (method: string, path: string, body?: unknown) =>
+    fetch(`${bare.url}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${config.SERVICE_AUTH_TOKEN}`,
+        'content-type': 'application/json',
+        'idempotency-key': randomUUID(),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  const topic = config.PUBSUB_TOPIC_RECORDING_FINALIZED;
+  await bus.ensureQueue(topic, mlBatchSubscription(topic));
+  const sub = await bus.subscribeQueue(topic, mlBatchSubscription(topic), async ({ data }) => {
+    const msg = data as { meeting_id: string; audio_version: number; transcription_id: string };
+    const [meeting, transcription] = [`/meetings/${msg.meeting_id}`, `/transcriptions/${msg.transcription_id}`];
+    const claim = await call('PATCH', transcription, { status: 'synthesizing' });
+    if (claim.status !== 200 && how.honourClaim) return;
+    if (how.readAudio) {
+      const links = await call('GET', `${meeting}/audio-url?audio_version=${msg.audio_version}`);
+      await (await fetch(((await links.json()) as { url: string }).url)).arrayBuffer();
+    }
+    const segment = { id: randomUUID(), speaker_label: 'SPEAKER_0', text: 'Hello.', start_ms: 0, end_ms: 900 };
+    await call('PUT', `${transcription}/segments`, { segments: [{ ...segment, confidence: 0.9, is_final: true }] });
+    await call('PUT', `${meeting}/synthesis`, { summary: 'A greeting.', key_points: [], topics: [] });
+    await call('PATCH', meeting, { headline: 'A greeting' });
+    await call('PATCH', transcription, { status: 'completed' });
+  });
+  return async () => {
+    await sub.close();
+    await bus.close();
+  };
+}
+
+async function runAgainst(
+  behaviour: BrokenMlBehaviour,
+  batch?: Parameters<typeof batchWorker>[0],
+  timeoutMs = 1_000,
+): Promise<Check[]> {
   const ml = await brokenMl(behaviour);
+  const stopBatch = batch ? await batchWorker(batch) : null;
   try {
-    return await runConformance(kitOptions(ml.url, 1_000, `unpulled-${randomUUID().slice(0, 8)}`));
+    return await runConformance(kitOptions(bare, ml.url, timeoutMs));
   } finally {
+    await stopBatch?.();
     ml.server.closeAllConnections();
     ml.server.close();
   }
@@ -87,7 +150,7 @@ const byName = (checks: Check[], prefix: string) => checks.find((c) => c.name.st
 
 describe('ML conformance kit', () => {
   it('should pass our stand-in ML: every check, from the session start to the batch pass', async () => {
-    const checks = await runConformance(kitOptions(core.ml!.url, 30_000));
+    const checks = await runConformance(kitOptions(core, core.ml!.url, 30_000));
     expect(checks.filter((c) => !c.pass)).toEqual([]);
     expect(checks.map((c) => c.name)).toEqual([
       'setup: a meeting and a transcription on the core',
@@ -100,8 +163,12 @@ describe('ML conformance kit', () => {
       'DELETE /streaming/{id} of an unknown session answers 404',
       'messages on the audio socket follow the AsyncAPI document (Warning, Dropped)',
       'live segments reach the core (POST /transcriptions/{id}/segments)',
-      'recording.finalized: the ML claims the take and completes it',
+      'a real take stored on the core (5 s recorded over its WebSocket, then stopped)',
+      'the core finalized the stored take (and published recording.finalized)',
+      'recording.finalized: the ML claims the stored take and completes it',
+      "the ML read the take's audio through the signed URL of GET /meetings/{id}/audio-url",
       'the batch pass wrote the synthesis and the headline',
+      'a redelivered recording.finalized: the claim answers 409 and the ML changes nothing',
     ]);
   });
 
@@ -143,17 +210,37 @@ describe('ML conformance kit', () => {
     expect(byName(checks, 'DELETE /streaming/{id} of an unknown session')).toMatchObject({ pass: true });
   });
 
+  it('should fail an ML whose batch pass completes the take without reading its audio', async () => {
+    const checks = await runAgainst({}, { readAudio: false, honourClaim: true }, 15_000);
+    expect(byName(checks, 'recording.finalized')).toMatchObject({ pass: true });
+    expect(byName(checks, "the ML read the take's audio")).toMatchObject({
+      pass: false,
+      reason: expect.stringContaining('never read'),
+    });
+    expect(byName(checks, 'a redelivered recording.finalized')).toMatchObject({ pass: true });
+  });
+
+  it("should fail an ML that runs a second pass on a redelivered message (ignoring its claim's 409)", async () => {
+    const checks = await runAgainst({}, { readAudio: true, honourClaim: false }, 15_000);
+    expect(byName(checks, "the ML read the take's audio")).toMatchObject({ pass: true });
+    expect(byName(checks, 'a redelivered recording.finalized')).toMatchObject({
+      pass: false,
+      reason: expect.stringContaining('a second pass ran'),
+    });
+  });
+
   it('should print the table and exit 1 from the command line when a check fails', async () => {
     const ml = await brokenMl({ session: (id) => ({ id }) });
     try {
-      const args = ['tsx', 'scripts/ml-conformance/main.ts', '--url', ml.url, '--core-url', core.url, '--timeout', '1'];
+      const args = ['tsx', 'scripts/ml-conformance/main.ts', '--url', ml.url, '--core-url', bare.url, '--timeout', '1'];
       const child = spawn('npx', args, {
         env: {
           ...process.env,
           DATA_DIR: `/nonexistent-${randomUUID()}`,
-          SERVICE_AUTH_TOKEN: core.config.SERVICE_AUTH_TOKEN,
-          IDENTITY_SECRET_KEY: core.config.IDENTITY_SECRET_KEY!,
-          PUBSUB_EMULATOR_HOST: core.config.PUBSUB_EMULATOR_HOST!,
+          SERVICE_AUTH_TOKEN: bare.config.SERVICE_AUTH_TOKEN,
+          IDENTITY_SECRET_KEY: bare.config.IDENTITY_SECRET_KEY!,
+          PUBSUB_EMULATOR_HOST: bare.config.PUBSUB_EMULATOR_HOST!,
+          STORAGE_EMULATOR_HOST: bare.config.STORAGE_EMULATOR_HOST!,
         },
       });
       let out = '';

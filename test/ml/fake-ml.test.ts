@@ -150,7 +150,7 @@ describe('fake ML streaming', () => {
     // Cadence 2 segments → one talking point; cadence 3 → one draft task.
     const tps = await api.request('GET', `/meetings/${ids.meetingId}/talking-points`, { token: user });
     expect(tps.body.items).toHaveLength(1);
-    expect(tps.body.items[0].content).toMatch(/^Talking point 1: /);
+    expect(tps.body.items[0].content).toMatch(/^Discussed: /);
     const tasks = await api.request('GET', `/tasks?meeting_id=${ids.meetingId}`, { token: user });
     expect(tasks.body.items).toHaveLength(1);
     expect(tasks.body.items[0]).toMatchObject({ source: 'system', content: expect.stringMatching(/^Follow up: /) });

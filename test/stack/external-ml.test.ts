@@ -67,6 +67,7 @@ beforeAll(async () => {
     ...process.env,
     ...env,
     APP_ENV: 'development',
+    RECORDING_GAP_SWEEP_INTERVAL_SECONDS: '0.5', // the conformance kit's stored take is finalized at once
     DATA_DIR: dataDir,
     CORE_PORT: '0',
     ML_PORT: new URL(ml.url).port,

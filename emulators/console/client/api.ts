@@ -102,14 +102,19 @@ export class Api {
         parseAs: 'text',
       }),
     ) as string;
+  /** A segment as the server has it now, with its ETag (the If-Match of an edit). */
+  segment = async (id: string) => {
+    const result = await this.rest.GET('/transcript-segments/{id}', { params: { path: { id } } });
+    return { segment: ok(result), etag: result.response.headers.get('etag') };
+  };
   /**
-   * A segment's new text, conditional on `etag` when we hold one (412: someone changed it since).
-   * Answers the segment and its new ETag (when the server sends one).
+   * A segment's new text and/or speaker label, conditional on `etag` (412: someone changed it
+   * since). Answers the segment and its new ETag.
    */
-  updateSegmentText = async (id: string, text: string, etag: string | null) => {
+  updateSegment = async (id: string, patch: { text?: string; speaker_label?: string }, etag: string | null) => {
     const result = await this.rest.PATCH('/transcript-segments/{id}', {
       params: { path: { id } },
-      body: { text },
+      body: patch,
       headers: etag ? { 'If-Match': etag } : {},
     });
     return { segment: ok(result), etag: result.response.headers.get('etag') };

@@ -6,8 +6,12 @@ data "google_project" "this" {
 }
 
 locals {
-  # What every core unit mounts; each is its own secret with its own value.
-  core_secrets = ["DATABASE_URL", "IDENTITY_SECRET_KEY", "SERVICE_AUTH_TOKEN", "AUDIO_URL_SIGNING_KEY"]
+  # What every core unit mounts; each is its own secret with its own value. While a rotation of the
+  # service token lasts, the previous value is mounted too, so both are accepted (docs/deployment.md).
+  core_secrets = concat(
+    ["DATABASE_URL", "IDENTITY_SECRET_KEY", "SERVICE_AUTH_TOKEN", "AUDIO_URL_SIGNING_KEY"],
+    var.service_auth_token_rotation ? ["SERVICE_AUTH_TOKEN_PREVIOUS"] : [],
+  )
 }
 
 module "apis" {
@@ -48,7 +52,7 @@ module "secrets" {
     var.ml_service_account_email == "" ? {} : {
       ml = {
         member  = "serviceAccount:${var.ml_service_account_email}"
-        secrets = ["SERVICE_AUTH_TOKEN", "PROVIDER_A_API_KEY", "PROVIDER_B_API_KEY"]
+        secrets = ["SERVICE_AUTH_TOKEN", "SERVICE_AUTH_TOKEN_PREVIOUS", "PROVIDER_A_API_KEY", "PROVIDER_B_API_KEY"]
       }
     },
   )
@@ -140,12 +144,7 @@ module "services" {
   docker_repository_id = module.artifacts.repository_id
   source_bucket        = module.artifacts.bucket_name
 
-  secret_ids = {
-    DATABASE_URL          = module.secrets.ids["DATABASE_URL"]
-    IDENTITY_SECRET_KEY   = module.secrets.ids["IDENTITY_SECRET_KEY"]
-    SERVICE_AUTH_TOKEN    = module.secrets.ids["SERVICE_AUTH_TOKEN"]
-    AUDIO_URL_SIGNING_KEY = module.secrets.ids["AUDIO_URL_SIGNING_KEY"]
-  }
+  secret_ids = { for name in local.core_secrets : name => module.secrets.ids[name] }
 
   app_env                     = var.app_env
   log_level                   = var.log_level

@@ -61,6 +61,14 @@ variable "ml_service_account_email" {
   default     = ""
 }
 
+variable "service_auth_token_rotation" {
+  # While rotating SERVICE_AUTH_TOKEN: SERVICE_AUTH_TOKEN_PREVIOUS (the old value, added as a version
+  # first) is mounted into every core unit, so both values are accepted. False once callers moved.
+  description = "Mount SERVICE_AUTH_TOKEN_PREVIOUS while SERVICE_AUTH_TOKEN rotates (docs/deployment.md)."
+  type        = bool
+  default     = false
+}
+
 variable "log_level" {
   type    = string
   default = "info"

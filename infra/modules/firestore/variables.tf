@@ -9,11 +9,12 @@ variable "location_id" {
 
 # TTL policies name collection groups (the last path segment), wherever the collection sits.
 # lib/adapters/coordination.ts writes leases to `<prefix>leases` (the live service's prefix is `live_`)
-# and each connection to `<prefix>presence/{user}/presence_connections/{connection}`.
+# and each connection to `<prefix>presence/{user}/presence_connections/{connection}`, and each
+# live instance's mark to `<prefix>instances`.
 variable "ttl_collections" {
   description = "Collection groups whose documents expire at var.ttl_field."
   type        = list(string)
-  default     = ["live_leases", "presence_connections"]
+  default     = ["live_leases", "presence_connections", "live_instances"]
 }
 
 variable "ttl_field" {

@@ -66,6 +66,7 @@ resource "google_project_iam_custom_role" "live_subscriptions" {
     "pubsub.topics.attachSubscription",
     "pubsub.topics.create",
     "pubsub.topics.delete",
+    "pubsub.topics.listSubscriptions",
     "pubsub.topics.publish",
     "pubsub.subscriptions.consume",
     "pubsub.subscriptions.create",
@@ -80,6 +81,27 @@ resource "google_project_iam_member" "live_subscriptions" {
   project = var.project_id
   role    = google_project_iam_custom_role.live_subscriptions.id
   member  = google_service_account.this["live"].member
+}
+
+# The sweep deletes the topic and subscription of a live instance that died without shutting
+# down (its Firestore mark lapsed; datastore.viewer above reads the marks).
+resource "google_project_iam_custom_role" "sweep_instance_topics" {
+  project     = var.project_id
+  role_id     = "${replace(var.name, "-", "_")}_sweep_instance_topics"
+  title       = "${var.name} sweep of dead live instances' topics"
+  description = "List Pub/Sub topics; delete a dead live instance's topic and subscriptions."
+  permissions = [
+    "pubsub.topics.list",
+    "pubsub.topics.listSubscriptions",
+    "pubsub.topics.delete",
+    "pubsub.subscriptions.delete",
+  ]
+}
+
+resource "google_project_iam_member" "sweep_instance_topics" {
+  project = var.project_id
+  role    = google_project_iam_custom_role.sweep_instance_topics.id
+  member  = google_service_account.this["sweep"].member
 }
 
 resource "google_project_iam_member" "this" {

@@ -8,6 +8,7 @@ locals {
     "DATABASE_URL",
     "IDENTITY_SECRET_KEY",
     "SERVICE_AUTH_TOKEN",
+    "SERVICE_AUTH_TOKEN_PREVIOUS", # mounted only while a rotation lasts (service_auth_token_rotation)
     "AUDIO_URL_SIGNING_KEY",
     "PROVIDER_A_API_KEY", # ML service (MODEL_PROVIDER=provider_a)
     "PROVIDER_B_API_KEY", # ML service (MODEL_PROVIDER=provider_b)

@@ -61,13 +61,17 @@ variable "live_image" {
 }
 
 variable "secret_ids" {
+  # SERVICE_AUTH_TOKEN_PREVIOUS only while a rotation of the service token lasts.
   description = "Secret Manager secret id per credential variable; mounted into every unit."
-  type = object({
-    DATABASE_URL          = string
-    IDENTITY_SECRET_KEY   = string
-    SERVICE_AUTH_TOKEN    = string
-    AUDIO_URL_SIGNING_KEY = string
-  })
+  type        = map(string)
+
+  validation {
+    condition = alltrue([
+      for name in ["DATABASE_URL", "IDENTITY_SECRET_KEY", "SERVICE_AUTH_TOKEN", "AUDIO_URL_SIGNING_KEY"] :
+      contains(keys(var.secret_ids), name)
+    ])
+    error_message = "secret_ids: DATABASE_URL, IDENTITY_SECRET_KEY, SERVICE_AUTH_TOKEN, AUDIO_URL_SIGNING_KEY required."
+  }
 }
 
 variable "app_env" {

@@ -2,19 +2,23 @@
 // first, the per-user signed proxy link if the first does not load. A recording's audio exists
 // only once a take is finalized, so the takes are asked first and the link only for such a take:
 // the page never requests a link that is bound to 404 (each would be a red line in the browser).
+// Every take (audio_version) of a recording is listed; any finalized one can be played.
+import { FRAME_MS } from '@mi/client';
 import type { Api } from '../api';
 import type { Meeting, Take } from '../types';
-import { errText, fmtTime, h } from './dom';
+import { errText, fill, fmtTime, h } from './dom';
 
-/** The newest finalized take that stored audio (a take finalized with no frame has none). */
-export const playableTake = (takes: Take[]) =>
-  takes.filter((t) => t.state === 'finalized' && t.frames_stored > 0).at(-1) ?? null;
+/** A finalized take that stored audio (a take finalized with no frame has none). */
+const playable = (t: Take) => t.state === 'finalized' && t.frames_stored > 0;
 
 export class AudioPane {
   readonly el: HTMLElement;
   private readonly audio = h('audio', { id: 'audio', controls: true, preload: 'auto' });
   private readonly info = h('p', { id: 'audio-info', class: 'muted' }, 'No audio loaded.');
+  private readonly takes = h('ol', { id: 'takes', class: 'plain' });
   private fallback: string | null = null;
+  /** The take whose audio is loaded; null: the newest playable one. */
+  private version: number | null = null;
 
   constructor(
     private readonly api: Api,
@@ -39,6 +43,7 @@ export class AudioPane {
       { class: 'card' },
       h('h3', {}, 'Audio'),
       load && h('div', { class: 'row' }, load),
+      meeting.source_type === 'recording' && this.takes,
       this.audio,
       this.info,
     );
@@ -52,8 +57,10 @@ export class AudioPane {
     try {
       let version: number | undefined;
       if (this.meeting.source_type === 'recording') {
-        const take = playableTake((await this.api.takes(this.meeting.id)).items);
-        if (!take)
+        const takes = (await this.api.takes(this.meeting.id)).items;
+        const take = takes.find((t) => t.audio_version === this.version) ?? takes.filter(playable).at(-1);
+        this.renderTakes(takes, take?.audio_version ?? null);
+        if (!take || !playable(take))
           return void (this.info.textContent = 'No audio yet (a recording has audio once a take is finalized).');
         version = take.audio_version;
       } else if (this.meeting.source_type !== 'upload' || !asked) {
@@ -70,5 +77,33 @@ export class AudioPane {
     } catch (err) {
       this.info.textContent = errText(err);
     }
+  }
+
+  private renderTakes(takes: Take[], loaded: number | null) {
+    if (!takes.length) return fill(this.takes, h('li', { class: 'muted' }, 'No take yet.'));
+    fill(
+      this.takes,
+      ...takes.map((t) =>
+        h(
+          'li',
+          { class: `take${t.audio_version === loaded ? ' playing' : ''}`, 'data-version': t.audio_version },
+          `take ${t.audio_version} · ${t.state} · ${((t.frames_stored * FRAME_MS) / 1000).toFixed(1)} s stored · `,
+          `started ${fmtTime(t.started_at)} `,
+          playable(t) &&
+            t.audio_version !== loaded &&
+            h(
+              'button',
+              { class: 'link take-play', 'data-version': t.audio_version, onclick: () => this.play(t.audio_version) },
+              'play',
+            ),
+          t.audio_version === loaded && h('strong', {}, '▶ loaded'),
+        ),
+      ),
+    );
+  }
+
+  private play(version: number) {
+    this.version = version;
+    void this.load();
   }
 }

@@ -7,7 +7,7 @@ import { fill, h } from './dom';
 
 export class InsightsPane {
   readonly el: HTMLElement;
-  private readonly points = h('ul', { id: 'talking-points', class: 'plain' });
+  private readonly points = h('ol', { id: 'talking-points', class: 'plain' });
   private readonly tasks = h('ul', { id: 'tasks', class: 'plain' });
   private talkingPoints = new Map<string, TalkingPoint>();
   private taskItems: Task[] = [];
@@ -77,8 +77,16 @@ export class InsightsPane {
     if (!items.length) return fill(this.points, h('li', { class: 'muted' }, 'No talking points yet.'));
     fill(
       this.points,
-      ...items.map((p) =>
-        h('li', { class: 'talking-point' }, p.content, p.is_final ? '' : h('span', { class: 'muted' }, ' (draft)')),
+      // Numbered from 1 in the order they came.
+      ...items.map((p, i) =>
+        h(
+          'li',
+          { class: 'talking-point', 'data-id': p.id },
+          h('span', { class: 'tp-number' }, `${i + 1}.`),
+          ' ',
+          p.content,
+          p.is_final ? '' : h('span', { class: 'muted' }, ' (draft)'),
+        ),
       ),
     );
   }

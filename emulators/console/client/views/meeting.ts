@@ -39,10 +39,13 @@ export class MeetingView {
     taskCadenceSegments: number,
   ) {
     const meetingId = (this.meetingId = meeting.id);
-    const editor = new SegmentEditor(api, (saved) =>
-      saved ? this.transcript.replace(saved) : void this.reloadSegments(),
-    );
-    this.transcript = new TranscriptPane((segment, textEl) => editor.open(segment, textEl));
+    const editor = new SegmentEditor(api, (end) => {
+      this.transcript.closeEditor(typeof end === 'object' ? end.saved : undefined);
+      // A moved segment may change the labels; after a 412 the transcript is read again.
+      if (end === 'reload') void this.reloadSegments();
+      else this.renderSpeakers();
+    });
+    this.transcript = new TranscriptPane((segment, labels) => editor.open(segment, labels));
     this.exports = new ExportBar(api);
     this.insights = new InsightsPane(taskCadenceSegments);
     this.speakers = new SpeakersPane(api, meetingId, () => this.reloadAfterAssign());

@@ -12,6 +12,10 @@ const ranges = (r: [number, number][]) =>
   r.length ? `${r.map(([a, b]) => `${a}–${b}`).join(', ')} (${rangeFrames(r)} frames)` : 'none';
 const CAPTURING = ['recording', 'resuming', 'stopping'];
 const seconds = (frames: number) => `${((frames * FRAME_MS) / 1000).toFixed(1)} s`;
+/** The durable figure, the same on both sides: the frames the server stored (frames_stored). */
+const durable = (frames: number) => h('span', { class: 'durable' }, `${seconds(frames)} (${frames} frames)`);
+/** Payloads longer than this are folded to one line; a click shows them whole. */
+const FOLD_CHARS = 60;
 
 export class RecordingPanel {
   readonly el: HTMLElement;
@@ -112,7 +116,7 @@ export class RecordingPanel {
       ...stat('captured', `${s.captured} frames (${seconds(s.captured)})`, 'rec-captured'),
       ...stat(
         'stored (durable)',
-        `${seconds(s.framesStored)} · highest contiguous #${s.highestContiguous}`,
+        [durable(s.framesStored), ` · highest contiguous #${s.highestContiguous}`],
         'rec-stored',
       ),
       ...stat('held until durable', `${s.unacked} frames`, 'rec-unacked'),
@@ -147,9 +151,10 @@ export class RecordingPanel {
         this.server,
         ...stat('state', state.state, 'server-state'),
         ...stat('audio version', state.audio_version, 'server-version'),
+        ...stat('stored (durable)', [durable(state.frames_stored)], 'server-stored'),
         ...stat(
-          'stored',
-          `${seconds(state.highest_contiguous_sequence + 1)} contiguous (#${state.highest_contiguous_sequence})`,
+          'contiguous',
+          `${seconds(state.highest_contiguous_sequence + 1)} (#${state.highest_contiguous_sequence})`,
           'server-hcs',
         ),
         ...stat('missing', ranges(state.missing_ranges), 'server-missing'),
@@ -175,13 +180,26 @@ export class RecordingPanel {
           { class: 'rec-event', 'data-type': e.event_type },
           h('td', {}, new Date(e.created_at).toLocaleTimeString()),
           h('td', {}, e.event_type),
-          h('td', { class: 'payload' }, e.payload ? JSON.stringify(e.payload) : ''),
+          h('td', { class: 'payload' }, payload(e.payload)),
         ),
       ),
     );
   }
 }
 
-function stat(label: string, value: string | number, id: string): HTMLElement[] {
-  return [h('dt', {}, label), h('dd', { id }, String(value))];
+function stat(label: string, value: string | number | (Node | string)[], id: string): HTMLElement[] {
+  return [h('dt', {}, label), h('dd', { id }, ...(Array.isArray(value) ? value : [String(value)]))];
+}
+
+/** A short payload as one line; a long one folded to its first characters, whole (indented) when opened. */
+function payload(value: unknown): Node | string {
+  if (value === null || value === undefined) return '';
+  const line = JSON.stringify(value);
+  if (line.length <= FOLD_CHARS) return line;
+  return h(
+    'details',
+    { class: 'payload-fold' },
+    h('summary', {}, `${line.slice(0, FOLD_CHARS)}…`),
+    h('pre', {}, JSON.stringify(value, null, 2)),
+  );
 }

@@ -1,0 +1,83 @@
+// The instance heartbeat: one Firestore commit per interval keeps every take's lease and every
+// connection's presence alive past their lifetimes, and a lease another instance took makes the
+// take let go.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createCoordination, createFirestore, type Coordination } from '@mi/lib/adapters/coordination';
+import type { OpenedDatabase } from '@mi/lib/db/open';
+import { recordingLeaseKey } from '@mi/lib/repositories/recordings';
+import {
+  TestClient,
+  createMeeting,
+  fileEnv,
+  openTestDatabase,
+  sleep,
+  startInstance,
+  token,
+  type Instance,
+} from './helpers';
+
+const TTL_MS = 1_500;
+let database: OpenedDatabase;
+let core: Instance;
+/** What another instance sees of the same collections. */
+let other: Coordination;
+const prefix = `hb${randomUUID().slice(0, 8)}_`;
+const firestore = { projectId: 'heartbeat-test', collectionPrefix: prefix };
+
+beforeAll(async () => {
+  database = await openTestDatabase();
+  other = createCoordination(firestore);
+  core = await startInstance(database, fileEnv(), {
+    coordination: createCoordination(firestore),
+    leaseTtlMs: TTL_MS,
+    presenceTtlMs: TTL_MS,
+    heartbeatMs: 500,
+  });
+});
+
+afterAll(async () => {
+  await core?.close();
+  await other?.close();
+  await database?.close();
+});
+
+/** Unexpired presence documents naming the instance. */
+async function presenceOf(instanceId: string): Promise<number> {
+  const db = createFirestore(firestore);
+  try {
+    const snap = await db.collectionGroup('presence_connections').where('instance_id', '==', instanceId).get();
+    return snap.docs.filter((d) => d.ref.path.startsWith(prefix) && d.get('expires_at').toMillis() > Date.now()).length;
+  } finally {
+    await db.terminate();
+  }
+}
+
+describe('the instance heartbeat', () => {
+  it("should keep a connection's presence alive past its lifetime, and drop it when the connection closes", async () => {
+    const client = await TestClient.connect(core.wsUrl, await token(core.config, `hb-${randomUUID()}`));
+    await vi.waitFor(async () => expect(await presenceOf(core.live.instanceId)).toBe(1), { timeout: 10_000 });
+    // Three lifetimes: without the heartbeat's presence writes the document lapses after one.
+    for (const until = Date.now() + 3 * TTL_MS; Date.now() < until; await sleep(300))
+      expect(await presenceOf(core.live.instanceId)).toBe(1);
+    client.close();
+    await vi.waitFor(async () => expect(await presenceOf(core.live.instanceId)).toBe(0), { timeout: 10_000 });
+  });
+
+  it("should renew a take's lease past its lifetime, and let the take go once another instance took it", async () => {
+    const userToken = await token(core.config, `hb-${randomUUID()}`);
+    const meetingId = await createMeeting(core, userToken);
+    const client = await TestClient.connect(core.wsUrl, userToken);
+    const started = await client.start(meetingId);
+    const key = recordingLeaseKey(meetingId, started.audio_version);
+    for (const until = Date.now() + 3 * TTL_MS; Date.now() < until; await sleep(300))
+      expect(await other.get(key)).toMatchObject({ owner: core.live.instanceId, epoch: 1 });
+
+    await other.takeOver(key, 'another-instance', 60_000);
+    const released = await client.waitFor((m) => m.type === 'RecordingReleased', 10_000);
+    expect(released).toMatchObject({ meeting_id: meetingId, audio_version: started.audio_version });
+    expect(core.live.recorders.has(key)).toBe(false);
+    expect(await other.get(key)).toMatchObject({ owner: 'another-instance', epoch: 2 });
+    client.close();
+  });
+});

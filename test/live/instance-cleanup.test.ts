@@ -1,0 +1,141 @@
+// A live instance that dies without shutting down (SIGKILL of the Cloud Run entry's process)
+// leaves its Pub/Sub topic and subscription behind, and events go on being addressed to it until
+// its presence lapses. A tab it held reconnects to another instance and misses none of them (the
+// hello's replay); the sweep deletes the dead instance's topic and subscription once its mark in
+// Firestore lapsed, keeps those of the running instances, and later publishes to the deleted
+// topic are skipped, not retried forever. Against the Pub/Sub and Firestore emulators.
+import type { ChildProcess } from 'node:child_process';
+import { PubSub } from '@google-cloud/pubsub';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { instanceSubscriptionName, instanceTopic } from '@mi/lib/adapters/bus';
+import { emulatorAuth } from '@mi/lib/adapters/google-auth';
+import type { OpenedDatabase } from '@mi/lib/db/open';
+import { runSweep } from '../../functions/sweep';
+import {
+  TestClient,
+  createMeeting,
+  fileEnv,
+  openTestDatabase,
+  range,
+  startInstance,
+  token,
+  type Instance,
+  type Message,
+} from './helpers';
+import { startServer } from './server-process';
+
+let database: OpenedDatabase;
+let env: Record<string, string>;
+let a: Instance;
+let b: Instance;
+let pubsub: PubSub;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  database = await openTestDatabase();
+  // Marks lapse 3 s after an instance's last renewal (1 s apart while it runs).
+  env = { ...fileEnv(), LIVE_INSTANCE_TTL_SECONDS: '3' };
+  [a, b] = await Promise.all(['a', 'b'].map((n) => startInstance(database, env, { instanceId: `cleanup-${n}` })));
+  pubsub = new PubSub({
+    projectId: a.config.GOOGLE_CLOUD_PROJECT,
+    apiEndpoint: env.PUBSUB_EMULATOR_HOST,
+    emulatorMode: true,
+    authClient: emulatorAuth(),
+  });
+});
+
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+afterAll(async () => {
+  await Promise.allSettled([a, b].map((i) => i?.close()));
+  await pubsub?.close();
+  await database?.close();
+});
+
+const lastPart = (name: string) => name.split('/').pop()!;
+const topicNames = async () => (await pubsub.getTopics())[0].map((t) => lastPart(t.name));
+const subscriptionNames = async () => (await pubsub.getSubscriptions())[0].map((s) => lastPart(s.name));
+const seqsOf = (client: TestClient) =>
+  client.messages.filter((m: Message) => typeof m.seq === 'number').map((m) => m.seq as number);
+
+describe('a live instance that died', () => {
+  const afterDeath = 'should lose no event of a tab that moves away; the sweep deletes its topic and subscription';
+  it(`${afterDeath} and should keep the topics of running instances`, async () => {
+    const events = a.config.PUBSUB_TOPIC_EVENTS;
+    const dead = await startServer({ ...env, DATABASE_URL: database.url }, 1, children);
+    const deadId = dead.instances[0].instance;
+    const u = await token(a.config, 'cleanup-u');
+    const recorder = await TestClient.connect(a.wsUrl, u);
+    const meetingId = await createMeeting(a, u);
+    const tab = await TestClient.connect(dead.wsUrl, u);
+    await recorder.start(meetingId);
+    for (const seq of range(0, 29)) recorder.frame(seq);
+    await tab.acked(meetingId, 29); // A's events reach the tab over the dead-to-be instance's topic
+    const lastSeq = Math.max(...seqsOf(tab));
+
+    dead.process.kill('SIGKILL');
+    await dead.exited;
+    for (const seq of range(30, 59)) recorder.frame(seq); // still addressed to the dead instance
+    await recorder.acked(meetingId, 59);
+    expect(await topicNames()).toContain(instanceTopic(events, deadId));
+
+    const moved = await TestClient.connect(b.wsUrl, u, { lastSeq });
+    for (const seq of range(60, 89)) recorder.frame(seq);
+    await moved.acked(meetingId, 89);
+
+    await vi.waitFor(
+      async () => {
+        await runSweep(a.rt, { coordination: a.rt.coordination });
+        expect(await topicNames()).not.toContain(instanceTopic(events, deadId));
+      },
+      { timeout: 30_000, interval: 500 },
+    );
+    const [topics, subscriptions] = await Promise.all([topicNames(), subscriptionNames()]);
+    expect(subscriptions).not.toContain(instanceSubscriptionName(instanceTopic(events, deadId), deadId));
+    for (const running of [a, b]) {
+      const own = instanceTopic(events, running.live.instanceId);
+      expect(topics).toContain(own);
+      expect(subscriptions).toContain(instanceSubscriptionName(own, running.live.instanceId));
+    }
+
+    // A may still address the dead instance (its presence has not lapsed): that publish is skipped.
+    for (const seq of range(90, 119)) recorder.frame(seq);
+    await moved.acked(meetingId, 119);
+    const seqs = seqsOf(moved);
+    expect(seqs).toEqual(range(lastSeq + 1, seqs.at(-1)!));
+    const me = await fetch(`${a.url}/me`, { headers: { authorization: `Bearer ${u}` } });
+    const userId = ((await me.json()) as { id: string }).id;
+    await vi.waitFor(async () => {
+      const { rows } = await a.rt.db.query<{ n: number }>(
+        'test.unpublished',
+        'SELECT count(*)::int AS n FROM event_outbox WHERE user_id = $1 AND published_at IS NULL',
+        [userId],
+      );
+      expect(rows[0].n).toBe(0);
+    });
+    await recorder.stop(meetingId);
+    recorder.close();
+    moved.close();
+  });
+
+  it('should recreate the lost topic and subscription of a running instance and address it again', async () => {
+    const own = instanceTopic(a.config.PUBSUB_TOPIC_EVENTS, b.live.instanceId);
+    await b.rt.bus.deleteTopic(own); // as the sweep would, had b's mark lapsed
+    await vi.waitFor(
+      async () => {
+        expect(await topicNames()).toContain(own);
+        expect(await subscriptionNames()).toContain(instanceSubscriptionName(own, b.live.instanceId));
+      },
+      { timeout: 30_000, interval: 250 },
+    );
+    const v = await token(a.config, 'cleanup-v');
+    const tab = await TestClient.connect(b.wsUrl, v);
+    const before = b.live.fanout.busMessages;
+    const meetingId = await createMeeting(a, v); // addressed to b over its recreated topic
+    await tab.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+    await vi.waitFor(() => expect(b.live.fanout.busMessages).toBeGreaterThan(before));
+    tab.close();
+  });
+});
