@@ -2,7 +2,6 @@
 //   api    the REST API (the same Hono app the local stack serves)
 //   sweep  the periodic sweep, called by Cloud Scheduler
 // The runtime (config, database pool, clients) is built once per instance, on first use.
-import type { Domain } from 'node:domain';
 import * as ff from '@google-cloud/functions-framework';
 import { getRequestListener } from '@hono/node-server';
 import { loadConfig } from '@mi/lib/config';
@@ -29,19 +28,5 @@ const sweep = getRuntime().then((rt) => sweepHandler(rt, { coordination: rt.coor
 api.catch(() => {});
 sweep.catch(() => {});
 
-/**
- * Runs a request outside the Node domain the framework opens for it: inside one, every promise
- * and callback of the request enters and leaves the domain (a tenth of a list request's CPU).
- * The app answers its own errors (onError); anything that still escapes reaches the framework's
- * uncaughtException handler, which answers 500 and restarts the instance (Node's advice after
- * an uncaught exception), where the domain would have kept the process serving.
- */
-const outsideDomain =
-  (listener: Promise<ff.HttpFunction>): ff.HttpFunction =>
-  async (req, res) => {
-    (process as { domain?: Domain }).domain?.exit();
-    return (await listener)(req, res);
-  };
-
-ff.http('api', outsideDomain(api));
-ff.http('sweep', outsideDomain(sweep));
+ff.http('api', async (req, res) => (await api)(req, res));
+ff.http('sweep', async (req, res) => (await sweep)(req, res));

@@ -10,7 +10,13 @@ import { startPubsubEmulator, startFirestoreEmulator } from '../emulators/gcloud
 import { startGcsEmulator } from '../emulators/gcs/server';
 import { startTestEngine, type TestEngine } from './support/database';
 
-export default async function setup(project: TestProject) {
+export interface SharedParts {
+  env: Record<string, string>;
+  engine: TestEngine;
+}
+
+/** Starts the engine and the emulators; `stop` ends them. */
+export async function startSharedParts(): Promise<SharedParts & { stop(): Promise<void> }> {
   // The storage client signs URLs with this key; the GCS emulator verifies against it.
   const keyDir = mkdtempSync(join(tmpdir(), 'mi-gcs-key-'));
   const signerKeyFile = join(keyDir, 'gcs-signer.json');
@@ -27,16 +33,29 @@ export default async function setup(project: TestProject) {
     STORAGE_EMULATOR_HOST: gcs.url,
     STORAGE_SIGNER_KEY_FILE: signerKeyFile,
   };
-  Object.assign(process.env, env);
-  project.provide('emulatorEnv', env);
-  project.provide('database', database.engine);
-  console.log(
-    `database: ${database.engine.label}${database.engine.kind === 'pglite' ? ` (${database.engine.why})` : ''}`,
-  );
-  return async () => {
-    await Promise.allSettled([pubsub.stop(), firestore.stop(), gcs.stop(), database.stop()]);
-    rmSync(keyDir, { recursive: true, force: true });
+  return {
+    env,
+    engine: database.engine,
+    stop: async () => {
+      await Promise.allSettled([pubsub.stop(), firestore.stop(), gcs.stop(), database.stop()]);
+      rmSync(keyDir, { recursive: true, force: true });
+    },
   };
+}
+
+/**
+ * TEST_SHARED_PARTS (JSON SharedParts): parts a caller already runs, reused instead of started
+ * (test:guards runs vitest once per guard; starting the emulators each time was most of its time).
+ */
+export default async function setup(project: TestProject) {
+  const reused = process.env.TEST_SHARED_PARTS;
+  const parts = reused ? { ...(JSON.parse(reused) as SharedParts), stop: async () => {} } : await startSharedParts();
+  Object.assign(process.env, parts.env);
+  project.provide('emulatorEnv', parts.env);
+  project.provide('database', parts.engine);
+  const { engine } = parts;
+  console.log(`database: ${engine.label}${engine.kind === 'pglite' ? ` (${engine.why})` : ''}`);
+  return parts.stop;
 }
 
 declare module 'vitest' {

@@ -119,16 +119,14 @@ describe('bus across a Pub/Sub emulator restart', () => {
     onTestFinished(() => bus.close());
     await bus.ensureTopic(topic);
     await own.stop();
-    const started = Date.now();
-    // The client's default retries a publish for 10 minutes, holding the key's later messages.
+    // The client's default retries a publish for 10 minutes, holding the key's later messages: the
+    // test's own timeout (90 s) fails that; how fast it gives up is not this test's to bound.
     const during = await bus.publish(topic, 'during', {}, { orderingKey: 'user-1' }).then(
       () => 'published',
       (err: Error) => err,
     );
-    const ms = Date.now() - started;
     await own.restart!();
     expect(during).toBeInstanceOf(Error);
-    expect(ms).toBeLessThan(20_000);
     await vi.waitFor(() => bus.publish(topic, 'after', {}, { orderingKey: 'user-1' }), {
       timeout: 30_000,
       interval: 500,

@@ -66,13 +66,13 @@ export async function mergePeople(
     const why = { path: 'person_id', message: 'must name another person' };
     throw unprocessable('a person cannot be merged into itself', [why]);
   }
-  // guard: speaker-identity lock (merge vs assignment deadlock) — test: test/concurrency/speaker-identity.test.ts >
-  //   should not deadlock when a merge and an assignment wait on each other's rows
+  // The speaker-identity lock orders a merge and an assignment (else each holds rows the other needs).
+  // guard: merge-speaker-identity-lock | remove: await lockSpeakerIdentity(tx, userId); | test: test/concurrency/speaker-identity.test.ts :: should not deadlock when a merge and an assignment
   await lockSpeakerIdentity(tx, userId);
-  // guard: both people locked before anything moves, so a writer that attributes to the other
-  // person (the ML service's segments) commits before we read, or fails on the deleted person;
-  // never commits a sample in between that the delete would drop — test:
-  // test/concurrency/speaker-identity.test.ts > should lose no sample appended for the other person during a merge
+  // Both people locked before anything moves, so a writer that attributes to the other person (the
+  // ML service's segments) commits before we read, or fails on the deleted person; never commits a
+  // sample in between that the delete would drop.
+  // guard: merge-people-lock | remove:  FOR UPDATE | test: test/concurrency/speaker-identity.test.ts :: should lose no sample appended for the other person
   const { rows } = await tx.query<{ id: string }>(
     'person_merge.lock',
     'SELECT id FROM person WHERE id = ANY($1::uuid[]) AND user_id = $2 ORDER BY id FOR UPDATE',

@@ -12,9 +12,16 @@ export const RETENTION_BATCH_ROWS = 5_000;
 /** Batches per table per sweep pass: a backlog is worked off over several passes. */
 export const RETENTION_MAX_BATCHES = 40;
 
-/** $1 retention hours, $2 batch size. */
+/**
+ * $1 retention hours, $2 batch size. An event an enabled webhook's cursor has not passed yet is
+ * kept (it is still to be queued for that endpoint: docs/webhooks.md, "Retention"); a disabled
+ * endpoint holds nothing back.
+ */
+// guard: outbox-retention-webhook-cursor | remove: AND NOT EXISTS (SELECT 1 FROM webhook w WHERE w.user_id = e.user_id AND w.enabled AND w.cursor_seq < e.seq) | test: test/webhooks/delivery.test.ts :: cursor has not passed
 export const DELETE_EXPIRED_EVENTS = `DELETE FROM event_outbox WHERE ctid = ANY(ARRAY(
-  SELECT ctid FROM event_outbox WHERE created_at < now() - make_interval(hours => $1) ORDER BY created_at LIMIT $2))`;
+  SELECT e.ctid FROM event_outbox e WHERE e.created_at < now() - make_interval(hours => $1)
+    AND NOT EXISTS (SELECT 1 FROM webhook w WHERE w.user_id = e.user_id AND w.enabled AND w.cursor_seq < e.seq)
+  ORDER BY e.created_at LIMIT $2))`;
 /** $1 batch size. */
 export const DELETE_EXPIRED_IDEMPOTENCY_RECORDS = `DELETE FROM idempotency_record WHERE ctid = ANY(ARRAY(
   SELECT ctid FROM idempotency_record WHERE expires_at < now() ORDER BY expires_at LIMIT $1))`;

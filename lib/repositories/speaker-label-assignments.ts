@@ -22,8 +22,8 @@ export async function assignSpeakerLabel(
   speakerLabel: string,
   personId: string,
 ): Promise<{ updated_count: number; people: string[] }> {
-  // guard: speaker-identity lock before the meeting's rows — test: test/concurrency/speaker-identity.test.ts >
-  //   should not deadlock when a merge and an assignment wait on each other's rows
+  // The speaker-identity lock before the meeting's rows orders this and a merge.
+  // guard: assign-speaker-identity-lock | remove: await lockSpeakerIdentity(tx, userId); | test: test/concurrency/speaker-identity.test.ts :: should not deadlock when a merge and an assignment
   await lockSpeakerIdentity(tx, userId);
   if (!(await getMeeting(tx, { userId }, meetingId, { forUpdate: true }))) throw notFound('meeting');
   // Segment writers hold their transcription row (FOR UPDATE) until they commit, and re-apply

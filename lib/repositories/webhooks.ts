@@ -46,7 +46,14 @@ export async function createWebhook(
   return rows[0];
 }
 
-export async function countWebhooks(q: Queryable, userId: string): Promise<number> {
+/**
+ * The user's endpoints, counted under their user row's lock (held to commit): concurrent creates
+ * count one after another, so the per-user limit holds. NO KEY UPDATE leaves the row's key free
+ * for the inserts of the user's other writers.
+ */
+export async function countWebhooksLocked(q: Queryable, userId: string): Promise<number> {
+  // guard: webhook-limit-user-lock | remove: FOR NO KEY UPDATE | test: test/concurrency/webhooks.test.ts :: 21st
+  await q.query('webhook.lock_user', 'SELECT 1 FROM app_user WHERE id = $1 FOR NO KEY UPDATE', [userId]);
   const { rows } = await q.query<{ n: number }>(
     'webhook.count',
     'SELECT count(*)::int AS n FROM webhook WHERE user_id = $1',

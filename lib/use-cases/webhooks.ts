@@ -21,7 +21,7 @@ export interface CreateWebhookInput {
 
 export const createWebhook: UseCase<CreateWebhookInput, Webhook & { secret: string }> = async (ctx, input) => {
   const userId = userOf(ctx);
-  if ((await webhooks.countWebhooks(ctx.tx, userId)) >= MAX_WEBHOOKS_PER_USER) {
+  if ((await webhooks.countWebhooksLocked(ctx.tx, userId)) >= MAX_WEBHOOKS_PER_USER) {
     throw unprocessable(`at most ${MAX_WEBHOOKS_PER_USER} webhooks per user; delete one first`);
   }
   const secret = newSecret();

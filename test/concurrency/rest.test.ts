@@ -7,6 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { startApi, type ApiHarness } from '../harness';
+import { lockWaits } from '../support/lock-waits';
 import { createTake, framesBytes, stopTake, storeLiveSegment } from '../recording-fixtures';
 
 const native = inject('database').kind === 'native';
@@ -29,18 +30,6 @@ afterAll(() => api?.close());
 const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) =>
   (await api.rt.db.query<R>('test', text, params)).rows;
 
-/** Resolves once `count` other backends wait for a lock `holder` holds (polled, never a sleep). */
-async function blockedBy(holder: pg.Client, count = 1): Promise<void> {
-  const pid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-  await expect
-    .poll(
-      async () =>
-        (await sql('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]))[0]
-          .n,
-      { timeout: 20_000, interval: 20 },
-    )
-    .toBeGreaterThanOrEqual(count);
-}
 const statuses = (answers: { status: number }[]) => [...new Set(answers.map((a) => a.status))].sort();
 
 describe.skipIf(!native)('idempotency under concurrency', () => {
@@ -208,7 +197,7 @@ describe.skipIf(!native)('no lost update', () => {
       await outside.query('BEGIN');
       await outside.query('UPDATE task SET deleted_at = now() WHERE id = $1', [task]);
       const patch = api.request('PATCH', `/tasks/${task}`, { token: alice, body: { content: 'revived' } });
-      await blockedBy(outside);
+      await lockWaits(api);
       await outside.query('COMMIT');
       const answer = await patch;
       expect(answer.status, answer.text).toBe(404);
@@ -265,9 +254,9 @@ describe.skipIf(!native)('requests racing DELETE /me', () => {
       await outside.query('BEGIN');
       await outside.query('SELECT 1 FROM app_user WHERE id = $1 FOR UPDATE', [userId]);
       const create = api.post(token, '/meetings', { title: 'late', source_type: 'text' });
-      await blockedBy(outside);
+      await lockWaits(api);
       const task = api.post(token, '/tasks', { content: 'late', meeting_id: meeting });
-      await blockedBy(outside, 2);
+      await lockWaits(api, 2);
       await outside.query('DELETE FROM meeting WHERE user_id = $1', [userId]);
       await outside.query('DELETE FROM app_user WHERE id = $1', [userId]);
       await outside.query('COMMIT');
@@ -308,7 +297,7 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
         body: { speaker_label: 'S0', person_id: person },
         headers: { 'idempotency-key': randomUUID() },
       });
-      await blockedBy(outside);
+      await lockWaits(api);
       // …and this one now waits for the meeting: a cycle. The assignment's deadlock check runs
       // first (1 s against 60 s), so it is the victim; its retry then waits for us.
       const outsideWaits = outside.query('SELECT 1 FROM meeting WHERE id = $1 FOR UPDATE', [m]);

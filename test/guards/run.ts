@@ -8,10 +8,15 @@
 // removes <text> from the first code line after the marker that holds it, runs the named test on
 // native PostgreSQL and expects it to fail. It prints guard → test → fails without it, restores
 // every file, and exits non-zero when a removal survives (or a named test does not pass as is).
-import { spawnSync } from 'node:child_process';
+// The engine and emulators are started once and shared by every run (TEST_SHARED_PARTS), except
+// for a guard in schema.sql: its removal must reach the template database, so that run starts its
+// own. Runs are one at a time: they share the source tree, and a removal made for one guard could
+// make another guard's test fail and hide a survival.
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startSharedParts } from '../global-setup';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SOURCES = ['lib', 'functions', 'run-services', 'schema'];
@@ -51,30 +56,44 @@ export function findGuards(root = ROOT): Guard[] {
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** Runs the named tests on native PostgreSQL; true when vitest reports every one passed. */
-function testsPass(files: string[], names: string[]): boolean {
-  const run = spawnSync('npx', ['vitest', 'run', ...new Set(files), '-t', names.map(escapeRegExp).join('|')], {
+/**
+ * Runs the named tests on native PostgreSQL; true when vitest reports every one passed. Not
+ * spawnSync: the shared GCS emulator runs in this process and must keep answering meanwhile.
+ */
+async function testsPass(files: string[], names: string[], shared: string | undefined, show = false) {
+  const child = spawn('npx', ['vitest', 'run', ...new Set(files), '-t', names.map(escapeRegExp).join('|')], {
     cwd: ROOT,
-    env: { ...process.env, TEST_DATABASE: 'native' },
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
+    env: { ...process.env, TEST_DATABASE: 'native', ...(shared ? { TEST_SHARED_PARTS: shared } : {}) },
   });
-  return run.status === 0 && !/no tests? (found|ran)/i.test(run.stdout + run.stderr) && /\d+ passed/.test(run.stdout);
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  const ok = status === 0 && !/no tests? (found|ran)/i.test(out) && /\d+ passed/.test(out);
+  if (!ok && show) console.error(out.split('\n').slice(-60).join('\n')); // why the check failed
+  return ok;
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const only = process.argv.slice(2);
   const guards = findGuards().filter((g) => !only.length || only.includes(g.name));
   if (!guards.length) throw new Error('no guard markers found');
+  process.env.TEST_DATABASE = 'native';
+  const parts = await startSharedParts();
+  try {
+    process.exitCode = await proveAll(guards, JSON.stringify({ env: parts.env, engine: parts.engine }));
+  } finally {
+    await parts.stop();
+  }
+}
+
+/** The exit code: 0 when every guard's removal fails its test. */
+async function proveAll(guards: Guard[], shared: string): Promise<number> {
   console.log(`${guards.length} guards; checking that their tests pass as the code is…`);
-  if (
-    !testsPass(
-      guards.map((g) => g.testFile),
-      guards.map((g) => g.testName),
-    )
-  ) {
+  const files = guards.map((g) => g.testFile);
+  if (!(await testsPass(files, guards.map((g) => g.testName), shared, true))) {
     console.error("the guards' tests do not all pass on the unchanged code: fix them first");
-    process.exit(1);
+    return 1;
   }
   const rows: [string, string, string][] = [];
   const originals = new Map<string, string>();
@@ -91,7 +110,7 @@ function main(): void {
     writeFileSync(file, lines.join('\n'));
     let failed: boolean;
     try {
-      failed = !testsPass([g.testFile], [g.testName]);
+      failed = !(await testsPass([g.testFile], [g.testName], g.file.endsWith('.sql') ? undefined : shared));
     } finally {
       writeFileSync(file, original);
       originals.delete(file);
@@ -113,10 +132,13 @@ function main(): void {
     ),
   );
   const survived = rows.filter((r) => r[2] !== 'yes').length;
-  if (survived) {
-    console.error(`${survived} guard(s) survive their removal: their tests do not prove them`);
-    process.exit(1);
-  }
+  if (survived) console.error(`${survived} guard(s) survive their removal: their tests do not prove them`);
+  return survived ? 1 : 0;
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) main();
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

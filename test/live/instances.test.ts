@@ -4,7 +4,7 @@
 // grace: when the user's last connection anywhere closes, a take stops with reason
 // connection_closed after RECORDING_DISCONNECT_GRACE_SECONDS (0: at once, A here; 2 s on B),
 // with what the closed connection delivered flushed; a reconnect or a resume cancels the stop.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { getRecording } from '@mi/lib/repositories/recordings';
 import {
@@ -79,15 +79,20 @@ describe('two instances', () => {
     await onB.waitFor((m) => m.type === 'EntityChanged' && m.entity === 'recording' && m.action === 'updated');
 
     // Same events, same order, each once, on both instances; A skips the echoes of its own start command.
-    await sleep(500);
-    const seqsA = onA.messages.filter((m) => m.seq !== undefined).map((m) => m.seq);
-    const seqsB = onB.messages.filter((m) => m.seq !== undefined).map((m) => m.seq);
-    expect(seqsB).toEqual(range(seqsB[0], seqsB.at(-1)!));
-    const echoes = onB.messages
-      .filter((m) => m.type === 'EntityChanged' && m.action === 'created' && m.entity !== 'meeting')
-      .map((m) => m.seq);
-    expect(echoes).toHaveLength(2);
-    expect(seqsA).toEqual(seqsB.filter((s) => !echoes.includes(s)));
+    // Polled until A has caught up with B (a duplicate or a gap never goes away: the poll then fails).
+    await vi.waitFor(
+      () => {
+        const seqsA = onA.messages.filter((m) => m.seq !== undefined).map((m) => m.seq);
+        const seqsB = onB.messages.filter((m) => m.seq !== undefined).map((m) => m.seq);
+        expect(seqsB).toEqual(range(seqsB[0], seqsB.at(-1)!));
+        const echoes = onB.messages
+          .filter((m) => m.type === 'EntityChanged' && m.action === 'created' && m.entity !== 'meeting')
+          .map((m) => m.seq);
+        expect(echoes).toHaveLength(2);
+        expect(seqsA).toEqual(seqsB.filter((s) => !echoes.includes(s)));
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     onA.close();
     onB.close();
   });
@@ -170,9 +175,11 @@ describe('disconnect grace', () => {
     await sleep(100);
     client.close();
     const closedAt = Date.now();
-    await sleep(700);
+    // The closed connection's frames are flushed well inside the grace, still recording meanwhile.
+    await vi.waitFor(async () => expect((await storedAudio(b, meetingId, 1)).sequences).toEqual(range(0, 3)), {
+      timeout: 15_000,
+    });
     expect((await getRecording(b.rt.db, meetingId, 1))?.state).toBe('recording');
-    expect((await storedAudio(b, meetingId, 1)).sequences).toEqual(range(0, 3)); // long before the segment target
     await waitForState(b, meetingId, 'stopped');
     expect(Date.now() - closedAt).toBeGreaterThanOrEqual(GRACE_SECONDS * 1000 - 100);
     expect((await getRecording(b.rt.db, meetingId, 1))?.stop_reason).toBe('connection_closed');
@@ -196,9 +203,11 @@ describe('disconnect grace', () => {
       highest_contiguous_sequence: 9,
       missing_ranges: [],
     });
-    await sleep(GRACE_SECONDS * 1000 + 500);
+    await vi.waitFor(async () => expect(await eventTypes(b, meetingId)).toContain('disconnect_grace_cancelled'), {
+      timeout: 15_000,
+    });
+    await sleep(GRACE_SECONDS * 1000 + 500); // outlives the cancelled grace timer: a stop it made would show now
     expect((await getRecording(b.rt.db, meetingId, 1))?.state).toBe('recording');
-    expect(await eventTypes(b, meetingId)).toContain('disconnect_grace_cancelled');
 
     for (const seq of range(10, 14)) back.frame(seq);
     expect(await back.stop(meetingId)).toMatchObject({ reason: 'user', highest_contiguous_sequence: 14 });
@@ -214,7 +223,7 @@ describe('disconnect grace', () => {
     client.close();
     await sleep(300);
     const other = await TestClient.connect(a.wsUrl, t); // a tab on the other instance
-    await sleep(GRACE_SECONDS * 1000 + 500);
+    await sleep(GRACE_SECONDS * 1000 + 500); // outlives the grace timer: a stop it made would show now
     expect((await getRecording(b.rt.db, meetingId, 1))?.state).toBe('recording');
 
     // Its last connection closing (on the other instance) starts the grace again.

@@ -55,15 +55,13 @@ describe('server.ts', () => {
     await sleep(300);
     expect(await storedAudio(other, meetingId, 1).then((s) => s.rows.length)).toBe(0);
 
-    const t0 = Date.now();
     server.process.kill('SIGTERM');
     expect(await client.waitFor((m) => m.type === 'ReconnectAdvised')).toEqual({
       type: 'ReconnectAdvised',
       reason: 'shutdown',
     });
     expect((await client.closed).code).toBe(1012);
-    expect(await server.exited).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(8_000);
+    expect(await server.exited).toBe(0); // past the 8 s deadline the process exits 1 (EXIT_DEADLINE_MS)
 
     expect((await storedAudio(other, meetingId, 1)).sequences).toEqual(range(0, 14));
     expect(await getRecording(other.rt.db, meetingId, 1)).toMatchObject({ state: 'recording', owner_instance: null });

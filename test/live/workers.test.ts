@@ -174,7 +174,6 @@ describe('server.ts with two workers', () => {
     await sleep(300);
     for (const c of clients) expect((await storedAudio(rest, c.meetingId, 1)).rows).toHaveLength(0);
 
-    const t0 = Date.now();
     server.process.kill('SIGTERM');
     for (const c of clients) {
       expect(await c.client.waitFor((m) => m.type === 'ReconnectAdvised')).toEqual({
@@ -183,8 +182,7 @@ describe('server.ts with two workers', () => {
       });
       expect((await c.client.closed).code).toBe(1012);
     }
-    expect(await server.exited).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(await server.exited).toBe(0); // past the 8 s deadline the process exits 1 (EXIT_DEADLINE_MS)
     for (const { pid } of server.instances) expect(isAlive(pid)).toBe(false);
 
     for (const c of clients) {

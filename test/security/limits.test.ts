@@ -61,8 +61,8 @@ describe('JSON and other non-raw bodies', () => {
         declaredLength: 100 * JSON_LIMIT,
         maxBytes: 64 * JSON_LIMIT,
       });
+      // Only 64 of the declared 100 limits are sent: an answer at all shows it came before the body.
       expect413(out, `declared ${100 * JSON_LIMIT} bytes`);
-      expect(out.ms).toBeLessThan(5_000);
     });
 
     it(`should answer 413 to a chunked body once it passes the limit (${contentType ?? 'no Content-Type'})`, async () => {
@@ -141,8 +141,7 @@ describe('raw uploads', () => {
       declaredLength: 100 * UPLOAD_LIMIT,
       maxBytes: 16 * UPLOAD_LIMIT,
     });
-    expect413(declared, 'declared upload');
-    expect(declared.ms).toBeLessThan(5_000);
+    expect413(declared, 'declared upload'); // only 16 of 100 limits sent: answered before the body
     expect413(
       await streamUntilAnswered(api.url, path, {
         method: 'PUT',

@@ -103,7 +103,6 @@ describe('hello', () => {
     expect((await silent.closed).code).toBe(4408);
     const waited = Date.now() - t0;
     expect(waited).toBeGreaterThanOrEqual(HELLO_TIMEOUT_S * 1000 - 50);
-    expect(waited).toBeLessThan(HELLO_TIMEOUT_S * 1000 + 3_000);
 
     const streamer = await TestClient.open(a.wsUrl);
     streamer.ws.send(frameMessage(0, pcmFrame(0)));

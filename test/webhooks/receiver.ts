@@ -22,6 +22,8 @@ export class Receiver {
   mode: Mode = { status: 200 };
   /** Milliseconds before answering. */
   delayMs = 0;
+  /** Requests answered 500 before `mode` applies (a receiver that recovers, however fast retries come). */
+  failures = 0;
   private server: Server | null = null;
   private port = 0;
 
@@ -53,7 +55,7 @@ export class Receiver {
         }
         if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
         this.inFlight--;
-        const mode = this.mode;
+        const mode = this.failures > 0 ? (this.failures--, { status: 500 }) : this.mode;
         if (mode === 'hang') return; // never answered; stop() closes the connection
         this.received.push({
           id: String(req.headers['webhook-id']),
