@@ -99,7 +99,9 @@ export async function startStack(given?: { url: string; engine: TestEngine }): P
         await sleep(200); // the GCS emulator is still starting
       }
     }
-    const db = createDatabase(url);
+    // The bench's own pool (users, meetings, tokens for hundreds of recordings at once): on a
+    // loaded machine a connection can take longer than the production default's 5 s to come.
+    const db = createDatabase(url, { connectTimeoutMs: 60_000 });
     stops.push(() => db.close());
     const named = {
       'GCS emulator': gcs.pid,

@@ -86,7 +86,7 @@ async function loadRole(plan: Plan): Promise<void> {
         } catch (err) {
           if (attempt >= START_ATTEMPTS) throw err;
           problem('start retried');
-          await sleep(1000);
+          await sleep(1000 + Math.random() * 2000); // jittered: retries do not come back as one burst
         }
       }
     }),

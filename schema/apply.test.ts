@@ -108,7 +108,7 @@ describe('applySchema', { timeout: 120_000 }, () => {
     await applySchema(target.url);
     // The shape before GET /search kept no owner on segments.
     await target.db.exec(
-      'DROP TRIGGER transcript_segment_set_user_id ON transcript_segment; ALTER TABLE transcript_segment DROP COLUMN user_id;',
+      'DROP TRIGGER transcript_segment_derive ON transcript_segment; ALTER TABLE transcript_segment DROP COLUMN user_id;',
     );
     const one = async (sql: string, params: unknown[] = []) => (await target.db.query(sql, params)).rows[0];
     const user = (await one(`INSERT INTO app_user (username, email) VALUES ('a', 'a@example.com') RETURNING id`)).id;
@@ -131,7 +131,7 @@ describe('applySchema', { timeout: 120_000 }, () => {
       expect.arrayContaining([
         expect.stringMatching(/add column "user_id" uuid/),
         expect.stringMatching(/CREATE INDEX transcript_segment_user_id_text_search_idx/),
-        expect.stringMatching(/CREATE TRIGGER transcript_segment_set_user_id/),
+        expect.stringMatching(/CREATE TRIGGER transcript_segment_derive/),
       ]),
     );
     expect(result.dataSteps).toEqual({ 'transcript_segment.user_id': 1 });

@@ -59,7 +59,7 @@ export const TABLES: Record<string, string[]> = {
     'headline text',
     'deleted_at timestamptz',
     'created_at timestamptz required = now()',
-    // internal: generated full-text vector for GET /search
+    // internal: full-text vector for GET /search, kept by trigger
     'title_search tsvector',
   ],
   meeting_audio_file: [
@@ -96,7 +96,7 @@ export const TABLES: Record<string, string[]> = {
     'is_final boolean required = true',
     'is_highlighted boolean required = false',
     'feature_vector vector(192)',
-    // internal: generated full-text vector for GET /search, and the owner it is searched by
+    // internal: full-text vector for GET /search (kept by trigger), and the owner it is searched by
     'text_search tsvector',
     'user_id uuid',
   ],

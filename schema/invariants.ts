@@ -36,6 +36,16 @@ export const INVARIANTS: Record<string, string> = {
            OR l2_distance(p.voice_sum, v.s) > ${TOLERANCE} * v.n
            OR l2_distance(p.voice_vector, l2_normalize(v.s)) > ${TOLERANCE}
            OR abs(p.voice_confidence - vector_norm(v.s) / v.n) > ${TOLERANCE}))`,
+  // GET /search: each vector is its source's, as schema.sql's triggers compute it (the rule stated
+  // here again, independently of the triggers and data steps that keep it).
+  'search vectors current': `
+    SELECT 'meeting' AS "table", id FROM meeting
+      WHERE title_search IS DISTINCT FROM setweight(to_tsvector('english', title), 'A')
+    UNION ALL SELECT 'transcript_segment', id FROM transcript_segment
+      WHERE text_search IS DISTINCT FROM to_tsvector('english', text)
+    UNION ALL SELECT 'talking_point', id FROM talking_point
+      WHERE content_search IS DISTINCT FROM setweight(to_tsvector('english', content), 'B')
+    UNION ALL SELECT 'note', id FROM note WHERE content_search IS DISTINCT FROM to_tsvector('english', content)`,
 };
 
 /** Every tsvector column of every table: a row whose vector is null is missing from search. */

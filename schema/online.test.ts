@@ -1,6 +1,7 @@
 // db:apply while the service writes, on native PostgreSQL with real lock conflicts: the plan's
 // transaction gives way instead of queueing writers behind it, index builds on large tables do not
-// block writers, and an index a cut-short build left invalid is rebuilt.
+// block writers, a deadlock with the service is retried, and an index a cut-short build left
+// invalid is rebuilt.
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { fileDatabase } from '../test/harness';
@@ -76,6 +77,35 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     expect(result.statements).toEqual([expect.stringMatching(/add column "tags" jsonb/)]);
     const { rows } = await db.query(`SELECT content, tags FROM note`);
     expect(rows).toEqual([{ content: 'written during the upgrade', tags: null }]);
+  });
+
+  it('should retry its transaction when the server aborts it in a deadlock with a service transaction', async () => {
+    await db.query('ALTER TABLE meeting DROP COLUMN headline; ALTER TABLE note DROP COLUMN tags');
+    // The apply's sessions look for deadlocks after 5 s, the service's after 60 s: the cycle the
+    // service closes below is found by the apply's session, which the server then aborts.
+    await db.query(`DO $$ BEGIN
+      EXECUTE format('ALTER DATABASE %I SET deadlock_timeout = %L', current_database(), '5s'); END $$`);
+    const service = await connect();
+    await service.query(`SET deadlock_timeout = '60s'`);
+    await service.query('BEGIN');
+    await service.query(`INSERT INTO note (user_id, content) VALUES ($1, 'written by the service')`, [user]);
+
+    const lines: string[] = [];
+    const applying = applySchema(database.url, { lockTimeoutMs: 30_000, log: (l) => lines.push(l) });
+    // The plan alters meeting, then note: it holds meeting while it waits for the service's note.
+    await until('the apply to wait for note', () => waitingQuery('%alter table "public"."note"%'));
+    const reading = service.query('SELECT count(*) FROM meeting');
+    await until('the apply to give way', () => lines.some((l) => l.startsWith('-- deadlocked with another session')));
+    await reading;
+    await service.query('COMMIT');
+
+    const result = await applying;
+    expect(result.statements).toEqual([
+      expect.stringMatching(/"meeting" add column "headline" text/),
+      expect.stringMatching(/"note" add column "tags" jsonb/),
+    ]);
+    expect((await db.query('SELECT content FROM note')).rows).toEqual([{ content: 'written by the service' }]);
+    expect(await brokenInvariants(db)).toEqual({});
   });
 
   it('should build an index on a large table CONCURRENTLY, outside the transaction, without blocking writers', async () => {

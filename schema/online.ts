@@ -87,7 +87,15 @@ export async function runOnline(client: pg.Client, statement: string, lockTimeou
   }
 }
 
-/** Retries `attempt` while it fails for waiting longer than the lock timeout (55P03). */
+// What rolls the attempt back for the service's sake, not for anything wrong in the plan: a lock
+// wait past the timeout, or a deadlock with a service transaction that locks the same tables in
+// another order (the server aborts one of the two; when it picks the apply, the apply tries again).
+const GIVE_WAY: Record<string, string> = {
+  '55P03': 'waited too long for a lock',
+  '40P01': 'deadlocked with another session',
+};
+
+/** Retries `attempt` while it fails for a lock timeout (55P03) or a deadlock (40P01). */
 export async function withLockRetry(
   opts: { retries: number; log: (line: string) => void },
   attempt: () => Promise<void>,
@@ -96,8 +104,9 @@ export async function withLockRetry(
     try {
       return await attempt();
     } catch (err) {
-      if ((err as { code?: string }).code !== '55P03' || tried >= opts.retries) throw err;
-      opts.log(`-- waited too long for a lock (try ${tried + 1}), retrying`);
+      const reason = GIVE_WAY[(err as { code?: string }).code ?? ''];
+      if (!reason || tried >= opts.retries) throw err;
+      opts.log(`-- ${reason} (try ${tried + 1}), retrying`);
       await sleep(200 + Math.random() * 800);
     }
   }

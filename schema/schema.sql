@@ -98,9 +98,19 @@ CREATE TABLE meeting (
   headline text,
   deleted_at timestamptz,
   created_at timestamptz NOT NULL DEFAULT now(),
-  -- GET /search. A title stands for the whole meeting, so it weighs most (A).
-  title_search tsvector GENERATED ALWAYS AS (setweight(to_tsvector('english', title), 'A')) STORED
+  -- GET /search. A title stands for the whole meeting, so it weighs most (A). Kept by the trigger
+  -- below, not a generated column: adding one rewrites the table under an exclusive lock (see
+  -- docs/schema-upgrades.md), a plain column is added at once and backfilled in batches.
+  title_search tsvector
 );
+CREATE FUNCTION meeting_set_title_search() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.title_search := setweight(to_tsvector('english', NEW.title), 'A');
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER meeting_set_title_search BEFORE INSERT OR UPDATE OF title ON meeting
+  FOR EACH ROW EXECUTE FUNCTION meeting_set_title_search();
 -- GET /search: titles of live meetings, per user.
 CREATE INDEX meeting_user_id_title_search_idx ON meeting USING gin (user_id, title_search) WHERE deleted_at IS NULL;
 -- Listing: newest first with a (start_time, id) keyset cursor, live rows only.
@@ -159,7 +169,8 @@ CREATE TABLE transcript_segment (
   is_highlighted boolean NOT NULL DEFAULT false,
   feature_vector vector(192),
   -- GET /search ('english': stemmed, stop words dropped; see lib/repositories/search.ts).
-  text_search tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
+  -- Kept by the trigger below (as meeting.title_search).
+  text_search tsvector,
   -- Internal: the meeting's owner, set by the trigger below, so search scans one user's
   -- segments in the index instead of every user's matches in the heap.
   user_id uuid
@@ -172,18 +183,22 @@ CREATE INDEX transcript_segment_transcription_id_speaker_label_idx ON transcript
 -- equality per range of 16 pages; autosummarize summarizes new ranges (until then they are scanned).
 CREATE INDEX transcript_segment_user_id_text_search_idx ON transcript_segment USING gin (user_id, text_search);
 
--- transcript_segment.user_id follows the transcription's meeting (whose owner never changes);
--- every insert path gets it, the raw ones of tests and tools included. INSERT only: no code
--- moves a segment to another transcription, and any BEFORE UPDATE row trigger would make
--- Postgres recompute text_search on every update (a speaker relabel) instead of only on a text change.
-CREATE FUNCTION transcript_segment_set_user_id() RETURNS trigger LANGUAGE plpgsql AS $$
+-- transcript_segment.user_id follows the transcription's meeting (whose owner never changes), on
+-- insert only: no code moves a segment to another transcription. text_search follows the text.
+-- Every insert path gets both, the raw ones of tests and tools included; one trigger, not two,
+-- as each row's trigger call costs. UPDATE OF text: a speaker relabel does not fire it.
+CREATE FUNCTION transcript_segment_derive() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  NEW.user_id := (SELECT m.user_id FROM transcription t JOIN meeting m ON m.id = t.meeting_id WHERE t.id = NEW.transcription_id);
+  IF TG_OP = 'INSERT' THEN
+    NEW.user_id := (SELECT m.user_id FROM transcription t JOIN meeting m ON m.id = t.meeting_id
+                    WHERE t.id = NEW.transcription_id);
+  END IF;
+  NEW.text_search := to_tsvector('english', NEW.text);
   RETURN NEW;
 END
 $$;
-CREATE TRIGGER transcript_segment_set_user_id BEFORE INSERT ON transcript_segment
-  FOR EACH ROW EXECUTE FUNCTION transcript_segment_set_user_id();
+CREATE TRIGGER transcript_segment_derive BEFORE INSERT OR UPDATE OF text ON transcript_segment
+  FOR EACH ROW EXECUTE FUNCTION transcript_segment_derive();
 CREATE INDEX transcript_segment_person_id_idx ON transcript_segment USING brin (person_id uuid_bloom_ops) WITH (pages_per_range = 16, autosummarize = on);
 
 -- One row per stored audio object of a live recording (inclusive frame range).
@@ -273,8 +288,17 @@ CREATE TABLE talking_point (
   created_at timestamptz NOT NULL DEFAULT now(),
   deleted_at timestamptz,
   -- GET /search. A talking point sums up part of a meeting: it weighs above its words (B).
-  content_search tsvector GENERATED ALWAYS AS (setweight(to_tsvector('english', content), 'B')) STORED
+  -- Kept by the trigger below (as meeting.title_search).
+  content_search tsvector
 );
+CREATE FUNCTION talking_point_set_content_search() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.content_search := setweight(to_tsvector('english', NEW.content), 'B');
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER talking_point_set_content_search BEFORE INSERT OR UPDATE OF content ON talking_point
+  FOR EACH ROW EXECUTE FUNCTION talking_point_set_content_search();
 CREATE INDEX talking_point_meeting_id_idx ON talking_point (meeting_id);
 CREATE INDEX talking_point_content_search_idx ON talking_point USING gin (content_search) WHERE deleted_at IS NULL;
 CREATE INDEX talking_point_topic_id_idx ON talking_point (topic_id);
@@ -332,9 +356,17 @@ CREATE TABLE note (
   tags jsonb,
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now(),
-  -- GET /search.
-  content_search tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED
+  -- GET /search. Kept by the trigger below (as meeting.title_search).
+  content_search tsvector
 );
+CREATE FUNCTION note_set_content_search() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.content_search := to_tsvector('english', NEW.content);
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER note_set_content_search BEFORE INSERT OR UPDATE OF content ON note
+  FOR EACH ROW EXECUTE FUNCTION note_set_content_search();
 CREATE INDEX note_user_id_created_at_idx ON note (user_id, created_at, id);
 CREATE INDEX note_user_id_content_search_idx ON note USING gin (user_id, content_search);
 CREATE INDEX note_subject_type_subject_id_idx ON note (subject_type, subject_id);

@@ -1,5 +1,5 @@
 // Full-text search over the caller's transcript segments, notes, talking points and meeting
-// titles (GET /search). Each kind has a generated tsvector column with a GIN index
+// titles (GET /search). Each kind has a tsvector column (kept by trigger) with a GIN index
 // (schema/schema.sql); one statement ranks the four kinds together, best first.
 //
 // Text search configuration: 'english'. Transcripts and notes are English prose in this

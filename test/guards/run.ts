@@ -91,7 +91,14 @@ async function main(): Promise<void> {
 async function proveAll(guards: Guard[], shared: string): Promise<number> {
   console.log(`${guards.length} guards; checking that their tests pass as the code is…`);
   const files = guards.map((g) => g.testFile);
-  if (!(await testsPass(files, guards.map((g) => g.testName), shared, true))) {
+  if (
+    !(await testsPass(
+      files,
+      guards.map((g) => g.testName),
+      shared,
+      true,
+    ))
+  ) {
     console.error("the guards' tests do not all pass on the unchanged code: fix them first");
     return 1;
   }
