@@ -312,16 +312,7 @@ export class Recorder implements PumpHost {
       runs: prepared,
       progress: (rows) => this.progressFor(rows, tail),
     });
-    if (outcome.kind === 'closed') {
-      // Finalized or deleted (account erasure) underneath us: nothing can be added; these frames were never acknowledged.
-      rt.log.error(
-        { take: this.key, runs: runs.map((r) => [r.start, r.end]) },
-        'take is finalized or gone (its account was erased); frames cannot be stored',
-      );
-      this.frames.markDurable(0, Number.MAX_SAFE_INTEGER);
-      void this.letGo('not_recording', 0);
-      return;
-    }
+    if (outcome.kind === 'closed') return this.closedUnderneath(runs.map((r) => [r.start, r.end]));
     if (outcome.kind === 'progress') return; // not asked for (runs were given)
     instruments().framesStored.add(runs.reduce((n, r) => n + r.frames.length, 0));
     for (const r of runs) this.unacked.push({ end: r.end, at: r.frames.reduce((m, f) => Math.min(m, f.at), Infinity) });
@@ -391,7 +382,19 @@ export class Recorder implements PumpHost {
       runs: [],
       progress: () => [body],
     });
+    if (outcome.kind === 'closed') return this.closedUnderneath([]);
     if (outcome.kind === 'progress') this.progressSent(outcome.events);
+  }
+
+  /** Finalized or deleted (account erasure) underneath us: nothing can be added; let go at once. */
+  private closedUnderneath(runs: [number, number][]): void {
+    // Frames still held were never acknowledged.
+    this.host.rt.log.error(
+      { take: this.key, runs },
+      'take is finalized or gone (its account was erased); frames cannot be stored',
+    );
+    this.frames.markDurable(0, Number.MAX_SAFE_INTEGER);
+    void this.letGo('not_recording', 0);
   }
 
   /** Events already dispatched (the committer dispatches a whole batch's at once). */

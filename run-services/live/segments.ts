@@ -154,11 +154,13 @@ export class SegmentCommitter {
   private async commitBatch(tx: Queryable, reqs: CommitRequest[]): Promise<SegmentOutcome[]> {
     const key = (t: TakeKey) => `${t.meetingId}/${t.audioVersion}`;
     const writing = reqs.filter((r) => r.runs.length);
+    // Progress alone is locked too: a take erased underneath (its user gone) is closed, not an
+    // event whose user no longer exists (a foreign-key failure the pump would retry for ever).
     const locks = new Map(
       (
         await lockTakesForWrite(
           tx,
-          writing.map((r) => r.take),
+          reqs.map((r) => r.take),
         )
       ).map((l) => [`${l.meeting_id}/${l.audio_version}`, l]),
     );
@@ -177,7 +179,7 @@ export class SegmentCommitter {
     const outcomes: SegmentOutcome[] = [];
     for (const req of reqs) {
       if (!req.runs.length) {
-        outcomes.push({ kind: 'progress', events: [] });
+        outcomes.push(locks.has(key(req.take)) ? { kind: 'progress', events: [] } : { kind: 'closed' });
         continue;
       }
       const rows = rowsOf.get(key(req.take));
