@@ -1,8 +1,7 @@
 // The data steps on native PostgreSQL: idempotent, and the voice recount interleaved with the
 // service attributing a segment (lib/repositories/voice-samples.ts) in a transaction still open.
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { syncVoiceSamples } from '@mi/lib/repositories/voice-samples';
 import { fileDatabase } from '../test/harness';
 import type { TestDatabase } from '../test/support/database';
@@ -88,15 +87,17 @@ describe('data steps', { timeout: 60_000 }, () => {
     const upgrade = await connect();
     const steps = runDataSteps(upgrade);
     // The recount reaches the person the service holds, and waits.
-    for (;;) {
-      const { rows } = await db.query(
-        `SELECT 1 FROM pg_stat_activity
-          WHERE pid = $1 AND wait_event_type = 'Lock'`,
-        [(upgrade as unknown as { processID: number }).processID],
-      );
-      if (rows.length) break;
-      await sleep(20);
-    }
+    await vi.waitFor(
+      async () => {
+        const { rows } = await db.query(
+          `SELECT 1 FROM pg_stat_activity
+            WHERE pid = $1 AND wait_event_type = 'Lock'`,
+          [(upgrade as unknown as { processID: number }).processID],
+        );
+        expect(rows).toHaveLength(1);
+      },
+      { timeout: 30_000, interval: 20 },
+    );
     await service.query('COMMIT');
     expect(await steps).toEqual({ 'person.voice_model': 1 });
     expect(await model()).toEqual({ n: 4, status: 'ready' });

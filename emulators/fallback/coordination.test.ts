@@ -1,8 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { createMemoryCoordination } from './coordination';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 describe('in-process coordination', () => {
   it('should follow the lease rules: one winner, expiry, takeover, release', async () => {
     const c = createMemoryCoordination();
@@ -10,8 +8,7 @@ describe('in-process coordination', () => {
     expect(results.filter(Boolean)).toHaveLength(1);
     const winner = results.find(Boolean)!.owner;
 
-    await sleep(150); // waits out the 100 ms lease this test took
-    expect(await c.get('k')).toBeNull();
+    await vi.waitFor(async () => expect(await c.get('k')).toBeNull(), { interval: 20 }); // the 100 ms lease lapses
     expect(await c.acquire('k', 'z', 10_000)).toMatchObject({ owner: 'z', epoch: 2 });
     expect(await c.takeOver('k', winner, 10_000)).toMatchObject({ owner: winner, epoch: 3 });
     const beat = { owner: 'z', leaseKeys: ['k'], leaseTtlMs: 10_000, presence: [], presenceTtlMs: 10_000 };
@@ -25,8 +22,7 @@ describe('in-process coordination', () => {
     await c.addPresence('u', 'c1', 'i1', 10_000);
     await c.addPresence('u', 'c2', 'i2', 50);
     expect(await c.countPresence('u')).toBe(2);
-    await sleep(80); // waits out the 50 ms presence this test added
-    expect(await c.countPresence('u')).toBe(1);
+    await vi.waitFor(async () => expect(await c.countPresence('u')).toBe(1), { interval: 20 }); // 50 ms presence
     expect(await c.removePresence('u', 'c1')).toBe(0);
   });
 

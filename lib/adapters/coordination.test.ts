@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { emulatorFromEnvOrStart, type RunningEmulator } from '../../emulators/gcloud';
 import { createCoordination, createFirestore, HEARTBEAT_DOCS, type Coordination } from './coordination';
 
@@ -10,7 +10,6 @@ let two: Coordination;
 const prefix = `t${randomUUID().slice(0, 8)}_`;
 const projectId = 'coordination-test';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const key = () => `recording/${randomUUID()}`;
 /** One instance's heartbeat over the given leases (and presence). */
 const beat = (c: Coordination, owner: string, leaseKeys: string[], ttlMs: number, presence: Presence[] = []) =>
@@ -46,8 +45,7 @@ describe('leases', () => {
     expect(await two.acquire(k, 'b', 400)).toBeNull();
     expect(await one.acquire(k, 'a', 400)).toMatchObject({ owner: 'a', epoch: 1 });
 
-    await sleep(500); // waits out the 400 ms lease this test took (a timer never fires early)
-    expect(await one.get(k)).toBeNull();
+    await vi.waitFor(async () => expect(await one.get(k)).toBeNull(), { timeout: 10_000, interval: 50 }); // the 400 ms lease lapses
     const taken = await two.acquire(k, 'b', 10_000);
     expect(taken).toMatchObject({ owner: 'b', epoch: 2 });
     expect(taken!.expiresAt.getTime()).toBeGreaterThan(Date.now() + 9_000);
@@ -101,8 +99,7 @@ describe('the heartbeat (every lease and presence of an instance in one commit)'
     );
     const before = Date.now();
     const leases = await beat(one, 'a', keys, 60_000, presence);
-    // Every key, read back from Firestore: a lease left out of the commit would lapse in a second.
-    await sleep(1_100); // waits out the 1 s leases this test took
+    // Every key, read back from Firestore: a lease left out of the commit keeps its 1 s expiry.
     const stored = await Promise.all(keys.map((k) => two.get(k)));
     for (const [i, k] of keys.entries()) {
       expect(leases.get(k)).toMatchObject({ key: k, owner: 'a', epoch: 1 });
@@ -134,8 +131,7 @@ describe('the heartbeat (every lease and presence of an instance in one commit)'
     await one.acquire(lapsed, 'a', 200);
     await one.acquire(released, 'a', 30_000);
     await one.release(released, 'a');
-    await sleep(300); // waits out the 200 ms lease this test took
-    expect(await two.get(lapsed)).toBeNull();
+    await vi.waitFor(async () => expect(await two.get(lapsed)).toBeNull(), { timeout: 10_000, interval: 50 }); // the 200 ms lease lapses
 
     const leases = await beat(one, 'a', [lapsed, released], 30_000);
     expect(leases.get(lapsed)).toMatchObject({ owner: 'a', epoch: 1 });
@@ -181,8 +177,7 @@ describe('presence', () => {
     await one.addPresence(user, 'short', 'instance-1', 300);
     await two.addPresence(user, 'long', 'instance-2', 30_000);
     expect(await two.countPresence(user)).toBe(2);
-    await sleep(400); // waits out the 300 ms presence this test added
-    expect(await two.countPresence(user)).toBe(1);
+    await vi.waitFor(async () => expect(await two.countPresence(user)).toBe(1), { timeout: 10_000, interval: 50 }); // the 300 ms one lapses
     // A heartbeat re-adds it.
     await one.addPresence(user, 'short', 'instance-1', 30_000);
     expect(await two.countPresence(user)).toBe(2);

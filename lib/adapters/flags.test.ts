@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Firestore } from '@google-cloud/firestore';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { emulatorFromEnvOrStart, type RunningEmulator } from '../../emulators/gcloud';
 import { createFirestore } from './coordination';
 import { createFeatureFlags } from './flags';
@@ -10,7 +10,6 @@ const projectId = `flags-${randomUUID().slice(0, 8)}`;
 let emulator: RunningEmulator;
 let db: Firestore;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const setDefaults = (flags: object) => db.doc('feature_flags/defaults').set({ flags });
 const setUser = (userId: string, flags: object) => db.doc(`feature_flags_users/${userId}`).set({ flags });
 
@@ -55,8 +54,11 @@ describe('feature flags', () => {
     await setUser('u-cache', { live_insights: false });
     expect(await flags.forUser('u-cache')).toEqual({ live_insights: true });
 
-    await sleep(600); // waits out the 500 ms cache TTL this test set (a timer never fires early)
-    expect(await flags.forUser('u-cache')).toEqual({ live_insights: false });
+    // Once the 500 ms cache TTL this test set has passed, the change is read.
+    await vi.waitFor(async () => expect(await flags.forUser('u-cache')).toEqual({ live_insights: false }), {
+      timeout: 10_000,
+      interval: 50,
+    });
   });
 
   it('should read through a client of its own when given a project id', async () => {

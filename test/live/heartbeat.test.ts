@@ -70,8 +70,13 @@ describe('the instance heartbeat', () => {
     const client = await TestClient.connect(core.wsUrl, userToken);
     const started = await client.start(meetingId);
     const key = recordingLeaseKey(meetingId, started.audio_version);
-    for (const until = Date.now() + 3 * TTL_MS; Date.now() < until; await sleep(300))
-      expect(await other.get(key)).toMatchObject({ owner: core.live.instanceId, epoch: 1 });
+    // Renewed past three lifetimes, by the same owner at the same epoch (never lapsed and retaken).
+    const since = Date.now();
+    await vi.waitFor(
+      async () => expect((await other.get(key))!.expiresAt.getTime()).toBeGreaterThan(since + 3 * TTL_MS),
+      { timeout: 10 * TTL_MS + 10_000, interval: 300 },
+    );
+    expect(await other.get(key)).toMatchObject({ owner: core.live.instanceId, epoch: 1 });
 
     await other.takeOver(key, 'another-instance', 60_000);
     const released = await client.waitFor((m) => m.type === 'RecordingReleased', 10_000);
