@@ -2,7 +2,7 @@
 // built from their samples: voice-samples.ts.)
 import pgvector from 'pgvector';
 import type { Config } from '../config';
-import type { Database, Queryable } from '../db/pool';
+import type { Database } from '../db/pool';
 import { BRIEF_COLUMNS, type PersonBrief } from './people';
 
 export interface VoiceMatch {

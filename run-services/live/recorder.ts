@@ -5,7 +5,7 @@
 // it owns the take: frame writes are retried with backoff, never given up (the stop's last step
 // retries for about 80 s, then leaves a take stuck in stopping to the sweep).
 import type { Coordination } from '@mi/lib/adapters/coordination';
-import { backoffMs, retry, sleep } from '@mi/lib/async';
+import { retry, sleep } from '@mi/lib/async';
 import { progressEvent, type EventBody } from '@mi/lib/events/catalogue';
 import { instruments } from '@mi/lib/telemetry/metrics';
 import type { StoredEvent } from '@mi/lib/events/outbox';
