@@ -6,16 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createCoordination, createFirestore, type Coordination } from '@mi/lib/adapters/coordination';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { recordingLeaseKey } from '@mi/lib/repositories/recordings';
-import {
-  TestClient,
-  createMeeting,
-  fileEnv,
-  openTestDatabase,
-  sleep,
-  startInstance,
-  token,
-  type Instance,
-} from './helpers';
+import { TestClient, createMeeting, fileEnv, openTestDatabase, startInstance, token, type Instance } from './helpers';
 
 const TTL_MS = 1_500;
 let database: OpenedDatabase;
@@ -42,24 +33,35 @@ afterAll(async () => {
   await database?.close();
 });
 
-/** Unexpired presence documents naming the instance. */
-async function presenceOf(instanceId: string): Promise<number> {
+/** The expiries of the unexpired presence documents naming the instance. */
+async function presenceExpiries(instanceId: string): Promise<number[]> {
   const db = createFirestore(firestore);
   try {
     const snap = await db.collectionGroup('presence_connections').where('instance_id', '==', instanceId).get();
-    return snap.docs.filter((d) => d.ref.path.startsWith(prefix) && d.get('expires_at').toMillis() > Date.now()).length;
+    return snap.docs
+      .filter((d) => d.ref.path.startsWith(prefix))
+      .map((d) => d.get('expires_at').toMillis() as number)
+      .filter((at) => at > Date.now());
   } finally {
     await db.terminate();
   }
 }
+const presenceOf = async (instanceId: string) => (await presenceExpiries(instanceId)).length;
 
 describe('the instance heartbeat', () => {
   it("should keep a connection's presence alive past its lifetime, and drop it when the connection closes", async () => {
     const client = await TestClient.connect(core.wsUrl, await token(core.config, `hb-${randomUUID()}`));
     await vi.waitFor(async () => expect(await presenceOf(core.live.instanceId)).toBe(1), { timeout: 10_000 });
-    // Three lifetimes: without the heartbeat's presence writes the document lapses after one.
-    for (const until = Date.now() + 3 * TTL_MS; Date.now() < until; await sleep(300))
-      expect(await presenceOf(core.live.instanceId)).toBe(1);
+    // Renewed past three lifetimes: without the heartbeat's presence writes it lapses after one.
+    const since = Date.now();
+    await vi.waitFor(
+      async () => {
+        const expiries = await presenceExpiries(core.live.instanceId);
+        expect(expiries).toHaveLength(1);
+        expect(expiries[0]).toBeGreaterThan(since + 3 * TTL_MS);
+      },
+      { timeout: 10 * TTL_MS + 10_000, interval: 300 },
+    );
     client.close();
     await vi.waitFor(async () => expect(await presenceOf(core.live.instanceId)).toBe(0), { timeout: 10_000 });
   });
