@@ -62,6 +62,8 @@ export interface LiveService {
 export interface FanoutCounters {
   /** Messages this instance's subscription received. */
   busMessages: number;
+  /** Of them, events (not presence notices). */
+  busEvents: number;
   /** Of them, events of a user with no connection here (wasted deliveries). */
   busMessagesUnheld: number;
   /** Events this instance produced (its takes'). */
@@ -126,7 +128,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
   const broadcast = config.EVENT_FANOUT === 'broadcast';
   const topic = config.PUBSUB_TOPIC_EVENTS;
   const ownTopic = instanceTopic(topic, instanceId);
-  const fanout: FanoutCounters = { busMessages: 0, busMessagesUnheld: 0, eventsProduced: 0 };
+  const fanout: FanoutCounters = { busMessages: 0, busEvents: 0, busMessagesUnheld: 0, eventsProduced: 0 };
   const listeners = new RemoteListeners(instanceId, (userId) => coordination.presenceInstances(userId));
   const routes = broadcast ? BROADCAST : (userId: string) => listeners.of(userId);
   const events = createEventPublisher({ db: rt.db, bus: rt.bus, topic, log, routes });
@@ -191,6 +193,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       log.warn({ message_id: m.id }, 'ignoring a malformed event message');
       return;
     }
+    fanout.busEvents++;
     if (!byUser.has(data.user_id)) fanout.busMessagesUnheld++;
     deliverLocal(data as StoredEvent);
   }

@@ -289,7 +289,8 @@ describe('developer console in Chromium', () => {
     expect(await folds.count()).toBeGreaterThan(0);
     const fold = folds.first();
     expect(await fold.getAttribute('open')).toBeNull();
-    expect((await fold.boundingBox())!.height).toBeLessThan(30);
+    // Polled: a live event may re-render the list under the locator.
+    await expect.poll(async () => (await fold.boundingBox())?.height ?? Infinity).toBeLessThan(30);
     const index = await page
       .locator('.rec-event')
       .evaluateAll((rows) => rows.findIndex((r) => r.querySelector('.payload-fold')));
