@@ -103,7 +103,8 @@ export async function getRecording(
 
 /**
  * recording → stopping; false when the take was not recording (someone else stopped it) or,
- * with `owner`, when another instance owns it now (it was resumed elsewhere).
+ * with `owner`, when another instance owns it now (it was resumed elsewhere). With `owner`, a
+ * take already stopping under that owner is true too: a retried stop whose first commit landed.
  */
 export async function markStopping(
   q: Queryable,
@@ -115,7 +116,8 @@ export async function markStopping(
   const { rowCount } = await q.query(
     'recording.stopping',
     `UPDATE recording SET state = 'stopping', stop_reason = $3, updated_at = now()
-     WHERE meeting_id = $1 AND audio_version = $2 AND state = 'recording' AND ($4::text IS NULL OR owner_instance = $4)`,
+     WHERE meeting_id = $1 AND audio_version = $2
+       AND (state = 'recording' AND ($4::text IS NULL OR owner_instance = $4) OR state = 'stopping' AND owner_instance = $4)`,
     [meetingId, audioVersion, reason, opts.owner ?? null],
   );
   return rowCount === 1;

@@ -208,6 +208,15 @@ export class Recorder implements PumpHost {
   stop(reason: StopReason): Promise<void> {
     this.stopping ??= this.runStop(reason).catch((err) => {
       this.host.rt.log.error({ err, take: this.key }, 'stop failed');
+      // The database failed past every retry: the frames stay held, and a stop sent again goes
+      // on from the step that failed (the client is told, never left waiting in silence).
+      this.stopping = null;
+      this.client?.send({
+        type: 'error',
+        code: 'unavailable',
+        message: `the take could not be stopped (${(err as Error).message}); send StopRecordingCommand again`,
+        ref: 'StopRecordingCommand',
+      });
     });
     return this.stopping;
   }
@@ -435,15 +444,25 @@ export class Recorder implements PumpHost {
   private async runStop(reason: StopReason): Promise<void> {
     const { rt, instanceId } = this.host;
     const c = rt.config;
-    if (this.state !== 'recording') return;
     const { meetingId, audioVersion } = this.take;
     // Committed events reach this instance's connections first, then Pub/Sub.
     const uow = { db: rt.db, events: { publish: async (events: StoredEvent[]) => this.host.dispatch(events) } };
-    const ok = await runUseCase(uow, SERVICE, beginStop, { meetingId, audioVersion, reason, owner: instanceId });
-    if (!ok) return this.letGo(await this.whyLost());
-    this.state = 'settling';
-    this.clearDurationAndGrace();
-    await sleep(c.RECORDING_STOP_SETTLE_MS);
+    if (this.state === 'recording') {
+      // Settling before the row says stopping: a segment commit that meets our own stop is no
+      // sign that the take was lost (store() lets go only of a take still 'recording' here).
+      this.state = 'settling';
+      const ok = await this.retried('begin', () =>
+        runUseCase(uow, SERVICE, beginStop, { meetingId, audioVersion, reason, owner: instanceId }),
+      ).catch((err) => {
+        this.state = 'recording';
+        throw err;
+      });
+      if (!ok) return this.letGo(await this.whyLost());
+      this.clearDurationAndGrace();
+      await sleep(c.RECORDING_STOP_SETTLE_MS);
+    }
+    // A stop sent again after a failed one starts here (finishing); a take let go meanwhile ends.
+    if (this.state !== 'settling' && this.state !== 'finishing') return;
     this.state = 'finishing';
     await this.flushAll();
     const drain: DrainResult = this.ml
@@ -454,7 +473,7 @@ export class Recorder implements PumpHost {
       timeout_seconds: c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS,
     });
 
-    const result = await withRetry(() =>
+    const result = await this.retried('complete', () =>
       runUseCase(uow, SERVICE, completeStop, {
         meetingId,
         audioVersion,
@@ -540,6 +559,19 @@ export class Recorder implements PumpHost {
     this.durationTimers.push(setTimeout(() => void this.stop('max_duration'), Math.max(0, endAt - now)));
   }
 
+  /** Retries a database step of the stop with backoff, 20 times (about 80 s): a stop must complete if it can. */
+  private retried<T>(step: string, fn: () => Promise<T>): Promise<T> {
+    return retry(fn, {
+      steps: BACKOFF_MS,
+      attempts: 21,
+      onRetry: (err, failures) =>
+        this.host.rt.log.warn(
+          { err: (err as Error).message, take: this.key, step, failures },
+          'stop step failed; retrying',
+        ),
+    });
+  }
+
   private clearDurationAndGrace(): void {
     for (const t of this.durationTimers) clearTimeout(t);
     this.durationTimers.length = 0;
@@ -553,6 +585,3 @@ export class Recorder implements PumpHost {
     this.pump.clearTimer();
   }
 }
-
-/** Retries a database step with backoff, 20 times (about 80 s): a stop must complete if it can. */
-const withRetry = <T>(fn: () => Promise<T>): Promise<T> => retry(fn, { steps: BACKOFF_MS, attempts: 21 });

@@ -30,7 +30,10 @@ export async function recordTake(
       async () => received.find((x) => x.type === type || (x.type === 'error' && x.ref === ref)),
       timeoutMs,
     );
-    if (!m) throw new Error(`no ${type} within ${timeoutMs / 1000} s`);
+    if (!m) {
+      const got = received.map((x) => (x.type === 'error' ? `error ${x.code} (${x.ref})` : x.type));
+      throw new Error(`no ${type} within ${timeoutMs / 1000} s; the core sent: ${got.join(', ') || 'nothing'}`);
+    }
     if (m.type === 'error') throw new Error(`${ref}: ${m.code} ${m.message}`);
     return m;
   };

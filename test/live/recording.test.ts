@@ -214,6 +214,40 @@ describe('recording', () => {
     client.close();
   });
 
+  it('should stop a take whose stop began while the database was out of connections, once it has one again', async () => {
+    const lines: { message?: string; step?: string }[] = [];
+    const inst = await startInstance(
+      database,
+      { ...fileEnv(), LOG_LEVEL: 'warn' },
+      { logDestination: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+    );
+    const held: { release(): void }[] = [];
+    try {
+      const meetingId = await createMeeting(inst, alice);
+      const client = await TestClient.connect(inst.wsUrl, alice);
+      await client.start(meetingId);
+      for (const seq of range(0, 9)) client.frame(seq);
+      await client.acked(meetingId, 9);
+      // Every connection of the pool held: the stop's first step waits, then fails (connect timeout).
+      const { pool } = inst.rt.db;
+      for (let i = 0; i < (pool.options.max ?? 10); i++) held.push(await pool.connect());
+      client.send({ type: 'StopRecordingCommand', meeting_id: meetingId });
+      await vi.waitFor(() => expect(lines.map((l) => l.message)).toContain('stop step failed; retrying'), {
+        timeout: 30_000,
+        interval: 100,
+      });
+      for (const c of held.splice(0)) c.release();
+      const answer = await client.waitFor((m) => m.type === 'RecordingStopped' || m.type === 'error', 60_000);
+      expect(answer).toMatchObject({ type: 'RecordingStopped', highest_contiguous_sequence: 9, missing_ranges: [] });
+      expect(lines.find((l) => l.message === 'stop step failed; retrying')).toMatchObject({ step: 'begin' });
+      expect((await storedAudio(inst, meetingId, 1)).sequences).toEqual(range(0, 9));
+      client.close();
+    } finally {
+      for (const c of held) c.release();
+      await inst.close();
+    }
+  });
+
   it('should start a new audio_version on a meeting whose take was stopped', async () => {
     const meetingId = await createMeeting(core, alice);
     const client = await TestClient.connect(core.wsUrl, alice);
