@@ -166,6 +166,8 @@ export async function lockIdleTake(
   audioVersion: number,
   idleSeconds: number,
 ): Promise<(Recording & { user_id: string }) | null> {
+  // Locked, the idle condition is re-checked on the row a resume committed meanwhile.
+  // guard: sweep-idle-take-lock | remove: FOR UPDATE OF r | test: test/concurrency/recording.test.ts :: claimed while the sweep looked
   const { rows } = await tx.query<Recording & { user_id: string }>(
     'sweep.lock_orphaned_take',
     `SELECT r.*, m.user_id FROM recording r JOIN meeting m ON m.id = r.meeting_id
@@ -188,6 +190,8 @@ export async function claimRecording(
   audioVersion: number,
   owner: string,
 ): Promise<(Recording & { previous_owner: string | null }) | null> {
+  // prev is read locked, so it is the owner a concurrent claim committed, not the one before it.
+  // guard: claim-previous-owner-lock | remove: FOR UPDATE) | test: test/concurrency/recording.test.ts :: another resume claimed it first
   const { rows } = await tx.query<Recording & { previous_owner: string | null }>(
     'recording.claim',
     `WITH prev AS (SELECT owner_instance FROM recording WHERE meeting_id = $1 AND audio_version = $2 FOR UPDATE)

@@ -54,6 +54,8 @@ import type { Workflow, WorkflowDeps } from './workflow';
  */
 export const startTake: UseCase<Omit<StartInput, 'transcriptionId'>, Recording> = async (ctx, input) => {
   const userId = userOf(ctx);
+  // The meeting's lock: starts one at a time, so the second sees the first's take (recording_open).
+  // guard: take-start-meeting-lock | remove: , { forUpdate: true } | test: test/concurrency/recording.test.ts :: two starts at once
   const meeting = await getMeeting(ctx.tx, { userId }, input.meetingId, { forUpdate: true });
   if (!meeting) throw notFound('meeting');
   if (meeting.source_type !== 'recording') {
