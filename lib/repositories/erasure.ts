@@ -62,6 +62,8 @@ export async function erasedUsers(q: Queryable, userIds: string[]): Promise<stri
  * left, the user's other rows. 'done' once the user's rows are gone (or the erasure finished).
  */
 export async function eraseRowBatch(tx: Queryable, userId: string): Promise<'more' | 'done'> {
+  // Orders concurrent runners of one erasure (the request and the sweep); no guard: the user
+  // row's lock below serializes their batches, and each statement after it re-reads what it needs.
   const { rows: req } = await tx.query<{ rows_erased_at: Date | null }>(
     'erasure.lock',
     'SELECT rows_erased_at FROM account_erasure WHERE user_id = $1 FOR UPDATE',
@@ -70,6 +72,7 @@ export async function eraseRowBatch(tx: Queryable, userId: string): Promise<'mor
   if (!req[0] || req[0].rows_erased_at) return 'done';
   // The user row locked first: a concurrent insert referencing the user (a new meeting) waits,
   // then fails, so no meeting escapes the ids recorded below.
+  // guard: erasure-user-lock | remove: FOR UPDATE | test: test/concurrency/erasure.test.ts :: committed while a row batch waits
   await tx.query('erasure.lock_user', 'SELECT id FROM app_user WHERE id = $1 FOR UPDATE', [userId]);
   const { rows: meetings } = await tx.query<{ id: string }>(
     'erasure.meetings',

@@ -176,6 +176,7 @@ async function updateVoiceModels(
 ): Promise<void> {
   const ids = [...new Set([...recount, ...additions.map((a) => a.personId)])];
   if (!ids.length) return;
+  // guard: voice-model-people-lock | remove: FOR UPDATE | test: test/concurrency/speaker-identity.test.ts :: both appends' samples
   await tx.query('voice_model.lock', 'SELECT 1 FROM person WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
   const sums = new Map<string, { n: number; sum: string | null; replace: boolean }>();
   for (const a of additions) sums.set(a.personId, { n: a.n, sum: a.sum, replace: false });

@@ -175,6 +175,26 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     await expectConsistent();
   });
 
+  it("should add both appends' samples to a person's model when they wait on the person's row", async () => {
+    const p = await person();
+    const [a, b] = [await meetingWith([]), await meetingWith([])];
+    // An edit of the person holds its row (no key change: the samples' foreign keys do not wait).
+    const outside = new pg.Client({ connectionString: api.rt.db.pool.options.connectionString });
+    await outside.connect();
+    try {
+      await outside.query('BEGIN');
+      await outside.query('UPDATE person SET updated_at = now() WHERE id = $1', [p]);
+      const appends = [a.t, b.t].map((t) => append(t, Array(3).fill({ speaker_label: 'P', person_id: p })));
+      await until('both appends wait', async () => (await waiting()) === 2);
+      await outside.query('COMMIT');
+      expect((await Promise.all(appends)).map((r) => r.status)).toEqual([204, 204]);
+    } finally {
+      await outside.end();
+    }
+    expect(await sql('SELECT voice_sample_count FROM person WHERE id = $1', [p])).toEqual([{ voice_sample_count: 6 }]);
+    await expectConsistent();
+  });
+
   it('should keep every sample through merges, assignments and appends running at once (10 rounds)', async () => {
     for (let round = 0; round < 10; round++) {
       const people = [await person(), await person(), await person(), await person()];
