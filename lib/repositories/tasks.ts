@@ -52,7 +52,9 @@ export interface Ref {
 // for this transaction or has committed first and the row no longer counts.
 const REF_EXISTS: Record<RefKind, (p: string) => string> = {
   person: (p) => `EXISTS (SELECT 1 FROM person WHERE id = ${p} AND user_id = $1)`,
+  // guard: task-ref-meeting-share | remove: FOR SHARE | test: test/concurrency/rest.test.ts :: naming a meeting whose delete commits
   meeting: (p) => `EXISTS (SELECT 1 FROM meeting WHERE id = ${p} AND user_id = $1 AND deleted_at IS NULL FOR SHARE)`,
+  // guard: task-ref-parent-share | remove: FOR SHARE | test: test/concurrency/rest.test.ts :: subtask of a task whose delete commits
   task: (p) => `EXISTS (SELECT 1 FROM task WHERE id = ${p} AND user_id = $1 AND deleted_at IS NULL FOR SHARE)`,
 };
 

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { startApi, type ApiHarness } from '../harness';
-import { lockWaits } from '../support/lock-waits';
+import { lockWaiters, lockWaits } from '../support/lock-waits';
 import { createTake, framesBytes, stopTake, storeLiveSegment } from '../recording-fixtures';
 
 const native = inject('database').kind === 'native';
@@ -205,6 +205,38 @@ describe.skipIf(!native)('no lost update', () => {
     } finally {
       await outside.end();
     }
+  });
+
+  // The delete's transaction holds its row, uncommitted, while a task naming it is created; the
+  // create waits for it (or, unguarded, is answered at once) and must then find it gone.
+  const createRacingDelete = async (softDelete: string, id: string, ref: Record<string, string>) => {
+    const outside = new pg.Client({ connectionString: dbUrl });
+    await outside.connect();
+    try {
+      await outside.query('BEGIN');
+      await outside.query(softDelete, [id]);
+      let answered = false;
+      const create = api.post(alice, '/tasks', { content: 'orphan?', ...ref }).finally(() => (answered = true));
+      await expect.poll(async () => answered || (await lockWaiters(api)) > 0, { timeout: 20_000 }).toBe(true);
+      await outside.query('COMMIT');
+      const answer = await create;
+      expect(answer.status, answer.text).toBe(422);
+      expect(answer.body.errors.map((e: { path: string }) => e.path)).toEqual(Object.keys(ref));
+    } finally {
+      await outside.end();
+    }
+  };
+
+  it('should refuse a task naming a meeting whose delete commits while the task is created', async () => {
+    const m = await api.meeting(alice, 'text');
+    await createRacingDelete('UPDATE meeting SET deleted_at = now() WHERE id = $1', m, { meeting_id: m });
+    expect(await sql('SELECT id FROM task WHERE meeting_id = $1', [m])).toEqual([]);
+  });
+
+  it('should refuse a subtask of a task whose delete commits while the subtask is created', async () => {
+    const parent = (await api.post(alice, '/tasks', { content: 'parent' })).body.id;
+    await createRacingDelete('UPDATE task SET deleted_at = now() WHERE id = $1', parent, { parent_task_id: parent });
+    expect(await sql('SELECT id FROM task WHERE parent_task_id = $1', [parent])).toEqual([]);
   });
 
   it("should count both meetings' embeddings when one person's voice is refined from two meetings at once", async () => {

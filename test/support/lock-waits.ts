@@ -17,12 +17,12 @@ export async function outsideClient(api: ApiHarness): Promise<pg.Client> {
  * lock_timeout (DB_LOCK_TIMEOUT_MS) bounds how long they wait: commit soon after this.
  */
 export async function lockWaits(api: ApiHarness, count = 1): Promise<void> {
+  await expect.poll(() => lockWaiters(api), { timeout: 20_000, interval: 20 }).toBeGreaterThanOrEqual(count);
+}
+
+/** How many backends of the API's database wait for a lock now. */
+export async function lockWaiters(api: ApiHarness): Promise<number> {
   const sql = `SELECT count(*)::int AS n FROM pg_stat_activity
      WHERE datname = current_database() AND cardinality(pg_blocking_pids(pid)) > 0`;
-  await expect
-    .poll(async () => (await api.rt.db.query<{ n: number }>('test.lock_waits', sql)).rows[0].n, {
-      timeout: 20_000,
-      interval: 20,
-    })
-    .toBeGreaterThanOrEqual(count);
+  return (await api.rt.db.query<{ n: number }>('test.lock_waits', sql)).rows[0].n;
 }
