@@ -35,6 +35,7 @@ interface FanOutEndpoint {
 export async function fanOut(db: Database): Promise<number> {
   return db.withTransaction(async (tx) => {
     // FOR UPDATE: a concurrent pass skips these endpoints, and a cursor moved meanwhile is re-read.
+    // guard: fan-out-endpoint-lock | remove: FOR UPDATE SKIP LOCKED | test: test/concurrency/webhooks.test.ts :: never move a cursor back
     const { rows: hooks } = await tx.query<FanOutEndpoint>(
       'webhook.fan_out_endpoints',
       `SELECT id, user_id, cursor_seq, event_types FROM webhook w
@@ -108,6 +109,8 @@ export interface Claim {
  * in lease_until, so the least recently served endpoints are claimed first (round robin).
  */
 export async function claimDue(db: Queryable, limit: number, leaseSeconds = LEASE_SECONDS): Promise<Claim[]> {
+  // A claimed endpoint's row stays locked until its lease is written: another claim skips it.
+  // guard: claim-endpoint-lock | remove: FOR UPDATE SKIP LOCKED | test: test/concurrency/webhooks.test.ts :: leased while the claim looked
   const { rows } = await db.query<Claim>(
     'webhook.claim',
     `WITH hooks AS (

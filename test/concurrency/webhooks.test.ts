@@ -1,11 +1,13 @@
-// The per-user webhook limit (20) under concurrent creates, on native PostgreSQL. An outside
+// Webhooks under concurrency, on native PostgreSQL. The per-user limit (20): an outside
 // transaction holds the user row while two creates start; once both wait (polled), it commits.
 // The creates count under the user row's lock, so the second counts the first's endpoint: one
 // 201, one 422. Without the lock both counted 19 before either inserted (their inserts wait on
-// the same row for its foreign key): two 201s and 21 endpoints.
+// the same row for its foreign key): two 201s and 21 endpoints. The dispatcher: a fan-out pass
+// or a claim racing another dispatcher that holds the endpoint row (the outside transaction).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { claimDue, fanOut } from '@mi/lib/webhooks/dispatcher';
 import { startApi, type ApiHarness } from '../harness';
-import { lockWaits, outsideClient } from '../support/lock-waits';
+import { lockWaiters, lockWaits, outsideClient } from '../support/lock-waits';
 
 const native = inject('database').kind === 'native';
 if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
@@ -44,5 +46,69 @@ describe.skipIf(!native)('the webhook limit under concurrency', () => {
       [userId],
     );
     expect(rows[0].n).toBe(20);
+  });
+});
+
+describe.skipIf(!native)('the webhook dispatcher under concurrency', () => {
+  /** An endpoint of a new user with `events` events queued past its cursor; its id, user id and token. */
+  async function endpointWithEvents(name: string, events: number) {
+    const token = await api.token(name);
+    const userId = await api.userId(token);
+    const hook = await api.post(token, '/webhooks', body);
+    expect(hook.status).toBe(201);
+    for (let i = 0; i < events; i++) await api.meeting(token, 'text');
+    return { id: hook.body.id as string, userId, token };
+  }
+  const cursor = async (id: string) =>
+    (await api.rt.db.query<{ c: string }>('test.cursor', 'SELECT cursor_seq::text AS c FROM webhook WHERE id = $1', [id]))
+      .rows[0].c;
+  const lastSeq = async (userId: string) =>
+    (
+      await api.rt.db.query<{ s: string }>('test.seq', 'SELECT max(seq)::text AS s FROM event_outbox WHERE user_id = $1', [
+        userId,
+      ])
+    ).rows[0].s;
+  /** Resolves once the call is answered or waits for a lock (an unguarded one waits). */
+  const answeredOrWaiting = async (call: Promise<unknown>) => {
+    let answered = false;
+    void call.finally(() => (answered = true)).catch(() => undefined);
+    await expect.poll(async () => answered || (await lockWaiters(api)) > 0, { timeout: 20_000 }).toBe(true);
+  };
+
+  it('should never move a cursor back when a fan-out pass races another pass of the same endpoint', async () => {
+    const hook = await endpointWithEvents('fan-out-racer', 3);
+    const outside = await outsideClient(api);
+    try {
+      await outside.query('BEGIN'); // the other pass holds the endpoint
+      await outside.query('SELECT 1 FROM webhook WHERE id = $1 FOR UPDATE', [hook.id]);
+      const pass = fanOut(api.rt.db);
+      await answeredOrWaiting(pass);
+      // A fourth event commits; the other pass queues all four and moves the cursor past them.
+      await api.meeting(hook.token, 'text');
+      await outside.query('UPDATE webhook SET cursor_seq = $2 WHERE id = $1', [hook.id, await lastSeq(hook.userId)]);
+      await outside.query('COMMIT');
+      await pass;
+    } finally {
+      await outside.end();
+    }
+    expect(await cursor(hook.id)).toBe(await lastSeq(hook.userId));
+  });
+
+  it('should not lease an endpoint that another dispatcher leased while the claim looked at it', async () => {
+    const hook = await endpointWithEvents('claim-racer', 1);
+    while ((await fanOut(api.rt.db)) > 0); // its delivery is due
+    const outside = await outsideClient(api);
+    let claims: Awaited<ReturnType<typeof claimDue>>;
+    try {
+      await outside.query('BEGIN'); // the other dispatcher's claim
+      await outside.query(`UPDATE webhook SET lease_until = now() + interval '60 seconds' WHERE id = $1`, [hook.id]);
+      const claim = claimDue(api.rt.db, 100);
+      await answeredOrWaiting(claim);
+      await outside.query('COMMIT');
+      claims = await claim;
+    } finally {
+      await outside.end();
+    }
+    expect(claims.filter((c) => c.webhook_id === hook.id)).toEqual([]);
   });
 });
