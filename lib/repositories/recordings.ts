@@ -227,6 +227,7 @@ export async function lockTakesForWrite(
   takes: TakeKey[],
 ): Promise<Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance'>[]> {
   if (!takes.length) return [];
+  // guard: take-write-lock | remove: FOR UPDATE | test: test/concurrency/recording.test.ts :: another writer of the take committed meanwhile
   const { rows } = await tx.query<Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance'>>(
     'recording.lock_for_write',
     `SELECT meeting_id, audio_version, state, owner_instance FROM recording

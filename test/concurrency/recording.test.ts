@@ -1,5 +1,5 @@
 // Recording takes under concurrency, on native PostgreSQL: starts, the sweep's stop of an idle
-// take and resumes. Each test pins one interleaving: an outside transaction holds what the use
+// take, resumes and two writers of one take's segments. Each test pins one interleaving: an outside transaction holds what the use
 // cases need, they start, and it lets go once the database shows them waiting (polled). Removing
 // the guard named by the marker above the locking line (lib/use-cases/recording.ts,
 // lib/repositories/recordings.ts) makes its test fail.
@@ -7,8 +7,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SERVICE } from '@mi/lib/domain/actor';
 import { claimTake, startTake, stopOrphanedTake } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
+import { NO_END } from '@mi/lib/repositories/manifest';
+import { prepareRuns, SegmentCommitter } from '../../run-services/live/segments';
 import { startApi, type ApiHarness } from '../harness';
-import { createTake } from '../recording-fixtures';
+import { createTake, frameBytes } from '../recording-fixtures';
 import { lockWaits, outsideClient } from '../support/lock-waits';
 
 const native = inject('database').kind === 'native';
@@ -125,5 +127,37 @@ describe.skipIf(!native)('recording takes under concurrency', () => {
     );
     expect(rows.map((r) => r.payload.previous_owner)).toEqual(['first']);
     expect(await take(t.meetingId, t.audioVersion)).toEqual({ state: 'recording', owner_instance: 'second' });
+  });
+
+  it("should not store a writer's range over the range another writer of the take committed meanwhile", async () => {
+    const t = await createTake(api, token);
+    const key = { meetingId: t.meetingId, audioVersion: t.audioVersion };
+    const frames = Array.from({ length: 10 }, (_, seq) => ({ seq, bytes: frameBytes(seq + 1000), at: 0 }));
+    const committer = new SegmentCommitter(api.rt.db, api.rt.store, () => undefined, api.rt.log);
+    const runs = await prepareRuns(api.rt.store, key, [{ start: 0, end: 9, frames }]);
+    const outside = await outsideClient(api);
+    try {
+      // The take's other writer (its old owner) has locked it and stored frames 0-9, uncommitted.
+      await outside.query('BEGIN');
+      await outside.query('SELECT 1 FROM recording WHERE meeting_id = $1 AND audio_version = $2 FOR UPDATE', [
+        t.meetingId,
+        t.audioVersion,
+      ]);
+      await outside.query(
+        `INSERT INTO segment_manifest (meeting_id, audio_version, start_sequence, end_sequence, started_at_ms,
+           duration_ms, object_name, object_generation, byte_count, crc32c)
+         VALUES ($1, $2, 0, 9, 0, 1000, 'elsewhere', 1, 100, 'AAAAAA==')`,
+        [t.meetingId, t.audioVersion],
+      );
+      const commit = committer.commit({ take: key, userId: t.userId, unknown: [[0, NO_END]], runs, progress: () => [] });
+      await lockWaits(api, 1);
+      await outside.query('COMMIT');
+      // It learns the other writer's row and stores nothing over it.
+      const outcome = await commit;
+      expect(outcome.kind === 'stored' && outcome.stored).toEqual([]);
+      expect(outcome.kind === 'stored' && outcome.rows.map((r) => r.object_name)).toEqual(['elsewhere']);
+    } finally {
+      await outside.end();
+    }
   });
 });
