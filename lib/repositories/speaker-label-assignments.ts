@@ -29,6 +29,7 @@ export async function assignSpeakerLabel(
   // Segment writers hold their transcription row (FOR UPDATE) until they commit, and re-apply
   // stored assignments before that. Waiting for those rows here means a concurrent append either
   // committed first (our relabel sees its segments) or starts after us (it sees our assignment).
+  // guard: assign-label-transcriptions-lock | remove: FOR SHARE | test: test/concurrency/speaker-identity.test.ts :: commits while its label is being assigned
   await tx.query('speaker_label.lock_transcriptions', 'SELECT 1 FROM transcription WHERE meeting_id = $1 FOR SHARE', [
     meetingId,
   ]);
@@ -75,6 +76,8 @@ export async function unassignSpeakerLabel(
 ): Promise<{ person_id: string; people: string[] } | null> {
   await lockSpeakerIdentity(tx, userId);
   if (!(await getMeeting(tx, { userId }, meetingId, { forUpdate: true }))) throw notFound('meeting');
+  // As in assignSpeakerLabel: a concurrent append's segments are cleared too, or see no assignment.
+  // guard: unassign-label-transcriptions-lock | remove: FOR SHARE | test: test/concurrency/speaker-identity.test.ts :: assignment is being removed
   await tx.query('speaker_label.lock_transcriptions', 'SELECT 1 FROM transcription WHERE meeting_id = $1 FOR SHARE', [
     meetingId,
   ]);

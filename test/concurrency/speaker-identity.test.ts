@@ -175,6 +175,62 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     await expectConsistent();
   });
 
+  /**
+   * An append in flight holds its transcription (FOR UPDATE) and has written a segment of label L
+   * attributed as the assignments stood (`personId`), uncommitted, while `change` (an assignment
+   * of L or its removal) runs. The change waits for it, or (unguarded) is answered without seeing
+   * it. Returns the change's answer and the attributions of L's segments after both.
+   */
+  async function changeRacingAppend(
+    personId: string | null,
+    setup: (m: string) => Promise<void>,
+    change: (m: string) => Promise<TestResponse>,
+  ) {
+    const { m, t } = await meetingWith(['L']);
+    await setup(m);
+    const outside = new pg.Client({ connectionString: api.rt.db.pool.options.connectionString });
+    await outside.connect();
+    let answer: TestResponse;
+    try {
+      await outside.query('BEGIN');
+      await outside.query('SELECT 1 FROM transcription WHERE id = $1 FOR UPDATE', [t]);
+      await outside.query(
+        `INSERT INTO transcript_segment (transcription_id, text, start_ms, speaker_label, person_id)
+         VALUES ($1, 'x', $2, 'L', $3)`,
+        [t, at++, personId],
+      );
+      const changing = started(change(m));
+      await until('the change waits or is answered', async () => changing.answered || (await waiting()) > 0);
+      await outside.query('COMMIT');
+      answer = await changing.done;
+    } finally {
+      await outside.end();
+    }
+    const people = await sql<{ person_id: string | null }>(
+      'SELECT person_id FROM transcript_segment WHERE transcription_id = $1 AND speaker_label = $2',
+      [t, 'L'],
+    );
+    return { answer, people: people.map((r) => r.person_id) };
+  }
+
+  it('should attribute a segment an append commits while its label is being assigned', async () => {
+    const p = await person();
+    const { answer, people } = await changeRacingAppend(null, async () => undefined, (m) => assign(m, 'L', p));
+    expect(answer.status).toBe(200);
+    expect(people).toEqual(Array(4).fill(p));
+  });
+
+  it('should detach a segment an append commits while its label assignment is being removed', async () => {
+    const p = await person();
+    const { answer, people } = await changeRacingAppend(
+      p,
+      async (m) => expect((await assign(m, 'L', p)).status).toBe(200),
+      (m) => api.request('DELETE', `/meetings/${m}/speaker-labels/L`, { token: alice }),
+    );
+    expect(answer.status).toBe(204);
+    expect(people).toEqual(Array(4).fill(null));
+  });
+
   it("should add both appends' samples to a person's model when they wait on the person's row", async () => {
     const p = await person();
     const [a, b] = [await meetingWith([]), await meetingWith([])];
