@@ -30,7 +30,8 @@ describe.skipIf(!native)('account erasure under concurrency', () => {
     try {
       await outside.query('BEGIN'); // a create racing the erasure
       const { rows } = await outside.query<{ id: string }>(
-        `INSERT INTO meeting (user_id, title, source_type, start_time) VALUES ($1, 'late', 'recording', now()) RETURNING id`,
+        `INSERT INTO meeting (user_id, title, source_type, start_time)
+         VALUES ($1, 'late', 'recording', now()) RETURNING id`,
         [userId],
       );
       late = rows[0].id;

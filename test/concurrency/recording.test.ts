@@ -1,8 +1,8 @@
 // Recording takes under concurrency, on native PostgreSQL: starts, the sweep's stop of an idle
-// take, resumes and two writers of one take's segments. Each test pins one interleaving: an outside transaction holds what the use
-// cases need, they start, and it lets go once the database shows them waiting (polled). Removing
-// the guard named by the marker above the locking line (lib/use-cases/recording.ts,
-// lib/repositories/recordings.ts) makes its test fail.
+// take, resumes and two writers of one take's segments. Each test pins one interleaving: an
+// outside transaction holds what the use cases need, they start, and it lets go once the database
+// shows them waiting (polled). Removing the guard named by the marker above the locking line
+// (lib/use-cases/recording.ts, lib/repositories/recordings.ts) makes its test fail.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SERVICE } from '@mi/lib/domain/actor';
 import { claimTake, startTake, stopOrphanedTake } from '@mi/lib/use-cases/recording';
@@ -80,7 +80,8 @@ describe.skipIf(!native)('recording takes under concurrency', () => {
     try {
       await outside.query('BEGIN'); // a resume's claim, not yet committed
       await outside.query(
-        `UPDATE recording SET owner_instance = 'resumer', updated_at = now() WHERE meeting_id = $1 AND audio_version = $2`,
+        `UPDATE recording SET owner_instance = 'resumer', updated_at = now()
+         WHERE meeting_id = $1 AND audio_version = $2`,
         [t.meetingId, t.audioVersion],
       );
       const sweep = runUseCase(api.rt, SERVICE, stopOrphanedTake, {
@@ -105,7 +106,8 @@ describe.skipIf(!native)('recording takes under concurrency', () => {
     try {
       await outside.query('BEGIN'); // the first resume's claim, not yet committed
       await outside.query(
-        `UPDATE recording SET owner_instance = 'first', updated_at = now() WHERE meeting_id = $1 AND audio_version = $2`,
+        `UPDATE recording SET owner_instance = 'first', updated_at = now()
+         WHERE meeting_id = $1 AND audio_version = $2`,
         [t.meetingId, t.audioVersion],
       );
       const claim = runUseCase(api.rt, { userId }, claimTake, {
@@ -149,7 +151,13 @@ describe.skipIf(!native)('recording takes under concurrency', () => {
          VALUES ($1, $2, 0, 9, 0, 1000, 'elsewhere', 1, 100, 'AAAAAA==')`,
         [t.meetingId, t.audioVersion],
       );
-      const commit = committer.commit({ take: key, userId: t.userId, unknown: [[0, NO_END]], runs, progress: () => [] });
+      const commit = committer.commit({
+        take: key,
+        userId: t.userId,
+        unknown: [[0, NO_END]],
+        runs,
+        progress: () => [],
+      });
       await lockWaits(api, 1);
       await outside.query('COMMIT');
       // It learns the other writer's row and stores nothing over it.

@@ -215,7 +215,11 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
 
   it('should attribute a segment an append commits while its label is being assigned', async () => {
     const p = await person();
-    const { answer, people } = await changeRacingAppend(null, async () => undefined, (m) => assign(m, 'L', p));
+    const { answer, people } = await changeRacingAppend(
+      null,
+      async () => undefined,
+      (m) => assign(m, 'L', p),
+    );
     expect(answer.status).toBe(200);
     expect(people).toEqual(Array(4).fill(p));
   });

@@ -59,15 +59,10 @@ describe.skipIf(!native)('the webhook dispatcher under concurrency', () => {
     for (let i = 0; i < events; i++) await api.meeting(token, 'text');
     return { id: hook.body.id as string, userId, token };
   }
-  const cursor = async (id: string) =>
-    (await api.rt.db.query<{ c: string }>('test.cursor', 'SELECT cursor_seq::text AS c FROM webhook WHERE id = $1', [id]))
-      .rows[0].c;
-  const lastSeq = async (userId: string) =>
-    (
-      await api.rt.db.query<{ s: string }>('test.seq', 'SELECT max(seq)::text AS s FROM event_outbox WHERE user_id = $1', [
-        userId,
-      ])
-    ).rows[0].s;
+  const one = async (text: string, id: string) =>
+    (await api.rt.db.query<{ v: string }>('test.one', text, [id])).rows[0].v;
+  const cursor = (id: string) => one('SELECT cursor_seq::text AS v FROM webhook WHERE id = $1', id);
+  const lastSeq = (userId: string) => one('SELECT max(seq)::text AS v FROM event_outbox WHERE user_id = $1', userId);
   /** Resolves once the call is answered or waits for a lock (an unguarded one waits). */
   const answeredOrWaiting = async (call: Promise<unknown>) => {
     let answered = false;
