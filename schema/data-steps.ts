@@ -105,6 +105,7 @@ export async function runDataSteps(client: pg.Client, batch = DATA_STEP_BATCH): 
     const ids = stale.slice(i, i + batch);
     await client.query('BEGIN');
     try {
+      // guard: data-step-voice-recount-lock | remove: FOR UPDATE | test: schema/data-steps.test.ts :: while the recount waits for the person
       await client.query('SELECT 1 FROM person WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
       count('person.voice_model', (await client.query(RECOUNT_VOICES, [ids])).rowCount ?? 0);
       await client.query('COMMIT');

@@ -22,7 +22,11 @@ export async function meetingsDueForPurge(q: Queryable, afterDays: number, limit
   return rows.map((m) => m.id);
 }
 
-/** Those of the meetings still due, locked; another sweep purging the same batch skips what this one holds. */
+/**
+ * Those of the meetings still due, locked; another sweep purging the same batch skips what this one holds.
+ * No guard: the lock only spares a second sweep the wait (a soft delete is never undone, and its
+ * deletes of rows the first already deleted find nothing).
+ */
 export async function lockForPurge(tx: Queryable, ids: string[], afterDays: number): Promise<string[]> {
   const { rows } = await tx.query<{ id: string }>(
     'purge.lock',
