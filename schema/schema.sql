@@ -48,9 +48,11 @@ CREATE TABLE person (
   -- |voice_sum| / count; samples added are added to the sum, removals recount it from the rows.
   voice_sum vector(192),
   voice_sample_count integer NOT NULL DEFAULT 0,
+  -- A display_name the user already has answers 409. (Not last, so that its line can go.)
+  -- guard: person-display-name-unique | remove: CONSTRAINT person_user_id_display_name_key UNIQUE (user_id, display_name), | test: test/api/people.test.ts :: display_name the user already has
+  CONSTRAINT person_user_id_display_name_key UNIQUE (user_id, display_name),
   created_at timestamptz NOT NULL DEFAULT now(),
-  updated_at timestamptz NOT NULL DEFAULT now(),
-  CONSTRAINT person_user_id_display_name_key UNIQUE (user_id, display_name)
+  updated_at timestamptz NOT NULL DEFAULT now()
 );
 -- The unique (user_id, display_name) index also serves user-scoped listing by name.
 -- m and ef_construction above pgvector's defaults (16, 64): on 100,000 random 192-dimension
@@ -80,10 +82,11 @@ CREATE TABLE tag (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
   name text NOT NULL,
-  created_at timestamptz NOT NULL DEFAULT now(),
-  updated_at timestamptz NOT NULL DEFAULT now(),
   -- Tag names are unique per user (a duplicate answers 409); also the index of the tenant scope.
-  CONSTRAINT tag_user_id_name_key UNIQUE (user_id, name)
+  -- guard: tag-name-unique | remove: CONSTRAINT tag_user_id_name_key UNIQUE (user_id, name), | test: test/api/tags.test.ts :: tag name the user already has
+  CONSTRAINT tag_user_id_name_key UNIQUE (user_id, name),
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
 );
 
 CREATE TABLE meeting (
@@ -127,9 +130,11 @@ CREATE TABLE meeting_audio_file (
 );
 
 CREATE TABLE meeting_attendee (
+  -- A repeated PUT of an attendee adds nothing (ON CONFLICT DO NOTHING).
+  -- guard: attendee-once | remove: PRIMARY KEY (meeting_id, person_id), | test: test/api/attendees.test.ts :: add attendees idempotently
+  PRIMARY KEY (meeting_id, person_id),
   meeting_id uuid NOT NULL REFERENCES meeting (id) ON DELETE CASCADE,
-  person_id uuid NOT NULL REFERENCES person (id) ON DELETE CASCADE,
-  PRIMARY KEY (meeting_id, person_id)
+  person_id uuid NOT NULL REFERENCES person (id) ON DELETE CASCADE
 );
 CREATE INDEX meeting_attendee_person_id_idx ON meeting_attendee (person_id);
 

@@ -88,6 +88,14 @@ describe('tags', () => {
     expect((await api.request('PATCH', `/tags/${tag.id}`, { token: alice, body: {} })).status).toBe(422);
   });
 
+  it('should answer 409 to a tag name the user already has, but not to another user', async () => {
+    expect((await create(alice, { name: 'twin' })).status).toBe(201);
+    const dup = await create(alice, { name: ' twin ' });
+    expect(dup.status).toBe(409);
+    expect(dup.headers.get('content-type')).toContain('application/problem+json');
+    expect((await create(bob, { name: 'twin' })).status).toBe(201);
+  });
+
   it('should replay an idempotent create', async () => {
     const key = randomUUID();
     const first = await create(alice, { name: 'once' }, key);
