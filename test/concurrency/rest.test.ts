@@ -2,7 +2,7 @@
 // PostgreSQL, many requests at once. PGlite runs one transaction at a time, so there these
 // cannot interleave and the file is skipped with the reason printed.
 import type { QueryResultRow } from 'pg';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { listManifest } from '@mi/lib/repositories/manifest';
@@ -44,6 +44,44 @@ describe.skipIf(!native)('idempotency under concurrency', () => {
     expect(created.filter((a) => a.headers.get('idempotent-replayed') !== 'true')).toHaveLength(1);
     expect(new Set(created.map((a) => a.body.id)).size).toBe(1);
     expect(await sql('SELECT count(*)::int AS n FROM meeting WHERE title = $1', [title])).toEqual([{ n: 1 }]);
+  });
+
+  it('should let one retry take over an abandoned claim while another retry does so', async () => {
+    const key = randomUUID();
+    const body = { title: `abandoned ${key}`, source_type: 'text' };
+    const hash = createHash('sha256')
+      .update(`POST /meetings\n${JSON.stringify(body)}`)
+      .digest('hex');
+    // A claim whose request died mid-flight three minutes ago: a retry may take it over.
+    await sql(
+      `INSERT INTO idempotency_record (principal, key, method, path, request_hash, state, expires_at, created_at)
+       VALUES ($1, $2, 'POST', '/meetings', $3, 'in_flight', now() + interval '1 day', now() - interval '3 minutes')`,
+      [aliceId, key, hash],
+    );
+    const outside = new pg.Client({ connectionString: dbUrl });
+    await outside.connect();
+    try {
+      // Another retry has read the claim (locked) and is about to take it over. Only the read is
+      // locked when ours starts: an uncommitted takeover would hold our claim's insert back instead.
+      await outside.query('BEGIN');
+      await outside.query('SELECT 1 FROM idempotency_record WHERE principal = $1 AND key = $2 FOR UPDATE', [
+        aliceId,
+        key,
+      ]);
+      const retry = api.post(alice, '/meetings', body, key);
+      await lockWaits(api);
+      await outside.query(`UPDATE idempotency_record SET created_at = now() WHERE principal = $1 AND key = $2`, [
+        aliceId,
+        key,
+      ]);
+      await outside.query('COMMIT');
+      const answer = await retry;
+      expect(answer.status, answer.text).toBe(409);
+      expect(answer.body.detail).toMatch(/still in progress/);
+    } finally {
+      await outside.end();
+    }
+    expect(await sql('SELECT count(*)::int AS n FROM meeting WHERE title = $1', [body.title])).toEqual([{ n: 0 }]);
   });
 
   it('should store a gap-upload range once when the same upload arrives 20 times at once', async () => {

@@ -55,6 +55,8 @@ export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
       [principal, key, c.req.method, c.req.path, hash],
     );
     if (claimed.rowCount === 1) return null;
+    // Read locked: of two retries taking over an abandoned claim, the second sees the first's.
+    // guard: idempotency-takeover-lock | remove: FOR UPDATE | test: test/concurrency/rest.test.ts :: take over an abandoned claim
     const { rows } = await tx.query<StoredRecord>(
       'idempotency.get',
       `SELECT request_hash, state, response_status, response_body, response_headers, response_raw,
