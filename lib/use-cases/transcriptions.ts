@@ -50,6 +50,9 @@ export const updateSegment: UseCase<
 
 /** The transcription (any user's: the ML service writes it), locked while its segments change. */
 async function lockedTranscription(ctx: UseCaseContext, transcriptionId: string) {
+  // An assignment of a label holds the meeting's transcriptions (FOR SHARE): an append waits for
+  // it, then re-applies the stored assignments, its own included.
+  // guard: append-transcription-lock | remove: , { forUpdate: true } | test: test/concurrency/speaker-identity.test.ts :: append that starts while its label is being assigned
   const t = await transcriptions.getTranscription(ctx.tx, SERVICE, transcriptionId, { forUpdate: true });
   if (!t) throw notFound('transcription');
   return t;

@@ -235,6 +235,34 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     expect(people).toEqual(Array(4).fill(null));
   });
 
+  it('should attribute the segment of an append that starts while its label is being assigned', async () => {
+    const p = await person();
+    const { m, t } = await meetingWith(['L']);
+    const outside = new pg.Client({ connectionString: api.rt.db.pool.options.connectionString });
+    await outside.connect();
+    try {
+      // The assignment of L to p, as assignSpeakerLabel writes it, not yet committed.
+      await outside.query('BEGIN');
+      await outside.query('SELECT 1 FROM transcription WHERE meeting_id = $1 FOR SHARE', [m]);
+      await outside.query(
+        `UPDATE transcript_segment SET person_id = $2 WHERE transcription_id = $1 AND speaker_label = 'L'`,
+        [t, p],
+      );
+      await outside.query(
+        `INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, 'L', $2)`,
+        [m, p],
+      );
+      const appending = started(append(t, [{ speaker_label: 'L' }]));
+      await until('the append waits or is answered', async () => appending.answered || (await waiting()) > 0);
+      await outside.query('COMMIT');
+      expect((await appending.done).status).toBe(204);
+    } finally {
+      await outside.end();
+    }
+    const people = await sql('SELECT person_id FROM transcript_segment WHERE transcription_id = $1', [t]);
+    expect(people).toEqual(Array(4).fill({ person_id: p }));
+  });
+
   it("should add both appends' samples to a person's model when they wait on the person's row", async () => {
     const p = await person();
     const [a, b] = [await meetingWith([]), await meetingWith([])];
