@@ -7,6 +7,8 @@ import type { QueryResultRow } from 'pg';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import type { Queryable } from '@mi/lib/db/pool';
+import { assignSpeakerLabel } from '@mi/lib/repositories/speaker-label-assignments';
 import { startApi, type ApiHarness, type TestResponse } from '../harness';
 
 const native = inject('database').kind === 'native';
@@ -241,17 +243,10 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     const outside = new pg.Client({ connectionString: api.rt.db.pool.options.connectionString });
     await outside.connect();
     try {
-      // The assignment of L to p, as assignSpeakerLabel writes it, not yet committed.
+      // The assignment of L to p, run in the outside transaction and not yet committed.
       await outside.query('BEGIN');
-      await outside.query('SELECT 1 FROM transcription WHERE meeting_id = $1 FOR SHARE', [m]);
-      await outside.query(
-        `UPDATE transcript_segment SET person_id = $2 WHERE transcription_id = $1 AND speaker_label = 'L'`,
-        [t, p],
-      );
-      await outside.query(
-        `INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, 'L', $2)`,
-        [m, p],
-      );
+      const tx: Queryable = { query: (_name, text, params) => outside.query(text, params) };
+      await assignSpeakerLabel(tx, aliceId, m, 'L', p);
       const appending = started(append(t, [{ speaker_label: 'L' }]));
       await until('the append waits or is answered', async () => appending.answered || (await waiting()) > 0);
       await outside.query('COMMIT');
@@ -261,6 +256,7 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     }
     const people = await sql('SELECT person_id FROM transcript_segment WHERE transcription_id = $1', [t]);
     expect(people).toEqual(Array(4).fill({ person_id: p }));
+    await expectConsistent();
   });
 
   it("should add both appends' samples to a person's model when they wait on the person's row", async () => {
