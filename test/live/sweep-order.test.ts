@@ -1,0 +1,124 @@
+// The sweep deletes the topic of every live instance it finds unmarked. A live instance marks
+// itself before it creates its topic, and the sweep lists the topics before it reads the marks:
+// then no instance that starts while the sweep runs loses its topic, whatever the interleaving.
+// The sweep's two reads are held here so that an instance starts (marks itself, creates its
+// topic) exactly between them — after the first answered, before the second is asked; when the
+// two are asked together, the marks are answered first. Against the Pub/Sub and Firestore emulators.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PubSub } from '@google-cloud/pubsub';
+import { instanceSubscriptionName, instanceTopic, type Bus } from '@mi/lib/adapters/bus';
+import { emulatorAuth } from '@mi/lib/adapters/google-auth';
+import type { OpenedDatabase } from '@mi/lib/db/open';
+import { deleteDeadInstanceTopics, type InstanceTopicReads } from '../../functions/sweep';
+import { fileEnv, openTestDatabase, startInstance, type Instance } from './helpers';
+
+let database: OpenedDatabase;
+let env: Record<string, string>;
+let a: Instance;
+let pubsub: PubSub;
+const started: Instance[] = [];
+
+beforeAll(async () => {
+  database = await openTestDatabase();
+  env = fileEnv();
+  a = await startInstance(database, env, { instanceId: `order-a-${randomUUID()}` });
+  pubsub = new PubSub({
+    projectId: a.config.GOOGLE_CLOUD_PROJECT,
+    apiEndpoint: env.PUBSUB_EMULATOR_HOST,
+    emulatorMode: true,
+    authClient: emulatorAuth(),
+  });
+});
+
+afterAll(async () => {
+  await Promise.allSettled([a, ...started].map((i) => i?.close()));
+  await pubsub?.close();
+  await database?.close();
+});
+
+const startLive = async (name: string) => {
+  const instance = await startInstance(database, env, { instanceId: `order-${name}-${randomUUID()}` });
+  started.push(instance);
+  return instance;
+};
+
+/** a's bus, recording what the sweep deletes (still deleting it). */
+function recordingBus(deleted: string[]): Bus {
+  return {
+    ...a.rt.bus,
+    deleteTopic: async (t) => {
+      deleted.push(t);
+      await a.rt.bus.deleteTopic(t);
+    },
+  };
+}
+
+/**
+ * One cleanup pass whose reads are held so that `between` runs after the first read answered and
+ * before the second is asked (asked together: the marks are answered first, then `between`, then
+ * the listing). Returns the topics the pass deleted.
+ */
+async function sweepAround(between: () => Promise<unknown>): Promise<string[]> {
+  const events = a.config.PUBSUB_TOPIC_EVENTS;
+  let ran: Promise<unknown> | undefined;
+  const runBetween = () => (ran ??= between());
+  let marksAsked = false;
+  let marksAnswered!: () => void;
+  const marksDone = new Promise<void>((resolve) => (marksAnswered = resolve));
+  const reads: InstanceTopicReads = {
+    async topics() {
+      await null; // a marks read asked alongside this one is asked by now
+      if (marksAsked) {
+        await marksDone;
+        await runBetween();
+      }
+      const listed = await a.rt.bus.instanceTopics(events);
+      if (!marksAsked) await runBetween();
+      return listed;
+    },
+    async marked() {
+      marksAsked = true;
+      const marked = await a.rt.coordination.markedInstances();
+      marksAnswered();
+      return marked;
+    },
+  };
+  const deleted: string[] = [];
+  await deleteDeadInstanceTopics({ ...a.rt, bus: recordingBus(deleted) }, reads);
+  expect(ran).toBeDefined(); // the instance did start during the pass
+  await ran;
+  return deleted;
+}
+
+/** The instance's topic and its subscription are there. */
+const subscribed = async (instance: Instance) => {
+  const own = instanceTopic(instance.config.PUBSUB_TOPIC_EVENTS, instance.live.instanceId);
+  const [subscriptions] = await pubsub.topic(own).getSubscriptions();
+  return subscriptions.map((s) => s.name.split('/').pop()).includes(instanceSubscriptionName(own, instance.live.instanceId));
+};
+
+describe('the sweep and a live instance that starts meanwhile', () => {
+  it('should keep the topic of an instance that starts between its two reads and delete a dead one', async () => {
+    const events = a.config.PUBSUB_TOPIC_EVENTS;
+    const dead = instanceTopic(events, `order-dead-${randomUUID()}`); // an instance killed before it unmarked
+    await a.rt.bus.ensureTopic(dead);
+    let newcomer: Instance | undefined;
+    const deleted = await sweepAround(async () => (newcomer = await startLive('between')));
+    const own = instanceTopic(events, newcomer!.live.instanceId);
+    expect(deleted).toContain(dead);
+    expect(deleted).not.toContain(own);
+    expect(await subscribed(newcomer!)).toBe(true);
+  });
+
+  it('should keep the topic of an instance that started before its listing', async () => {
+    const events = a.config.PUBSUB_TOPIC_EVENTS;
+    const early = await startLive('early');
+    const own = instanceTopic(events, early.live.instanceId);
+    const deleted = await sweepAround(() => startLive('late'));
+    const late = started.at(-1)!;
+    expect(deleted).not.toContain(own);
+    expect(deleted).not.toContain(instanceTopic(events, late.live.instanceId));
+    expect(await subscribed(early)).toBe(true);
+  });
+});
