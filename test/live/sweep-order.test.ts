@@ -3,15 +3,20 @@
 // then no instance that starts while the sweep runs loses its topic, whatever the interleaving.
 // The sweep's two reads are held here so that an instance starts (marks itself, creates its
 // topic) exactly between them — after the first answered, before the second is asked; when the
-// two are asked together, the marks are answered first. Against the Pub/Sub and Firestore emulators.
+// two are asked together, the marks are answered first.
+// An instance whose mark lapsed while it ran (Firestore out of its reach) loses its topic to the
+// sweep: it marks itself again, recreates its topic and subscription, and its tabs lose no event
+// meanwhile (what the bus dropped, the catch-up brings from the outbox). Against the Pub/Sub and
+// Firestore emulators.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PubSub } from '@google-cloud/pubsub';
 import { instanceSubscriptionName, instanceTopic, type Bus } from '@mi/lib/adapters/bus';
+import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
 import { emulatorAuth } from '@mi/lib/adapters/google-auth';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { deleteDeadInstanceTopics, type InstanceTopicReads } from '../../functions/sweep';
-import { fileEnv, openTestDatabase, startInstance, type Instance } from './helpers';
+import { TestClient, createMeeting, fileEnv, openTestDatabase, range, startInstance, token, type Instance } from './helpers';
 
 let database: OpenedDatabase;
 let env: Record<string, string>;
@@ -37,8 +42,8 @@ afterAll(async () => {
   await database?.close();
 });
 
-const startLive = async (name: string) => {
-  const instance = await startInstance(database, env, { instanceId: `order-${name}-${randomUUID()}` });
+const startLive = async (name: string, opts: { coordination?: Coordination; env?: Record<string, string> } = {}) => {
+  const instance = await startInstance(database, { ...env, ...opts.env }, { ...opts, instanceId: `order-${name}-${randomUUID()}` });
   started.push(instance);
   return instance;
 };
@@ -91,6 +96,19 @@ async function sweepAround(between: () => Promise<unknown>): Promise<string[]> {
   return deleted;
 }
 
+/** One cleanup pass with the sweep's own reads; the topics it deleted. */
+async function sweep(): Promise<string[]> {
+  const deleted: string[] = [];
+  await deleteDeadInstanceTopics(
+    { ...a.rt, bus: recordingBus(deleted) },
+    {
+      topics: () => a.rt.bus.instanceTopics(a.config.PUBSUB_TOPIC_EVENTS),
+      marked: () => a.rt.coordination.markedInstances(),
+    },
+  );
+  return deleted;
+}
+
 /** The instance's topic and its subscription are there. */
 const subscribed = async (instance: Instance) => {
   const own = instanceTopic(instance.config.PUBSUB_TOPIC_EVENTS, instance.live.instanceId);
@@ -120,5 +138,55 @@ describe('the sweep and a live instance that starts meanwhile', () => {
     expect(deleted).not.toContain(own);
     expect(deleted).not.toContain(instanceTopic(events, late.live.instanceId));
     expect(await subscribed(early)).toBe(true);
+  });
+});
+
+describe('a running instance whose mark lapsed', () => {
+  it('should mark itself again, recreate the topic the sweep took, and lose no event meanwhile', async () => {
+    let unreachable = false; // Firestore out of reach of c's mark writes
+    const real = createCoordination({
+      projectId: a.config.GOOGLE_CLOUD_PROJECT,
+      emulatorHost: a.config.FIRESTORE_EMULATOR_HOST,
+      collectionPrefix: 'live_',
+    });
+    const coordination: Coordination = {
+      ...real,
+      async markInstance(id, ttlMs) {
+        if (unreachable) throw new Error('14 UNAVAILABLE: Firestore unreachable');
+        await real.markInstance(id, ttlMs);
+      },
+    };
+    // Its mark lapses 3 s after the last renewal (renewed every second).
+    const c = await startLive('lapsed', { coordination, env: { LIVE_INSTANCE_TTL_SECONDS: '3' } });
+    const id = c.live.instanceId;
+    const own = instanceTopic(a.config.PUBSUB_TOPIC_EVENTS, id);
+    const u = await token(a.config, `order-u-${randomUUID()}`);
+    const tab = await TestClient.connect(c.wsUrl, u);
+    const changed = (meetingId: string) => tab.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+    const first = (await changed(await createMeeting(a, u))).seq as number; // a addresses c's topic
+
+    unreachable = true;
+    const poll = { timeout: 30_000, interval: 250 };
+    await vi.waitFor(async () => expect(await a.rt.coordination.markedInstances()).not.toContain(id), poll);
+    expect(await sweep()).toContain(own);
+    // Meanwhile a publish to c's topic is skipped (gone) or reaches no subscription (not yet recreated).
+    const during = [];
+    for (const _ of range(1, 3)) during.push(await createMeeting(a, u));
+    for (const meetingId of during) await changed(meetingId);
+
+    unreachable = false;
+    await vi.waitFor(async () => {
+      expect(await a.rt.coordination.markedInstances()).toContain(id);
+      expect(await subscribed(c)).toBe(true);
+    }, poll);
+    expect(await sweep()).not.toContain(own);
+    const before = c.live.fanout.busEvents;
+    await changed(await createMeeting(a, u));
+    await vi.waitFor(() => expect(c.live.fanout.busEvents).toBeGreaterThan(before)); // over its topic again
+    const seqs = tab.messages.filter((m) => typeof m.seq === 'number').map((m) => m.seq as number);
+    expect(seqs.filter((seq) => seq >= first)).toEqual(range(first, seqs.at(-1)!));
+    tab.close();
+    await c.close();
+    await real.close();
   });
 });
