@@ -16,6 +16,7 @@ import { createCoordination, type Coordination } from '@mi/lib/adapters/coordina
 import { emulatorAuth } from '@mi/lib/adapters/google-auth';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { deleteDeadInstanceTopics, type InstanceTopicReads } from '../../functions/sweep';
+import { startTcpProxy } from '../support/tcp-proxy';
 import { TestClient, createMeeting, fileEnv, openTestDatabase, range, startInstance, token, type Instance } from './helpers';
 
 let database: OpenedDatabase;
@@ -43,7 +44,8 @@ afterAll(async () => {
 });
 
 const startLive = async (name: string, opts: { coordination?: Coordination; env?: Record<string, string> } = {}) => {
-  const instance = await startInstance(database, { ...env, ...opts.env }, { ...opts, instanceId: `order-${name}-${randomUUID()}` });
+  const instanceId = `order-${name}-${randomUUID()}`;
+  const instance = await startInstance(database, { ...env, ...opts.env }, { instanceId, coordination: opts.coordination });
   started.push(instance);
   return instance;
 };
@@ -156,37 +158,47 @@ describe('a running instance whose mark lapsed', () => {
         await real.markInstance(id, ttlMs);
       },
     };
-    // Its mark lapses 3 s after the last renewal (renewed every second).
-    const c = await startLive('lapsed', { coordination, env: { LIVE_INSTANCE_TTL_SECONDS: '3' } });
-    const id = c.live.instanceId;
-    const own = instanceTopic(a.config.PUBSUB_TOPIC_EVENTS, id);
-    const u = await token(a.config, `order-u-${randomUUID()}`);
-    const tab = await TestClient.connect(c.wsUrl, u);
-    const changed = (meetingId: string) => tab.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
-    const first = (await changed(await createMeeting(a, u))).seq as number; // a addresses c's topic
+    // c reaches Pub/Sub through a proxy the test can hang; its mark lapses 3 s after the last renewal.
+    const proxy = await startTcpProxy(`http://${env.PUBSUB_EMULATOR_HOST}`);
+    const pubsubHost = new URL(proxy.url).host;
+    const cEnv = { LIVE_INSTANCE_TTL_SECONDS: '3', PUBSUB_EMULATOR_HOST: pubsubHost };
+    const c = await startLive('lapsed', { coordination, env: cEnv });
+    try {
+      const id = c.live.instanceId;
+      const own = instanceTopic(a.config.PUBSUB_TOPIC_EVENTS, id);
+      const u = await token(a.config, `order-u-${randomUUID()}`);
+      const tab = await TestClient.connect(c.wsUrl, u);
+      const changed = (meetingId: string) => tab.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+      const first = (await changed(await createMeeting(a, u))).seq as number; // a addresses c's topic
 
-    unreachable = true;
-    const poll = { timeout: 30_000, interval: 250 };
-    await vi.waitFor(async () => expect(await a.rt.coordination.markedInstances()).not.toContain(id), poll);
-    expect(await sweep()).toContain(own);
-    // Meanwhile a publish to c's topic is skipped (gone) or reaches no subscription (not yet recreated).
-    const during = [];
-    for (const _ of range(1, 3)) during.push(await createMeeting(a, u));
-    for (const meetingId of during) await changed(meetingId);
+      unreachable = true;
+      const poll = { timeout: 30_000, interval: 250 };
+      await vi.waitFor(async () => expect(await a.rt.coordination.markedInstances()).not.toContain(id), poll);
+      proxy.hang(); // c cannot recreate what the sweep deletes until it forwards again
+      expect(await sweep()).toContain(own);
+      // a's publishes to c's topic are skipped (it is gone): the catch-up brings them from the outbox.
+      const busEvents = c.live.fanout.busEvents;
+      const during = [];
+      for (const _ of range(1, 3)) during.push(await createMeeting(a, u));
+      for (const meetingId of during) await changed(meetingId);
+      expect(c.live.fanout.busEvents).toBe(busEvents);
 
-    unreachable = false;
-    await vi.waitFor(async () => {
-      expect(await a.rt.coordination.markedInstances()).toContain(id);
-      expect(await subscribed(c)).toBe(true);
-    }, poll);
-    expect(await sweep()).not.toContain(own);
-    const before = c.live.fanout.busEvents;
-    await changed(await createMeeting(a, u));
-    await vi.waitFor(() => expect(c.live.fanout.busEvents).toBeGreaterThan(before)); // over its topic again
-    const seqs = tab.messages.filter((m) => typeof m.seq === 'number').map((m) => m.seq as number);
-    expect(seqs.filter((seq) => seq >= first)).toEqual(range(first, seqs.at(-1)!));
-    tab.close();
-    await c.close();
-    await real.close();
+      proxy.forward();
+      unreachable = false;
+      await vi.waitFor(async () => {
+        expect(await a.rt.coordination.markedInstances()).toContain(id);
+        expect(await subscribed(c)).toBe(true);
+      }, poll);
+      expect(await sweep()).not.toContain(own);
+      await changed(await createMeeting(a, u));
+      await vi.waitFor(() => expect(c.live.fanout.busEvents).toBeGreaterThan(busEvents)); // over its topic again
+      const seqs = tab.messages.filter((m) => typeof m.seq === 'number').map((m) => m.seq as number);
+      expect(seqs.filter((seq) => seq >= first)).toEqual(range(first, seqs.at(-1)!));
+      tab.close();
+    } finally {
+      proxy.forward();
+      await c.close();
+      await Promise.allSettled([real.close(), proxy.close()]);
+    }
   });
 });
