@@ -341,6 +341,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
           coordination
             .markInstance(instanceId, instanceTtlMs)
             .catch((err) => log.warn({ err: (err as Error).message }, 'could not write the instance mark'));
+        // guard: live-marks-before-its-topic | remove: await | test: test/live/sweep-order.test.ts :: before its mark
         await mark();
         // Renewed while it runs, and again after a lapse (Firestore out of reach): then it owns a topic again.
         // guard: live-instance-mark-renewed | remove: markTimer = setInterval(mark, instanceTtlMs / 3); | test: test/live/sweep-order.test.ts :: mark itself again

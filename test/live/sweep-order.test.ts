@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PubSub } from '@google-cloud/pubsub';
-import { instanceSubscriptionName, instanceTopic, type Bus } from '@mi/lib/adapters/bus';
+import { createBus, instanceSubscriptionName, instanceTopic, type Bus } from '@mi/lib/adapters/bus';
 import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
 import { emulatorAuth } from '@mi/lib/adapters/google-auth';
 import type { OpenedDatabase } from '@mi/lib/db/open';
@@ -43,9 +43,13 @@ afterAll(async () => {
   await database?.close();
 });
 
-const startLive = async (name: string, opts: { coordination?: Coordination; env?: Record<string, string> } = {}) => {
+const startLive = async (
+  name: string,
+  opts: { coordination?: Coordination; bus?: Bus; env?: Record<string, string> } = {},
+) => {
   const instanceId = `order-${name}-${randomUUID()}`;
-  const instance = await startInstance(database, { ...env, ...opts.env }, { instanceId, coordination: opts.coordination });
+  const { env: own, ...rest } = opts;
+  const instance = await startInstance(database, { ...env, ...own }, { instanceId, ...rest });
   started.push(instance);
   return instance;
 };
@@ -143,14 +147,50 @@ describe('the sweep and a live instance that starts meanwhile', () => {
   });
 });
 
+const firestoreCoordination = () =>
+  createCoordination({
+    projectId: a.config.GOOGLE_CLOUD_PROJECT,
+    emulatorHost: a.config.FIRESTORE_EMULATOR_HOST,
+    collectionPrefix: 'live_',
+  });
+
+describe('a live instance that starts while the sweep runs', () => {
+  it('should keep its topic when the sweep passes right before its mark is written', async () => {
+    // Its first mark write waits for a sweep pass. Had start() not waited for the mark before
+    // making its topic, the topic would exist, unmarked, when the pass reads.
+    const real = firestoreCoordination();
+    const bus = createBus({ projectId: a.config.GOOGLE_CLOUD_PROJECT, emulatorHost: env.PUBSUB_EMULATOR_HOST });
+    let subscribing: Promise<unknown> | undefined;
+    let swept: Promise<string[]> | undefined;
+    const coordination: Coordination = {
+      ...real,
+      async markInstance(id, ttlMs) {
+        swept ??= (async () => {
+          await null; // start() goes on meanwhile unless it awaits its mark…
+          await subscribing; // …and then its topic exists before the mark
+          return sweep();
+        })();
+        await swept;
+        await real.markInstance(id, ttlMs);
+      },
+    };
+    const watched: Bus = { ...bus, subscribeInstance: (...args) => (subscribing = bus.subscribeInstance(...args)) };
+    try {
+      const c = await startLive('start', { coordination, bus: watched });
+      expect(swept).toBeDefined();
+      expect(await swept).not.toContain(instanceTopic(a.config.PUBSUB_TOPIC_EVENTS, c.live.instanceId));
+      expect(await subscribed(c)).toBe(true);
+      await c.close();
+    } finally {
+      await real.close();
+    }
+  });
+});
+
 describe('a running instance whose mark lapsed', () => {
   it('should mark itself again, recreate the topic the sweep took, and lose no event meanwhile', async () => {
     let unreachable = false; // Firestore out of reach of c's mark writes
-    const real = createCoordination({
-      projectId: a.config.GOOGLE_CLOUD_PROJECT,
-      emulatorHost: a.config.FIRESTORE_EMULATOR_HOST,
-      collectionPrefix: 'live_',
-    });
+    const real = firestoreCoordination();
     const coordination: Coordination = {
       ...real,
       async markInstance(id, ttlMs) {
