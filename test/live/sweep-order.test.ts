@@ -17,7 +17,16 @@ import { emulatorAuth } from '@mi/lib/adapters/google-auth';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { deleteDeadInstanceTopics, type InstanceTopicReads } from '../../functions/sweep';
 import { startTcpProxy } from '../support/tcp-proxy';
-import { TestClient, createMeeting, fileEnv, openTestDatabase, range, startInstance, token, type Instance } from './helpers';
+import {
+  TestClient,
+  createMeeting,
+  fileEnv,
+  openTestDatabase,
+  range,
+  startInstance,
+  token,
+  type Instance,
+} from './helpers';
 
 let database: OpenedDatabase;
 let env: Record<string, string>;
@@ -119,7 +128,9 @@ async function sweep(): Promise<string[]> {
 const subscribed = async (instance: Instance) => {
   const own = instanceTopic(instance.config.PUBSUB_TOPIC_EVENTS, instance.live.instanceId);
   const [subscriptions] = await pubsub.topic(own).getSubscriptions();
-  return subscriptions.map((s) => s.name.split('/').pop()).includes(instanceSubscriptionName(own, instance.live.instanceId));
+  return subscriptions
+    .map((s) => s.name.split('/').pop())
+    .includes(instanceSubscriptionName(own, instance.live.instanceId));
 };
 
 describe('the sweep and a live instance that starts meanwhile', () => {
