@@ -141,13 +141,8 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   counts.prunedWebhookAttempts = pruned.webhookAttempts;
   const afterDays = rt.config.MEETING_PURGE_AFTER_DAYS;
   counts.purgedMeetings = await runWorkflow(rt, SERVICE, purgeDeletedMeetings, { afterDays });
-  const marks = opts.coordination;
-  if (marks) {
-    counts.deletedInstanceTopics = await deleteDeadInstanceTopics(rt, {
-      topics: () => rt.bus.instanceTopics(rt.config.PUBSUB_TOPIC_EVENTS),
-      marked: () => marks.markedInstances(),
-    });
-  }
+  if (opts.coordination)
+    counts.deletedInstanceTopics = await deleteDeadInstanceTopics(rt, instanceTopicReads(rt, opts.coordination));
   return counts;
 }
 
@@ -157,6 +152,17 @@ export interface InstanceTopicReads {
   topics(): Promise<string[]>;
   /** The instances whose mark has not lapsed (coordination.markedInstances). */
   marked(): Promise<string[]>;
+}
+
+/** The reads from the bus (the events topic's instance topics) and from Firestore (the marks). */
+export function instanceTopicReads(
+  rt: Pick<SweepRuntime, 'config' | 'bus'>,
+  marks: Pick<Coordination, 'markedInstances'>,
+): InstanceTopicReads {
+  return {
+    topics: () => rt.bus.instanceTopics(rt.config.PUBSUB_TOPIC_EVENTS),
+    marked: () => marks.markedInstances(),
+  };
 }
 
 /**

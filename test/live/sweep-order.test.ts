@@ -15,7 +15,7 @@ import { createBus, instanceSubscriptionName, instanceTopic, type Bus } from '@m
 import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
 import { emulatorAuth } from '@mi/lib/adapters/google-auth';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { deleteDeadInstanceTopics, type InstanceTopicReads } from '../../functions/sweep';
+import { deleteDeadInstanceTopics, instanceTopicReads, type InstanceTopicReads } from '../../functions/sweep';
 import { startTcpProxy } from '../support/tcp-proxy';
 import {
   TestClient,
@@ -80,7 +80,7 @@ function recordingBus(deleted: string[]): Bus {
  * the listing). Returns the topics the pass deleted.
  */
 async function sweepAround(between: () => Promise<unknown>): Promise<string[]> {
-  const events = a.config.PUBSUB_TOPIC_EVENTS;
+  const real = instanceTopicReads(a.rt, a.rt.coordination);
   let ran: Promise<unknown> | undefined;
   const runBetween = () => (ran ??= between());
   let marksAsked = false;
@@ -93,13 +93,13 @@ async function sweepAround(between: () => Promise<unknown>): Promise<string[]> {
         await marksDone;
         await runBetween();
       }
-      const listed = await a.rt.bus.instanceTopics(events);
+      const listed = await real.topics();
       if (!marksAsked) await runBetween();
       return listed;
     },
     async marked() {
       marksAsked = true;
-      const marked = await a.rt.coordination.markedInstances();
+      const marked = await real.marked();
       marksAnswered();
       return marked;
     },
@@ -114,13 +114,7 @@ async function sweepAround(between: () => Promise<unknown>): Promise<string[]> {
 /** One cleanup pass with the sweep's own reads; the topics it deleted. */
 async function sweep(): Promise<string[]> {
   const deleted: string[] = [];
-  await deleteDeadInstanceTopics(
-    { ...a.rt, bus: recordingBus(deleted) },
-    {
-      topics: () => a.rt.bus.instanceTopics(a.config.PUBSUB_TOPIC_EVENTS),
-      marked: () => a.rt.coordination.markedInstances(),
-    },
-  );
+  await deleteDeadInstanceTopics({ ...a.rt, bus: recordingBus(deleted) }, instanceTopicReads(a.rt, a.rt.coordination));
   return deleted;
 }
 
