@@ -369,7 +369,8 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         const wasRunning = state === 'running';
         state = 'stopping';
         if (markTimer) clearInterval(markTimer);
-        sessions.stopHeartbeat();
+        // A beat under way finishes first: its Firestore transaction must not outlive the client.
+        const beat = sessions.stopHeartbeat();
         if (catchUpTimer) clearInterval(catchUpTimer);
         unwatchOutbox();
         if (wasRunning) {
@@ -396,6 +397,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
           await settleWithin(rt.bus.deleteTopic(ownTopic), 1_000);
           await settleWithin(coordination.unmarkInstance(instanceId), 1_000);
         }
+        await settleWithin(beat, 2_000);
         if (!opts.coordination) await settleWithin(coordination.close(), 1_000);
         wss.close();
         state = 'stopped';

@@ -67,7 +67,8 @@ export class Sessions implements RecorderHost {
   /** One resume per take at a time on this instance. */
   private readonly resumes = new KeyedQueue();
   private heartbeatTimer: NodeJS.Timeout | null = null;
-  private beating = false;
+  /** The beat under way, if any: beats never overlap, and shutdown waits for one before closing Firestore. */
+  private beating: Promise<void> | null = null;
   /** Heartbeats since presence was last written: it goes every third of its lifetime, not every beat. */
   private beatsSincePresence = Infinity;
 
@@ -109,12 +110,16 @@ export class Sessions implements RecorderHost {
   }
 
   startHeartbeat(): void {
-    this.heartbeatTimer ??= setInterval(() => void this.heartbeat(), this.d.heartbeatMs);
+    this.heartbeatTimer ??= setInterval(() => {
+      this.beating ??= this.heartbeat().finally(() => (this.beating = null));
+    }, this.d.heartbeatMs);
   }
 
-  stopHeartbeat(): void {
+  /** Stops the beats; resolves once the one under way (if any) is done. */
+  stopHeartbeat(): Promise<void> {
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = null;
+    return this.beating ?? Promise.resolve();
   }
 
   /**
@@ -124,40 +129,34 @@ export class Sessions implements RecorderHost {
    * takes look for their user (the grace starts once they are gone).
    */
   private async heartbeat(): Promise<void> {
-    if (this.beating) return;
     const presenceDue = ++this.beatsSincePresence * this.d.heartbeatMs >= this.d.presenceTtlMs / 3;
     const presence = presenceDue ? this.d.presence() : [];
     if (presenceDue) this.beatsSincePresence = 0;
     if (!this.recorders.size && !presence.length) return;
-    this.beating = true;
-    try {
-      const startedAt = Date.now();
-      const owned =
-        this.recorders.size > 0 &&
-        (await touchOwnedTakes(this.d.rt.db, this.d.instanceId).catch(
-          (err) => void this.warn(err, 'owner heartbeat failed'),
-        ));
-      if (owned) {
-        const keys = new Set(owned.map((t) => recordingLeaseKey(t.meeting_id, t.audio_version)));
-        for (const r of this.recorders.values())
-          if (r.createdAt < startedAt && !keys.has(r.key)) void r.ownershipLost('row owner changed');
-      }
-      const takes = [...this.recorders.values()].filter((r) => r.state === 'recording');
-      const leases = await this.d.coordination
-        .heartbeat({
-          owner: this.d.instanceId,
-          leaseKeys: takes.map((r) => r.key),
-          leaseTtlMs: this.d.leaseTtlMs,
-          presence,
-          presenceTtlMs: this.d.presenceTtlMs,
-        })
-        // Firestore unreachable: the row decides, and presence lives on until its TTL.
-        .catch((err) => void this.warn(err, 'lease and presence heartbeat failed'));
-      for (const r of takes) if (leases && leases.get(r.key) === null) void r.ownershipLost('lease taken');
-      for (const r of takes) if (r.state === 'recording' && !r.client && !r.gracePending) this.checkPresence(r);
-    } finally {
-      this.beating = false;
+    const startedAt = Date.now();
+    const owned =
+      this.recorders.size > 0 &&
+      (await touchOwnedTakes(this.d.rt.db, this.d.instanceId).catch(
+        (err) => void this.warn(err, 'owner heartbeat failed'),
+      ));
+    if (owned) {
+      const keys = new Set(owned.map((t) => recordingLeaseKey(t.meeting_id, t.audio_version)));
+      for (const r of this.recorders.values())
+        if (r.createdAt < startedAt && !keys.has(r.key)) void r.ownershipLost('row owner changed');
     }
+    const takes = [...this.recorders.values()].filter((r) => r.state === 'recording');
+    const leases = await this.d.coordination
+      .heartbeat({
+        owner: this.d.instanceId,
+        leaseKeys: takes.map((r) => r.key),
+        leaseTtlMs: this.d.leaseTtlMs,
+        presence,
+        presenceTtlMs: this.d.presenceTtlMs,
+      })
+      // Firestore unreachable: the row decides, and presence lives on until its TTL.
+      .catch((err) => void this.warn(err, 'lease and presence heartbeat failed'));
+    for (const r of takes) if (leases && leases.get(r.key) === null) void r.ownershipLost('lease taken');
+    for (const r of takes) if (r.state === 'recording' && !r.client && !r.gracePending) this.checkPresence(r);
   }
 
   /** A detached take: start the grace period once its user is gone everywhere. */
