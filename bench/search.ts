@@ -48,8 +48,9 @@ async function load(): Promise<{ userId: string; meetingId: string; loadMs: numb
   const [ids, { wall: loadMs }] = await timed(() =>
     db.withTransaction(async (tx) => {
       await tx.query('bench.seed', 'SELECT setseed(0.1124)');
-      // Rows consistent by construction: no per-row triggers (foreign keys, the owner trigger;
-      // user_id is written directly below) while loading.
+      // Rows consistent by construction: no per-row triggers (foreign keys, the owner and search
+      // vector triggers; user_id and the vectors are written directly below) while loading. The
+      // vectors come from a derived table (OFFSET 0: not flattened) so that each is of its own text.
       await tx.query('bench.no_triggers', 'SET LOCAL session_replication_role = replica');
       await tx.query('bench.drop_gin', 'DROP INDEX transcript_segment_user_id_text_search_idx');
       const { rows: users } = await tx.query<{ id: string }>(
@@ -61,10 +62,10 @@ async function load(): Promise<{ userId: string; meetingId: string; loadMs: numb
       // The user's meetings, then ten per other user; titles of three words.
       await tx.query(
         'bench.meetings',
-        `INSERT INTO meeting (user_id, title, source_type, start_time)
-         SELECT u.id, (SELECT string_agg(($1::text[])[floor(exp(random() * ln($2::int)))::int], ' ') FROM generate_series(1, 3) WHERE g > 0),
-                'recording', timestamptz '2026-01-01' + g * interval '1 hour'
-         FROM app_user u CROSS JOIN generate_series(1, CASE WHEN u.id = $3 THEN $4::int ELSE 10 END) g`,
+        `INSERT INTO meeting (user_id, title, title_search, source_type, start_time)
+         SELECT uid, title, to_tsvector('english', title), 'recording', timestamptz '2026-01-01' + g * interval '1 hour'
+         FROM (SELECT u.id AS uid, g, (SELECT string_agg(($1::text[])[floor(exp(random() * ln($2::int)))::int], ' ') FROM generate_series(1, 3) WHERE g > 0) AS title
+               FROM app_user u CROSS JOIN generate_series(1, CASE WHEN u.id = $3 THEN $4::int ELSE 10 END) g OFFSET 0) x`,
         [vocabulary, VOCABULARY, userId, meetingsOfUser],
       );
       await tx.query(
@@ -73,27 +74,35 @@ async function load(): Promise<{ userId: string; meetingId: string; loadMs: numb
       );
       await tx.query(
         'bench.segments',
-        `INSERT INTO transcript_segment (transcription_id, user_id, text, start_ms, end_ms)
-         SELECT t.id, m.user_id, (SELECT string_agg(($1::text[])[floor(exp(random() * ln($2::int)))::int], ' ') FROM generate_series(1, $3::int) WHERE n > 0),
-                n * 1000, n * 1000 + 900
-         FROM transcription t JOIN meeting m ON m.id = t.meeting_id CROSS JOIN generate_series(1, $4::int) n`,
+        `INSERT INTO transcript_segment (transcription_id, user_id, text, text_search, start_ms, end_ms)
+         SELECT tid, uid, txt, to_tsvector('english', txt), n * 1000, n * 1000 + 900
+         FROM (SELECT t.id AS tid, m.user_id AS uid, n, (SELECT string_agg(($1::text[])[floor(exp(random() * ln($2::int)))::int], ' ') FROM generate_series(1, $3::int) WHERE n > 0) AS txt
+               FROM transcription t JOIN meeting m ON m.id = t.meeting_id CROSS JOIN generate_series(1, $4::int) n OFFSET 0) x`,
         [vocabulary, VOCABULARY, WORDS_PER_SEGMENT, PER_MEETING],
       );
       // The user's other kinds: 25 talking points per meeting, 2,000 notes.
       await tx.query(
         'bench.talking_points',
-        `INSERT INTO talking_point (meeting_id, content)
-         SELECT m.id, (SELECT string_agg(($1::text[])[floor(exp(random() * ln($2::int)))::int], ' ') FROM generate_series(1, 8) WHERE g > 0)
-         FROM meeting m CROSS JOIN generate_series(1, 25) g WHERE m.user_id = $3`,
+        `INSERT INTO talking_point (meeting_id, content, content_search)
+         SELECT mid, c, to_tsvector('english', c)
+         FROM (SELECT m.id AS mid, (SELECT string_agg(($1::text[])[floor(exp(random() * ln($2::int)))::int], ' ') FROM generate_series(1, 8) WHERE g > 0) AS c
+               FROM meeting m CROSS JOIN generate_series(1, 25) g WHERE m.user_id = $3 OFFSET 0) x`,
         [vocabulary, VOCABULARY, userId],
       );
       await tx.query(
         'bench.notes',
-        `INSERT INTO note (user_id, content)
-         SELECT $3, (SELECT string_agg(($1::text[])[floor(exp(random() * ln($2::int)))::int], ' ') FROM generate_series(1, 20) WHERE g > 0)
-         FROM generate_series(1, 2000) g`,
+        `INSERT INTO note (user_id, content, content_search)
+         SELECT $3, c, to_tsvector('english', c)
+         FROM (SELECT (SELECT string_agg(($1::text[])[floor(exp(random() * ln($2::int)))::int], ' ') FROM generate_series(1, 20) WHERE g > 0) AS c
+               FROM generate_series(1, 2000) g OFFSET 0) x`,
         [vocabulary, VOCABULARY, userId],
       );
+      // A load without vectors would measure empty results (as it once did, silently).
+      const { rows: unindexed } = await tx.query<{ n: string | number }>(
+        'bench.check_vectors',
+        'SELECT count(*) AS n FROM transcript_segment WHERE text_search IS NULL',
+      );
+      if (Number(unindexed[0].n) !== 0) throw new Error(`${unindexed[0].n} segments loaded without a search vector`);
       const { rows: meetings } = await tx.query<{ id: string }>(
         'bench.a_meeting',
         'SELECT id FROM meeting WHERE user_id = $1 ORDER BY start_time LIMIT 1',

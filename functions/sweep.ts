@@ -141,8 +141,28 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   counts.prunedWebhookAttempts = pruned.webhookAttempts;
   const afterDays = rt.config.MEETING_PURGE_AFTER_DAYS;
   counts.purgedMeetings = await runWorkflow(rt, SERVICE, purgeDeletedMeetings, { afterDays });
-  if (opts.coordination) counts.deletedInstanceTopics = await deleteDeadInstanceTopics(rt, opts.coordination);
+  if (opts.coordination)
+    counts.deletedInstanceTopics = await deleteDeadInstanceTopics(rt, instanceTopicReads(rt, opts.coordination));
   return counts;
+}
+
+/** The two reads the cleanup of dead instances' topics decides on (runSweep's come from the bus and Firestore). */
+export interface InstanceTopicReads {
+  /** The instance topics that exist now (bus.instanceTopics). */
+  topics(): Promise<string[]>;
+  /** The instances whose mark has not lapsed (coordination.markedInstances). */
+  marked(): Promise<string[]>;
+}
+
+/** The reads from the bus (the events topic's instance topics) and from Firestore (the marks). */
+export function instanceTopicReads(
+  rt: Pick<SweepRuntime, 'config' | 'bus'>,
+  marks: Pick<Coordination, 'markedInstances'>,
+): InstanceTopicReads {
+  return {
+    topics: () => rt.bus.instanceTopics(rt.config.PUBSUB_TOPIC_EVENTS),
+    marked: () => marks.markedInstances(),
+  };
 }
 
 /**
@@ -150,16 +170,20 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
  * topic never expires). Its tabs reconnect elsewhere and replay from the outbox, so what was
  * addressed to it is not needed; a publish to the deleted topic is skipped (bus.ts).
  */
-async function deleteDeadInstanceTopics(
-  rt: SweepRuntime,
-  marks: Pick<Coordination, 'markedInstances'>,
+export async function deleteDeadInstanceTopics(
+  rt: Pick<SweepRuntime, 'config' | 'bus' | 'log'>,
+  reads: InstanceTopicReads,
 ): Promise<number> {
   const topic = rt.config.PUBSUB_TOPIC_EVENTS;
-  // Topics first, marks after: an instance marks itself before it creates its topic, so every
-  // topic listed here of a running instance has its mark in the read that follows.
-  const topics = await rt.bus.instanceTopics(topic);
-  if (!topics.length) return 0;
-  const marked = new Set((await marks.markedInstances()).map((id) => instanceTopic(topic, id)));
+  // Topics first, marks after, never both at once: an instance marks itself before it creates its
+  // topic, so every topic listed here of a running instance has its mark in the read that follows.
+  // Marks read first (or alongside) could miss an instance that starts between the two reads and
+  // delete the topic it just made (test/live/sweep-order.test.ts).
+  const listing = reads.topics();
+  // guard: sweep-lists-topics-before-marks | remove: await listing; | test: test/live/sweep-order.test.ts :: starts between
+  await listing;
+  const [topics, markedIds] = await Promise.all([listing, reads.marked()]);
+  const marked = new Set(markedIds.map((id) => instanceTopic(topic, id)));
   // guard: sweep-keeps-marked-instance-topics | remove: !marked | test: test/live/instance-cleanup.test.ts :: keep the topics of running instances
   const dead = topics.filter((t) => !marked.has(t));
   for (const t of dead) {

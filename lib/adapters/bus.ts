@@ -259,7 +259,9 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
     });
     subscription.on('error', (err) => warn(err, `bus: subscription ${name} error`));
     // The stream closes itself on a non-retryable error (e.g. the subscription vanished when the
-    // emulator restarted): recreate the subscription and pull again.
+    // emulator restarted, or the sweep deleted the topic of an instance whose mark had lapsed):
+    // recreate the subscription (and an instance's own topic) and pull again.
+    // guard: instance-subscription-heals | remove: void heal() | test: test/live/sweep-order.test.ts :: mark itself again
     subscription.on('close', () => {
       if (!closing) void heal();
     });

@@ -341,7 +341,10 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
           coordination
             .markInstance(instanceId, instanceTtlMs)
             .catch((err) => log.warn({ err: (err as Error).message }, 'could not write the instance mark'));
+        // guard: live-marks-before-its-topic | remove: await | test: test/live/sweep-order.test.ts :: before its mark
         await mark();
+        // Renewed while it runs, and again after a lapse (Firestore out of reach): then it owns a topic again.
+        // guard: live-instance-mark-renewed | remove: markTimer = setInterval(mark, instanceTtlMs / 3); | test: test/live/sweep-order.test.ts :: mark itself again
         markTimer = setInterval(mark, instanceTtlMs / 3);
       }
       // In the cloud too the instance makes (and on shutdown deletes) its own topic.
@@ -349,6 +352,8 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         ? await rt.bus.subscribeInstance(topic, instanceId, onBusMessage)
         : await rt.bus.subscribeInstance(ownTopic, instanceId, onBusMessage, { ownsTopic: true });
       sessions.startHeartbeat();
+      // What the bus did not bring (a topic the sweep took, a subscription being recreated) comes from the outbox.
+      // guard: live-catch-up-fills-bus-gaps | remove: void catchUp(); | test: test/live/sweep-order.test.ts :: mark itself again
       catchUpTimer = setInterval(() => {
         void catchUp();
         listeners.prune();

@@ -8,6 +8,7 @@ import { getRequestListener } from '@hono/node-server';
 import { afterAll, beforeAll, inject } from 'vitest';
 import WebSocket from 'ws';
 import { mintDevToken } from '@mi/lib/adapters/auth';
+import type { Bus } from '@mi/lib/adapters/bus';
 import { loadConfig, type Config } from '@mi/lib/config';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { createDatabase } from '@mi/lib/db/pool';
@@ -101,7 +102,12 @@ export interface Instance {
   close(): Promise<void>;
 }
 
-export type InstanceOptions = LiveServiceOptions & { ml?: boolean; logDestination?: { write(line: string): void } };
+export type InstanceOptions = LiveServiceOptions & {
+  ml?: boolean;
+  logDestination?: { write(line: string): void };
+  /** The instance's bus (default: its own on the Pub/Sub emulator); closed with the instance. */
+  bus?: Bus;
+};
 
 /**
  * A core instance: REST app and live service on one HTTP server on the shared database, and,
@@ -115,6 +121,7 @@ export async function startInstance(
   const config = loadConfig(env);
   const rt = createRuntime(config, database.db, {
     log: createLogger({ level: config.LOG_LEVEL, name: 'live-test', destination: opts.logDestination }),
+    overrides: opts.bus && { bus: opts.bus },
   });
   await rt.store.ensureBucket();
   await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
@@ -129,7 +136,7 @@ export async function startInstance(
   const ml = opts.ml
     ? await startFakeMl({ port: 0, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config })
     : null;
-  const { ml: _ml, logDestination: _log, ...liveOpts } = opts;
+  const { ml: _ml, logDestination: _log, bus: _bus, ...liveOpts } = opts;
   live = createLiveService(rt, { heartbeatMs: 500, leaseTtlMs: 5_000, ...(ml ? { mlUrl: ml.url } : {}), ...liveOpts });
   await live.start();
   const service = live;
