@@ -1,0 +1,122 @@
+// Writes racing the delete of what they write to, on native PostgreSQL: an outside transaction
+// deletes the record (a meeting soft-deleted, a sub-task or segment removed) and holds its row;
+// the request is sent, and the outside transaction commits once the request waits for that row
+// (or, unguarded, has been answered). Each write reads the record FOR UPDATE first, so it waits
+// and then finds it gone: 404, nothing written. Without that lock it acts on the row it read.
+import type { QueryResultRow } from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startApi, type ApiHarness } from '../harness';
+import { lockWaiters, outsideClient } from '../support/lock-waits';
+
+const native = inject('database').kind === 'native';
+if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
+
+let api: ApiHarness;
+let alice: string;
+
+beforeAll(async () => {
+  if (!native) return;
+  api = await startApi();
+  alice = await api.token('alice');
+});
+afterAll(() => api?.close());
+
+const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) =>
+  (await api.rt.db.query<R>('test', text, params)).rows;
+
+/** Sends `request` while an outside transaction has run `remove` on `id`; 404 expected. */
+async function raceRemoval(remove: string, id: string, request: () => Promise<{ status: number; text: string }>) {
+  const outside = await outsideClient(api);
+  try {
+    await outside.query('BEGIN');
+    await outside.query(remove, [id]);
+    let answered = false;
+    const answer = request().finally(() => (answered = true));
+    await expect.poll(async () => answered || (await lockWaiters(api)) > 0, { timeout: 20_000 }).toBe(true);
+    await outside.query('COMMIT');
+    const { status, text } = await answer;
+    expect(status, text).toBe(404);
+  } finally {
+    await outside.end();
+  }
+}
+
+const deleteMeeting = 'UPDATE meeting SET deleted_at = now() WHERE id = $1';
+
+/** A recording meeting with a transcription holding one segment labelled S0 and one S1. */
+async function meetingWithSegments() {
+  const m = await api.meeting(alice, 'recording');
+  const t = (await api.post(alice, `/meetings/${m}/transcriptions`)).body.id as string;
+  const segments = ['S0', 'S1'].map((speaker_label, i) => ({ speaker_label, text: 'x', start_ms: i * 1000 }));
+  const appended = await api.request('POST', `/transcriptions/${t}/segments`, {
+    token: api.serviceToken,
+    body: { segments },
+  });
+  expect(appended.status, appended.text).toBe(204);
+  const person = (await api.post(alice, '/people', { display_name: `p ${m}` })).body.id as string;
+  const ids = await sql<{ id: string }>(
+    'SELECT id FROM transcript_segment WHERE transcription_id = $1 ORDER BY speaker_label',
+    [t],
+  );
+  return { m, t, person, segment: ids[0].id };
+}
+
+describe.skipIf(!native)('writes racing a delete', () => {
+  it('should answer 404 to a PATCH of a sub-task whose delete commits meanwhile', async () => {
+    const task = (await api.post(alice, '/tasks', { content: 'parent' })).body.id;
+    const sub = (await api.post(alice, `/tasks/${task}/sub-tasks`, { content: 'doomed' })).body.id;
+    await raceRemoval('DELETE FROM sub_task WHERE id = $1', sub, () =>
+      api.request('PATCH', `/sub-tasks/${sub}`, { token: alice, body: { content: 'revived' } }),
+    );
+    const events = await sql(
+      `SELECT 1 FROM event_outbox WHERE payload->>'entity' = 'sub_task' AND payload->>'id' = $1
+         AND payload->>'action' = 'updated'`,
+      [sub],
+    );
+    expect(events).toEqual([]);
+  });
+
+  it("should answer 404 to moving a segment to another speaker while the segment's removal commits", async () => {
+    const { segment } = await meetingWithSegments();
+    await raceRemoval('DELETE FROM transcript_segment WHERE id = $1', segment, () =>
+      api.request('PATCH', `/transcript-segments/${segment}`, { token: alice, body: { speaker_label: 'S1' } }),
+    );
+  });
+
+  it('should answer 404 to assigning a speaker label of a meeting whose delete commits meanwhile', async () => {
+    const { m, person } = await meetingWithSegments();
+    await raceRemoval(deleteMeeting, m, () =>
+      api.post(alice, `/meetings/${m}/speaker-labels`, { speaker_label: 'S0', person_id: person }),
+    );
+    expect(await sql('SELECT 1 FROM meeting_speaker_label WHERE meeting_id = $1', [m])).toEqual([]);
+  });
+
+  it('should answer 404 to removing a speaker assignment of a meeting whose delete commits meanwhile', async () => {
+    const { m, person } = await meetingWithSegments();
+    const assigned = await api.post(alice, `/meetings/${m}/speaker-labels`, { speaker_label: 'S0', person_id: person });
+    expect(assigned.status, assigned.text).toBe(200);
+    await raceRemoval(deleteMeeting, m, () =>
+      api.request('DELETE', `/meetings/${m}/speaker-labels/S0`, { token: alice }),
+    );
+    expect(await sql('SELECT person_id FROM meeting_speaker_label WHERE meeting_id = $1', [m])).toEqual([
+      { person_id: person },
+    ]);
+  });
+
+  it('should answer 404 to a transcription of a meeting whose delete commits meanwhile', async () => {
+    const m = await api.meeting(alice, 'recording');
+    await raceRemoval(deleteMeeting, m, () => api.post(alice, `/meetings/${m}/transcriptions`));
+    expect(await sql('SELECT 1 FROM transcription WHERE meeting_id = $1', [m])).toEqual([]);
+  });
+
+  it('should answer 404 to a synthesis of a meeting whose delete commits meanwhile', async () => {
+    const m = await api.meeting(alice, 'recording');
+    await raceRemoval(deleteMeeting, m, () =>
+      api.request('PUT', `/meetings/${m}/synthesis`, {
+        token: api.serviceToken,
+        body: { summary: 'late', key_points: [] },
+      }),
+    );
+    expect(await sql('SELECT summary FROM meeting WHERE id = $1', [m])).toEqual([{ summary: null }]);
+  });
+});
