@@ -25,7 +25,7 @@ export async function assignSpeakerLabel(
   // The speaker-identity lock before the meeting's rows orders this and a merge.
   // guard: assign-speaker-identity-lock | remove: await lockSpeakerIdentity(tx, userId); | test: test/concurrency/speaker-identity.test.ts :: should not deadlock when a merge and an assignment
   await lockSpeakerIdentity(tx, userId);
-  // guard: assign-label-meeting-lock | remove: , { forUpdate: true } | test: test/concurrency/racing-delete.test.ts :: assigning a speaker label of a meeting
+  // guard: assign-label-meeting-lock | remove: , { forUpdate: true } | test: test/concurrency/row-locks.test.ts :: assigning a speaker label of a meeting
   if (!(await getMeeting(tx, { userId }, meetingId, { forUpdate: true }))) throw notFound('meeting');
   // Segment writers hold their transcription row (FOR UPDATE) until they commit, and re-apply
   // stored assignments before that. Waiting for those rows here means a concurrent append either
@@ -76,7 +76,7 @@ export async function unassignSpeakerLabel(
   speakerLabel: string,
 ): Promise<{ person_id: string; people: string[] } | null> {
   await lockSpeakerIdentity(tx, userId);
-  // guard: unassign-label-meeting-lock | remove: , { forUpdate: true } | test: test/concurrency/racing-delete.test.ts :: removing a speaker assignment of a meeting
+  // guard: unassign-label-meeting-lock | remove: , { forUpdate: true } | test: test/concurrency/row-locks.test.ts :: removing a speaker assignment of a meeting
   if (!(await getMeeting(tx, { userId }, meetingId, { forUpdate: true }))) throw notFound('meeting');
   // As in assignSpeakerLabel: a concurrent append's segments are cleared too, or see no assignment.
   // guard: unassign-label-transcriptions-lock | remove: FOR SHARE | test: test/concurrency/speaker-identity.test.ts :: assignment is being removed
@@ -117,7 +117,7 @@ export async function moveSegmentToLabel(
   speakerLabel: string,
 ): Promise<string[]> {
   await lockSpeakerIdentity(tx, userId);
-  // guard: segment-relabel-lock | remove: FOR UPDATE OF s | test: test/concurrency/racing-delete.test.ts :: moving a segment to another speaker
+  // guard: segment-relabel-lock | remove: FOR UPDATE OF s | test: test/concurrency/row-locks.test.ts :: moving a segment to another speaker
   const { rows } = await tx.query<{ transcription_id: string; meeting_id: string }>(
     'segment.lock_for_label',
     `SELECT s.transcription_id, t.meeting_id FROM transcript_segment s JOIN transcription t ON t.id = s.transcription_id

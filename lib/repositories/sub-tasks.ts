@@ -100,7 +100,7 @@ export async function updateSubTask(
   id: string,
   patch: SubTaskPatch,
 ): Promise<OwnedSubTask | null> {
-  // guard: sub-task-update-lock | remove: { forUpdate: true } | test: test/concurrency/racing-delete.test.ts :: PATCH of a sub-task whose delete commits
+  // guard: sub-task-update-lock | remove: { forUpdate: true } | test: test/concurrency/row-locks.test.ts :: PATCH of a sub-task whose delete commits
   const current = await getSubTask(q, actor, id, { forUpdate: true });
   if (!current) return null;
   await assertOwnedRefs(q, current.user_id, [{ field: 'assigned_to', kind: 'person', id: patch.assigned_to }]);

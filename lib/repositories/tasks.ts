@@ -201,6 +201,7 @@ export async function updateTask(q: Queryable, actor: Actor, id: string, patch: 
 /** Soft-deletes the task and its live descendants (children go with their parent); [] if not visible. */
 export async function softDeleteTask(q: Queryable, actor: Actor, id: string): Promise<Task[]> {
   // Lock first, then collect the tree in a later statement, so a child committed while we waited is included.
+  // guard: task-delete-tree-lock | remove: , { forUpdate: true } | test: test/concurrency/row-locks.test.ts :: child task whose creation commits while its parent
   if (!(await getTask(q, actor, id, { forUpdate: true }))) return [];
   const { rows } = await q.query<Task>(
     'task.soft_delete',

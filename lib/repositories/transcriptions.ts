@@ -116,6 +116,7 @@ export async function updateTranscription(
   id: string,
   patch: TranscriptionPatch,
 ): Promise<Transcription & { user_id: string }> {
+  // guard: transcription-claim-lock | remove: , { forUpdate: true } | test: test/concurrency/row-locks.test.ts :: second batch claim of a transcription
   const current = await getTranscription(tx, { userId: null }, id, { forUpdate: true });
   if (!current) throw notFound('transcription');
   // The batch pass's exclusive claim: a second move to synthesizing (a redelivered

@@ -85,7 +85,7 @@ export const replaceSynthesis: UseCase<{ meetingId: string; synthesis: Synthesis
   ctx,
   { meetingId, synthesis },
 ) => {
-  // guard: synthesis-meeting-lock | remove: , { forUpdate: true } | test: test/concurrency/racing-delete.test.ts :: a synthesis of a meeting whose delete
+  // guard: synthesis-meeting-lock | remove: , { forUpdate: true } | test: test/concurrency/row-locks.test.ts :: a synthesis of a meeting whose delete
   const meeting = await meetings.getMeeting(ctx.tx, SERVICE, meetingId, { forUpdate: true });
   if (!meeting) throw notFound('meeting');
   await writeSynthesis(ctx.tx, meetingId, synthesis);

@@ -69,6 +69,7 @@ export const createSubTask: UseCase<{ taskId: string; body: subTasks.SubTaskInpu
   { taskId, body },
 ) => {
   // Locked so the task cannot be deleted between the check and the insert.
+  // guard: sub-task-create-task-lock | remove: , { forUpdate: true } | test: test/concurrency/row-locks.test.ts :: a sub-task of a task whose delete commits
   const task = await tasks.getTask(ctx.tx, ctx.actor, taskId, { forUpdate: true });
   if (!task) throw notFound('task');
   const sub = await subTasks.createSubTask(ctx.tx, task.user_id, task.id, body);

@@ -13,7 +13,7 @@ import { changed, segmentEvent } from '../events/catalogue';
 import { checkPrecondition, userOf, type Precondition, type UseCase, type UseCaseContext } from './use-case';
 
 export const createTranscription: UseCase<{ meetingId: string }, Transcription> = async (ctx, { meetingId }) => {
-  // guard: transcription-create-meeting-lock | remove: , { forUpdate: true } | test: test/concurrency/racing-delete.test.ts :: a transcription of a meeting whose delete
+  // guard: transcription-create-meeting-lock | remove: , { forUpdate: true } | test: test/concurrency/row-locks.test.ts :: a transcription of a meeting whose delete
   const meeting = await getMeeting(ctx.tx, ctx.actor, meetingId, { forUpdate: true });
   if (!meeting) throw notFound('meeting');
   const t = await transcriptions.createTranscription(ctx.tx, meeting.id);

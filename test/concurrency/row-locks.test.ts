@@ -1,8 +1,10 @@
-// Writes racing the delete of what they write to, on native PostgreSQL: an outside transaction
-// deletes the record (a meeting soft-deleted, a sub-task or segment removed) and holds its row;
-// the request is sent, and the outside transaction commits once the request waits for that row
-// (or, unguarded, has been answered). Each write reads the record FOR UPDATE first, so it waits
-// and then finds it gone: 404, nothing written. Without that lock it acts on the row it read.
+// Writes that read their row FOR UPDATE before acting on what they read, on native PostgreSQL:
+// an outside transaction changes the row (a meeting or task soft-deleted, a sub-task or segment
+// removed, a transcription claimed) and holds it; the request is sent, and the outside
+// transaction commits once the request waits for that row (or, unguarded, has been answered).
+// Guarded, the write waits and then sees the change: 404 or 409, nothing written. Without the
+// lock it acts on the row as it read it.
+import { randomUUID } from 'node:crypto';
 import type { QueryResultRow } from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startApi, type ApiHarness } from '../harness';
@@ -24,21 +26,25 @@ afterAll(() => api?.close());
 const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) =>
   (await api.rt.db.query<R>('test', text, params)).rows;
 
-/** Sends `request` while an outside transaction has run `remove` on `id`; 404 expected. */
-async function raceRemoval(remove: string, id: string, request: () => Promise<{ status: number; text: string }>) {
+/** Sends `request` while an outside transaction has run `change` on `id`; the answer. */
+async function raceOutside(change: string, id: string, request: () => Promise<{ status: number; text: string }>) {
   const outside = await outsideClient(api);
   try {
     await outside.query('BEGIN');
-    await outside.query(remove, [id]);
+    await outside.query(change, [id]);
     let answered = false;
     const answer = request().finally(() => (answered = true));
     await expect.poll(async () => answered || (await lockWaiters(api)) > 0, { timeout: 20_000 }).toBe(true);
     await outside.query('COMMIT');
-    const { status, text } = await answer;
-    expect(status, text).toBe(404);
+    return await answer;
   } finally {
     await outside.end();
   }
+}
+
+async function raceRemoval(remove: string, id: string, request: () => Promise<{ status: number; text: string }>) {
+  const { status, text } = await raceOutside(remove, id, request);
+  expect(status, text).toBe(404);
 }
 
 const deleteMeeting = 'UPDATE meeting SET deleted_at = now() WHERE id = $1';
@@ -61,7 +67,7 @@ async function meetingWithSegments() {
   return { m, t, person, segment: ids[0].id };
 }
 
-describe.skipIf(!native)('writes racing a delete', () => {
+describe.skipIf(!native)('writes racing a change of their row', () => {
   it('should answer 404 to a PATCH of a sub-task whose delete commits meanwhile', async () => {
     const task = (await api.post(alice, '/tasks', { content: 'parent' })).body.id;
     const sub = (await api.post(alice, `/tasks/${task}/sub-tasks`, { content: 'doomed' })).body.id;
@@ -118,5 +124,35 @@ describe.skipIf(!native)('writes racing a delete', () => {
       }),
     );
     expect(await sql('SELECT summary FROM meeting WHERE id = $1', [m])).toEqual([{ summary: null }]);
+  });
+
+  it('should answer 404 to a sub-task of a task whose delete commits meanwhile', async () => {
+    const task = (await api.post(alice, '/tasks', { content: 'doomed' })).body.id;
+    await raceRemoval('UPDATE task SET deleted_at = now() WHERE id = $1', task, () =>
+      api.post(alice, `/tasks/${task}/sub-tasks`, { content: 'orphan?' }),
+    );
+    expect(await sql('SELECT 1 FROM sub_task WHERE task_id = $1', [task])).toEqual([]);
+  });
+
+  it('should delete a child task whose creation commits while its parent is being deleted', async () => {
+    const parent = (await api.post(alice, '/tasks', { content: 'parent' })).body.id as string;
+    const child = randomUUID();
+    // A child's creation holds its parent FOR SHARE (tasks.ts) until it commits.
+    const create = `WITH parent AS (SELECT id, user_id FROM task WHERE id = $1 FOR SHARE)
+      INSERT INTO task (id, user_id, content, parent_task_id) SELECT '${child}', user_id, 'child', id FROM parent`;
+    const answer = await raceOutside(create, parent, () => api.request('DELETE', `/tasks/${parent}`, { token: alice }));
+    expect(answer.status, answer.text).toBe(204);
+    expect(await sql('SELECT id FROM task WHERE id = ANY($1) AND deleted_at IS NULL', [[parent, child]])).toEqual([]);
+  });
+
+  it('should refuse a second batch claim of a transcription claimed while the first waited', async () => {
+    const m = await api.meeting(alice, 'recording');
+    const t = (await api.post(alice, `/meetings/${m}/transcriptions`)).body.id as string;
+    const patch = (status: string) =>
+      api.request('PATCH', `/transcriptions/${t}`, { token: api.serviceToken, body: { status } });
+    expect((await patch('transcribing')).status).toBe(200);
+    const claim = "UPDATE transcription SET status = 'synthesizing' WHERE id = $1";
+    const answer = await raceOutside(claim, t, () => patch('synthesizing'));
+    expect(answer.status, answer.text).toBe(409);
   });
 });
