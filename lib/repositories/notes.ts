@@ -90,6 +90,8 @@ export async function listNotes(q: Queryable, userId: string, f: NoteFilter): Pr
 
 /** `subject_type` and `subject_id` are patched together (the caller enforces both or neither). */
 export async function updateNote(q: Queryable, actor: Actor, id: string, patch: NotePatch): Promise<Note | null> {
+  // No guard: the UPDATE below re-finds the row under its own lock (a delete meanwhile: 404), and
+  // If-Match is checked on the row the use case locked. The lock only orders this after a delete.
   const note = await getNote(q, actor, id, { forUpdate: true });
   if (!note) return null;
   await assertOwnedRefs(q, note.user_id, subjectRef('subject_id', patch.subject_type, patch.subject_id));
