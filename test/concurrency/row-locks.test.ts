@@ -42,6 +42,7 @@ async function raceOutside(change: string, id: string, request: () => Promise<{ 
   }
 }
 
+/** As raceOutside, where the change removes the record: 404 expected. */
 async function raceRemoval(remove: string, id: string, request: () => Promise<{ status: number; text: string }>) {
   const { status, text } = await raceOutside(remove, id, request);
   expect(status, text).toBe(404);
@@ -64,7 +65,7 @@ async function meetingWithSegments() {
     'SELECT id FROM transcript_segment WHERE transcription_id = $1 ORDER BY speaker_label',
     [t],
   );
-  return { m, t, person, segment: ids[0].id };
+  return { m, person, segment: ids[0].id };
 }
 
 describe.skipIf(!native)('writes racing a change of their row', () => {
