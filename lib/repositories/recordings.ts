@@ -146,10 +146,6 @@ export async function markStopped(
 // 'recording' whose updated_at is older than OWNER_STALE_SECONDS lost its owner (killed
 // instance): the sweep stops it once RECORDING_DISCONNECT_GRACE_SECONDS more have passed.
 
-/**
- * An open take (with its owner's user_id) locked FOR UPDATE, if it is still untouched for
- * idleSeconds: a resume that claimed it meanwhile touched updated_at.
- */
 /** Open takes untouched for idleSeconds, least recently touched first: the sweep's orphan candidates. */
 export async function idleTakes(q: Queryable, idleSeconds: number, limit: number): Promise<Recording[]> {
   const { rows } = await q.query<Recording>(
@@ -160,6 +156,10 @@ export async function idleTakes(q: Queryable, idleSeconds: number, limit: number
   return rows;
 }
 
+/**
+ * An open take (with its owner's user_id) locked FOR UPDATE, if it is still untouched for
+ * idleSeconds: a resume that claimed it meanwhile touched updated_at.
+ */
 export async function lockIdleTake(
   tx: Queryable,
   meetingId: string,
