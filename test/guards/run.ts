@@ -6,14 +6,25 @@
 //
 // The script checks that each named test passes as the code is, then, one guard at a time,
 // removes <text> from the first code line after the marker that holds it, runs the named test on
-// native PostgreSQL and expects it to fail. It prints guard → test → fails without it, restores
-// every file, and exits non-zero when a removal survives (or a named test does not pass as is).
+// native PostgreSQL and expects it to fail. It prints guard → test → fails without it, and exits
+// non-zero when a removal survives (or a named test does not pass as is).
 // The engine and emulators are started once and shared by every run (TEST_SHARED_PARTS), except
 // for a guard in schema.sql: its removal must reach the template database, so that run starts its
-// own. Runs are one at a time: they share the source tree, and a removal made for one guard could
-// make another guard's test fail and hide a survival.
+// own. The checkout is never edited: each of GUARD_WORKERS workers (default 2) removes guards in a
+// copy of the tracked files of its own (node_modules linked, the workspace packages pointing into
+// the copy), one guard at a time, so a removal made for one guard cannot hide another's survival.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startSharedParts } from '../global-setup';
@@ -60,9 +71,9 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * Runs the named tests on native PostgreSQL; true when vitest reports every one passed. Not
  * spawnSync: the shared GCS emulator runs in this process and must keep answering meanwhile.
  */
-async function testsPass(files: string[], names: string[], shared: string | undefined, show = false) {
+async function testsPass(files: string[], names: string[], shared: string | undefined, show = false, cwd = ROOT) {
   const child = spawn('npx', ['vitest', 'run', ...new Set(files), '-t', names.map(escapeRegExp).join('|')], {
-    cwd: ROOT,
+    cwd,
     env: { ...process.env, TEST_DATABASE: 'native', ...(shared ? { TEST_SHARED_PARTS: shared } : {}) },
   });
   let out = '';
@@ -72,6 +83,37 @@ async function testsPass(files: string[], names: string[], shared: string | unde
   const ok = status === 0 && !/no tests? (found|ran)/i.test(out) && /\d+ passed/.test(out);
   if (!ok && show) console.error(out.split('\n').slice(-60).join('\n')); // why the check failed
   return ok;
+}
+
+/**
+ * A copy of the repository's tracked files at `dir`/main, with ../shared beside it as in the
+ * checkout. Dependencies are links into the checkout's node_modules, except the workspace
+ * packages (@mi/*), whose relative links then point into the copy, so a removal there is seen.
+ */
+function workTree(dir: string): string {
+  const tree = path.join(dir, 'main');
+  const files = spawnSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+  for (const f of files) cpSync(path.join(ROOT, f), path.join(tree, f));
+  symlinkSync(path.resolve(ROOT, '../shared'), path.join(dir, 'shared'));
+  const modules = path.join(tree, 'node_modules');
+  mkdirSync(path.join(modules, '@mi'), { recursive: true });
+  for (const entry of readdirSync(path.join(ROOT, 'node_modules'))) {
+    if (entry !== '@mi') symlinkSync(path.join(ROOT, 'node_modules', entry), path.join(modules, entry));
+  }
+  for (const pkg of readdirSync(path.join(ROOT, 'node_modules/@mi'))) {
+    symlinkSync(readlinkSync(path.join(ROOT, 'node_modules/@mi', pkg)), path.join(modules, '@mi', pkg));
+  }
+  // A workspace's own dependencies (npm put them beside it: version conflicts with the root's).
+  for (const ws of ['lib', 'functions', 'run-services/live', 'emulators', 'client']) {
+    const own = path.join(ROOT, ws, 'node_modules');
+    try {
+      readdirSync(own);
+    } catch {
+      continue;
+    }
+    symlinkSync(own, path.join(tree, ws, 'node_modules'));
+  }
+  return tree;
 }
 
 async function main(): Promise<void> {
@@ -89,46 +131,53 @@ async function main(): Promise<void> {
 
 /** The exit code: 0 when every guard's removal fails its test. */
 async function proveAll(guards: Guard[], shared: string): Promise<number> {
-  console.log(`${guards.length} guards; checking that their tests pass as the code is…`);
-  const files = guards.map((g) => g.testFile);
-  if (
-    !(await testsPass(
-      files,
-      guards.map((g) => g.testName),
-      shared,
-      true,
-    ))
-  ) {
-    console.error("the guards' tests do not all pass on the unchanged code: fix them first");
-    return 1;
-  }
-  const rows: [string, string, string][] = [];
-  const originals = new Map<string, string>();
-  const restore = () => {
-    for (const [file, text] of originals) writeFileSync(file, text);
-  };
-  process.on('SIGINT', () => (restore(), process.exit(130)));
-  for (const g of guards) {
-    const file = path.join(ROOT, g.file);
-    const original = readFileSync(file, 'utf8');
-    originals.set(file, original);
-    const lines = original.split('\n');
-    lines[g.line] = lines[g.line].replace(g.remove, '');
-    writeFileSync(file, lines.join('\n'));
-    let failed: boolean;
-    try {
-      failed = !(await testsPass([g.testFile], [g.testName], g.file.endsWith('.sql') ? undefined : shared));
-    } finally {
-      writeFileSync(file, original);
-      originals.delete(file);
+  const workers = Math.max(1, Math.min(Number(process.env.GUARD_WORKERS ?? 2), guards.length));
+  const base = path.join(tmpdir(), `mi-guards-${process.pid}`);
+  try {
+    const trees = Array.from({ length: workers }, (_, i) => workTree(path.join(base, String(i))));
+    // In every copy: a copy that did not work would make every removal look proven.
+    console.log(`${guards.length} guards; checking that their tests pass as the code is, in ${workers} copies…`);
+    const names = guards.map((g) => g.testName);
+    const files = guards.map((g) => g.testFile);
+    const asIs = await Promise.all(trees.map((t) => testsPass(files, names, shared, true, t)));
+    if (asIs.includes(false)) {
+      console.error("the guards' tests do not all pass on the unchanged code: fix them first");
+      return 1;
     }
-    rows.push([
-      `${g.name} (${g.file}:${g.line + 1})`,
-      `${g.testFile} :: ${g.testName}`,
-      failed ? 'yes' : 'NO: the removal survives',
-    ]);
-    console.log(`${g.name}: ${failed ? 'the test fails without it' : 'SURVIVES'}`);
+    return await proveIn(trees, guards, shared);
+  } finally {
+    rmSync(base, { recursive: true, force: true });
   }
+}
+
+/** Removes each guard in turn in one of the copies and runs its test there; the exit code. */
+async function proveIn(trees: string[], guards: Guard[], shared: string): Promise<number> {
+  const rows: [string, string, string][] = new Array(guards.length);
+  let next = 0;
+  const work = async (tree: string) => {
+    for (let i = next++; i < guards.length; i = next++) {
+      const g = guards[i];
+      const file = path.join(tree, g.file);
+      const original = readFileSync(file, 'utf8');
+      const lines = original.split('\n');
+      lines[g.line] = lines[g.line].replace(g.remove, '');
+      writeFileSync(file, lines.join('\n'));
+      let failed: boolean;
+      try {
+        const ownParts = g.file.endsWith('.sql') ? undefined : shared;
+        failed = !(await testsPass([g.testFile], [g.testName], ownParts, false, tree));
+      } finally {
+        writeFileSync(file, original);
+      }
+      rows[i] = [
+        `${g.name} (${g.file}:${g.line + 1})`,
+        `${g.testFile} :: ${g.testName}`,
+        failed ? 'yes' : 'NO: the removal survives',
+      ];
+      console.log(`${g.name}: ${failed ? 'the test fails without it' : 'SURVIVES'}`);
+    }
+  };
+  await Promise.all(trees.map(work));
   const widths = [0, 1, 2].map((i) =>
     Math.max(...rows.map((r) => r[i].length), ['guard', 'test', 'fails without it'][i].length),
   );
