@@ -138,7 +138,9 @@ async function proveAll(guards: Guard[], shared: string): Promise<number> {
   try {
     const trees = Array.from({ length: workers }, (_, i) => workTree(path.join(base, String(i))));
     // In every copy: a copy that did not work would make every removal look proven.
-    console.log(`${guards.length} guards; checking that their tests pass as the code is, in ${workers} copies…`);
+    console.log(
+      `${guards.length} guards; checking that their tests pass as the code is, in ${workers === 1 ? 'a copy' : `${workers} copies`}…`,
+    );
     const names = guards.map((g) => g.testName);
     const files = guards.map((g) => g.testFile);
     const asIs = await Promise.all(trees.map((t) => testsPass(files, names, shared, true, t)));
