@@ -328,19 +328,21 @@ describe('max duration', () => {
   it('should store nothing at or past the ceiling (max_duration_seconds × 10 frames), the settle time included', async () => {
     const meetingId = await createMeeting(core, alice);
     const client = await TestClient.connect(core.wsUrl, alice);
-    await client.start(meetingId, { max_duration_seconds: 2 });
-    for (const seq of range(0, 19)) client.frame(seq);
+    await client.start(meetingId, { max_duration_seconds: 3 });
+    // The frame at the ceiling first: its answer must come while the take still runs (the
+    // duration's timer starts with the take; a loaded machine once used up 2 s before it).
     const from = client.messages.length;
-    client.frame(20);
+    client.frame(30);
     expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
       code: 'sequence_out_of_range',
       ref: 'audio',
     });
-    for (const seq of range(21, 31)) client.frame(seq); // more past the ceiling, also while the stop settles
+    for (const seq of range(0, 29)) client.frame(seq);
+    for (const seq of range(31, 41)) client.frame(seq); // more past the ceiling, also while the stop settles
     const stopped = await client.waitFor((m) => m.type === 'RecordingStopped', 15_000);
-    expect(stopped).toMatchObject({ reason: 'max_duration', highest_contiguous_sequence: 19, missing_ranges: [] });
+    expect(stopped).toMatchObject({ reason: 'max_duration', highest_contiguous_sequence: 29, missing_ranges: [] });
     const rows = await listManifest(core.rt.db, meetingId, 1);
-    expect(Math.max(...rows.map((r) => r.end_sequence))).toBe(19);
+    expect(Math.max(...rows.map((r) => r.end_sequence))).toBe(29);
     client.close();
   });
 
