@@ -162,7 +162,7 @@ export async function listTasks(q: Queryable, userId: string, f: TaskFilter): Pr
 /** Refuses a parent that is the task itself or one of its descendants (422). */
 async function assertNotOwnAncestor(q: Queryable, userId: string, id: string, parentId: string): Promise<void> {
   // Serialises re-parenting per user, so two concurrent moves cannot close a cycle between them.
-  // guard: task-tree-advisory-lock | remove: await q.query('task.tree_lock', `SELECT pg_advisory_xact_lock(hashtext('task_tree:' || $1))`, [userId]); | test: test/concurrency/rest.test.ts :: four concurrent re-parentings
+  // guard: task-tree-advisory-lock | remove: await q.query('task.tree_lock', `SELECT pg_advisory_xact_lock(hashtext('task_tree:' || $1))`, [userId]); | test: test/concurrency/rest.test.ts :: would close a ring between them
   await q.query('task.tree_lock', `SELECT pg_advisory_xact_lock(hashtext('task_tree:' || $1))`, [userId]);
   const { rows } = await q.query<{ cycle: boolean }>(
     'task.ancestry',
