@@ -18,6 +18,7 @@ import { startLocalStack } from '../emulators/stack';
 import { buildAll, PRELOAD } from '../scripts/build';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import type { LoadResult, LoadSpec } from './api-load';
+import { serverNode } from './live-processes';
 import { table, writeSection, type Row } from './report';
 
 const SECONDS = Number(process.env.BENCH_API_SECONDS ?? 15);
@@ -32,6 +33,9 @@ const SERVER_CORE = '1';
 const ONLY = process.env.BENCH_API_ROUTES?.split(',');
 const PROFILE_DIR = process.env.BENCH_API_PROFILE && path.resolve(process.env.BENCH_API_PROFILE);
 const LOAD_CORE = '0';
+// The functions run on the nodejs24 runtime (infra/modules/services/functions.tf): the servers do too.
+const NODE = serverNode();
+const NODE_VERSION = execFileSync(NODE, ['--version'], { encoding: 'utf8' }).trim();
 
 const root = path.resolve(import.meta.dirname, '..');
 const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-bench-api-'));
@@ -154,7 +158,7 @@ async function startServer(source: string, preload: boolean): Promise<Server> {
     [
       '-c',
       SERVER_CORE,
-      process.execPath,
+      NODE,
       ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []),
       path.join(root, 'node_modules/.bin/functions-framework'),
       '--target=api',
@@ -299,7 +303,7 @@ const rows: Row[] = [
   }),
 ];
 
-const out = `Engine: ${engine.engine.label}. The built api bundle under the functions framework (Node ${process.version}), \
+const out = `Engine: ${engine.engine.label}. The built api bundle under the functions framework (Node ${NODE_VERSION}), \
 pinned to core ${SERVER_CORE}; autocannon in its own process on core ${LOAD_CORE}, ${CONNECTIONS} connections \
 (PUT: 1), ${SECONDS} s per row after a warm-up; CPU/req is the server process's CPU time (/proc) over the requests \
 it answered (every one 2xx). Logs at info on stdout and telemetry exported to a local OTLP sink, as deployed.
