@@ -23,6 +23,9 @@ export const configSchema = z.object({
   OTEL_ENABLED: z.enum(['true', 'false', '1', '0']).optional(),
   // How often metrics are exported (ms); the OpenTelemetry SDK's own variable name and default.
   OTEL_METRIC_EXPORT_INTERVAL: int(60_000, 100),
+  // The SDK's own variable (for its traceidratio sampler): the share of the traces this process
+  // starts that are recorded and exported; a caller's sampled traceparent is always followed.
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(1),
   // none: plain OTLP to a collector; google: Google credentials on every export (the Telemetry API, lib/telemetry/otlp.ts).
   OTEL_EXPORTER_OTLP_AUTH: z.enum(['none', 'google']).default('none'),
   // The SDK's own variable: extra resource attributes, key=value pairs separated by commas (values URL-encoded).

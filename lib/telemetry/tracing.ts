@@ -14,6 +14,7 @@ import {
   BatchSpanProcessor,
   ParentBasedSampler,
   SamplingDecision,
+  TraceIdRatioBasedSampler,
   type Sampler,
 } from '@opentelemetry/sdk-trace-base';
 import type { Config } from '../config';
@@ -23,20 +24,23 @@ import { otlpTarget, preloadedInstrumentations, resourceAttributes, type OtlpCon
 let provider: BasicTracerProvider | null = null;
 
 /**
- * Traces start at what the process serves (a request, a message, a WebSocket session); a client
+ * Traces start at what the process serves (a request, a message, a WebSocket session), `ratio` of
+ * them recorded (a span not recorded still carries its trace id to logs and Pub/Sub); a client
  * call outside of one (a lease heartbeat, a subscriber's ack, a token fetch: the instrumentations'
  * gRPC, http and fetch spans of background work) starts none, and its children follow it out.
  */
-const rootSampler: Sampler = {
-  shouldSample: (_context, _traceId, _name, kind) => ({
-    decision: kind === SpanKind.CLIENT ? SamplingDecision.NOT_RECORD : SamplingDecision.RECORD_AND_SAMPLED,
-  }),
-  toString: () => 'NoRootClientSpans',
-};
+function rootSampler(ratio: number): Sampler {
+  const served = new TraceIdRatioBasedSampler(ratio);
+  return {
+    shouldSample: (context, traceId, _name, kind) =>
+      kind === SpanKind.CLIENT ? { decision: SamplingDecision.NOT_RECORD } : served.shouldSample(context, traceId),
+    toString: () => `ServedRoots(${served})`,
+  };
+}
 
 /** Once per process. Without export (tests), spans still carry context for propagation. */
 export function initTelemetry(
-  config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_METRIC_EXPORT_INTERVAL'> & OtlpConfig,
+  config: Pick<Config, 'OTEL_ENABLED' | 'OTEL_METRIC_EXPORT_INTERVAL' | 'OTEL_TRACES_SAMPLER_ARG'> & OtlpConfig,
   serviceName: string,
 ) {
   if (provider) return;
@@ -44,7 +48,7 @@ export function initTelemetry(
   const exporter = config.OTEL_ENABLED ? new OTLPTraceExporter(otlpTarget(config, 'traces')) : null;
   provider = new BasicTracerProvider({
     resource,
-    sampler: new ParentBasedSampler({ root: rootSampler }),
+    sampler: new ParentBasedSampler({ root: rootSampler(config.OTEL_TRACES_SAMPLER_ARG) }),
     spanProcessors: exporter ? [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000 })] : [],
   });
   trace.setGlobalTracerProvider(provider);

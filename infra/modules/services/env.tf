@@ -35,6 +35,7 @@ locals {
     LOG_LEVEL                        = var.log_level
     OTEL_ENABLED                     = tostring(var.otel_enabled)
     OTEL_EXPORTER_OTLP_ENDPOINT      = var.otel_endpoint
+    OTEL_TRACES_SAMPLER_ARG          = tostring(var.trace_sample_ratio)
     GOOGLE_CLOUD_PROJECT             = var.project_id
     STORAGE_BUCKET                   = var.storage_bucket
     PUBSUB_TOPIC_EVENTS              = var.events_topic

@@ -95,6 +95,16 @@ variable "otel_enabled" {
   default = false
 }
 
+variable "trace_sample_ratio" {
+  description = "OTEL_TRACES_SAMPLER_ARG: the share of traces started by the services that are recorded (a caller's sampled traceparent is always followed)."
+  type        = number
+  default     = 0.1
+  validation {
+    condition     = var.trace_sample_ratio >= 0 && var.trace_sample_ratio <= 1
+    error_message = "trace_sample_ratio is a share, from 0 to 1."
+  }
+}
+
 variable "otel_endpoint" {
   description = "OTEL_EXPORTER_OTLP_ENDPOINT."
   type        = string
