@@ -67,10 +67,13 @@ export async function getSubTask(
   id: string,
   opts: { forUpdate?: boolean } = {},
 ): Promise<OwnedSubTask | null> {
+  // Locked with its task held too: a task's soft delete committing meanwhile hides the sub-task
+  // (read again after the wait), so a write through it finds nothing.
+  // guard: sub-task-task-share-lock | remove:  FOR SHARE OF t | test: test/concurrency/row-locks.test.ts :: PATCH of a sub-task whose task's delete commits
   const { rows } = await q.query<Row>(
     'sub_task.get',
     `SELECT ${COLUMNS}, t.user_id AS owner_id, t.meeting_id AS owner_meeting_id
-     FROM sub_task s JOIN task t ON ${VISIBLE_TASK} WHERE s.id = $1${opts.forUpdate ? ' FOR UPDATE OF s' : ''}`,
+     FROM sub_task s JOIN task t ON ${VISIBLE_TASK} WHERE s.id = $1${opts.forUpdate ? ' FOR UPDATE OF s FOR SHARE OF t' : ''}`,
     [id, actor.userId],
   );
   return rows[0] ? owned(rows[0]) : null;
