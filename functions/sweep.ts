@@ -186,11 +186,23 @@ export async function deleteDeadInstanceTopics(
   const marked = new Set(markedIds.map((id) => instanceTopic(topic, id)));
   // guard: sweep-keeps-marked-instance-topics | remove: !marked | test: test/live/instance-cleanup.test.ts :: keep the topics of running instances
   const dead = topics.filter((t) => !marked.has(t));
+  let deleted = 0;
   for (const t of dead) {
-    await rt.bus.deleteTopic(t);
+    // One topic Pub/Sub will not delete now (a timeout, an error) is left to the next pass; the
+    // others are still deleted.
+    try {
+      await rt.bus.deleteTopic(t);
+    } catch (err) {
+      rt.log.warn(
+        { topic: t, err: String(err) },
+        "sweep: a gone instance's topic was not deleted; the next pass retries",
+      );
+      continue;
+    }
+    deleted++;
     rt.log.info({ topic: t }, 'sweep: deleted the topic and subscription of a live instance that is gone');
   }
-  return dead.length;
+  return deleted;
 }
 
 /**

@@ -140,6 +140,17 @@ describe('the sweep and a live instance that starts meanwhile', () => {
     expect(await subscribed(newcomer!)).toBe(true);
   });
 
+  it('should delete the other dead topics when Pub/Sub refuses to delete one, and count only those', async () => {
+    const events = a.config.PUBSUB_TOPIC_EVENTS;
+    const dead = instanceTopic(events, `order-dead-${randomUUID()}`);
+    await a.rt.bus.ensureTopic(dead);
+    // A name Pub/Sub refuses (INVALID_ARGUMENT), listed first: the pass must go on past it.
+    const refused = `${instanceTopic(events, 'x')} not a topic`;
+    const reads: InstanceTopicReads = { topics: async () => [refused, dead], marked: async () => [] };
+    expect(await deleteDeadInstanceTopics(a.rt, reads)).toBe(1);
+    expect((await pubsub.topic(dead).exists())[0]).toBe(false);
+  });
+
   it('should keep the topic of an instance that started before its listing', async () => {
     const events = a.config.PUBSUB_TOPIC_EVENTS;
     const early = await startLive('early');
