@@ -31,6 +31,8 @@ export interface LoadResult {
   sent: number;
   acked: number;
   ackMs: number[];
+  /** When each acknowledged frame was sent (epoch ms), in ackMs's order. */
+  ackSentAt: number[];
   /** Events the viewer tabs received. */
   viewed: number;
 }
@@ -56,6 +58,7 @@ async function loadRole(plan: Plan): Promise<void> {
   const payload = Buffer.alloc(FRAME_BYTES);
   for (let i = 0; i < FRAME_BYTES / 2; i++) payload.writeInt16LE(Math.round(8000 * Math.sin(i / 5)), i * 2);
   const ackMs: number[] = [];
+  const ackSentAt: number[] = [];
   const problems: Record<string, number> = {};
   const problem = (what: string) => void (problems[what] = (problems[what] ?? 0) + 1);
   let sent = 0;
@@ -112,7 +115,7 @@ async function loadRole(plan: Plan): Promise<void> {
         if (m.type === 'AudioStoredProgressEvent' && m.meeting_id === r.meetingId) {
           const now = Date.now();
           for (let s = ackedUpTo + 1; s <= m.highest_contiguous_sequence!; s++)
-            if (sentAt[s]) ackMs.push(now - sentAt[s]), acked++;
+            if (sentAt[s]) ackMs.push(now - sentAt[s]), ackSentAt.push(sentAt[s]), acked++;
           ackedUpTo = Math.max(ackedUpTo, m.highest_contiguous_sequence!);
         }
       });
@@ -162,7 +165,7 @@ async function loadRole(plan: Plan): Promise<void> {
     const deadline = Date.now() + DRAIN_MS;
     while (acked < sent && Date.now() < deadline) await sleep(100);
   }
-  const result: LoadResult = { problems, sent, acked, ackMs, viewed };
+  const result: LoadResult = { problems, sent, acked, ackMs, ackSentAt, viewed };
   for (const s of sessions) s.ws.terminate();
   for (const ws of viewers) ws.terminate();
   // Exit once the (large) line is out: a pipe write is asynchronous.

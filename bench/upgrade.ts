@@ -143,6 +143,7 @@ try {
   const lines: string[] = [];
   t = performance.now();
   const applyCpu = process.cpuUsage();
+  const applyFrom = Date.now(); // the load process stamps its frames with the same clock
   const url = new URL(database.url);
   url.searchParams.set('application_name', APPLIER);
   const result = await applySchema(url.toString(), {
@@ -152,6 +153,7 @@ try {
     },
   });
   const applyMs = performance.now() - t;
+  const applyTo = Date.now();
   const applyStart = t;
   const applyCpuMs = (process.cpuUsage(applyCpu).user + process.cpuUsage(applyCpu).system) / 1000;
   const longest = await watch.stop();
@@ -159,6 +161,12 @@ try {
   // How much of the apply the load streamed through (the load may end first on a slow machine).
   const coveredMs = Math.min(applyMs, loadEnd - applyStart);
 
+  // The acks of the frames sent while the apply ran: what the upgrade could delay. The load's
+  // figures span its whole 300 s, most of it before and after the apply.
+  const inApply = withUpgrade.result.ackMs.filter((_, i) => {
+    const sentAt = withUpgrade.result.ackSentAt[i];
+    return sentAt >= applyFrom && sentAt <= applyTo;
+  });
   const after = await rowCounts(admin);
   const lost = Object.entries(before).filter(([k, n]) => k !== 'segment_manifest' && after[k] < n);
   const broken = await brokenInvariants(admin);
@@ -181,6 +189,9 @@ try {
     '',
     `Ack max during / baseline: ${(largest(withUpgrade.result.ackMs) / largest(baseline.result.ackMs)).toFixed(2)}; ` +
       `ack p99 during / baseline: ${(percentile(withUpgrade.result.ackMs, 99) / percentile(baseline.result.ackMs, 99)).toFixed(2)}.`,
+    `Frames sent while the apply ran: ${inApply.length.toLocaleString('en')} acknowledged; their ack p50 ` +
+      `${ms(percentile(inApply, 50))}, p99 ${ms(percentile(inApply, 99))}, max ${ms(largest(inApply))} ` +
+      `(target: none past 2.5 s: ${largest(inApply) <= 2500 ? 'met' : 'not met'}).`,
     `Longest lock wait another backend saw during the upgrade: ${ms(longest.ms)}${longest.query ? ` (\`${longest.query.replace(/\s+/g, ' ')}\`)` : ''}.`,
     `The upgrade: ${(applyMs / 1000).toFixed(1)} s wall, ${result.statements.length} statement(s), data steps ${JSON.stringify(result.dataSteps)}; ` +
       `the bench process's CPU while it ran ${(applyCpuMs / 1000).toFixed(1)} s (the server's own is not ` +
