@@ -4,12 +4,14 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseHcl } from '@cdktf/hcl2json';
 import { parse as parseYaml } from 'yaml';
+import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../lib/config';
 import { PRELOAD } from '../scripts/build';
+import { buildDocument } from '../client/scripts/document';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const infra = join(root, 'infra');
@@ -704,6 +706,8 @@ describe('edge rate limits', () => {
   const policy = () => res(m, 'google_compute_security_policy', 'edge');
   const rules = () => policy().rule as Obj[];
   const rule = (action: string) => rules().find((r) => r.action === action) ?? expect.fail(`no ${action} rule`);
+  const byPriority = (priority: number) =>
+    rules().find((r) => r.priority === priority) ?? expect.fail(`no rule ${priority}`);
   const limits = (name: string) => varDefault(m, name) as Obj;
   // Cloud Armor accepts only these intervals.
   const INTERVALS = [10, 30, 60, 120, 180, 240, 300, 600, 900, 1200, 1800, 2700, 3600];
@@ -717,7 +721,7 @@ describe('edge rate limits', () => {
   });
 
   it('throttles each Authorization header value, before any per-IP rule sees the request', () => {
-    const t = rule('throttle');
+    const t = byPriority(1000);
     expect(block(t, 'match', 'expr').expression).toBe("has(request.headers['authorization'])");
     const o = block(t, 'rate_limit_options');
     expect(o).toMatchObject({
@@ -758,6 +762,39 @@ describe('edge rate limits', () => {
     expect(count).toBeLessThanOrEqual(10_000); // a rate-based ban's maximum
     expect(INTERVALS).toContain(interval_seconds);
     expect(ban_seconds).toBeGreaterThanOrEqual(interval_seconds);
+  });
+
+  it("gives the ML service's writes a per-token limit sized by recordings, and no operation a user may call", async () => {
+    const ml = byPriority(900);
+    expect(ml.action).toBe('throttle');
+    expect(ml.priority).toBeLessThan(byPriority(1000).priority); // met first: never the per-token rule
+    expect(block(ml, 'match', 'expr').expression).toBe(
+      "request.method != 'GET' && request.path.matches('${local.ml_write_paths}')",
+    );
+    const o = block(ml, 'rate_limit_options');
+    expect(o).toMatchObject({ enforce_on_key: 'HTTP_HEADER', enforce_on_key_name: 'Authorization' });
+    expect(block(o, 'rate_limit_threshold')).toEqual({
+      count: '${var.ml_rate_limit.recordings * var.ml_rate_limit.requests_per_recording_minute * 2}',
+      interval_sec: 60,
+    });
+    // docs/deployment.md's arithmetic: 40 requests per recording-minute, 1,000 recordings unthrottled.
+    const { recordings, requests_per_recording_minute: perMinute } = limits('ml_rate_limit');
+    expect(perMinute).toBeGreaterThanOrEqual(40);
+    expect(recordings * perMinute * 2).toBeGreaterThanOrEqual(1000 * 40);
+    // The paths, against the API's own document: a write only the service may call matches, and
+    // nothing a user may call does (users keep their own budget).
+    const paths = new RegExp(locals(m).ml_write_paths);
+    const doc = await buildDocument();
+    const seen: string[] = [];
+    for (const [path, ops] of Object.entries<Obj>(doc.paths))
+      for (const [method, op] of Object.entries<Obj>(ops)) {
+        const schemes = (op.security ?? []).flatMap((s: Obj) => Object.keys(s));
+        const serviceOnly = schemes.includes('serviceAuth') && !schemes.includes('bearerAuth');
+        const limited = method !== 'get' && paths.test(path.replace(/\{[^}]+\}/g, randomUUID()));
+        expect(limited, `${method.toUpperCase()} ${path}`).toBe(serviceOnly && method !== 'get');
+        if (limited) seen.push(`${method.toUpperCase()} ${path}`);
+      }
+    expect(seen).toContain('POST /transcriptions/{id}/segments');
   });
 
   it('allows the rest by default, exempts only configured ranges, never previews by default', () => {

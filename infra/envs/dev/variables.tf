@@ -127,13 +127,13 @@ variable "deletion_protection" {
 }
 
 variable "ml_rate_limit" {
-  description = "The ML service's edge limit (modules/gateway): egress ranges, concurrent recordings, requests per recording-minute."
-  type        = object({ ip_ranges = list(string), recordings = number, requests_per_recording_minute = number })
-  default     = { ip_ranges = [], recordings = 1000, requests_per_recording_minute = 40 }
+  description = "The ML service's edge limit (modules/gateway): concurrent recordings, requests per recording-minute."
+  type        = object({ recordings = number, requests_per_recording_minute = number })
+  default     = { recordings = 1000, requests_per_recording_minute = 40 }
 }
 
 variable "rate_limit_exempt_ip_ranges" {
-  description = "CIDR ranges Cloud Armor never rate limits, e.g. the ML service's static egress addresses (its one service token would otherwise share one per-token limit)."
+  description = "CIDR ranges Cloud Armor never rate limits (e.g. a trusted partner's static egress addresses)."
   type        = list(string)
   default     = []
 }

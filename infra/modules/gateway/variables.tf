@@ -38,15 +38,15 @@ variable "rate_limit_per_ip" {
 }
 
 variable "rate_limit_exempt_ip_ranges" {
-  description = "CIDR ranges never rate limited (e.g. the ML service's static egress addresses); at most 10."
+  description = "CIDR ranges never rate limited (e.g. a trusted partner's static egress addresses); at most 10."
   type        = list(string)
   default     = []
 }
 
 variable "ml_rate_limit" {
-  description = "The ML service's edge limit: its egress ranges (Cloud NAT), the concurrent recordings to serve and its requests per recording-minute (docs/capacity.md); the threshold is their product with 2x headroom per 60 s."
-  type        = object({ ip_ranges = list(string), recordings = number, requests_per_recording_minute = number })
-  default     = { ip_ranges = [], recordings = 1000, requests_per_recording_minute = 40 }
+  description = "The ML service's edge limit: the concurrent recordings to serve and its requests per recording-minute (docs/deployment.md); the per-token threshold of its writes is their product with 2x headroom per 60 s."
+  type        = object({ recordings = number, requests_per_recording_minute = number })
+  default     = { recordings = 1000, requests_per_recording_minute = 40 }
 }
 
 variable "rate_limit_preview" {
