@@ -61,7 +61,11 @@ it('should log a connection and its take from open to finalize with their ids', 
   await expect.poll(() => find('connection closed', { ...ids, code: 1005 })).toBeDefined();
   const again = await TestClient.connect(core.wsUrl, alice);
   await again.resume(meetingId, 2);
-  expect(find('take resumed', { meeting_id: meetingId, audio_version: 2, same_instance: true })).toBeDefined();
+  const againId = again.messages.find((m) => m.type === 'ready')?.connection_id;
+  expect(againId).toEqual(expect.any(String));
+  expect(
+    find('take resumed', { connection_id: againId, meeting_id: meetingId, audio_version: 2, same_instance: true }),
+  ).toBeDefined();
   await again.stop(meetingId);
   again.close();
 
