@@ -145,7 +145,7 @@ export function createApp(deps: AppDeps) {
     const allowed = allowedMethods(app, c.req.path);
     // A handler's own c.notFound() (an unknown docs asset) reaches here with its method allowed: a 404.
     if (allowed.length && !allowed.includes(c.req.method)) {
-      return sendProblem(c, new DomainError('method_not_allowed', `${c.req.method} is not allowed here`), {
+      return sendProblem(c, new DomainError('operation_not_allowed', `${c.req.method} is not allowed here`), {
         Allow: allowed.join(', '),
       });
     }

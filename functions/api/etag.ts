@@ -31,7 +31,7 @@ export function ifMatch(c: Context<AppEnv>): Precondition | undefined {
     const tag = etagOf(record);
     if (!header.split(',').some((t) => t.trim() === tag)) {
       throw new DomainError(
-        'precondition_failed',
+        'version_mismatch',
         'the record changed since it was read (If-Match does not match its ETag); fetch it again and reapply the change',
       );
     }

@@ -37,9 +37,9 @@ export function assertAcceptsGaps(rec: Recording, now = new Date()): void {
     );
   }
   if (rec.state !== 'stopped')
-    throw new DomainError('gone', `audio_version ${rec.audio_version} is ${rec.state}; gap uploads are closed`);
+    throw new DomainError('closed', `audio_version ${rec.audio_version} is ${rec.state}; gap uploads are closed`);
   if (rec.gap_upload_deadline && Date.parse(rec.gap_upload_deadline) <= now.getTime()) {
-    throw new DomainError('gone', `the gap upload deadline (${rec.gap_upload_deadline}) has passed`);
+    throw new DomainError('closed', `the gap upload deadline (${rec.gap_upload_deadline}) has passed`);
   }
 }
 

@@ -30,7 +30,7 @@ export async function exportLines(q: Queryable, transcriptionId: string): Promis
   );
   if (rows.length > EXPORT_MAX_SEGMENTS)
     throw new DomainError(
-      'payload_too_large',
+      'too_large',
       `a transcript of more than ${EXPORT_MAX_SEGMENTS} segments cannot be exported at once`,
     );
   return rows.map((l) => ({

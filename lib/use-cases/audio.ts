@@ -37,7 +37,7 @@ const attachUploadedAudio: UseCase<
 const EMPTY = 'the body is empty; send the audio file';
 
 /**
- * Stores an upload meeting's audio (at most maxBytes, payload_too_large past it) and points the
+ * Stores an upload meeting's audio (at most maxBytes, too_large past it) and points the
  * meeting at it; `created` is false when it replaced an earlier upload (deleted once the change
  * committed). not_found: no such meeting of the caller; invalid_state: not an upload meeting.
  */
@@ -61,8 +61,7 @@ export const uploadMeetingAudio: Workflow<
   try {
     stored = await store.write(name, input.body, { contentType, maxBytes, createOnly: true });
   } catch (err) {
-    if (err instanceof ObjectTooLargeError)
-      throw new DomainError('payload_too_large', `the audio exceeds ${maxBytes} bytes`);
+    if (err instanceof ObjectTooLargeError) throw new DomainError('too_large', `the audio exceeds ${maxBytes} bytes`);
     throw err;
   }
   const discard = () => store.delete(name).catch(() => undefined);

@@ -43,7 +43,7 @@ export function runUseCase<I, O>(
 /**
  * An edge's condition on the current state of the record a use case is about to change (REST:
  * If-Match), checked on the row read FOR UPDATE in the use case's transaction; it throws
- * DomainError precondition_failed. Absent, the row is not read for it.
+ * DomainError version_mismatch. Absent, the row is not read for it.
  */
 export type Precondition = (current: unknown) => void;
 

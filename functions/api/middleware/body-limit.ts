@@ -18,7 +18,7 @@ const limitOf = (maxSize: number) =>
   bodyLimit({
     maxSize,
     onError: () => {
-      throw new DomainError('payload_too_large', `request body exceeds ${maxSize} bytes`);
+      throw new DomainError('too_large', `request body exceeds ${maxSize} bytes`);
     },
   });
 

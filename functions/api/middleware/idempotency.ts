@@ -37,7 +37,7 @@ export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
   // Raw bodies are not bounded by the app's body limit; no idempotent operation takes one, so
   // refuse it rather than read it whole.
   if (RAW_BODY_TYPE.test(c.req.header('content-type') ?? ''))
-    throw new DomainError('unsupported_media_type', 'this operation takes a JSON body');
+    throw new DomainError('unsupported_format', 'this operation takes a JSON body');
   const body = await c.req.text(); // Hono caches it for the validator
   const hash = createHash('sha256').update(`${c.req.method} ${c.req.path}\n${body}`).digest('hex');
 

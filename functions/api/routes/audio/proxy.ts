@@ -87,7 +87,7 @@ export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
     };
     const range = parseRange(c.req.header('range'), object.size);
     if (range.kind === 'unsatisfiable') {
-      const err = new DomainError('range_not_satisfiable', `the audio has ${object.size} bytes`);
+      const err = new DomainError('out_of_range', `the audio has ${object.size} bytes`);
       return sendProblem(c, err, { 'Content-Range': `bytes */${object.size}` });
     }
     if (object.size === 0) return c.body(null, 200, { ...headers, 'Content-Length': '0' });

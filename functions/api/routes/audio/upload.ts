@@ -38,7 +38,7 @@ export function registerUploadAudio(app: OpenAPIHono<AppEnv>) {
     const { config } = c.var.deps;
     const { id } = c.req.valid('param');
     const contentType = (c.req.header('content-type') ?? '').split(';')[0].trim();
-    if (!AUDIO_TYPE.test(contentType)) throw new DomainError('unsupported_media_type', 'Content-Type must be audio/*');
+    if (!AUDIO_TYPE.test(contentType)) throw new DomainError('unsupported_format', 'Content-Type must be audio/*');
     const maxBytes = config.RECORDING_MAX_UPLOAD_BYTES;
     assertDeclaredLength(c.req.header('content-length'), maxBytes);
     const body = c.req.raw.body && Readable.fromWeb(c.req.raw.body as WebReadableStream);

@@ -12,7 +12,7 @@ export async function readBounded(body: ReadableStream<Uint8Array> | null, maxBy
     size += value.length;
     if (size > maxBytes) {
       await reader.cancel().catch(() => undefined);
-      throw new DomainError('payload_too_large', `the body exceeds ${maxBytes} bytes`);
+      throw new DomainError('too_large', `the body exceeds ${maxBytes} bytes`);
     }
     chunks.push(Buffer.from(value));
   }
@@ -22,6 +22,6 @@ export async function readBounded(body: ReadableStream<Uint8Array> | null, maxBy
 /** 413 at once when the declared Content-Length is above the limit. */
 export function assertDeclaredLength(header: string | undefined, maxBytes: number): void {
   if (header !== undefined && /^\d+$/.test(header) && Number(header) > maxBytes) {
-    throw new DomainError('payload_too_large', `the body exceeds ${maxBytes} bytes`);
+    throw new DomainError('too_large', `the body exceeds ${maxBytes} bytes`);
   }
 }

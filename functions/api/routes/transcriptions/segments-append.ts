@@ -33,7 +33,7 @@ export function registerAppendSegments(app: OpenAPIHono<AppEnv>) {
     const { id } = c.req.valid('param');
     const { segments } = c.req.valid('json');
     if (segments.length > MAX_SEGMENTS_PER_REQUEST)
-      throw new DomainError('payload_too_large', `at most ${MAX_SEGMENTS_PER_REQUEST} segments per request`);
+      throw new DomainError('too_large', `at most ${MAX_SEGMENTS_PER_REQUEST} segments per request`);
     return commit(c, 204, appendSegments, { transcriptionId: id, segments });
   });
 }
