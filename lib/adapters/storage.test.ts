@@ -1,7 +1,7 @@
 // The storage adapter, through the real @google-cloud/storage client, against the in-repo
 // GCS emulator started here on a free port.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -15,6 +15,7 @@ import {
   ObjectExistsError,
   ObjectNotFoundError,
   ObjectTooLargeError,
+  StorageUnavailableError,
   type ObjectStore,
 } from './storage';
 
@@ -229,6 +230,16 @@ describe('ObjectStore on the GCS emulator', () => {
     const oddName = 'signed/a b+ü(1)~*.wav';
     await store.write(oddName, Buffer.from('odd'));
     expect(await (await fetch((await store.signedReadUrl(oddName, 60)).url)).text()).toBe('odd');
+  });
+
+  it('should report a signature it cannot make as storage unavailable, not as an unknown error', async () => {
+    await store.write('signed/unsignable', Buffer.from('x'));
+    const badKey = join(dir, 'bad-signer.json');
+    writeFileSync(badKey, JSON.stringify({ client_email: 'nobody@local-project.iam', private_key: 'not a key' }));
+    const unsigned = createObjectStore({ bucket: 'storage-test', emulatorHost: emulator.url, signerKeyFile: badKey });
+    const err = await unsigned.signedReadUrl('signed/unsignable', 60).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StorageUnavailableError);
+    expect((err as Error).message).toContain('cannot sign a read URL');
   });
 
   it('should reject a tampered signed URL', async () => {

@@ -316,8 +316,16 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       }
       // Whole seconds, as the V4 signature counts them, so expiresAt is exact.
       const expiresAt = new Date((Math.floor(Date.now() / 1000) + ttlSeconds) * 1000);
-      const [url] = await bucket.file(name).getSignedUrl({ version: 'v4', action: 'read', expires: expiresAt });
-      return { url, expiresAt };
+      try {
+        const [url] = await bucket.file(name).getSignedUrl({ version: 'v4', action: 'read', expires: expiresAt });
+        return { url, expiresAt };
+      } catch (err) {
+        // No credential to sign with (no key, ADC unreachable) or IAM signBlob refused: the
+        // link cannot be made now, which callers answer as a dependency down, never a 500.
+        throw new StorageUnavailableError(`object ${name}: cannot sign a read URL: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
     },
   };
   return store;

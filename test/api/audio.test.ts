@@ -1,7 +1,7 @@
 // PUT /meetings/{id}/audio, GET /meetings/{id}/audio-url and the per-user signed playback
 // proxy GET /meetings/{id}/audio, against a GCS emulator that verifies V4 signed URLs.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -245,5 +245,32 @@ describe('audio upload, signed URL and proxy link', () => {
         sig: signAudioLink(key, silent, aliceId, future),
       }),
     ).toBe(404);
+  });
+});
+
+describe('audio-url when object storage cannot sign', () => {
+  it('should answer 503 unavailable with Retry-After, never a 500, and still serve the rest', async () => {
+    // A signing identity that cannot sign (as when IAM refuses signBlob or no credential is found).
+    const badKey = join(dir, 'unusable-signer.json');
+    writeFileSync(badKey, JSON.stringify({ client_email: 'nobody@local-project.iam', private_key: 'not a key' }));
+    const unsigned = await startApi({ STORAGE_EMULATOR_HOST: gcs.url, STORAGE_SIGNER_KEY_FILE: badKey });
+    try {
+      const token = await unsigned.token('audio-unsigned');
+      const id = await unsigned.meeting(token, 'upload');
+      const up = await unsigned.request('PUT', `/meetings/${id}/audio`, {
+        token,
+        raw: audio(100),
+        headers: { 'content-type': 'audio/wav' },
+      });
+      expect(up.status).toBe(201);
+      const links = await unsigned.request('GET', `/meetings/${id}/audio-url`, { token });
+      expect(links.status).toBe(503);
+      expect(links.headers.get('content-type')).toContain('application/problem+json');
+      expect(links.body.type).toMatch(/\/unavailable$/);
+      expect(links.headers.get('retry-after')).toBe('2');
+      expect((await unsigned.request('GET', `/meetings/${id}`, { token })).status).toBe(200);
+    } finally {
+      await unsigned.close();
+    }
   });
 });

@@ -6,7 +6,10 @@
 // No vitest import: the long run (run.ts) uses it outside the test runner.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve, type ServerType } from '@hono/node-server';
 import { mintDevToken } from '@mi/lib/adapters/auth';
@@ -17,6 +20,7 @@ import { createRuntime, type Runtime } from '@mi/lib/adapters/runtime';
 import { createApp } from '../../functions/api/app';
 import { freePort, startFirestoreEmulator, startPubsubEmulator, type RunningEmulator } from '../../emulators/gcloud';
 import { startGcsEmulator, type GcsEmulator } from '../../emulators/gcs/server';
+import { loadOrCreateSignerKey } from '../../emulators/gcs/signer-key';
 import { startFakeMl, type FakeMl } from '../../emulators/ml/server';
 import type { NativeCluster } from '@mi/lib/dev/native-postgres';
 import { createTestDatabase, startTestEngine } from '../support/database';
@@ -166,13 +170,18 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const log = opts.log ?? (() => {});
   const cleanup: (() => Promise<unknown>)[] = [];
   try {
+    // The signing identity of audio links, trusted by the GCS emulator (as emulators/stack.ts does).
+    const keyDir = mkdtempSync(join(tmpdir(), 'fault-signer-'));
+    cleanup.push(async () => rmSync(keyDir, { recursive: true, force: true }));
+    const signerKeyFile = join(keyDir, 'signer.json');
+    const signer = loadOrCreateSignerKey(signerKeyFile);
     // A database engine of its own (native when installed): db-restart faults restart it.
     const [engine, firestore, gcs, pubsubPort] = await Promise.all([
       startTestEngine(),
       opts.firestoreHost
         ? Promise.resolve<RunningEmulator>({ host: opts.firestoreHost, stop: async () => {} })
         : startFirestoreEmulator(),
-      startGcsEmulator(),
+      startGcsEmulator({ trustedKeys: [signer] }),
       freePort(),
     ]);
     cleanup.push(
@@ -187,7 +196,12 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     const pubsub = startPubsubEmulator({ port: pubsubPort });
     pubsub.catch(() => undefined); // awaited in assemble; this only keeps an early failure from going unhandled
     cleanup.push(() => pubsub.then((p) => p.stop()));
-    return await assemble({ pg, pubsub, pubsubHost: `127.0.0.1:${pubsubPort}`, firestore, gcs }, opts, log, cleanup);
+    return await assemble(
+      { pg, pubsub, pubsubHost: `127.0.0.1:${pubsubPort}`, firestore, gcs, signerKeyFile },
+      opts,
+      log,
+      cleanup,
+    );
   } catch (err) {
     for (const c of cleanup.reverse()) await c().catch(() => undefined);
     throw err;
@@ -201,6 +215,7 @@ async function assemble(
     pubsubHost: string;
     firestore: RunningEmulator;
     gcs: GcsEmulator;
+    signerKeyFile: string;
   },
   opts: ClusterOptions,
   log: (line: string) => void,
@@ -217,6 +232,7 @@ async function assemble(
     PUBSUB_EMULATOR_HOST: parts.pubsubHost,
     FIRESTORE_EMULATOR_HOST: parts.firestore.host,
     STORAGE_EMULATOR_HOST: parts.gcs.url,
+    STORAGE_SIGNER_KEY_FILE: parts.signerKeyFile,
     STORAGE_BUCKET: `fault-${tag}`,
     PUBSUB_TOPIC_EVENTS: `events-${tag}`,
     PUBSUB_TOPIC_RECORDING_FINALIZED: `finalized-${tag}`,

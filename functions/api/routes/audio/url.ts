@@ -48,6 +48,7 @@ const route = op({
     },
     404: problemResponse('meeting not found, no such take, or no audio (distinct `detail`)'),
     422: problemResponse('`audio_version` names a take that is not finalized yet (or is not a positive integer)'),
+    503: problemResponse('object storage cannot sign a link now; retry after `Retry-After` seconds'),
   },
 });
 
