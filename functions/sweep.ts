@@ -184,7 +184,7 @@ export async function deleteDeadInstanceTopics(
   await listing;
   const [topics, markedIds] = await Promise.all([listing, reads.marked()]);
   const marked = new Set(markedIds.map((id) => instanceTopic(topic, id)));
-  // guard: sweep-keeps-marked-instance-topics | remove: !marked | test: test/live/instance-cleanup.test.ts :: keep the topics of running instances
+  // guard: sweep-keeps-marked-instance-topics | remove: .filter((t) => !marked.has(t)) | test: test/live/instance-cleanup.test.ts :: keep the topics of running instances
   const dead = topics.filter((t) => !marked.has(t));
   let deleted = 0;
   for (const t of dead) {

@@ -31,7 +31,7 @@ export const updateMeeting: UseCase<
   { id: string; patch: meetings.MeetingPatch; precondition?: Precondition },
   Meeting
 > = async (ctx, { id, patch, precondition }) => {
-  // guard: meeting-patch-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match PATCH of a meeting
+  // guard: meeting-patch-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match PATCH of a 'meeting'
   await checkPrecondition(precondition, () => meetings.getMeeting(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const meeting = await meetings.updateMeeting(ctx.tx, ctx.actor, id, patch);
   if (!meeting) throw notFound('meeting');
@@ -44,7 +44,7 @@ export const deleteMeeting: UseCase<{ id: string; precondition?: Precondition },
   ctx,
   { id, precondition },
 ) => {
-  // guard: meeting-delete-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match DELETE of a meeting
+  // guard: meeting-delete-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match DELETE of a 'meeting'
   await checkPrecondition(precondition, () => meetings.getMeeting(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const deleted = await meetings.softDeleteMeeting(ctx.tx, ctx.actor, id);
   if (!deleted) throw notFound('meeting');

@@ -16,7 +16,7 @@ export const updateNote: UseCase<{ id: string; patch: notes.NotePatch; precondit
   ctx,
   { id, patch, precondition },
 ) => {
-  // guard: note-patch-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match PATCH of a note
+  // guard: note-patch-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match PATCH of a 'note'
   await checkPrecondition(precondition, () => notes.getNote(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const note = await notes.updateNote(ctx.tx, ctx.actor, id, patch);
   if (!note) throw notFound('note');
@@ -28,7 +28,7 @@ export const deleteNote: UseCase<{ id: string; precondition?: Precondition }, vo
   ctx,
   { id, precondition },
 ) => {
-  // guard: note-delete-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match DELETE of a note
+  // guard: note-delete-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match DELETE of a 'note'
   await checkPrecondition(precondition, () => notes.getNote(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const note = await notes.deleteNote(ctx.tx, ctx.actor, id);
   if (!note) throw notFound('note');

@@ -21,7 +21,7 @@ export const updatePerson: UseCase<
   Person
 > = async (ctx, { id, patch, precondition }) => {
   const userId = userOf(ctx);
-  // guard: person-patch-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match PATCH of a person
+  // guard: person-patch-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match PATCH of a 'person'
   await checkPrecondition(precondition, () => people.getPerson(ctx.tx, { userId }, id, { forUpdate: true }));
   const person = await people.updatePerson(ctx.tx, { userId }, id, patch);
   if (!person) throw notFound('person');
@@ -34,7 +34,7 @@ export const deletePerson: UseCase<{ id: string; precondition?: Precondition }, 
   { id, precondition },
 ) => {
   const userId = userOf(ctx);
-  // guard: person-delete-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match DELETE of a person
+  // guard: person-delete-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match DELETE of a 'person'
   await checkPrecondition(precondition, () => people.getPerson(ctx.tx, { userId }, id, { forUpdate: true }));
   if (!(await people.deletePerson(ctx.tx, { userId }, id))) throw notFound('person');
   ctx.emit(userId, changed('person', 'deleted', id, null));

@@ -25,7 +25,7 @@ export const updateTask: UseCase<{ id: string; patch: tasks.TaskPatch; precondit
   ctx,
   { id, patch, precondition },
 ) => {
-  // guard: task-patch-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match PATCH of a task
+  // guard: task-patch-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match PATCH of a 'task'
   await checkPrecondition(precondition, () => tasks.getTask(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const task = await tasks.updateTask(ctx.tx, ctx.actor, id, patch);
   if (!task) throw notFound('task');
@@ -38,7 +38,7 @@ export const deleteTask: UseCase<{ id: string; precondition?: Precondition }, vo
   ctx,
   { id, precondition },
 ) => {
-  // guard: task-delete-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match DELETE of a task
+  // guard: task-delete-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match DELETE of a 'task'
   await checkPrecondition(precondition, () => tasks.getTask(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const deleted = await tasks.softDeleteTask(ctx.tx, ctx.actor, id);
   if (!deleted.length) throw notFound('task');

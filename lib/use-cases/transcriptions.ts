@@ -38,7 +38,7 @@ export const updateSegment: UseCase<
   // then If-Match on the row as read; the segment takes that label's person, its voice sample follows.
   const label = patch.speaker_label;
   if (label !== undefined) await lockSpeakerIdentity(ctx.tx, userOf(ctx));
-  // guard: segment-patch-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match PATCH of a segment
+  // guard: segment-patch-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match PATCH of a 'segment'
   await checkPrecondition(precondition, () => segments.getSegment(ctx.tx, ctx.actor, id, { forUpdate: true }));
   const people = label === undefined ? [] : await moveSegmentToLabel(ctx.tx, userOf(ctx), id, label);
   const found = await segments.updateSegment(ctx.tx, ctx.actor, id, patch);

@@ -4,16 +4,18 @@
 //   // guard: <name> | remove: <text> | test: <test file> :: <test name (a part of it)>
 //   -- guard: …   (the same in schema.sql)
 //
-// The script checks that each named test passes as the code is, then, one guard at a time,
-// removes <text> from the first code line after the marker that holds it, runs the named test on
-// native PostgreSQL and expects it to fail. It prints guard → test → fails without it, and exits
-// non-zero when a removal survives (or a named test does not pass as is).
+// The script checks that each name selects a test that passes as the code is, then, one guard at
+// a time, removes <text> from the first code line after the marker that holds it, runs the named
+// test on native PostgreSQL and expects it to fail (read from vitest's JSON report: a run that
+// selects no test proves nothing). It prints guard → test → fails without it, and exits non-zero
+// when a removal survives (or a name selects no passing test as is).
 // The engine and emulators are started once and shared by every run (TEST_SHARED_PARTS), except
 // for a guard in schema.sql: its removal must reach the template database, so that run starts its
 // own. The checkout is never edited: each of GUARD_WORKERS workers (default 1) removes guards in a
 // copy of the tracked files of its own (node_modules linked, the workspace packages pointing into
 // the copy), one guard at a time, so a removal made for one guard cannot hide another's survival.
 import { spawn, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import {
   cpSync,
   mkdirSync,
@@ -67,23 +69,57 @@ export function findGuards(root = ROOT): Guard[] {
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+/** What one vitest run reported: the full names (describe titles and test name) by outcome. */
+interface TestRun {
+  passed: string[];
+  failed: string[];
+  /** vitest's own output, for a run that went wrong. */
+  out: string;
+}
+
 /**
- * Runs the named tests on native PostgreSQL; true when vitest reports every one passed. Not
- * spawnSync: the shared GCS emulator runs in this process and must keep answering meanwhile.
+ * Runs the named tests on native PostgreSQL and reads vitest's JSON report. Not spawnSync: the
+ * shared GCS emulator runs in this process and must keep answering meanwhile.
  */
-async function testsPass(files: string[], names: string[], shared: string | undefined, show = false, cwd = ROOT) {
-  const child = spawn('npx', ['vitest', 'run', ...new Set(files), '-t', names.map(escapeRegExp).join('|')], {
-    cwd,
-    env: { ...process.env, TEST_DATABASE: 'native', ...(shared ? { TEST_SHARED_PARTS: shared } : {}) },
-  });
+async function runTests(files: string[], names: string[], shared: string | undefined, cwd = ROOT): Promise<TestRun> {
+  const report = path.join(cwd, `.guard-report-${randomUUID()}.json`);
+  const child = spawn(
+    'npx',
+    [
+      'vitest',
+      'run',
+      ...new Set(files),
+      '-t',
+      names.map(escapeRegExp).join('|'),
+      '--reporter=default',
+      '--reporter=json',
+      `--outputFile.json=${report}`,
+    ],
+    { cwd, env: { ...process.env, TEST_DATABASE: 'native', ...(shared ? { TEST_SHARED_PARTS: shared } : {}) } },
+  );
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
-  const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  const ok = status === 0 && !/no tests? (found|ran)/i.test(out) && /\d+ passed/.test(out);
-  if (!ok && show) console.error(out.split('\n').slice(-60).join('\n')); // why the check failed
-  return ok;
+  await new Promise((resolve) => child.on('close', resolve));
+  const run: TestRun = { passed: [], failed: [], out };
+  try {
+    const json = JSON.parse(readFileSync(report, 'utf8')) as {
+      testResults: { assertionResults: { fullName: string; status: string }[] }[];
+    };
+    for (const t of json.testResults.flatMap((f) => f.assertionResults)) {
+      if (t.status === 'passed') run.passed.push(t.fullName);
+      if (t.status === 'failed') run.failed.push(t.fullName);
+    }
+  } catch {
+    // No report (vitest did not get to run the tests): nothing passed, nothing failed.
+  } finally {
+    rmSync(report, { force: true });
+  }
+  return run;
 }
+
+/** The tests a guard names: those whose full name holds its test name (as `-t` selects them). */
+const named = (g: Guard, fullNames: string[]) => fullNames.filter((n) => n.includes(g.testName));
 
 /**
  * A copy of the repository's tracked files at `dir`/main, with ../shared beside it as in the
@@ -131,8 +167,7 @@ async function main(): Promise<void> {
 
 /** The exit code: 0 when every guard's removal fails its test. */
 async function proveAll(guards: Guard[], shared: string): Promise<number> {
-  // One at a time by default: some interleaving tests provoke their race by chance (the task tree's
-  // ring of re-parentings), and two guard runs at once on 2 cores starved it (the removal survived).
+  // One copy by default; CI runs two (.ci/run), and proveIn tries a survivor of those again alone.
   const workers = Math.max(1, Math.min(Number(process.env.GUARD_WORKERS ?? 1), guards.length));
   const base = path.join(tmpdir(), `mi-guards-${process.pid}`);
   try {
@@ -143,8 +178,14 @@ async function proveAll(guards: Guard[], shared: string): Promise<number> {
     );
     const names = guards.map((g) => g.testName);
     const files = guards.map((g) => g.testFile);
-    const asIs = await Promise.all(trees.map((t) => testsPass(files, names, shared, true, t)));
-    if (asIs.includes(false)) {
+    const asIs = await Promise.all(trees.map((t) => runTests(files, names, shared, t)));
+    // Every test run passes, and each guard names at least one of them: a name that selects no
+    // test would make its removal look proven.
+    const unnamed = guards.filter((g) => asIs.some((r) => named(g, r.passed).length === 0));
+    const broken = asIs.find((r) => r.failed.length > 0 || r.passed.length === 0);
+    if (broken || unnamed.length) {
+      if (broken) console.error(broken.out.split('\n').slice(-60).join('\n'));
+      for (const g of unnamed) console.error(`${g.name}: "${g.testName}" names no test of ${g.testFile} that passes`);
       console.error("the guards' tests do not all pass on the unchanged code: fix them first");
       return 1;
     }
@@ -154,34 +195,49 @@ async function proveAll(guards: Guard[], shared: string): Promise<number> {
   }
 }
 
+/** Removes the guard in the copy and runs its test there: true when the test fails (the guard is proven). */
+async function proven(g: Guard, tree: string, shared: string): Promise<boolean> {
+  const file = path.join(tree, g.file);
+  const original = readFileSync(file, 'utf8');
+  const lines = original.split('\n');
+  lines[g.line] = lines[g.line].replace(g.remove, '');
+  writeFileSync(file, lines.join('\n'));
+  try {
+    const ownParts = g.file.endsWith('.sql') ? undefined : shared;
+    // Proven only by a named test that ran and failed (not by a run that failed to start).
+    return named(g, (await runTests([g.testFile], [g.testName], ownParts, tree)).failed).length > 0;
+  } finally {
+    writeFileSync(file, original);
+  }
+}
+
 /** Removes each guard in turn in one of the copies and runs its test there; the exit code. */
 async function proveIn(trees: string[], guards: Guard[], shared: string): Promise<number> {
   const rows: [string, string, string][] = new Array(guards.length);
+  const row = (i: number, outcome: string) => {
+    const g = guards[i];
+    rows[i] = [`${g.name} (${g.file}:${g.line + 1})`, `${g.testFile} :: ${g.testName}`, outcome];
+  };
   let next = 0;
   const work = async (tree: string) => {
     for (let i = next++; i < guards.length; i = next++) {
-      const g = guards[i];
-      const file = path.join(tree, g.file);
-      const original = readFileSync(file, 'utf8');
-      const lines = original.split('\n');
-      lines[g.line] = lines[g.line].replace(g.remove, '');
-      writeFileSync(file, lines.join('\n'));
-      let failed: boolean;
-      try {
-        const ownParts = g.file.endsWith('.sql') ? undefined : shared;
-        failed = !(await testsPass([g.testFile], [g.testName], ownParts, false, tree));
-      } finally {
-        writeFileSync(file, original);
-      }
-      rows[i] = [
-        `${g.name} (${g.file}:${g.line + 1})`,
-        `${g.testFile} :: ${g.testName}`,
-        failed ? 'yes' : 'NO: the removal survives',
-      ];
-      console.log(`${g.name}: ${failed ? 'the test fails without it' : 'SURVIVES'}`);
+      const failed = await proven(guards[i], tree, shared);
+      row(i, failed ? 'yes' : 'NO: the removal survives');
+      console.log(`${guards[i].name}: ${failed ? 'the test fails without it' : 'SURVIVES'}`);
     }
   };
   await Promise.all(trees.map(work));
+  // With two copies at once, a test that needs the machine to itself to interleave may pass
+  // without its guard: each survivor is tried again alone before it counts. A guard that
+  // proves nothing survives this too.
+  if (trees.length > 1) {
+    for (const [i, r] of rows.entries()) {
+      if (r[2] === 'yes') continue;
+      const failed = await proven(guards[i], trees[0], shared);
+      row(i, failed ? 'yes (run alone)' : 'NO: the removal survives, alone too');
+      console.log(`${guards[i].name}, alone: ${failed ? 'the test fails without it' : 'SURVIVES'}`);
+    }
+  }
   const widths = [0, 1, 2].map((i) =>
     Math.max(...rows.map((r) => r[i].length), ['guard', 'test', 'fails without it'][i].length),
   );
@@ -191,7 +247,7 @@ async function proveIn(trees: string[], guards: Guard[], shared: string): Promis
       '\n',
     ),
   );
-  const survived = rows.filter((r) => r[2] !== 'yes').length;
+  const survived = rows.filter((r) => !r[2].startsWith('yes')).length;
   if (survived) console.error(`${survived} guard(s) survive their removal: their tests do not prove them`);
   return survived ? 1 : 0;
 }

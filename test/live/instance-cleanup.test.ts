@@ -85,13 +85,18 @@ describe('a live instance that died', () => {
     for (const seq of range(60, 89)) recorder.frame(seq);
     await moved.acked(meetingId, 89);
 
+    // The topics the sweep deletes, as it asks the bus: a running instance recreates a lost topic
+    // at once (its subscription's heal), so the listing afterwards would not show it was deleted.
+    const deleted: string[] = [];
+    const bus = { ...a.rt.bus, deleteTopic: (t: string) => (deleted.push(t), a.rt.bus.deleteTopic(t)) };
     await vi.waitFor(
       async () => {
-        await runSweep(a.rt, { coordination: a.rt.coordination });
+        await runSweep({ ...a.rt, bus }, { coordination: a.rt.coordination });
         expect(await topicNames()).not.toContain(instanceTopic(events, deadId));
       },
       { timeout: 30_000, interval: 500 },
     );
+    expect(new Set(deleted)).toEqual(new Set([instanceTopic(events, deadId)]));
     const [topics, subscriptions] = await Promise.all([topicNames(), subscriptionNames()]);
     expect(subscriptions).not.toContain(instanceSubscriptionName(instanceTopic(events, deadId), deadId));
     for (const running of [a, b]) {
