@@ -15,7 +15,7 @@ import path from 'node:path';
 import { mintDevToken } from '@mi/lib/adapters/auth';
 import { freePort } from '../emulators/gcloud';
 import { startLocalStack } from '../emulators/stack';
-import { buildAll, PRELOAD } from '../scripts/build';
+import { buildAll, FUNCTION_PRELOAD_ENV } from '../scripts/build';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import type { LoadResult, LoadSpec } from './api-load';
 import { serverNode } from './live-processes';
@@ -171,7 +171,7 @@ async function startServer(source: string, preload: boolean): Promise<Server> {
         ...process.env,
         ...stackEnv(),
         // As deployed: the preload through NODE_OPTIONS, logs at info on stdout, telemetry exported.
-        NODE_OPTIONS: preload ? `--import=./${PRELOAD}` : '',
+        ...(preload ? FUNCTION_PRELOAD_ENV : { NODE_OPTIONS: '' }),
         LOG_LEVEL: 'info',
         OTEL_ENABLED: 'true',
         OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(otlp.address() as AddressInfo).port}`,

@@ -37,7 +37,8 @@ import {
 } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
 import { runWorkflow } from '@mi/lib/use-cases/workflow';
-import { traceIdOf } from '@mi/lib/telemetry/trace-context';
+import { traceIdOf, validTraceContext } from '@mi/lib/telemetry/trace-context';
+import { withIncomingSpan } from '@mi/lib/telemetry/tracing';
 import { toProblem } from './api/problem';
 
 export type SweepRuntime = Pick<Runtime, 'config' | 'db' | 'store' | 'bus' | 'events' | 'log'>;
@@ -271,9 +272,12 @@ export function sweepHandler(rt: SweepRuntime, opts: SweepOptions = {}) {
     const intervalMs = rt.config.RECORDING_GAP_SWEEP_INTERVAL_SECONDS * 1000;
     const total: SweepCounts & { passes: number } = { passes: 0, ...NO_COUNTS };
     const started = Date.now();
+    // A server span per pass (the http instrumentation makes none in the functions), continuing the caller's trace.
+    const header = (name: string) => [req.headers[name]].flat()[0];
+    const incoming = validTraceContext({ traceparent: header('traceparent'), tracestate: header('tracestate') }) ?? {};
     try {
       for (;;) {
-        const counts = await runSweep(rt, opts);
+        const counts = await withIncomingSpan('sweep pass', incoming, {}, () => runSweep(rt, opts));
         total.passes++;
         for (const k of Object.keys(counts) as (keyof SweepCounts)[]) total[k] += counts[k];
         const next = started + total.passes * intervalMs;

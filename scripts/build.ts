@@ -23,6 +23,13 @@ const bundled = (name: string) => name.startsWith('@opentelemetry/');
 /** The preload every unit starts with (`node --import`), next to the unit's main file. */
 export const PRELOAD = 'telemetry-register.js';
 
+/**
+ * What Terraform sets on both functions to start them with the preload (function_telemetry_env in
+ * infra/modules/services/functions.tf, checked by test/infra.test.ts): the deploy test and
+ * bench:api start the api bundle with it. Their apps make each request's server span themselves.
+ */
+export const FUNCTION_PRELOAD_ENV = { NODE_OPTIONS: `--import=./${PRELOAD}`, OTEL_HTTP_SERVER_SPANS: 'app' };
+
 /** Runtime dependencies of the workspaces left external, with the versions the lock file resolved. */
 function runtimeDependencies(): Record<string, string> {
   const lock = readJson('package-lock.json');

@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../lib/config';
-import { PRELOAD } from '../scripts/build';
+import { FUNCTION_PRELOAD_ENV, PRELOAD } from '../scripts/build';
 import { buildDocument } from '../client/scripts/document';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -290,7 +290,7 @@ describe('terraform', () => {
     expect(env).toContain('OTEL_RESOURCE_ATTRIBUTES = "service.name=${each.key},cloud.region=${var.region}"');
     const telemetry = locals('modules/services').function_telemetry_env;
     expect(telemetry).toEqual({
-      NODE_OPTIONS: `--import=./${PRELOAD}`,
+      ...FUNCTION_PRELOAD_ENV,
       OTEL_EXPORTER_OTLP_ENDPOINT: 'https://telemetry.googleapis.com',
       OTEL_EXPORTER_OTLP_AUTH: 'google',
     });

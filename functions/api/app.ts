@@ -85,19 +85,22 @@ export function createApp(deps: AppDeps) {
     // The same rule as the live service's (lib/telemetry/trace-context.ts): what is invalid is dropped.
     const incoming =
       validTraceContext({ traceparent: c.req.header('traceparent'), tracestate: c.req.header('tracestate') }) ?? {};
-    await withIncomingSpan(`${c.req.method} ${c.req.path}`, incoming, async (span) => {
+    // The request's server span (the http instrumentation makes none in the functions: register.ts).
+    const attributes = { 'http.request.method': c.req.method, 'url.path': c.req.path };
+    await withIncomingSpan(`${c.req.method} ${c.req.path}`, incoming, attributes, async (span) => {
       // Our span's context goes on to Pub/Sub attributes and outgoing calls (same trace id).
       c.set('trace', currentTraceHeaders());
       const traceId = currentTraceId();
       c.set('log', deps.log.child({ request_id: c.var.requestId, ...(traceId ? { trace_id: traceId } : {}) }));
       const started = performance.now();
       await next();
-      span.setAttribute('http.response.status_code', c.res.status);
       // The route template (bounded cardinality), never the path: the last matched route is the handler's.
       const template = routePath(c, -1);
+      const route = template === '*' || template.endsWith('/*') ? 'unmatched' : template;
+      span.setAttributes({ 'http.route': route, 'http.response.status_code': c.res.status });
       instruments().httpDuration.record(performance.now() - started, {
         'http.request.method': c.req.method,
-        'http.route': template === '*' || template.endsWith('/*') ? 'unmatched' : template,
+        'http.route': route,
         'http.response.status_code': c.res.status,
       });
       // The path only: query strings can hold signatures.

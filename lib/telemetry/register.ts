@@ -29,9 +29,18 @@ else {
   acknowledged = waitForAllMessagesAcknowledged;
 }
 
+// OTEL_HTTP_SERVER_SPANS=app (the functions): the app makes each request's server span itself
+// (functions/api/app.ts, functions/sweep.ts), and the http instrumentation leaves incoming requests
+// alone. Even a request it ignores costs: it binds the request's and the response's emitters to a
+// context, a fifth of a /healthz's CPU (BENCHMARKS.md, API: reading the figures).
+const appServerSpans = process.env.OTEL_HTTP_SERVER_SPANS === 'app';
 const instrumentations = [
-  // Health probes every few seconds are not worth a trace each.
-  new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => req.url === '/healthz' }),
+  new HttpInstrumentation(
+    appServerSpans
+      ? { disableIncomingRequestInstrumentation: true }
+      : // Health probes every few seconds are not worth a trace each.
+        { ignoreIncomingRequestHook: (req) => req.url === '/healthz' },
+  ),
   // A span per query, not per pool checkout; statements only (never parameter values).
   new PgInstrumentation({ requireParentSpan: true }),
   new GrpcInstrumentation(),

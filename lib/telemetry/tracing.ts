@@ -4,7 +4,7 @@
 // dropped, so start-up and requests are unaffected when no collector listens. The spans of
 // http, pg, gRPC and fetch calls come from the instrumentations telemetry-register.ts installs
 // before the app loads (node --import); they use the provider set here.
-import { context, propagation, SpanKind, trace, type Span, type Tracer } from '@opentelemetry/api';
+import { context, propagation, SpanKind, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -64,14 +64,18 @@ export async function flushTelemetry() {
 
 export const tracer = (): Tracer => trace.getTracer('meeting-intelligence');
 
-/** Runs fn in a span that continues the trace of the incoming headers. */
+/**
+ * Runs fn in the server span of what the process serves (a request, a sweep), continuing the
+ * trace of the incoming headers.
+ */
 export function withIncomingSpan<T>(
   name: string,
   headers: Record<string, string | undefined>,
+  attributes: Attributes,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
   const parent = propagation.extract(context.active(), headers);
-  return tracer().startActiveSpan(name, {}, parent, async (span) => {
+  return tracer().startActiveSpan(name, { kind: SpanKind.SERVER, attributes }, parent, async (span) => {
     try {
       return await fn(span);
     } finally {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { mintDevToken } from '@mi/lib/adapters/auth';
 import { freePort } from '../../emulators/gcloud';
-import { buildAll, PRELOAD } from '../../scripts/build';
+import { buildAll, FUNCTION_PRELOAD_ENV, PRELOAD } from '../../scripts/build';
 import { fileDatabase, TEST_SECRETS } from '../harness';
 import type { TestDatabase } from '../support/database';
 import {
@@ -22,8 +22,8 @@ import {
 } from '../support/otlp';
 
 const framework = path.resolve('node_modules/.bin/functions-framework');
-// What Terraform sets on both functions (test/infra.test.ts checks it there).
-const FUNCTION_NODE_OPTIONS = `--import=./${PRELOAD}`;
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const PARENT_SPAN_ID = '00f067aa0ba902b7';
 
 /** The live container's start command, from the Dockerfile (run from /app there, run-services/live here). */
 function dockerCmd(): string[] {
@@ -135,7 +135,7 @@ describe('deployable units', () => {
     const proc = await run(
       'node',
       [framework, '--target=sweep', '--source=.', `--port=${port}`],
-      { NODE_OPTIONS: FUNCTION_NODE_OPTIONS },
+      FUNCTION_PRELOAD_ENV,
       'functions/dist',
     );
     const url = `http://127.0.0.1:${port}/`;
@@ -156,7 +156,7 @@ describe('deployable units', () => {
     expect(anonymous.status).toBe(401);
   });
 
-  it('should trace and meter the api target as deployed: auto-instrumented http and pg spans, Google credentials on every export', async () => {
+  it('should trace and meter the api target as deployed: the app server span, auto-instrumented pg spans, Google credentials on every export', async () => {
     const otlp = await receiver();
     const metadata = await startMetadataServer();
     closers.push(metadata.close);
@@ -165,7 +165,7 @@ describe('deployable units', () => {
       'node',
       [framework, '--target=api', '--source=.', `--port=${port}`],
       {
-        NODE_OPTIONS: FUNCTION_NODE_OPTIONS,
+        ...FUNCTION_PRELOAD_ENV,
         OTEL_ENABLED: 'true',
         OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
         OTEL_EXPORTER_OTLP_AUTH: 'google',
@@ -179,16 +179,28 @@ describe('deployable units', () => {
     const url = `http://127.0.0.1:${port}`;
     await waitHealthy(url, proc);
     const me = await fetch(`${url}/me`, {
-      headers: { authorization: `Bearer ${await mintDevToken(TEST_SECRETS.IDENTITY_SECRET_KEY, 'gail')}` },
+      headers: {
+        authorization: `Bearer ${await mintDevToken(TEST_SECRETS.IDENTITY_SECRET_KEY, 'gail')}`,
+        // Sampled, so that the request is recorded whatever OTEL_TRACES_SAMPLER_ARG says.
+        traceparent: `00-${TRACE_ID}-${PARENT_SPAN_ID}-01`,
+      },
     });
     expect(me.status).toBe(200);
 
-    // http: the server span of the request; pg: its queries, in the same trace.
+    // The app's server span of the request (the http instrumentation makes none in a function:
+    // OTEL_HTTP_SERVER_SPANS=app); pg: its queries, in the same trace. The trace given is continued.
     const server = await until(
       'the server span of GET /me',
-      () => otlp.spans().find((s) => s.kind === SPAN_KIND_SERVER && Object.values(s.attributes).includes('/me')),
+      () => otlp.spans().find((s) => s.kind === SPAN_KIND_SERVER && s.attributes['url.path'] === '/me'),
       proc.output,
     );
+    expect(server).toMatchObject({
+      name: 'GET /me',
+      traceId: TRACE_ID,
+      parentSpanId: PARENT_SPAN_ID,
+      attributes: { 'http.request.method': 'GET', 'http.route': '/me', 'http.response.status_code': 200 },
+    });
+    expect(otlp.spans().filter((s) => s.kind === SPAN_KIND_SERVER)).toHaveLength(1);
     const query = await until(
       'a pg query span of that request',
       () =>
@@ -203,10 +215,6 @@ describe('deployable units', () => {
       proc.output,
     );
     expect(query.parentSpanId).toBeTruthy();
-    // Our middleware's span (named by route) continues the server span.
-    expect(otlp.spans().find((s) => s.name === 'GET /me' && s.traceId === server.traceId)?.parentSpanId).toBe(
-      server.spanId,
-    );
     expect(server.resource).toMatchObject({
       'service.name': 'api',
       'cloud.region': 'europe-west1',

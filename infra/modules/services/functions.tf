@@ -32,8 +32,10 @@ locals {
   # straight to Google's Telemetry API, carrying the service account's token (lib/telemetry/otlp.ts), and
   # every instance starts with the telemetry preload, which the functions framework's process
   # (run from the source directory) loads through NODE_OPTIONS (docs/deployment.md, Observability).
+  # The apps make each request's server span; the preload's http instrumentation makes none.
   function_telemetry_env = {
     NODE_OPTIONS                = "--import=./telemetry-register.js"
+    OTEL_HTTP_SERVER_SPANS      = "app"
     OTEL_EXPORTER_OTLP_ENDPOINT = "https://telemetry.googleapis.com"
     OTEL_EXPORTER_OTLP_AUTH     = "google"
   }
