@@ -120,11 +120,10 @@ export async function updateSubTask(
 
 /** Hard delete (sub_task has no deleted_at). */
 export async function deleteSubTask(q: Queryable, actor: Actor, id: string): Promise<OwnedSubTask | null> {
-  const { rows } = await q.query<Row>(
-    'sub_task.delete',
-    `DELETE FROM sub_task s USING task t WHERE s.id = $1 AND ${VISIBLE_TASK}
-     RETURNING ${COLUMNS}, t.user_id AS owner_id, t.meeting_id AS owner_meeting_id`,
-    [id, actor.userId],
-  );
-  return rows[0] ? owned(rows[0]) : null;
+  // Through the locked read: a task's soft delete committing meanwhile hides the sub-task, so nothing is deleted.
+  // guard: sub-task-delete-task-lock | remove: , { forUpdate: true } | test: test/concurrency/row-locks.test.ts :: DELETE of a sub-task whose task's delete commits
+  const found = await getSubTask(q, actor, id, { forUpdate: true });
+  if (!found) return null;
+  await q.query('sub_task.delete', 'DELETE FROM sub_task WHERE id = $1', [id]);
+  return found;
 }

@@ -92,6 +92,17 @@ describe.skipIf(!native)('writes racing a change of their row', () => {
     expect(await sql('SELECT content FROM sub_task WHERE id = $1', [sub])).toEqual([{ content: 'hidden' }]);
   });
 
+  it("should answer 404 to a DELETE of a sub-task whose task's delete commits meanwhile, and emit nothing", async () => {
+    const task = (await api.post(alice, '/tasks', { content: 'parent' })).body.id;
+    const sub = (await api.post(alice, `/tasks/${task}/sub-tasks`, { content: 'hidden' })).body.id;
+    await raceRemoval('UPDATE task SET deleted_at = now() WHERE id = $1', task, () =>
+      api.request('DELETE', `/sub-tasks/${sub}`, { token: alice }),
+    );
+    expect(await sql('SELECT content FROM sub_task WHERE id = $1', [sub])).toEqual([{ content: 'hidden' }]);
+    const deleted = "SELECT 1 FROM event_outbox WHERE payload->>'id' = $1 AND payload->>'action' = 'deleted'";
+    expect(await sql(deleted, [sub])).toEqual([]);
+  });
+
   it("should answer 404 to moving a segment to another speaker while the segment's removal commits", async () => {
     const { segment } = await meetingWithSegments();
     await raceRemoval('DELETE FROM transcript_segment WHERE id = $1', segment, () =>
