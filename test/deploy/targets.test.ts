@@ -130,28 +130,45 @@ describe('deployable units', () => {
     expect(malformed.status).toBe(400);
   });
 
-  it('should serve the sweep target from the function bundle', async () => {
+  it('should serve the sweep target from the function bundle, a server span per pass continuing the caller trace', async () => {
+    const otlp = await receiver();
     const port = await freePort();
     const proc = await run(
       'node',
       [framework, '--target=sweep', '--source=.', `--port=${port}`],
-      FUNCTION_PRELOAD_ENV,
+      { ...FUNCTION_PRELOAD_ENV, OTEL_ENABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url },
       'functions/dist',
     );
     const url = `http://127.0.0.1:${port}/`;
-    const until = Date.now() + 60_000;
+    const deadline = Date.now() + 60_000;
     let res: Response | null = null;
-    while (!res && Date.now() < until) {
+    while (!res && Date.now() < deadline) {
       if (proc.child.exitCode !== null) throw new Error(proc.output());
       res = await fetch(url, {
         method: 'POST',
-        headers: { authorization: `Bearer ${TEST_SECRETS.SERVICE_AUTH_TOKEN}`, 'content-type': 'application/json' },
+        headers: {
+          authorization: `Bearer ${TEST_SECRETS.SERVICE_AUTH_TOKEN}`,
+          'content-type': 'application/json',
+          traceparent: `00-${TRACE_ID}-${PARENT_SPAN_ID}-01`,
+        },
         body: '{}',
       }).catch(() => null);
       if (!res) await new Promise((r) => setTimeout(r, 250));
     }
     expect(res?.status).toBe(200);
     expect(await res!.json()).toMatchObject({ passes: 1, finalized: 0 });
+    const pass = await until(
+      'the span of the sweep pass',
+      () => otlp.spans().find((s) => s.name === 'sweep pass'),
+      proc.output,
+    );
+    expect(pass).toMatchObject({ kind: SPAN_KIND_SERVER, traceId: TRACE_ID, parentSpanId: PARENT_SPAN_ID });
+    await until(
+      'a pg query span of the pass',
+      () => otlp.spans().find((s) => s.traceId === TRACE_ID && s.kind === SPAN_KIND_CLIENT),
+      proc.output,
+    );
+    expect(otlp.spans().filter((s) => s.kind === SPAN_KIND_SERVER)).toHaveLength(1);
     const anonymous = await fetch(url, { method: 'POST' });
     expect(anonymous.status).toBe(401);
   });
