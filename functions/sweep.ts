@@ -37,7 +37,7 @@ import {
 } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
 import { runWorkflow } from '@mi/lib/use-cases/workflow';
-import { traceIdOf, validTraceContext } from '@mi/lib/telemetry/trace-context';
+import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 import { withIncomingSpan } from '@mi/lib/telemetry/tracing';
 import { toProblem } from './api/problem';
 
@@ -274,7 +274,7 @@ export function sweepHandler(rt: SweepRuntime, opts: SweepOptions = {}) {
     const started = Date.now();
     // A server span per pass (the http instrumentation makes none in the functions), continuing the caller's trace.
     const header = (name: string) => [req.headers[name]].flat()[0];
-    const incoming = validTraceContext({ traceparent: header('traceparent'), tracestate: header('tracestate') }) ?? {};
+    const incoming = { traceparent: header('traceparent'), tracestate: header('tracestate') };
     try {
       for (;;) {
         const counts = await withIncomingSpan('sweep pass', incoming, {}, () => runSweep(rt, opts));

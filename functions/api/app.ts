@@ -12,7 +12,6 @@ import { DomainError } from '@mi/lib/errors';
 import { StorageUnavailableError } from '@mi/lib/adapters/storage';
 import { instruments } from '@mi/lib/telemetry/metrics';
 import { currentTraceHeaders, currentTraceId, withIncomingSpan } from '@mi/lib/telemetry/tracing';
-import { validTraceContext } from '@mi/lib/telemetry/trace-context';
 import type { AppDeps, AppEnv, Principal } from './env';
 import { registerDocs } from './docs';
 import { limitBodies } from './middleware/body-limit';
@@ -82,9 +81,7 @@ export function createApp(deps: AppDeps) {
     c.set('deps', deps);
     const clientId = c.req.header('x-client-id');
     c.set('clientId', clientId && UUID_PATTERN.test(clientId) ? clientId : null);
-    // The same rule as the live service's (lib/telemetry/trace-context.ts): what is invalid is dropped.
-    const incoming =
-      validTraceContext({ traceparent: c.req.header('traceparent'), tracestate: c.req.header('tracestate') }) ?? {};
+    const incoming = { traceparent: c.req.header('traceparent'), tracestate: c.req.header('tracestate') };
     // The request's server span (the http instrumentation makes none in the functions: register.ts).
     const attributes = { 'http.request.method': c.req.method, 'url.path': c.req.path };
     await withIncomingSpan(`${c.req.method} ${c.req.path}`, incoming, attributes, async (span) => {

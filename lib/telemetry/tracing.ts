@@ -20,6 +20,7 @@ import {
 import type { Config } from '../config';
 import { flushMetrics, initMetrics } from './metrics';
 import { otlpTarget, preloadedInstrumentations, resourceAttributes, type OtlpConfig } from './otlp';
+import { validTraceContext } from './trace-context';
 
 let provider: BasicTracerProvider | null = null;
 
@@ -66,15 +67,16 @@ export const tracer = (): Tracer => trace.getTracer('meeting-intelligence');
 
 /**
  * Runs fn in the server span of what the process serves (a request, a sweep), continuing the
- * trace of the incoming headers.
+ * trace of the caller's traceparent/tracestate; what is invalid is dropped, by the rule the live
+ * service applies too (trace-context.ts).
  */
 export function withIncomingSpan<T>(
   name: string,
-  headers: Record<string, string | undefined>,
+  incoming: { traceparent?: unknown; tracestate?: unknown },
   attributes: Attributes,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
-  const parent = propagation.extract(context.active(), headers);
+  const parent = propagation.extract(context.active(), validTraceContext(incoming) ?? {});
   return tracer().startActiveSpan(name, { kind: SpanKind.SERVER, attributes }, parent, async (span) => {
     try {
       return await fn(span);
