@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { CRC32C } from '@google-cloud/storage';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startGcsEmulator, type GcsEmulator } from '../../emulators/gcs/server';
+import { freePort } from '../dev/free-port';
 import { loadOrCreateSignerKey } from '../../emulators/gcs/signer-key';
 import {
   COMPOSE_TEMP_PREFIX,
@@ -283,5 +284,24 @@ describe('ObjectStore on the GCS emulator', () => {
     expect((await store.stat('faulty/obj'))?.size).toBe(10);
     const left = (await (await fetch(`${emulator.url}/_emulator/faults`)).json()) as { faults: unknown[] };
     expect(left.faults).toEqual([]); // the fault was spent on the stat
+  });
+
+  it('should send a buffer again when storage answers 503, and store it once', async () => {
+    const set = await fetch(`${emulator.url}/_emulator/faults`, {
+      method: 'POST',
+      body: JSON.stringify({ mode: 'error503', count: 2, match: 'faulty/buffer' }),
+    });
+    expect(set.status).toBe(200);
+    const body = bytes(3_200, 4);
+    const written = await store.write('faulty/buffer', body, { createOnly: true, crc32c: crc32c(body) });
+    expect(written).toMatchObject({ name: 'faulty/buffer', size: 3_200, crc32c: crc32c(body), md5Hash: md5(body) });
+    expect((await store.readAll('faulty/buffer')).equals(body)).toBe(true);
+    const left = (await (await fetch(`${emulator.url}/_emulator/faults`)).json()) as { faults: unknown[] };
+    expect(left.faults).toEqual([]); // both 503s were answers to the write
+  });
+
+  it('should report a buffer write that storage never answers as unavailable', async () => {
+    const nobody = createObjectStore({ bucket: 'storage-test', emulatorHost: `http://127.0.0.1:${await freePort()}` });
+    await expect(nobody.write('gone/obj', Buffer.from('lost'))).rejects.toBeInstanceOf(StorageUnavailableError);
   });
 });
