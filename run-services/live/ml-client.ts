@@ -60,6 +60,14 @@ const REQUEST_TIMEOUT_MS = 5_000;
 /** Drop counts are reported at most this often (the ML's own and ours). */
 const DROP_REPORT_MS = 2_000;
 
+/**
+ * Frames go out with a mask of zeros, which ws sends without masking (or copying) the bytes. A
+ * client's random mask (RFC 6455, 10.3) keeps a browser script's chosen bytes from reading as
+ * HTTP to a proxy that inspects the connection; this one is TLS to the ML service in production
+ * (wss://, nothing in between reads it) and a local socket elsewhere. Saves a copy of every frame.
+ */
+const zeroMask = (mask: Buffer) => void mask.fill(0);
+
 /** The streams holding frames to forward, flushed together by one timer (all streams of a process share the setting). */
 const due = new Set<MlStream>();
 let flushTimer: NodeJS.Timeout | null = null;
@@ -211,6 +219,7 @@ export class MlStream {
           perMessageDeflate: false,
           createConnection,
           maxPayload: ML_MESSAGE_MAX_BYTES,
+          generateMask: zeroMask,
         }),
       );
     } catch (err) {
