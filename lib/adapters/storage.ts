@@ -14,7 +14,7 @@ import {
   type PreconditionOptions,
 } from '@google-cloud/storage';
 import { retry } from '../async';
-import { nativeCrc32cValidator } from './crc32c';
+import { crc32cOf, nativeCrc32cValidator } from './crc32c';
 import { serviceAccountAuth } from './google-auth';
 
 export interface StoredObject {
@@ -34,8 +34,8 @@ export interface WriteOptions {
   /** Streams larger than this abort with ObjectTooLargeError and leave no object. */
   maxBytes?: number;
   /**
-   * The body's CRC32C (base64), for Buffer bodies: storage checks it and refuses other bytes,
-   * so the client's own hashing of the upload (CPU per write) is skipped.
+   * The body's CRC32C (base64), for Buffer bodies, when the caller has it already (else it is
+   * computed here): storage checks it and refuses other bytes.
    */
   crc32c?: string;
 }
@@ -195,7 +195,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   async function uploadBuffer(name: string, body: Buffer, o: WriteOptions): Promise<StoredObject> {
     const boundary = randomUUID();
     const contentType = o.contentType ?? 'application/octet-stream';
-    const metadata = JSON.stringify({ name, contentType, ...(o.crc32c ? { crc32c: o.crc32c } : {}) });
+    const metadata = JSON.stringify({ name, contentType, crc32c: o.crc32c ?? crc32cOf(body) });
     const query = new URLSearchParams({ uploadType: 'multipart', name });
     const precondition = preconditionsOf(o);
     if (precondition) query.set('ifGenerationMatch', String(precondition.ifGenerationMatch));
