@@ -13,6 +13,8 @@ export interface Measured {
   wallMs: number;
   /** CPU ms of every process group over the window. */
   groups: Map<string, number>;
+  /** Busy ms of every core over the window (the kernel's work included). */
+  cores: number[];
   rssPerRecording: number;
 }
 
@@ -59,5 +61,14 @@ export function processTable(at: Measured | undefined, over: Measured | undefine
       ...points.map((m, i) => [cols[i], ((m.groups.get(g) ?? 0) / m.wallMs).toFixed(2)]),
     ]),
   );
-  return `CPU of every process over the window (a core is 1.00; the server has one core of its own when pinned):\n\n${table(rows)}`;
+  const busy = points.map(
+    (m) => `at ${m.n} recordings ${m.cores.map((ms, c) => `core ${c} ${(ms / m.wallMs).toFixed(2)}`).join(', ')}`,
+  );
+  return [
+    `CPU of every process over the window (a core is 1.00; the server has one core of its own when pinned):`,
+    '',
+    table(rows),
+    '',
+    `Cores busy over the window (/proc/stat: the processes above and the kernel's work for them, loopback networking included): ${busy.join('; ')}.`,
+  ].join('\n');
 }

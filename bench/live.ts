@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { sleep } from '@mi/lib/async';
-import { cpuByGroup, treeCpuMs, treeRssBytes } from './process-cpu';
+import { coreBusyMs, cpuByGroup, treeCpuMs, treeRssBytes } from './process-cpu';
 import type { LoadResult, Plan } from './live-roles';
 import {
   child,
@@ -215,11 +215,11 @@ export async function measure(
   const load = child(['load', planFile], env);
   await load.line('sending');
   const named = { ...o.named, server: pid, 'load generator': load.proc.pid };
-  const from = { cpu: treeCpuMs(pid), groups: cpuByGroup(named), at: performance.now() };
+  const from = { cpu: treeCpuMs(pid), groups: cpuByGroup(named), cores: coreBusyMs(), at: performance.now() };
   let peakRss = baseRss;
   const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, treeRssBytes(pid))), 1000);
   const result = (await load.line('result')).result as LoadResult;
-  const to = { cpu: treeCpuMs(pid), groups: cpuByGroup(named), at: performance.now() };
+  const to = { cpu: treeCpuMs(pid), groups: cpuByGroup(named), cores: coreBusyMs(), at: performance.now() };
   clearInterval(rssTimer);
   if (mode === 'bare') await sleep(1200); // one more count, after the last frame
   await stopChild(load);
@@ -233,6 +233,7 @@ export async function measure(
     cpuMs: to.cpu - from.cpu,
     wallMs: to.at - from.at,
     groups,
+    cores: to.cores.map((ms, c) => ms - (from.cores[c] ?? 0)),
     rssPerRecording: (peakRss - baseRss) / n,
   };
 }

@@ -103,3 +103,14 @@ export function treeRssBytes(root: number): number {
   }
   return bytes;
 }
+
+/** Busy ms of every core so far (/proc/stat: all but idle and iowait), the kernel's own work included. */
+export function coreBusyMs(): number[] {
+  return readFileSync('/proc/stat', 'utf8')
+    .split('\n')
+    .filter((l) => /^cpu\d+ /.test(l))
+    .map((l) => {
+      const [user, nice, system, , , irq, softirq, steal] = l.split(/\s+/).slice(1).map(Number);
+      return (user + nice + system + irq + softirq + steal) * TICK_MS;
+    });
+}
