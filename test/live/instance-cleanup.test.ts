@@ -33,8 +33,10 @@ const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   database = await openTestDatabase();
-  // Marks lapse 3 s after an instance's last renewal (1 s apart while it runs).
-  env = { ...fileEnv(), LIVE_INSTANCE_TTL_SECONDS: '3' };
+  // Marks lapse 10 s after an instance's last renewal (3.3 s apart while it runs). With 3 s, a
+  // loaded machine (the guard runner's two copies) delayed renewals past the lapse, and the
+  // sweep then rightly deleted the running instances' topics too.
+  env = { ...fileEnv(), LIVE_INSTANCE_TTL_SECONDS: '10' };
   [a, b] = await Promise.all(['a', 'b'].map((n) => startInstance(database, env, { instanceId: `cleanup-${n}` })));
   pubsub = new PubSub({
     projectId: a.config.GOOGLE_CLOUD_PROJECT,
@@ -94,7 +96,7 @@ describe('a live instance that died', () => {
         await runSweep({ ...a.rt, bus }, { coordination: a.rt.coordination });
         expect(await topicNames()).not.toContain(instanceTopic(events, deadId));
       },
-      { timeout: 30_000, interval: 500 },
+      { timeout: 60_000, interval: 500 },
     );
     expect(new Set(deleted)).toEqual(new Set([instanceTopic(events, deadId)]));
     const [topics, subscriptions] = await Promise.all([topicNames(), subscriptionNames()]);
