@@ -5,6 +5,7 @@
 // Firestore lapsed, keeps those of the running instances, and later publishes to the deleted
 // topic are skipped, not retried forever. Against the Pub/Sub and Firestore emulators.
 import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { PubSub } from '@google-cloud/pubsub';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { instanceSubscriptionName, instanceTopic } from '@mi/lib/adapters/bus';
@@ -33,11 +34,14 @@ const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   database = await openTestDatabase();
-  // Marks lapse 10 s after an instance's last renewal (3.3 s apart while it runs). With 3 s, a
-  // loaded machine (the guard runner's two copies) delayed renewals past the lapse, and the
-  // sweep then rightly deleted the running instances' topics too.
+  // Marks lapse 10 s after an instance's last renewal (3.3 s apart while it runs).
   env = { ...fileEnv(), LIVE_INSTANCE_TTL_SECONDS: '10' };
-  [a, b] = await Promise.all(['a', 'b'].map((n) => startInstance(database, env, { instanceId: `cleanup-${n}` })));
+  // Ids of this run only: another copy of this file (the guard runner runs two) must not remove
+  // these instances' marks when its own instances with the same ids shut down.
+  const run = randomUUID().slice(0, 8);
+  [a, b] = await Promise.all(
+    ['a', 'b'].map((n) => startInstance(database, env, { instanceId: `cleanup-${n}-${run}` })),
+  );
   pubsub = new PubSub({
     projectId: a.config.GOOGLE_CLOUD_PROJECT,
     apiEndpoint: env.PUBSUB_EMULATOR_HOST,
