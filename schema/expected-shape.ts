@@ -301,6 +301,13 @@ export const TABLES: Record<string, string[]> = {
     'duration_ms integer required',
     'attempted_at timestamptz required = clock_timestamp()',
   ],
+  // internal: people merged into another, so writes naming them follow the merge (decisions.md section 8)
+  person_merge: [
+    'merged_id uuid required',
+    'person_id uuid required',
+    'user_id uuid required',
+    'created_at timestamptz required = now()',
+  ],
 };
 
 /** Every reference: "table.column -> parent: rule", rule as the spec words it. */
@@ -346,6 +353,8 @@ export const REFERENCES = [
   'event_outbox.user_id -> app_user: CASCADE',
   'recording.meeting_id -> meeting: CASCADE',
   'recording.transcription_id -> transcription: SET NULL',
+  'person_merge.person_id -> person: CASCADE',
+  'person_merge.user_id -> app_user: CASCADE',
 ];
 
 /** Indexes the API's queries need: "table (columns as pg_indexes prints them) [where ...]". */
@@ -382,4 +391,5 @@ export const QUERY_INDEXES = [
   'note USING gin (user_id, content_search)',
   'voice_sample (person_id, created_at DESC, segment_id DESC)',
   'voice_sample (meeting_id)',
+  'person_merge (person_id)',
 ];

@@ -538,3 +538,14 @@ CREATE TABLE account_erasure (
   requested_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- People merged into another (POST /people/{id}/merge deletes the merged one): a write naming a
+-- merged person is attributed to the person it was merged into (decisions.md section 8). Kept
+-- flat: a later merge of person_id re-points its rows, so one lookup follows any chain.
+CREATE TABLE person_merge (
+  merged_id uuid PRIMARY KEY,
+  person_id uuid NOT NULL REFERENCES person (id) ON DELETE CASCADE,
+  user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX person_merge_person_id_idx ON person_merge (person_id);

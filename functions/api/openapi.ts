@@ -7,6 +7,7 @@ import type { Scheme } from '@mi/lib/adapters/auth';
 import type { AppEnv } from './env';
 import { requireAuth } from './middleware/auth';
 import { idempotent, optionallyIdempotent } from './middleware/idempotency';
+import { ignoreUnknownFieldsOfService } from './middleware/service-body';
 
 export { z };
 
@@ -97,6 +98,10 @@ type Declared<C extends OpConfig> = ReturnType<
 export function op<const C extends OpConfig>(cfg: C): Declared<C> {
   const middleware: MiddlewareHandler<AppEnv>[] = [requireAuth(cfg.auth)];
   if (cfg.idempotent) middleware.push(cfg.idempotent === 'optional' ? optionallyIdempotent : idempotent);
+  // The ML's bodies ignore unknown fields, users' stay strict (middleware/service-body.ts): last, so
+  // the idempotency record hashes the body as sent.
+  const body = jsonBodySchema(cfg);
+  if (body && cfg.auth.includes('service')) middleware.push(ignoreUnknownFieldsOfService(body));
   const headers = z.object({
     ...(cfg.idempotent === true
       ? { 'idempotency-key': Uuid.openapi({ description: 'required; a uuid per logical request' }) }
@@ -123,6 +128,15 @@ export function op<const C extends OpConfig>(cfg: C): Declared<C> {
   const { auth, idempotent: _i, conditional: _c, ...route } = cfg;
   return createRoute({
     ...route,
+    ...(body && cfg.auth.includes('service')
+      ? {
+          description: `${route.description ? `${route.description} ` : ''}${
+            cfg.auth.includes('bearer')
+              ? 'With service credentials, body fields the core does not know are ignored (a user\'s are 422).'
+              : 'Body fields the core does not know are ignored.'
+          }`,
+        }
+      : {}),
     security: auth.map((s) => ({ [securityNames[s]]: [] })),
     middleware,
     request: { headers, ...(route.request ?? {}) },
@@ -153,6 +167,13 @@ export function op<const C extends OpConfig>(cfg: C): Declared<C> {
         : {}),
     },
   } as RouteConfig) as Declared<C>;
+}
+
+/** The JSON request body's schema of an operation, if it has one. */
+function jsonBodySchema(cfg: OpConfig): z.ZodType | undefined {
+  const body = cfg.request?.body as { content?: Record<string, { schema?: unknown }> } | undefined;
+  const schema = body?.content?.['application/json']?.schema;
+  return schema instanceof z.ZodType ? schema : undefined;
 }
 
 export const jsonBody = <T extends z.ZodTypeAny>(schema: T, description?: string) => ({

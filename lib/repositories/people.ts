@@ -4,6 +4,7 @@ import pgvector from 'pgvector';
 import { jsonParam, patchSet } from '../db/params';
 import type { Queryable } from '../db/pool';
 import type { Actor } from '../domain/actor';
+import { unprocessable } from '../errors';
 import { decodeCursor, toPage, type Page } from '../domain/pagination';
 import type { User } from './users';
 
@@ -156,6 +157,43 @@ export async function ownsPerson(q: Queryable, userId: string, personId: string)
     userId,
   ]);
   return rows.length > 0;
+}
+
+/**
+ * The person each of `personIds` stands for now: itself, or the person it was merged into
+ * (person_merge, chains kept flat by the merge); decisions.md section 8: a write naming a merged
+ * person is attributed, never refused. The people are locked (FOR KEY SHARE) so a merge holding
+ * one commits first; then its record is read again. 422 (naming `field`) for ids that are not
+ * `userId`'s people (another user's count as nonexistent).
+ */
+export async function survivingPeople(
+  q: Queryable,
+  userId: string,
+  personIds: (string | null | undefined)[],
+  field = 'person_id',
+): Promise<Map<string, string>> {
+  const named = [...new Set(personIds.filter((p): p is string => !!p))];
+  const people = new Map<string, string>();
+  if (!named.length) return people;
+  for (let pass = 1; ; pass++) {
+    const { rows } = await q.query<{ named: string; person_id: string }>(
+      'person.surviving',
+      `SELECT u.id AS named, p.id AS person_id
+       FROM unnest($2::uuid[]) AS u(id) LEFT JOIN person_merge m ON m.merged_id = u.id AND m.user_id = $1
+       JOIN person p ON p.id = coalesce(m.person_id, u.id) AND p.user_id = $1
+       FOR KEY SHARE OF p`,
+      [userId, named],
+    );
+    for (const r of rows) people.set(r.named, r.person_id);
+    const missing = named.filter((id) => !people.has(id));
+    if (!missing.length) return people;
+    // A merge that held a person we waited for has committed: its record is there now.
+    if (pass === 2)
+      throw unprocessable(
+        `${field} does not exist`,
+        missing.map((id) => ({ path: field, message: `person ${id} does not exist` })),
+      );
+  }
 }
 
 /** Sets or clears the user's own person record; null when `personId` is not the user's. */

@@ -42,6 +42,12 @@ const REFERENCES: Move[] = [
     `INSERT INTO meeting_attendee (meeting_id, person_id)
      SELECT meeting_id, $1 FROM meeting_attendee WHERE person_id = $2 ON CONFLICT DO NOTHING`,
   ],
+  // Later writes naming the other person follow it here; earlier merges into it follow too (flat chains).
+  ['person_merge.chain', 'UPDATE person_merge SET person_id = $1 WHERE person_id = $2'],
+  [
+    'person_merge.record',
+    'INSERT INTO person_merge (merged_id, person_id, user_id) VALUES ($2, $1, $3) ON CONFLICT (merged_id) DO NOTHING',
+  ],
   // The kept person's empty contact fields take the other's values; its own values win.
   [
     'person_merge.fields',

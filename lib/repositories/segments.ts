@@ -10,7 +10,9 @@ import { decodeCursor, toPage, type Page } from '../domain/pagination';
 import { applySpeakerLabels } from './speaker-label-reapply';
 import { syncVoiceSamples, takeVoiceSamples } from './voice-samples';
 
-export const MAX_SEGMENTS_PER_REQUEST = 5000;
+/** POST (live path) and PUT (a whole take: 4 h at one segment per 0.72 s, decisions.md section 8) bounds. */
+export const MAX_APPENDED_SEGMENTS = 5000;
+export const MAX_REPLACED_SEGMENTS = 20_000;
 
 export interface SegmentInput {
   /** Chosen by the client (the ML links segment_ids to it without reading back); a new uuid otherwise. */
@@ -18,6 +20,7 @@ export interface SegmentInput {
   speaker_label?: string | null;
   text: string;
   start_ms: number;
+  /** Default: start_ms (a segment never ends before it starts, decisions.md section 8). */
   end_ms?: number;
   confidence?: number;
   is_final?: boolean;
@@ -25,6 +28,8 @@ export interface SegmentInput {
   feature_vector?: number[] | null;
   person_id?: string | null;
 }
+
+const endOf = (s: SegmentInput) => s.end_ms ?? s.start_ms;
 
 export interface Segment {
   id: string;
@@ -115,7 +120,7 @@ async function insertSegments(tx: Queryable, transcriptionId: string, segments: 
       speaker_label: s.speaker_label ?? null,
       text: s.text,
       start_ms: s.start_ms,
-      end_ms: s.end_ms ?? 0,
+      end_ms: endOf(s),
       confidence: s.confidence ?? 0,
       is_final: s.is_final ?? true,
       is_highlighted: s.is_highlighted ?? false,
@@ -182,7 +187,7 @@ async function newSegments(tx: Queryable, transcriptionId: string, segments: Seg
       r.speaker_label === (s.speaker_label ?? null) &&
       r.text === s.text &&
       r.start_ms === s.start_ms &&
-      r.end_ms === (s.end_ms ?? 0) &&
+      r.end_ms === (endOf(s)) &&
       r.confidence === (s.confidence ?? 0) &&
       r.is_highlighted === (s.is_highlighted ?? false) &&
       r.has_vector === !!s.feature_vector;
@@ -262,7 +267,7 @@ export async function appendSegments(
       speaker_label: s.speaker_label ?? null,
       text: s.text,
       start_ms: s.start_ms,
-      end_ms: s.end_ms ?? 0,
+      end_ms: endOf(s),
       confidence: s.confidence ?? 0,
       is_final: false,
       is_highlighted: s.is_highlighted ?? false,

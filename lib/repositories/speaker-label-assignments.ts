@@ -6,7 +6,7 @@
 import type { Queryable } from '../db/pool';
 import { notFound, unprocessable } from '../errors';
 import { getMeeting } from './meetings';
-import { lockSpeakerIdentity, ownsPerson } from './people';
+import { lockSpeakerIdentity, survivingPeople } from './people';
 import { syncVoiceSamples } from './voice-samples';
 
 /**
@@ -20,7 +20,7 @@ export async function assignSpeakerLabel(
   userId: string,
   meetingId: string,
   speakerLabel: string,
-  personId: string,
+  namedPersonId: string,
 ): Promise<{ updated_count: number; people: string[] }> {
   // The speaker-identity lock before the meeting's rows orders this and a merge.
   // guard: assign-speaker-identity-lock | remove: await lockSpeakerIdentity(tx, userId); | test: test/concurrency/speaker-identity.test.ts :: should not deadlock when a merge and an assignment
@@ -34,8 +34,8 @@ export async function assignSpeakerLabel(
   await tx.query('speaker_label.lock_transcriptions', 'SELECT 1 FROM transcription WHERE meeting_id = $1 FOR SHARE', [
     meetingId,
   ]);
-  if (!(await ownsPerson(tx, userId, personId)))
-    throw unprocessable('person_id does not exist', [{ path: 'person_id', message: 'person does not exist' }]);
+  // A person merged into another stands for that one (422 when not the user's person).
+  const personId = (await survivingPeople(tx, userId, [namedPersonId])).get(namedPersonId)!;
 
   const { rows } = await tx.query<{ matched: number }>(
     'speaker_label.matched',

@@ -4,7 +4,7 @@ import { SERVICE } from '../domain/actor';
 import { getMeeting } from '../repositories/meetings';
 import * as segments from '../repositories/segments';
 import { moveSegmentToLabel } from '../repositories/speaker-label-assignments';
-import { lockSpeakerIdentity } from '../repositories/people';
+import { lockSpeakerIdentity, survivingPeople } from '../repositories/people';
 import type { Segment } from '../repositories/segments';
 import * as transcriptions from '../repositories/transcriptions';
 import type { Transcription } from '../repositories/transcriptions';
@@ -52,24 +52,40 @@ export const updateSegment: UseCase<
 /** The transcription (any user's: the ML service writes it), locked while its segments change. */
 async function lockedTranscription(ctx: UseCaseContext, transcriptionId: string) {
   // An assignment of a label holds the meeting's transcriptions (FOR SHARE): an append waits for
-  // it, then re-applies the stored assignments, its own included.
+  // it, then re-applies the stored assignments, its own included. An append reads the status on
+  // the locked row: a completion committing meanwhile is waited for, then seen.
+  // guard: append-after-completion-lock | remove: , { forUpdate: true } | test: test/concurrency/row-locks.test.ts :: an append racing the completion
   // guard: append-transcription-lock | remove: , { forUpdate: true } | test: test/concurrency/speaker-identity.test.ts :: append that starts while its label is being assigned
   const t = await transcriptions.getTranscription(ctx.tx, SERVICE, transcriptionId, { forUpdate: true });
   if (!t) throw notFound('transcription');
   return t;
 }
 
+/** The segments with each person_id replaced by the person it stands for now (a merged one followed); 422 for others' or unknown people. */
+async function attributed(ctx: UseCaseContext, userId: string, input: segments.SegmentInput[]) {
+  const people = await survivingPeople(
+    ctx.tx,
+    userId,
+    input.map((s) => s.person_id),
+  );
+  return people.size ? input.map((s) => (s.person_id ? { ...s, person_id: people.get(s.person_id) } : s)) : input;
+}
+
+/** A finished transcript is final: a late live write (a slow drain's tail) must not change it. */
+const FINISHED = new Set(['completed', 'failed']);
+
 export const appendSegments: UseCase<{ transcriptionId: string; segments: segments.SegmentInput[] }, void> = async (
   ctx,
   { transcriptionId, segments: input },
 ) => {
   const t = await lockedTranscription(ctx, transcriptionId);
-  await segments.assertPeopleOf(
+  if (FINISHED.has(t.status))
+    throw new DomainError('invalid_state', `transcription is ${t.status}: live segments are no longer accepted`);
+  const { broadcast, people } = await segments.appendSegments(
     ctx.tx,
-    t.user_id,
-    input.map((s) => s.person_id),
+    transcriptionId,
+    await attributed(ctx, t.user_id, input),
   );
-  const { broadcast, people } = await segments.appendSegments(ctx.tx, transcriptionId, input);
   for (const segment of broadcast) ctx.emit(t.user_id, segmentEvent(t.meeting_id, transcriptionId, segment));
   // Attributed segments with an embedding became voice samples: those people's models changed.
   for (const personId of people) ctx.emit(t.user_id, changed('person', 'updated', personId, null));
@@ -82,12 +98,7 @@ export const replaceSegments: UseCase<{ transcriptionId: string; segments: segme
   const t = await lockedTranscription(ctx, transcriptionId);
   if (await segments.isInProcessing(ctx.tx, transcriptionId))
     throw new DomainError('invalid_state', 'transcription is still in processing state');
-  await segments.assertPeopleOf(
-    ctx.tx,
-    t.user_id,
-    input.map((s) => s.person_id),
-  );
-  const people = await segments.replaceSegments(ctx.tx, transcriptionId, input);
+  const people = await segments.replaceSegments(ctx.tx, transcriptionId, await attributed(ctx, t.user_id, input));
   ctx.emit(t.user_id, changed('transcript_segment', 'updated', null, t.meeting_id));
   for (const personId of people) ctx.emit(t.user_id, changed('person', 'updated', personId, null));
 };

@@ -82,7 +82,7 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
         speaker_label: null,
         text: 'world',
         start_ms: 1200.5,
-        end_ms: 0,
+        end_ms: 1200.5,
         confidence: 0,
         is_final: true,
         is_highlighted: false,
@@ -187,7 +187,7 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
       [{ text: 'x', start_ms: '0' }],
       [{ text: 'x', start_ms: 0, confidence: 2 }],
       [{ text: 'x', start_ms: 0, person_id: 'nope' }],
-      [{ text: 'x', start_ms: 0, bogus: true }],
+      [{ text: 'x', start_ms: 5000, end_ms: 10 }],
       'not an array',
       [null],
     ];
@@ -200,11 +200,11 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
     expect(await stored(t.id)).toHaveLength(0);
   });
 
-  it('should answer 413 above 5,000 segments and store nothing', async () => {
+  it('should answer 413 above 5,000 segments on POST and 20,000 on PUT, and store nothing', async () => {
     const t = await transcription();
-    const many = Array.from({ length: 5001 }, (_, i) => ({ text: `s${i}`, start_ms: i }));
-    expect((await post(t.id, many)).status).toBe(413);
-    expect((await put(t.id, many)).status).toBe(413);
+    const many = (n: number) => Array.from({ length: n }, (_, i) => ({ text: `s${i}`, start_ms: i }));
+    expect((await post(t.id, many(5001))).status).toBe(413);
+    expect((await put(t.id, many(20_001))).status).toBe(413);
     expect(await stored(t.id)).toHaveLength(0);
   });
 
@@ -376,7 +376,7 @@ describe('PUT /transcriptions/{id}/segments (replace)', () => {
     expect((await stored(t.id)).map((r) => r.text)).toEqual(['keep']);
   });
 
-  it('should replace 5,000 segments in one request', async () => {
+  it('should replace 20,000 segments in one request', async () => {
     const t = await transcription();
     const p = await api.person(aliceId);
     await sql('INSERT INTO meeting_speaker_label (meeting_id, speaker_label, person_id) VALUES ($1, $2, $3)', [
@@ -384,30 +384,30 @@ describe('PUT /transcriptions/{id}/segments (replace)', () => {
       'SPEAKER_1',
       p,
     ]);
-    const segments = Array.from({ length: 5000 }, (_, i) => ({
+    const segments = Array.from({ length: 20_000 }, (_, i) => ({
       speaker_label: `SPEAKER_${i % 4}`,
       text: `segment number ${i} with some words in it`,
       start_ms: i * 1000,
       end_ms: i * 1000 + 900,
       confidence: 0.9,
-      feature_vector: i % 625 === 0 ? vector(i) : null,
+      feature_vector: i % 2500 === 0 ? vector(i) : null,
     }));
     const started = performance.now();
     const res = await put(t.id, segments);
     const ms = performance.now() - started;
     expect(res.status).toBe(204);
-    console.log(`PUT 5,000 segments: ${Math.round(ms)} ms`);
+    console.log(`PUT 20,000 segments: ${Math.round(ms)} ms`);
     const [{ n, labelled, vectors }] = await sql(
       `SELECT count(*)::int AS n, count(*) FILTER (WHERE person_id = $2)::int AS labelled, count(feature_vector)::int AS vectors FROM transcript_segment WHERE transcription_id = $1`,
       [t.id, p],
     );
-    expect({ n, labelled, vectors }).toEqual({ n: 5000, labelled: 1250, vectors: 8 });
+    expect({ n, labelled, vectors }).toEqual({ n: 20_000, labelled: 5000, vectors: 8 });
     // Each embedding lands on its own segment (they travel as one float4[] beside the rows).
     const stored = await sql<{ start_ms: number; v: string }>(
       `SELECT start_ms, feature_vector::text AS v FROM transcript_segment WHERE transcription_id = $1 AND feature_vector IS NOT NULL ORDER BY start_ms`,
       [t.id],
     );
-    expect(stored.map((r) => r.start_ms)).toEqual([0, 625, 1250, 1875, 2500, 3125, 3750, 4375].map((i) => i * 1000));
+    expect(stored.map((r) => r.start_ms)).toEqual([0, 1, 2, 3, 4, 5, 6, 7].map((i) => i * 2500 * 1000));
     for (const r of stored) {
       for (const [d, x] of (pgvector.fromSql(r.v) as number[]).entries())
         expect(x).toBeCloseTo(vector(r.start_ms / 1000)[d], 5);
@@ -514,5 +514,164 @@ describe('PATCH /transcript-segments/{id}', () => {
     expect((await api.request('PATCH', `/transcript-segments/${row.id}`, { body: { text: 'x' } })).status).toBe(401);
     expect((await patch(row.id, { text: 'x' }, svc)).status).toBe(403); // the ML service may not edit
     expect((await stored(t.id))[0].text).toBe('mine');
+  });
+});
+
+describe('ML writes on the live path (decisions.md section 8)', () => {
+  const patchStatus = (id: string, status: string) =>
+    api.request('PATCH', `/transcriptions/${id}`, { token: svc, body: { status } });
+  /** Walks the status machine to `status`. */
+  async function reach(id: string, status: 'synthesizing' | 'completed' | 'failed') {
+    const path = {
+      synthesizing: ['transcribing', 'synthesizing'],
+      completed: ['transcribing', 'synthesizing', 'completed'],
+      failed: ['transcribing', 'failed'],
+    }[status];
+    for (const s of path) expect((await patchStatus(id, s)).status).toBe(200);
+  }
+
+  it('should answer 409 invalid_state to an append after completed or failed, storing nothing, and accept one while synthesizing', async () => {
+    for (const status of ['completed', 'failed'] as const) {
+      const t = await transcription();
+      await reach(t.id, status);
+      const res = await post(t.id, [{ text: 'late tail', start_ms: 4000, end_ms: 5000 }]);
+      expect(res.status).toBe(409);
+      expect(res.body).toMatchObject({
+        type: 'https://meeting-intelligence.dev/problems/conflict',
+        detail: expect.stringContaining(status),
+      });
+      expect(await stored(t.id)).toHaveLength(0);
+      expect(await segmentEvents(t.id)).toHaveLength(0);
+    }
+    const t = await transcription();
+    await reach(t.id, 'synthesizing');
+    expect((await post(t.id, [{ text: 'during the batch pass', start_ms: 0, end_ms: 10 }])).status).toBe(204);
+    expect(await stored(t.id)).toHaveLength(1);
+  });
+
+  it('should answer an ML append retried after the completion: a replay of a landed one 204, one that never landed 409', async () => {
+    const t = await transcription();
+    await reach(t.id, 'synthesizing');
+    const landed = { 'idempotency-key': randomUUID() };
+    const body = { segments: [{ id: randomUUID(), text: 'landed', start_ms: 0, end_ms: 900 }] };
+    const append = (headers: Record<string, string>, b = body) =>
+      api.request('POST', `/transcriptions/${t.id}/segments`, { token: svc, body: b, headers });
+    expect((await append(landed)).status).toBe(204);
+    expect((await patchStatus(t.id, 'completed')).status).toBe(200);
+    // The ML did not see the first answer and retries it: the stored answer, nothing added.
+    const replay = await append(landed);
+    expect(replay.status).toBe(204);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    // A request whose first attempt never reached the core: refused, the finished transcript unchanged.
+    const late = { segments: [{ id: randomUUID(), text: 'tail', start_ms: 4000, end_ms: 5000 }] };
+    const key = { 'idempotency-key': randomUUID() };
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const res = await append(key, late);
+      expect(res.status).toBe(409);
+      expect(res.body).toMatchObject({
+        type: 'https://meeting-intelligence.dev/problems/conflict',
+        detail: expect.stringContaining('completed'),
+      });
+    }
+    expect((await stored(t.id)).map((r) => r.text)).toEqual(['landed']);
+  });
+
+  it('should answer 422 naming the segment whose end is before its start, on POST and PUT, storing nothing; overlaps are fine', async () => {
+    const t = await transcription();
+    const backwards = [
+      { text: 'a', start_ms: 0, end_ms: 1000 },
+      { text: 'b', start_ms: 5000, end_ms: 10 },
+    ];
+    for (const write of [post, put]) {
+      const res = await write(t.id, backwards);
+      expect(res.status).toBe(422);
+      expect(res.body.detail).toContain('segments.1.end_ms');
+      expect(res.body.errors).toEqual([{ path: 'segments.1.end_ms', message: 'must not be before start_ms' }]);
+    }
+    expect(await stored(t.id)).toHaveLength(0);
+    const overlapping = [
+      { speaker_label: 'SPEAKER_0', text: 'a', start_ms: 4000, end_ms: 5000 },
+      { speaker_label: 'SPEAKER_1', text: 'b', start_ms: 4500, end_ms: 5500 },
+      { text: 'instant', start_ms: 6000, end_ms: 6000 },
+      { text: 'no end given', start_ms: 7000 },
+    ];
+    expect((await post(t.id, overlapping)).status).toBe(204);
+    expect((await put(t.id, overlapping)).status).toBe(204);
+    expect((await stored(t.id)).map((r) => [r.start_ms, r.end_ms])).toEqual([
+      [4000, 5000],
+      [4500, 5500],
+      [6000, 6000],
+      [7000, 7000],
+    ]);
+  });
+
+  it("should ignore unknown fields in the ML's bodies and keep users' bodies strict", async () => {
+    const t = await transcription();
+    const unknown = { text: 'x', start_ms: 0, end_ms: 1, language: 'en', words: [{ w: 'x' }] };
+    expect((await post(t.id, [unknown])).status).toBe(204);
+    expect(
+      (
+        await api.request('PUT', `/transcriptions/${t.id}/segments`, {
+          token: svc,
+          body: { segments: [unknown], model: 'v2' },
+        })
+      ).status,
+    ).toBe(204);
+    expect((await stored(t.id)).map((r) => r.text)).toEqual(['x']);
+    const status = await api.request('PATCH', `/transcriptions/${t.id}`, {
+      token: svc,
+      body: { status: 'transcribing', worker: 'w-1' },
+    });
+    expect(status.status).toBe(200);
+    // PATCH /meetings/{id} takes both credentials: the ML's headline ignores the extra field, the user's is 422.
+    const asService = await api.request('PATCH', `/meetings/${t.meeting_id}`, {
+      token: svc,
+      body: { headline: 'From the ML', confidence: 0.8 },
+    });
+    expect(asService.status).toBe(200);
+    expect(asService.body.headline).toBe('From the ML');
+    const asUser = await api.request('PATCH', `/meetings/${t.meeting_id}`, {
+      token: alice,
+      body: { headline: 'Mine', confidence: 0.8 },
+    });
+    expect(asUser.status).toBe(422);
+    expect(asUser.body.errors).toEqual([expect.objectContaining({ path: '(body)' })]);
+    // Only unknown fields are dropped: the rest is validated as ever.
+    expect((await post(t.id, [{ text: 'x', start_ms: -1, extra: 1 }])).status).toBe(422);
+  });
+
+  it('should attribute segment and label writes naming a merged person to the person it was merged into, chains followed', async () => {
+    const [a, b, c] = [await api.person(aliceId), await api.person(aliceId), await api.person(aliceId)];
+    const merge = (keep: string, other: string) => api.post(alice, `/people/${keep}/merge`, { person_id: other });
+    expect((await merge(b, a)).status).toBe(200); // a → b
+    expect((await merge(c, b)).status).toBe(200); // b → c: a follows to c
+    const t = await transcription();
+    expect(
+      (await post(t.id, [{ text: 'said by a', start_ms: 0, end_ms: 1, speaker_label: 'S0', person_id: a }])).status,
+    ).toBe(204);
+    expect(
+      (
+        await post(t.id, [
+          { text: 'said by b', start_ms: 2, end_ms: 3, speaker_label: 'S1', person_id: b, is_final: false },
+        ])
+      ).status,
+    ).toBe(204);
+    expect((await stored(t.id)).map((r) => r.person_id)).toEqual([c]);
+    expect((await segmentEvents(t.id)).map((e) => e.segment.person_id)).toEqual([c, c]);
+    expect(
+      (await put(t.id, [{ text: 'rebuilt', start_ms: 0, end_ms: 1, speaker_label: 'S0', person_id: b }])).status,
+    ).toBe(204);
+    expect((await stored(t.id)).map((r) => r.person_id)).toEqual([c]);
+    // A label assigned to a merged person goes to the one it was merged into.
+    const assigned = await api.post(alice, `/meetings/${t.meeting_id}/speaker-labels`, {
+      speaker_label: 'S0',
+      person_id: a,
+    });
+    expect(assigned.status).toBe(200);
+    expect(await sql('SELECT person_id FROM meeting_speaker_label WHERE meeting_id = $1', [t.meeting_id])).toEqual([
+      { person_id: c },
+    ]);
+    // Another user's person is still no person of this meeting's owner.
+    expect((await post(t.id, [{ text: 'x', start_ms: 0, person_id: await api.person(bobId) }])).status).toBe(422);
   });
 });

@@ -136,6 +136,20 @@ describe.skipIf(!native)('writes racing a change of their row', () => {
     expect(await sql('SELECT 1 FROM transcription WHERE meeting_id = $1', [m])).toEqual([]);
   });
 
+  it('should refuse an append racing the completion of its transcription, storing nothing', async () => {
+    const m = await api.meeting(alice, 'recording');
+    const t = (await api.post(alice, `/meetings/${m}/transcriptions`)).body.id as string;
+    const complete = "UPDATE transcription SET status = 'completed' WHERE id = $1";
+    const answer = await raceOutside(complete, t, () =>
+      api.request('POST', `/transcriptions/${t}/segments`, {
+        token: api.serviceToken,
+        body: { segments: [{ text: 'late tail', start_ms: 4000, end_ms: 5000 }] },
+      }),
+    );
+    expect(answer.status, answer.text).toBe(409);
+    expect(await sql('SELECT 1 FROM transcript_segment s WHERE s.transcription_id = $1', [t])).toEqual([]);
+  });
+
   it('should answer 404 to a synthesis of a meeting whose delete commits meanwhile', async () => {
     const m = await api.meeting(alice, 'recording');
     await raceRemoval(deleteMeeting, m, () =>

@@ -1,4 +1,4 @@
-import { MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/repositories/segments';
+import { MAX_APPENDED_SEGMENTS, MAX_REPLACED_SEGMENTS } from '@mi/lib/repositories/segments';
 import { TRANSCRIPTION_STATUSES } from '@mi/lib/repositories/transcriptions';
 import { Timestamp, Uuid, Vector192, z } from '../../openapi';
 
@@ -75,7 +75,12 @@ const SegmentInput = z
     speaker_label: z.string().max(200).nullable().optional(),
     text: z.string().max(100_000),
     start_ms: z.number().finite().min(0),
-    end_ms: z.number().finite().min(0).optional().openapi({ description: 'default 0' }),
+    end_ms: z
+      .number()
+      .finite()
+      .min(0)
+      .optional()
+      .openapi({ description: 'at least start_ms (422 otherwise); default start_ms' }),
     confidence: z.number().finite().min(0).max(1).optional().openapi({ description: 'default 0' }),
     is_final: z
       .boolean()
@@ -85,17 +90,25 @@ const SegmentInput = z
     feature_vector: Vector192.nullable().optional(),
     person_id: Uuid.nullable()
       .optional()
-      .openapi({ description: "a person of the meeting's owner; a stored speaker-label assignment overrides it" }),
+      .openapi({
+        description:
+          "a person of the meeting's owner (one merged into another stands for the person it was merged into); a stored speaker-label assignment overrides it",
+      }),
   })
   .strict()
-  .openapi('TranscriptSegmentInput');
+  // Times never go backwards (decisions.md section 8); overlapping segments are fine (speakers overlap).
+  .refine((s) => s.end_ms === undefined || s.start_ms <= s.end_ms, {
+    path: ['end_ms'],
+    message: 'must not be before start_ms',
+  })
+  .openapi('TranscriptSegmentInput', { description: '0 <= start_ms <= end_ms, else 422 naming the segment' });
 
 export const SegmentsBody = z
   .object({
-    // The count limit answers 413 (checked in the handler), not a 422 schema violation.
-    segments: z
-      .array(SegmentInput)
-      .openapi({ description: `at most ${MAX_SEGMENTS_PER_REQUEST} segments (413 above)` }),
+    // The count limits answer 413 (checked in the handlers), not a 422 schema violation.
+    segments: z.array(SegmentInput).openapi({
+      description: `at most ${MAX_APPENDED_SEGMENTS.toLocaleString('en')} segments on POST, ${MAX_REPLACED_SEGMENTS.toLocaleString('en')} on PUT (413 above)`,
+    }),
   })
   .strict()
   .openapi('TranscriptSegments', {
