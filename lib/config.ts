@@ -141,6 +141,8 @@ export const configSchema = z.object({
   RECORDING_GAP_UPLOAD_DEADLINE_SECONDS: int(1800),
   RECORDING_GAP_SWEEP_INTERVAL_SECONDS: num(30, 0.1),
   RECORDING_STOP_SETTLE_MS: int(500),
+  // The core's bounds on its calls to the ML service (decisions.md section 8): POST /streaming, the drain.
+  RECORDING_ML_START_TIMEOUT_SECONDS: num(10, 0.1),
   RECORDING_ML_DRAIN_TIMEOUT_SECONDS: num(5),
   RECORDING_DISCONNECT_GRACE_SECONDS: num(120),
   RECORDING_MAX_CHUNK_BYTES: int(1_048_576, 1),

@@ -549,3 +549,4 @@ CREATE TABLE person_merge (
   created_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX person_merge_person_id_idx ON person_merge (person_id);
+CREATE INDEX person_merge_user_id_idx ON person_merge (user_id);

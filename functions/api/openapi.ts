@@ -132,7 +132,7 @@ export function op<const C extends OpConfig>(cfg: C): Declared<C> {
       ? {
           description: `${route.description ? `${route.description} ` : ''}${
             cfg.auth.includes('bearer')
-              ? 'With service credentials, body fields the core does not know are ignored (a user\'s are 422).'
+              ? "With service credentials, body fields the core does not know are ignored (a user's are 422)."
               : 'Body fields the core does not know are ignored.'
           }`,
         }

@@ -43,10 +43,13 @@ export function mlOpenApiDocument() {
       title: 'ML service: what the core calls',
       version: VERSION,
       description:
-        'The ML service implements these operations; the core (the live service) calls them with `Authorization: Bearer <token>` ' +
-        '(the shared service token in development, a Google-signed ID token in staging and production, docs/ml-integration.md) and ' +
-        'the W3C `traceparent`/`tracestate` of the take. The audio itself goes over the WebSocket of `audio_url` (' +
-        `${ML_CONTRACT_PATHS.asyncapi}).`,
+        'The ML service implements these operations; the core (the live service) calls them with `Authorization: Bearer <credential>` ' +
+        'and the W3C `traceparent`/`tracestate` of the take. The credential: in staging and production a Google-signed ID token ' +
+        "of the core's live service account whose audience is the ML service's URL (ML_SERVICE_URL as the core is configured); " +
+        'verify it with google-auth-library `verifyIdToken({ idToken, audience })` and check its `email` (docs/ml-integration.md). ' +
+        'In development and tests the shared SERVICE_AUTH_TOKEN. Bounds: the core waits RECORDING_ML_START_TIMEOUT_SECONDS ' +
+        '(default 10) for POST /streaming and RECORDING_ML_DRAIN_TIMEOUT_SECONDS (default 5) for DELETE /streaming/{id}. ' +
+        `The audio itself goes over the WebSocket of \`audio_url\` (${ML_CONTRACT_PATHS.asyncapi}).`,
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [{ url: 'http://localhost:4003', description: 'the stand-in ML of the local stack (ML_PORT)' }],
@@ -60,8 +63,11 @@ export function mlOpenApiDocument() {
           summary: 'Start (or resume) the streaming session of a take',
           description:
             'Called when a take starts, and again with `start_sequence` > 0 when it resumes (the take moved to another ' +
-            'instance, or the previous session was lost). The core then opens `audio_url`. Any status but 201 with a ' +
-            'valid body counts as unavailable: the core retries with backoff (0.25 s … 10 s) while the take is open.',
+            'instance, or the previous session was lost). The core then opens `audio_url`. The core waits ' +
+            'RECORDING_ML_START_TIMEOUT_SECONDS (default 10) for the answer; a slower answer, any status but 201, or a body ' +
+            'that is not a session counts as unavailable: the core abandons the request, tells the user (ml_unavailable) and ' +
+            'starts again with backoff (0.25 s … 10 s) while the take is open, keeping its last ~10 s of frames for you.',
+          'x-core-timeout': { variable: 'RECORDING_ML_START_TIMEOUT_SECONDS', default_seconds: 10 },
           requestBody: { required: true, content: { 'application/json': { schema: schema(StreamingStart) } } },
           responses: {
             '201': {
@@ -79,10 +85,21 @@ export function mlOpenApiDocument() {
           tags: ['streaming'],
           summary: 'Drain and end a session',
           description:
-            'Called when the take stops, after every frame was written to the socket: process what was received, then ' +
-            'answer. The core waits at most ML_DRAIN_TIMEOUT_SECONDS and then closes the socket either way.',
+            'Called when the take stops, after every frame was written to the socket: process what was received (up to ' +
+            '`last_sequence`), then answer. The core waits at most RECORDING_ML_DRAIN_TIMEOUT_SECONDS (default 5) and then ' +
+            'closes the socket either way (the take records ml_drain_timeout); answer within it.',
+          'x-core-timeout': { variable: 'RECORDING_ML_DRAIN_TIMEOUT_SECONDS', default_seconds: 5 },
           parameters: [
             { name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'the session id' },
+            {
+              name: 'last_sequence',
+              in: 'query',
+              required: false,
+              schema: { type: 'integer', minimum: 0 },
+              description:
+                'the sequence number of the last frame the core sent on this session (absent when it sent none): once you ' +
+                'have it, you have everything this session will get',
+            },
           ],
           responses: {
             '200': {
@@ -98,7 +115,14 @@ export function mlOpenApiDocument() {
     },
     components: {
       securitySchemes: {
-        serviceAuth: { type: 'http', scheme: 'bearer', description: 'the service credential (docs/ml-integration.md)' },
+        serviceAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description:
+            "staging and production: a Google-signed ID token, audience the ML service's URL, of the core's live service " +
+            'account; development and tests: the shared SERVICE_AUTH_TOKEN (docs/ml-integration.md). Refuse anything else with 401.',
+        },
       },
     },
   };
@@ -133,7 +157,8 @@ export function mlAsyncApiDocument() {
       title: 'ML service: the audio socket',
       version: VERSION,
       description:
-        'The WebSocket the core opens at the `audio_url` of POST /streaming (with the same Authorization header): frames ' +
+        'The WebSocket the core opens at the `audio_url` of POST /streaming (with the same Authorization header as POST ' +
+        '/streaming: check it and refuse the upgrade with 401 otherwise): frames ' +
         'go to the ML, health messages come back as JSON text. A text message the core cannot use (not JSON, an unknown ' +
         'type, invalid fields) or any binary message from the ML is answered with `Rejected`, logged and counted ' +
         `(live.ml.messages.rejected); one larger than 64 KiB closes the socket with 1009. No permessage-deflate.`,

@@ -187,7 +187,7 @@ async function newSegments(tx: Queryable, transcriptionId: string, segments: Seg
       r.speaker_label === (s.speaker_label ?? null) &&
       r.text === s.text &&
       r.start_ms === s.start_ms &&
-      r.end_ms === (endOf(s)) &&
+      r.end_ms === endOf(s) &&
       r.confidence === (s.confidence ?? 0) &&
       r.is_highlighted === (s.is_highlighted ?? false) &&
       r.has_vector === !!s.feature_vector;

@@ -11,6 +11,7 @@ import tls from 'node:tls';
 import WebSocket from 'ws';
 import type { z } from 'zod';
 import { backoffMs, sleep } from '@mi/lib/async';
+import type { MlAuthorization } from '@mi/lib/adapters/ml-credential';
 import type { Logger } from '@mi/lib/telemetry/log';
 import { instruments } from '@mi/lib/telemetry/metrics';
 import {
@@ -42,7 +43,10 @@ export interface DrainResult {
 
 export interface MlStreamOptions {
   baseUrl: string;
-  token: string;
+  /** The Authorization header value of each call (lib/adapters/ml-credential.ts). */
+  authorization: MlAuthorization;
+  /** How long POST /streaming may take (RECORDING_ML_START_TIMEOUT_SECONDS): then it counts as unavailable and is retried. */
+  startTimeoutMs: number;
   init: MlSessionInit;
   log: Logger;
   /** traceparent/tracestate sent with every request of the session (POST, upgrade, DELETE). */
@@ -56,7 +60,6 @@ const MAX_BUFFERED_BYTES = 256 * 1024;
 /** Frames kept while the session is being (re)created: ~10 s of audio. */
 const MAX_QUEUED_FRAMES = 100;
 const BACKOFF_MS = [250, 500, 1_000, 2_000, 5_000, 10_000];
-const REQUEST_TIMEOUT_MS = 5_000;
 /** Drop counts are reported at most this often (the ML's own and ours). */
 const DROP_REPORT_MS = 2_000;
 
@@ -88,6 +91,8 @@ export class MlStream {
   /** Frames waiting for the next flush. */
   private batch: Buffer[] = [];
   private id: string | null = null;
+  /** The last frame written to this session's socket (DELETE's last_sequence); null before the first. */
+  private lastSent: number | null = null;
   private open = false;
   private closed = false;
   private attempt = 0;
@@ -110,7 +115,7 @@ export class MlStream {
     this.nextSeq = Math.max(this.nextSeq, seq + 1);
     if (this.open && this.ws) {
       if (this.ws.bufferedAmount > MAX_BUFFERED_BYTES) return this.drop('backpressure');
-      if (this.o.forwardEveryMs <= 0) return void this.ws.send(message);
+      if (this.o.forwardEveryMs <= 0) return this.write(this.ws, message);
       if (this.batch.push(message) === 1) scheduleFlush(this, this.o.forwardEveryMs);
       return;
     }
@@ -128,8 +133,13 @@ export class MlStream {
       return;
     }
     this.socket?.cork();
-    for (const m of frames) ws.send(m);
+    for (const m of frames) this.write(ws, m);
     this.socket?.uncork();
+  }
+
+  private write(ws: WebSocket, message: Buffer): void {
+    ws.send(message);
+    this.lastSent = Number(message.readBigUInt64BE(0));
   }
 
   private enqueue(message: Buffer): void {
@@ -154,9 +164,11 @@ export class MlStream {
     this.flush();
     while (ws && ws.readyState === WebSocket.OPEN && ws.bufferedAmount > 0 && Date.now() < deadline) await sleep(10);
     try {
-      const res = await fetch(`${this.o.baseUrl}/streaming/${id}`, {
+      // last_sequence: the last frame sent on this session, so the ML knows when it has them all.
+      const query = this.lastSent === null ? '' : `?last_sequence=${this.lastSent}`;
+      const res = await fetch(`${this.o.baseUrl}/streaming/${encodeURIComponent(id)}${query}`, {
         method: 'DELETE',
-        headers: { authorization: `Bearer ${this.o.token}`, ...this.o.trace },
+        headers: { authorization: await this.o.authorization(), ...this.o.trace },
         signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
       });
       // 204: drained, nothing to report; 200: the drain report (the contract's two answers).
@@ -192,12 +204,18 @@ export class MlStream {
 
   private async connect(): Promise<void> {
     if (this.closed) return;
+    const timeoutMs = this.o.startTimeoutMs;
+    const signal = AbortSignal.timeout(timeoutMs);
     try {
+      const authorization = await this.o.authorization();
       const res = await fetch(`${this.o.baseUrl}/streaming`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${this.o.token}`, 'content-type': 'application/json', ...this.o.trace },
+        headers: { authorization, 'content-type': 'application/json', ...this.o.trace },
         body: JSON.stringify({ ...this.o.init, start_sequence: this.queuedFrom() }),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        signal,
+      }).catch((err: Error) => {
+        if (signal.aborted) throw new Error(`POST /streaming did not answer within ${timeoutMs / 1000} s`);
+        throw err;
       });
       if (res.status !== 201) throw new Error(`POST /streaming answered ${res.status}`);
       const parsed = StreamingSession.safeParse(await res.json().catch(() => undefined));
@@ -205,13 +223,14 @@ export class MlStream {
       const session = parsed.data;
       if (this.closed) return;
       this.id = session.id;
+      this.lastSent = null;
       // Audio does not compress: no permessage-deflate, whatever the ML service offers. The
       // connection is ours to make (ws's createConnection option) so that a flush can cork it.
       const secure = new URL(session.audio_url).protocol === 'wss:';
       // ws calls it with one options object; its type lists every overload of net.createConnection.
       const createConnection = ((opts: net.NetConnectOpts & tls.ConnectionOptions) =>
         (this.socket = secure ? tls.connect(opts) : net.connect(opts))) as typeof net.createConnection;
-      const headers = { authorization: `Bearer ${this.o.token}`, ...this.o.trace };
+      const headers = { authorization, ...this.o.trace };
       // A larger ML message closes the socket with 1009 (ws): an answer, not an unbounded read.
       this.attach(
         new WebSocket(session.audio_url, {
@@ -237,7 +256,7 @@ export class MlStream {
         this.down = false;
         this.o.onHealth({ source: 'core', code: 'ml_recovered', detail: { session_id: this.id } });
       }
-      for (const m of this.queue.splice(0)) ws.send(m);
+      for (const m of this.queue.splice(0)) this.write(ws, m);
     });
     ws.on('message', (data, isBinary) => {
       if (!isBinary) return this.fromMl(String(data));

@@ -7,6 +7,7 @@
 import type { Coordination } from '@mi/lib/adapters/coordination';
 import { retry, sleep } from '@mi/lib/async';
 import { progressEvent, type EventBody } from '@mi/lib/events/catalogue';
+import { mlAuthorization } from '@mi/lib/adapters/ml-credential';
 import { instruments } from '@mi/lib/telemetry/metrics';
 import type { StoredEvent } from '@mi/lib/events/outbox';
 import { SERVICE } from '@mi/lib/domain/actor';
@@ -124,7 +125,8 @@ export class Recorder implements PumpHost {
     if (take.transcriptionId) {
       this.ml = new MlStream({
         baseUrl: host.mlUrl,
-        token: c.SERVICE_AUTH_TOKEN,
+        authorization: mlAuthorization(c),
+        startTimeoutMs: c.RECORDING_ML_START_TIMEOUT_SECONDS * 1000,
         log: host.rt.log,
         trace: take.trace ?? {},
         forwardEveryMs: c.LIVE_ML_FORWARD_MS,

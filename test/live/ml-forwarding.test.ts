@@ -75,7 +75,8 @@ function open(forwardEveryMs: number): MlStream {
   };
   return new MlStream({
     baseUrl: stand!.url,
-    token: 'x',
+    authorization: async () => 'Bearer x',
+    startTimeoutMs: 10_000,
     init,
     log: createLogger({ level: 'error', name: 'test' }),
     trace: {},

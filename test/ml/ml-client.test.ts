@@ -9,7 +9,8 @@ import { Parser } from '@asyncapi/parser';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket, { WebSocketServer } from 'ws';
+import type WebSocket from 'ws';
+import { WebSocketServer } from 'ws';
 import { createLogger } from '@mi/lib/telemetry/log';
 import { ML_MESSAGE_MAX_BYTES } from '@mi/lib/ml/contract';
 import { mlAsyncApiDocument, mlOpenApiDocument } from '@mi/lib/ml/documents';
@@ -25,6 +26,10 @@ interface Double {
   url: string;
   server: Server;
   bodies: unknown[];
+  /** The DELETE requests' paths and queries. */
+  deletes: string[];
+  /** Every binary frame's sequence number, as received. */
+  frames: number[];
   /** What the core sent on the audio socket as text (rejections). */
   texts: unknown[];
   socket: WebSocket | null;
@@ -37,7 +42,7 @@ const session: Answer = (_req, res, d) =>
     .end(JSON.stringify({ id: 's1', audio_url: `${d.url.replace('http', 'ws')}/audio/s1` }));
 
 async function mlDouble(answers: { post?: Answer; del?: Answer } = {}): Promise<Double> {
-  const d: Double = { url: '', server: createServer(), bodies: [], texts: [], socket: null };
+  const d: Double = { url: '', server: createServer(), bodies: [], deletes: [], frames: [], texts: [], socket: null };
   const wss = new WebSocketServer({ noServer: true });
   d.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -47,6 +52,7 @@ async function mlDouble(answers: { post?: Answer; del?: Answer } = {}): Promise<
         d.bodies.push(JSON.parse(Buffer.concat(chunks).toString()));
         return (answers.post ?? session)(req, res, d);
       }
+      d.deletes.push(req.url ?? '');
       (answers.del ?? ((_q, r) => void r.writeHead(204).end()))(req, res, d);
     });
   });
@@ -55,6 +61,7 @@ async function mlDouble(answers: { post?: Answer; del?: Answer } = {}): Promise<
       d.socket = ws;
       ws.on('message', (data, isBinary) => {
         if (!isBinary) d.texts.push(JSON.parse(String(data)));
+        else d.frames.push(Number((data as Buffer).readBigUInt64BE(0)));
       });
     }),
   );
@@ -83,11 +90,12 @@ const init = {
   start_sequence: 0,
 };
 
-function open(d: Double, health: MlHealth[] = []): MlStream {
+function open(d: Double, health: MlHealth[] = [], startTimeoutMs = 10_000): MlStream {
   const log = createLogger({ level: 'silent', name: 'test' });
   return new MlStream({
     baseUrl: d.url,
-    token: 'x'.repeat(20),
+    authorization: async () => `Bearer ${'x'.repeat(20)}`,
+    startTimeoutMs,
     init,
     log,
     trace: {},
@@ -129,7 +137,8 @@ describe('what the core sends and accepts', () => {
     stream.close();
     stream = new MlStream({
       baseUrl: double.url,
-      token: 'x'.repeat(20),
+      authorization: async () => `Bearer ${'x'.repeat(20)}`,
+      startTimeoutMs: 10_000,
       init: { ...init, start_sequence: 420 },
       log: createLogger({ level: 'silent', name: 't' }),
       trace: {},
@@ -219,5 +228,48 @@ describe('what the core sends and accepts', () => {
     expect(await closed).toBe(1009);
     await expect.poll(() => double!.bodies.length, { timeout: 5000 }).toBe(2);
     expect(health.map((h) => h.code)).toContain('ml_unavailable');
+  });
+
+  it('should give up a POST /streaming slower than RECORDING_ML_START_TIMEOUT_SECONDS: ml_unavailable naming the bound, then a new attempt', async () => {
+    let held: ServerResponse | null = null;
+    let aborted = false;
+    double = await mlDouble({
+      post: (req, res, d) => {
+        // The first start never answers; the retry is answered at once.
+        if (d.bodies.length > 1) return session(req, res, d);
+        held = res;
+        res.on('close', () => (aborted = !res.writableEnded));
+      },
+    });
+    const health: MlHealth[] = [];
+    stream = open(double, health, 300);
+    await expect.poll(() => health.map((h) => h.code), { timeout: 10_000 }).toEqual(['ml_unavailable', 'ml_recovered']);
+    expect(health[0].detail.error).toBe('POST /streaming did not answer within 0.3 s');
+    expect(aborted).toBe(true);
+    expect(held).not.toBeNull();
+    expect(double.bodies).toHaveLength(2);
+    expect(double.socket).not.toBeNull();
+  });
+
+  it('should send DELETE /streaming/{id}?last_sequence=N, the last frame sent on the session (none sent: no query)', async () => {
+    const frame = (seq: number) => {
+      const b = Buffer.alloc(8 + 3200);
+      b.writeBigUInt64BE(BigInt(seq));
+      return b;
+    };
+    double = await mlDouble();
+    stream = open(double);
+    await expect.poll(() => double!.socket !== null).toBe(true);
+    await expect.poll(() => (stream as unknown as { open: boolean }).open).toBe(true);
+    for (const seq of [0, 1, 2, 5, 6]) stream.send(frame(seq), seq);
+    await expect.poll(() => double!.frames).toEqual([0, 1, 2, 5, 6]);
+    expect(await stream.drain(2000)).toEqual({ drained: true });
+    expect(double.deletes).toEqual(['/streaming/s1?last_sequence=6']);
+
+    stream = open(double);
+    await expect.poll(() => double!.bodies.length).toBe(2);
+    await expect.poll(() => (stream as unknown as { open: boolean }).open).toBe(true);
+    expect(await stream.drain(2000)).toEqual({ drained: true });
+    expect(double.deletes).toEqual(['/streaming/s1?last_sequence=6', '/streaming/s1']);
   });
 });

@@ -88,12 +88,10 @@ const SegmentInput = z
       .openapi({ description: 'default true; false = interim, broadcast but not stored' }),
     is_highlighted: z.boolean().optional().openapi({ description: 'default false' }),
     feature_vector: Vector192.nullable().optional(),
-    person_id: Uuid.nullable()
-      .optional()
-      .openapi({
-        description:
-          "a person of the meeting's owner (one merged into another stands for the person it was merged into); a stored speaker-label assignment overrides it",
-      }),
+    person_id: Uuid.nullable().optional().openapi({
+      description:
+        "a person of the meeting's owner (one merged into another stands for the person it was merged into); a stored speaker-label assignment overrides it",
+    }),
   })
   .strict()
   // Times never go backwards (decisions.md section 8); overlapping segments are fine (speakers overlap).
