@@ -75,8 +75,9 @@ async function call(method: string, p: string, auth: string, body?: unknown) {
   return text ? JSON.parse(text) : undefined;
 }
 
-// The data: 1,000 meetings of the user (a full first page), one with a transcription of 5,000
-// segments (one in ten with a feature vector, as the batch worker sends them) to search.
+// The data: 1,000 meetings of the user (a full first page), one with a transcription of 20,000
+// segments (a 4 h take, the PUT's bound; one in ten with a feature vector, as the batch worker
+// sends them) to search.
 const me = await call('GET', '/me', user);
 await stack.rt.db.query(
   'bench.meetings',
@@ -88,7 +89,7 @@ const meeting = await call('POST', '/meetings', user, { title: 'bench', source_t
 const transcription = await call('POST', `/meetings/${meeting.id}/transcriptions`, service, {});
 const unit = (v: number[]) => v.map((x) => x / Math.hypot(...v));
 const segments = JSON.stringify({
-  segments: Array.from({ length: 5000 }, (_, i) => ({
+  segments: Array.from({ length: 20_000 }, (_, i) => ({
     speaker_label: `SPEAKER_${i % 4}`,
     text: `segment number ${i} with some words in it`,
     start_ms: i * 1000,
@@ -108,7 +109,7 @@ interface Route {
   auth?: string;
   body?: string;
   freshIdempotencyKey?: boolean;
-  /** Replacing 5,000 segments is serialized per transcription: one client. */
+  /** Replacing 20,000 segments is serialized per transcription: one client. */
   connections?: number;
 }
 const json = { 'content-type': 'application/json' };
@@ -125,9 +126,9 @@ const routes: Route[] = [
     body: JSON.stringify({ title: 'bench create', source_type: 'text' }),
     freshIdempotencyKey: true,
   },
-  { name: 'GET /search (5,000 segments)', method: 'GET', path: '/search?q=segment%2042', auth: user },
+  { name: 'GET /search (20,000 segments)', method: 'GET', path: '/search?q=segment%2042', auth: user },
   {
-    name: 'PUT 5,000 segments',
+    name: 'PUT 20,000 segments',
     method: 'PUT',
     path: `/transcriptions/${transcription.id}/segments`,
     auth: service,

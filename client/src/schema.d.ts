@@ -71,7 +71,7 @@ export interface paths {
         head?: never;
         /**
          * Partially update meeting metadata (the ML service sets headline)
-         * @description Broadcasts EntityChanged { entity: meeting, action: updated }.
+         * @description Broadcasts EntityChanged { entity: meeting, action: updated }. With service credentials, body fields the core does not know are ignored (a user's are 422).
          */
         patch: operations["updateMeeting"];
         trace?: never;
@@ -727,7 +727,7 @@ export interface paths {
         head?: never;
         /**
          * Update status, status_message or is_degraded (the status machine applies)
-         * @description Every status change appends a status-history row. Broadcasts EntityChanged { entity: transcription, action: updated }.
+         * @description Every status change appends a status-history row. Broadcasts EntityChanged { entity: transcription, action: updated }. Body fields the core does not know are ignored.
          */
         patch: operations["updateTranscription"];
         trace?: never;
@@ -766,12 +766,12 @@ export interface paths {
         get: operations["listTranscriptSegments"];
         /**
          * Atomically replace all segments (post-meeting batch rebuild)
-         * @description Deletes the transcription's segments and inserts the new set; the meeting's speaker-label assignments are re-applied. The voice samples of the removed segments are dropped and attributed new segments with a non-zero feature_vector become samples; every person concerned has their voice model recomputed in the same transaction. Broadcasts EntityChanged { entity: transcript_segment, action: updated, id: null }, and { entity: person, action: updated } per person whose model changed. At most 5,000 segments (413).
+         * @description Deletes the transcription's segments and inserts the new set; the meeting's speaker-label assignments are re-applied. The voice samples of the removed segments are dropped and attributed new segments with a non-zero feature_vector become samples; every person concerned has their voice model recomputed in the same transaction. Broadcasts EntityChanged { entity: transcript_segment, action: updated, id: null }, and { entity: person, action: updated } per person whose model changed. At most 20,000 segments (413). Every segment has 0 <= start_ms <= end_ms (422 naming it; overlaps are fine). A person_id of a person merged into another is attributed to the person it was merged into. Body fields the core does not know are ignored.
          */
         put: operations["replaceTranscriptSegments"];
         /**
          * Append segments (live path)
-         * @description Final segments are stored, get the meeting's stored speaker-label assignments, and are each broadcast as TranscriptSegmentEvent. Interim segments (is_final false) are broadcast with is_final false but not stored. A stored segment attributed to a person (by an assignment or its own person_id) with a non-zero feature_vector becomes a voice sample of that person, whose voice model is updated in the same transaction (EntityChanged { entity: person, action: updated } per person). At most 5,000 segments (413). Idempotent: a repeat with the same Idempotency-Key and body is answered 204 again and adds nothing; segments may carry their own `id` (see TranscriptSegmentInput).
+         * @description Final segments are stored, get the meeting's stored speaker-label assignments, and are each broadcast as TranscriptSegmentEvent. Interim segments (is_final false) are broadcast with is_final false but not stored. A stored segment attributed to a person (by an assignment or its own person_id) with a non-zero feature_vector becomes a voice sample of that person, whose voice model is updated in the same transaction (EntityChanged { entity: person, action: updated } per person). At most 5,000 segments (413). Every segment has 0 <= start_ms <= end_ms (422 naming it; overlaps are fine). A person_id of a person merged into another is attributed to the person it was merged into. Idempotent: a repeat with the same Idempotency-Key and body is answered 204 again and adds nothing; segments may carry their own `id` (see TranscriptSegmentInput). Body fields the core does not know are ignored.
          */
         post: operations["appendTranscriptSegments"];
         delete?: never;
@@ -839,7 +839,7 @@ export interface paths {
         put?: never;
         /**
          * Deliver a live talking point (ML service)
-         * @description Broadcasts TalkingPointEvent { meeting_id, talking_point } to the meeting owner.
+         * @description Broadcasts TalkingPointEvent { meeting_id, talking_point } to the meeting owner. Body fields the core does not know are ignored.
          */
         post: operations["createTalkingPoint"];
         delete?: never;
@@ -878,7 +878,7 @@ export interface paths {
         get?: never;
         /**
          * Atomically replace the meeting's AI synthesis (ML service)
-         * @description Replaces summary and key_points, headline when given, and, when topics is given, all topics of the meeting (with their topic_segment rows), in one transaction. Broadcasts EntityChanged { entity: meeting, action: updated } (and { entity: topic, action: updated, id: null } when topics are replaced).
+         * @description Replaces summary and key_points, headline when given, and, when topics is given, all topics of the meeting (with their topic_segment rows), in one transaction. Broadcasts EntityChanged { entity: meeting, action: updated } (and { entity: topic, action: updated, id: null } when topics are replaced). Body fields the core does not know are ignored.
          */
         put: operations["replaceSynthesis"];
         post?: never;
@@ -919,7 +919,7 @@ export interface paths {
         put?: never;
         /**
          * Create system-generated tasks of a meeting, owned by the meeting's user (ML service)
-         * @description Broadcasts EntityChanged { entity: task, action: created } per task.
+         * @description Broadcasts EntityChanged { entity: task, action: created } per task. Body fields the core does not know are ignored.
          */
         post: operations["createSystemTasks"];
         /**
@@ -2209,9 +2209,10 @@ export interface components {
          *     }
          */
         TranscriptSegments: {
-            /** @description at most 5000 segments (413 above) */
+            /** @description at most 5,000 segments on POST, 20,000 on PUT (413 above) */
             segments: components["schemas"]["TranscriptSegmentInput"][];
         };
+        /** @description 0 <= start_ms <= end_ms, else 422 naming the segment */
         TranscriptSegmentInput: {
             /**
              * Format: uuid
@@ -2222,7 +2223,7 @@ export interface components {
             speaker_label?: string | null;
             text: string;
             start_ms: number;
-            /** @description default 0 */
+            /** @description at least start_ms (422 otherwise); default start_ms */
             end_ms?: number;
             /** @description default 0 */
             confidence?: number;
@@ -2234,7 +2235,7 @@ export interface components {
             feature_vector?: number[] | null;
             /**
              * Format: uuid
-             * @description a person of the meeting's owner; a stored speaker-label assignment overrides it
+             * @description a person of the meeting's owner (one merged into another stands for the person it was merged into); a stored speaker-label assignment overrides it
              * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
              */
             person_id?: string | null;

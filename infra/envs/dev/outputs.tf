@@ -37,3 +37,8 @@ output "ml_subscription" {
 output "sweep_schedule" {
   value = module.scheduler.schedule
 }
+
+output "live_service_account" {
+  description = "The core's identity on its calls to the ML service: the ML accepts Google ID tokens of this email (audience its own URL)."
+  value       = module.iam.emails.live
+}
