@@ -176,6 +176,7 @@ export async function survivingPeople(
   const people = new Map<string, string>();
   if (!named.length) return people;
   for (let pass = 1; ; pass++) {
+    // guard: surviving-people-lock | remove:  FOR KEY SHARE OF p | test: test/concurrency/speaker-identity.test.ts :: should lose no sample appended for the other person
     const { rows } = await q.query<{ named: string; person_id: string }>(
       'person.surviving',
       `SELECT u.id AS named, p.id AS person_id
