@@ -137,7 +137,8 @@ export function mlAsyncApiDocument() {
         'core → ML, binary: 8 bytes big-endian unsigned sequence number, then one frame (100 ms) as the client sent it',
       description:
         'Frames arrive in sequence order but not gap-free: a frame the core could not forward is dropped for ML (and ' +
-        'reported as ml_frames_dropped to the user); a resumed session starts at its start_sequence, and may repeat frames.',
+        'reported as ml_frames_dropped to the user); a resumed session starts at its start_sequence, and may repeat frames. ' +
+        'The last frame of a session is the `last_sequence` of its DELETE /streaming/{id}.',
       contentType: 'application/octet-stream',
       payload: { type: 'string', format: 'binary' },
     },

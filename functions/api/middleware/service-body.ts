@@ -21,27 +21,28 @@ const defOf = (schema: z.ZodType) => (schema as unknown as { _zod: { def: Def } 
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Deletes, in place, the keys that strict objects of `schema` do not declare; true when any went. */
-export function dropUnknownKeys(schema: z.ZodType, value: unknown): boolean {
+const SCALARS = new Set(['number', 'string', 'boolean', 'bigint', 'enum', 'literal', 'any', 'unknown']);
+
+/** Deletes, in place, the keys that strict objects of `schema` do not declare. */
+export function dropUnknownKeys(schema: z.ZodType, value: unknown): void {
   const def = defOf(schema);
   if (def.type === 'object') {
-    if (!isRecord(value)) return false;
+    if (!isRecord(value)) return;
     const strict = def.catchall !== undefined && defOf(def.catchall).type === 'never';
-    let dropped = false;
     for (const key of Object.keys(value)) {
       const field = def.shape![key];
-      if (field) dropped = dropUnknownKeys(field, value[key]) || dropped;
-      else if (strict) dropped = delete value[key];
+      if (field) dropUnknownKeys(field, value[key]);
+      else if (strict) delete value[key];
     }
-    return dropped;
+  } else if (def.type === 'array') {
+    // Arrays of scalars (an embedding's 192 numbers) hold no keys.
+    if (!Array.isArray(value) || SCALARS.has(defOf(def.element!).type)) return;
+    for (const item of value) dropUnknownKeys(def.element!, item);
+  } else {
+    // optional, nullable, default, readonly, …: their inner schema; a pipe: its input.
+    const inner = def.innerType ?? def.in;
+    if (inner) dropUnknownKeys(inner, value);
   }
-  if (def.type === 'array') {
-    if (!Array.isArray(value) || !['object', 'array'].includes(defOf(def.element!).type)) return false;
-    return value.reduce((dropped: boolean, item) => dropUnknownKeys(def.element!, item) || dropped, false);
-  }
-  // optional, nullable, default, readonly, …: their inner schema; a pipe: its input.
-  const inner = def.innerType ?? def.in;
-  return inner ? dropUnknownKeys(inner, value) : false;
 }
 
 export function ignoreUnknownFieldsOfService(schema: z.ZodType): MiddlewareHandler<AppEnv> {
@@ -53,9 +54,10 @@ export function ignoreUnknownFieldsOfService(schema: z.ZodType): MiddlewareHandl
     } catch {
       return next(); // not JSON: the validator answers it
     }
-    // The validator parses the body again from Hono's cached text (a promise, though typed as a string).
-    if (dropUnknownKeys(schema, body))
-      (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(JSON.stringify(body));
+    dropUnknownKeys(schema, body);
+    // The route's validator reads the body through c.req.json(): it gets this object (parsed once,
+    // a bulk write's megabytes included), not a second parse of the text as sent.
+    c.req.json = async <T>() => body as T;
     return next();
   };
 }
