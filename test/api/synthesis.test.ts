@@ -165,7 +165,8 @@ describe('PUT /meetings/{id}/synthesis', () => {
       { summary: 's', key_points: [], topics: [{ summary: 'no name' }] },
       { summary: 's', key_points: [], topics: [{ name: 'n', summary: 's', segment_ids: ['nope'] }] },
       { summary: 's', key_points: [], topics: 'x' },
-      { summary: 's', key_points: [], extra: true },
+      // An unknown field does not save a body: the rest is validated as ever (the ML's fields are ignored, decisions.md section 8).
+      { summary: 5, key_points: [], extra: true },
     ];
     for (const body of bad) expect({ body, status: (await put(m, body)).status }).toEqual({ body, status: 422 });
     expect((await put(m, '{"summary":')).status).toBe(400);
