@@ -37,6 +37,7 @@ export const updateSegment: UseCase<
   // A new speaker: the user's speaker-identity lock first (the order every identity change keeps),
   // then If-Match on the row as read; the segment takes that label's person, its voice sample follows.
   const label = patch.speaker_label;
+  // guard: segment-relabel-identity-lock | remove: if (label !== undefined) await lockSpeakerIdentity(ctx.tx, userOf(ctx)); | test: test/concurrency/speaker-identity.test.ts :: a segment's move to another speaker
   if (label !== undefined) await lockSpeakerIdentity(ctx.tx, userOf(ctx));
   // guard: segment-patch-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match PATCH of a 'segment'
   await checkPrecondition(precondition, () => segments.getSegment(ctx.tx, ctx.actor, id, { forUpdate: true }));
