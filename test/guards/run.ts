@@ -1,5 +1,6 @@
 // `npm run test:guards`: every lock, FOR UPDATE, advisory lock, unique constraint and idempotency
-// claim that correctness relies on carries a marker naming the test that proves it:
+// claim that correctness relies on carries a marker naming the test that proves it (a lock that
+// needs none says `no guard: <why>`; ./lock-sites.test.ts fails the build on a lock with neither):
 //
 //   // guard: <name> | remove: <text> | test: <test file> :: <test name (a part of it)>
 //   -- guard: …   (the same in schema.sql)
