@@ -65,7 +65,10 @@ export async function assertGapUploadPossible(
   up: Pick<GapUpload, 'start' | 'end'>,
 ): Promise<void> {
   assertGapWindowOpen(rec);
-  if (rec.state !== 'stopped' && !(await overlappingRows(q, rec.meeting_id, rec.audio_version, up.start, up.end)).length)
+  if (
+    rec.state !== 'stopped' &&
+    !(await overlappingRows(q, rec.meeting_id, rec.audio_version, up.start, up.end)).length
+  )
     assertTakesNewRanges(rec);
 }
 

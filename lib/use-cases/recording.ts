@@ -225,6 +225,7 @@ const storeGapRange: UseCase<GapUpload & { sha: string; object: StoredObject; ob
   }
   // Checked after the stored ranges: the sweep may have finalized the take since the first try of
   // this range was stored, and its retry is still answered 200 (docs/retries.md).
+  // guard: gap-upload-new-range-closed | remove: assertTakesNewRanges(rec); | test: test/concurrency/gap-retry.test.ts :: new range whose check passed
   assertTakesNewRanges(rec);
   assertGapsBounded(await coverage(tx, up.meetingId, up.audioVersion), up.start, up.end);
   await insertManifestRow(tx, {

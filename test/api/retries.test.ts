@@ -166,7 +166,12 @@ describe('Idempotency-Key replayed after the state moved on', () => {
     expect(again.status, again.text).toBe(200);
     expect(again.body.status).toBe('completed');
     const history = await api.request('GET', `/transcriptions/${t}/status-history`, { token: alice });
-    expect(history.body.items.map((h: any) => h.status)).toEqual(['pending', 'transcribing', 'synthesizing', 'completed']);
+    expect(history.body.items.map((h: any) => h.status)).toEqual([
+      'pending',
+      'transcribing',
+      'synthesizing',
+      'completed',
+    ]);
   });
 
   it('should replay an ML segment append (204) after the transcription completed, storing nothing twice', async () => {
@@ -229,6 +234,37 @@ describe('Idempotency-Key replayed after the state moved on', () => {
     expect(again.headers.get('content-type')).toMatch(/problem\+json/);
     const list = await api.request('GET', '/webhooks', { token: alice });
     expect(list.body.items.map((w: any) => w.id)).not.toContain(first.body.id);
+  });
+
+  it('should answer a DELETE repeated after the record is gone with 404, If-Match or not; attendee PUT/DELETE repeat 204', async () => {
+    const meetingId = await api.meeting(alice);
+    const point = await api.request('POST', `/meetings/${meetingId}/talking-points`, {
+      token: api.serviceToken,
+      body: { content: 'a point' },
+      headers: { 'idempotency-key': randomUUID() },
+    });
+    expect(point.status, point.text).toBe(201);
+    const records = [
+      `/meetings/${await api.meeting(alice)}`,
+      `/people/${(await api.post(alice, '/people', { display_name: 'Gone' })).body.id}`,
+      `/tasks/${(await api.post(alice, '/tasks', { content: 'gone' })).body.id}`,
+      `/notes/${(await api.post(alice, '/notes', { content: 'gone' })).body.id}`,
+      `/talking-points/${point.body.id}`,
+    ];
+    for (const path of records) {
+      const etag = (await api.request('GET', path, { token: alice })).headers.get('etag');
+      const del = (headers: Record<string, string> = {}) => api.request('DELETE', path, { token: alice, headers });
+      expect((await del()).status, path).toBe(204);
+      const again = await del();
+      expect(again.status, path).toBe(404);
+      expect(again.headers.get('content-type')).toMatch(/problem\+json/);
+      expect((await del({ 'if-match': etag ?? '*' })).status, `${path} If-Match`).toBe(404);
+    }
+
+    const person = (await api.post(alice, '/people', { display_name: 'Attendee' })).body.id;
+    const attendee = `/meetings/${meetingId}/attendees/${person}`;
+    for (const method of ['PUT', 'PUT', 'DELETE', 'DELETE'])
+      expect((await api.request(method, attendee, { token: alice })).status, method).toBe(204);
   });
 
   it('should run a new request once the key expired (24 h): the replay window is the key', async () => {

@@ -20,7 +20,7 @@ const route = op({
   summary: 'Upload missing frames of a stopped take (gap recovery)',
   description:
     'The body is the raw bytes of frames start_sequence..end_sequence (inclusive), in order, without the 8-byte sequence headers. ' +
-    'Until the take\'s gap_upload_deadline; after it: 410. While capture is still open (recording/stopping) the frames belong on the ' +
+    "Until the take's gap_upload_deadline; after it: 410. While capture is still open (recording/stopping) the frames belong on the " +
     'WebSocket: 409. A new range is stored (201) while the take is `stopped`; once it is finalizing/finalized (its missing ranges were ' +
     'all filled) a new range is 410, the problem detail saying which (finalized, or the deadline passed). ' +
     'The identical range with the same bytes answers 200 whatever the state (stopped, finalizing, finalized): a retry whose first ' +
@@ -54,7 +54,10 @@ const route = op({
   },
   responses: {
     201: jsonResponse(GapUploadResultSchema, 'stored'),
-    200: jsonResponse(GapUploadResultSchema, 'the identical range was already stored (whatever the take\'s state, until the deadline)'),
+    200: jsonResponse(
+      GapUploadResultSchema,
+      "the identical range was already stored (whatever the take's state, until the deadline)",
+    ),
     404: problemResponse('meeting or audio_version not found'),
     409: problemResponse('capture still open, or the range overlaps stored frames with other bytes'),
     410: problemResponse('the gap upload deadline passed, or a new range for a take that is finalizing/finalized'),
