@@ -41,7 +41,7 @@ describe('StopRecordingCommand repeated', () => {
     again.close();
   });
 
-  it('should still answer no_recording where no take of the meeting stopped: none, still open elsewhere, or not the caller’s', async () => {
+  it('should still answer no_recording where no take of the meeting stopped (none, open elsewhere, not the caller’s); start and resume repeated', async () => {
     const { instance } = ctx;
     const t = await token(instance.config, 'stop-retry-none');
     const client = await TestClient.connect(instance.wsUrl, t);
@@ -50,8 +50,16 @@ describe('StopRecordingCommand repeated', () => {
 
     const recorder = await TestClient.connect(instance.wsUrl, t);
     const open = await createMeeting(instance, t);
-    await recorder.start(open);
+    const started = await recorder.start(open);
     expect(await client.stop(open)).toMatchObject({ type: 'error', code: 'no_recording' });
+    // A start repeated (its answer lost) names the open take to resume; a resume repeated on the
+    // connection that holds the take is answered again.
+    expect(await client.start(open)).toMatchObject({
+      type: 'error',
+      code: 'recording_open',
+      message: expect.stringMatching(/^audio_version 1 of this meeting is still recording/),
+    });
+    expect(await recorder.resume(open, started.audio_version)).toMatchObject({ type: 'RecordingResumed' });
 
     const bob = await token(instance.config, 'stop-retry-bob');
     const bobs = await TestClient.connect(instance.wsUrl, bob);
