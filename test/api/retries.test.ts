@@ -77,6 +77,7 @@ describe('gap upload retried after the take moved on', () => {
     expect(conflict.status).toBe(409);
     expect(conflict.headers.get('content-type')).toMatch(/problem\+json/);
     expect(conflict.body.detail).toMatch(/other bytes/);
+    expect((await put(take, 5, 14)).status).toBe(409); // reaches over two stored ranges
 
     const tail = await put(take, 30, 39);
     expect(tail.status).toBe(410);
