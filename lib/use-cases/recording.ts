@@ -16,7 +16,8 @@ import {
 } from '../repositories/finalize';
 import type { RecordingFinalized } from '../ml/contract';
 import {
-  assertAcceptsGaps,
+  assertGapWindowOpen,
+  assertTakesNewRanges,
   FRAME_MS,
   gapObjectReferenced,
   type GapResult,
@@ -202,7 +203,7 @@ const storeGapRange: UseCase<GapUpload & { sha: string; object: StoredObject; ob
   // guard: gap-upload-take-lock | remove: , { forUpdate: true } | test: test/concurrency/rest.test.ts :: same upload arrives 20 times at once
   const rec = await getRecording(tx, up.meetingId, up.audioVersion, { forUpdate: true });
   if (!rec) throw new DomainError('not_found', `recording audio_version ${up.audioVersion} not found`);
-  assertAcceptsGaps(rec);
+  assertGapWindowOpen(rec);
   const overlaps = await overlappingRows(tx, up.meetingId, up.audioVersion, up.start, up.end);
   const resultOf = async (): Promise<GapResult> => {
     const cov = await coverage(tx, up.meetingId, up.audioVersion);
@@ -222,6 +223,10 @@ const storeGapRange: UseCase<GapUpload & { sha: string; object: StoredObject; ob
       return { stored: false, result: await resultOf(), existing: row };
     throw overlapError(up, overlaps);
   }
+  // Checked after the stored ranges: the sweep may have finalized the take since the first try of
+  // this range was stored, and its retry is still answered 200 (docs/retries.md).
+  // guard: gap-upload-new-range-closed | remove: assertTakesNewRanges(rec); | test: test/concurrency/gap-retry.test.ts :: new range whose check passed
+  assertTakesNewRanges(rec);
   assertGapsBounded(await coverage(tx, up.meetingId, up.audioVersion), up.start, up.end);
   await insertManifestRow(tx, {
     meeting_id: up.meetingId,

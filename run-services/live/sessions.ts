@@ -3,9 +3,15 @@
 import type { Coordination } from '@mi/lib/adapters/coordination';
 import { DomainError, type ErrorCode as DomainErrorCode } from '@mi/lib/errors';
 import type { StoredEvent } from '@mi/lib/events/outbox';
-import { listManifest, type ManifestRow } from '@mi/lib/repositories/manifest';
+import { coverage, listManifest, type ManifestRow } from '@mi/lib/repositories/manifest';
 import { getMeeting } from '@mi/lib/repositories/meetings';
-import { getRecording, recordingLeaseKey, touchOwnedTakes, type Recording } from '@mi/lib/repositories/recordings';
+import {
+  CAPTURE_OPEN,
+  getRecording,
+  recordingLeaseKey,
+  touchOwnedTakes,
+  type Recording,
+} from '@mi/lib/repositories/recordings';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import type { Connection } from './connection';
 import {
@@ -283,14 +289,37 @@ export class Sessions implements RecorderHost {
     });
   }
 
-  stop(conn: Connection, cmd: StopCommand): void {
+  async stop(conn: Connection, cmd: StopCommand): Promise<void> {
     const r = conn.recorder;
-    if (!r || r.take.meetingId !== cmd.meeting_id) {
-      return conn.error('no_recording', 'this connection is not recording that meeting (resume it first)', cmd.type);
+    if (r && r.take.meetingId === cmd.meeting_id) {
+      conn.log.info({ meeting_id: cmd.meeting_id, audio_version: r.take.audioVersion }, 'take stop requested');
+      // Not awaited: frames keep arriving (and are stored) during the settle time.
+      void r.stop('user');
+      return;
     }
-    conn.log.info({ meeting_id: cmd.meeting_id, audio_version: r.take.audioVersion }, 'take stop requested');
-    // Not awaited: frames keep arriving (and are stored) during the settle time.
-    void r.stop('user');
+    // A stop sent again after its take stopped (its RecordingStopped lost with a connection) is
+    // answered with that stop, never refused (docs/retries.md).
+    const stopped = await this.stoppedTake(conn.userId!, cmd.meeting_id);
+    if (stopped) return void conn.send(stopped);
+    conn.error('no_recording', 'this connection is not recording that meeting (resume it first)', cmd.type);
+  }
+
+  /** RecordingStopped of the meeting's latest take when its capture is closed (the coverage as it is now). */
+  private async stoppedTake(userId: string, meetingId: string) {
+    const { db } = this.d.rt;
+    if (!(await getMeeting(db, { userId }, meetingId))) return null;
+    const rec = await getRecording(db, meetingId);
+    if (!rec?.stop_reason || CAPTURE_OPEN.includes(rec.state)) return null;
+    const cov = await coverage(db, meetingId, rec.audio_version);
+    return {
+      type: 'RecordingStopped' as const,
+      meeting_id: meetingId,
+      audio_version: rec.audio_version,
+      reason: rec.stop_reason,
+      highest_contiguous_sequence: cov.highest_contiguous_sequence,
+      missing_ranges: cov.missing_ranges,
+      gap_upload_deadline: rec.gap_upload_deadline,
+    };
   }
 
   frame(conn: Connection, data: Buffer): void {
