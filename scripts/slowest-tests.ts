@@ -12,7 +12,11 @@ if (!file) {
 }
 const report = JSON.parse(readFileSync(file, 'utf8')) as Report;
 const files = report.testResults
-  .map((f) => ({ file: path.relative(process.cwd(), f.name), seconds: (f.endTime - f.startTime) / 1000, status: f.status }))
+  .map((f) => ({
+    file: path.relative(process.cwd(), f.name),
+    seconds: (f.endTime - f.startTime) / 1000,
+    status: f.status,
+  }))
   .sort((a, b) => b.seconds - a.seconds)
   .slice(0, Number(count));
 console.log(`The ${files.length} slowest of ${report.testResults.length} test files:`);
