@@ -4,6 +4,7 @@
 //     no lease) and that nobody resumed within RECORDING_DISCONNECT_GRACE_SECONDS,
 //  2. finalizes stopped takes with no missing range or past their gap upload deadline
 //     (lib/use-cases/recording.ts finalizeTake), retrying claims a crashed sweep left behind,
+//     but a take the server stopped (connection_closed, max_duration) waits for its deadline (frames never sent),
 //  3. republishes outbox events whose publish failed,
 //  4. deletes outbox events past EVENT_RETENTION_HOURS, expired idempotency records and webhook
 //     attempts older than 7 days, in bounded batches (lib/repositories/retention.ts),

@@ -103,7 +103,7 @@ CREATE TABLE meeting (
   created_at timestamptz NOT NULL DEFAULT now(),
   -- GET /search. A title stands for the whole meeting, so it weighs most (A). Kept by the trigger
   -- below, not a generated column: adding one rewrites the table under an exclusive lock (see
-  -- docs/schema-upgrades.md), a plain column is added at once and backfilled in batches.
+  -- docs/deployment.md, "Schema upgrades"), a plain column is added at once and backfilled in batches.
   title_search tsvector
 );
 CREATE FUNCTION meeting_set_title_search() RETURNS trigger LANGUAGE plpgsql AS $$
