@@ -31,6 +31,7 @@ export async function runBatchPass(
   limits: Pick<MlLimits, 'ML_SEGMENT_FEATURE_MAX_PER_SPEAKER' | 'ML_TASK_CADENCE_SEGMENTS'>,
   msg: RecordingFinalized,
   log: Logger,
+  pause?: (msg: RecordingFinalized) => Promise<void>,
 ): Promise<BatchOutcome> {
   const tid = msg.transcription_id;
   if (!tid) return 'skipped';
@@ -51,6 +52,7 @@ export async function runBatchPass(
   const lease = keepClaim(core, tid, claim.claim_id!, claim.claim_expires_at!, log);
 
   try {
+    await pause?.(msg);
     const audioSeconds = await readAudio(core, msg);
     const live = await allSegments(core, tid);
     const final = finalSegments(live, limits.ML_SEGMENT_FEATURE_MAX_PER_SPEAKER);

@@ -126,30 +126,30 @@ export function op<const C extends OpConfig>(cfg: C): Declared<C> {
   });
   const { auth, idempotent: _i, conditional: _c, mlClaim: _m, ...route } = cfg;
   const responses: RouteConfig['responses'] = {
-      ...route.responses,
-      400: problem('malformed request (bad JSON, missing or invalid Idempotency-Key)'),
-      401: problem('missing or invalid credentials'),
-      403: problem('valid credentials of a scheme this operation does not accept'),
-      413: problem('body too large'),
-      422: problem('validation failed; `errors` lists the fields'),
-      500: problem('unexpected error (no internals disclosed)'),
-      ...(cfg.auth.includes('bearer') && !(409 in (route.responses ?? {}))
-        ? {
-            409: problem(
-              "account_conflict: the token's email belongs to another account (emails are unique case-insensitively)",
-            ),
-          }
-        : {}),
-      ...(cfg.idempotent
-        ? {
-            409: problem(
-              'a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above)',
-            ),
-          }
-        : {}),
-      ...(cfg.conditional
-        ? { 412: problem("If-Match does not match the record's current ETag: it changed since it was read") }
-        : {}),
+    ...route.responses,
+    400: problem('malformed request (bad JSON, missing or invalid Idempotency-Key)'),
+    401: problem('missing or invalid credentials'),
+    403: problem('valid credentials of a scheme this operation does not accept'),
+    413: problem('body too large'),
+    422: problem('validation failed; `errors` lists the fields'),
+    500: problem('unexpected error (no internals disclosed)'),
+    ...(cfg.auth.includes('bearer') && !(409 in (route.responses ?? {}))
+      ? {
+          409: problem(
+            "account_conflict: the token's email belongs to another account (emails are unique case-insensitively)",
+          ),
+        }
+      : {}),
+    ...(cfg.idempotent
+      ? {
+          409: problem(
+            'a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above)',
+          ),
+        }
+      : {}),
+    ...(cfg.conditional
+      ? { 412: problem("If-Match does not match the record's current ETag: it changed since it was read") }
+      : {}),
   };
   if (cfg.mlClaim) {
     const other = (responses[409] as { description?: string } | undefined)?.description;

@@ -214,7 +214,12 @@ export async function updateTranscription(
   if (changes) await appendHistory(tx, id, rows[0].status, rows[0].status_message);
   const { claim_id, claim_expires_at, ...t } = rows[0];
   const held = t.status === 'synthesizing';
-  return { ...t, claim_id: held ? claim_id : null, claim_expires_at: held ? claim_expires_at : null, user_id: current.user_id };
+  return {
+    ...t,
+    claim_id: held ? claim_id : null,
+    claim_expires_at: held ? claim_expires_at : null,
+    user_id: current.user_id,
+  };
 }
 
 /**
