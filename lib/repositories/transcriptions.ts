@@ -241,6 +241,8 @@ export async function assertCurrentClaim(
      FROM transcription t WHERE ${byTranscription ? 't.id = $1' : 't.meeting_id = $1 AND t.claim_id = $2'} FOR UPDATE`,
     byTranscription ? [scope.transcriptionId] : [scope.meetingId, claim],
   );
+  // An unknown transcription is the write's own 404.
+  if (!rows[0] && byTranscription) return;
   const lost = rows[0]
     ? lostClaim(rows[0], claim)
     : `ML-Claim ${claim} is not the current claim of any transcription of this meeting: it expired and the take was offered again, or it never was`;
@@ -253,6 +255,8 @@ export interface ExpiredClaim {
   meeting_id: string;
   user_id: string;
   claim_expirations: number;
+  /** The meeting was deleted: its take is released but not offered again. */
+  meeting_deleted: boolean;
 }
 
 /** Up to `limit` transcriptions whose batch claim expired, oldest first (read without locks). */
@@ -280,7 +284,7 @@ export async function releaseExpiredClaim(
   const { rows: locked } = await tx.query<ExpiredClaim & { status: string; expired: boolean }>(
     'transcription.claim_lock',
     // guard: claim-release-lock | remove:  FOR UPDATE OF t | test: test/concurrency/batch-claims.test.ts :: renewed while the sweep
-    `SELECT t.id, t.meeting_id, m.user_id, t.status, t.claim_expirations,
+    `SELECT t.id, t.meeting_id, m.user_id, t.status, t.claim_expirations, m.deleted_at IS NOT NULL AS meeting_deleted,
        COALESCE(t.claim_expires_at, t.updated_at + make_interval(secs => $2)) <= clock_timestamp() AS expired
      FROM transcription t JOIN meeting m ON m.id = t.meeting_id WHERE t.id = $1 FOR UPDATE OF t`,
     [id, opts.leaseSeconds],
@@ -297,7 +301,7 @@ export async function releaseExpiredClaim(
     [id, status, message, expirations],
   );
   await appendHistory(tx, id, status, message);
-  return { id, meeting_id: t.meeting_id, user_id: t.user_id, claim_expirations: expirations, status };
+  return { ...t, claim_expirations: expirations, status };
 }
 
 /** Status history, oldest first. */

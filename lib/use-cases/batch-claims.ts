@@ -44,14 +44,15 @@ interface ReleaseInput {
  * publish happens before the commit, with the row locked: a worker that receives the message and
  * claims at once waits for the commit and finds the take transcribing; a publish that fails rolls
  * the release back, for the next sweep to retry, so a released take is never left unoffered. A
- * transcription of no finalized take (created through the API) goes back to transcribing unoffered.
+ * transcription of no finalized take (created through the API) or of a deleted meeting goes back
+ * to transcribing unoffered.
  */
 const releaseExpiredClaim: UseCase<ReleaseInput, 'released' | 'abandoned' | null> = async (ctx, input) => {
   const released = await transcriptions.releaseExpiredClaim(ctx.tx, input.id, input);
   if (!released) return null;
   ctx.emit(released.user_id, changed('transcription', 'updated', released.id, released.meeting_id));
   if (released.status === 'failed') return 'abandoned';
-  const rec = await finalizedTake(ctx.tx, released.id);
+  const rec = released.meeting_deleted ? null : await finalizedTake(ctx.tx, released.id);
   if (rec) {
     const rows = await listManifest(ctx.tx, rec.meeting_id, rec.audio_version);
     const storagePath = rows.length ? takeAudioPath(rec) : null;
