@@ -5,7 +5,9 @@
 //  2. finalizes stopped takes with no missing range or past their gap upload deadline
 //     (lib/use-cases/recording.ts finalizeTake), retrying claims a crashed sweep left behind,
 //     but a take the server stopped (connection_closed, max_duration) waits for its deadline (frames never sent),
-//  3. republishes outbox events whose publish failed,
+//  3. releases the ML batch pass's expired claims: the take is offered again (recording.finalized,
+//     attempt n + 1) or given up after ML_BATCH_MAX_ATTEMPTS (lib/use-cases/batch-claims.ts),
+//     then republishes outbox events whose publish failed,
 //  4. deletes outbox events past EVENT_RETENTION_HOURS, expired idempotency records and webhook
 //     attempts older than 7 days, in bounded batches (lib/repositories/retention.ts),
 //  5. deletes the Pub/Sub topic and subscription of each live instance that died without shutting
@@ -29,6 +31,7 @@ import { resumeErasures } from '@mi/lib/use-cases/account';
 import { pruneExpired } from '@mi/lib/repositories/retention';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
+import { releaseExpiredClaims } from '@mi/lib/use-cases/batch-claims';
 import {
   claimTakeToFinalize,
   finalizeTake,
@@ -65,6 +68,8 @@ export interface SweepCounts {
   finalized: number;
   degraded: number;
   failed: number;
+  claimsReleased: number;
+  claimsAbandoned: number;
   republished: number;
   prunedEvents: number;
   prunedIdempotencyRecords: number;
@@ -83,6 +88,8 @@ export const NO_COUNTS: SweepCounts = {
   finalized: 0,
   degraded: 0,
   failed: 0,
+  claimsReleased: 0,
+  claimsAbandoned: 0,
   republished: 0,
   prunedEvents: 0,
   prunedIdempotencyRecords: 0,
@@ -136,6 +143,9 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
     if (rec) await finalize(rec);
   }
 
+  const claims = await runWorkflow(rt, SERVICE, releaseExpiredClaims, { limit: batch });
+  counts.claimsReleased = claims.released;
+  counts.claimsAbandoned = claims.abandoned;
   counts.republished = await rt.events.republishPending(opts.outboxMinAgeMs);
   const pruned = await pruneExpired(rt.db, rt.config.EVENT_RETENTION_HOURS);
   counts.prunedEvents = pruned.events;

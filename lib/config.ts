@@ -147,6 +147,10 @@ export const configSchema = z.object({
   RECORDING_MAX_DURATION_SECONDS: int(14_400, 1),
   RECORDING_AUDIO_URL_TTL_SECONDS: int(900, 1),
   RECORDING_MAX_UPLOAD_BYTES: int(536_870_912, 1),
+  // The ML batch pass's claim is a lease this long (renewed with ML-Claim); after this many
+  // claims expired the sweep gives the take up (failed) instead of offering it again.
+  ML_BATCH_CLAIM_LEASE_SECONDS: int(900, 1),
+  ML_BATCH_MAX_ATTEMPTS: int(3, 1),
   // ML service (read by the fake ML service of the local stack)
   ML_PORT: int(4003, 0).pipe(z.number().max(65535)),
   MODEL_PROVIDER: z.enum(['provider_a', 'provider_b']).default('provider_a'),

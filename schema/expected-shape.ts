@@ -76,6 +76,10 @@ export const TABLES: Record<string, string[]> = {
     'is_degraded boolean required = false',
     'created_at timestamptz required = now()',
     'updated_at timestamptz required = now()',
+    // internal: the batch pass's claim (a lease, its fencing token, the expired claims so far)
+    'claim_id uuid',
+    'claim_expires_at timestamptz',
+    'claim_expirations integer required = 0',
   ],
   transcription_status_history: [
     'id uuid required = gen_random_uuid()',
@@ -360,6 +364,7 @@ export const QUERY_INDEXES = [
   'transcript_segment (transcription_id, start_ms)',
   'transcript_segment (transcription_id, speaker_label)',
   'transcription (meeting_id)',
+  "transcription (claim_expires_at) WHERE (status = 'synthesizing'::text)",
   'talking_point (meeting_id)',
   'topic (meeting_id)',
   'note (user_id, created_at, id)',

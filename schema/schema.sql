@@ -146,9 +146,17 @@ CREATE TABLE transcription (
   status_message text,
   is_degraded boolean NOT NULL DEFAULT false,
   created_at timestamptz NOT NULL DEFAULT now(),
-  updated_at timestamptz NOT NULL DEFAULT now()
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  -- The batch pass's claim (decisions.md section 8): a lease the ML renews, the fencing token its
+  -- writes carry (ML-Claim), and how many claims expired (the sweep re-offers the take until
+  -- ML_BATCH_MAX_ATTEMPTS). Plain nullable columns and a constant default: added without a rewrite.
+  claim_id uuid,
+  claim_expires_at timestamptz,
+  claim_expirations integer NOT NULL DEFAULT 0
 );
 CREATE INDEX transcription_meeting_id_idx ON transcription (meeting_id);
+-- The sweep's look for lapsed claims: only the (few) transcriptions being synthesized.
+CREATE INDEX transcription_claim_expires_at_idx ON transcription (claim_expires_at) WHERE status = 'synthesizing';
 
 -- Append-only audit of transcription status changes.
 CREATE TABLE transcription_status_history (

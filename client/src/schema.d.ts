@@ -727,7 +727,7 @@ export interface paths {
         head?: never;
         /**
          * Update status, status_message or is_degraded (the status machine applies)
-         * @description Every status change appends a status-history row. Broadcasts EntityChanged { entity: transcription, action: updated }.
+         * @description Every status change appends a status-history row. Broadcasts EntityChanged { entity: transcription, action: updated }. The batch pass (docs/ml-integration.md): the move to synthesizing claims the take for ML_BATCH_CLAIM_LEASE_SECONDS (the answer carries claim_id and claim_expires_at); the same PATCH with ML-Claim renews the lease; completed or failed with ML-Claim only while that claim is current (a repeat of the status the claim set is answered 200 again). The sweep releases an expired claim: back to transcribing (history message `batch claim expired`) with recording.finalized published again (attempt + 1), or failed (`batch pass abandoned`) after ML_BATCH_MAX_ATTEMPTS expired claims.
          */
         patch: operations["updateTranscription"];
         trace?: never;
@@ -2164,6 +2164,31 @@ export interface components {
             items: components["schemas"]["Transcription"][];
             next_cursor: string | null;
         };
+        /**
+         * @example {
+         *       "id": "5d2f8a41-6c3b-4e7d-9a0f-1b2c3d4e5f60",
+         *       "meeting_id": "7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e",
+         *       "status": "pending",
+         *       "status_message": null,
+         *       "is_degraded": false,
+         *       "created_at": "2026-11-22T09:00:00.000Z",
+         *       "updated_at": "2026-11-22T09:00:00.000Z"
+         *     }
+         */
+        ClaimedTranscription: components["schemas"]["Transcription"] & {
+            /**
+             * Format: uuid
+             * @description while synthesizing: the batch pass’s claim. Send it as ML-Claim to renew the claim and with every batch write; null otherwise
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            claim_id: string | null;
+            /**
+             * Format: date-time
+             * @description while synthesizing: when the claim lapses (ML_BATCH_CLAIM_LEASE_SECONDS after the claim or its last renewal); null otherwise
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            claim_expires_at: string | null;
+        };
         PatchTranscription: {
             status?: components["schemas"]["TranscriptionStatus"] & unknown;
             status_message?: string | null;
@@ -3354,6 +3379,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the batch pass’s claim_id (from the claim, PATCH /transcriptions/{id} to synthesizing): the write is refused 409 invalid_state once that claim is no longer the current one (expired or replaced). Without it, the write is not fenced */
+                "ml-claim"?: string;
                 /** @description the ETag of the record as last read (or *): 412 when it changed since */
                 "if-match"?: string;
             };
@@ -3415,7 +3442,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively); or invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8506,6 +8533,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the batch pass’s claim_id (from the claim, PATCH /transcriptions/{id} to synthesizing): the write is refused 409 invalid_state once that claim is no longer the current one (expired or replaced). Without it, the write is not fenced */
+                "ml-claim"?: string;
             };
             path: {
                 id: string;
@@ -8518,13 +8547,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description the transcription */
+            /** @description the transcription, with the claim while synthesizing */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Transcription"];
+                    "application/json": components["schemas"]["ClaimedTranscription"];
                 };
             };
             /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
@@ -8563,7 +8592,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the status machine does not allow this transition */
+            /** @description invalid_state: the status machine does not allow this transition, or the transcription is already claimed (synthesizing); or invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8813,6 +8842,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the batch pass’s claim_id (from the claim, PATCH /transcriptions/{id} to synthesizing): the write is refused 409 invalid_state once that claim is no longer the current one (expired or replaced). Without it, the write is not fenced */
+                "ml-claim"?: string;
             };
             path: {
                 id: string;
@@ -8868,7 +8899,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the transcription is still in processing (its live recording capture is open) */
+            /** @description the transcription is still in processing (its live recording capture is open); or invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9640,6 +9671,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the batch pass’s claim_id (from the claim, PATCH /transcriptions/{id} to synthesizing): the write is refused 409 invalid_state once that claim is no longer the current one (expired or replaced). Without it, the write is not fenced */
+                "ml-claim"?: string;
             };
             path: {
                 id: string;
@@ -9688,6 +9721,15 @@ export interface operations {
             };
             /** @description meeting not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9834,6 +9876,8 @@ export interface operations {
                 "idempotency-key"?: string;
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the batch pass’s claim_id (from the claim, PATCH /transcriptions/{id} to synthesizing): the write is refused 409 invalid_state once that claim is no longer the current one (expired or replaced). Without it, the write is not fenced */
+                "ml-claim"?: string;
             };
             path: {
                 id: string;
@@ -9891,7 +9935,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above) */
+            /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above); or invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9938,6 +9982,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the batch pass’s claim_id (from the claim, PATCH /transcriptions/{id} to synthesizing): the write is refused 409 invalid_state once that claim is no longer the current one (expired or replaced). Without it, the write is not fenced */
+                "ml-claim"?: string;
             };
             path: {
                 id: string;
@@ -9982,6 +10028,15 @@ export interface operations {
             };
             /** @description meeting not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

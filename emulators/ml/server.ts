@@ -42,6 +42,8 @@ export interface FakeMlOptions {
   /** The bus to take `recording.finalized` from; by default one on config's Pub/Sub (emulator). */
   bus?: Bus;
   log?: Logger;
+  /** For tests: awaited once a batch pass holds its claim, before its first write (a slow pass). */
+  batchPause?: (msg: RecordingFinalized) => Promise<void>;
 }
 
 export interface FakeMl {
@@ -189,7 +191,7 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
         return;
       }
       // Throws only when the core could not be reached: the message is redelivered.
-      await runBatchPass(core, config, parsed.ok, log);
+      await runBatchPass(core, config, parsed.ok, log, opts.batchPause);
     });
   } catch (err) {
     await new Promise((r) => server.close(r));

@@ -339,6 +339,39 @@ const markTakeFinalized: UseCase<
   return true;
 };
 
+/** `recording.finalized` of a take: `attempt` 1 when finalized, one more each time the sweep offers it again. */
+export function finalizedMessage(
+  rec: Recording,
+  storagePath: string | null,
+  missingRanges: [number, number][],
+  attempt: number,
+): RecordingFinalized {
+  return {
+    meeting_id: rec.meeting_id,
+    audio_version: rec.audio_version,
+    transcription_id: rec.transcription_id,
+    storage_path: storagePath,
+    is_degraded: missingRanges.length > 0,
+    missing_ranges: missingRanges,
+    attempt,
+  };
+}
+
+/** Publishes a take's `recording.finalized` to the ML batch workers. */
+export async function offerTake(
+  deps: Pick<FinalizeDeps, 'bus' | 'config'>,
+  rec: Recording,
+  message: RecordingFinalized,
+): Promise<void> {
+  // The client's trace of the take's start goes on to the ML batch worker (checked again: a row
+  // stored before validation existed must not fail the publish).
+  await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, {
+    meeting_id: rec.meeting_id,
+    audio_version: String(rec.audio_version),
+    ...validTraceContext(rec.trace_context),
+  });
+}
+
 /** What finalizing a take needs beside the store: the bus and the topic of `recording.finalized`. */
 export interface FinalizeDeps extends WorkflowDeps {
   bus: Bus;
@@ -355,21 +388,8 @@ export const finalizeTake: Workflow<Recording, RecordingFinalized | null, Finali
   const { deps } = ctx;
   const { rows, chain, cov } = await takeComposition(deps.db, rec);
   const storagePath = await composeAudio(deps.store, rec, chain);
-  const message: RecordingFinalized = {
-    meeting_id: rec.meeting_id,
-    audio_version: rec.audio_version,
-    transcription_id: rec.transcription_id,
-    storage_path: storagePath,
-    is_degraded: cov.missing_ranges.length > 0,
-    missing_ranges: cov.missing_ranges,
-  };
-  // The client's trace of the take's start goes on to the ML batch worker (checked again: a row
-  // stored before validation existed must not fail the publish).
-  await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, {
-    meeting_id: rec.meeting_id,
-    audio_version: String(rec.audio_version),
-    ...validTraceContext(rec.trace_context),
-  });
+  const message = finalizedMessage(rec, storagePath, cov.missing_ranges, 1);
+  await offerTake(deps, rec, message);
   const bytesStored = chain.reduce((n, r) => n + r.byte_count, 0);
   const done = await ctx.run(markTakeFinalized, {
     rec,

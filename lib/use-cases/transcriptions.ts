@@ -21,11 +21,15 @@ export const createTranscription: UseCase<{ meetingId: string }, Transcription> 
   return t;
 };
 
+/**
+ * A status change (the batch pass's claim and its renewal among them: see the repository). `claim`
+ * is the ML-Claim the caller sent; the lease of a new or renewed claim lasts `leaseSeconds`.
+ */
 export const updateTranscription: UseCase<
-  { id: string; patch: transcriptions.TranscriptionPatch },
-  Transcription
-> = async (ctx, { id, patch }) => {
-  const { user_id, ...t } = await transcriptions.updateTranscription(ctx.tx, id, patch);
+  { id: string; patch: transcriptions.TranscriptionPatch; claim?: string; leaseSeconds: number },
+  Transcription & transcriptions.BatchClaim
+> = async (ctx, { id, patch, claim, leaseSeconds }) => {
+  const { user_id, ...t } = await transcriptions.updateTranscription(ctx.tx, id, patch, { claim, leaseSeconds });
   ctx.emit(user_id, changed('transcription', 'updated', t.id, t.meeting_id));
   return t;
 };

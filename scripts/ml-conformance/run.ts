@@ -260,6 +260,7 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
           storage_path: audioObject ?? null,
           is_degraded: false,
           missing_ranges: [],
+          attempt: 1,
         },
         trace,
       );
