@@ -99,6 +99,19 @@ describe('the batch claim', () => {
     expect(await historyOf(transcriptionId)).toEqual(['pending', 'transcribing', 'synthesizing: batch pass started']);
   });
 
+  it('should answer a claim repeated with its Idempotency-Key (its answer lost) with the first answer, claim_id included', async () => {
+    const { transcriptionId } = await transcribing();
+    const key = { 'idempotency-key': randomUUID() };
+    const first = await claim(transcriptionId, key);
+    expect(first.status, first.text).toBe(200);
+    const again = await claim(transcriptionId, key);
+    expect(again.status, again.text).toBe(200);
+    expect(again.text).toBe(first.text);
+    // The same claim still holds: the pass goes on with it.
+    const renewed = await claim(transcriptionId, withClaim(first.body.claim_id));
+    expect(renewed.status, renewed.text).toBe(200);
+  });
+
   it('should refuse a second claim while the lease lives, without ML-Claim or with another id: 409 invalid_state', async () => {
     const { transcriptionId } = await transcribing();
     const first = (await claim(transcriptionId)).body;
