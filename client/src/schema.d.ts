@@ -727,7 +727,7 @@ export interface paths {
         head?: never;
         /**
          * Update status, status_message or is_degraded (the status machine applies)
-         * @description Every status change appends a status-history row. Broadcasts EntityChanged { entity: transcription, action: updated }. The batch pass (docs/ml-integration.md): the move to synthesizing claims the take for ML_BATCH_CLAIM_LEASE_SECONDS (the answer carries claim_id and claim_expires_at); the same PATCH with ML-Claim renews the lease; completed or failed with ML-Claim only while that claim is current (a repeat of the status the claim set is answered 200 again). The sweep releases an expired claim: back to transcribing (history message `batch claim expired`) with recording.finalized published again (attempt + 1), or failed (`batch pass abandoned`) after ML_BATCH_MAX_ATTEMPTS expired claims.
+         * @description Every status change appends a status-history row. Broadcasts EntityChanged { entity: transcription, action: updated }. The batch pass (docs/ml-integration.md): the move to synthesizing claims the take for ML_BATCH_CLAIM_LEASE_SECONDS (the answer carries claim_id and claim_expires_at); the same PATCH with ML-Claim renews the lease; a claim sent with an Idempotency-Key and repeated with it (its answer was lost) gets the first answer, claim_id included; completed or failed with ML-Claim only while that claim is current (a repeat of the status the claim set is answered 200 again). The sweep releases an expired claim: back to transcribing (history message `batch claim expired`) with recording.finalized published again (attempt + 1), or failed (`batch pass abandoned`) after ML_BATCH_MAX_ATTEMPTS expired claims.
          */
         patch: operations["updateTranscription"];
         trace?: never;
@@ -1002,7 +1002,7 @@ export interface paths {
         get?: never;
         /**
          * Upload missing frames of a stopped take (gap recovery)
-         * @description The body is the raw bytes of frames start_sequence..end_sequence (inclusive), in order, without the 8-byte sequence headers. Accepted while the take is `stopped` and before its gap_upload_deadline. While capture is still open (recording/stopping) the frames belong on the WebSocket: 409. Once the take is finalizing/finalized or past the deadline: 410. Optional `Content-Digest: sha-256=:<base64>:` (RFC 9530) is checked (422 on mismatch). The identical range with the same bytes answers 200 (idempotent); a range overlapping stored frames otherwise is 409. An upload that would leave the take more than 64 missing ranges (past the highest frame with a gap, or splitting a missing range) is 422 `too_many_gaps` and stores nothing; uploading in sequence order never meets it. The range must end below the take's ceiling, max_duration_seconds × 10 frames (422 sequence_out_of_range). A pcm_s16le body is exactly (end − start + 1) × sample_rate / 10 × 2 bytes, a webm_opus body at least a byte per frame (422 otherwise). Bodies above RECORDING_MAX_CHUNK_BYTES are refused with 413.
+         * @description The body is the raw bytes of frames start_sequence..end_sequence (inclusive), in order, without the 8-byte sequence headers. Until the take's gap_upload_deadline; after it: 410. While capture is still open (recording/stopping) the frames belong on the WebSocket: 409. A new range is stored (201) while the take is `stopped`; once it is finalizing/finalized (its missing ranges were all filled) a new range is 410, the problem detail saying which (finalized, or the deadline passed). The identical range with the same bytes answers 200 whatever the state (stopped, finalizing, finalized): a retry whose first answer was lost is never refused; a range overlapping stored frames otherwise is 409 (docs/retries.md). Optional `Content-Digest: sha-256=:<base64>:` (RFC 9530) is checked (422 on mismatch). An upload that would leave the take more than 64 missing ranges (past the highest frame with a gap, or splitting a missing range) is 422 `too_many_gaps` and stores nothing; uploading in sequence order never meets it. The range must end below the take's ceiling, max_duration_seconds × 10 frames (422 sequence_out_of_range). A pcm_s16le body is exactly (end − start + 1) × sample_rate / 10 × 2 bytes, a webm_opus body at least a byte per frame (422 otherwise). Bodies above RECORDING_MAX_CHUNK_BYTES are refused with 413.
          */
         put: operations["uploadRecordingGap"];
         post?: never;
@@ -8531,6 +8531,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description optional; a repeat with the same key and body is answered as the first, adding nothing */
+                "idempotency-key"?: string;
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
                 /** @description the batch pass’s claim_id (from the claim, PATCH /transcriptions/{id} to synthesizing): the write is refused 409 invalid_state once that claim is no longer the current one (expired or replaced). Without it, the write is not fenced */
@@ -8592,7 +8594,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description invalid_state: the status machine does not allow this transition, or the transcription is already claimed (synthesizing); or invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
+            /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above); or invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10399,7 +10401,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description the identical range was already stored */
+            /** @description the identical range was already stored (whatever the take's state, until the deadline) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -10462,7 +10464,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the gap upload deadline passed or the take is finalized */
+            /** @description the gap upload deadline passed, or a new range for a take that is finalizing/finalized */
             410: {
                 headers: {
                     [name: string]: unknown;
