@@ -362,7 +362,7 @@ describe('webhook fairness between users', () => {
 
   it('should hold at most maxPerUser attempts of one user in flight: a healthy endpoint gets through', async () => {
     // 3 users × 3 endpoints that never answer, 8 slots: without the cap all 8 would hang.
-    const hanging = [];
+    const hanging: Awaited<ReturnType<typeof subscriber>>[] = [];
     for (let i = 0; i < 3; i++) {
       const h = await subscriber(['*'], 3);
       h.receiver.mode = 'hang';
@@ -381,7 +381,7 @@ describe('webhook fairness between users', () => {
 
   it('should give failing endpoints at most half the slots: users each with one that never answers cannot fill them', async () => {
     // 4 users, one endpoint each: answers 500 once (the endpoint is failing), then never answers. 4 slots.
-    const hanging = [];
+    const hanging: Awaited<ReturnType<typeof subscriber>>[] = [];
     for (let i = 0; i < 4; i++) {
       const h = await subscriber();
       h.receiver.failures = 1;
