@@ -99,6 +99,16 @@ describe('webhook addresses', () => {
     }
   });
 
+  it('should refuse with 422 a host whose name resolution never answers, once the check times out', async () => {
+    const never: Resolve = () => new Promise(() => undefined);
+    const err = await checkWebhookUrl('https://silent-dns.example.com/x', 'staging', never, 100).then(
+      () => null,
+      (e) => e,
+    );
+    expect(err).toMatchObject({ code: 'unprocessable', errors: [{ path: 'url' }] });
+    expect(err.message).toMatch(/did not resolve within 0\.1 s/);
+  });
+
   it('should allow http only to localhost and 127.0.0.1 in development and test, without address checks', async () => {
     for (const env of ['development', 'test'] as const) {
       await expect(checkWebhookUrl('http://localhost:9/x', env)).resolves.toBeUndefined();

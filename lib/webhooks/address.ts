@@ -98,12 +98,32 @@ export async function resolvePublic(
   return { addresses };
 }
 
+/** How long a URL check at creation or update waits for the host to resolve (a delivery's own budget is send.ts's). */
+export const CHECK_RESOLVE_TIMEOUT_MS = 10_000;
+
 /** Throws 422 unprocessable (field `url`) for a URL a webhook may not use in this environment. */
-export async function checkWebhookUrl(raw: string, env: AppEnv, resolve: Resolve = resolveAll): Promise<void> {
+export async function checkWebhookUrl(
+  raw: string,
+  env: AppEnv,
+  resolve: Resolve = resolveAll,
+  timeoutMs = CHECK_RESOLVE_TIMEOUT_MS,
+): Promise<void> {
   const problem =
     urlFormProblem(raw, env) ??
-    (checksAddresses(env) ? problemOf(await resolvePublic(hostOf(new URL(raw)), resolve)) : null);
+    (checksAddresses(env) ? problemOf(await resolveWithin(hostOf(new URL(raw)), resolve, timeoutMs)) : null);
   if (problem) throw unprocessable(problem, [{ path: 'url', message: problem }]);
+}
+
+/** resolvePublic, or a problem once `timeoutMs` passed: a resolver that never answers cannot hold a request. */
+function resolveWithin(host: string, resolve: Resolve, timeoutMs: number): ReturnType<typeof resolvePublic> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<{ problem: string }>((r) => {
+    timer = setTimeout(
+      () => r({ problem: `url host ${host} did not resolve within ${timeoutMs / 1000} s` }),
+      timeoutMs,
+    );
+  });
+  return Promise.race([resolvePublic(host, resolve), late]).finally(() => clearTimeout(timer));
 }
 
 const problemOf = (r: { problem: string } | { addresses: string[] }) => ('problem' in r ? r.problem : null);
