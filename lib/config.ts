@@ -111,6 +111,10 @@ export const configSchema = z.object({
     .pipe(z.array(z.number().min(0)).min(1, 'must list at least one delay')),
   WEBHOOK_DISABLE_AFTER_SECONDS: num(5 * 24 * 3600),
   WEBHOOK_POLL_MS: int(1000, 10),
+  // Fairness and rotation (decisions.md section 8): attempts of one user's endpoints in flight per
+  // dispatcher, and how long a rotated-out secret still signs beside the new one.
+  WEBHOOK_MAX_IN_FLIGHT_PER_USER: int(8, 1),
+  WEBHOOK_SECRET_OVERLAP_SECONDS: int(86_400, 0),
   // Live service
   LIVE_CONNECTION_LIFETIME_SECONDS: int(3300, 1),
   LIVE_MAX_CONNECTIONS_PER_USER: int(20, 1),

@@ -280,6 +280,8 @@ export const TABLES: Record<string, string[]> = {
     'event_types text[] required',
     'description text',
     'secret text required',
+    'previous_secret text',
+    'previous_secret_expires_at timestamptz',
     'enabled boolean required = true',
     'cursor_seq bigint required = 0',
     'failing_since timestamptz',

@@ -471,6 +471,9 @@ CREATE TABLE webhook (
   event_types text[] NOT NULL,
   description text,
   secret text NOT NULL,
+  -- After a rotation the replaced secret still signs (beside the new one) until this time.
+  previous_secret text,
+  previous_secret_expires_at timestamptz,
   enabled boolean NOT NULL DEFAULT true,
   cursor_seq bigint NOT NULL DEFAULT 0,
   lease_until timestamptz,

@@ -15,5 +15,6 @@ export const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set([
   "POST /tasks/{id}/sub-tasks",
   "POST /threads",
   "POST /threads/{id}/messages",
-  "POST /webhooks"
+  "POST /webhooks",
+  "POST /webhooks/{id}/rotate-secret"
 ]);

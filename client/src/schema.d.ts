@@ -1168,6 +1168,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook's signing secret
+         * @description Issues a new secret, returned here only. For WEBHOOK_SECRET_OVERLAP_SECONDS (default 24 h) every delivery carries both signatures, space-separated (`webhook-signature: v1,<new> v1,<old>`): a receiver verifying with either secret accepts it, so it can switch without losing a delivery. `{"expire_previous": true}` stops signing with the previous secret at once (a rotation during an overlap ends that overlap too). Requires an Idempotency-Key (a replay answers the same secret).
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2780,6 +2800,17 @@ export interface components {
              * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
              */
             event_id: string;
+        };
+        WebhookSecret: {
+            /**
+             * @description the new signing secret (whsec_ + base64): shown here only
+             * @example whsec_Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFy
+             */
+            secret: string;
+        };
+        WebhookSecretRotation: {
+            /** @description true: the previous secret stops signing at once (no overlap); default false */
+            expire_previous?: boolean;
         };
     };
     responses: never;
@@ -11570,6 +11601,109 @@ export interface operations {
                 };
             };
             /** @description invalid_state: the webhook is disabled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description required; a uuid per logical request */
+                "idempotency-key"?: string;
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookSecretRotation"];
+            };
+        };
+        responses: {
+            /** @description the new secret (shown once) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description webhook not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above) */
             409: {
                 headers: {
                     [name: string]: unknown;

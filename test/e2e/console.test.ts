@@ -12,7 +12,9 @@
 // changed, an edit that lost to a change made elsewhere shown as such (412), and an older
 // transcription of the meeting chosen. Also: the tab's durable figure is the server's, long event
 // payloads are folded, talking points are numbered from 1, and a second take is listed beside the
-// first, either of which plays. Screenshots of each state go to
+// first, either of which plays. The webhooks page creates an endpoint on a real receiver (its
+// secret shown once), sends a test event, lists its deliveries and rotates the secret (the
+// receiver verifies with both during the overlap). Screenshots of each state go to
 // test-artifacts/e2e/ (UPDATE_SCREENSHOTS=1 also refreshes the committed copies in docs/screenshots/).
 import { randomUUID } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,7 +23,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
 import { startLocalStack, type LocalStack } from '../../emulators/stack';
+import { Receiver } from '../webhooks/receiver';
 import { speechLikeWav } from './wav';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -620,5 +624,69 @@ describe('developer console in Chromium', () => {
     await page.selectOption('#transcription-select', transcription.id);
     await poll(() => page.locator('.segment .text').first().textContent()).toBe('Corrected in the console');
     expect(failedRequests.slice(failedBefore)).toEqual([`PATCH /transcript-segments/${other.id} 412`]);
+  }, 120_000);
+
+  it('should create a webhook (secret shown once), send a test, list its deliveries and rotate its secret', async () => {
+    let secret = '';
+    const receiver = await new Receiver(() => secret).start();
+    try {
+      await page.goto(`${stack.url}/console`);
+      if (!(await page.evaluate(() => localStorage.getItem('mi-console-token')))) {
+        await page.fill('#mint-name', 'e2e-alice');
+        await page.click('#mint');
+      }
+      await page.waitForSelector('#conn-state.ready');
+      const failedBefore = failedRequests.length;
+      await page.click('#open-webhooks');
+      expect(new URL(page.url()).hash).toBe('#/webhooks');
+
+      // Create: the secret is shown once, the endpoint listed.
+      await page.fill('#webhook-url', receiver.url);
+      await page.selectOption('#webhook-types', '*');
+      await page.click('#webhook-create');
+      await page.waitForSelector('#webhook-secret');
+      secret = (await page.textContent('#webhook-secret'))!;
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+      const item = page.locator('.webhook', { hasText: receiver.url });
+      await poll(() => item.count()).toBe(1);
+      const id = (await item.getAttribute('data-id'))!;
+      await shot('13-webhook-created');
+
+      // Shown once: a reload lists the endpoint without it.
+      await page.reload();
+      await page.waitForSelector(`.webhook[data-id="${id}"]`);
+      expect(await page.locator('#webhook-secret').count()).toBe(0);
+      expect(await page.content()).not.toContain(secret);
+
+      // Test: the receiver gets a WebhookTest signed with the secret; the deliveries list its 200.
+      await page.click(`.webhook-test[data-id="${id}"]`);
+      await poll(() => receiver.ids().length, { timeout: 20_000 }).toBe(1);
+      expect(receiver.received[0]).toMatchObject({ verified: true, body: { type: 'WebhookTest', webhook_id: id } });
+      const testId = receiver.received[0].id;
+      expect(await page.textContent('#webhook-test-queued')).toContain(testId);
+      await page.click(`.webhook-deliveries-open[data-id="${id}"]`);
+      await poll(
+        async () => {
+          await page.click('#webhook-deliveries-refresh');
+          return page.getAttribute(`.webhook-attempt[data-event="${testId}"]`, 'data-status');
+        },
+        { timeout: 20_000 },
+      ).toBe('200');
+      await shot('14-webhook-deliveries');
+
+      // Rotate: a new secret shown; the next delivery verifies with the new secret and the old one.
+      await page.click(`.webhook-rotate[data-id="${id}"]`);
+      await poll(() => page.textContent('#webhook-secret')).not.toBe(secret);
+      const rotated = (await page.textContent('#webhook-secret'))!;
+      expect(rotated).toMatch(/^whsec_/);
+      await shot('15-webhook-rotated');
+      await page.click(`.webhook-test[data-id="${id}"]`);
+      await poll(() => receiver.ids().length, { timeout: 20_000 }).toBe(2);
+      const after = receiver.received[1];
+      for (const s of [rotated, secret]) expect(new Webhook(s).verify(after.raw, after.headers)).toBeTruthy();
+      expect(failedRequests.slice(failedBefore)).toEqual([]);
+    } finally {
+      await receiver.stop();
+    }
   }, 120_000);
 });
