@@ -140,10 +140,7 @@ export async function claimDue(
   fair: Fairness = UNLIMITED,
 ): Promise<Claim[]> {
   // A claimed endpoint's row stays locked until its lease is written: another claim skips it.
-  // guard: claim-endpoint-lock | remove: FOR UPDATE SKIP LOCKED | test: test/concurrency/webhooks.test.ts :: leased while the claim looked
   // Fairness: a user's endpoints get the slots left of maxPerUser; failing ones those left of failingRoom.
-  // guard: webhook-per-user-cap | remove: WHERE user_slot <= $5 | test: test/webhooks/delivery.test.ts :: maxPerUser attempts of one user
-  // guard: webhook-failing-share | remove: WHERE failing_slot <= $6 | test: test/webhooks/delivery.test.ts :: failing endpoints at most half
   const { rows } = await db.query<Claim>(
     'webhook.claim',
     `WITH busy AS (
@@ -157,13 +154,16 @@ export async function claimDue(
      ), fair AS (
        SELECT id, lease_until,
               CASE WHEN failing THEN row_number() OVER (PARTITION BY failing ORDER BY lease_until NULLS FIRST, id) ELSE 0 END AS failing_slot
+       -- guard: webhook-per-user-cap | remove: WHERE user_slot <= $5 | test: test/webhooks/delivery.test.ts :: maxPerUser attempts of one user
        FROM due WHERE user_slot <= $5
      ), picked AS (
+       -- guard: webhook-failing-share | remove: WHERE failing_slot <= $6 | test: test/webhooks/delivery.test.ts :: failing endpoints at most half
        SELECT id FROM fair WHERE failing_slot <= $6 ORDER BY lease_until NULLS FIRST, id LIMIT $1
      ), hooks AS (
        SELECT id FROM webhook w
        WHERE id IN (SELECT id FROM picked)
          AND enabled AND (lease_until IS NULL OR lease_until < now())
+       -- guard: claim-endpoint-lock | remove: FOR UPDATE SKIP LOCKED | test: test/concurrency/webhooks.test.ts :: leased while the claim looked
        FOR UPDATE SKIP LOCKED
      ), leased AS (
        UPDATE webhook w SET lease_until = now() + make_interval(secs => $2) FROM hooks h WHERE w.id = h.id
