@@ -271,11 +271,13 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
 
     // One DELETE, as the core sends it: bounded by the core's drain bound, then judged.
     const tid = take!.transcriptionId;
-    const atDrain = new Set((await liveSegments(tid)).map((s) => s.id));
-    let drain: MlReply | Error;
     const drainPath = `/streaming/${encodeURIComponent(resumed!.id)}?last_sequence=${RESUMED.at(-1)}`;
-    drain = await callMl('DELETE', drainPath, undefined, { timeoutMs: drainMs }).catch((err: Error) => err);
+    const drain: MlReply | Error = await callMl('DELETE', drainPath, undefined, { timeoutMs: drainMs }).catch(
+      (err: Error) => err,
+    );
     resumedSocket!.close();
+    // What reached the core by the answer: anything of the drained session after it is late.
+    const atDrain = new Set((await liveSegments(tid)).map((s) => s.id));
     await check(
       `DELETE /streaming/{id} answers within the core's bound (RECORDING_ML_DRAIN_TIMEOUT_SECONDS, ${seconds(drainMs)})`,
       async () => {
@@ -322,8 +324,7 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
     });
 
     // The credential on the socket and the drain, probed on a session of their own.
-    let probe: StreamingSession | Error;
-    probe = await startReply({ ...start, start_sequence: 100 })
+    const probe: StreamingSession | Error = await startReply({ ...start, start_sequence: 100 })
       .then(sessionOf)
       .catch((err: Error) => err);
     await check(
