@@ -137,7 +137,12 @@ describe('ML conformance kit against the stand-in and its faults', () => {
       options: { drainTimeoutMs: 1_000 },
     },
     // The core's refusal is quoted: status and problem type, on the path the ML called.
-    { fault: 'wrong-core-token', check: 'live segments reach the core', reason: '/segments → 401 ' },
+    {
+      fault: 'wrong-core-token',
+      check: 'live segments reach the core',
+      reason: '/segments → 401 https://meeting-intelligence.dev/problems/unauthorized',
+      options: { timeoutMs: 3_000 },
+    },
   ];
   for (const { fault, check, reason, delayMs, options } of faults) {
     it(`should fail the stand-in with the fault ${fault} first at the check that names it`, async () => {
@@ -159,12 +164,13 @@ describe('ML conformance kit against the stand-in and its faults', () => {
     ]);
   });
 
-  it('should fail the stand-in with the fault claim-only at the lease check, quoting no core refusal', async () => {
+  it('should fail the stand-in with the fault claim-only at the lease check (its claim itself succeeded)', async () => {
     ml.setFault('claim-only');
     const checks = await run({ only: 'batch', timeoutMs: 5_000 });
     expect(checks.find((c) => c.name.startsWith('recording.finalized: the ML claims'))).toMatchObject({ pass: true });
     const failure = firstFailure(checks)!;
     expect(failure.name).toBe('the claimed batch pass completes the take (or renews its claim: the claim is a lease)');
     expect(failure.reason).toContain('neither completed nor renewed its claim within 5 s');
+    expect(failure.reason).not.toContain('the core answered your service');
   });
 });
