@@ -29,8 +29,6 @@ export async function runBatchPass(
   limits: Pick<MlLimits, 'ML_SEGMENT_FEATURE_MAX_PER_SPEAKER' | 'ML_TASK_CADENCE_SEGMENTS'>,
   msg: RecordingFinalized,
   log: Logger,
-  /** The fault `claim-only` (./faults.ts): the pass claims and dies. */
-  fault: { claimOnly?: boolean } = {},
 ): Promise<BatchOutcome> {
   const tid = msg.transcription_id;
   if (!tid) return 'skipped';
@@ -47,7 +45,6 @@ export async function runBatchPass(
     return 'skipped';
   }
   ok(claim); // any other failure throws: the message is redelivered
-  if (fault.claimOnly) return 'skipped';
 
   try {
     const audioSeconds = await readAudio(core, msg);

@@ -1,6 +1,8 @@
 // The stand-in's fault switch: each fault is one mistake ML teams really ship, so that the
 // conformance kit's self-test (test/ml/conformance-kit.test.ts) proves the kit catches it. The
 // stand-in keeps the contract everywhere else.
+import type { RestClient } from '@mi/client';
+import type { RecordingFinalized } from './protocol';
 export const FAKE_ML_FAULTS = {
   'wrong-auth-header': 'expects the credential in X-Api-Key, refusing the core’s Authorization: Bearer',
   'no-auth': 'checks no credential anywhere',
@@ -23,4 +25,13 @@ export interface FaultState {
   fault: FakeMlFault | null;
   /** The delay of slow-start, slow-drain and ignored-drain. */
   delayMs: number;
+}
+
+/** The batch pass of `claim-only`: it claims the take, then does nothing more (as a pass that died). */
+export async function claimAndDie(core: RestClient, msg: RecordingFinalized): Promise<void> {
+  if (!msg.transcription_id) return;
+  await core.PATCH('/transcriptions/{id}', {
+    params: { path: { id: msg.transcription_id } },
+    body: { status: 'synthesizing', status_message: 'batch pass started' },
+  });
 }

@@ -24,7 +24,7 @@ import {
 import { runBatchPass } from './batch';
 import { createRestClient } from '@mi/client';
 import { StreamingSession, type MlLimits } from './session';
-import type { FakeMlFault, FaultState } from './faults';
+import { claimAndDie, type FakeMlFault, type FaultState } from './faults';
 
 export type FakeMlMode = 'normal' | 'hang' | 'refuse';
 
@@ -215,8 +215,9 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
         log.warn({ message_id: message.id, fields }, 'fake ML: ignoring a malformed recording.finalized message');
         return;
       }
+      if (fault() === 'claim-only') return claimAndDie(core, parsed.ok);
       // Throws only when the core could not be reached: the message is redelivered.
-      await runBatchPass(core, config, parsed.ok, log, { claimOnly: fault() === 'claim-only' });
+      await runBatchPass(core, config, parsed.ok, log);
     });
   } catch (err) {
     await new Promise((r) => server.close(r));

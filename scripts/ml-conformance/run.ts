@@ -493,6 +493,7 @@ export async function runConformance(opts: ConformanceOptions): Promise<Check[]>
           storage_path: audioObject ?? null,
           is_degraded: false,
           missing_ranges: [],
+          attempt: 1,
         },
         trace,
       );
@@ -525,7 +526,12 @@ async function batchState(core: CoreAccess, take: StoredTake): Promise<string> {
   });
 }
 
-async function publishFinalized(opts: ConformanceOptions, message: RecordingFinalized, trace: Record<string, string>) {
+async function publishFinalized(
+  opts: ConformanceOptions,
+  // `attempt`: which offer of the take this is (section 8); a redelivery repeats the first.
+  message: RecordingFinalized & { attempt?: number },
+  trace: Record<string, string>,
+) {
   const invalid = validFinalized(message);
   if (invalid) throw new Error(`the kit's own recording.finalized is invalid: ${invalid}`);
   const { topic, projectId, emulatorHost } = opts.pubsub;
