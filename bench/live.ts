@@ -156,16 +156,14 @@ async function orchestrate(): Promise<void> {
       '',
       at ? `ratio to bare ws at capacity: ${ratio.toFixed(2)}× (server CPU per durable frame / bare ws per frame)` : '',
       '',
-      `${seconds} s of 10 frames/s per recording (3,200-byte PCM frames) against the live service's deployable (\`run-services/live/dist/server.js\` with the container's telemetry preload, on Node ${nodeVersion}${nodeVersion.startsWith('v24.') ? ' as in the node:24-slim image' : ''}${workers > 1 ? `, LIVE_WORKERS=${workers}` : ', LIVE_WORKERS=1'}${pinned ? `, pinned to core ${SERVER_CORE} with \`taskset\`; everything else pinned to the other cores` : ', not pinned'}), then the same load against a bare \`ws\` server that only counts frames. ${stack.engineLabel} as the database, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator (in memory) and an ML sink run in other processes on the same machine.`,
-      '',
-      `CPU/frame: the server's CPU time (/proc utime + stime, all threads${workers > 1 ? ', all workers' : ''}) from the first frame to the last acknowledgement, per durable frame (covered by an AudioStoredProgressEvent); for the bare server, per received frame; ratio: live / bare. Ack: frame sent → first progress event covering it (RECORDING_SEGMENT_TARGET_MS=2000, RECORDING_PROGRESS_EVERY_FRAMES=20: one progress per segment). Server CPU: cores the server used over the window. Held: ack p99 ≤ ${ACK_P99_MS} ms and durable/offered ≥ ${MIN_DURABLE}. Capacity is searched by doubling from 50, then halving the interval.`,
+      `${seconds} s of 10 frames/s (3,200-byte PCM) per recording against the deployable (\`run-services/live/dist/server.js\` with the telemetry preload, Node ${nodeVersion}, LIVE_WORKERS=${workers}, ${pinned ? `pinned to core ${SERVER_CORE}` : 'not pinned'}), then against a bare \`ws\` server that counts frames; ${stack.engineLabel}, the emulators and an ML sink on the same machine. CPU/frame: server CPU (/proc, all threads${workers > 1 ? ', all workers' : ''}) per durable frame. Ack: frame sent → progress event covering it (one per 2 s segment). Held: ack p99 ≤ ${ACK_P99_MS} ms and durable/offered ≥ ${MIN_DURABLE}; capacity searched by doubling from 50, then bisecting.`,
       '',
       table(rows),
       '',
       memoryLine([...measured.values()]),
       '',
       at
-        ? `Cost: ${((cpuPerFrame * 36_000) / 1000).toFixed(1)} vCPU-seconds of server CPU per recording-hour (CPU/frame at ${capacity} recordings × 36,000 frames); ${workers > 1 ? `an instance of ${workers} vCPU` : 'a core'} provisioned for ${capacity} recordings costs ${((3600 * workers) / capacity).toFixed(1)} vCPU-seconds per recording-hour.`
+        ? `Cost: ${((cpuPerFrame * 36_000) / 1000).toFixed(1)} vCPU-seconds of server CPU per recording-hour; ${workers > 1 ? `an instance of ${workers} vCPU` : 'a core'} provisioned for ${capacity} recordings: ${((3600 * workers) / capacity).toFixed(1)}.`
         : '',
       '',
       processTable(at, over),
