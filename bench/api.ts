@@ -238,7 +238,6 @@ function load(server: Server, route: Route, seconds: number): LoadResult {
 
 interface Measure {
   cpuUs: number;
-  p99: number;
 }
 
 async function measure(server: Server, route: Route): Promise<Measure> {
@@ -246,7 +245,7 @@ async function measure(server: Server, route: Route): Promise<Measure> {
   const before = cpuMs(server.pid);
   const r = load(server, route, SECONDS);
   const cpu = cpuMs(server.pid) - before;
-  return { cpuUs: (cpu * 1000) / r.requests, p99: r.p99 };
+  return { cpuUs: (cpu * 1000) / r.requests };
 }
 
 // All three servers run at once (idle but for the one under load), and each route is measured on
@@ -283,7 +282,6 @@ const rows: Row[] = [
     'CPU/req, no preload': us(baseline.cpuUs),
     'ratio to baseline (preload)': '1.00',
     'preload share': '',
-    'p99 (preload)': '',
     'req/s per vCPU (preload)': perSecond(1e6 / baseline.cpuUs),
     '$ per 1M (preload)': costPerMillion(baseline.cpuUs).toFixed(2),
   },
@@ -295,24 +293,19 @@ const rows: Row[] = [
       'CPU/req, no preload': us(plain.cpuUs),
       'ratio to baseline (preload)': (preload.cpuUs / baseline.cpuUs).toFixed(2),
       'preload share': `${Math.round((1 - plain.cpuUs / preload.cpuUs) * 100)} %`,
-      'p99 (preload)': `${preload.p99} ms`,
       'req/s per vCPU (preload)': perSecond(1e6 / preload.cpuUs),
       '$ per 1M (preload)': costPerMillion(preload.cpuUs).toFixed(2),
     };
   }),
 ];
 
-const out = `Engine: ${engine.engine.label}. The built api bundle under the functions framework (Node ${NODE_VERSION}) \
-pinned to core ${SERVER_CORE}, autocannon on core ${LOAD_CORE} (${CONNECTIONS} connections, PUT: 1), ${SECONDS} s per row \
-after a warm-up, every answer 2xx; CPU/req: the server process's CPU (/proc) per request. Logs and telemetry as deployed \
-(one trace in ten).
+const out = `Engine: ${engine.engine.label}. The api bundle (Node ${NODE_VERSION}) pinned to core ${SERVER_CORE}, \
+${CONNECTIONS} connections (PUT: 1), ${SECONDS} s per row, every answer 2xx, logs and telemetry as deployed. Method: bench/api.ts.
 
 ${table(rows)}
 
-Ratio: CPU per request / the bare Hono /healthz's. Preload share: the part of a request's CPU the telemetry preload \
-adds. Req/s per vCPU = 1 s / CPU per request. $ per 1M = 1,000,000 × CPU per request × ($${PRICE.vcpuSecond} per \
-vCPU-second + ${PRICE.memoryGib} GiB × $${PRICE.gibSecond} per GiB-second) + $${PRICE.perMillionRequests} per million \
-requests (Cloud Run list prices, Tier 1, read 2026-11-26; free tier and Cloud SQL not in it).`;
+Ratio: CPU/req over the bare Hono /healthz's. Preload share: the telemetry preload's part. Req/s per vCPU: 1 s / CPU \
+per request. $ per 1M: that CPU at Cloud Run's list prices (Tier 1, read 2026-11-26) plus the request fee.`;
 console.log(out);
 // A partial or profiled run is not the section's figures.
 if (!ONLY && !PROFILE_DIR) writeSection('API', out);

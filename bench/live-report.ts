@@ -1,6 +1,6 @@
 // The tables of bench:live: one row per load, the memory slope, the CPU of every process.
 import type { LoadResult } from './live-roles';
-import { ms, percentile, table, type Row } from './report';
+import { ms, percentile, type Row } from './report';
 
 export interface Measured {
   n: number;
@@ -50,20 +50,15 @@ export function processTable(at: Measured | undefined, over: Measured | undefine
   const groups = [...new Set(points.flatMap((m) => [...m.groups.keys()]))]
     .filter((g) => points.some((m) => (m.groups.get(g) ?? 0) / m.wallMs >= 0.005))
     .sort();
-  const cols = points.map((m) => `cores at ${m.n} recordings${m === at ? ' (capacity)' : ' (not held)'}`);
-  const rows: Row[] = groups.map((g) =>
-    Object.fromEntries([
-      ['process', g],
-      ...points.map((m, i) => [cols[i], ((m.groups.get(g) ?? 0) / m.wallMs).toFixed(2)]),
-    ]),
+  const loads = points.map((m) => `${m.n}${m === at ? ' (capacity)' : ' (not held)'}`).join(' / ');
+  const cores = groups.map(
+    (g) => `${g} ${points.map((m) => ((m.groups.get(g) ?? 0) / m.wallMs).toFixed(2)).join(' / ')}`,
   );
   const busy = points.map(
     (m) => `at ${m.n} recordings ${m.cores.map((ms, c) => `core ${c} ${(ms / m.wallMs).toFixed(2)}`).join(', ')}`,
   );
   return [
-    'Cores each process used (the server has one of its own when pinned):',
-    '',
-    table(rows),
+    `Cores each process used at ${loads} recordings: ${cores.join('; ')}.`,
     '',
     `Cores busy (/proc/stat, the kernel's loopback work included): ${busy.join('; ')}.`,
   ].join('\n');

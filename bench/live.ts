@@ -5,7 +5,9 @@
 // (/proc, all threads) per durable frame, against a bare `ws` server's CPU time per received
 // frame under the same load in the same run: a ratio that holds on a noisy machine. Capacity is
 // the largest N (searched) at which ack p99 ≤ 2.5 s and durable/offered ≥ 0.99 hold; the CPU of
-// every process there says whether the server or a dependency was the limit.
+// every process there says whether the server or a dependency was the limit. Ack: frame sent →
+// the first progress event covering it (one per 2 s segment). Capacity is searched by doubling
+// from 50, then bisecting.
 // The live server is the deployable bundle (`npm run build`'s) with the container's telemetry
 // preload, on the container's Node (24); the load generator, the bare server and the ML sink are
 // the roles of bench/live-roles.ts, the processes are started by bench/live-processes.ts.
@@ -156,7 +158,7 @@ async function orchestrate(): Promise<void> {
       '',
       at ? `ratio to bare ws at capacity: ${ratio.toFixed(2)}× (server CPU per durable frame / bare ws per frame)` : '',
       '',
-      `${seconds} s of 10 frames/s (3,200-byte PCM) per recording against the deployable (\`run-services/live/dist/server.js\` with the telemetry preload, Node ${nodeVersion}, LIVE_WORKERS=${workers}, ${pinned ? `pinned to core ${SERVER_CORE}` : 'not pinned'}), then against a bare \`ws\` server that counts frames; ${stack.engineLabel}, the emulators and an ML sink on the same machine. CPU/frame: server CPU (/proc, all threads${workers > 1 ? ', all workers' : ''}) per durable frame. Ack: frame sent → progress event covering it (one per 2 s segment). Held: ack p99 ≤ ${ACK_P99_MS} ms and durable/offered ≥ ${MIN_DURABLE}; capacity searched by doubling from 50, then bisecting.`,
+      `${seconds} s of 10 frames/s per recording; the deployable (Node ${nodeVersion}, LIVE_WORKERS=${workers}, ${pinned ? `pinned to core ${SERVER_CORE}` : 'not pinned'}) against a bare \`ws\` server; ${stack.engineLabel}. CPU/frame: server CPU per durable frame; ack: frame sent → progress event covering it. Method: bench/live.ts.`,
       '',
       table(rows),
       '',

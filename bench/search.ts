@@ -250,7 +250,7 @@ if (process.env.BENCH_EXPLAIN) {
 }
 
 const loadAfter = os.loadavg()[0];
-const out = `Engine: ${engine.engine.label}. ${Number(counts[0].total).toLocaleString('en')} transcript segments of ${(1 + (SEGMENTS - USER_SEGMENTS) / PER_MEETING / 10).toLocaleString('en')} users; the measured user has ${Number(counts[0].segments).toLocaleString('en')} in ${USER_SEGMENTS / PER_MEETING} meetings, plus ${(USER_SEGMENTS / PER_MEETING) * 25} talking points and 2,000 notes; segments of ${WORDS_PER_SEGMENT} words from a log-uniform ${VOCABULARY.toLocaleString('en')}-word vocabulary. ${QUERIES} queries per row, \`limit\` 50, through \`search()\` of lib/repositories/search.ts (snippets included). Server CPU: the database processes' (/proc schedstat); baseline, query by query before each search: the bare GIN lookup (the first 50 matches, unranked).
+const out = `Engine: ${engine.engine.label}. ${Number(counts[0].total).toLocaleString('en')} segments; the measured user has ${Number(counts[0].segments).toLocaleString('en')} in ${USER_SEGMENTS / PER_MEETING} meetings. ${QUERIES} queries per row, \`limit\` 50. Server CPU: the database processes' (/proc schedstat); baseline: the bare GIN lookup. Method: bench/search.ts.
 
 ${table(rows)}
 

@@ -292,16 +292,13 @@ for (const [name, make] of Object.entries(DATA_SETS).filter(([n]) => chosen.incl
   );
 }
 
-const out = `Engine: ${engine.engine.label}. ${PEOPLE.toLocaleString('en')} people of one user, ${QUERIES} queries per row (a known speaker's vector plus noise), 192 dimensions, HNSW m = 32, ef_construction = 200, iterative scan in strict order. Server CPU: the database processes' CPU during the query (/proc schedstat); wall: the transaction, from a client on the same machine. The exact scan and the service alternate query by query.
+const out = `Engine: ${engine.engine.label}. ${PEOPLE.toLocaleString('en')} people of one user, ${QUERIES} queries per row, HNSW m = 32, ef_construction = 200. Server CPU: the database processes' (/proc schedstat). Method: bench/voice.ts.
 
 ${table(rows)}
 
 ${notes.join(' ')} Targets: clustered p99 ≤ 20 ms at recall@10 ≥ 0.99; uniform recall@10 ≥ 0.99 at no more than the exact scan's cost.`;
 const suggestionsOut = [
-  `Engine: ${engine.engine.label}. GET /meetings/{id}/speaker-labels without HTTP (lib/repositories/speaker-label-list.ts):`,
-  `${MEETINGS} meetings per data set, each with ${LABELS} unassigned labels of ${UTTERANCES} embeddings near one of the`,
-  `${PEOPLE.toLocaleString('en')} people; baseline: each label's ${MAX_SUGGESTIONS} nearest people by the serial exact scan,`,
-  'alternating meeting by meeting. Server CPU as in "Voice matches".',
+  `Engine: ${engine.engine.label}. ${MEETINGS} meetings of ${LABELS} unassigned labels against the same work by serial exact scans (${MAX_SUGGESTIONS} nearest people per label). Method: bench/voice.ts.`,
   '',
   table(suggestionRows),
   '',
