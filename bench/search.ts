@@ -203,7 +203,6 @@ for (const [tier, make] of Object.entries(TIERS)) {
       'server CPU p50': cpu(samples, 50),
       'server CPU p99': cpu(samples, 99),
       'ratio to baseline, CPU p50': cpuClock ? ratio('cpu') : '',
-      'wall p99': ms(stat(samples, 'wall', 99)),
     });
   }
 }

@@ -216,7 +216,6 @@ for (const [name, make] of Object.entries(DATA_SETS).filter(([n]) => chosen.incl
     'server CPU p50': cpu(samples, 50),
     'server CPU p99': cpu(samples, 99),
     'ratio to exact, CPU p50 / p99': cpuClock ? ratio(samples, 'cpu') : 'n/a',
-    'wall p99': ms(stat(samples, 'wall', 99)),
   });
   const recallOf = (results: string[][]) =>
     results.reduce((s, ids, i) => s + ids.filter((id) => truth[i].includes(id)).length, 0) / (queries.length * 10);
@@ -265,7 +264,6 @@ for (const [name, make] of Object.entries(DATA_SETS).filter(([n]) => chosen.incl
     'ratio to exact, CPU p50 / p99': cpuClock
       ? [50, 99].map((p) => (stat(samples, 'cpu', p) / stat(base, 'cpu', p)).toFixed(2)).join(' / ')
       : 'n/a',
-    'wall p99': ms(stat(samples, 'wall', 99)),
   });
   suggestionRows.push(suggestionRow(`exact scans (serial), ${LABELS} labels`, exactListed, exactListed));
   const servicePlan = `**service** (${LABELS} labels, up to ${MAX_SUGGESTIONS} suggestions each)`;
