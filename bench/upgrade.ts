@@ -157,6 +157,7 @@ try {
   const applyStart = t;
   const applyCpuMs = (process.cpuUsage(applyCpu).user + process.cpuUsage(applyCpu).system) / 1000;
   const longest = await watch.stop();
+  console.log(`longest lock wait ${ms(longest.ms)}: ${longest.query.replace(/\s+/g, ' ')}`);
   const withUpgrade = await during;
   // How much of the apply the load streamed through (the load may end first on a slow machine).
   const coveredMs = Math.min(applyMs, loadEnd - applyStart);
@@ -195,7 +196,7 @@ try {
     '',
     `Frames sent while the apply ran: ${inApply.length.toLocaleString('en')}; ack p99 ${ms(percentile(inApply, 99))}, ` +
       `max ${ms(largest(inApply))} (target: none past 2.5 s: ${largest(inApply) <= 2500 ? 'met' : 'not met'}). ` +
-      `Longest lock wait of another backend: ${ms(longest.ms)}${longest.query ? ` (\`${longest.query.replace(/\s+/g, ' ')}\`)` : ''}. ` +
+      `Longest lock wait of another backend: ${ms(longest.ms)}. ` +
       `The upgrade: ${(applyMs / 1000).toFixed(1)} s wall, ${result.statements.length} statement(s), the load streaming through ` +
       `${((100 * coveredMs) / applyMs).toFixed(0)}% of it. Rows lost: ${lost.length ? JSON.stringify(lost) : 'none'}; ` +
       `invariants broken: ${Object.keys(broken).length ? JSON.stringify(Object.keys(broken)) : 'none'}; ` +
