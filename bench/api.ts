@@ -5,6 +5,7 @@
 // preload, against a bare Hono app's /healthz under the same framework, Node and pinning
 // (bench/bare-api), measured in the same run. The stack around it (native PostgreSQL + pgvector
 // when installed, the emulators) comes from the local stack.
+// BENCH_API_ROUTES (a comma list of rows) and BENCH_API_PROFILE=<dir> (CPU profiles): see below.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

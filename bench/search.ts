@@ -5,6 +5,7 @@
 // every segment of the user (common words) or a handful (rare ones); queries are grouped by how
 // common their words are. Baseline, same run: the bare GIN lookup of the same query (the user's
 // first 50 matching segments: no rank, no other kinds, no snippets); for scale, ILIKE '%word%'.
+// BENCH_EXPLAIN=1 prints the plans of a common-word first page on stdout.
 import os from 'node:os';
 import { createDatabase } from '@mi/lib/db/pool';
 import { HEADLINE_OPTIONS, search, searchSql } from '@mi/lib/repositories/search';
