@@ -101,10 +101,9 @@ async function measure(
 
 const rowOf = (p: Point): Row =>
   p.failed
-    ? { instances: p.instances, 'bus messages / s per instance': `not measured: ${p.failed}` }
+    ? { instances: p.instances, 'bus messages per event': `not measured: ${p.failed}` }
     : {
         instances: p.instances,
-        'bus messages / s per instance': p.busPerInstancePerSecond.toFixed(1),
         'bus messages per event': p.busPerEvent.toFixed(2),
         'of them for no user held': `${(p.unheldShare * 100).toFixed(0)} %`,
         'ack p99': ms(p.ackP99),
@@ -127,9 +126,10 @@ async function main(): Promise<void> {
           (err: Error) => ({ design, instances: n, failed: err.message }) as Point,
         );
         points.push(p);
-        // CPU per durable frame (all instances, unpinned) on stdout only: not comparable with bench:live.
+        // On stdout only: messages per second (paced by the shared machine) and CPU per durable frame
+        // (all instances, unpinned: not comparable with bench:live).
         console.log(
-          `${design} ×${n}: ${JSON.stringify(rowOf(p))}${p.failed ? '' : `, CPU per durable frame ${p.cpuPerFrameUs.toFixed(0)} µs`}`,
+          `${design} ×${n}: ${JSON.stringify(rowOf(p))}${p.failed ? '' : `, ${p.busPerInstancePerSecond.toFixed(1)} bus messages/s per instance, CPU per durable frame ${p.cpuPerFrameUs.toFixed(0)} µs`}`,
         );
       }
     }

@@ -26,7 +26,6 @@ export function row(live: Measured, bare: Measured, held: boolean): Row {
     'server CPU/frame': `${(liveCpu * 1000).toFixed(0)} µs`,
     'bare ws CPU/frame': `${(bareCpu * 1000).toFixed(0)} µs`,
     ratio: (liveCpu / bareCpu).toFixed(2),
-    'ack p50': ms(percentile(live.result.ackMs, 50)),
     'ack p99': ms(percentile(live.result.ackMs, 99)),
     'durable / offered': (live.result.acked / live.result.sent).toFixed(3),
     held: held ? 'yes' : 'no',
