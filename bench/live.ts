@@ -102,7 +102,7 @@ async function orchestrate(): Promise<void> {
         };
       });
       const body = [
-        `${n} recordings for ${seconds} s, the server pinned as in "Live"; each build ${CHANGE_ROUNDS} times in alternating rounds (medians), each row undoing one change alone; the bare \`ws\` server measured in every round (${(bareMedian * 1000).toFixed(0)} µs/frame). Node ${nodeVersion}; ${stack.engineLabel}.`,
+        `${n} recordings for ${seconds} s, pinned as in "Live"; medians of ${CHANGE_ROUNDS} alternating rounds, each row undoing one change; bare \`ws\` ${(bareMedian * 1000).toFixed(0)} µs/frame. Node ${nodeVersion}; ${stack.engineLabel}.`,
         '',
         table(changeRows),
       ].join('\n');
