@@ -170,9 +170,7 @@ try {
   );
   if (filled < SEGMENTS || left[0].n) throw new Error(`the data step filled ${filled} segments, left ${left[0].n}`);
   const body = [
-    `transcript_segment.text_search kept by trigger (today) against the stored generated column (round-3), ` +
-      `${ROUNDS} rounds alternating, after one warm-up; server CPU of the database's processes ` +
-      `(/proc schedstat). ${engine.engine.label}.`,
+    `${ROUNDS} rounds alternating; server CPU of the database's processes. ${engine.engine.label}. Method: bench/search-vectors.ts.`,
     '',
     table(rows),
     '',

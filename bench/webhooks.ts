@@ -226,8 +226,8 @@ const rows: Row[] = [
   },
 ];
 const out =
-  `Engine: ${engine.engine.label}. The dispatcher's CPU is its Node process's (process.cpuUsage); Postgres and the receiver ` +
-  `(a child process) are not in it. Ratio above 1: the dispatcher costs that much more CPU than HTTP alone.\n\n${table(rows)}`;
+  `Engine: ${engine.engine.label}. Dispatcher CPU: its own process's (not Postgres's nor the receiver's). ` +
+  `Method: bench/webhooks.ts.\n\n${table(rows)}`;
 console.log(out);
 writeSection('Webhooks', out);
 receiver.kill();
