@@ -3,6 +3,7 @@
 // RECORDING_PROGRESS_INTERVAL_SECONDS even when no new frame arrived.
 import { describe, expect, it } from 'vitest';
 import { TestClient, createMeeting, range, token, useInstance, type Message } from './helpers';
+import { until } from '../support/poll';
 
 const progressOf = (client: TestClient, meetingId: string) =>
   client.ofType('AudioStoredProgressEvent').filter((m) => m.meeting_id === meetingId);
@@ -44,7 +45,7 @@ describe('progress by interval', () => {
     await client.acked(meetingId, 4);
     const first = progressOf(client, meetingId).length;
     // Two more, for the same five frames: nothing arrived after them.
-    await client.waitFor(() => progressOf(client, meetingId).length >= first + 2, 20_000);
+    await until('two more progress events', () => progressOf(client, meetingId).length >= first + 2);
     expect(
       progressOf(client, meetingId)
         .slice(first)

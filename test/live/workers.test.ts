@@ -14,12 +14,12 @@ import {
   openTestDatabase,
   pcmFrame,
   range,
-  sleep,
   startInstance,
   storedAudio,
   token,
   type Instance,
 } from './helpers';
+import { sleep } from '../support/poll';
 import { isAlive, startServer, type ServerProcess } from './server-process';
 
 let database: OpenedDatabase;
@@ -103,9 +103,9 @@ describe('server.ts with two workers', () => {
     const resumed = await b.client.resume(a.meetingId, 1);
     expect(resumed).toMatchObject({ type: 'RecordingResumed', audio_version: 1 });
     expect((await getRecording(rest.rt.db, a.meetingId, 1))?.owner_instance).toBe(ids[1]);
-    expect(await a.client.waitFor((m) => m.type === 'RecordingReleased' && m.meeting_id === a.meetingId)).toMatchObject(
-      { reason: 'resumed_elsewhere' },
-    );
+    expect(await a.client.waitFor({ type: 'RecordingReleased', meeting_id: a.meetingId })).toMatchObject({
+      reason: 'resumed_elsewhere',
+    });
     for (const seq of range(resumed.highest_contiguous_sequence + 1, 44)) b.client.frame(seq);
     expect(await b.client.stop(a.meetingId)).toMatchObject({ highest_contiguous_sequence: 44, missing_ranges: [] });
 
@@ -176,7 +176,7 @@ describe('server.ts with two workers', () => {
 
     server.process.kill('SIGTERM');
     for (const c of clients) {
-      expect(await c.client.waitFor((m) => m.type === 'ReconnectAdvised')).toEqual({
+      expect(await c.client.waitFor({ type: 'ReconnectAdvised' })).toEqual({
         type: 'ReconnectAdvised',
         reason: 'shutdown',
       });
