@@ -205,8 +205,9 @@ describe('recording', () => {
     expect(stopped).toMatchObject({ reason: 'user', highest_contiguous_sequence: 14, missing_ranges: [] });
     expect((await storedAudio(core, meetingId, 1)).sequences).toEqual(range(0, 14));
 
+    const from = client.mark(); // an answer to this frame, not an earlier one
     client.frame(15);
-    expect(await client.waitFor({ type: 'error', ref: 'audio' })).toMatchObject({
+    expect(await client.waitFor({ type: 'error', ref: 'audio' }, { from })).toMatchObject({
       code: 'no_recording',
     });
     client.close();
