@@ -75,6 +75,8 @@ const MAX_PENDING_BYTES = 4 * 1024 * 1024;
 const BACKOFF_MS = [100, 200, 500, 1_000, 2_000, 5_000];
 const DURATION_WARNING_LEAD_MS = 60_000;
 const LET_GO_FLUSH_MS = 5_000;
+/** Ticks of the progress cadence per RECORDING_PROGRESS_INTERVAL_SECONDS. */
+const PROGRESS_TICKS = 2;
 
 export class Recorder implements PumpHost {
   readonly key: string;
@@ -84,8 +86,10 @@ export class Recorder implements PumpHost {
   private readonly frames: FrameBuffer;
   /** Bytes of the rows this recorder knows of (the frames of frames.durable). */
   private bytesStored: number;
-  private lastProgress: { frames: number; at: number };
+  private lastProgress: { frames: number };
   progressRequested = false;
+  /** Ticks of the progress cadence since the last progress event (or the last request for one). */
+  private ticksSinceProgress = 0;
   private ml: MlStream | null = null;
   private readonly pump: StoragePump;
   private graceTimer: NodeJS.Timeout | null = null;
@@ -117,7 +121,7 @@ export class Recorder implements PumpHost {
     this.frames = new FrameBuffer(RangeSet.of(stored.map((r) => [r.start_sequence, r.end_sequence] as const)));
     this.received = this.frames.durable.clone();
     this.bytesStored = stored.reduce((n, r) => n + r.byte_count, 0);
-    this.lastProgress = { frames: this.frames.durable.size, at: Date.now() };
+    this.lastProgress = { frames: this.frames.durable.size };
     this.pump = new StoragePump(this.frames, this.targetFrames, c.RECORDING_SEGMENT_TARGET_MS, this);
     instruments().takesOpen.add(1);
 
@@ -139,11 +143,10 @@ export class Recorder implements PumpHost {
         onHealth: (h) => this.health(h),
       });
     }
-    const progressMs = c.RECORDING_PROGRESS_INTERVAL_SECONDS * 1000;
+    // Two ticks per interval: the second tick after the last progress asks for one, so the gap
+    // never exceeds the interval (comparing clocks at one tick per interval skipped every other).
     this.intervals.push(
-      setInterval(() => {
-        if (Date.now() - this.lastProgress.at >= progressMs - 20) this.requestProgress();
-      }, progressMs),
+      setInterval(() => this.progressTick(), (c.RECORDING_PROGRESS_INTERVAL_SECONDS * 1000) / PROGRESS_TICKS),
     );
     this.scheduleDuration();
   }
@@ -377,7 +380,13 @@ export class Recorder implements PumpHost {
     return bodies;
   }
 
+  /** The progress cadence's tick (PROGRESS_TICKS per interval; tests drive it by hand). */
+  progressTick(): void {
+    if (++this.ticksSinceProgress >= PROGRESS_TICKS) this.requestProgress();
+  }
+
   private requestProgress(): void {
+    this.ticksSinceProgress = 0;
     this.progressRequested = true;
     this.pump.kick();
   }
@@ -409,8 +418,9 @@ export class Recorder implements PumpHost {
   /** Events already dispatched (the committer dispatches a whole batch's at once). */
   private progressSent(events: StoredEvent[]): void {
     this.progressRequested = false;
+    this.ticksSinceProgress = 0;
     const last = events.at(-1)!.body as { frames_stored: number; highest_contiguous_sequence: number };
-    this.lastProgress = { frames: last.frames_stored, at: Date.now() };
+    this.lastProgress = { frames: last.frames_stored };
     // A frame is acknowledged once a progress event's contiguous coverage reaches it.
     const now = Date.now();
     this.unacked = this.unacked.filter((u) =>

@@ -248,10 +248,15 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       conn.log.info({ client_id: hello.client_id, last_seq: hello.last_seq ?? null }, 'hello');
       conn.ready = true;
       conn.stream = new EventStream(rt.db, userId, hello.client_id, conn, log, config.LIVE_REPLAY_MAX_EVENTS);
-      conn.send({ type: 'ready', connection_id: conn.id });
-      void conn.stream.start(hello.last_seq);
       if (!byUser.has(userId)) byUser.set(userId, new Set());
       byUser.get(userId)!.add(conn);
+      // `ready` once the starting point is fixed (decisions.md section 8): an event committed after
+      // the client has it lies after that point, so the stream delivers it (events pushed meanwhile wait).
+      // guard: ready-after-starting-point | remove: await | test: test/live/ready.test.ts :: while its starting point
+      await conn.stream.start(hello.last_seq);
+      if (!conn.open) return; // closed meanwhile: closed() let go of it
+      conn.send({ type: 'ready', connection_id: conn.id });
+      conn.stream.open();
       sessions.userOnline(userId);
       // The instances already holding the user learn of this one (their events now come here too).
       const others = await listeners.refresh(userId).catch(() => new Set<string>());

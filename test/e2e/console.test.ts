@@ -27,6 +27,7 @@ import { Webhook } from 'standardwebhooks';
 import { startLocalStack, type LocalStack } from '../../emulators/stack';
 import { Receiver } from '../webhooks/receiver';
 import { speechLikeWav } from './wav';
+import { until } from '../support/poll';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = path.resolve('test-artifacts/e2e');
@@ -74,18 +75,14 @@ const snapshot = () =>
     (window as unknown as { miConsole: { recording(): unknown } }).miConsole.recording(),
   ) as Promise<Snapshot>;
 
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: T | undefined;
-  while (Date.now() < end) {
-    last = await read();
-    if (ok(last)) return last;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(
-    `timed out waiting for ${what}; last: ${JSON.stringify(last)}\npage log:\n${pageLog.slice(-40).join('\n')}`,
-  );
-}
+/** Polls `read` until `ok`; a timeout shows the page's log. */
+const untilPage = <T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number) =>
+  until(what, read, {
+    ok: (v) => v !== undefined && ok(v),
+    timeoutMs,
+    intervalMs: 200,
+    context: () => `page log:\n${pageLog.slice(-40).join('\n')}`,
+  });
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -221,21 +218,21 @@ describe('developer console in Chromium', () => {
 
     // Record from the fake microphone; transcript segments arrive while recording.
     await page.click('#record-start');
-    await until('recording', snapshot, (s) => s.phase === 'recording' && s.captured > 0, 20_000);
+    await untilPage('recording', snapshot, (s) => s.phase === 'recording' && s.captured > 0, 20_000);
     // No task yet while recording: the panel says when they come (ML_TASK_CADENCE_SEGMENTS=3 here).
     expect(await page.textContent('#tasks-hint')).toContain('after every 3 final transcript segments');
-    await until(
+    await untilPage(
       'first transcript segment',
       () => page.locator('.segment:not(.interim)').count(),
       (n) => n >= 1,
       20_000,
     );
-    await until(`${DROP_AT_FRAMES} frames`, snapshot, (s) => s.captured >= DROP_AT_FRAMES, 20_000);
+    await untilPage(`${DROP_AT_FRAMES} frames`, snapshot, (s) => s.captured >= DROP_AT_FRAMES, 20_000);
     await shot('03-recording');
 
     // Lose the socket once: the page reconnects, resumes the take and resends what is missing.
     await page.evaluate(() => (window as unknown as { miConsole: { dropSocket(): void } }).miConsole.dropSocket());
-    const resumed = await until(
+    const resumed = await untilPage(
       'resume',
       snapshot,
       (s) => s.resumes === 1 && s.phase === 'recording' && s.live,
@@ -247,15 +244,20 @@ describe('developer console in Chromium', () => {
 
     // Five frames never reach the server: the page holds them, and after the stop it uploads
     // the range RecordingStopped reports missing over REST.
-    await until(`${LOSE_AT_FRAMES} frames`, snapshot, (s) => s.captured >= LOSE_AT_FRAMES, 30_000);
+    await untilPage(`${LOSE_AT_FRAMES} frames`, snapshot, (s) => s.captured >= LOSE_AT_FRAMES, 30_000);
     await page.evaluate(
       (n) => (window as unknown as { miConsole: { loseFrames(n: number): void } }).miConsole.loseFrames(n),
       LOST_FRAMES,
     );
 
-    await until(`${RECORD_FRAMES} frames`, snapshot, (s) => s.captured >= RECORD_FRAMES, 30_000);
+    await untilPage(`${RECORD_FRAMES} frames`, snapshot, (s) => s.captured >= RECORD_FRAMES, 30_000);
     await page.click('#record-stop');
-    const final = await until('finalized', snapshot, (s) => s.phase === 'finalized' || s.phase === 'failed', 60_000);
+    const final = await untilPage(
+      'finalized',
+      snapshot,
+      (s) => s.phase === 'finalized' || s.phase === 'failed',
+      60_000,
+    );
     expect(final.phase).toBe('finalized');
     expect(final.error).toBeNull();
     expect(final.captured).toBeGreaterThanOrEqual(RECORD_FRAMES);
@@ -477,9 +479,14 @@ describe('developer console in Chromium', () => {
     await poll(() => page.getAttribute('.meeting', 'data-id')).toBe(meetingId);
     await page.waitForSelector('#conn-state.ready');
     await page.click('#record-start');
-    await until('second take', snapshot, (s) => s.phase === 'recording' && s.captured >= 20, 30_000);
+    await untilPage('second take', snapshot, (s) => s.phase === 'recording' && s.captured >= 20, 30_000);
     await page.click('#record-stop');
-    const second = await until('finalized', snapshot, (s) => s.phase === 'finalized' || s.phase === 'failed', 60_000);
+    const second = await untilPage(
+      'finalized',
+      snapshot,
+      (s) => s.phase === 'finalized' || s.phase === 'failed',
+      60_000,
+    );
     expect(second).toMatchObject({ phase: 'finalized', audioVersion: rec.audio_version + 1 });
     const takes = (await rest(`/meetings/${meetingId}/recording/takes`)).items as { audio_version: number }[];
     expect(takes.map((t) => t.audio_version)).toEqual([rec.audio_version, rec.audio_version + 1]);

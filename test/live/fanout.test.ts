@@ -52,13 +52,13 @@ describe('targeted fan-out', () => {
     const other = await TestClient.connect(c.wsUrl, await token(a.config, 'fanout-other'));
 
     const meetingId = await createMeeting(c, u); // a REST change made through an instance that does not hold the user
-    await recorder.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
-    await viewer.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+    await recorder.waitFor({ type: 'EntityChanged', id: meetingId });
+    await viewer.waitFor({ type: 'EntityChanged', id: meetingId });
     await recorder.start(meetingId);
     for (const seq of range(0, 49)) recorder.frame(seq);
     expect(await viewer.acked(meetingId, 49)).toMatchObject({ type: 'AudioStoredProgressEvent', frames_stored: 50 });
     await recorder.stop(meetingId);
-    await viewer.waitFor((m) => m.type === 'EntityChanged' && m.entity === 'recording' && m.action === 'updated');
+    await viewer.waitFor({ type: 'EntityChanged', entity: 'recording', action: 'updated' });
 
     expect(c.live.fanout.busMessages).toBe(0);
     expect(b.live.fanout.busMessagesUnheld).toBe(0);
@@ -83,7 +83,7 @@ describe('targeted fan-out', () => {
     for (const seq of range(0, 49)) recorder.frame(seq);
     await viewer.acked(meetingId, 49);
     await recorder.stop(meetingId);
-    await viewer.waitFor((m) => m.type === 'EntityChanged' && m.entity === 'recording' && m.action === 'updated');
+    await viewer.waitFor({ type: 'EntityChanged', entity: 'recording', action: 'updated' });
     expect(seqsOf(viewer).length).toBeGreaterThanOrEqual(3);
 
     await vi.waitFor(async () => {

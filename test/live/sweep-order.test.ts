@@ -224,7 +224,7 @@ describe('a running instance whose mark lapsed', () => {
       const own = instanceTopic(a.config.PUBSUB_TOPIC_EVENTS, id);
       const u = await token(a.config, `order-u-${randomUUID()}`);
       const tab = await TestClient.connect(c.wsUrl, u);
-      const changed = (meetingId: string) => tab.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+      const changed = (meetingId: string) => tab.waitFor({ type: 'EntityChanged', id: meetingId });
       const first = (await changed(await createMeeting(a, u))).seq as number; // a addresses c's topic
 
       unreachable = true;
