@@ -20,7 +20,7 @@ import {
 } from './protocol';
 import { MAX_MISSING_RANGES } from '@mi/lib/domain/coverage';
 import { Recorder, type RecorderHost, type Take } from './recorder';
-import { SegmentCommitter } from './segments';
+import { SegmentCommitter } from './group-commit';
 import type { UnitOfWorkDeps } from '@mi/lib/use-cases/unit-of-work';
 import { claimTake, startTake } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
