@@ -39,7 +39,7 @@ import { runUseCase } from '@mi/lib/use-cases/use-case';
 import { runWorkflow } from '@mi/lib/use-cases/workflow';
 import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 import { withIncomingSpan } from '@mi/lib/telemetry/tracing';
-import { toProblem } from './api/problem';
+import { toProblem } from '@mi/lib/errors/problem';
 
 export type SweepRuntime = Pick<Runtime, 'config' | 'db' | 'store' | 'bus' | 'events' | 'log'>;
 
@@ -245,7 +245,7 @@ interface SweepResponse {
 
 const MAX_PERIOD_SECONDS = 3600;
 
-/** The REST edge's one mapper (api/problem.ts) shapes the sweep's errors too. */
+/** The HTTP edges' one mapper (lib/errors/problem.ts) shapes the sweep's errors too. */
 function sendProblem(res: SweepResponse, err: DomainError): void {
   const { problem } = toProblem(err);
   res.status(problem.status).json(problem);

@@ -18,6 +18,7 @@ import type { Runtime } from '@mi/lib/adapters/runtime';
 import { Connection, type ConnectionHost } from './connection';
 import { RemoteListeners } from './listeners';
 import { EventStream } from './event-stream';
+import { toWsError } from './ws-errors';
 import { CloseCode, FRAME_HEADER_BYTES, traceOf, type ClientCommand, type HelloMessage } from './protocol';
 import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 import type { Recorder } from './recorder';
@@ -219,10 +220,8 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         if (credential.scheme !== 'bearer') return conn.close(CloseCode.unauthorized, 'user credentials required');
         userId = (await findOrCreateUser(rt.db, credential.claims)).id;
       } catch (err) {
-        if ((err as { code?: string }).code === 'unauthorized')
-          return conn.close(CloseCode.unauthorized, 'invalid or expired credentials');
-        if ((err as { code?: string }).code === 'account_conflict')
-          return conn.close(CloseCode.accountConflict, 'another account already uses this email address');
+        const refused = toWsError(err);
+        if (refused && 'close' in refused) return conn.close(refused.close, refused.reason);
         throw err;
       }
       const elsewhere = await coordination.countPresence(userId).catch(() => 0);

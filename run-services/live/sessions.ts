@@ -1,7 +1,6 @@
 // The recordings of this instance and the commands that move them: start, resume (taking a take
 // over from any instance), stop, audio frames, and the disconnect grace stop.
 import type { Coordination } from '@mi/lib/adapters/coordination';
-import { DomainError, type ErrorCode as DomainErrorCode } from '@mi/lib/errors';
 import type { StoredEvent } from '@mi/lib/events/outbox';
 import { listManifest, type ManifestRow } from '@mi/lib/repositories/manifest';
 import { getMeeting } from '@mi/lib/repositories/meetings';
@@ -21,6 +20,7 @@ import {
 import { MAX_MISSING_RANGES } from '@mi/lib/domain/coverage';
 import { Recorder, type RecorderHost, type Take } from './recorder';
 import { SegmentCommitter } from './group-commit';
+import { toWsError } from './ws-errors';
 import type { UnitOfWorkDeps } from '@mi/lib/use-cases/unit-of-work';
 import { claimTake, startTake } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
@@ -41,13 +41,6 @@ export interface SessionsDeps {
   presence(): { userId: string; connectionId: string }[];
   presenceTtlMs: number;
 }
-
-/** The domain errors of starting a take, as WebSocket error codes (any other is the connection's 1011). */
-const START_ERRORS: Partial<Record<DomainErrorCode, ErrorCode>> = {
-  not_found: 'meeting_not_found',
-  invalid_state: 'not_a_recording_meeting',
-  recording_open: 'recording_open',
-};
 
 /** A connection the server closed with ReconnectAdvised keeps its takes at least this long. */
 export const ADVISED_RECONNECT_GRACE_SECONDS = 30;
@@ -196,8 +189,8 @@ export class Sessions implements RecorderHost {
       };
       created = await runUseCase(this.uow, { userId }, startTake, input, { originClientId: conn.clientId });
     } catch (err) {
-      if (err instanceof DomainError && START_ERRORS[err.code])
-        return conn.error(START_ERRORS[err.code]!, err.message, cmd.type);
+      const refused = toWsError(err);
+      if (refused && 'error' in refused) return conn.error(refused.error, refused.message, cmd.type);
       throw err;
     }
     const r = this.adopt(conn, created, userId, []);
