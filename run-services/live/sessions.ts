@@ -33,6 +33,8 @@ export interface SessionsDeps {
   mlUrl: string;
   leaseTtlMs: number;
   heartbeatMs: number;
+  /** How long each beat marks the instance alive (lib/fanout/liveness.ts). */
+  instanceTtlMs: number;
   dispatch(events: StoredEvent[]): void;
   /** Connections of the user: on this instance, and on all instances (Firestore presence). */
   localConnections(userId: string): number;
@@ -102,10 +104,14 @@ export class Sessions implements RecorderHost {
     if (this.recorders.get(r.key) === r) this.recorders.delete(r.key);
   }
 
+  /** One beat now (the first, which marks the instance alive); resolves when it is done. */
+  beat(): Promise<void> {
+    this.beating ??= this.heartbeat().finally(() => (this.beating = null));
+    return this.beating;
+  }
+
   startHeartbeat(): void {
-    this.heartbeatTimer ??= setInterval(() => {
-      this.beating ??= this.heartbeat().finally(() => (this.beating = null));
-    }, this.d.heartbeatMs);
+    this.heartbeatTimer ??= setInterval(() => void this.beat(), this.d.heartbeatMs);
   }
 
   /** Stops the beats; resolves once the one under way (if any) is done. */
@@ -116,16 +122,16 @@ export class Sessions implements RecorderHost {
   }
 
   /**
-   * Every OWNER_HEARTBEAT_SECONDS: one statement touches every open take this instance owns (a
-   * take missing from it was resumed elsewhere or stopped), one Firestore commit renews every
-   * take's lease and (every third of its lifetime) every connection's presence, and detached
-   * takes look for their user (the grace starts once they are gone).
+   * Every OWNER_HEARTBEAT_SECONDS (or sooner, see service.ts): one statement touches every open
+   * take this instance owns (a take missing from it was resumed elsewhere or stopped), one
+   * Firestore commit marks the instance alive and renews every take's lease and (every third of
+   * its lifetime) every connection's presence, and detached takes look for their user (the grace
+   * starts once they are gone).
    */
   private async heartbeat(): Promise<void> {
     const presenceDue = ++this.beatsSincePresence * this.d.heartbeatMs >= this.d.presenceTtlMs / 3;
     const presence = presenceDue ? this.d.presence() : [];
     if (presenceDue) this.beatsSincePresence = 0;
-    if (!this.recorders.size && !presence.length) return;
     const startedAt = Date.now();
     const owned =
       this.recorders.size > 0 &&
@@ -141,13 +147,14 @@ export class Sessions implements RecorderHost {
     const leases = await this.d.coordination
       .heartbeat({
         owner: this.d.instanceId,
+        instanceTtlMs: this.d.instanceTtlMs,
         leaseKeys: takes.map((r) => r.key),
         leaseTtlMs: this.d.leaseTtlMs,
         presence,
         presenceTtlMs: this.d.presenceTtlMs,
       })
-      // Firestore unreachable: the row decides, and presence lives on until its TTL.
-      .catch((err) => void this.warn(err, 'lease and presence heartbeat failed'));
+      // Firestore unreachable: the row decides, and presence and the mark live on until their TTL.
+      .catch((err) => void this.warn(err, 'lease, presence and instance mark heartbeat failed'));
     for (const r of takes) if (leases && leases.get(r.key) === null) void r.ownershipLost('lease taken');
     for (const r of takes) if (r.state === 'recording' && !r.client && !r.gracePending) this.checkPresence(r);
   }
