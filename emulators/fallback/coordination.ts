@@ -56,7 +56,7 @@ export function createMemoryCoordination(): Coordination {
     },
     async heartbeat({ owner, instanceTtlMs, leaseKeys, leaseTtlMs, presence: present, presenceTtlMs }) {
       const now = Date.now();
-      marks.set(owner, now + instanceTtlMs);
+      if (instanceTtlMs !== null) marks.set(owner, now + instanceTtlMs);
       for (const p of present) await this.addPresence(p.userId, p.connectionId, owner, presenceTtlMs);
       return new Map(leaseKeys.map((k) => [k, change(k, beatLease(leases.get(k), owner, leaseTtlMs, now))]));
     },

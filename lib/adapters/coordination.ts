@@ -52,7 +52,8 @@ export interface Coordination {
 export interface Heartbeat {
   /** The instance: its leases' owner, and the one marked alive for instanceTtlMs more. */
   owner: string;
-  instanceTtlMs: number;
+  /** null: the mark is not due this beat (it is renewed every third of its lifetime). */
+  instanceTtlMs: number | null;
   leaseKeys: string[];
   leaseTtlMs: number;
   presence: { userId: string; connectionId: string }[];
@@ -237,8 +238,8 @@ export function createCoordination(opts: {
           });
           for (const p of presence) tx.set(...presenceDoc(p.userId, p.connectionId, owner, now + presenceTtlMs));
           // Renewed with every beat, and again after a lapse (Firestore out of reach): then it owns a topic again.
-          // guard: live-instance-mark-renewed | remove: if (mark) tx.set(instances.doc(docId(owner)), markOf(owner, now + instanceTtlMs)); | test: test/live/sweep-order.test.ts :: mark itself again
-          if (mark) tx.set(instances.doc(docId(owner)), markOf(owner, now + instanceTtlMs));
+          // guard: live-instance-mark-renewed | remove: if (mark) tx.set(instances.doc(docId(owner)), markOf(owner, now + instanceTtlMs!)); | test: test/live/sweep-order.test.ts :: mark itself again
+          if (mark) tx.set(instances.doc(docId(owner)), markOf(owner, now + instanceTtlMs!));
           return { decided, now };
         }, TX);
         return keys.map((k, i) => [k, toLease(k, decided[i], now)] as const);
@@ -249,7 +250,7 @@ export function createCoordination(opts: {
       for (let i = 0; i < total; i += HEARTBEAT_DOCS) {
         const part = <T>(list: T[], at: number) =>
           list.slice(Math.max(0, i - at), Math.max(0, i + HEARTBEAT_DOCS - at));
-        commits.push(beat(part(keys, 1), part(presence, 1 + keys.length), i === 0));
+        commits.push(beat(part(keys, 1), part(presence, 1 + keys.length), i === 0 && instanceTtlMs !== null));
       }
       return new Map((await Promise.all(commits)).flat());
     },

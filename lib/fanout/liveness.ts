@@ -2,10 +2,10 @@
 // A live instance owns a Pub/Sub topic while it runs: it creates it (with its subscription) when
 // it starts and deletes it when it stops. One that dies without stopping leaves it behind, and a
 // topic never expires (Pub/Sub allows 10,000 per project), so every instance is marked alive in
-// Firestore by its heartbeat's commit (lib/adapters/coordination.ts: one timer, the mark's TTL
-// LIVE_INSTANCE_TTL_SECONDS), and the sweep deletes the topics of unmarked instances. A running
-// instance whose mark lapsed (Firestore out of its reach) and whose topic the sweep took marks
-// itself again at its next beat; its subscription heals, recreating the topic (bus.ts), and the
+// Firestore by its heartbeat's commit (lib/adapters/coordination.ts: one timer; the mark renewed
+// every third of its TTL, LIVE_INSTANCE_TTL_SECONDS), and the sweep deletes the topics of
+// unmarked instances. A running instance whose mark lapsed (Firestore out of its reach) and whose
+// topic the sweep took marks itself again at its next beat; its subscription heals, recreating the topic (bus.ts), and the
 // catch-up brings from the outbox what the bus dropped meanwhile.
 import { settleWithin } from '../async';
 import { instanceTopic, type BusHandler } from '../adapters/bus';

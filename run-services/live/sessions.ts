@@ -66,6 +66,8 @@ export class Sessions implements RecorderHost {
   private beating: Promise<void> | null = null;
   /** Heartbeats since presence was last written: it goes every third of its lifetime, not every beat. */
   private beatsSincePresence = Infinity;
+  /** Beats since the instance mark was last written (Infinity: the first beat marks). */
+  private beatsSinceMark = Infinity;
 
   /** This instance's unit of work: committed events reach its own connections first, then Pub/Sub. */
   private readonly uow: UnitOfWorkDeps;
@@ -124,14 +126,17 @@ export class Sessions implements RecorderHost {
   /**
    * Every OWNER_HEARTBEAT_SECONDS (or sooner, see service.ts): one statement touches every open
    * take this instance owns (a take missing from it was resumed elsewhere or stopped), one
-   * Firestore commit marks the instance alive and renews every take's lease and (every third of
-   * its lifetime) every connection's presence, and detached takes look for their user (the grace
-   * starts once they are gone).
+   * Firestore commit renews every take's lease and (each every third of its lifetime) the
+   * instance's mark and every connection's presence, and detached takes look for their user (the
+   * grace starts once they are gone).
    */
   private async heartbeat(): Promise<void> {
     const presenceDue = ++this.beatsSincePresence * this.d.heartbeatMs >= this.d.presenceTtlMs / 3;
     const presence = presenceDue ? this.d.presence() : [];
     if (presenceDue) this.beatsSincePresence = 0;
+    // The instance's mark: at the first beat, then every third of its lifetime (at the next beat after a failed one).
+    const markDue = ++this.beatsSinceMark * this.d.heartbeatMs >= this.d.instanceTtlMs / 3;
+    if (!this.recorders.size && !presence.length && !markDue) return;
     const startedAt = Date.now();
     const owned =
       this.recorders.size > 0 &&
@@ -147,7 +152,7 @@ export class Sessions implements RecorderHost {
     const leases = await this.d.coordination
       .heartbeat({
         owner: this.d.instanceId,
-        instanceTtlMs: this.d.instanceTtlMs,
+        instanceTtlMs: markDue ? this.d.instanceTtlMs : null,
         leaseKeys: takes.map((r) => r.key),
         leaseTtlMs: this.d.leaseTtlMs,
         presence,
@@ -155,6 +160,7 @@ export class Sessions implements RecorderHost {
       })
       // Firestore unreachable: the row decides, and presence and the mark live on until their TTL.
       .catch((err) => void this.warn(err, 'lease, presence and instance mark heartbeat failed'));
+    if (leases && markDue) this.beatsSinceMark = 0;
     for (const r of takes) if (leases && leases.get(r.key) === null) void r.ownershipLost('lease taken');
     for (const r of takes) if (r.state === 'recording' && !r.client && !r.gracePending) this.checkPresence(r);
   }
