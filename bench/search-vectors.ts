@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
-import { appendSegments, replaceSegments, type SegmentInput } from '@mi/lib/repositories/segments';
+import { appendSegments, replaceSegments, type SegmentInput } from '@mi/lib/repositories/transcript-segments';
 import pg from 'pg';
 import { DATA_STEP_BATCH, runDataSteps } from '../schema/data-steps';
 import { createTestDatabase, startTestEngine } from '../test/support/database';

@@ -11,7 +11,8 @@
 //  4. deletes outbox events past EVENT_RETENTION_HOURS, expired idempotency records and webhook
 //     attempts older than 7 days, in bounded batches (lib/repositories/retention.ts),
 //  5. deletes the Pub/Sub topic and subscription of each live instance that died without shutting
-//     down (its Firestore mark lapsed; the tabs it held reconnect elsewhere and replay),
+//     down (its Firestore mark lapsed; the tabs it held reconnect elsewhere and replay;
+//     lib/fanout/liveness.ts),
 //  6. finishes account erasures a DELETE /me left unfinished (lib/use-cases/account.ts) — first of
 //     all, so that no take of an account being erased is finalized — and purges meetings
 //     soft-deleted more than MEETING_PURGE_AFTER_DAYS ago (lib/use-cases/meetings.ts).
@@ -20,9 +21,9 @@
 // before any code runs — so the handler checks nothing more. In development/test (no IAM in
 // front) it requires `Authorization: Bearer <SERVICE_AUTH_TOKEN>`.
 import { sleep } from '@mi/lib/async';
+import { deleteDeadInstanceTopics, instanceTopicReads } from '@mi/lib/fanout/liveness';
 import { DomainError } from '@mi/lib/errors';
 import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
-import { instanceTopic } from '@mi/lib/adapters/bus';
 import type { Coordination } from '@mi/lib/adapters/coordination';
 import { SERVICE } from '@mi/lib/domain/actor';
 import { dueTakes } from '@mi/lib/repositories/finalize';
@@ -43,7 +44,7 @@ import { runUseCase } from '@mi/lib/use-cases/use-case';
 import { runWorkflow } from '@mi/lib/use-cases/workflow';
 import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 import { withIncomingSpan } from '@mi/lib/telemetry/tracing';
-import { toProblem } from './api/problem';
+import { toProblem } from '@mi/lib/errors/problem';
 
 export type SweepRuntime = Pick<Runtime, 'config' | 'db' | 'store' | 'bus' | 'events' | 'log'>;
 
@@ -158,65 +159,6 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   return counts;
 }
 
-/** The two reads the cleanup of dead instances' topics decides on (runSweep's come from the bus and Firestore). */
-export interface InstanceTopicReads {
-  /** The instance topics that exist now (bus.instanceTopics). */
-  topics(): Promise<string[]>;
-  /** The instances whose mark has not lapsed (coordination.markedInstances). */
-  marked(): Promise<string[]>;
-}
-
-/** The reads from the bus (the events topic's instance topics) and from Firestore (the marks). */
-export function instanceTopicReads(
-  rt: Pick<SweepRuntime, 'config' | 'bus'>,
-  marks: Pick<Coordination, 'markedInstances'>,
-): InstanceTopicReads {
-  return {
-    topics: () => rt.bus.instanceTopics(rt.config.PUBSUB_TOPIC_EVENTS),
-    marked: () => marks.markedInstances(),
-  };
-}
-
-/**
- * A live instance that dies without shutting down leaves its topic and subscription behind (a
- * topic never expires). Its tabs reconnect elsewhere and replay from the outbox, so what was
- * addressed to it is not needed; a publish to the deleted topic is skipped (bus.ts).
- */
-export async function deleteDeadInstanceTopics(
-  rt: Pick<SweepRuntime, 'config' | 'bus' | 'log'>,
-  reads: InstanceTopicReads,
-): Promise<number> {
-  const topic = rt.config.PUBSUB_TOPIC_EVENTS;
-  // Topics first, marks after, never both at once: an instance marks itself before it creates its
-  // topic, so every topic listed here of a running instance has its mark in the read that follows.
-  // Marks read first (or alongside) could miss an instance that starts between the two reads and
-  // delete the topic it just made (test/live/sweep-order.test.ts).
-  const listing = reads.topics();
-  // guard: sweep-lists-topics-before-marks | remove: await listing; | test: test/live/sweep-order.test.ts :: starts between
-  await listing;
-  const [topics, markedIds] = await Promise.all([listing, reads.marked()]);
-  const marked = new Set(markedIds.map((id) => instanceTopic(topic, id)));
-  // guard: sweep-keeps-marked-instance-topics | remove: .filter((t) => !marked.has(t)) | test: test/live/instance-cleanup.test.ts :: keep the topics of running instances
-  const dead = topics.filter((t) => !marked.has(t));
-  let deleted = 0;
-  for (const t of dead) {
-    // One topic Pub/Sub will not delete now (a timeout, an error) is left to the next pass; the
-    // others are still deleted.
-    try {
-      await rt.bus.deleteTopic(t);
-    } catch (err) {
-      rt.log.warn(
-        { topic: t, err: String(err) },
-        "sweep: a gone instance's topic was not deleted; the next pass retries",
-      );
-      continue;
-    }
-    deleted++;
-    rt.log.info({ topic: t }, 'sweep: deleted the topic and subscription of a live instance that is gone');
-  }
-  return deleted;
-}
-
 /**
  * The owner of an open take touches its updated_at every OWNER_HEARTBEAT_SECONDS (and holds
  * its Firestore lease); a graceful shutdown releases it the same way. A take untouched for
@@ -256,7 +198,7 @@ interface SweepResponse {
 
 const MAX_PERIOD_SECONDS = 3600;
 
-/** The REST edge's one mapper (api/problem.ts) shapes the sweep's errors too. */
+/** The HTTP edges' one mapper (lib/errors/problem.ts) shapes the sweep's errors too. */
 function sendProblem(res: SweepResponse, err: DomainError): void {
   const { problem } = toProblem(err);
   res.status(problem.status).json(problem);

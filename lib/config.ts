@@ -125,12 +125,9 @@ export const configSchema = z.object({
   LIVE_MAX_FRAME_BYTES: int(65_536, 16),
   LIVE_SEND_QUEUE_BYTES: int(4_194_304, 1024),
   LIVE_HELLO_TIMEOUT_SECONDS: num(10, 0.1),
-  // A live instance marks itself alive this long, renewed at a third of it; the sweep deletes the
-  // topic and subscription of an instance whose mark lapsed (it died without shutting down).
+  // A live instance's heartbeat marks it alive this long (beating at least every third of it); the
+  // sweep deletes the topic and subscription of an instance whose mark lapsed (lib/fanout/liveness.ts).
   LIVE_INSTANCE_TTL_SECONDS: num(120, 1),
-  // targeted: an event goes to the topic of each live instance holding a connection of its user;
-  // broadcast: to one topic every instance reads (the design before; bench:fanout's baseline).
-  EVENT_FANOUT: z.enum(['targeted', 'broadcast']).default('targeted'),
   // Processes of the Cloud Run entry (run-services/live/server.ts), each a full live instance; 1: no fork.
   LIVE_WORKERS: z.coerce
     .number()

@@ -1,6 +1,6 @@
 // Recording takes: start (live), resume (live), complete a stop (the live recorder, the sweep),
 // stop an orphaned take (sweep), upload a gap (REST), finalize (sweep). The group commit of a
-// live take's segments stays with its recorder (run-services/live/segments.ts): a step of the
+// live take's segments stays with its recorder (run-services/live/group-commit.ts): a step of the
 // frame path, not an operation an edge asks for.
 import type { Bus } from '../adapters/bus';
 import type { Config } from '../config';

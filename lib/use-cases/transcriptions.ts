@@ -2,10 +2,10 @@
 // and speaker corrected by its user).
 import { SERVICE } from '../domain/actor';
 import { getMeeting } from '../repositories/meetings';
-import * as segments from '../repositories/segments';
+import * as segments from '../repositories/transcript-segments';
 import { moveSegmentToLabel } from '../repositories/speaker-label-assignments';
 import { lockSpeakerIdentity } from '../repositories/people';
-import type { Segment } from '../repositories/segments';
+import type { Segment } from '../repositories/transcript-segments';
 import * as transcriptions from '../repositories/transcriptions';
 import type { Transcription } from '../repositories/transcriptions';
 import { DomainError, notFound } from '../errors';

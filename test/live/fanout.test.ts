@@ -2,7 +2,7 @@
 // event reaches only the instances holding a connection of its user (Pub/Sub, each instance's own
 // topic); the producing instance delivers to its own connections in-process and publishes nothing
 // when no other instance holds the user; a tab that moves to another instance misses nothing and
-// its events follow it there over the bus. EVENT_FANOUT=broadcast (the old design) fails these.
+// its events follow it there over the bus. Broadcast (the design before) fails these.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import {

@@ -1,4 +1,4 @@
-import { MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/repositories/segments';
+import { MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/repositories/transcript-segments';
 import { TRANSCRIPTION_STATUSES } from '@mi/lib/repositories/transcriptions';
 import { Timestamp, Uuid, Vector192, z } from '../../openapi';
 

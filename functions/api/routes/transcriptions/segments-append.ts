@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { DomainError } from '@mi/lib/errors';
-import { MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/repositories/segments';
+import { MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/repositories/transcript-segments';
 import { appendSegments } from '@mi/lib/use-cases/transcriptions';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';

@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { DomainError } from '@mi/lib/errors';
-import { MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/repositories/segments';
+import { MAX_SEGMENTS_PER_REQUEST } from '@mi/lib/repositories/transcript-segments';
 import { replaceSegments } from '@mi/lib/use-cases/transcriptions';
 import { fencedBy } from '@mi/lib/use-cases/batch-claims';
 import { mlClaimOf } from '../../ml-claim';
