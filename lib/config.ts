@@ -147,6 +147,10 @@ export const configSchema = z.object({
   RECORDING_MAX_DURATION_SECONDS: int(14_400, 1),
   RECORDING_AUDIO_URL_TTL_SECONDS: int(900, 1),
   RECORDING_MAX_UPLOAD_BYTES: int(536_870_912, 1),
+  // Account export (POST /me/exports, docs/exports.md)
+  ACCOUNT_EXPORT_URL_TTL_SECONDS: int(900, 1),
+  ACCOUNT_EXPORT_RETENTION_HOURS: num(72, 1),
+  ACCOUNT_EXPORT_LEASE_SECONDS: int(120, 1),
   // ML service (read by the fake ML service of the local stack)
   ML_PORT: int(4003, 0).pipe(z.number().max(65535)),
   MODEL_PROVIDER: z.enum(['provider_a', 'provider_b']).default('provider_a'),
