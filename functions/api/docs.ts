@@ -40,7 +40,7 @@ export const TAGS = [
   },
   {
     name: 'exports',
-    description: "The whole account as one ZIP archive, built off the request (docs/exports.md).",
+    description: 'The whole account as one ZIP archive, built off the request (docs/exports.md).',
   },
   { name: 'feature-flags', description: 'Feature flags as they apply to the caller.' },
   { name: 'preferences', description: "The user's preferences." },

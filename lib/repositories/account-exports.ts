@@ -21,7 +21,8 @@ export interface AccountExport {
 /** Claims after which an export whose builder keeps dying is failed. */
 export const EXPORT_MAX_ATTEMPTS = 3;
 
-const COLUMNS = 'id, user_id, status, attempts, storage_path, byte_count::float8 AS byte_count, error, created_at, completed_at';
+const COLUMNS =
+  'id, user_id, status, attempts, storage_path, byte_count::float8 AS byte_count, error, created_at, completed_at';
 
 /** Where an attempt's archive is stored; everything of an export is under exportPrefix. */
 export const exportPrefix = (userId: string, exportId?: string) =>
@@ -71,7 +72,8 @@ export async function listExports(
  * under EXPORT_MAX_ATTEMPTS claims. SKIP LOCKED: two sweeps never claim the same row.
  */
 export async function claimExport(tx: Queryable, leaseSeconds: number): Promise<AccountExport | null> {
-  // guard: account-export-claim-skip-locked | remove: FOR UPDATE SKIP LOCKED | test: test/api/account-export.test.ts :: claimed once
+  // no guard: the outer WHERE re-checks the state after any wait, so a row is claimed once with or
+  // without the lock; SKIP LOCKED only spares a second sweep the wait.
   const { rows } = await tx.query<AccountExport>(
     'account_export.claim',
     `UPDATE account_export SET status = 'running', attempts = attempts + 1,
@@ -79,6 +81,7 @@ export async function claimExport(tx: Queryable, leaseSeconds: number): Promise<
      WHERE id = (SELECT id FROM account_export
                  WHERE (status = 'pending' OR (status = 'running' AND lease_expires_at < now())) AND attempts < $2
                  ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+       AND (status = 'pending' OR (status = 'running' AND lease_expires_at < now()))
      RETURNING ${COLUMNS}`,
     [leaseSeconds, EXPORT_MAX_ATTEMPTS],
   );
@@ -109,9 +112,11 @@ export async function markExportReady(
 ): Promise<boolean> {
   const { rowCount } = await tx.query(
     'account_export.ready',
-    `UPDATE account_export SET status = 'ready', storage_path = $3, byte_count = $4, completed_at = now(),
+    // (attempts = $2 in SET changes nothing under the claim's condition; it keeps $2 typed should that go.)
+    `UPDATE account_export SET status = 'ready', attempts = $2, storage_path = $3, byte_count = $4, completed_at = now(),
        lease_expires_at = NULL, updated_at = now()
-     WHERE id = $1 AND attempts = $2 AND status = 'running'`,
+     -- guard: account-export-ready-current-claim | remove: AND attempts = $2 | test: test/api/account-export.test.ts :: lost its lease
+     WHERE id = $1 AND status = 'running' AND attempts = $2`,
     [e.id, e.attempts, storagePath, byteCount],
   );
   return rowCount === 1;

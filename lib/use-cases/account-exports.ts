@@ -11,7 +11,13 @@ import * as archive from '../repositories/account-archive';
 import * as exportsRepo from '../repositories/account-exports';
 import type { AccountExport } from '../repositories/account-exports';
 import { takeComposition } from '../repositories/finalize';
-import { type ArchiveEntry, takeAudioExtension, takeAudioStream, uploadExtension, writeZip } from '../objects/zip-archive';
+import {
+  type ArchiveEntry,
+  takeAudioExtension,
+  takeAudioStream,
+  uploadExtension,
+  writeZip,
+} from '../objects/zip-archive';
 import { userOf, type UseCase } from './use-case';
 import type { Workflow, WorkflowDeps } from './workflow';
 
@@ -160,58 +166,64 @@ async function* archiveEntries(deps: WorkflowDeps, userId: string): AsyncGenerat
  * stops the build and deletes what it wrote; an error fails the export when it would repeat
  * (a transcript too large) and otherwise leaves the lease to lapse for the next attempt.
  */
-export const buildExport: Workflow<{ e: AccountExport } & BuildOptions, 'ready' | 'lost' | 'failed' | 'retry', ExportDeps> =
-  async (ctx, { e, signal, onFile }) => {
-    const { store, config, log } = ctx.deps;
-    const leaseSeconds = config.ACCOUNT_EXPORT_LEASE_SECONDS;
-    const path = exportsRepo.archivePath(e);
-    const abort = new AbortController();
-    const lost = new Error('the export lease was lost');
-    signal?.addEventListener('abort', () => abort.abort(signal.reason), { once: true });
-    // Renewed at a third of the lease: two renewals may fail before it lapses.
-    const renewing = setInterval(() => {
+export const buildExport: Workflow<
+  { e: AccountExport } & BuildOptions,
+  'ready' | 'lost' | 'failed' | 'retry',
+  ExportDeps
+> = async (ctx, { e, signal, onFile }) => {
+  const { store, config, log } = ctx.deps;
+  const leaseSeconds = config.ACCOUNT_EXPORT_LEASE_SECONDS;
+  const path = exportsRepo.archivePath(e);
+  const abort = new AbortController();
+  const lost = new Error('the export lease was lost');
+  signal?.addEventListener('abort', () => abort.abort(signal.reason), { once: true });
+  // Renewed at a third of the lease: two renewals may fail before it lapses.
+  const renewing = setInterval(
+    () => {
       ctx
         .run(renew, { e, leaseSeconds })
         .then((held) => held || abort.abort(lost))
         .catch(() => undefined);
-    }, (leaseSeconds * 1000) / 3);
-    try {
-      const createdAt = new Date().toISOString();
-      const entries = archiveEntries(ctx.deps, e.user_id);
-      const tapped = (async function* () {
-        for await (const entry of entries) {
-          onFile?.(entry.path);
-          yield entry;
-        }
-      })();
-      const { byteCount } = await writeZip(
-        store,
-        path,
-        tapped,
-        (files) => ({
-          path: 'manifest.json',
-          body: json({ format: 1, user_id: e.user_id, created_at: createdAt, export_id: e.id, files }),
-        }),
-        abort.signal,
-      );
-      clearInterval(renewing);
-      if (await ctx.run(ready, { e, path, bytes: byteCount })) return 'ready';
-      await store.delete(path).catch(() => undefined);
-      return 'lost';
-    } catch (err) {
-      clearInterval(renewing);
-      await store.delete(path).catch(() => undefined);
-      if (abort.signal.reason === lost) return 'lost';
-      if (err instanceof DomainError) {
-        await ctx.run(failed, { e, error: err.message });
-        return 'failed';
+    },
+    (leaseSeconds * 1000) / 3,
+  );
+  try {
+    const createdAt = new Date().toISOString();
+    const entries = archiveEntries(ctx.deps, e.user_id);
+    const tapped = (async function* () {
+      for await (const entry of entries) {
+        onFile?.(entry.path);
+        yield entry;
       }
-      log.warn({ err: String(err), export_id: e.id, attempt: e.attempts }, 'account export interrupted; retried');
-      return 'retry';
-    } finally {
-      clearInterval(renewing);
+    })();
+    const { byteCount } = await writeZip(
+      store,
+      path,
+      tapped,
+      (files) => ({
+        path: 'manifest.json',
+        body: json({ format: 1, user_id: e.user_id, created_at: createdAt, export_id: e.id, files }),
+      }),
+      abort.signal,
+    );
+    clearInterval(renewing);
+    if (await ctx.run(ready, { e, path, bytes: byteCount })) return 'ready';
+    await store.delete(path).catch(() => undefined);
+    return 'lost';
+  } catch (err) {
+    clearInterval(renewing);
+    await store.delete(path).catch(() => undefined);
+    if (abort.signal.reason === lost) return 'lost';
+    if (err instanceof DomainError) {
+      await ctx.run(failed, { e, error: err.message });
+      return 'failed';
     }
-  };
+    log.warn({ err: String(err), export_id: e.id, attempt: e.attempts }, 'account export interrupted; retried');
+    return 'retry';
+  } finally {
+    clearInterval(renewing);
+  }
+};
 
 /** The sweep's part: fail exports abandoned too often, build due ones (one at a time), delete expired ones. */
 export const runAccountExports: Workflow<
