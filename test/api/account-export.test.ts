@@ -93,7 +93,7 @@ beforeAll(async () => {
   uploaded = Buffer.from(Array.from({ length: 30_000 }, (_, i) => i % 251));
   const put = await api.request('PUT', `/meetings/${uploadMeeting}/audio`, {
     token: alice,
-    raw: uploaded,
+    raw: new Uint8Array(uploaded),
     headers: { 'content-type': 'audio/mpeg' },
   });
   expect(put.status).toBe(201);
