@@ -234,7 +234,8 @@ export const runAccountExports: Workflow<
   const { config, store, db } = ctx.deps;
   const abandoned = await ctx.run(abandon, undefined);
   let built = 0;
-  const deadline = Date.now() + (opts.budgetMs ?? 5 * 60_000);
+  // No new claim after the budget: the sweep function's timeout (300 s) must leave the last build time to finish.
+  const deadline = Date.now() + (opts.budgetMs ?? 60_000);
   while (Date.now() < deadline) {
     const e = await ctx.run(claim, config.ACCOUNT_EXPORT_LEASE_SECONDS);
     if (!e) break;
