@@ -3,6 +3,7 @@
 // debug hooks (the browser test drops the socket through it).
 import { LiveConnection, type ConnectionStatus } from '@mi/client';
 import { Api, ApiProblem } from './api';
+import { AccountExportPanel } from './views/account-export';
 import { RecordingSession } from './recording';
 import type { ServerMessage } from './types';
 import { errText, fill, h } from './views/dom';
@@ -79,6 +80,7 @@ function start(api: Api, token: string, clientId: string, username: string) {
       view?.onEvent(msg as ServerMessage);
       if (msg.type === 'EntityChanged' && msg.entity === 'meeting' && msg.action !== 'updated')
         void meetings.load(false);
+      if (msg.type === 'EntityChanged' && msg.entity === 'account_export') void accountExport.load();
     },
   });
   const session = new RecordingSession({
@@ -114,6 +116,7 @@ function start(api: Api, token: string, clientId: string, username: string) {
   });
   addEventListener('hashchange', () => void open(meetingInHash()));
   const search = new SearchPane(api, (id) => (location.hash = meetingHash(id)));
+  const accountExport = new AccountExportPanel(api);
 
   const signOut = h(
     'button',
@@ -138,10 +141,11 @@ function start(api: Api, token: string, clientId: string, username: string) {
       conn,
       signOut,
     ),
-    h('div', { class: 'layout' }, h('div', { class: 'sidebar' }, search.el, meetings.el), main),
+    h('div', { class: 'layout' }, h('div', { class: 'sidebar' }, search.el, meetings.el, accountExport.el), main),
   );
   socket.connect();
   void meetings.load(false);
+  void accountExport.load();
   void open(meetingInHash());
 
   window.miConsole = {
