@@ -39,6 +39,13 @@ await store.stat('warm-up');
 await new Promise((r) => setTimeout(r, 1000));
 const idleRss = kib('VmRSS');
 writeFileSync('/proc/self/clear_refs', '5'); // resets VmHWM to the current RSS
+// What the peak is made of: V8's heap and the Buffers outside it, sampled.
+const parts = { heap: 0, buffers: 0 };
+const sampler = setInterval(() => {
+  const m = process.memoryUsage();
+  parts.heap = Math.max(parts.heap, m.heapUsed);
+  parts.buffers = Math.max(parts.buffers, m.arrayBuffers);
+}, 25);
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
 const e = await runUseCase(deps, SERVICE, claimNextExport, 120);
@@ -47,7 +54,8 @@ const outcome = await runWorkflow(deps, SERVICE, buildExport, { e });
 const wallMs = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
 const peakRss = kib('VmHWM');
+clearInterval(sampler);
 await db.close();
 process.stdout.write(
-  `${JSON.stringify({ outcome, exportId: e.id, idleRss, peakRss, wallMs, cpuMs: (cpu.user + cpu.system) / 1000 })}\n`,
+  `${JSON.stringify({ outcome, exportId: e.id, idleRss, peakRss, wallMs, cpuMs: (cpu.user + cpu.system) / 1000, peakHeap: parts.heap, peakBuffers: parts.buffers })}\n`,
 );

@@ -144,6 +144,8 @@ const result = JSON.parse(out.trim().split('\n').pop()!) as {
   peakRss: number;
   wallMs: number;
   cpuMs: number;
+  peakHeap: number;
+  peakBuffers: number;
 };
 const row = await getExport(db, userId, pending[0].id);
 if (result.outcome !== 'ready' || row?.status !== 'ready') throw new Error(`export ended ${result.outcome}`);
@@ -177,6 +179,10 @@ const rows = [
   {
     measure: 'exporter RSS at rest / peak',
     result: `${(result.idleRss / MiB).toFixed(0)} / ${(result.peakRss / MiB).toFixed(0)} MiB (peak +${overIdle.toFixed(0)} MiB over rest; target ≤ 64)`,
+  },
+  {
+    measure: 'of which (sampled peaks): V8 heap used / Buffers',
+    result: `${(result.peakHeap / MiB).toFixed(0)} / ${(result.peakBuffers / MiB).toFixed(0)} MiB`,
   },
   { measure: 'CPU per GB of archive', result: `${cpuPerGb.toFixed(1)} CPU-s` },
   { measure: 'function CPU and memory (1 vCPU, 512 MiB, for the archive time)', result: usd(cost.cpu) },
