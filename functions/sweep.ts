@@ -13,7 +13,9 @@
 //  5. deletes the Pub/Sub topic and subscription of each live instance that died without shutting
 //     down (its Firestore mark lapsed; the tabs it held reconnect elsewhere and replay;
 //     lib/fanout/liveness.ts),
-//  6. finishes account erasures a DELETE /me left unfinished (lib/use-cases/account.ts) — first of
+//  6. builds pending account exports (alongside the other steps, one export at a time under a lease,
+//     lib/use-cases/account-exports.ts) and deletes those past ACCOUNT_EXPORT_RETENTION_HOURS,
+//  7. finishes account erasures a DELETE /me left unfinished (lib/use-cases/account.ts) — first of
 //     all, so that no take of an account being erased is finalized — and purges meetings
 //     soft-deleted more than MEETING_PURGE_AFTER_DAYS ago (lib/use-cases/meetings.ts).
 // Auth of the HTTP target: in staging/production the function is private — only the Cloud
@@ -29,6 +31,7 @@ import { SERVICE } from '@mi/lib/domain/actor';
 import { dueTakes } from '@mi/lib/repositories/finalize';
 import { idleTakes, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/repositories/recordings';
 import { resumeErasures } from '@mi/lib/use-cases/account';
+import { runAccountExports } from '@mi/lib/use-cases/account-exports';
 import { pruneExpired } from '@mi/lib/repositories/retention';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
@@ -79,6 +82,9 @@ export interface SweepCounts {
   erasuresPending: number;
   purgedMeetings: number;
   deletedInstanceTopics: number;
+  exportsBuilt: number;
+  exportsAbandoned: number;
+  exportsExpired: number;
 }
 
 const STALE_FINALIZING_MS = 10 * 60_000;
@@ -99,6 +105,9 @@ export const NO_COUNTS: SweepCounts = {
   erasuresPending: 0,
   purgedMeetings: 0,
   deletedInstanceTopics: 0,
+  exportsBuilt: 0,
+  exportsAbandoned: 0,
+  exportsExpired: 0,
 };
 
 export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promise<SweepCounts> {
@@ -108,6 +117,11 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   const erasures = await runWorkflow(rt, SERVICE, resumeErasures, { minAgeMs, batch });
   counts.erasuresFinished = erasures.finished;
   counts.erasuresPending = erasures.pending;
+  // Exports stream for as long as their audio takes: alongside the rest of the pass, not before it.
+  const exporting = runWorkflow(rt, SERVICE, runAccountExports, {}).catch((err: unknown) => {
+    rt.log.warn({ err: String(err) }, 'sweep: account exports failed; the next pass retries');
+    return null;
+  });
   counts.stopped = await stopOrphanedTakes(rt, opts.coordination, batch);
 
   // Claimed one at a time, right before the work, so a claim never ages while others are done.
@@ -156,6 +170,10 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   counts.purgedMeetings = await runWorkflow(rt, SERVICE, purgeDeletedMeetings, { afterDays });
   if (opts.coordination)
     counts.deletedInstanceTopics = await deleteDeadInstanceTopics(rt, instanceTopicReads(rt, opts.coordination));
+  const exports = await exporting;
+  counts.exportsBuilt = exports?.built ?? 0;
+  counts.exportsAbandoned = exports?.abandoned ?? 0;
+  counts.exportsExpired = exports?.expired ?? 0;
   return counts;
 }
 

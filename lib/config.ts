@@ -152,6 +152,10 @@ export const configSchema = z.object({
   // claims expired the sweep gives the take up (failed) instead of offering it again.
   ML_BATCH_CLAIM_LEASE_SECONDS: int(900, 1),
   ML_BATCH_MAX_ATTEMPTS: int(3, 1),
+  // Account export (POST /me/exports, docs/exports.md)
+  ACCOUNT_EXPORT_URL_TTL_SECONDS: int(900, 1),
+  ACCOUNT_EXPORT_RETENTION_HOURS: num(72, 1),
+  ACCOUNT_EXPORT_LEASE_SECONDS: int(120, 1),
   // ML service (read by the fake ML service of the local stack)
   ML_PORT: int(4003, 0).pipe(z.number().max(65535)),
   MODEL_PROVIDER: z.enum(['provider_a', 'provider_b']).default('provider_a'),

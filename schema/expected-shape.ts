@@ -272,6 +272,20 @@ export const TABLES: Record<string, string[]> = {
     'requested_at timestamptz required = now()',
     'updated_at timestamptz required = now()',
   ],
+  // Account exports (decisions.md section 8): the archive's state, its builder's lease, where it is.
+  account_export: [
+    'id uuid required = gen_random_uuid()',
+    'user_id uuid required',
+    "status text required = 'pending'",
+    'attempts integer required = 0',
+    'lease_expires_at timestamptz',
+    'storage_path text',
+    'byte_count bigint',
+    'error text',
+    'created_at timestamptz required = now()',
+    'completed_at timestamptz',
+    'updated_at timestamptz required = now()',
+  ],
   // Webhooks (decisions.md section 7): endpoints with their outbox cursor, pending deliveries, the attempt log.
   webhook: [
     'id uuid required = gen_random_uuid()',
@@ -337,6 +351,7 @@ export const REFERENCES = [
   'talking_point.topic_id -> topic: SET NULL',
   'talking_point_segment.talking_point_id -> talking_point: CASCADE',
   'webhook.user_id -> app_user: CASCADE',
+  'account_export.user_id -> app_user: CASCADE',
   'webhook_attempt.webhook_id -> webhook: CASCADE',
   'webhook_delivery.webhook_id -> webhook: CASCADE',
   'task.user_id -> app_user: CASCADE',
@@ -389,4 +404,9 @@ export const QUERY_INDEXES = [
   'note USING gin (user_id, content_search)',
   'voice_sample (person_id, created_at DESC, segment_id DESC)',
   'voice_sample (meeting_id)',
+  // account exports: one unfinished per user, listing, the sweep's build and retention
+  "account_export (user_id) WHERE (status = ANY (ARRAY['pending'::text, 'running'::text]))",
+  'account_export (user_id, created_at, id)',
+  "account_export (created_at) WHERE (status = ANY (ARRAY['pending'::text, 'running'::text]))",
+  'account_export (completed_at) WHERE (completed_at IS NOT NULL)',
 ];

@@ -549,3 +549,31 @@ CREATE TABLE account_erasure (
   requested_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- Account exports (POST /me/exports, docs/exports.md): one ZIP of everything the user has, built
+-- off the request by the sweep under a lease (lease_expires_at, renewed while the builder works;
+-- `attempts` names the current claim, so a builder that lost its lease cannot finish the row).
+-- The archive is at exports/{user_id}/{id}/{attempts}.zip; it and the row are deleted
+-- ACCOUNT_EXPORT_RETENTION_HOURS after completed_at.
+CREATE TABLE account_export (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+  status text NOT NULL DEFAULT 'pending'
+    CONSTRAINT account_export_status_check CHECK (status IN ('pending', 'running', 'ready', 'failed')),
+  attempts integer NOT NULL DEFAULT 0,
+  lease_expires_at timestamptz,
+  storage_path text,
+  byte_count bigint,
+  error text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  completed_at timestamptz,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+-- One unfinished export per user: a second POST finds this index's conflict (409 invalid_state).
+-- guard: account-export-one-unfinished | remove: UNIQUE | test: test/api/account-export.test.ts :: one unfinished export
+CREATE UNIQUE INDEX account_export_unfinished_key ON account_export (user_id) WHERE status IN ('pending', 'running');
+-- Listing, newest first.
+CREATE INDEX account_export_user_id_created_at_idx ON account_export (user_id, created_at, id);
+-- The sweep: exports to build (pending, or running with a lapsed lease) and finished ones past retention.
+CREATE INDEX account_export_unfinished_idx ON account_export (created_at) WHERE status IN ('pending', 'running');
+CREATE INDEX account_export_completed_at_idx ON account_export (completed_at) WHERE completed_at IS NOT NULL;

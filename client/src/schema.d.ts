@@ -16,7 +16,7 @@ export interface paths {
         post?: never;
         /**
          * Erase the calling account: every row of the user and every stored object of their meetings
-         * @description Stops the user's live recording takes first, then deletes every row of the user (meetings with everything in them, people, tasks, notes, threads, tags, outbox events, idempotency records) and every stored object of their meetings (segments, gap uploads, composed audio, uploads). 204 when everything is gone; 202 when stored objects are still being removed: the request is recorded before anything is deleted, and the sweep finishes it. Idempotent: repeating it is harmless. The same identity signing in afterwards starts with an empty account (a new user id). See docs/lifecycle.md.
+         * @description Stops the user's live recording takes first, then deletes every row of the user (meetings with everything in them, people, tasks, notes, threads, tags, outbox events, idempotency records) and every stored object of their meetings (segments, gap uploads, composed audio, uploads). Unfinished account exports are cancelled and every export archive is deleted. 204 when everything is gone; 202 when stored objects are still being removed: the request is recorded before anything is deleted, and the sweep finishes it. Idempotent: repeating it is harmless. The same identity signing in afterwards starts with an empty account (a new user id). See docs/lifecycle.md.
          */
         delete: operations["deleteMe"];
         options?: never;
@@ -1188,6 +1188,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/me/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's account exports, newest first
+         * @description Each export as `GET /me/exports/{id}` gives it (ready ones with a fresh signed link).
+         */
+        get: operations["listAccountExports"];
+        put?: never;
+        /**
+         * Request an export of the whole account (one ZIP archive)
+         * @description Records a pending export and answers at once; the archive is built off the request (docs/exports.md): `manifest.json` with the sha256 of every file, the JSON of every record, each transcript as JSON and WebVTT, the audio of every take (live takes as WAV) and upload. Poll `GET /me/exports/{id}` (`Location`) or listen for EntityChanged `account_export`. One unfinished export per user: another is 409 invalid_state. Requires an Idempotency-Key.
+         */
+        post: operations["createAccountExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/exports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An account export: its state, and while ready a signed link to the archive
+         * @description While `ready`, `url` is a fresh signed link to the ZIP valid ACCOUNT_EXPORT_URL_TTL_SECONDS (`url_expires_at`); archives are kept ACCOUNT_EXPORT_RETENTION_HOURS after they are ready, then deleted with the export (404).
+         */
+        get: operations["getAccountExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1197,7 +1241,7 @@ export interface components {
             /** @enum {string} */
             type: "EntityChanged";
             /** @enum {string} */
-            entity: "meeting" | "user" | "transcription" | "transcript_segment" | "person" | "person_summary" | "tag" | "task" | "sub_task" | "note" | "ai_thread" | "chat_message" | "talking_point" | "topic" | "meeting_attendee" | "meeting_audio_file" | "recording";
+            entity: "meeting" | "user" | "transcription" | "transcript_segment" | "person" | "person_summary" | "tag" | "task" | "sub_task" | "note" | "ai_thread" | "chat_message" | "talking_point" | "topic" | "meeting_attendee" | "meeting_audio_file" | "recording" | "account_export";
             /** @enum {string} */
             action: "created" | "updated" | "deleted";
             /**
@@ -2811,6 +2855,61 @@ export interface components {
         WebhookSecretRotation: {
             /** @description true: the previous secret stops signing at once (no overlap); default false */
             expire_previous?: boolean;
+        };
+        AccountExportPage: {
+            items: components["schemas"]["AccountExport"][];
+            next_cursor: string | null;
+        };
+        AccountExport: {
+            /**
+             * Format: uuid
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            id: string;
+            /**
+             * @description pending (waiting for the builder), running, ready (the archive can be downloaded), failed
+             * @enum {string}
+             */
+            status: "pending" | "running" | "ready" | "failed";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description when it became ready or failed
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            completed_at: string | null;
+            /** @description size of the ZIP archive, once ready */
+            byte_count: number | null;
+            /**
+             * Format: uri
+             * @description while ready: a fresh signed link to the ZIP, valid ACCOUNT_EXPORT_URL_TTL_SECONDS
+             */
+            url: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            url_expires_at: string | null;
+            /** @description why it failed */
+            error: string | null;
+        };
+        AccountExportCreated: {
+            /**
+             * Format: uuid
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            id: string;
+            /** @enum {string} */
+            status: "pending";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            created_at: string;
         };
     };
     responses: never;
@@ -11704,6 +11803,284 @@ export interface operations {
                 };
             };
             /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAccountExports: {
+        parameters: {
+            query?: {
+                /** @description page size (1-200, default 50) */
+                limit?: number;
+                /** @description opaque cursor from next_cursor */
+                cursor?: string;
+            };
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of exports */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountExportPage"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createAccountExport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description required; a uuid per logical request */
+                "idempotency-key"?: string;
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the export, pending */
+            202: {
+                headers: {
+                    /** @description /me/exports/{id} */
+                    location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountExportCreated"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAccountExport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the export */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountExport"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description export not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
                 headers: {
                     [name: string]: unknown;

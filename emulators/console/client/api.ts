@@ -17,6 +17,9 @@ export class Api {
   }
 
   me = async () => ok(await this.rest.GET('/me'));
+  /** Account export: one request (409 while one is unfinished), the newest few with their state and link. */
+  requestAccountExport = async () => ok(await this.rest.POST('/me/exports', {}));
+  accountExports = async () => ok(await this.rest.GET('/me/exports', { params: { query: { limit: 5 } } }));
   listMeetings = async (cursor?: string | null) =>
     ok(await this.rest.GET('/meetings', { params: { query: { limit: 50, ...(cursor ? { cursor } : {}) } } }));
   // The form's value: the server refuses (422) anything but the four source types.

@@ -3,6 +3,7 @@
 // debug hooks (the browser test drops the socket through it).
 import { LiveConnection, type ConnectionStatus } from '@mi/client';
 import { Api, ApiProblem } from './api';
+import { AccountExportPanel } from './views/account-export';
 import { RecordingSession } from './recording';
 import type { ServerMessage } from './types';
 import { errText, fill, h } from './views/dom';
@@ -80,6 +81,7 @@ function start(api: Api, token: string, clientId: string, username: string) {
       view?.onEvent(msg as ServerMessage);
       if (msg.type === 'EntityChanged' && msg.entity === 'meeting' && msg.action !== 'updated')
         void meetings.load(false);
+      if (msg.type === 'EntityChanged' && msg.entity === 'account_export') void accountExport.load();
     },
   });
   const session = new RecordingSession({
@@ -126,6 +128,7 @@ function start(api: Api, token: string, clientId: string, username: string) {
   };
   addEventListener('hashchange', route);
   const search = new SearchPane(api, (id) => (location.hash = meetingHash(id)));
+  const accountExport = new AccountExportPanel(api);
 
   const signOut = h(
     'button',
@@ -151,10 +154,11 @@ function start(api: Api, token: string, clientId: string, username: string) {
       h('a', { id: 'open-webhooks', class: 'link', href: WEBHOOKS_HASH }, 'webhooks'),
       signOut,
     ),
-    h('div', { class: 'layout' }, h('div', { class: 'sidebar' }, search.el, meetings.el), main),
+    h('div', { class: 'layout' }, h('div', { class: 'sidebar' }, search.el, meetings.el, accountExport.el), main),
   );
   socket.connect();
   void meetings.load(false);
+  void accountExport.load();
   route();
 
   window.miConsole = {
