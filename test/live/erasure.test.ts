@@ -75,7 +75,7 @@ describe('DELETE /me during a live take', () => {
     const res = await fetch(`${instance.url}/me`, { method: 'DELETE', headers: { authorization: `Bearer ${user}` } });
     expect(res.status).toBe(204);
     // The stop finds its take gone and lets go at once, instead of retrying its stop record.
-    const released = await client.waitFor({ type: 'RecordingReleased', meeting_id: meetingId }, { timeoutMs: 10_000 });
+    const released = await client.waitFor({ type: 'RecordingReleased', meeting_id: meetingId }, { timeoutMs: 30_000 });
     expect(released.reason).toBe('not_recording');
     expect(client.ofType('RecordingStopped')).toEqual([]);
     expect(await rowsNaming(instance.rt.db, [meetingId])).toEqual([]);
