@@ -5,6 +5,7 @@
 // preload, against a bare Hono app's /healthz under the same framework, Node and pinning
 // (bench/bare-api), measured in the same run. The stack around it (native PostgreSQL + pgvector
 // when installed, the emulators) comes from the local stack.
+// BENCH_API_ROUTES (a comma list of rows) and BENCH_API_PROFILE=<dir> (CPU profiles): see below.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -238,8 +239,8 @@ function load(server: Server, route: Route, seconds: number): LoadResult {
 }
 
 interface Measure {
-  rps: number;
   cpuUs: number;
+  /** Wall time of the slowest 1 % (the PUT's target is a wall bound). */
   p99: number;
 }
 
@@ -248,7 +249,7 @@ async function measure(server: Server, route: Route): Promise<Measure> {
   const before = cpuMs(server.pid);
   const r = load(server, route, SECONDS);
   const cpu = cpuMs(server.pid) - before;
-  return { rps: r.requests / r.seconds, cpuUs: (cpu * 1000) / r.requests, p99: r.p99 };
+  return { cpuUs: (cpu * 1000) / r.requests, p99: r.p99 };
 }
 
 // All three servers run at once (idle but for the one under load), and each route is measured on
@@ -285,7 +286,6 @@ const rows: Row[] = [
     'CPU/req, no preload': us(baseline.cpuUs),
     'ratio to baseline (preload)': '1.00',
     'preload share': '',
-    'req/s measured (preload)': perSecond(baseline.rps),
     'p99 (preload)': '',
     'req/s per vCPU (preload)': perSecond(1e6 / baseline.cpuUs),
     '$ per 1M (preload)': costPerMillion(baseline.cpuUs).toFixed(2),
@@ -298,7 +298,6 @@ const rows: Row[] = [
       'CPU/req, no preload': us(plain.cpuUs),
       'ratio to baseline (preload)': (preload.cpuUs / baseline.cpuUs).toFixed(2),
       'preload share': `${Math.round((1 - plain.cpuUs / preload.cpuUs) * 100)} %`,
-      'req/s measured (preload)': perSecond(preload.rps),
       'p99 (preload)': `${preload.p99} ms`,
       'req/s per vCPU (preload)': perSecond(1e6 / preload.cpuUs),
       '$ per 1M (preload)': costPerMillion(preload.cpuUs).toFixed(2),
@@ -306,21 +305,13 @@ const rows: Row[] = [
   }),
 ];
 
-const out = `Engine: ${engine.engine.label}. The built api bundle under the functions framework (Node ${NODE_VERSION}), \
-pinned to core ${SERVER_CORE}; autocannon in its own process on core ${LOAD_CORE}, ${CONNECTIONS} connections \
-(PUT: 1), ${SECONDS} s per row after a warm-up; CPU/req is the server process's CPU time (/proc) over the requests \
-it answered (every one 2xx). Logs at info on stdout and telemetry exported to a local OTLP sink, one trace in ten \
-recorded (OTEL_TRACES_SAMPLER_ARG=0.1), as deployed.
+const out = `Engine: ${engine.engine.label}. The api bundle (Node ${NODE_VERSION}) pinned to core ${SERVER_CORE}, \
+${CONNECTIONS} connections (PUT: 1), ${SECONDS} s per row, every answer 2xx, logs and telemetry as deployed. Method: bench/api.ts.
 
 ${table(rows)}
 
-Ratio = CPU per request / the bare Hono /healthz's (same framework, Node, pinning, run). Preload share = the part of \
-a request's CPU the telemetry preload adds. Req/s per vCPU = 1 s / CPU per request: what one deployed instance \
-(1 vCPU) serves when its CPU is the limit. $ per 1M = 1,000,000 × CPU per request × ($${PRICE.vcpuSecond} per \
-vCPU-second + ${PRICE.memoryGib} GiB × $${PRICE.gibSecond} per GiB-second) + $${PRICE.perMillionRequests} per \
-million requests: Cloud Run's list prices for CPU allocated during requests, Tier 1 regions \
-(cloud.google.com/run/pricing, read 2026-11-26), for an instance busy on its CPU while billed, free tier not \
-deducted; PostgreSQL's CPU is billed by Cloud SQL and not in it.`;
+Ratio: CPU/req over the bare Hono /healthz's. Preload share: the telemetry preload's part. Req/s per vCPU: 1 s / CPU \
+per request. $ per 1M: that CPU at Cloud Run's list prices (Tier 1, read 2026-11-26) plus the request fee.`;
 console.log(out);
 // A partial or profiled run is not the section's figures.
 if (!ONLY && !PROFILE_DIR) writeSection('API', out);

@@ -5,9 +5,10 @@
 // has a viewer tab there; every fourth user has a second viewer tab on the next instance (the
 // few tabs Cloud Run's session affinity does not keep together). Per instance over the window:
 // bus messages received per second, bus messages per event (messages received by the fleet per
-// event produced), CPU per durable frame. Both designs in the same run: targeted (each instance's
-// own topic, addressed by presence) and broadcast (one topic every instance reads, the design
-// before). BENCH_USERS (per instance, default 8: eight instances of 20 users could not start on
+// event produced), CPU per durable frame. The deployable has one design, targeted (each
+// instance's own topic, addressed by presence); the broadcast baseline (one topic every instance
+// reads, the design before) is derived from the same window: every instance would have received
+// every event the fleet produced. BENCH_USERS (per instance, default 8: eight instances of 20 users could not start on
 // this shared 2-core machine; a multiple of 4 gives every instance the same spread), BENCH_SECONDS
 // (default 15).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,7 +20,6 @@ import { child, makeRecordings, ROOT, startLive, startStack, stopChild } from '.
 import { ms, percentile, table, writeSection, type Row } from './report';
 
 const FLEETS = [1, 2, 4, 8];
-const DESIGNS = ['targeted', 'broadcast'] as const;
 /** Every this-many-th user also watches from the next instance. */
 const REMOTE_VIEWER_EVERY = 4;
 
@@ -30,8 +30,9 @@ interface Counters {
 }
 
 interface Point {
-  design: (typeof DESIGNS)[number];
   instances: number;
+  /** Events the whole fleet produced per second: what each instance would receive under broadcast. */
+  eventsPerSecond: number;
   busPerInstancePerSecond: number;
   busPerEvent: number;
   unheldShare: number;
@@ -46,14 +47,13 @@ const counters = async (port: number): Promise<Counters> =>
   ((await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { fanout: Counters }).fanout;
 
 async function measure(
-  design: Point['design'],
   n: number,
   users: number,
   seconds: number,
   stack: Awaited<ReturnType<typeof startStack>>,
   dir: string,
 ): Promise<Point> {
-  const env = { ...stack.env, LIVE_WORKERS: '1', EVENT_FANOUT: design };
+  const env = { ...stack.env, LIVE_WORKERS: '1' };
   const servers = await Promise.all(Array.from({ length: n }, () => startLive(env)));
   try {
     const url = (i: number) => `ws://127.0.0.1:${servers[i % n].port}/ws`;
@@ -64,7 +64,7 @@ async function measure(
       wsUrl: url(j),
       viewers: Math.floor(j / n) % REMOTE_VIEWER_EVERY === 0 ? [url(j), url(j + 1)] : [url(j)],
     }));
-    const planFile = path.join(dir, `plan-${design}-${n}.json`);
+    const planFile = path.join(dir, `plan-${n}.json`);
     writeFileSync(planFile, JSON.stringify({ mode: 'live', seconds, recordings } satisfies Plan));
     const load = child(['load', planFile], env);
     await load.line('sending');
@@ -85,8 +85,8 @@ async function measure(
     const wallS = (to.at - from.at) / 1000;
     const cpuMs = to.cpu.reduce((t, c, i) => t + c - from.cpu[i], 0);
     return {
-      design,
       instances: n,
+      eventsPerSecond: sum('eventsProduced') / wallS,
       busPerInstancePerSecond: sum('busMessages') / n / wallS,
       busPerEvent: sum('busMessages') / Math.max(1, sum('eventsProduced')),
       unheldShare: sum('busMessagesUnheld') / Math.max(1, sum('busMessages')),
@@ -101,15 +101,23 @@ async function measure(
 
 const rowOf = (p: Point): Row =>
   p.failed
+    ? { instances: p.instances, 'bus messages per event': `not measured: ${p.failed}` }
+    : {
+        instances: p.instances,
+        'bus messages per event': p.busPerEvent.toFixed(2),
+        'of them for no user held': `${(p.unheldShare * 100).toFixed(0)} %`,
+        'ack p99': ms(p.ackP99),
+        'durable / offered': p.durable.toFixed(3),
+      };
+
+/** The broadcast baseline of a measured point: every instance receives every event the fleet produced. */
+const broadcastRowOf = (p: Point): Row =>
+  p.failed
     ? { instances: p.instances, 'bus messages / s per instance': `not measured: ${p.failed}` }
     : {
         instances: p.instances,
-        'bus messages / s per instance': p.busPerInstancePerSecond.toFixed(1),
-        'bus messages per event': p.busPerEvent.toFixed(2),
-        'of them for no user held': `${(p.unheldShare * 100).toFixed(0)} %`,
-        'CPU per durable frame': `${p.cpuPerFrameUs.toFixed(0)} µs`,
-        'ack p99': ms(p.ackP99),
-        'durable / offered': p.durable.toFixed(3),
+        'bus messages / s per instance': p.eventsPerSecond.toFixed(1),
+        'bus messages per event': p.instances.toFixed(2),
       };
 
 async function main(): Promise<void> {
@@ -118,25 +126,24 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'mi-bench-fanout-'));
   const stack = await startStack();
   try {
-    await measure('targeted', 1, 5, 3, stack, dir); // warm-up, not reported
+    await measure(1, 5, 3, stack, dir); // warm-up, not reported
     const points: Point[] = [];
-    // Alternating designs at each size: drift in the machine's load hits both alike.
     for (const n of FLEETS) {
-      for (const design of DESIGNS) {
-        // A size that fails (the machine too loaded to start it) is reported as such; the rest still run.
-        const p = await measure(design, n, users, seconds, stack, dir).catch(
-          (err: Error) => ({ design, instances: n, failed: err.message }) as Point,
-        );
-        points.push(p);
-        console.log(`${design} ×${n}: ${JSON.stringify(rowOf(p))}`);
-      }
+      // A size that fails (the machine too loaded to start it) is reported as such; the rest still run.
+      const p = await measure(n, users, seconds, stack, dir).catch(
+        (err: Error) => ({ instances: n, failed: err.message }) as Point,
+      );
+      points.push(p);
+      // On stdout only: messages per second (paced by the shared machine) and CPU per durable frame
+      // (all instances, unpinned: not comparable with bench:live).
+      console.log(
+        `×${n}: ${JSON.stringify(rowOf(p))}${p.failed ? '' : `, ${p.busPerInstancePerSecond.toFixed(1)} bus messages/s per instance, CPU per durable frame ${p.cpuPerFrameUs.toFixed(0)} µs`}`,
+      );
     }
-    const per = (design: Point['design']) => points.filter((p) => p.design === design);
-    const at = (design: Point['design'], n: number) =>
-      points.find((p) => p.design === design && p.instances === n && !p.failed);
-    /** A figure at 8 instances against `base` instances; NaN where either was not measured. */
-    const ratio = (design: Point['design'], base: number, figure: (p: Point) => number) => {
-      const [top, bottom] = [at(design, 8), at(design, base)];
+    const at = (n: number) => points.find((p) => p.instances === n && !p.failed);
+    /** A figure at 8 instances against 2; NaN where either was not measured. */
+    const ratio = (figure: (p: Point) => number) => {
+      const [top, bottom] = [at(8), at(2)];
       return top && bottom ? figure(top) / figure(bottom) : NaN;
     };
     const times = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)}×` : 'not measured');
@@ -144,48 +151,28 @@ async function main(): Promise<void> {
     // produces at the same rate), so the machine's pace in each window does not enter the ratio.
     const perEvent = (p: Point) => p.busPerEvent;
     const perSecond = (p: Point) => p.busPerInstancePerSecond;
-    const t = (design: Point['design'], figure: (p: Point) => number) => times(ratio(design, 2, figure));
+    // Broadcast's figures, derived from the same point: every instance receives every event of the fleet.
+    const broadcastPerEvent = (p: Point) => p.instances;
+    const broadcastPerSecond = (p: Point) => p.eventsPerSecond;
+    const t = (figure: (p: Point) => number) => times(ratio(figure));
     const body = [
-      `fan-out: ${t('targeted', perEvent)} bus messages per instance at 8 instances against 2`,
-      `per instance per second, at 8 against 2: targeted ${t('targeted', perSecond)}, ` +
-        `broadcast ${t('broadcast', perSecond)}; broadcast per event produced: ${t('broadcast', perEvent)}`,
+      `fan-out: ${t(perEvent)} bus messages per instance at 8 instances against 2`,
+      `per instance per second, at 8 against 2: targeted ${t(perSecond)}, ` +
+        `broadcast ${t(broadcastPerSecond)}; broadcast per event produced: ${t(broadcastPerEvent)}`,
       '',
       [
-        'Baseline 2 instances, not 1: with targeted delivery a single instance holds every tab of its users',
-        'and receives no bus message at all (0 per second), so "against 1" divides by zero. The',
-        "line's figure is bus messages received per instance per event an instance produces (the",
-        "fleet's messages per event produced; with the same users per instance at every N it is",
-        'messages per instance per second divided by the per-instance event rate), which takes out how',
-        "fast the shared machine let each window's recordings progress; the per-second ratios are",
-        'printed beside it.',
+        'Against 2 instances, not 1: one instance alone receives no bus message. Per event: the',
+        "fleet's bus messages per event produced, free of the shared machine's pace.",
+        `${users} users per instance, ${seconds} s per point; ${stack.engineLabel}. Method: bench/fanout.ts.`,
       ].join(' '),
       '',
-      [
-        `${users} users per instance, each recording (10 frames/s of 16 kHz PCM, a progress event per 2 s`,
-        'segment) on its home instance with a viewer tab there; every',
-        `${REMOTE_VIEWER_EVERY}th user of each instance has a second viewer tab on the next instance.`,
-        `${seconds} s per point. The live service's deployable bundle, LIVE_WORKERS=1, one process per`,
-        "instance, not pinned (the instances share this machine's cores);",
-        `${stack.engineLabel}, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator and`,
-        'an ML sink in other processes. The two designs alternate at each size.',
-      ].join(' '),
+      '**Targeted (the deployed design)**',
       '',
-      [
-        "Bus messages / s per instance: what one instance's subscription received (events and presence",
-        'notices), per second of the window. Bus messages per event: messages the whole fleet received',
-        'per event the fleet produced (an event for a tab on the producing instance is delivered',
-        'in-process and costs none). Of them for no user held: messages for a user the instance holds',
-        "no connection of. CPU per durable frame: all instances' CPU time (/proc) over the window per",
-        'frame acknowledged.',
-      ].join(' '),
+      table(points.map(rowOf)),
       '',
-      '**Targeted (EVENT_FANOUT=targeted, the default)**',
+      '**Broadcast (the design before; derived from the same windows: every instance receives every event the fleet produced)**',
       '',
-      table(per('targeted').map(rowOf)),
-      '',
-      '**Broadcast (EVENT_FANOUT=broadcast, the design before)**',
-      '',
-      table(per('broadcast').map(rowOf)),
+      table(points.map(broadcastRowOf)),
     ].join('\n');
     console.log(`\n${body}`);
     writeSection('Fan-out', body, path.join(ROOT, 'BENCHMARKS.md'));

@@ -5,7 +5,9 @@
 // (/proc, all threads) per durable frame, against a bare `ws` server's CPU time per received
 // frame under the same load in the same run: a ratio that holds on a noisy machine. Capacity is
 // the largest N (searched) at which ack p99 ≤ 2.5 s and durable/offered ≥ 0.99 hold; the CPU of
-// every process there says whether the server or a dependency was the limit.
+// every process there says whether the server or a dependency was the limit. Ack: frame sent →
+// the first progress event covering it (one per 2 s segment). Capacity is searched by doubling
+// from 50, then bisecting.
 // The live server is the deployable bundle (`npm run build`'s) with the container's telemetry
 // preload, on the container's Node (24); the load generator, the bare server and the ML sink are
 // the roles of bench/live-roles.ts, the processes are started by bench/live-processes.ts.
@@ -100,7 +102,7 @@ async function orchestrate(): Promise<void> {
         };
       });
       const body = [
-        `${n} recordings for ${seconds} s, the server pinned as in "Live"; each build ${CHANGE_ROUNDS} times in alternating rounds (medians), each row undoing one change alone; the bare \`ws\` server measured in every round (${(bareMedian * 1000).toFixed(0)} µs/frame). Node ${nodeVersion}; ${stack.engineLabel}.`,
+        `${n} recordings for ${seconds} s, pinned as in "Live"; medians of ${CHANGE_ROUNDS} alternating rounds, each row undoing one change; bare \`ws\` ${(bareMedian * 1000).toFixed(0)} µs/frame. Node ${nodeVersion}; ${stack.engineLabel}.`,
         '',
         table(changeRows),
       ].join('\n');
@@ -156,16 +158,14 @@ async function orchestrate(): Promise<void> {
       '',
       at ? `ratio to bare ws at capacity: ${ratio.toFixed(2)}× (server CPU per durable frame / bare ws per frame)` : '',
       '',
-      `${seconds} s of 10 frames/s per recording (3,200-byte PCM frames) against the live service's deployable (\`run-services/live/dist/server.js\` with the container's telemetry preload, on Node ${nodeVersion}${nodeVersion.startsWith('v24.') ? ' as in the node:24-slim image' : ''}${workers > 1 ? `, LIVE_WORKERS=${workers}` : ', LIVE_WORKERS=1'}${pinned ? `, pinned to core ${SERVER_CORE} with \`taskset\`; everything else pinned to the other cores` : ', not pinned'}), then the same load against a bare \`ws\` server that only counts frames. ${stack.engineLabel} as the database, the gcloud Pub/Sub and Firestore emulators, the in-repo GCS emulator (in memory) and an ML sink run in other processes on the same machine.`,
-      '',
-      `CPU/frame: the server's CPU time (/proc utime + stime, all threads${workers > 1 ? ', all workers' : ''}) from the first frame to the last acknowledgement, per durable frame (covered by an AudioStoredProgressEvent); for the bare server, per received frame; ratio: live / bare. Ack: frame sent → first progress event covering it (RECORDING_SEGMENT_TARGET_MS=2000, RECORDING_PROGRESS_EVERY_FRAMES=20: one progress per segment). Server CPU: cores the server used over the window. Held: ack p99 ≤ ${ACK_P99_MS} ms and durable/offered ≥ ${MIN_DURABLE}. Capacity is searched by doubling from 50, then halving the interval.`,
+      `${seconds} s of 10 frames/s per recording; the deployable (Node ${nodeVersion}, LIVE_WORKERS=${workers}, ${pinned ? `pinned to core ${SERVER_CORE}` : 'not pinned'}) against a bare \`ws\` server; ${stack.engineLabel}. CPU/frame: server CPU per durable frame; ack: frame sent → progress event covering it. Method: bench/live.ts.`,
       '',
       table(rows),
       '',
       memoryLine([...measured.values()]),
       '',
       at
-        ? `Cost: ${((cpuPerFrame * 36_000) / 1000).toFixed(1)} vCPU-seconds of server CPU per recording-hour (CPU/frame at ${capacity} recordings × 36,000 frames); ${workers > 1 ? `an instance of ${workers} vCPU` : 'a core'} provisioned for ${capacity} recordings costs ${((3600 * workers) / capacity).toFixed(1)} vCPU-seconds per recording-hour.`
+        ? `Cost: ${((cpuPerFrame * 36_000) / 1000).toFixed(1)} vCPU-seconds of server CPU per recording-hour; ${workers > 1 ? `an instance of ${workers} vCPU` : 'a core'} provisioned for ${capacity} recordings: ${((3600 * workers) / capacity).toFixed(1)}.`
         : '',
       '',
       processTable(at, over),

@@ -1,7 +1,7 @@
 // writeSection replaces only its own section of BENCHMARKS.md: hand-written text a merge left
 // below it (or a hand-written section after it) is kept where it is, and the file as committed
 // has no stray text after a generated section's end.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -51,11 +51,23 @@ describe('BENCHMARKS.md', () => {
     }
   });
 
-  it('should keep the search figures explained in their own hand-written section', () => {
+  it('should keep the search figures explained in their own hand-written section, and why in a decision record', () => {
     const reading = sections(readFileSync('BENCHMARKS.md', 'utf8')).find((s) =>
       s.startsWith('## Search: reading the figures'),
     );
-    expect(reading).toContain('`sort=recent` (round three)');
-    expect(reading).toContain('`relevance` in the round-three run');
+    expect(reading).toContain('`recent`');
+    expect(reading).toContain('`relevance` for the commonest words');
+    const record = /\]\((docs\/decisions\/[^)]+\.md)\)/.exec(reading ?? '')?.[1];
+    expect(record).toBe('docs/decisions/0006-search-ranking.md');
+    const decision = readFileSync(record!, 'utf8');
+    expect(decision).toContain('**Every match ranked, no cap.**');
+    expect(decision).toContain('`recent` ranks only the page');
+  });
+
+  it('should link only to decision records that exist', () => {
+    const text = readFileSync('BENCHMARKS.md', 'utf8');
+    const records = [...text.matchAll(/\]\((docs\/decisions\/[^)]+\.md)\)/g)].map((m) => m[1]);
+    expect(records.length).toBeGreaterThan(5);
+    for (const record of records) expect(existsSync(record), record).toBe(true);
   });
 });

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
-import { appendSegments, replaceSegments, type SegmentInput } from '@mi/lib/repositories/segments';
+import { appendSegments, replaceSegments, type SegmentInput } from '@mi/lib/repositories/transcript-segments';
 import pg from 'pg';
 import { DATA_STEP_BATCH, runDataSteps } from '../schema/data-steps';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
@@ -170,9 +170,7 @@ try {
   );
   if (filled < SEGMENTS || left[0].n) throw new Error(`the data step filled ${filled} segments, left ${left[0].n}`);
   const body = [
-    `transcript_segment.text_search kept by trigger (today) against the stored generated column (round-3), ` +
-      `${ROUNDS} rounds alternating, after one warm-up; server CPU of the database's processes ` +
-      `(/proc schedstat). ${engine.engine.label}.`,
+    `${ROUNDS} rounds alternating; server CPU of the database's processes. ${engine.engine.label}. Method: bench/search-vectors.ts.`,
     '',
     table(rows),
     '',

@@ -7,6 +7,11 @@
 //  2. The added cost per event for a user without webhooks: the time of writing that user's events
 //     (one appendEvents transaction each) while dispatchers poll for the other users' endpoints,
 //     against no dispatcher and no endpoint at all, in alternating rounds.
+//  3. Fairness (decisions.md section 8): a healthy endpoint's delivery latency (the event's commit
+//     to its arrival at the receiver) while BENCH_WEBHOOK_HANGING endpoints of 5 other users hang
+//     (a server that accepts and never answers; the attempt timeout is the real 10 s), their
+//     users writing events all along; one dispatcher with the production poll (1 s) and slots.
+//     Baseline in the same run: the same with no endpoint hanging.
 import { fork } from 'node:child_process';
 import http from 'node:http';
 import { createDatabase } from '@mi/lib/db/pool';
@@ -16,11 +21,14 @@ import { createLogger } from '@mi/lib/telemetry/log';
 import { newSecret } from '@mi/lib/use-cases/webhooks';
 import { startDispatcher } from '@mi/lib/webhooks/dispatcher';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
-import { percentile, table, writeSection, type Row } from './report';
+import { ms, percentile, table, writeSection, type Row } from './report';
 
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 5_000);
 const ENDPOINTS = Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 50);
 const WRITES = Number(process.env.BENCH_WEBHOOK_WRITES ?? 400);
+const HANGING = Number(process.env.BENCH_WEBHOOK_HANGING ?? 100);
+const HANGING_USERS = 5;
+const HEALTHY_EVENTS = Number(process.env.BENCH_WEBHOOK_HEALTHY_EVENTS ?? 300);
 const ROUNDS = 6;
 
 const engine = await startTestEngine();
@@ -120,6 +128,80 @@ for (let r = 0; r < ROUNDS; r++) {
   withHooks.push(await writeRound());
   await Promise.all(polling.map((d) => d.stop()));
 }
+// 3. A healthy endpoint's latency while other users' endpoints hang.
+await db.query('bench.clear', 'DELETE FROM webhook');
+const open = new Set<http.ServerResponse>();
+const hangServer = http.createServer((req, res) => {
+  req.resume();
+  open.add(res);
+  res.on('close', () => open.delete(res));
+});
+const arrived = new Map<string, number>();
+const healthyServer = http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => {
+    arrived.set(String(req.headers['webhook-id']), performance.now());
+    res.writeHead(204).end();
+  });
+});
+const listen = async (server: http.Server) => {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}/hook`;
+};
+const hangUrl = await listen(hangServer);
+const healthyUrl = await listen(healthyServer);
+const { rows: fairUsers } = await db.query<{ id: string }>(
+  'bench.fair_users',
+  `INSERT INTO app_user (username, email) SELECT 'f' || g, 'f' || g || '@bench.invalid' FROM generate_series(1, $1) g RETURNING id`,
+  [HANGING_USERS + 1],
+);
+const healthyUser = fairUsers.pop()!.id;
+await db.query(
+  'bench.healthy_webhook',
+  `INSERT INTO webhook (user_id, url, event_types, secret, cursor_seq)
+   VALUES ($1, $2, ARRAY['*'], $3, (SELECT COALESCE(max(seq), 0) FROM event_outbox WHERE user_id = $1))`,
+  [healthyUser, healthyUrl, newSecret()],
+);
+const write = (userId: string) =>
+  db.withTransaction((tx) => appendEvents(tx, userId, [changed('tag', 'created', null, null)]));
+const latencies = async (hanging: number) => {
+  if (hanging)
+    await db.query(
+      'bench.hanging_webhooks',
+      `INSERT INTO webhook (user_id, url, event_types, secret)
+       SELECT u, $2, ARRAY['*'], $3 FROM unnest($1::uuid[]) AS u, generate_series(1, $4)`,
+      [fairUsers.map((u) => u.id), hangUrl, newSecret(), hanging / HANGING_USERS],
+    );
+  const d = startDispatcher({ db, log, env: 'test', pollMs: 1000, retrySchedule: [5, 300], disableAfterSeconds: 3600 });
+  // The other users write all along, so their endpoints always have a delivery due.
+  let writing = hanging > 0;
+  const noise = (async () => {
+    while (writing) {
+      for (const u of fairUsers) await write(u.id);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  if (hanging) while (open.size < Math.min(hanging, HANGING_USERS * 8)) await new Promise((r) => setTimeout(r, 50));
+  const written = new Map<string, number>();
+  for (let i = 0; i < HEALTHY_EVENTS; i++) {
+    const [e] = await write(healthyUser);
+    written.set(e.event_id, performance.now());
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  while ([...written.keys()].some((id) => !arrived.has(id))) await new Promise((r) => setTimeout(r, 50));
+  const maxOpen = open.size;
+  writing = false;
+  await noise;
+  for (const res of open) res.destroy(); // the hanging attempts end, so the dispatcher can stop
+  await d.stop();
+  await db.query('bench.unhang', 'DELETE FROM webhook WHERE url = $1', [hangUrl]);
+  return { times: [...written].map(([id, t]) => arrived.get(id)! - t), maxOpen };
+};
+const calm = await latencies(0);
+const busy = await latencies(HANGING);
+hangServer.close();
+healthyServer.close();
+
 const us = (v: number) => `${(v * 1000).toFixed(0)} µs`;
 const med = (v: number[]) => percentile(v, 50);
 
@@ -136,10 +218,16 @@ const rows: Row[] = [
     baseline: `no dispatcher, no enabled endpoint: ${us(med(without))}`,
     ratio: (med(withHooks) / med(without)).toFixed(2),
   },
+  {
+    measure: `a healthy endpoint's delivery latency, p50 / p99 (${HEALTHY_EVENTS} events, one per 100 ms), while ${HANGING} endpoints of ${HANGING_USERS} other users never answer (1 dispatcher, 1 s poll, ${busy.maxOpen} of their attempts in flight at the end); target p99 ≤ 2 s`,
+    result: `${ms(percentile(busy.times, 50))} / ${ms(percentile(busy.times, 99))}`,
+    baseline: `no endpoint hanging: ${ms(percentile(calm.times, 50))} / ${ms(percentile(calm.times, 99))}`,
+    ratio: (percentile(busy.times, 99) / percentile(calm.times, 99)).toFixed(2),
+  },
 ];
 const out =
-  `Engine: ${engine.engine.label}. The dispatcher's CPU is its Node process's (process.cpuUsage); Postgres and the receiver ` +
-  `(a child process) are not in it. Ratio above 1: the dispatcher costs that much more CPU than HTTP alone.\n\n${table(rows)}`;
+  `Engine: ${engine.engine.label}. Dispatcher CPU: its own process's (not Postgres's nor the receiver's). ` +
+  `Method: bench/webhooks.ts.\n\n${table(rows)}`;
 console.log(out);
 writeSection('Webhooks', out);
 receiver.kill();

@@ -115,7 +115,7 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
     if ((!vars.PUBSUB_EMULATOR_HOST || !vars.FIRESTORE_EMULATOR_HOST) && !gcloudAvailable()) {
       log.warn(
         'gcloud (with Java) was not found: Pub/Sub and Firestore run as IN-PROCESS SUBSTITUTES (one instance only, nothing kept across starts). ' +
-          'Install the Google Cloud CLI with its emulators (README, Requirements) for the real ones, or set PUBSUB_EMULATOR_HOST and FIRESTORE_EMULATOR_HOST.',
+          'Install the Google Cloud CLI with its emulators (docs/local-stack.md) for the real ones, or set PUBSUB_EMULATOR_HOST and FIRESTORE_EMULATOR_HOST.',
       );
       overrides = { bus: createMemoryBus(), coordination: createMemoryCoordination(), flags: createStaticFlags() };
     }
@@ -218,7 +218,7 @@ export async function startLocalStack(env: Record<string, string | undefined> = 
       mlUrl = externalMl;
       if (overrides)
         log.warn(
-          'ML_SERVICE_URL: the in-process Pub/Sub substitute cannot reach another process; the ML service gets no recording.finalized (install gcloud, README)',
+          'ML_SERVICE_URL: the in-process Pub/Sub substitute cannot reach another process; the ML service gets no recording.finalized (install gcloud: docs/local-stack.md)',
         );
       log.info({ url: mlUrl }, 'using the ML service at ML_SERVICE_URL (no fake ML, no fake batch worker)');
     } else {
@@ -290,7 +290,7 @@ function readyBanner(a: Record<string, string>, seconds: string): string {
     ['ML', a.ml],
     [
       'storage',
-      `${a.storage}   gcloud storage: CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=${a.storage.replace(/\/?$/, '/')} (README)`,
+      `${a.storage}   gcloud storage: CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=${a.storage.replace(/\/?$/, '/')} (docs/local-stack.md)`,
     ],
     ['Pub/Sub', a.pubsub],
     ['Firestore', a.firestore],

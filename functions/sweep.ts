@@ -4,12 +4,18 @@
 //     no lease) and that nobody resumed within RECORDING_DISCONNECT_GRACE_SECONDS,
 //  2. finalizes stopped takes with no missing range or past their gap upload deadline
 //     (lib/use-cases/recording.ts finalizeTake), retrying claims a crashed sweep left behind,
-//  3. republishes outbox events whose publish failed,
+//     but a take the server stopped (connection_closed, max_duration) waits for its deadline (frames never sent),
+//  3. releases the ML batch pass's expired claims: the take is offered again (recording.finalized,
+//     attempt n + 1) or given up after ML_BATCH_MAX_ATTEMPTS (lib/use-cases/batch-claims.ts),
+//     then republishes outbox events whose publish failed,
 //  4. deletes outbox events past EVENT_RETENTION_HOURS, expired idempotency records and webhook
 //     attempts older than 7 days, in bounded batches (lib/repositories/retention.ts),
 //  5. deletes the Pub/Sub topic and subscription of each live instance that died without shutting
-//     down (its Firestore mark lapsed; the tabs it held reconnect elsewhere and replay),
-//  6. finishes account erasures a DELETE /me left unfinished (lib/use-cases/account.ts) — first of
+//     down (its Firestore mark lapsed; the tabs it held reconnect elsewhere and replay;
+//     lib/fanout/liveness.ts),
+//  6. builds pending account exports (alongside the other steps, one export at a time under a lease,
+//     lib/use-cases/account-exports.ts) and deletes those past ACCOUNT_EXPORT_RETENTION_HOURS,
+//  7. finishes account erasures a DELETE /me left unfinished (lib/use-cases/account.ts) — first of
 //     all, so that no take of an account being erased is finalized — and purges meetings
 //     soft-deleted more than MEETING_PURGE_AFTER_DAYS ago (lib/use-cases/meetings.ts).
 // Auth of the HTTP target: in staging/production the function is private — only the Cloud
@@ -17,17 +23,19 @@
 // before any code runs — so the handler checks nothing more. In development/test (no IAM in
 // front) it requires `Authorization: Bearer <SERVICE_AUTH_TOKEN>`.
 import { sleep } from '@mi/lib/async';
+import { deleteDeadInstanceTopics, instanceTopicReads } from '@mi/lib/fanout/liveness';
 import { DomainError } from '@mi/lib/errors';
 import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
-import { instanceTopic } from '@mi/lib/adapters/bus';
 import type { Coordination } from '@mi/lib/adapters/coordination';
 import { SERVICE } from '@mi/lib/domain/actor';
 import { dueTakes } from '@mi/lib/repositories/finalize';
 import { idleTakes, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/repositories/recordings';
 import { resumeErasures } from '@mi/lib/use-cases/account';
+import { runAccountExports } from '@mi/lib/use-cases/account-exports';
 import { pruneExpired } from '@mi/lib/repositories/retention';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
+import { releaseExpiredClaims } from '@mi/lib/use-cases/batch-claims';
 import {
   claimTakeToFinalize,
   finalizeTake,
@@ -39,7 +47,7 @@ import { runUseCase } from '@mi/lib/use-cases/use-case';
 import { runWorkflow } from '@mi/lib/use-cases/workflow';
 import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 import { withIncomingSpan } from '@mi/lib/telemetry/tracing';
-import { toProblem } from './api/problem';
+import { toProblem } from '@mi/lib/errors/problem';
 
 export type SweepRuntime = Pick<Runtime, 'config' | 'db' | 'store' | 'bus' | 'events' | 'log'>;
 
@@ -64,6 +72,8 @@ export interface SweepCounts {
   finalized: number;
   degraded: number;
   failed: number;
+  claimsReleased: number;
+  claimsAbandoned: number;
   republished: number;
   prunedEvents: number;
   prunedIdempotencyRecords: number;
@@ -72,6 +82,9 @@ export interface SweepCounts {
   erasuresPending: number;
   purgedMeetings: number;
   deletedInstanceTopics: number;
+  exportsBuilt: number;
+  exportsAbandoned: number;
+  exportsExpired: number;
 }
 
 const STALE_FINALIZING_MS = 10 * 60_000;
@@ -82,6 +95,8 @@ export const NO_COUNTS: SweepCounts = {
   finalized: 0,
   degraded: 0,
   failed: 0,
+  claimsReleased: 0,
+  claimsAbandoned: 0,
   republished: 0,
   prunedEvents: 0,
   prunedIdempotencyRecords: 0,
@@ -90,6 +105,9 @@ export const NO_COUNTS: SweepCounts = {
   erasuresPending: 0,
   purgedMeetings: 0,
   deletedInstanceTopics: 0,
+  exportsBuilt: 0,
+  exportsAbandoned: 0,
+  exportsExpired: 0,
 };
 
 export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promise<SweepCounts> {
@@ -99,6 +117,11 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   const erasures = await runWorkflow(rt, SERVICE, resumeErasures, { minAgeMs, batch });
   counts.erasuresFinished = erasures.finished;
   counts.erasuresPending = erasures.pending;
+  // Exports stream for as long as their audio takes: alongside the rest of the pass, not before it.
+  const exporting = runWorkflow(rt, SERVICE, runAccountExports, {}).catch((err: unknown) => {
+    rt.log.warn({ err: String(err) }, 'sweep: account exports failed; the next pass retries');
+    return null;
+  });
   counts.stopped = await stopOrphanedTakes(rt, opts.coordination, batch);
 
   // Claimed one at a time, right before the work, so a claim never ages while others are done.
@@ -135,6 +158,9 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
     if (rec) await finalize(rec);
   }
 
+  const claims = await runWorkflow(rt, SERVICE, releaseExpiredClaims, { limit: batch });
+  counts.claimsReleased = claims.released;
+  counts.claimsAbandoned = claims.abandoned;
   counts.republished = await rt.events.republishPending(opts.outboxMinAgeMs);
   const pruned = await pruneExpired(rt.db, rt.config.EVENT_RETENTION_HOURS);
   counts.prunedEvents = pruned.events;
@@ -144,66 +170,11 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   counts.purgedMeetings = await runWorkflow(rt, SERVICE, purgeDeletedMeetings, { afterDays });
   if (opts.coordination)
     counts.deletedInstanceTopics = await deleteDeadInstanceTopics(rt, instanceTopicReads(rt, opts.coordination));
+  const exports = await exporting;
+  counts.exportsBuilt = exports?.built ?? 0;
+  counts.exportsAbandoned = exports?.abandoned ?? 0;
+  counts.exportsExpired = exports?.expired ?? 0;
   return counts;
-}
-
-/** The two reads the cleanup of dead instances' topics decides on (runSweep's come from the bus and Firestore). */
-export interface InstanceTopicReads {
-  /** The instance topics that exist now (bus.instanceTopics). */
-  topics(): Promise<string[]>;
-  /** The instances whose mark has not lapsed (coordination.markedInstances). */
-  marked(): Promise<string[]>;
-}
-
-/** The reads from the bus (the events topic's instance topics) and from Firestore (the marks). */
-export function instanceTopicReads(
-  rt: Pick<SweepRuntime, 'config' | 'bus'>,
-  marks: Pick<Coordination, 'markedInstances'>,
-): InstanceTopicReads {
-  return {
-    topics: () => rt.bus.instanceTopics(rt.config.PUBSUB_TOPIC_EVENTS),
-    marked: () => marks.markedInstances(),
-  };
-}
-
-/**
- * A live instance that dies without shutting down leaves its topic and subscription behind (a
- * topic never expires). Its tabs reconnect elsewhere and replay from the outbox, so what was
- * addressed to it is not needed; a publish to the deleted topic is skipped (bus.ts).
- */
-export async function deleteDeadInstanceTopics(
-  rt: Pick<SweepRuntime, 'config' | 'bus' | 'log'>,
-  reads: InstanceTopicReads,
-): Promise<number> {
-  const topic = rt.config.PUBSUB_TOPIC_EVENTS;
-  // Topics first, marks after, never both at once: an instance marks itself before it creates its
-  // topic, so every topic listed here of a running instance has its mark in the read that follows.
-  // Marks read first (or alongside) could miss an instance that starts between the two reads and
-  // delete the topic it just made (test/live/sweep-order.test.ts).
-  const listing = reads.topics();
-  // guard: sweep-lists-topics-before-marks | remove: await listing; | test: test/live/sweep-order.test.ts :: starts between
-  await listing;
-  const [topics, markedIds] = await Promise.all([listing, reads.marked()]);
-  const marked = new Set(markedIds.map((id) => instanceTopic(topic, id)));
-  // guard: sweep-keeps-marked-instance-topics | remove: .filter((t) => !marked.has(t)) | test: test/live/instance-cleanup.test.ts :: keep the topics of running instances
-  const dead = topics.filter((t) => !marked.has(t));
-  let deleted = 0;
-  for (const t of dead) {
-    // One topic Pub/Sub will not delete now (a timeout, an error) is left to the next pass; the
-    // others are still deleted.
-    try {
-      await rt.bus.deleteTopic(t);
-    } catch (err) {
-      rt.log.warn(
-        { topic: t, err: String(err) },
-        "sweep: a gone instance's topic was not deleted; the next pass retries",
-      );
-      continue;
-    }
-    deleted++;
-    rt.log.info({ topic: t }, 'sweep: deleted the topic and subscription of a live instance that is gone');
-  }
-  return deleted;
 }
 
 /**
@@ -245,7 +216,7 @@ interface SweepResponse {
 
 const MAX_PERIOD_SECONDS = 3600;
 
-/** The REST edge's one mapper (api/problem.ts) shapes the sweep's errors too. */
+/** The HTTP edges' one mapper (lib/errors/problem.ts) shapes the sweep's errors too. */
 function sendProblem(res: SweepResponse, err: DomainError): void {
   const { problem } = toProblem(err);
   res.status(problem.status).json(problem);

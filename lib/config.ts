@@ -111,6 +111,10 @@ export const configSchema = z.object({
     .pipe(z.array(z.number().min(0)).min(1, 'must list at least one delay')),
   WEBHOOK_DISABLE_AFTER_SECONDS: num(5 * 24 * 3600),
   WEBHOOK_POLL_MS: int(1000, 10),
+  // Fairness and rotation (decisions.md section 8): attempts of one user's endpoints in flight per
+  // dispatcher, and how long a rotated-out secret still signs beside the new one.
+  WEBHOOK_MAX_IN_FLIGHT_PER_USER: int(8, 1),
+  WEBHOOK_SECRET_OVERLAP_SECONDS: int(86_400, 0),
   // Live service
   LIVE_CONNECTION_LIFETIME_SECONDS: int(3300, 1),
   LIVE_MAX_CONNECTIONS_PER_USER: int(20, 1),
@@ -121,12 +125,9 @@ export const configSchema = z.object({
   LIVE_MAX_FRAME_BYTES: int(65_536, 16),
   LIVE_SEND_QUEUE_BYTES: int(4_194_304, 1024),
   LIVE_HELLO_TIMEOUT_SECONDS: num(10, 0.1),
-  // A live instance marks itself alive this long, renewed at a third of it; the sweep deletes the
-  // topic and subscription of an instance whose mark lapsed (it died without shutting down).
+  // A live instance's heartbeat marks it alive this long (beating at least every third of it); the
+  // sweep deletes the topic and subscription of an instance whose mark lapsed (lib/fanout/liveness.ts).
   LIVE_INSTANCE_TTL_SECONDS: num(120, 1),
-  // targeted: an event goes to the topic of each live instance holding a connection of its user;
-  // broadcast: to one topic every instance reads (the design before; bench:fanout's baseline).
-  EVENT_FANOUT: z.enum(['targeted', 'broadcast']).default('targeted'),
   // Processes of the Cloud Run entry (run-services/live/server.ts), each a full live instance; 1: no fork.
   LIVE_WORKERS: z.coerce
     .number()
@@ -149,6 +150,14 @@ export const configSchema = z.object({
   RECORDING_MAX_DURATION_SECONDS: int(14_400, 1),
   RECORDING_AUDIO_URL_TTL_SECONDS: int(900, 1),
   RECORDING_MAX_UPLOAD_BYTES: int(536_870_912, 1),
+  // The ML batch pass's claim is a lease this long (renewed with ML-Claim); after this many
+  // claims expired the sweep gives the take up (failed) instead of offering it again.
+  ML_BATCH_CLAIM_LEASE_SECONDS: int(900, 1),
+  ML_BATCH_MAX_ATTEMPTS: int(3, 1),
+  // Account export (POST /me/exports, docs/exports.md)
+  ACCOUNT_EXPORT_URL_TTL_SECONDS: int(900, 1),
+  ACCOUNT_EXPORT_RETENTION_HOURS: num(72, 1),
+  ACCOUNT_EXPORT_LEASE_SECONDS: int(120, 1),
   // ML service (read by the fake ML service of the local stack)
   ML_PORT: int(4003, 0).pipe(z.number().max(65535)),
   MODEL_PROVIDER: z.enum(['provider_a', 'provider_b']).default('provider_a'),

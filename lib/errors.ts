@@ -1,7 +1,7 @@
 // Errors in the domain's words: a closed set of codes, raised anywhere below the edges. Each edge
 // maps them to its own protocol in one place: REST to RFC 9457 problem+json and its problem types
-// (functions/api/problem.ts: `closed` answers 410 `…/gone`, `too_large` 413
-// `…/payload_too_large`), the live service to WebSocket error codes (run-services/live).
+// (lib/errors/problem.ts: `closed` answers 410 `…/gone`, `too_large` 413
+// `…/payload_too_large`), the live service to WebSocket close and error codes (run-services/live/ws-errors.ts).
 // Nothing here knows HTTP.
 
 export const ERROR_CODES = [

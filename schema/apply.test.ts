@@ -152,12 +152,16 @@ describe('applySchema', { timeout: 120_000 }, () => {
       `ALTER TABLE meeting ADD COLUMN legacy_notes text; INSERT INTO app_user (username, email) VALUES ('a', 'a@example.com');`,
     );
 
-    const refused = await applySchema(target.url).catch((e: unknown) => e);
-    expect(refused).toBeInstanceOf(DestructiveChangeError);
-    expect((refused as DestructiveChangeError).statements).toEqual([
-      expect.stringMatching(/drop column "legacy_notes"/),
-    ]);
-    expect(await columns('meeting')).toContain('legacy_notes');
+    // The dry run refuses as the apply does; neither drops anything.
+    for (const dryRun of [true, false]) {
+      const refused = await applySchema(target.url, { dryRun }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(DestructiveChangeError);
+      expect((refused as DestructiveChangeError).statements).toEqual([
+        expect.stringMatching(/drop column "legacy_notes"/),
+      ]);
+      expect(await columns('meeting')).toContain('legacy_notes');
+    }
+    expect((await applySchema(target.url, { dryRun: true, allowDestructive: true })).applied).toBe(false);
 
     const allowed = await applySchema(target.url, { allowDestructive: true });
     expect(allowed.applied).toBe(true);

@@ -86,10 +86,11 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     });
     if (online.length) log(`-- online, outside the transaction:\n${online.join('\n')}`);
     log(statements.length ? `-- ${statements.length} statement(s)` : '-- schema is up to date');
-    if (opts.dryRun) return { statements, applied: false, dataSteps: {} };
+    // Both checks are read-only: a dry run makes them too, and refuses (and exits) as the apply would.
     if (destructive.length && !opts.allowDestructive) throw new DestructiveChangeError(destructive);
     const offences = await preflight(target, statements);
     if (offences.length) throw new PreflightError(offences);
+    if (opts.dryRun) return { statements, applied: false, dataSteps: {} };
     // Writers of a table queue behind the plan's lock request while it waits: 500 ms keeps a live
     // segment commit's wait, and so its acknowledgement, well inside 2.5 s (bench:upgrade).
     const retry = { timeoutMs: opts.lockTimeoutMs ?? 500, retries: opts.lockRetries ?? 100, log };

@@ -76,6 +76,10 @@ export const TABLES: Record<string, string[]> = {
     'is_degraded boolean required = false',
     'created_at timestamptz required = now()',
     'updated_at timestamptz required = now()',
+    // internal: the batch pass's claim (a lease, its fencing token, the expired claims so far)
+    'claim_id uuid',
+    'claim_expires_at timestamptz',
+    'claim_expirations integer required = 0',
   ],
   transcription_status_history: [
     'id uuid required = gen_random_uuid()',
@@ -268,6 +272,20 @@ export const TABLES: Record<string, string[]> = {
     'requested_at timestamptz required = now()',
     'updated_at timestamptz required = now()',
   ],
+  // Account exports (decisions.md section 8): the archive's state, its builder's lease, where it is.
+  account_export: [
+    'id uuid required = gen_random_uuid()',
+    'user_id uuid required',
+    "status text required = 'pending'",
+    'attempts integer required = 0',
+    'lease_expires_at timestamptz',
+    'storage_path text',
+    'byte_count bigint',
+    'error text',
+    'created_at timestamptz required = now()',
+    'completed_at timestamptz',
+    'updated_at timestamptz required = now()',
+  ],
   // Webhooks (decisions.md section 7): endpoints with their outbox cursor, pending deliveries, the attempt log.
   webhook: [
     'id uuid required = gen_random_uuid()',
@@ -276,6 +294,8 @@ export const TABLES: Record<string, string[]> = {
     'event_types text[] required',
     'description text',
     'secret text required',
+    'previous_secret text',
+    'previous_secret_expires_at timestamptz',
     'enabled boolean required = true',
     'cursor_seq bigint required = 0',
     'failing_since timestamptz',
@@ -338,6 +358,7 @@ export const REFERENCES = [
   'talking_point.topic_id -> topic: SET NULL',
   'talking_point_segment.talking_point_id -> talking_point: CASCADE',
   'webhook.user_id -> app_user: CASCADE',
+  'account_export.user_id -> app_user: CASCADE',
   'webhook_attempt.webhook_id -> webhook: CASCADE',
   'webhook_delivery.webhook_id -> webhook: CASCADE',
   'task.user_id -> app_user: CASCADE',
@@ -369,6 +390,7 @@ export const QUERY_INDEXES = [
   'transcript_segment (transcription_id, start_ms)',
   'transcript_segment (transcription_id, speaker_label)',
   'transcription (meeting_id)',
+  "transcription (claim_expires_at) WHERE (status = 'synthesizing'::text)",
   'talking_point (meeting_id)',
   'topic (meeting_id)',
   'note (user_id, created_at, id)',
@@ -392,4 +414,9 @@ export const QUERY_INDEXES = [
   'voice_sample (person_id, created_at DESC, segment_id DESC)',
   'voice_sample (meeting_id)',
   'person_merge (person_id)',
+  // account exports: one unfinished per user, listing, the sweep's build and retention
+  "account_export (user_id) WHERE (status = ANY (ARRAY['pending'::text, 'running'::text]))",
+  'account_export (user_id, created_at, id)',
+  "account_export (created_at) WHERE (status = ANY (ARRAY['pending'::text, 'running'::text]))",
+  'account_export (completed_at) WHERE (completed_at IS NOT NULL)',
 ];

@@ -103,7 +103,7 @@ CREATE TABLE meeting (
   created_at timestamptz NOT NULL DEFAULT now(),
   -- GET /search. A title stands for the whole meeting, so it weighs most (A). Kept by the trigger
   -- below, not a generated column: adding one rewrites the table under an exclusive lock (see
-  -- docs/schema-upgrades.md), a plain column is added at once and backfilled in batches.
+  -- docs/deployment.md, "Schema upgrades"), a plain column is added at once and backfilled in batches.
   title_search tsvector
 );
 CREATE FUNCTION meeting_set_title_search() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -146,9 +146,17 @@ CREATE TABLE transcription (
   status_message text,
   is_degraded boolean NOT NULL DEFAULT false,
   created_at timestamptz NOT NULL DEFAULT now(),
-  updated_at timestamptz NOT NULL DEFAULT now()
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  -- The batch pass's claim (decisions.md section 8): a lease the ML renews, the fencing token its
+  -- writes carry (ML-Claim), and how many claims expired (the sweep re-offers the take until
+  -- ML_BATCH_MAX_ATTEMPTS). Plain nullable columns and a constant default: added without a rewrite.
+  claim_id uuid,
+  claim_expires_at timestamptz,
+  claim_expirations integer NOT NULL DEFAULT 0
 );
 CREATE INDEX transcription_meeting_id_idx ON transcription (meeting_id);
+-- The sweep's look for lapsed claims: only the (few) transcriptions being synthesized.
+CREATE INDEX transcription_claim_expires_at_idx ON transcription (claim_expires_at) WHERE status = 'synthesizing';
 
 -- Append-only audit of transcription status changes.
 CREATE TABLE transcription_status_history (
@@ -463,6 +471,9 @@ CREATE TABLE webhook (
   event_types text[] NOT NULL,
   description text,
   secret text NOT NULL,
+  -- After a rotation the replaced secret still signs (beside the new one) until this time.
+  previous_secret text,
+  previous_secret_expires_at timestamptz,
   enabled boolean NOT NULL DEFAULT true,
   cursor_seq bigint NOT NULL DEFAULT 0,
   lease_until timestamptz,
@@ -550,3 +561,31 @@ CREATE TABLE person_merge (
 );
 CREATE INDEX person_merge_person_id_idx ON person_merge (person_id);
 CREATE INDEX person_merge_user_id_idx ON person_merge (user_id);
+
+-- Account exports (POST /me/exports, docs/exports.md): one ZIP of everything the user has, built
+-- off the request by the sweep under a lease (lease_expires_at, renewed while the builder works;
+-- `attempts` names the current claim, so a builder that lost its lease cannot finish the row).
+-- The archive is at exports/{user_id}/{id}/{attempts}.zip; it and the row are deleted
+-- ACCOUNT_EXPORT_RETENTION_HOURS after completed_at.
+CREATE TABLE account_export (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+  status text NOT NULL DEFAULT 'pending'
+    CONSTRAINT account_export_status_check CHECK (status IN ('pending', 'running', 'ready', 'failed')),
+  attempts integer NOT NULL DEFAULT 0,
+  lease_expires_at timestamptz,
+  storage_path text,
+  byte_count bigint,
+  error text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  completed_at timestamptz,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+-- One unfinished export per user: a second POST finds this index's conflict (409 invalid_state).
+-- guard: account-export-one-unfinished | remove: UNIQUE | test: test/api/account-export.test.ts :: one unfinished export
+CREATE UNIQUE INDEX account_export_unfinished_key ON account_export (user_id) WHERE status IN ('pending', 'running');
+-- Listing, newest first.
+CREATE INDEX account_export_user_id_created_at_idx ON account_export (user_id, created_at, id);
+-- The sweep: exports to build (pending, or running with a lapsed lease) and finished ones past retention.
+CREATE INDEX account_export_unfinished_idx ON account_export (created_at) WHERE status IN ('pending', 'running');
+CREATE INDEX account_export_completed_at_idx ON account_export (completed_at) WHERE completed_at IS NOT NULL;

@@ -1,7 +1,10 @@
 // Every released schema (schema/releases: main's schema.sql at each landed stop), seeded by the
 // rules of its time, upgraded with db:apply on the run's engine: every row kept, every invariant
 // of today's schema and decisions holding, and nothing left to do.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fileDatabase } from '../test/harness';
@@ -11,6 +14,7 @@ import { brokenInvariants, rowCounts } from './invariants';
 import { rewritesTable } from './online';
 import { RELEASES, releaseSqlPath, seed, type Release } from './releases/seed';
 
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 let database: TestDatabase | undefined;
 let client: pg.Client | undefined;
 afterEach(async () => {
@@ -75,6 +79,17 @@ describe('upgrading a released schema', { timeout: 180_000 }, () => {
           VALUES ('a', 'alice@x.test'), ('A', 'Alice@x.test'), ('c', 'carol@x.test') RETURNING id`,
     );
     const before = await rowCounts(db);
+
+    // The operator's dry run first: it exits as the apply would (3), naming the same rows.
+    const dry = spawnSync('npx', ['tsx', 'schema/apply.ts', '--dry-run'], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: url },
+      encoding: 'utf8',
+    });
+    expect(dry.status, dry.stderr).toBe(3);
+    expect(dry.stderr).toContain(rows[1].id);
+    expect(dry.stderr).toMatch(/app_user_email_key/);
+    expect(await rowCounts(db)).toEqual(before);
 
     const refused = await applySchema(url).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(PreflightError);

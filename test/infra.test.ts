@@ -622,6 +622,12 @@ describe('cloudbuild.yaml', () => {
     }
   });
 
+  it('runs the same lint step as CI before the database is touched', () => {
+    expect(readFileSync(join(root, '.ci/run'), 'utf8')).toMatch(/^npm run lint$/m);
+    expect(steps[ids.indexOf('lint')].args).toEqual(['run', 'lint']);
+    expect([...stepsBefore('schema-apply')]).toContain('lint');
+  });
+
   it('uses exactly the substitutions it defines or Terraform provides', () => {
     const text = readFileSync(join(root, 'cloudbuild.yaml'), 'utf8').replace(/^\s*#.*$/gm, '');
     const used = new Set([...text.matchAll(/\$\{(_[A-Z0-9_]+)\}/g)].map((m) => m[1]));

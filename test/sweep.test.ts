@@ -151,6 +151,7 @@ describe('runSweep: finalize', () => {
       storage_path: path,
       is_degraded: false,
       missing_ranges: [],
+      attempt: 1,
     });
     expect(schemaErrors(messagesFor(take)[0].data)).toEqual([]);
     await vi.waitFor(() =>

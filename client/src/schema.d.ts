@@ -16,7 +16,7 @@ export interface paths {
         post?: never;
         /**
          * Erase the calling account: every row of the user and every stored object of their meetings
-         * @description Stops the user's live recording takes first, then deletes every row of the user (meetings with everything in them, people, tasks, notes, threads, tags, outbox events, idempotency records) and every stored object of their meetings (segments, gap uploads, composed audio, uploads). 204 when everything is gone; 202 when stored objects are still being removed: the request is recorded before anything is deleted, and the sweep finishes it. Idempotent: repeating it is harmless. The same identity signing in afterwards starts with an empty account (a new user id). See docs/lifecycle.md.
+         * @description Stops the user's live recording takes first, then deletes every row of the user (meetings with everything in them, people, tasks, notes, threads, tags, outbox events, idempotency records) and every stored object of their meetings (segments, gap uploads, composed audio, uploads). Unfinished account exports are cancelled and every export archive is deleted. 204 when everything is gone; 202 when stored objects are still being removed: the request is recorded before anything is deleted, and the sweep finishes it. Idempotent: repeating it is harmless. The same identity signing in afterwards starts with an empty account (a new user id). See docs/lifecycle.md.
          */
         delete: operations["deleteMe"];
         options?: never;
@@ -727,7 +727,7 @@ export interface paths {
         head?: never;
         /**
          * Update status, status_message or is_degraded (the status machine applies)
-         * @description Every status change appends a status-history row. Broadcasts EntityChanged { entity: transcription, action: updated }. Body fields the core does not know are ignored.
+         * @description Every status change appends a status-history row. Broadcasts EntityChanged { entity: transcription, action: updated }. The batch pass (docs/ml-integration.md): the move to synthesizing claims the take for ML_BATCH_CLAIM_LEASE_SECONDS (the answer carries claim_id and claim_expires_at); the same PATCH with ML-Claim renews the lease; a claim sent with an Idempotency-Key and repeated with it (its answer was lost) gets the first answer, claim_id included; completed or failed with ML-Claim only while that claim is current (a repeat of the status the claim set is answered 200 again). The sweep releases an expired claim: back to transcribing (history message `batch claim expired`) with recording.finalized published again (attempt + 1), or failed (`batch pass abandoned`) after ML_BATCH_MAX_ATTEMPTS expired claims. Body fields the core does not know are ignored.
          */
         patch: operations["updateTranscription"];
         trace?: never;
@@ -1002,7 +1002,7 @@ export interface paths {
         get?: never;
         /**
          * Upload missing frames of a stopped take (gap recovery)
-         * @description The body is the raw bytes of frames start_sequence..end_sequence (inclusive), in order, without the 8-byte sequence headers. Accepted while the take is `stopped` and before its gap_upload_deadline. While capture is still open (recording/stopping) the frames belong on the WebSocket: 409. Once the take is finalizing/finalized or past the deadline: 410. Optional `Content-Digest: sha-256=:<base64>:` (RFC 9530) is checked (422 on mismatch). The identical range with the same bytes answers 200 (idempotent); a range overlapping stored frames otherwise is 409. An upload that would leave the take more than 64 missing ranges (past the highest frame with a gap, or splitting a missing range) is 422 `too_many_gaps` and stores nothing; uploading in sequence order never meets it. The range must end below the take's ceiling, max_duration_seconds × 10 frames (422 sequence_out_of_range). A pcm_s16le body is exactly (end − start + 1) × sample_rate / 10 × 2 bytes, a webm_opus body at least a byte per frame (422 otherwise). Bodies above RECORDING_MAX_CHUNK_BYTES are refused with 413.
+         * @description The body is the raw bytes of frames start_sequence..end_sequence (inclusive), in order, without the 8-byte sequence headers. Until the take's gap_upload_deadline; after it: 410. While capture is still open (recording/stopping) the frames belong on the WebSocket: 409. A new range is stored (201) while the take is `stopped`; once it is finalizing/finalized (its missing ranges were all filled) a new range is 410, the problem detail saying which (finalized, or the deadline passed). The identical range with the same bytes answers 200 whatever the state (stopped, finalizing, finalized): a retry whose first answer was lost is never refused; a range overlapping stored frames otherwise is 409 (docs/retries.md). Optional `Content-Digest: sha-256=:<base64>:` (RFC 9530) is checked (422 on mismatch). An upload that would leave the take more than 64 missing ranges (past the highest frame with a gap, or splitting a missing range) is 422 `too_many_gaps` and stores nothing; uploading in sequence order never meets it. The range must end below the take's ceiling, max_duration_seconds × 10 frames (422 sequence_out_of_range). A pcm_s16le body is exactly (end − start + 1) × sample_rate / 10 × 2 bytes, a webm_opus body at least a byte per frame (422 otherwise). Bodies above RECORDING_MAX_CHUNK_BYTES are refused with 413.
          */
         put: operations["uploadRecordingGap"];
         post?: never;
@@ -1168,6 +1168,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook's signing secret
+         * @description Issues a new secret, returned here only. For WEBHOOK_SECRET_OVERLAP_SECONDS (default 24 h) every delivery carries both signatures, space-separated (`webhook-signature: v1,<new> v1,<old>`): a receiver verifying with either secret accepts it, so it can switch without losing a delivery. `{"expire_previous": true}` stops signing with the previous secret at once (a rotation during an overlap ends that overlap too). Requires an Idempotency-Key (a replay answers the same secret).
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's account exports, newest first
+         * @description Each export as `GET /me/exports/{id}` gives it (ready ones with a fresh signed link).
+         */
+        get: operations["listAccountExports"];
+        put?: never;
+        /**
+         * Request an export of the whole account (one ZIP archive)
+         * @description Records a pending export and answers at once; the archive is built off the request (docs/exports.md): `manifest.json` with the sha256 of every file, the JSON of every record, each transcript as JSON and WebVTT, the audio of every take (live takes as WAV) and upload. Poll `GET /me/exports/{id}` (`Location`) or listen for EntityChanged `account_export`. One unfinished export per user: another is 409 invalid_state. Requires an Idempotency-Key.
+         */
+        post: operations["createAccountExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/exports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An account export: its state, and while ready a signed link to the archive
+         * @description While `ready`, `url` is a fresh signed link to the ZIP valid ACCOUNT_EXPORT_URL_TTL_SECONDS (`url_expires_at`); archives are kept ACCOUNT_EXPORT_RETENTION_HOURS after they are ready, then deleted with the export (404).
+         */
+        get: operations["getAccountExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1177,7 +1241,7 @@ export interface components {
             /** @enum {string} */
             type: "EntityChanged";
             /** @enum {string} */
-            entity: "meeting" | "user" | "transcription" | "transcript_segment" | "person" | "person_summary" | "tag" | "task" | "sub_task" | "note" | "ai_thread" | "chat_message" | "talking_point" | "topic" | "meeting_attendee" | "meeting_audio_file" | "recording";
+            entity: "meeting" | "user" | "transcription" | "transcript_segment" | "person" | "person_summary" | "tag" | "task" | "sub_task" | "note" | "ai_thread" | "chat_message" | "talking_point" | "topic" | "meeting_attendee" | "meeting_audio_file" | "recording" | "account_export";
             /** @enum {string} */
             action: "created" | "updated" | "deleted";
             /**
@@ -2164,6 +2228,31 @@ export interface components {
             items: components["schemas"]["Transcription"][];
             next_cursor: string | null;
         };
+        /**
+         * @example {
+         *       "id": "5d2f8a41-6c3b-4e7d-9a0f-1b2c3d4e5f60",
+         *       "meeting_id": "7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e",
+         *       "status": "pending",
+         *       "status_message": null,
+         *       "is_degraded": false,
+         *       "created_at": "2026-11-22T09:00:00.000Z",
+         *       "updated_at": "2026-11-22T09:00:00.000Z"
+         *     }
+         */
+        ClaimedTranscription: components["schemas"]["Transcription"] & {
+            /**
+             * Format: uuid
+             * @description while synthesizing: the batch pass’s claim. Send it as ML-Claim to renew the claim and with every batch write; null otherwise
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            claim_id: string | null;
+            /**
+             * Format: date-time
+             * @description while synthesizing: when the claim lapses (ML_BATCH_CLAIM_LEASE_SECONDS after the claim or its last renewal); null otherwise
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            claim_expires_at: string | null;
+        };
         PatchTranscription: {
             status?: components["schemas"]["TranscriptionStatus"] & unknown;
             status_message?: string | null;
@@ -2756,6 +2845,72 @@ export interface components {
              * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
              */
             event_id: string;
+        };
+        WebhookSecret: {
+            /**
+             * @description the new signing secret (whsec_ + base64): shown here only
+             * @example whsec_Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFy
+             */
+            secret: string;
+        };
+        WebhookSecretRotation: {
+            /** @description true: the previous secret stops signing at once (no overlap); default false */
+            expire_previous?: boolean;
+        };
+        AccountExportPage: {
+            items: components["schemas"]["AccountExport"][];
+            next_cursor: string | null;
+        };
+        AccountExport: {
+            /**
+             * Format: uuid
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            id: string;
+            /**
+             * @description pending (waiting for the builder), running, ready (the archive can be downloaded), failed
+             * @enum {string}
+             */
+            status: "pending" | "running" | "ready" | "failed";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description when it became ready or failed
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            completed_at: string | null;
+            /** @description size of the ZIP archive, once ready */
+            byte_count: number | null;
+            /**
+             * Format: uri
+             * @description while ready: a fresh signed link to the ZIP, valid ACCOUNT_EXPORT_URL_TTL_SECONDS
+             */
+            url: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            url_expires_at: string | null;
+            /** @description why it failed */
+            error: string | null;
+        };
+        AccountExportCreated: {
+            /**
+             * Format: uuid
+             * @example 7b0a3c52-1f0e-4f6e-9d53-0c6a1d1f2b7e
+             */
+            id: string;
+            /** @enum {string} */
+            status: "pending";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            created_at: string;
         };
     };
     responses: never;
@@ -3355,6 +3510,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the batch pass’s claim_id (from the claim, PATCH /transcriptions/{id} to synthesizing): the write is refused 409 invalid_state once that claim is no longer the current one (expired or replaced). Without it, the write is not fenced */
+                "ml-claim"?: string;
                 /** @description the ETag of the record as last read (or *): 412 when it changed since */
                 "if-match"?: string;
             };
@@ -3416,7 +3573,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively); or invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8505,8 +8662,12 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description optional; a repeat with the same key and body is answered as the first, adding nothing */
+                "idempotency-key"?: string;
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the batch pass’s claim_id (from the claim, PATCH /transcriptions/{id} to synthesizing): the write is refused 409 invalid_state once that claim is no longer the current one (expired or replaced). Without it, the write is not fenced */
+                "ml-claim"?: string;
             };
             path: {
                 id: string;
@@ -8519,13 +8680,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description the transcription */
+            /** @description the transcription, with the claim while synthesizing */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Transcription"];
+                    "application/json": components["schemas"]["ClaimedTranscription"];
                 };
             };
             /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
@@ -8564,7 +8725,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the status machine does not allow this transition */
+            /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above); or invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8814,6 +8975,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the batch pass’s claim_id (from the claim, PATCH /transcriptions/{id} to synthesizing): the write is refused 409 invalid_state once that claim is no longer the current one (expired or replaced). Without it, the write is not fenced */
+                "ml-claim"?: string;
             };
             path: {
                 id: string;
@@ -8869,7 +9032,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the transcription is still in processing (its live recording capture is open) */
+            /** @description the transcription is still in processing (its live recording capture is open); or invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9641,6 +9804,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the batch pass’s claim_id (from the claim, PATCH /transcriptions/{id} to synthesizing): the write is refused 409 invalid_state once that claim is no longer the current one (expired or replaced). Without it, the write is not fenced */
+                "ml-claim"?: string;
             };
             path: {
                 id: string;
@@ -9689,6 +9854,15 @@ export interface operations {
             };
             /** @description meeting not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9835,6 +10009,8 @@ export interface operations {
                 "idempotency-key"?: string;
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the batch pass’s claim_id (from the claim, PATCH /transcriptions/{id} to synthesizing): the write is refused 409 invalid_state once that claim is no longer the current one (expired or replaced). Without it, the write is not fenced */
+                "ml-claim"?: string;
             };
             path: {
                 id: string;
@@ -9892,7 +10068,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above) */
+            /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above); or invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9939,6 +10115,8 @@ export interface operations {
             header?: {
                 /** @description originating client; its WebSocket connection gets no echo of the resulting events */
                 "x-client-id"?: string;
+                /** @description the batch pass’s claim_id (from the claim, PATCH /transcriptions/{id} to synthesizing): the write is refused 409 invalid_state once that claim is no longer the current one (expired or replaced). Without it, the write is not fenced */
+                "ml-claim"?: string;
             };
             path: {
                 id: string;
@@ -9983,6 +10161,15 @@ export interface operations {
             };
             /** @description meeting not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid_state: ML-Claim is not the current claim of the transcription (it expired, was released and the take offered again, or another pass claimed it) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10345,7 +10532,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description the identical range was already stored */
+            /** @description the identical range was already stored (whatever the take's state, until the deadline) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -10408,7 +10595,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the gap upload deadline passed or the take is finalized */
+            /** @description the gap upload deadline passed, or a new range for a take that is finalizing/finalized */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -11514,6 +11701,387 @@ export interface operations {
                 };
             };
             /** @description invalid_state: the webhook is disabled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description required; a uuid per logical request */
+                "idempotency-key"?: string;
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookSecretRotation"];
+            };
+        };
+        responses: {
+            /** @description the new secret (shown once) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description webhook not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAccountExports: {
+        parameters: {
+            query?: {
+                /** @description page size (1-200, default 50) */
+                limit?: number;
+                /** @description opaque cursor from next_cursor */
+                cursor?: string;
+            };
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of exports */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountExportPage"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createAccountExport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description required; a uuid per logical request */
+                "idempotency-key"?: string;
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the export, pending */
+            202: {
+                headers: {
+                    /** @description /me/exports/{id} */
+                    location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountExportCreated"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description validation failed; `errors` lists the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unexpected error (no internals disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAccountExport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description originating client; its WebSocket connection gets no echo of the resulting events */
+                "x-client-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the export */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountExport"];
+                };
+            };
+            /** @description malformed request (bad JSON, missing or invalid Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description valid credentials of a scheme this operation does not accept */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description export not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account_conflict: the token's email belongs to another account (emails are unique case-insensitively) */
             409: {
                 headers: {
                     [name: string]: unknown;

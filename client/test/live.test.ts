@@ -10,12 +10,12 @@ import {
   fileEnv,
   openTestDatabase,
   pcmFrame,
-  sleep,
   startInstance,
   storedAudio,
   token,
   type Instance,
 } from '../../test/live/helpers';
+import { sleep } from '../../test/support/poll';
 import { createRestClient, LiveConnection, LiveRecording, ok, type RestClient } from '../src/index';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
 

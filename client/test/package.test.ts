@@ -1,6 +1,6 @@
 // The client as an app developer gets it: `npm pack` of client/ (its prepack builds dist/), the
 // tarball installed into a new project outside the repository (from the local npm cache), the
-// README's live snippet type-checked there under NodeNext (and the package under Bundler
+// docs/client.md's live snippet type-checked there under NodeNext (and the package under Bundler
 // resolution), compiled and run in plain Node against the local stack: REST calls and a short
 // live take that `finished` reports final (the local stack sweeps every 2 s).
 import { execFile } from 'node:child_process';
@@ -23,11 +23,11 @@ let stack: LocalStack;
 let dir: string;
 let app: string;
 
-/** The README's block after <!-- client-quickstart -->: the program a developer copies. */
-function readmeSnippet(): string {
-  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-  const block = /<!-- client-quickstart -->\n```ts\n([\s\S]*?)\n```/.exec(readme);
-  if (!block) throw new Error('README.md has no client-quickstart block');
+/** docs/client.md's block after <!-- client-quickstart -->: the program a developer copies. */
+function quickstartSnippet(): string {
+  const doc = readFileSync(path.join(root, 'docs/client.md'), 'utf8');
+  const block = /<!-- client-quickstart -->\n```ts\n([\s\S]*?)\n```/.exec(doc);
+  if (!block) throw new Error('docs/client.md has no client-quickstart block');
   return block[1];
 }
 
@@ -115,7 +115,7 @@ describe('the packed client', () => {
       { cwd: app },
     );
     expect(stdout.trim()).toBe('function function');
-    writeFileSync(path.join(app, 'src/app.ts'), readmeSnippet());
+    writeFileSync(path.join(app, 'src/app.ts'), quickstartSnippet());
     writeFileSync(path.join(app, 'tsconfig.json'), tsconfig('NodeNext', { outDir: 'dist', rootDir: 'src' }));
     writeFileSync(path.join(app, 'tsconfig.bundler.json'), tsconfig('Bundler', { noEmit: true }));
     for (const project of ['tsconfig.json', 'tsconfig.bundler.json']) {
@@ -134,7 +134,7 @@ describe('the packed client', () => {
     );
   }, 120_000);
 
-  it("should run the README's snippet against the stack: REST, and a live take that `finished` reports final", async () => {
+  it("should run docs/client.md's snippet against the stack: REST, and a live take that `finished` reports final", async () => {
     // The local stack sweeps every 2 s unless told otherwise: a finished take is final a few seconds after its stop.
     expect(stack.config.RECORDING_GAP_SWEEP_INTERVAL_SECONDS).toBe(2);
     await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: app });

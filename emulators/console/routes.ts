@@ -5,7 +5,7 @@ import type { Context, Hono } from 'hono';
 import { mintDevToken } from '@mi/lib/adapters/auth';
 import type { Config } from '@mi/lib/config';
 import { DomainError } from '@mi/lib/errors';
-import { PROBLEM_CONTENT_TYPE, toProblem } from '@mi/functions/api/problem';
+import { PROBLEM_CONTENT_TYPE, toProblem } from '@mi/lib/errors/problem';
 import { consoleAssets } from './bundle';
 import { renderPage } from './page';
 

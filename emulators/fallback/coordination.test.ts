@@ -11,7 +11,14 @@ describe('in-process coordination', () => {
     await vi.waitFor(async () => expect(await c.get('k')).toBeNull(), { interval: 20 }); // the 100 ms lease lapses
     expect(await c.acquire('k', 'z', 10_000)).toMatchObject({ owner: 'z', epoch: 2 });
     expect(await c.takeOver('k', winner, 10_000)).toMatchObject({ owner: winner, epoch: 3 });
-    const beat = { owner: 'z', leaseKeys: ['k'], leaseTtlMs: 10_000, presence: [], presenceTtlMs: 10_000 };
+    const beat = {
+      owner: 'z',
+      instanceTtlMs: 10_000,
+      leaseKeys: ['k'],
+      leaseTtlMs: 10_000,
+      presence: [],
+      presenceTtlMs: 10_000,
+    };
     expect((await c.heartbeat(beat)).get('k')).toBeNull();
     await c.release('k', winner);
     expect(await c.get('k')).toBeNull();
@@ -26,10 +33,12 @@ describe('in-process coordination', () => {
     expect(await c.removePresence('u', 'c1')).toBe(0);
   });
 
-  it('should list the instances whose mark has not lapsed', async () => {
+  it('should list the instances whose mark (their last heartbeat) has not lapsed', async () => {
     const c = createMemoryCoordination();
-    await c.markInstance('i1', 10_000);
-    await c.markInstance('i2', 50);
+    const beat = (owner: string, instanceTtlMs: number) =>
+      c.heartbeat({ owner, instanceTtlMs, leaseKeys: [], leaseTtlMs: 1, presence: [], presenceTtlMs: 1 });
+    await beat('i1', 10_000);
+    await beat('i2', 50);
     expect((await c.markedInstances()).sort()).toEqual(['i1', 'i2']);
     await vi.waitFor(async () => expect(await c.markedInstances()).toEqual(['i1']));
     await c.unmarkInstance('i1');

@@ -54,13 +54,11 @@ export function createMemoryCoordination(): Coordination {
     async presenceInstances(userId) {
       return [...new Set(alive(userId).map((p) => p.instanceId))];
     },
-    async heartbeat({ owner, leaseKeys, leaseTtlMs, presence: present, presenceTtlMs }) {
+    async heartbeat({ owner, instanceTtlMs, leaseKeys, leaseTtlMs, presence: present, presenceTtlMs }) {
       const now = Date.now();
+      if (instanceTtlMs !== null) marks.set(owner, now + instanceTtlMs);
       for (const p of present) await this.addPresence(p.userId, p.connectionId, owner, presenceTtlMs);
       return new Map(leaseKeys.map((k) => [k, change(k, beatLease(leases.get(k), owner, leaseTtlMs, now))]));
-    },
-    async markInstance(instanceId, ttlMs) {
-      marks.set(instanceId, Date.now() + ttlMs);
     },
     async unmarkInstance(instanceId) {
       marks.delete(instanceId);

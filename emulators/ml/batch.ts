@@ -2,7 +2,9 @@
 // claim the transcription (→ synthesizing), replace its segments with the final set, write the
 // synthesis and the headline, re-extract the system tasks, and mark it completed. It reads the
 // take's audio through the signed URL the core gives (its length goes into the summary); the
-// final set is derived from the live segments, so tests can assert on it.
+// final set is derived from the live segments, so tests can assert on it. As a real worker
+// should, it renews its claim (a lease) while it works and sends the claim with every write, so
+// that once it lost the claim (a pause longer than the lease) its writes are refused, not applied.
 import type { Logger } from '@mi/lib/telemetry/log';
 import type { RecordingFinalized } from './protocol';
 import { ok, type RestClient } from '@mi/client';
@@ -29,24 +31,28 @@ export async function runBatchPass(
   limits: Pick<MlLimits, 'ML_SEGMENT_FEATURE_MAX_PER_SPEAKER' | 'ML_TASK_CADENCE_SEGMENTS'>,
   msg: RecordingFinalized,
   log: Logger,
+  pause?: (msg: RecordingFinalized) => Promise<void>,
 ): Promise<BatchOutcome> {
   const tid = msg.transcription_id;
   if (!tid) return 'skipped';
   // The claim: only one worker moves the transcription to synthesizing; a redelivered or
   // duplicate message finds it claimed (409) or gone (404) and stops here.
-  const transcription = { params: { path: { id: tid } } };
-  const claim = await core.PATCH('/transcriptions/{id}', {
-    ...transcription,
+  const claimed = await core.PATCH('/transcriptions/{id}', {
+    params: { path: { id: tid } },
     body: { status: 'synthesizing', status_message: 'batch pass started' },
   });
-  const status = claim.response.status;
+  const status = claimed.response.status;
   if (status === 409 || status === 404) {
-    log.info({ transcription_id: tid, status }, 'fake ML: batch pass skipped (already claimed or gone)');
+    log.info({ transcription_id: tid, status, attempt: msg.attempt }, 'fake ML: batch pass skipped (claimed or gone)');
     return 'skipped';
   }
-  ok(claim); // any other failure throws: the message is redelivered
+  const claim = ok(claimed); // any other failure throws: the message is redelivered
+  // Every write of the pass carries the claim; the lease is renewed until the pass ends.
+  const transcription = { params: { path: { id: tid } }, headers: { 'ml-claim': claim.claim_id! } };
+  const lease = keepClaim(core, tid, claim.claim_id!, claim.claim_expires_at!, log);
 
   try {
+    await pause?.(msg);
     const audioSeconds = await readAudio(core, msg);
     const live = await allSegments(core, tid);
     const final = finalSegments(live, limits.ML_SEGMENT_FEATURE_MAX_PER_SPEAKER);
@@ -74,7 +80,7 @@ export async function runBatchPass(
         `It opened with: "${stored[0].text}"`
       : `No speech was detected${heard}.`;
     const keyPoints = topics.map((t) => t.summary.split('.')[0]).filter(Boolean);
-    const meeting = { params: { path: { id: msg.meeting_id } } };
+    const meeting = { params: { path: { id: msg.meeting_id } }, headers: transcription.headers };
     ok(await core.PUT('/meetings/{id}/synthesis', { ...meeting, body: { summary, key_points: keyPoints, topics } }));
     const headline = stored.length ? stored[0].text.replace(/[.?!]$/, '') : 'Silent recording';
     ok(await core.PATCH('/meetings/{id}', { ...meeting, body: { headline } }));
@@ -82,6 +88,7 @@ export async function runBatchPass(
     ok(
       await core.DELETE('/meetings/{id}/tasks', {
         params: { path: { id: msg.meeting_id }, query: { source: 'system' } },
+        headers: transcription.headers,
       }),
     );
     const tasks = stored
@@ -92,6 +99,7 @@ export async function runBatchPass(
       ok(
         await core.POST('/meetings/{id}/tasks', {
           params: { path: { id: msg.meeting_id }, header: { 'idempotency-key': key } },
+          headers: transcription.headers,
           body: { tasks },
         }),
       );
@@ -105,14 +113,60 @@ export async function runBatchPass(
     return 'completed';
   } catch (err) {
     log.warn({ err: String(err), transcription_id: tid }, 'fake ML: batch pass failed');
-    await core
+    const failed = await core
       .PATCH('/transcriptions/{id}', {
         ...transcription,
         body: { status: 'failed', status_message: 'batch pass failed' },
       })
-      .catch(() => undefined);
+      .catch(() => null);
+    // Refused with the claim: it was lost (expired and released), the take is another pass's now.
+    if (lease.lost() || failed?.response.status === 409) {
+      log.warn({ transcription_id: tid }, 'fake ML: batch pass stopped: its claim is no longer current');
+      return 'skipped';
+    }
     return 'failed';
+  } finally {
+    lease.stop();
   }
+}
+
+/**
+ * Renews the claim when half of its lease is left, as long as the pass runs. A renewal refused
+ * (409: the claim expired and was released) marks it lost; other failures are retried at the
+ * next turn, while the lease still runs.
+ */
+function keepClaim(core: RestClient, tid: string, claimId: string, expiresAt: string, log: Logger) {
+  let lost = false;
+  let timer: NodeJS.Timeout | undefined;
+  let until = expiresAt;
+  const schedule = () => {
+    timer = setTimeout(renew, Math.max(50, (Date.parse(until) - Date.now()) / 2));
+  };
+  const renew = async () => {
+    const renewed = await core
+      .PATCH('/transcriptions/{id}', {
+        params: { path: { id: tid } },
+        headers: { 'ml-claim': claimId },
+        body: { status: 'synthesizing' },
+      })
+      .catch(() => null);
+    if (timer === undefined) return; // the pass ended meanwhile
+    if (renewed?.response.status === 409) {
+      lost = true;
+      log.warn({ transcription_id: tid }, 'fake ML: the batch claim was lost');
+      return;
+    }
+    until = renewed?.data?.claim_expires_at ?? until;
+    schedule();
+  };
+  schedule();
+  return {
+    lost: () => lost,
+    stop() {
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
 }
 
 /**

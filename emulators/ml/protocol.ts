@@ -23,6 +23,8 @@ export interface RecordingFinalized {
   storage_path: string | null;
   is_degraded: boolean;
   missing_ranges: [number, number][];
+  /** 1, then one more each time the core offers the take again after a claim expired. */
+  attempt: number;
 }
 
 /** The work queue the ML pulls: `recording.finalized.ml-batch` for the topic `recording.finalized`. */
@@ -57,6 +59,7 @@ export const FINALIZED_RULES: Record<keyof RecordingFinalized, Rule> = {
   storage_path: nullable((v) => typeof v === 'string'),
   is_degraded: (v) => typeof v === 'boolean',
   missing_ranges: (v) => Array.isArray(v) && v.every(range),
+  attempt: int(1),
 };
 
 /** The value when every field keeps its rule (unknown fields are ignored), else the fields that do not. */

@@ -3,7 +3,8 @@
 // (POST /streaming, audio over a WebSocket, DELETE /streaming/{id} with a bounded drain), calls
 // the core back with the service token, and runs the batch pass on `recording.finalized`.
 // Modes for fault tests: `hang` accepts sessions and frames but never processes them nor
-// answers a DELETE; `refuse` answers 503 to POST /streaming.
+// answers a DELETE; `refuse` answers 503 to POST /streaming. Faults (./faults.ts, setFault) are
+// the mistakes the conformance kit must catch.
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,6 +24,7 @@ import {
 import { runBatchPass } from './batch';
 import { createRestClient } from '@mi/client';
 import { StreamingSession, type MlLimits } from './session';
+import { claimAndDie, type FakeMlFault, type FaultState } from './faults';
 
 export type FakeMlMode = 'normal' | 'hang' | 'refuse';
 
@@ -42,12 +44,16 @@ export interface FakeMlOptions {
   /** The bus to take `recording.finalized` from; by default one on config's Pub/Sub (emulator). */
   bus?: Bus;
   log?: Logger;
+  /** For tests: awaited once a batch pass holds its claim, before its first write (a slow pass). */
+  batchPause?: (msg: RecordingFinalized) => Promise<void>;
 }
 
 export interface FakeMl {
   url: string;
   stop(): Promise<void>;
   setMode(mode: FakeMlMode): void;
+  /** Breaks the contract as `fault` says (null: keeps it); `delayMs` for the slow faults. */
+  setFault(fault: FakeMlFault | null, delayMs?: number): void;
   /** Open sessions (for tests: counters, init). */
   sessions(): StreamingSession[];
   /** The trace context each streaming request arrived with, in order (for tests of propagation). */
@@ -79,16 +85,33 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
   const { config, serviceToken } = opts;
   const log = opts.log ?? createLogger({ level: config.LOG_LEVEL, name: 'fake-ml' });
   // The core's REST API with the service token; a call continues the trace passed in its headers.
-  const core = createRestClient({ baseUrl: opts.coreUrl, token: serviceToken, timeoutMs: 10_000 });
+  const faults: FaultState = { fault: null, delayMs: 0 };
+  const fault = () => faults.fault;
+  const token = () => (fault() === 'wrong-core-token' ? `${serviceToken}-wrong` : serviceToken);
+  const core = createRestClient({ baseUrl: opts.coreUrl, token, timeoutMs: 10_000 });
   const sessions = new Map<string, StreamingSession>();
   const heldRequests = new Set<ServerResponse>();
   let mode: FakeMlMode = 'normal';
   let baseUrl = '';
 
-  const authorized = (req: IncomingMessage) => {
-    const token = bearerToken(req.headers.authorization);
-    return token !== null && safeEqual(token, serviceToken);
+  const authorized = (req: IncomingMessage, on: 'start' | 'socket' | 'drain') => {
+    const given = bearerToken(req.headers.authorization);
+    switch (fault()) {
+      case 'no-auth':
+        return true;
+      case 'open-socket':
+        if (on !== 'start') return true;
+        break;
+      case 'weak-auth':
+        return given !== null;
+      case 'wrong-auth-header': {
+        const key = req.headers['x-api-key'];
+        return typeof key === 'string' && safeEqual(key, serviceToken);
+      }
+    }
+    return given !== null && safeEqual(given, serviceToken);
   };
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const requestTraces: ReturnType<FakeMl['requestTraces']> = [];
   const traceOf = (req: IncomingMessage) =>
     Object.fromEntries(
@@ -98,9 +121,8 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', 'http://ml');
     if (req.method === 'GET' && url.pathname === '/healthz') return send(res, 200, { status: 'ok' });
-    if (!authorized(req)) return send(res, 401, 'missing or invalid service token');
-
     if (url.pathname === '/streaming') {
+      if (!authorized(req, 'start')) return send(res, 401, 'missing or invalid service token');
       if (req.method !== 'POST') return send(res, 405, 'use POST');
       if (mode === 'refuse') return send(res, 503, 'the ML service refuses new sessions (fault mode)');
       let body: StreamingStart;
@@ -114,12 +136,17 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
       const id = randomUUID();
       requestTraces.push({ request: 'start', session: id, trace: traceOf(req) });
       const session = new StreamingSession({ id, ...body }, config, core, log, () => mode === 'hang', traceOf(req));
+      session.faults = faults;
       sessions.set(id, session);
-      return send(res, 201, { id, audio_url: `${baseUrl.replace(/^http/, 'ws')}/streaming/${id}/audio` });
+      const created = { id, audio_url: `${baseUrl.replace(/^http/, 'ws')}/streaming/${id}/audio` };
+      if (fault() === 'slow-start') await sleep(faults.delayMs);
+      if (fault() !== 'text-plain-201') return send(res, 201, created);
+      return void res.writeHead(201, { 'content-type': 'text/plain' }).end(JSON.stringify(created));
     }
 
     const m = /^\/streaming\/([0-9a-f-]{36})$/.exec(url.pathname);
     if (m) {
+      if (!authorized(req, 'drain')) return send(res, 401, 'missing or invalid service token');
       if (req.method !== 'DELETE') return send(res, 405, 'use DELETE');
       const session = sessions.get(m[1]);
       if (!session) return send(res, 404, 'unknown streaming session');
@@ -129,11 +156,13 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
         res.on('close', () => heldRequests.delete(res));
         return;
       }
-      const drained = await session.drain(config.ML_DRAIN_TIMEOUT_SECONDS * 1000);
+      if (fault() === 'slow-drain') await sleep(faults.delayMs);
+      const drained = fault() === 'ignored-drain' ? true : await session.drain(config.ML_DRAIN_TIMEOUT_SECONDS * 1000);
       sessions.delete(session.init.id);
-      session.close();
+      if (fault() !== 'ignored-drain') session.close(); // ignored: it goes on posting
       return send(res, 200, { drained, processed: session.processed, dropped: session.dropped });
     }
+    if (!authorized(req, 'start')) return send(res, 401, 'missing or invalid service token');
     return send(res, 404, 'no such route');
   }
 
@@ -151,7 +180,7 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
     const refuse = (status: number, text: string) => {
       socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     };
-    if (!authorized(req)) return refuse(401, 'Unauthorized');
+    if (!authorized(req, 'socket')) return refuse(401, 'Unauthorized');
     if (!session) return refuse(404, 'Not Found');
     if (session.socket) return refuse(409, 'Conflict');
     requestTraces.push({ request: 'audio', session: m![1], trace: traceOf(req) });
@@ -188,8 +217,9 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
         log.warn({ message_id: message.id, fields }, 'fake ML: ignoring a malformed recording.finalized message');
         return;
       }
+      if (fault() === 'claim-only') return claimAndDie(core, parsed.ok);
       // Throws only when the core could not be reached: the message is redelivered.
-      await runBatchPass(core, config, parsed.ok, log);
+      await runBatchPass(core, config, parsed.ok, log, opts.batchPause);
     });
   } catch (err) {
     await new Promise((r) => server.close(r));
@@ -202,6 +232,10 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
     setMode(next) {
       mode = next;
       if (next !== 'hang') for (const s of sessions.values()) s.pump();
+    },
+    setFault(next, delayMs = 0) {
+      faults.fault = next;
+      faults.delayMs = delayMs;
     },
     sessions: () => [...sessions.values()],
     requestTraces: () => [...requestTraces],

@@ -2,6 +2,7 @@
 // counted), silence scoring by RMS, sequence-gap and backpressure warnings, and a deterministic
 // live transcript (one segment per 2 s window) with talking points and draft tasks at the
 // spec's cadences, posted to the core.
+import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import type { Config } from '@mi/lib/config';
 import type { Logger } from '@mi/lib/telemetry/log';
@@ -19,6 +20,7 @@ import {
   taskText,
   windowOf,
 } from './content';
+import type { FaultState } from './faults';
 
 export type MlLimits = Pick<
   Config,
@@ -53,6 +55,8 @@ const WINDOW_MEMORY = 10;
 
 export class StreamingSession {
   socket: WebSocket | null = null;
+  /** The server's fault switch (./faults.ts): read at each segment. */
+  faults: FaultState = { fault: null, delayMs: 0 };
   processed = 0;
   dropped = 0;
   private readonly queue: Frame[] = [];
@@ -120,17 +124,26 @@ export class StreamingSession {
     });
   }
 
-  /** Waits until the queue is empty, at most timeoutMs; true when drained. */
+  /**
+   * Waits until the queue is empty, at most timeoutMs; true when drained. At the bound the rest of
+   * the queue is given up, and the frame in hand finished first: nothing is posted after the answer.
+   */
   async drain(timeoutMs: number): Promise<boolean> {
     if (this.isIdle()) return true;
+    let timedOut = false;
     return new Promise((resolve) => {
-      const done = (drained: boolean) => {
+      const done = () => {
         clearTimeout(timer);
         this.idleWaiters.delete(onIdle);
-        resolve(drained);
+        resolve(!timedOut);
       };
-      const onIdle = () => done(true);
-      const timer = setTimeout(() => done(false), timeoutMs);
+      const onIdle = () => done();
+      const timer = setTimeout(() => {
+        timedOut = true;
+        this.closed = true;
+        this.queue.length = 0;
+        if (this.isIdle()) done();
+      }, timeoutMs);
       this.idleWaiters.add(onIdle);
     });
   }
@@ -216,22 +229,28 @@ export class StreamingSession {
     const label = speakerOf(w);
     const text = phraseOf(w);
     const { transcription_id, meeting_id } = this.init;
+    const { fault, delayMs } = this.faults;
+    const windowMs = WINDOW_FRAMES * FRAME_MS;
+    let [start, end] = [w * windowMs, (w + 1) * windowMs];
+    if (fault === 'backwards') [start, end] = [end, start];
+    if (fault === 'overlap') start = Math.max(0, start - windowMs - windowMs / 2);
+    if (fault === 'ignored-drain') await new Promise((r) => setTimeout(r, delayMs));
     const segments = {
       segments: [
         {
           // Its own id and key: a retried or resumed post of this window adds nothing (decisions.md section 7).
-          id: stableUuid(transcription_id, 'segment', w),
+          id: fault === 'dupes' ? randomUUID() : stableUuid(transcription_id, 'segment', w),
           speaker_label: label,
           text,
-          start_ms: w * WINDOW_FRAMES * FRAME_MS,
-          end_ms: (w + 1) * WINDOW_FRAMES * FRAME_MS,
+          start_ms: start,
+          end_ms: end,
           confidence: 0.9,
           is_final: true,
           feature_vector: featureVector(label, w),
         },
       ],
     };
-    const key = stableUuid(transcription_id, 'segments', w);
+    const key = fault === 'dupes' ? randomUUID() : stableUuid(transcription_id, 'segments', w);
     ok(
       await this.core.POST('/transcriptions/{id}/segments', {
         params: { path: { id: transcription_id }, header: { 'idempotency-key': key } },
@@ -285,7 +304,7 @@ export class StreamingSession {
       );
       const items = page.items;
       for (const s of [...items].reverse()) {
-        this.emitted.add(Math.floor(s.start_ms / (WINDOW_FRAMES * FRAME_MS)));
+        if (this.faults.fault !== 'dupes') this.emitted.add(Math.floor(s.start_ms / (WINDOW_FRAMES * FRAME_MS)));
         this.recentTexts.push(s.text);
       }
     } catch (err) {

@@ -3,42 +3,17 @@
 import { UUID_PATTERN } from '@mi/lib/async';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { cors } from 'hono/cors';
-import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { routePath } from 'hono/route';
-import { notReady, type Database } from '@mi/lib/db/pool';
-import { erasedUsers } from '@mi/lib/repositories/erasure';
+import { notReady } from '@mi/lib/db/pool';
 import { DomainError } from '@mi/lib/errors';
-import { StorageUnavailableError } from '@mi/lib/adapters/storage';
+import { domainErrorOf, sendProblem, ValidationError } from '@mi/lib/errors/problem';
 import { instruments } from '@mi/lib/telemetry/metrics';
 import { currentTraceHeaders, currentTraceId, withIncomingSpan } from '@mi/lib/telemetry/tracing';
-import type { AppDeps, AppEnv, Principal } from './env';
+import type { AppDeps, AppEnv } from './env';
 import { registerDocs } from './docs';
 import { limitBodies } from './middleware/body-limit';
-import { codeOfStatus, sendProblem } from './problem';
 import { registerRoutes } from './routes';
-
-/** Maps what Hono and its validators throw onto our closed set of API errors. */
-function asDomainError(err: unknown): unknown {
-  if (err instanceof DomainError) return err;
-  if (err instanceof StorageUnavailableError) {
-    return new DomainError(
-      'unavailable',
-      'object storage is unavailable; nothing was stored, retry shortly',
-      undefined,
-      2,
-    );
-  }
-  if (err instanceof HTTPException) {
-    // Validators and middleware throw these; keep their status within our closed set.
-    const code = codeOfStatus(err.status);
-    if (code) return new DomainError(code, err.message || code.replace(/_/g, ' '));
-  }
-  return err;
-}
-
-/** A request the route's schema refuses: nothing was read or written for it. */
-class ValidationError extends DomainError {}
 
 export function createApp(deps: AppDeps) {
   const app = new OpenAPIHono<AppEnv>({
@@ -111,26 +86,16 @@ export function createApp(deps: AppDeps) {
   // Bodies are bounded before being read whole; raw audio routes stream with their own limits.
   app.use('*', limitBodies({ json: deps.config.API_MAX_JSON_BYTES, bulk: deps.config.API_MAX_BULK_JSON_BYTES }));
 
-  app.onError(async (err, c) => {
+  app.onError((err, c) => {
     const log = c.var.log ?? deps.log;
     // A client that went away mid-request (an upload cut short) is nobody's failure; nobody reads the answer.
     if (c.req.raw.signal.aborted) {
       log.info({ method: c.req.method, path: c.req.path, err: (err as Error).message }, 'client aborted the request');
       return sendProblem(c, new DomainError('bad_request', 'the request was aborted by the client'));
     }
-    const mapped = asDomainError(err);
-    if (!(mapped instanceof DomainError)) log.error({ err }, 'unhandled error');
-    if (
-      mapped instanceof DomainError &&
-      mapped.code === 'unprocessable' &&
-      // Not the request's own validation errors: they are decided before any SQL.
-      !(mapped instanceof ValidationError) &&
-      (await accountErased(deps.db, c.var.principal))
-    ) {
-      // A request that raced DELETE /me: its references (and the account) vanished under it.
-      return sendProblem(c, new DomainError('not_found', 'the account no longer exists (it was erased)'));
-    }
-    return sendProblem(c, mapped);
+    if (!(domainErrorOf(err) instanceof DomainError)) log.error({ err }, 'unhandled error');
+    // A request that raced DELETE /me answers 404: decided where it was authenticated (middleware/auth.ts).
+    return sendProblem(c, err);
   });
 
   // Readiness: the process can serve requests, i.e. the database answers.
@@ -165,10 +130,4 @@ function allowedMethods(app: OpenAPIHono<AppEnv>, path: string): string[] {
     if (re.test(path)) methods.add(r.method);
   }
   return [...methods].sort();
-}
-
-/** True when the caller is a user whose account is gone or going (an error path only; false when unsure). */
-async function accountErased(db: Database, principal: Principal | undefined): Promise<boolean> {
-  if (principal?.kind !== 'user') return false;
-  return (await erasedUsers(db, [principal.userId]).catch(() => [])).length > 0;
 }

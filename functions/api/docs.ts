@@ -38,6 +38,10 @@ export const TAGS = [
     description:
       "Endpoints that receive the user's events server to server, signed per Standard Webhooks, retried, with a delivery log (docs/webhooks.md).",
   },
+  {
+    name: 'exports',
+    description: 'The whole account as one ZIP archive, built off the request (docs/exports.md).',
+  },
   { name: 'feature-flags', description: 'Feature flags as they apply to the caller.' },
   { name: 'preferences', description: "The user's preferences." },
   { name: 'vip', description: "The user's VIP people." },

@@ -8,6 +8,7 @@ import type { AppEnv } from './env';
 import { requireAuth } from './middleware/auth';
 import { idempotent, optionallyIdempotent } from './middleware/idempotency';
 import { ignoreUnknownFieldsOfService } from './middleware/service-body';
+import { ML_CLAIM_CONFLICT, ML_CLAIM_HEADER, MlClaimHeader } from './ml-claim';
 
 export { z };
 
@@ -86,13 +87,15 @@ type OpConfig = Omit<RouteConfig, 'security' | 'middleware'> & {
   idempotent?: boolean | 'optional';
   /** Honours If-Match against the record's ETag (412 when it no longer matches). */
   conditional?: boolean;
+  /** A batch-pass write: takes ML-Claim (409 when that claim is no longer current; ml-claim.ts). */
+  mlClaim?: boolean;
 };
 
 const securityNames: Record<Scheme, string> = { bearer: 'bearerAuth', service: 'serviceAuth' };
 
 /** What `op` declares: the route as written (minus our own keys), so handlers stay typed by its schemas. */
 type Declared<C extends OpConfig> = ReturnType<
-  typeof createRoute<C['path'], Omit<C, 'auth' | 'idempotent' | 'conditional'>>
+  typeof createRoute<C['path'], Omit<C, 'auth' | 'idempotent' | 'conditional' | 'mlClaim'>>
 >;
 
 export function op<const C extends OpConfig>(cfg: C): Declared<C> {
@@ -116,6 +119,7 @@ export function op<const C extends OpConfig>(cfg: C): Declared<C> {
     'x-client-id': Uuid.optional().openapi({
       description: 'originating client; its WebSocket connection gets no echo of the resulting events',
     }),
+    ...(cfg.mlClaim ? { [ML_CLAIM_HEADER]: MlClaimHeader } : {}),
     ...(cfg.conditional
       ? {
           'if-match': z
@@ -125,7 +129,37 @@ export function op<const C extends OpConfig>(cfg: C): Declared<C> {
         }
       : {}),
   });
-  const { auth, idempotent: _i, conditional: _c, ...route } = cfg;
+  const { auth, idempotent: _i, conditional: _c, mlClaim: _m, ...route } = cfg;
+  const responses: RouteConfig['responses'] = {
+    ...route.responses,
+    400: problem('malformed request (bad JSON, missing or invalid Idempotency-Key)'),
+    401: problem('missing or invalid credentials'),
+    403: problem('valid credentials of a scheme this operation does not accept'),
+    413: problem('body too large'),
+    422: problem('validation failed; `errors` lists the fields'),
+    500: problem('unexpected error (no internals disclosed)'),
+    ...(cfg.auth.includes('bearer') && !(409 in (route.responses ?? {}))
+      ? {
+          409: problem(
+            "account_conflict: the token's email belongs to another account (emails are unique case-insensitively)",
+          ),
+        }
+      : {}),
+    ...(cfg.idempotent
+      ? {
+          409: problem(
+            'a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above)',
+          ),
+        }
+      : {}),
+    ...(cfg.conditional
+      ? { 412: problem("If-Match does not match the record's current ETag: it changed since it was read") }
+      : {}),
+  };
+  if (cfg.mlClaim) {
+    const other = (responses[409] as { description?: string } | undefined)?.description;
+    responses[409] = problem(other ? `${other}; or ${ML_CLAIM_CONFLICT}` : ML_CLAIM_CONFLICT);
+  }
   return createRoute({
     ...route,
     ...(body && cfg.auth.includes('service')
@@ -140,32 +174,7 @@ export function op<const C extends OpConfig>(cfg: C): Declared<C> {
     security: auth.map((s) => ({ [securityNames[s]]: [] })),
     middleware,
     request: { headers, ...(route.request ?? {}) },
-    responses: {
-      ...route.responses,
-      400: problem('malformed request (bad JSON, missing or invalid Idempotency-Key)'),
-      401: problem('missing or invalid credentials'),
-      403: problem('valid credentials of a scheme this operation does not accept'),
-      413: problem('body too large'),
-      422: problem('validation failed; `errors` lists the fields'),
-      500: problem('unexpected error (no internals disclosed)'),
-      ...(cfg.auth.includes('bearer') && !(409 in (route.responses ?? {}))
-        ? {
-            409: problem(
-              "account_conflict: the token's email belongs to another account (emails are unique case-insensitively)",
-            ),
-          }
-        : {}),
-      ...(cfg.idempotent
-        ? {
-            409: problem(
-              'a request with this Idempotency-Key is still in progress, or a conflict; or account_conflict (see above)',
-            ),
-          }
-        : {}),
-      ...(cfg.conditional
-        ? { 412: problem("If-Match does not match the record's current ETag: it changed since it was read") }
-        : {}),
-    },
+    responses,
   } as RouteConfig) as Declared<C>;
 }
 

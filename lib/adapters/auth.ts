@@ -85,12 +85,16 @@ export function createAuthenticator(config: Config): Authenticator {
     } catch {
       throw new DomainError('unauthorized', 'invalid or expired credentials');
     }
-    // An identity needs a name, and a token cannot be issued in the future (60 s of clock skew).
+    // An identity needs a name, and a token cannot be issued in the future (60 s of clock skew) nor
+    // before the epoch (no issuer writes a negative iat: such a token is forged or broken).
     const sub = payload.sub!;
     if (typeof sub !== 'string' || INVISIBLE.test(sub))
       throw new DomainError('unauthorized', 'invalid credentials: the token names no subject');
     if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + MAX_CLOCK_SKEW_SECONDS) {
       throw new DomainError('unauthorized', 'invalid credentials: the token was issued in the future');
+    }
+    if (typeof payload.iat === 'number' && payload.iat < 0) {
+      throw new DomainError('unauthorized', 'invalid credentials: the token has a negative issue time');
     }
     const name = [payload.username, payload.name, payload.preferred_username].find((v) => typeof v === 'string' && v) as
       | string

@@ -13,7 +13,7 @@ const projectId = 'coordination-test';
 const key = () => `recording/${randomUUID()}`;
 /** One instance's heartbeat over the given leases (and presence). */
 const beat = (c: Coordination, owner: string, leaseKeys: string[], ttlMs: number, presence: Presence[] = []) =>
-  c.heartbeat({ owner, leaseKeys, leaseTtlMs: ttlMs, presence, presenceTtlMs: ttlMs });
+  c.heartbeat({ owner, instanceTtlMs: ttlMs, leaseKeys, leaseTtlMs: ttlMs, presence, presenceTtlMs: ttlMs });
 type Presence = { userId: string; connectionId: string };
 
 beforeAll(async () => {
@@ -88,7 +88,15 @@ describe('leases', () => {
   });
 });
 
-describe('the heartbeat (every lease and presence of an instance in one commit)', () => {
+describe('the heartbeat (the mark, every lease and presence of an instance in one commit)', () => {
+  it('should mark the instance alive for its TTL, with no lease or presence to renew', async () => {
+    const owner = `instance-${randomUUID()}`;
+    await beat(one, owner, [], 60_000);
+    expect(await two.markedInstances()).toContain(owner);
+    await beat(one, owner, [], 1);
+    await vi.waitFor(async () => expect(await two.markedInstances()).not.toContain(owner));
+  });
+
   it('should renew every lease it is given, keeping owner and epoch, and refresh presence, past one commit', async () => {
     // More documents than one commit takes: the leases and the presence span three commits.
     const keys = Array.from({ length: HEARTBEAT_DOCS + 10 }, key);
@@ -108,6 +116,7 @@ describe('the heartbeat (every lease and presence of an instance in one commit)'
     }
     for (const user of users) expect(await two.countPresence(user)).toBe(100);
     expect(await two.presenceInstances(users[0])).toEqual(['a']);
+    expect(await two.markedInstances()).toContain('a');
   });
 
   it('should report the leases another instance took and leave them to it, renewing the rest', async () => {

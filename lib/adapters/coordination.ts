@@ -36,13 +36,12 @@ export interface Coordination {
   /** The instances holding an unexpired connection of the user: where the user's events must go. */
   presenceInstances(userId: string): Promise<string[]>;
   /**
-   * An instance's heartbeat, one commit per HEARTBEAT_DOCS documents: renews every lease it holds
-   * (a lapsed or released lease nobody took is taken again) and refreshes its connections'
+   * An instance's heartbeat, one commit per HEARTBEAT_DOCS documents (at least one): marks the
+   * instance alive (lib/fanout/liveness.ts: it owns a topic while marked), renews every lease it
+   * holds (a lapsed or released lease nobody took is taken again) and refreshes its connections'
    * presence. Returns each key's lease, null where another owner holds it now.
    */
   heartbeat(beat: Heartbeat): Promise<Map<string, Lease | null>>;
-  /** Marks a live instance alive for ttlMs more (renewed while it runs; it owns a topic while marked). */
-  markInstance(instanceId: string, ttlMs: number): Promise<void>;
   /** A clean shutdown's end: the instance's mark goes. */
   unmarkInstance(instanceId: string): Promise<void>;
   /** The instances whose mark has not lapsed. */
@@ -51,7 +50,10 @@ export interface Coordination {
 }
 
 export interface Heartbeat {
+  /** The instance: its leases' owner, and the one marked alive for instanceTtlMs more. */
   owner: string;
+  /** null: the mark is not due this beat (it is renewed every third of its lifetime). */
+  instanceTtlMs: number | null;
   leaseKeys: string[];
   leaseTtlMs: number;
   presence: { userId: string; connectionId: string }[];
@@ -154,6 +156,10 @@ export function createCoordination(opts: {
 
   const setLease = (tx: Transaction, ref: DocumentReference, key: string, next: LeaseState) =>
     tx.set(ref, { key, owner: next.owner, epoch: next.epoch, expires_at: Timestamp.fromMillis(next.expiresAt) });
+  const markOf = (instanceId: string, expiresAt: number) => ({
+    instance_id: instanceId,
+    expires_at: Timestamp.fromMillis(expiresAt),
+  });
   const presenceDoc = (userId: string, connectionId: string, instanceId: string, expiresAt: number) =>
     [
       connections(userId).doc(docId(connectionId)),
@@ -215,12 +221,12 @@ export function createCoordination(opts: {
       const snap = await connections(userId).where('expires_at', '>', Timestamp.now()).select('instance_id').get();
       return [...new Set(snap.docs.map((d) => d.get('instance_id') as string))];
     },
-    async heartbeat({ owner, leaseKeys, leaseTtlMs, presence, presenceTtlMs }) {
+    async heartbeat({ owner, instanceTtlMs, leaseKeys, leaseTtlMs, presence, presenceTtlMs }) {
       const keys = [...new Set(leaseKeys)];
       // A transaction per HEARTBEAT_DOCS documents (one for an instance of a few hundred takes): a
       // batched read of its leases, then one commit of their writes and of presence. Each lease is
       // decided by the same rule as alone, on the state the commit is fenced to.
-      const beat = async (keys: string[], presence: Heartbeat['presence']) => {
+      const beat = async (keys: string[], presence: Heartbeat['presence'], mark: boolean) => {
         const { decided, now } = await db.runTransaction(async (tx) => {
           const refs = keys.map((k) => leases.doc(docId(k)));
           const snaps = refs.length ? await tx.getAll(...refs) : [];
@@ -231,21 +237,22 @@ export function createCoordination(opts: {
             return next;
           });
           for (const p of presence) tx.set(...presenceDoc(p.userId, p.connectionId, owner, now + presenceTtlMs));
+          // Renewed with every beat, and again after a lapse (Firestore out of reach): then it owns a topic again.
+          // guard: live-instance-mark-renewed | remove: if (mark) tx.set(instances.doc(docId(owner)), markOf(owner, now + instanceTtlMs!)); | test: test/live/sweep-order.test.ts :: mark itself again
+          if (mark) tx.set(instances.doc(docId(owner)), markOf(owner, now + instanceTtlMs!));
           return { decided, now };
         }, TX);
         return keys.map((k, i) => [k, toLease(k, decided[i], now)] as const);
       };
       const commits = [];
-      for (let i = 0; i < keys.length + presence.length; i += HEARTBEAT_DOCS) {
-        const leased = keys.slice(i, i + HEARTBEAT_DOCS);
-        const from = Math.max(0, i - keys.length);
-        commits.push(beat(leased, presence.slice(from, from + HEARTBEAT_DOCS - leased.length)));
+      // The mark first, then the leases, then presence: the mark rides in the first commit.
+      const total = 1 + keys.length + presence.length;
+      for (let i = 0; i < total; i += HEARTBEAT_DOCS) {
+        const part = <T>(list: T[], at: number) =>
+          list.slice(Math.max(0, i - at), Math.max(0, i + HEARTBEAT_DOCS - at));
+        commits.push(beat(part(keys, 1), part(presence, 1 + keys.length), i === 0 && instanceTtlMs !== null));
       }
       return new Map((await Promise.all(commits)).flat());
-    },
-    async markInstance(instanceId, ttlMs) {
-      const expires = Timestamp.fromMillis(Date.now() + ttlMs);
-      await instances.doc(docId(instanceId)).set({ instance_id: instanceId, expires_at: expires });
     },
     async unmarkInstance(instanceId) {
       await instances.doc(docId(instanceId)).delete();

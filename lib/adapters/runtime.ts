@@ -4,7 +4,7 @@ import { createBus, type Bus } from './bus';
 import type { Config } from '../config';
 import { createCoordination, type Coordination } from './coordination';
 import type { Database } from '../db/pool';
-import { BROADCAST, createEventPublisher, type EventPublisher, type EventRoutes } from '../events/outbox';
+import { createEventPublisher, type EventPublisher } from '../events/outbox';
 import { createFeatureFlags, type FeatureFlags } from './flags';
 import { createLogger, type Logger } from '../telemetry/log';
 import { createObjectStore, type ObjectStore } from './storage';
@@ -73,7 +73,7 @@ export function createRuntime(
       bus,
       topic: config.PUBSUB_TOPIC_EVENTS,
       log,
-      routes: eventRoutes(config, coordination),
+      routes: (userId) => coordination.presenceInstances(userId),
     }),
     store,
     flags,
@@ -85,8 +85,4 @@ export function createRuntime(
       await coordination.close();
     },
   };
-}
-
-function eventRoutes(config: Config, coordination: Coordination): EventRoutes {
-  return config.EVENT_FANOUT === 'broadcast' ? BROADCAST : (userId) => coordination.presenceInstances(userId);
 }

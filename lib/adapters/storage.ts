@@ -190,7 +190,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
    * and its bytes in one POST), the request the client's file.save sends. Made here because the
    * client's way to it (a write stream, teeny-request, node-fetch and a pipeline of five streams
    * per object) costs about 1 ms of CPU per object, three times the request's own; the live
-   * service writes one object per 2 s of every recording (BENCHMARKS.md, Live: reading the figures).
+   * service writes one object per 2 s of every recording (docs/decisions/0001-segment-objects-in-one-request.md).
    */
   async function uploadBuffer(name: string, body: Buffer, o: WriteOptions): Promise<StoredObject> {
     const boundary = randomUUID();

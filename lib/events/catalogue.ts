@@ -23,6 +23,7 @@ export const ENTITIES = [
   'meeting_attendee',
   'meeting_audio_file',
   'recording',
+  'account_export',
 ] as const;
 export type Entity = (typeof ENTITIES)[number];
 

@@ -191,9 +191,6 @@ const PUBLISH_WAIT_MS = 1000;
  */
 export type EventRoutes = (userId: string) => Promise<string[]>;
 
-/** Publishes every event once to the shared topic every instance reads (EVENT_FANOUT=broadcast). */
-export const BROADCAST: EventRoutes = async () => [''];
-
 export function createEventPublisher(deps: {
   db: Queryable;
   bus: Bus;
@@ -225,14 +222,7 @@ export function createEventPublisher(deps: {
         if (to instanceof Error) return Promise.reject(to);
         const { data, attributes } = toMessage(e);
         const opts = { orderingKey: e.user_id, instanceTopic: true };
-        const shared = { orderingKey: e.user_id };
-        return Promise.all(
-          to.map((i) =>
-            i
-              ? bus.publish(instanceTopic(topic, i), data, attributes, opts)
-              : bus.publish(topic, data, attributes, shared),
-          ),
-        );
+        return Promise.all(to.map((i) => bus.publish(instanceTopic(topic, i), data, attributes, opts)));
       }),
     );
     const sent = events.filter((_, i) => results[i].status === 'fulfilled').map((e) => e.event_id);

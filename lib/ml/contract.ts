@@ -122,8 +122,17 @@ export const RecordingFinalized = z
     missing_ranges: z
       .array(z.tuple([z.number().int().min(0), z.number().int().min(0)]))
       .describe('inclusive [first, last] sequence ranges never received'),
+    attempt: z
+      .number()
+      .int()
+      .min(1)
+      .describe(
+        '1 when the take is finalized; one more each time the core offers it again because a batch pass let its claim expire',
+      ),
   })
-  .describe('recording.finalized: one take is finalized. At least once: the transcription claim dedupes.');
+  .describe(
+    'recording.finalized: one take is finalized (or offered again after a claim expired). At least once: the transcription claim dedupes.',
+  );
 export type RecordingFinalized = z.infer<typeof RecordingFinalized>;
 
 /** The ML's work-queue subscription on the topic: the same name locally and in Terraform. */

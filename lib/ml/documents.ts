@@ -155,7 +155,7 @@ export function mlAsyncApiDocument() {
   return {
     asyncapi: '3.0.0',
     info: {
-      title: 'ML service: the audio socket',
+      title: 'ML service: the audio socket and recording.finalized',
       version: VERSION,
       description:
         'The WebSocket the core opens at the `audio_url` of POST /streaming (with the same Authorization header as POST ' +
@@ -164,12 +164,42 @@ export function mlAsyncApiDocument() {
         'type, invalid fields) or any binary message from the ML is answered with `Rejected`, logged and counted ' +
         `(live.ml.messages.rejected); one larger than 64 KiB closes the socket with 1009. No permessage-deflate.`,
     },
-    servers: { ml: { host: 'localhost:4003', protocol: 'ws', description: 'the stand-in ML of the local stack' } },
+    servers: {
+      ml: { host: 'localhost:4003', protocol: 'ws', description: 'the stand-in ML of the local stack' },
+      pubsub: {
+        host: 'pubsub.googleapis.com',
+        protocol: 'googlepubsub',
+        description: 'Google Pub/Sub (locally its emulator, PUBSUB_EMULATOR_HOST)',
+      },
+    },
     channels: {
       audio: {
         address: '{audio_url}',
+        servers: [{ $ref: '#/servers/ml' }],
         parameters: { audio_url: { description: 'as answered by POST /streaming' } },
         messages,
+      },
+      recordingFinalized: {
+        address: 'recording.finalized',
+        servers: [{ $ref: '#/servers/pubsub' }],
+        description:
+          'The topic PUBSUB_TOPIC_RECORDING_FINALIZED; the ML pulls the subscription `recording.finalized.ml-batch` (one ' +
+          'work queue, ack deadline 600 s, redelivered with backoff 10 s … 600 s). Ack a handled message (completed, ' +
+          'failed, or the claim refused 409 / 404); nack one you cannot handle now, so that it returns after its backoff ' +
+          'rather than its ack deadline.',
+        messages: {
+          RecordingFinalized: {
+            name: 'RecordingFinalized',
+            summary:
+              'core → ML: a take to run the batch pass on (claim it: PATCH /transcriptions/{id} to synthesizing)',
+            description:
+              'At least once. `attempt` is 1 when the take is finalized and one more each time the core offers it again ' +
+              'because a batch pass let its claim (a lease of ML_BATCH_CLAIM_LEASE_SECONDS) expire; after ' +
+              'ML_BATCH_MAX_ATTEMPTS expired claims the take is given up (failed) and not offered again.',
+            contentType: 'application/json',
+            payload: schema(RecordingFinalized),
+          },
+        },
       },
     },
     operations: {
@@ -184,6 +214,12 @@ export function mlAsyncApiDocument() {
         channel: { $ref: '#/channels/audio' },
         summary: 'ML → core: health of the session',
         messages: [ref('Warning'), ref('Dropped')],
+      },
+      offerTake: {
+        action: 'send',
+        channel: { $ref: '#/channels/recordingFinalized' },
+        summary: 'core → ML: recording.finalized',
+        messages: [{ $ref: '#/channels/recordingFinalized/messages/RecordingFinalized' }],
       },
     },
   };

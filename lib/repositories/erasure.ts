@@ -10,7 +10,7 @@
 //  3. objects: everything under each recorded meeting's prefixes, meeting by meeting; then the
 //     request row itself, so a finished erasure leaves no row naming the user.
 // Rows go before objects: a live writer that stores a segment once its take is gone finds no
-// take to commit to and deletes its own object (run-services/live/segments.ts).
+// take to commit to and deletes its own object (run-services/live/group-commit.ts).
 import { removeMeetingVoiceSamples } from './voice-samples';
 import type { Queryable } from '../db/pool';
 import { recordEvent } from './recording-history';

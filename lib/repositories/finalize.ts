@@ -136,3 +136,13 @@ export async function takeExists(q: Queryable, rec: Recording): Promise<boolean>
   );
   return rows.length > 0;
 }
+
+/** The finalized take a transcription belongs to (null: none, e.g. one created through the API). */
+export async function finalizedTake(q: Queryable, transcriptionId: string): Promise<Recording | null> {
+  const { rows } = await q.query<Recording>(
+    'finalize.take_of_transcription',
+    `SELECT * FROM recording WHERE transcription_id = $1 AND state = 'finalized'`,
+    [transcriptionId],
+  );
+  return rows[0] ?? null;
+}

@@ -144,6 +144,7 @@ export async function deletePerson(
  * and moving speaker labels) for the rest of the transaction. Taken first, before any row lock:
  * a merge rewrites attributions across all the user's meetings while an assignment holds a
  * meeting's segments, and each would otherwise wait for rows the other holds (a deadlock).
+ * No guard: this is the helper; each call of it carries its own guard (merge, assign, unassign, move).
  */
 export async function lockSpeakerIdentity(tx: Queryable, userId: string): Promise<void> {
   const sql = `SELECT pg_advisory_xact_lock(hashtextextended('speaker-identity:' || $1, 0))`;

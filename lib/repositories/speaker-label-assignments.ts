@@ -75,6 +75,7 @@ export async function unassignSpeakerLabel(
   meetingId: string,
   speakerLabel: string,
 ): Promise<{ person_id: string; people: string[] } | null> {
+  // guard: unassign-speaker-identity-lock | remove: await lockSpeakerIdentity(tx, userId); | test: test/concurrency/speaker-identity.test.ts :: a label's unassignment wait
   await lockSpeakerIdentity(tx, userId);
   // guard: unassign-label-meeting-lock | remove: , { forUpdate: true } | test: test/concurrency/row-locks.test.ts :: removing a speaker assignment of a meeting
   if (!(await getMeeting(tx, { userId }, meetingId, { forUpdate: true }))) throw notFound('meeting');
@@ -108,7 +109,8 @@ const labelMissing = () =>
  * PATCH /transcript-segments/{id} with speaker_label: the segment moves to that label of its
  * meeting and takes the person assigned to it (none when unassigned); its voice sample follows
  * the person. 404 when the segment is not the user's, 422 when no segment of the meeting has the
- * label. Returns the people whose voice model changed.
+ * label. Returns the people whose voice model changed. The caller holds the user's speaker-identity
+ * lock (lockSpeakerIdentity), taken before its first row lock as every identity change takes it.
  */
 export async function moveSegmentToLabel(
   tx: Queryable,
@@ -116,7 +118,6 @@ export async function moveSegmentToLabel(
   segmentId: string,
   speakerLabel: string,
 ): Promise<string[]> {
-  await lockSpeakerIdentity(tx, userId);
   // guard: segment-relabel-lock | remove: FOR UPDATE OF s | test: test/concurrency/row-locks.test.ts :: moving a segment to another speaker
   const { rows } = await tx.query<{ transcription_id: string; meeting_id: string }>(
     'segment.lock_for_label',

@@ -2,7 +2,7 @@
 // service replaces them wholesale after post-meeting processing, in one transaction.
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/pool';
-import { assertSegmentsOfMeeting } from './segments';
+import { assertSegmentsOfMeeting } from './transcript-segments';
 import type { Actor } from '../domain/actor';
 import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from '../domain/pagination';
 

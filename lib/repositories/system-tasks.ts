@@ -2,7 +2,7 @@
 // Re-extraction soft-deletes the previous system tasks; user tasks are never touched here.
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/pool';
-import { assertPeopleOf } from './segments';
+import { assertPeopleOf } from './transcript-segments';
 import type { Task } from './tasks';
 
 export interface SystemTaskInput {

@@ -1,7 +1,7 @@
 // Talking points (live insights from the ML service) with their linked segments.
 // Scoped through the meeting; soft-deleted talking points and meetings are hidden.
 import type { Queryable } from '../db/pool';
-import { assertSegmentsOfMeeting } from './segments';
+import { assertSegmentsOfMeeting } from './transcript-segments';
 import { unprocessable } from '../errors';
 import type { Actor } from '../domain/actor';
 import { createdKey, decodeCreatedCursor, toCreatedPage, type Page } from '../domain/pagination';

@@ -41,8 +41,8 @@ export const voiceSearchSettings = (
 /**
  * The search statement. Ids and distances are sorted first and the person columns the API returns
  * are read for the `limit` winners only: an exact scan sorts every person, and carrying the wide
- * row through that sort cost it more than the bare scan (BENCHMARKS.md). The distance is computed
- * once per row; ORDER BY its alias still walks the HNSW index.
+ * row through that sort cost it more than the bare scan (docs/decisions/0004-voice-match-plan.md).
+ * The distance is computed once per row; ORDER BY its alias still walks the HNSW index.
  */
 export const VOICE_MATCH_SQL = `SELECT p.*, m.distance FROM (
     SELECT id, voice_vector <=> $2::vector AS distance FROM person

@@ -132,6 +132,29 @@ export async function deleteWebhook(q: Queryable, actor: Actor, id: string): Pro
   return (rowCount ?? 0) > 0;
 }
 
+/**
+ * Replaces the signing secret. The replaced one keeps signing beside it for `overlapSeconds`
+ * (0: not at all); a rotation during an overlap drops the secret before the replaced one.
+ * False when the caller has no such webhook.
+ */
+export async function rotateSecret(
+  q: Queryable,
+  actor: Actor,
+  id: string,
+  secret: string,
+  overlapSeconds: number,
+): Promise<boolean> {
+  const { rowCount } = await q.query(
+    'webhook.rotate_secret',
+    `UPDATE webhook SET previous_secret = CASE WHEN $4::int > 0 THEN secret END,
+       previous_secret_expires_at = CASE WHEN $4::int > 0 THEN now() + make_interval(secs => $4) END,
+       secret = $3, updated_at = now()
+     WHERE id = $1 AND ${owned}`,
+    [id, actor.userId, secret, overlapSeconds],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
 /** Queues one delivery (the test event), due now and ahead of the endpoint's events (seq 0). */
 export async function queueDelivery(q: Queryable, webhookId: string, eventId: string, body: string): Promise<void> {
   await q.query(

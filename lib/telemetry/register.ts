@@ -19,7 +19,7 @@ import { INSTRUMENTATIONS } from './otlp';
 // The loader hook wraps only the modules the instrumentations ask for. On the Node the
 // deployment runs (24.11.1+) it runs in-thread (module.registerHooks); elsewhere on the loader
 // thread, where every import() (the storage client makes one per request) costs a round trip to
-// it: 13 % of the live service's CPU per frame on Node 20 (BENCHMARKS.md, Live: per change).
+// it: 13 % of the live service's CPU per frame on Node 20 (BENCHMARKS.md, Live: reading the figures).
 let acknowledged = async () => {};
 // In-thread, the hook learns of no Hook() call: it is told the modules the instrumentations below patch.
 if (supportsSyncHooks()) registerInThread({ include: ['http', 'https', 'pg', '@grpc/grpc-js'] });
@@ -32,7 +32,7 @@ else {
 // OTEL_HTTP_SERVER_SPANS=app (the functions): the app makes each request's server span itself
 // (functions/api/app.ts, functions/sweep.ts), and the http instrumentation leaves incoming requests
 // alone. Even a request it ignores costs: it binds the request's and the response's emitters to a
-// context, a fifth of a /healthz's CPU (BENCHMARKS.md, API: reading the figures).
+// context, a fifth of a /healthz's CPU (docs/decisions/0003-functions-keep-the-request-domain.md).
 const appServerSpans = process.env.OTEL_HTTP_SERVER_SPANS === 'app';
 const instrumentations = [
   new HttpInstrumentation(

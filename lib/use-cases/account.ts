@@ -9,12 +9,17 @@ import {
   meetingObjectsErased,
   requestErasure,
 } from '../repositories/erasure';
+import { cancelExports, removeExportObjects } from './account-exports';
 import { userOf, type UseCase } from './use-case';
 import type { Workflow } from './workflow';
 
-/** Records the erasure request and stops the user's open takes; the rows and objects go after (continueErasure). */
+/**
+ * Records the erasure request, stops the user's open takes and cancels their unfinished account
+ * exports; the rows and objects go after (continueErasure).
+ */
 export const requestAccountErasure: UseCase<void, void> = async (ctx) => {
   await requestErasure(ctx.tx, userOf(ctx));
+  await cancelExports(ctx, undefined);
 };
 
 // The steps after the request emit no event: the user they would go to is gone.
@@ -37,6 +42,9 @@ export const continueErasure: Workflow<{ userId: string; deadline?: number }, bo
     await removeMeetingObjects(ctx.deps.store, meetingId);
     await ctx.run(meetingErased, { userId, meetingId });
   }
+  // Every archive of the user's account exports (their rows went with the user's; a builder still
+  // at work finds its export gone and deletes what it wrote).
+  await removeExportObjects(ctx.deps.store, userId);
   await ctx.run(finish, userId);
   return true;
 };

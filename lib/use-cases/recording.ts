@@ -1,6 +1,6 @@
 // Recording takes: start (live), resume (live), complete a stop (the live recorder, the sweep),
 // stop an orphaned take (sweep), upload a gap (REST), finalize (sweep). The group commit of a
-// live take's segments stays with its recorder (run-services/live/segments.ts): a step of the
+// live take's segments stays with its recorder (run-services/live/group-commit.ts): a step of the
 // frame path, not an operation an edge asks for.
 import type { Bus } from '../adapters/bus';
 import type { Config } from '../config';
@@ -16,7 +16,8 @@ import {
 } from '../repositories/finalize';
 import type { RecordingFinalized } from '../ml/contract';
 import {
-  assertAcceptsGaps,
+  assertGapWindowOpen,
+  assertTakesNewRanges,
   FRAME_MS,
   gapObjectReferenced,
   type GapResult,
@@ -202,7 +203,7 @@ const storeGapRange: UseCase<GapUpload & { sha: string; object: StoredObject; ob
   // guard: gap-upload-take-lock | remove: , { forUpdate: true } | test: test/concurrency/rest.test.ts :: same upload arrives 20 times at once
   const rec = await getRecording(tx, up.meetingId, up.audioVersion, { forUpdate: true });
   if (!rec) throw new DomainError('not_found', `recording audio_version ${up.audioVersion} not found`);
-  assertAcceptsGaps(rec);
+  assertGapWindowOpen(rec);
   const overlaps = await overlappingRows(tx, up.meetingId, up.audioVersion, up.start, up.end);
   const resultOf = async (): Promise<GapResult> => {
     const cov = await coverage(tx, up.meetingId, up.audioVersion);
@@ -222,6 +223,10 @@ const storeGapRange: UseCase<GapUpload & { sha: string; object: StoredObject; ob
       return { stored: false, result: await resultOf(), existing: row };
     throw overlapError(up, overlaps);
   }
+  // Checked after the stored ranges: the sweep may have finalized the take since the first try of
+  // this range was stored, and its retry is still answered 200 (docs/retries.md).
+  // guard: gap-upload-new-range-closed | remove: assertTakesNewRanges(rec); | test: test/concurrency/gap-retry.test.ts :: new range whose check passed
+  assertTakesNewRanges(rec);
   assertGapsBounded(await coverage(tx, up.meetingId, up.audioVersion), up.start, up.end);
   await insertManifestRow(tx, {
     meeting_id: up.meetingId,
@@ -334,6 +339,39 @@ const markTakeFinalized: UseCase<
   return true;
 };
 
+/** `recording.finalized` of a take: `attempt` 1 when finalized, one more each time the sweep offers it again. */
+export function finalizedMessage(
+  rec: Recording,
+  storagePath: string | null,
+  missingRanges: [number, number][],
+  attempt: number,
+): RecordingFinalized {
+  return {
+    meeting_id: rec.meeting_id,
+    audio_version: rec.audio_version,
+    transcription_id: rec.transcription_id,
+    storage_path: storagePath,
+    is_degraded: missingRanges.length > 0,
+    missing_ranges: missingRanges,
+    attempt,
+  };
+}
+
+/** Publishes a take's `recording.finalized` to the ML batch workers. */
+export async function offerTake(
+  deps: Pick<FinalizeDeps, 'bus' | 'config'>,
+  rec: Recording,
+  message: RecordingFinalized,
+): Promise<void> {
+  // The client's trace of the take's start goes on to the ML batch worker (checked again: a row
+  // stored before validation existed must not fail the publish).
+  await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, {
+    meeting_id: rec.meeting_id,
+    audio_version: String(rec.audio_version),
+    ...validTraceContext(rec.trace_context),
+  });
+}
+
 /** What finalizing a take needs beside the store: the bus and the topic of `recording.finalized`. */
 export interface FinalizeDeps extends WorkflowDeps {
   bus: Bus;
@@ -350,21 +388,8 @@ export const finalizeTake: Workflow<Recording, RecordingFinalized | null, Finali
   const { deps } = ctx;
   const { rows, chain, cov } = await takeComposition(deps.db, rec);
   const storagePath = await composeAudio(deps.store, rec, chain);
-  const message: RecordingFinalized = {
-    meeting_id: rec.meeting_id,
-    audio_version: rec.audio_version,
-    transcription_id: rec.transcription_id,
-    storage_path: storagePath,
-    is_degraded: cov.missing_ranges.length > 0,
-    missing_ranges: cov.missing_ranges,
-  };
-  // The client's trace of the take's start goes on to the ML batch worker (checked again: a row
-  // stored before validation existed must not fail the publish).
-  await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, {
-    meeting_id: rec.meeting_id,
-    audio_version: String(rec.audio_version),
-    ...validTraceContext(rec.trace_context),
-  });
+  const message = finalizedMessage(rec, storagePath, cov.missing_ranges, 1);
+  await offerTake(deps, rec, message);
   const bytesStored = chain.reduce((n, r) => n + r.byte_count, 0);
   const done = await ctx.run(markTakeFinalized, {
     rec,

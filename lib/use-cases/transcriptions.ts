@@ -2,10 +2,10 @@
 // and speaker corrected by its user).
 import { SERVICE } from '../domain/actor';
 import { getMeeting } from '../repositories/meetings';
-import * as segments from '../repositories/segments';
+import * as segments from '../repositories/transcript-segments';
 import { moveSegmentToLabel } from '../repositories/speaker-label-assignments';
 import { lockSpeakerIdentity, survivingPeople } from '../repositories/people';
-import type { Segment } from '../repositories/segments';
+import type { Segment } from '../repositories/transcript-segments';
 import * as transcriptions from '../repositories/transcriptions';
 import type { Transcription } from '../repositories/transcriptions';
 import { DomainError, notFound } from '../errors';
@@ -21,11 +21,15 @@ export const createTranscription: UseCase<{ meetingId: string }, Transcription> 
   return t;
 };
 
+/**
+ * A status change (the batch pass's claim and its renewal among them: see the repository). `claim`
+ * is the ML-Claim the caller sent; the lease of a new or renewed claim lasts `leaseSeconds`.
+ */
 export const updateTranscription: UseCase<
-  { id: string; patch: transcriptions.TranscriptionPatch },
-  Transcription
-> = async (ctx, { id, patch }) => {
-  const { user_id, ...t } = await transcriptions.updateTranscription(ctx.tx, id, patch);
+  { id: string; patch: transcriptions.TranscriptionPatch; claim?: string; leaseSeconds: number },
+  Transcription & transcriptions.BatchClaim
+> = async (ctx, { id, patch, claim, leaseSeconds }) => {
+  const { user_id, ...t } = await transcriptions.updateTranscription(ctx.tx, id, patch, { claim, leaseSeconds });
   ctx.emit(user_id, changed('transcription', 'updated', t.id, t.meeting_id));
   return t;
 };
@@ -37,6 +41,7 @@ export const updateSegment: UseCase<
   // A new speaker: the user's speaker-identity lock first (the order every identity change keeps),
   // then If-Match on the row as read; the segment takes that label's person, its voice sample follows.
   const label = patch.speaker_label;
+  // guard: segment-relabel-identity-lock | remove: if (label !== undefined) await lockSpeakerIdentity(ctx.tx, userOf(ctx)); | test: test/concurrency/speaker-identity.test.ts :: a segment's move to another speaker
   if (label !== undefined) await lockSpeakerIdentity(ctx.tx, userOf(ctx));
   // guard: segment-patch-if-match-lock | remove: , { forUpdate: true } | test: test/concurrency/if-match.test.ts :: If-Match PATCH of a 'segment'
   await checkPrecondition(precondition, () => segments.getSegment(ctx.tx, ctx.actor, id, { forUpdate: true }));

@@ -2,7 +2,7 @@
 // transaction, and the events are published after it commits. The edges run each use case
 // (lib/use-cases) in one: REST through functions/api/commit.ts, the live service's commands and
 // the sweep through runUseCase; the live recorder's stop uses it directly (its segment group
-// commit, run-services/live/segments.ts, is a transaction of its own for throughput).
+// commit, run-services/live/group-commit.ts, is a transaction of its own for throughput).
 import type { Database, Queryable } from '../db/pool';
 import type { EventBody } from '../events/catalogue';
 import { appendEvents, type EventContext, type EventPublisher, type StoredEvent } from '../events/outbox';

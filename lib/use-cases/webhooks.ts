@@ -47,6 +47,21 @@ export const deleteWebhook: UseCase<{ id: string }, void> = async (ctx, { id }) 
   if (!(await webhooks.deleteWebhook(ctx.tx, { userId: userOf(ctx) }, id))) throw notFound('webhook');
 };
 
+/**
+ * A new signing secret, shown once. Deliveries carry both signatures for `overlapSeconds`
+ * (WEBHOOK_SECRET_OVERLAP_SECONDS), so a receiver can switch secrets without losing a delivery;
+ * `expire_previous` stops signing with the replaced secret at once (e.g. it leaked).
+ */
+export const rotateWebhookSecret: UseCase<
+  { id: string; expire_previous: boolean; overlapSeconds: number },
+  { secret: string }
+> = async (ctx, { id, expire_previous, overlapSeconds }) => {
+  const secret = newSecret();
+  const overlap = expire_previous ? 0 : overlapSeconds;
+  if (!(await webhooks.rotateSecret(ctx.tx, { userId: userOf(ctx) }, id, secret, overlap))) throw notFound('webhook');
+  return { secret };
+};
+
 /** Queues a WebhookTest event ahead of the endpoint's other deliveries; the dispatcher sends it at once. */
 export const testWebhook: UseCase<{ id: string }, { event_id: string }> = async (ctx, { id }) => {
   const hook = await webhooks.getWebhook(ctx.tx, { userId: userOf(ctx) }, id);

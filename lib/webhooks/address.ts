@@ -2,6 +2,7 @@
 // every address the host resolves to must be public unicast (no private, loopback, link-local,
 // metadata, carrier-grade NAT or reserved range); the same check runs again at each delivery, on
 // the address the request then connects to (send.ts), so DNS cannot be switched after creation.
+// An IPv6 address that embeds an IPv4 one is judged by the IPv4 address.
 // In development and test also http://localhost and http://127.0.0.1, and no address check: the
 // receivers there are local.
 import { lookup as dnsLookup } from 'node:dns/promises';
@@ -20,12 +21,41 @@ const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1']);
 
 export const checksAddresses = (env: AppEnv) => env === 'staging' || env === 'production';
 
-/** A public unicast address; IPv4-mapped IPv6 is judged as its IPv4 address. */
+/**
+ * A public unicast address. An IPv6 address that embeds IPv4 (decisions.md section 8) is judged
+ * by what it embeds: IPv4-compatible `::a.b.c.d`, mapped `::ffff:a.b.c.d`, translated
+ * `::ffff:0:a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`, Teredo `2001::/32` (its server and
+ * its client, both). Local-use NAT64 (`64:ff9b:1::/48`) leads to private networks: refused.
+ */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
-  let ip = ipaddr.parse(address);
-  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
-  return ip.range() === 'unicast';
+  const ip = ipaddr.parse(address);
+  if (ip.kind() === 'ipv4') return ip.range() === 'unicast';
+  const v6 = ip as ipaddr.IPv6;
+  if (v6.match(LOCAL_NAT64)) return false;
+  const embedded = embeddedIPv4(v6);
+  if (embedded) return embedded.every((v4) => v4.range() === 'unicast');
+  return v6.range() === 'unicast';
+}
+
+const LOCAL_NAT64 = ipaddr.parseCIDR('64:ff9b:1::/48') as [ipaddr.IPv6, number];
+const v4 = (hi: number, lo: number) => new ipaddr.IPv4([hi >> 8, hi & 255, lo >> 8, lo & 255]);
+
+/** The IPv4 addresses an IPv6 address carries, or null when it carries none. */
+function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4[] | null {
+  const p = ip.parts;
+  switch (ip.range()) {
+    case 'ipv4Mapped':
+    case 'rfc6145':
+    case 'rfc6052':
+      return [v4(p[6], p[7])];
+    case '6to4':
+      return [v4(p[1], p[2])];
+    case 'teredo': // the server, then the client (stored inverted)
+      return [v4(p[2], p[3]), v4(p[6] ^ 0xffff, p[7] ^ 0xffff)];
+  }
+  // IPv4-compatible (deprecated): 96 zero bits, then the address; :: and ::1 land in 0.0.0.0/8.
+  return p.slice(0, 6).every((x) => x === 0) ? [v4(p[6], p[7])] : null;
 }
 
 /** The URL's host without IPv6 brackets. */
@@ -68,12 +98,32 @@ export async function resolvePublic(
   return { addresses };
 }
 
+/** How long a URL check at creation or update waits for the host to resolve (a delivery's own budget is send.ts's). */
+export const CHECK_RESOLVE_TIMEOUT_MS = 10_000;
+
 /** Throws 422 unprocessable (field `url`) for a URL a webhook may not use in this environment. */
-export async function checkWebhookUrl(raw: string, env: AppEnv, resolve: Resolve = resolveAll): Promise<void> {
+export async function checkWebhookUrl(
+  raw: string,
+  env: AppEnv,
+  resolve: Resolve = resolveAll,
+  timeoutMs = CHECK_RESOLVE_TIMEOUT_MS,
+): Promise<void> {
   const problem =
     urlFormProblem(raw, env) ??
-    (checksAddresses(env) ? problemOf(await resolvePublic(hostOf(new URL(raw)), resolve)) : null);
+    (checksAddresses(env) ? problemOf(await resolveWithin(hostOf(new URL(raw)), resolve, timeoutMs)) : null);
   if (problem) throw unprocessable(problem, [{ path: 'url', message: problem }]);
+}
+
+/** resolvePublic, or a problem once `timeoutMs` passed: a resolver that never answers cannot hold a request. */
+function resolveWithin(host: string, resolve: Resolve, timeoutMs: number): ReturnType<typeof resolvePublic> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<{ problem: string }>((r) => {
+    timer = setTimeout(
+      () => r({ problem: `url host ${host} did not resolve within ${timeoutMs / 1000} s` }),
+      timeoutMs,
+    );
+  });
+  return Promise.race([resolvePublic(host, resolve), late]).finally(() => clearTimeout(timer));
 }
 
 const problemOf = (r: { problem: string } | { addresses: string[] }) => ('problem' in r ? r.problem : null);

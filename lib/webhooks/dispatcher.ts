@@ -1,10 +1,12 @@
-// Webhook delivery (decisions.md section 7; the design is in docs/webhooks.md). The outbox is the
-// source: each enabled endpoint keeps a cursor over its user's seqs, and a fan-out pass turns
-// the events past it into pending deliveries and moves it, in one transaction, so an event
+// Webhook delivery (decisions.md sections 7 and 8; the design is in docs/webhooks.md). The outbox
+// is the source: each enabled endpoint keeps a cursor over its user's seqs, and a fan-out pass
+// turns the events past it into pending deliveries and moves it, in one transaction, so an event
 // is queued exactly once however many dispatchers run. Deliveries are claimed by leasing their
 // endpoint (one attempt in flight per endpoint keeps seq order); an attempt's outcome, the log
 // entry, the next retry or the removal are written together. A dispatcher that dies mid-attempt
-// leaves its lease to expire: the delivery is then attempted again, never dropped.
+// leaves its lease to expire: the delivery is then attempted again, never dropped. Fairness: a
+// dispatcher holds at most `maxPerUser` attempts of one user's endpoints, and failing endpoints
+// at most half its slots, so receivers that never answer cannot take the slots of healthy ones.
 import type { Config } from '../config';
 import type { Database, Queryable } from '../db/pool';
 import { toDelivered, type StoredEvent } from '../events/outbox';
@@ -16,8 +18,17 @@ import { ATTEMPT_TIMEOUT_MS, sendWebhook, succeeded, type AttemptResult } from '
 /** Endpoints fanned out, and events per endpoint, in one pass. */
 const FAN_OUT_ENDPOINTS = 100;
 const FAN_OUT_EVENTS = 500;
-/** Attempts in flight per dispatcher: a slow receiver holds one slot for at most the timeout. */
-export const DISPATCH_CONCURRENCY = 64;
+/**
+ * Attempts in flight per dispatcher. A slow receiver holds one slot for at most the timeout, and
+ * an attempt in flight costs an idle socket and at most MAX_RESPONSE_BYTES: slots are cheap, so
+ * there are enough that the per-user cap and the failing share leave most of them to healthy
+ * endpoints whoever else hangs.
+ */
+export const DISPATCH_CONCURRENCY = 256;
+/** Default attempts of one user's endpoints in flight per dispatcher (WEBHOOK_MAX_IN_FLIGHT_PER_USER). */
+export const MAX_IN_FLIGHT_PER_USER = 8;
+/** Failing endpoints (their last attempt failed) hold at most this share of a dispatcher's slots. */
+const FAILING_SHARE = 0.5;
 /** An endpoint's lease outlives its attempt (the timeout) with room to write the outcome. */
 const LEASE_SECONDS = 60;
 
@@ -95,39 +106,83 @@ export async function fanOut(db: Database): Promise<number> {
 
 export interface Claim {
   webhook_id: string;
+  user_id: string;
   url: string;
-  secret: string;
+  /** The secrets to sign with: the current one, then the previous one while its overlap lasts. */
+  secrets: string[];
+  /** The endpoint's last attempt failed (it counts against the failing share). */
+  failing: boolean;
   event_id: string;
   body: string;
   attempts: number;
 }
 
+/** What this dispatcher already holds: attempts in flight per user, and room left for failing endpoints. */
+export interface Fairness {
+  maxPerUser: number;
+  inFlightByUser: ReadonlyMap<string, number>;
+  failingRoom: number;
+}
+
+const UNLIMITED: Fairness = { maxPerUser: 2 ** 31 - 1, inFlightByUser: new Map(), failingRoom: 2 ** 31 - 1 };
+
 /**
  * Leases up to `limit` endpoints with a delivery due and returns the lowest-seq due delivery of
  * each. The lease is on the endpoint row: a concurrent claim re-reads it under FOR UPDATE and
  * skips it, so no two dispatchers attempt the same endpoint at once. A release leaves the time
- * in lease_until, so the least recently served endpoints are claimed first (round robin).
+ * in lease_until, so the least recently served endpoints are claimed first (round robin), within
+ * `fair`: no user past maxPerUser attempts in flight here, no more failing endpoints than failingRoom.
  */
-export async function claimDue(db: Queryable, limit: number, leaseSeconds = LEASE_SECONDS): Promise<Claim[]> {
+export async function claimDue(
+  db: Queryable,
+  limit: number,
+  leaseSeconds = LEASE_SECONDS,
+  fair: Fairness = UNLIMITED,
+): Promise<Claim[]> {
   // A claimed endpoint's row stays locked until its lease is written: another claim skips it.
-  // guard: claim-endpoint-lock | remove: FOR UPDATE SKIP LOCKED | test: test/concurrency/webhooks.test.ts :: leased while the claim looked
+  // Fairness: a user's endpoints get the slots left of maxPerUser; failing ones those left of failingRoom.
   const { rows } = await db.query<Claim>(
     'webhook.claim',
-    `WITH hooks AS (
-       SELECT id FROM webhook w
-       WHERE enabled AND (lease_until IS NULL OR lease_until < now())
+    `WITH busy AS (
+       SELECT * FROM unnest($3::uuid[], $4::int[]) AS b(user_id, n)
+     ), due AS (
+       SELECT w.id, w.lease_until, w.failing_since IS NOT NULL AS failing,
+              COALESCE(b.n, 0) + row_number() OVER (PARTITION BY w.user_id ORDER BY w.lease_until NULLS FIRST, w.id) AS user_slot
+       FROM webhook w LEFT JOIN busy b ON b.user_id = w.user_id
+       WHERE w.enabled AND (w.lease_until IS NULL OR w.lease_until < now())
          AND EXISTS (SELECT 1 FROM webhook_delivery d WHERE d.webhook_id = w.id AND d.next_attempt_at <= now())
-       ORDER BY lease_until NULLS FIRST LIMIT $1 FOR UPDATE SKIP LOCKED
+     ), fair AS (
+       SELECT id, lease_until,
+              CASE WHEN failing THEN row_number() OVER (PARTITION BY failing ORDER BY lease_until NULLS FIRST, id) ELSE 0 END AS failing_slot
+       -- guard: webhook-per-user-cap | remove: WHERE user_slot <= $5 | test: test/webhooks/delivery.test.ts :: maxPerUser attempts of one user
+       FROM due WHERE user_slot <= $5
+     ), picked AS (
+       -- guard: webhook-failing-share | remove: WHERE failing_slot <= $6 | test: test/webhooks/delivery.test.ts :: failing endpoints at most half
+       SELECT id FROM fair WHERE failing_slot <= $6 ORDER BY lease_until NULLS FIRST, id LIMIT $1
+     ), hooks AS (
+       SELECT id FROM webhook w
+       WHERE id IN (SELECT id FROM picked)
+         AND enabled AND (lease_until IS NULL OR lease_until < now())
+       -- guard: claim-endpoint-lock | remove: FOR UPDATE SKIP LOCKED | test: test/concurrency/webhooks.test.ts :: leased while the claim looked
+       FOR UPDATE SKIP LOCKED
      ), leased AS (
        UPDATE webhook w SET lease_until = now() + make_interval(secs => $2) FROM hooks h WHERE w.id = h.id
-       RETURNING w.id, w.url, w.secret
+       RETURNING w.id, w.user_id, w.url, w.failing_since IS NOT NULL AS failing,
+         CASE WHEN w.previous_secret_expires_at > now() THEN ARRAY[w.secret, w.previous_secret] ELSE ARRAY[w.secret] END AS secrets
      )
-     SELECT l.id AS webhook_id, l.url, l.secret, d.event_id, d.body, d.attempts FROM leased l
+     SELECT l.id AS webhook_id, l.user_id, l.url, l.secrets, l.failing, d.event_id, d.body, d.attempts FROM leased l
      CROSS JOIN LATERAL (
        SELECT event_id, body, attempts FROM webhook_delivery d
        WHERE d.webhook_id = l.id AND d.next_attempt_at <= now() ORDER BY d.seq, d.event_id LIMIT 1
      ) d`,
-    [limit, leaseSeconds],
+    [
+      limit,
+      leaseSeconds,
+      [...fair.inFlightByUser.keys()],
+      [...fair.inFlightByUser.values()],
+      fair.maxPerUser,
+      fair.failingRoom,
+    ],
   );
   return rows;
 }
@@ -192,6 +247,8 @@ export interface DispatcherOptions extends RetryRules {
   resolve?: Resolve;
   timeoutMs?: number;
   concurrency?: number;
+  /** Attempts of one user's endpoints in flight at once (WEBHOOK_MAX_IN_FLIGHT_PER_USER). */
+  maxPerUser?: number;
 }
 
 export interface Dispatcher {
@@ -205,14 +262,24 @@ export interface Dispatcher {
 export function startDispatcher(opts: DispatcherOptions): Dispatcher {
   const { db, log } = opts;
   const concurrency = opts.concurrency ?? DISPATCH_CONCURRENCY;
+  const maxPerUser = opts.maxPerUser ?? MAX_IN_FLIGHT_PER_USER;
+  const failingSlots = Math.floor(concurrency * FAILING_SHARE);
   const inFlight = new Set<Promise<void>>();
+  const inFlightByUser = new Map<string, number>();
+  let failingInFlight = 0;
+  const hold = (claim: Claim, n: 1 | -1) => {
+    const count = (inFlightByUser.get(claim.user_id) ?? 0) + n;
+    if (count) inFlightByUser.set(claim.user_id, count);
+    else inFlightByUser.delete(claim.user_id);
+    if (claim.failing) failingInFlight += n;
+  };
   let running = false;
   let again = false;
   let stopped = false;
 
   const attemptOne = async (claim: Claim) => {
     const result = await sendWebhook(
-      { url: claim.url, secret: claim.secret },
+      { url: claim.url, secrets: claim.secrets },
       { id: claim.event_id, body: claim.body },
       {
         env: opts.env,
@@ -236,7 +303,9 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
         await fanOut(db);
         const free = concurrency - inFlight.size;
         if (free <= 0 || stopped) break;
-        for (const claim of await claimDue(db, free)) {
+        const fair = { maxPerUser, inFlightByUser, failingRoom: Math.max(0, failingSlots - failingInFlight) };
+        for (const claim of await claimDue(db, free, LEASE_SECONDS, fair)) {
+          hold(claim, 1);
           const p: Promise<void> = attemptOne(claim)
             .catch((err) =>
               log.warn(
@@ -245,6 +314,7 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
               ),
             )
             .finally(() => {
+              hold(claim, -1);
               inFlight.delete(p);
               void pass();
             });
@@ -281,6 +351,7 @@ export function startWebhookDispatcher(
     log: rt.log,
     env: rt.config.APP_ENV,
     pollMs: rt.config.WEBHOOK_POLL_MS,
+    maxPerUser: rt.config.WEBHOOK_MAX_IN_FLIGHT_PER_USER,
     retrySchedule: rt.config.WEBHOOK_RETRY_SCHEDULE_SECONDS,
     disableAfterSeconds: rt.config.WEBHOOK_DISABLE_AFTER_SECONDS,
     ...overrides,

@@ -31,7 +31,8 @@ const clientMessages: Record<string, { schema: z.ZodType; summary: string }> = {
   },
   StopRecordingCommand: {
     schema: StopRecording,
-    summary: 'Stops the take (RecordingStopped follows after the settle time).',
+    summary:
+      'Stops the take (RecordingStopped follows after the settle time). Sent again after the take stopped, it is answered with its RecordingStopped.',
   },
 };
 

@@ -3,7 +3,8 @@
 // or a message is still on its way) means the missing ones are already in the outbox: they are
 // read from there first. `last_seq` replay is the same read from the client's point on. Only
 // retention deletes events, so a read that finds some gone sends ResyncRequired before going
-// on. Events go through one queue, so live events arriving during a replay wait for it.
+// on. Events go through one queue, so live events arriving during a replay wait for it. Nothing is
+// sent before open(): the connection's `ready` goes first, once start() fixed the starting point.
 import { retry } from '@mi/lib/async';
 import type { Queryable } from '@mi/lib/db/pool';
 import { eventsAfter, latestSeq, toDelivered, type StoredEvent } from '@mi/lib/events/outbox';
@@ -28,8 +29,11 @@ export const toClientMessage: (e: StoredEvent) => DeliveredEvent = toDelivered;
 
 export class EventStream {
   private lastSeq = 0;
-  private queue: Promise<void> = Promise.resolve();
   private closed = false;
+  private queue: Promise<void> = Promise.resolve();
+  private opened!: () => void;
+  /** Held until open(): the queue waits here after the starting point is fixed. */
+  private readonly gate = new Promise<void>((resolve) => (this.opened = resolve));
 
   constructor(
     private readonly db: Queryable,
@@ -41,18 +45,32 @@ export class EventStream {
     private readonly maxReplay: number,
   ) {}
 
-  /** Starts after `lastSeq` (replaying what the outbox holds after it) or after the latest event. */
+  /**
+   * Fixes the starting point: after `lastSeq` (the outbox's events after it are replayed once
+   * opened) or after the latest event. Resolves once it is fixed (or the read failed for good:
+   * then the sink was told). Events pushed meanwhile wait behind it, so an event committed after
+   * this read reaches the connection, and one committed before is in the replay or was before.
+   */
   start(lastSeq?: number): Promise<void> {
-    return this.enqueue(async () => {
+    let replayTo = 0;
+    const fixed = this.enqueue(async () => {
       const latest = await this.read(() => latestSeq(this.db, this.userId));
       if (lastSeq === undefined || lastSeq >= latest) {
         this.lastSeq = latest;
         return;
       }
-      // Events retention deleted show as a gap where the replay starts: fill() reports it.
       this.lastSeq = lastSeq;
-      await this.fill(latest);
+      replayTo = latest;
     });
+    this.queue = this.queue.then(() => this.gate);
+    // The replay (nothing when replayTo is 0). Events retention deleted show as a gap where it starts: fill() reports it.
+    void this.enqueue(() => this.fill(replayTo));
+    return fixed;
+  }
+
+  /** Lets events out (after the connection sent `ready`). */
+  open(): void {
+    this.opened();
   }
 
   push(e: StoredEvent): void {
@@ -72,6 +90,7 @@ export class EventStream {
 
   close(): void {
     this.closed = true;
+    this.opened();
   }
 
   private enqueue(step: () => Promise<void>): Promise<void> {

@@ -11,7 +11,7 @@ import type { Config } from '@mi/lib/config';
 import { openDatabase } from '@mi/lib/db/open';
 import { notReady } from '@mi/lib/db/pool';
 import { DomainError } from '@mi/lib/errors';
-import { PROBLEM_CONTENT_TYPE, toProblem } from '@mi/functions/api/problem';
+import { PROBLEM_CONTENT_TYPE, toProblem } from '@mi/lib/errors/problem';
 import type { Logger } from '@mi/lib/telemetry/log';
 import { mlContractDocuments } from '@mi/lib/ml/documents';
 import { createRuntime } from '@mi/lib/adapters/runtime';

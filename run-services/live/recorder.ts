@@ -1,25 +1,18 @@
 // One take owned by this instance: frames → in-memory buffer → one object + one manifest row per
 // RECORDING_SEGMENT_TARGET_MS of contiguous frames → progress events with the durable contiguous
-// sequence; audio forwarded to the ML service; lease heartbeat; max duration; the stop sequence
-// (settle → flush → bounded ML drain → stopped). Nothing the recorder was given is dropped while
-// it owns the take: frame writes are retried with backoff, never given up (the stop's last step
-// retries for about 80 s, then leaves a take stuck in stopping to the sweep).
+// sequence; audio forwarded to the ML service. When and how the take ends (disconnect grace,
+// duration warning and ceiling, the stop sequence) is recorder-stop.ts. Nothing the recorder was
+// given is dropped while it owns the take: frame writes are retried with backoff, never given up.
 import type { Coordination } from '@mi/lib/adapters/coordination';
-import { retry, sleep } from '@mi/lib/async';
 import { progressEvent, type EventBody } from '@mi/lib/events/catalogue';
 import { mlAuthorization } from '@mi/lib/adapters/ml-credential';
 import { instruments } from '@mi/lib/telemetry/metrics';
 import type { StoredEvent } from '@mi/lib/events/outbox';
-import { SERVICE } from '@mi/lib/domain/actor';
-import { beginStop, completeStop } from '@mi/lib/use-cases/recording';
-import { traceIdOf } from '@mi/lib/telemetry/trace-context';
-import { runUseCase } from '@mi/lib/use-cases/use-case';
 import type { OutgoingMessage } from './server-messages';
 import { coverageOfSet, MAX_MISSING_RANGES, RangeSet } from '@mi/lib/domain/coverage';
 import { NO_END, type ManifestRow } from '@mi/lib/repositories/manifest';
 import { recordEvent } from '@mi/lib/repositories/recording-history';
 import {
-  getRecording,
   pcmFrameBytes,
   recordingLeaseKey,
   releaseOwner,
@@ -28,9 +21,10 @@ import {
 } from '@mi/lib/repositories/recordings';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import { FrameBuffer, type Run } from './frames';
-import { MlStream, type DrainResult, type MlHealth } from './ml-client';
+import { MlStream, type MlHealth } from './ml-client';
 import { FRAME_MS, type ErrorCode } from './protocol';
-import { prepareRuns, type SegmentCommitter } from './segments';
+import { prepareRuns, type SegmentCommitter } from './group-commit';
+import { TakeEnd, whyLost } from './recorder-stop';
 import { StoragePump, type PumpHost } from './storage-pump';
 
 export interface Take {
@@ -73,9 +67,9 @@ export type RecorderState = 'recording' | 'settling' | 'finishing' | 'done';
 
 /** Frames waiting for storage beyond this are refused (buffer_full): ~2 min of 16 kHz PCM. */
 const MAX_PENDING_BYTES = 4 * 1024 * 1024;
-const BACKOFF_MS = [100, 200, 500, 1_000, 2_000, 5_000];
-const DURATION_WARNING_LEAD_MS = 60_000;
 const LET_GO_FLUSH_MS = 5_000;
+/** Ticks of the progress cadence per RECORDING_PROGRESS_INTERVAL_SECONDS. */
+const PROGRESS_TICKS = 2;
 
 export class Recorder implements PumpHost {
   readonly key: string;
@@ -85,18 +79,17 @@ export class Recorder implements PumpHost {
   private readonly frames: FrameBuffer;
   /** Bytes of the rows this recorder knows of (the frames of frames.durable). */
   private bytesStored: number;
-  private lastProgress: { frames: number; at: number };
+  private lastProgress: { frames: number };
   progressRequested = false;
-  private ml: MlStream | null = null;
+  /** Ticks of the progress cadence since the last progress event (or the last request for one). */
+  private ticksSinceProgress = 0;
+  /** The take's ML session (none without a transcription). */
+  readonly ml: MlStream | null = null;
   private readonly pump: StoragePump;
-  private graceTimer: NodeJS.Timeout | null = null;
-  /** The least grace of the current detachment (a client told to reconnect gets time to come back). */
-  private minGraceSeconds = 0;
-  private stopping: Promise<void> | null = null;
+  /** The grace, duration and stop of the take (recorder-stop.ts). */
+  private readonly end: TakeEnd;
   /** The progress cadence: until the recorder is done. */
   private readonly intervals: NodeJS.Timeout[] = [];
-  /** Duration warning and ceiling: until the stop begins. */
-  private readonly durationTimers: NodeJS.Timeout[] = [];
   private readonly targetFrames: number;
   private readonly ceiling: number;
   /** Every frame stored or waiting to be: what the hole bound counts. */
@@ -106,7 +99,7 @@ export class Recorder implements PumpHost {
   private counted = true;
 
   constructor(
-    private readonly host: RecorderHost,
+    readonly host: RecorderHost,
     readonly take: Take,
     stored: ManifestRow[] = [],
   ) {
@@ -118,7 +111,7 @@ export class Recorder implements PumpHost {
     this.frames = new FrameBuffer(RangeSet.of(stored.map((r) => [r.start_sequence, r.end_sequence] as const)));
     this.received = this.frames.durable.clone();
     this.bytesStored = stored.reduce((n, r) => n + r.byte_count, 0);
-    this.lastProgress = { frames: this.frames.durable.size, at: Date.now() };
+    this.lastProgress = { frames: this.frames.durable.size };
     this.pump = new StoragePump(this.frames, this.targetFrames, c.RECORDING_SEGMENT_TARGET_MS, this);
     instruments().takesOpen.add(1);
 
@@ -141,13 +134,12 @@ export class Recorder implements PumpHost {
         onHealth: (h) => this.health(h),
       });
     }
-    const progressMs = c.RECORDING_PROGRESS_INTERVAL_SECONDS * 1000;
+    // Two ticks per interval: the second tick after the last progress asks for one, so the gap
+    // never exceeds the interval (comparing clocks at one tick per interval skipped every other).
     this.intervals.push(
-      setInterval(() => {
-        if (Date.now() - this.lastProgress.at >= progressMs - 20) this.requestProgress();
-      }, progressMs),
+      setInterval(() => this.progressTick(), (c.RECORDING_PROGRESS_INTERVAL_SECONDS * 1000) / PROGRESS_TICKS),
     );
-    this.scheduleDuration();
+    this.end = new TakeEnd(this);
   }
 
   get coverage() {
@@ -182,7 +174,7 @@ export class Recorder implements PumpHost {
   detach(client: RecorderClient, minGraceSeconds = 0): void {
     if (this.client !== client) return;
     this.client = null;
-    this.minGraceSeconds = minGraceSeconds;
+    this.end.minGraceSeconds = minGraceSeconds;
     this.pump.kick();
   }
 
@@ -208,41 +200,19 @@ export class Recorder implements PumpHost {
 
   /** The stop sequence; resolves once RecordingStopped went out (or the take was lost). */
   stop(reason: StopReason): Promise<void> {
-    this.stopping ??= this.runStop(reason).catch((err) => {
-      this.host.rt.log.error({ err, take: this.key }, 'stop failed');
-      // The database failed past every retry: the frames stay held, and a stop sent again goes
-      // on from the step that failed (the client is told, never left waiting in silence).
-      this.stopping = null;
-      this.client?.send({
-        type: 'error',
-        code: 'unavailable',
-        message: `the take could not be stopped (${(err as Error).message}); send StopRecordingCommand again`,
-        ref: 'StopRecordingCommand',
-      });
-    });
-    return this.stopping;
+    return this.end.stop(reason);
   }
 
   scheduleGrace(requestedSeconds: number): void {
-    if (this.state !== 'recording' || this.client || this.graceTimer) return;
-    const seconds = Math.max(requestedSeconds, this.minGraceSeconds);
-    this.note('disconnect_grace_started', { grace_seconds: seconds });
-    if (seconds <= 0) return void this.stop('connection_closed');
-    this.graceTimer = setTimeout(() => {
-      this.graceTimer = null;
-      this.host.graceExpired(this);
-    }, seconds * 1000);
+    this.end.scheduleGrace(requestedSeconds, () => this.host.graceExpired(this));
   }
 
   get gracePending(): boolean {
-    return this.graceTimer !== null;
+    return this.end.gracePending;
   }
 
   cancelGrace(reason: string): void {
-    if (!this.graceTimer) return;
-    clearTimeout(this.graceTimer);
-    this.graceTimer = null;
-    this.note('disconnect_grace_cancelled', { reason });
+    this.end.cancelGrace(reason);
   }
 
   /** Writes everything waiting; resolves when nothing waits or after timeoutMs. */
@@ -283,7 +253,7 @@ export class Recorder implements PumpHost {
   }
 
   /** Stops timers, writes and forwarding; nothing is written after this. */
-  private halt(): void {
+  halt(): void {
     if (this.counted) instruments().takesOpen.add(-1);
     this.counted = false;
     this.pump.halt();
@@ -343,6 +313,11 @@ export class Recorder implements PumpHost {
 
   // --- progress and health -------------------------------------------------------------------
 
+  /** The progress event of what is durable now (the stop commits it as the take's last). */
+  progressNow(): EventBody {
+    return this.progressBody(this.frames.durable, this.bytesStored);
+  }
+
   private progressBody(durable: RangeSet, bytes: number): EventBody {
     const cov = coverageOfSet(durable, bytes);
     return progressEvent({
@@ -379,13 +354,19 @@ export class Recorder implements PumpHost {
     return bodies;
   }
 
+  /** The progress cadence's tick (PROGRESS_TICKS per interval; tests drive it by hand). */
+  progressTick(): void {
+    if (++this.ticksSinceProgress >= PROGRESS_TICKS) this.requestProgress();
+  }
+
   private requestProgress(): void {
+    this.ticksSinceProgress = 0;
     this.progressRequested = true;
     this.pump.kick();
   }
 
   async emitProgress(): Promise<void> {
-    const body = this.progressBody(this.frames.durable, this.bytesStored);
+    const body = this.progressNow();
     const outcome = await this.host.committer.commit({
       take: this.take,
       userId: this.take.userId,
@@ -411,8 +392,9 @@ export class Recorder implements PumpHost {
   /** Events already dispatched (the committer dispatches a whole batch's at once). */
   private progressSent(events: StoredEvent[]): void {
     this.progressRequested = false;
+    this.ticksSinceProgress = 0;
     const last = events.at(-1)!.body as { frames_stored: number; highest_contiguous_sequence: number };
-    this.lastProgress = { frames: last.frames_stored, at: Date.now() };
+    this.lastProgress = { frames: last.frames_stored };
     // A frame is acknowledged once a progress event's contiguous coverage reaches it.
     const now = Date.now();
     this.unacked = this.unacked.filter((u) =>
@@ -443,145 +425,15 @@ export class Recorder implements PumpHost {
 
   // --- lifecycle -----------------------------------------------------------------------------
 
-  private async runStop(reason: StopReason): Promise<void> {
-    const { rt, instanceId } = this.host;
-    const c = rt.config;
-    const { meetingId, audioVersion } = this.take;
-    // Committed events reach this instance's connections first, then Pub/Sub.
-    const uow = { db: rt.db, events: { publish: async (events: StoredEvent[]) => this.host.dispatch(events) } };
-    if (this.state === 'recording') {
-      // Settling before the row says stopping: a segment commit that meets our own stop is no
-      // sign that the take was lost (store() lets go only of a take still 'recording' here).
-      this.state = 'settling';
-      const ok = await this.retried('begin', () =>
-        runUseCase(uow, SERVICE, beginStop, { meetingId, audioVersion, reason, owner: instanceId }),
-      ).catch((err) => {
-        this.state = 'recording';
-        throw err;
-      });
-      if (!ok) return this.letGo(await this.whyLost());
-      this.clearDurationAndGrace();
-      await sleep(c.RECORDING_STOP_SETTLE_MS);
-    }
-    // A stop sent again after a failed one starts here (finishing); a take let go meanwhile ends.
-    if (this.state !== 'settling' && this.state !== 'finishing') return;
-    this.state = 'finishing';
-    await this.flushAll();
-    const drain: DrainResult = this.ml
-      ? await this.ml.drain(c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS * 1000)
-      : { drained: false, error: 'no ML session' };
-    this.note(drain.timed_out ? 'ml_drain_timeout' : 'ml_drained', {
-      ...drain,
-      timeout_seconds: c.RECORDING_ML_DRAIN_TIMEOUT_SECONDS,
-    });
-
-    const result = await this.retried('complete', () =>
-      runUseCase(uow, SERVICE, completeStop, {
-        meetingId,
-        audioVersion,
-        userId: this.take.userId,
-        gapUploadDeadlineSeconds: c.RECORDING_GAP_UPLOAD_DEADLINE_SECONDS,
-        history: { ml_drained: drain.drained },
-        events: [this.progressBody(this.frames.durable, this.bytesStored)],
-      }),
-    );
-    if (!result) {
-      await this.letGo('not_recording', 0);
-      await this.host.coordination.release(this.key, instanceId).catch(() => undefined);
-      return;
-    }
-    this.state = 'done';
-    this.halt();
-    const trace = this.take.trace && traceIdOf(this.take.trace);
-    rt.log.info(
-      {
-        meeting_id: meetingId,
-        audio_version: audioVersion,
-        reason,
-        instance: instanceId,
-        ...(trace && { trace_id: trace }),
-        ...result.coverage,
-      },
-      'take stopped',
-    );
-    if (this.client) {
-      this.client.send({
-        type: 'RecordingStopped',
-        meeting_id: meetingId,
-        audio_version: audioVersion,
-        reason,
-        highest_contiguous_sequence: result.coverage.highest_contiguous_sequence,
-        missing_ranges: result.coverage.missing_ranges,
-        gap_upload_deadline: result.gap_upload_deadline,
-      });
-      this.client.released(this);
-      this.client = null;
-    }
-    await this.host.coordination.release(this.key, instanceId).catch(() => undefined);
-    this.host.closed(this);
-  }
-
   /** The lease or the row (owner_instance) now names another instance, or the take is not open. */
   async ownershipLost(why: string): Promise<void> {
     if (this.state !== 'recording') return;
     this.note('lease_lost', { instance: this.host.instanceId, why });
-    await this.letGo(await this.whyLost());
-  }
-
-  /** Another instance resumed the take, or it is no longer recording at all. */
-  private async whyLost(): Promise<'resumed_elsewhere' | 'not_recording'> {
-    const rec = await getRecording(this.host.rt.db, this.take.meetingId, this.take.audioVersion).catch(() => null);
-    return rec?.state === 'recording' && rec.owner_instance !== this.host.instanceId
-      ? 'resumed_elsewhere'
-      : 'not_recording';
-  }
-
-  private scheduleDuration(): void {
-    const endAt = this.take.startedAt.getTime() + this.take.maxDurationSeconds * 1000;
-    const lead = Math.min(DURATION_WARNING_LEAD_MS, (this.take.maxDurationSeconds * 1000) / 10);
-    const now = Date.now();
-    if (endAt - lead > now) {
-      this.durationTimers.push(
-        setTimeout(
-          () => {
-            const seconds = Math.max(0, Math.round((endAt - Date.now()) / 1000));
-            const warning = {
-              meeting_id: this.take.meetingId,
-              audio_version: this.take.audioVersion,
-              seconds_remaining: seconds,
-              max_duration_seconds: this.take.maxDurationSeconds,
-            };
-            this.client?.send({ type: 'RecordingDurationWarning', ...warning });
-            this.note('duration_warning', warning);
-          },
-          endAt - lead - now,
-        ),
-      );
-    }
-    this.durationTimers.push(setTimeout(() => void this.stop('max_duration'), Math.max(0, endAt - now)));
-  }
-
-  /** Retries a database step of the stop with backoff, 20 times (about 80 s): a stop must complete if it can. */
-  private retried<T>(step: string, fn: () => Promise<T>): Promise<T> {
-    return retry(fn, {
-      steps: BACKOFF_MS,
-      attempts: 21,
-      onRetry: (err, failures) =>
-        this.host.rt.log.warn(
-          { err: (err as Error).message, take: this.key, step, failures },
-          'stop step failed; retrying',
-        ),
-    });
-  }
-
-  private clearDurationAndGrace(): void {
-    for (const t of this.durationTimers) clearTimeout(t);
-    this.durationTimers.length = 0;
-    if (this.graceTimer) clearTimeout(this.graceTimer), (this.graceTimer = null);
+    await this.letGo(await whyLost(this));
   }
 
   private clearTimers(): void {
-    this.clearDurationAndGrace();
+    this.end.clearTimers();
     for (const t of this.intervals) clearInterval(t);
     this.intervals.length = 0;
     this.pump.clearTimer();

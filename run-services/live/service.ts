@@ -1,7 +1,7 @@
 // The live WebSocket service: attaches to any HTTP server's `upgrade` for /ws (the local stack's
-// one port, or the Cloud Run entry in server.ts). Per instance: a Pub/Sub topic of its own and its
-// subscription (the events of the users it holds, addressed to it by presence), Firestore presence
-// of its connections, and the recordings it owns (sessions.ts). Its own events reach its own
+// one port, or the Cloud Run entry in server.ts). Per instance: its place in the event fan-out
+// (lib/fanout: a Pub/Sub topic of its own, addressed by presence), Firestore presence of its
+// connections, and the recordings it owns (sessions.ts). Its own events reach its own
 // connections in-process and go out only to the other instances holding their user.
 import { settleWithin } from '@mi/lib/async';
 import { randomUUID } from 'node:crypto';
@@ -12,12 +12,14 @@ import { createCoordination, type Coordination } from '@mi/lib/adapters/coordina
 import { OWNER_HEARTBEAT_SECONDS, OWNER_STALE_SECONDS } from '@mi/lib/repositories/recordings';
 import { erasedUsers } from '@mi/lib/repositories/erasure';
 import { findOrCreateUser } from '@mi/lib/repositories/users';
-import { BROADCAST, createEventPublisher, latestSeqs, outboxBacklog, type StoredEvent } from '@mi/lib/events/outbox';
-import { instanceTopic, type BusMessage } from '@mi/lib/adapters/bus';
+import { createEventPublisher, latestSeqs, outboxBacklog, type StoredEvent } from '@mi/lib/events/outbox';
+import type { BusMessage } from '@mi/lib/adapters/bus';
+import { presenceNoticeOf, RemoteListeners, sendPresenceNotice } from '@mi/lib/fanout/routes';
+import { closeInstanceTopic, openInstanceTopic } from '@mi/lib/fanout/liveness';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import { Connection, type ConnectionHost } from './connection';
-import { RemoteListeners } from './listeners';
 import { EventStream } from './event-stream';
+import { toWsError } from './ws-errors';
 import { CloseCode, FRAME_HEADER_BYTES, traceOf, type ClientCommand, type HelloMessage } from './protocol';
 import { traceIdOf } from '@mi/lib/telemetry/trace-context';
 import type { Recorder } from './recorder';
@@ -82,21 +84,6 @@ const SHUTDOWN_RELEASE_MS = 2_500;
  */
 const CATCH_UP_MS = 5_000;
 
-/**
- * Sent to the other instances holding a user when this one gains or loses that user's
- * connections: `holds` keeps their routes current (listeners.ts); `online` false means the user
- * has no connection left anywhere (detached takes start their grace), true that one just opened
- * (pending stops are off), null neither.
- */
-interface PresenceNotice {
-  control: 'presence';
-  user_id: string;
-  instance: string;
-  holds: boolean;
-  online: boolean | null;
-  min_grace_seconds: number;
-}
-
 export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): LiveService {
   const { config, log } = rt;
   const instanceId = opts.instanceId ?? `live-${randomUUID()}`;
@@ -119,19 +106,17 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
   const byUser = new Map<string, Set<Connection>>();
   let state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   let subscription: { close(): Promise<void> } | null = null;
-  let markTimer: NodeJS.Timeout | null = null;
   let unwatchOutbox = () => {};
   let catchUpTimer: NodeJS.Timeout | null = null;
   let stopped: Promise<void> | null = null;
 
   const localConnections = (userId: string) => byUser.get(userId)?.size ?? 0;
-  const broadcast = config.EVENT_FANOUT === 'broadcast';
   const topic = config.PUBSUB_TOPIC_EVENTS;
-  const ownTopic = instanceTopic(topic, instanceId);
   const fanout: FanoutCounters = { busMessages: 0, busEvents: 0, busMessagesUnheld: 0, eventsProduced: 0 };
   const listeners = new RemoteListeners(instanceId, (userId) => coordination.presenceInstances(userId));
-  const routes = broadcast ? BROADCAST : (userId: string) => listeners.of(userId);
+  const routes = (userId: string) => listeners.of(userId);
   const events = createEventPublisher({ db: rt.db, bus: rt.bus, topic, log, routes });
+  const instanceTtlMs = config.LIVE_INSTANCE_TTL_SECONDS * 1000;
 
   function deliverLocal(e: StoredEvent): void {
     for (const conn of byUser.get(e.user_id) ?? []) conn.stream?.push(e);
@@ -143,8 +128,9 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     instanceId,
     mlUrl: opts.mlUrl ?? config.ML_SERVICE_URL,
     leaseTtlMs: opts.leaseTtlMs ?? OWNER_STALE_SECONDS * 1000,
-    // Presence lapses unless each document is refreshed at least three times in its lifetime.
-    heartbeatMs: Math.min(opts.heartbeatMs ?? OWNER_HEARTBEAT_SECONDS * 1000, presenceTtlMs / 3),
+    // Presence and the instance's mark lapse unless each is refreshed at least three times in its lifetime.
+    heartbeatMs: Math.min(opts.heartbeatMs ?? OWNER_HEARTBEAT_SECONDS * 1000, presenceTtlMs / 3, instanceTtlMs / 3),
+    instanceTtlMs,
     // Our own events reach our connections at once, and go out only to the other instances holding their user.
     dispatch(produced) {
       for (const e of produced) deliverLocal(e);
@@ -162,33 +148,26 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
   });
 
   /** Tells `to` (the other instances holding the user) what changed here; best effort, heartbeats re-check. */
-  async function notify(to: Iterable<string>, userId: string, holds: boolean, online: boolean | null, minGrace = 0) {
-    const notice: PresenceNotice = {
-      control: 'presence',
-      user_id: userId,
-      instance: instanceId,
-      holds,
-      online,
-      min_grace_seconds: minGrace,
-    };
-    const attributes = { user_id: userId, control: 'presence' };
-    const opts = { orderingKey: userId, instanceTopic: !broadcast };
-    const targets = broadcast ? [topic] : [...to].map((i) => instanceTopic(topic, i));
-    await Promise.all(targets.map((t) => rt.bus.publish(t, notice, attributes, opts))).catch((err) =>
-      log.warn({ err: (err as Error).message }, 'could not publish a presence notice; heartbeats will notice'),
+  const notify = (to: Iterable<string>, userId: string, holds: boolean, online: boolean | null, minGrace = 0) =>
+    sendPresenceNotice(
+      rt.bus,
+      topic,
+      to,
+      { user_id: userId, instance: instanceId, holds, online, min_grace_seconds: minGrace },
+      log,
     );
-  }
 
   function onBusMessage(m: BusMessage): void {
     fanout.busMessages++;
-    const data = m.data as Partial<StoredEvent & PresenceNotice>;
-    if (m.attributes.control === 'presence') {
-      if (data.instance === instanceId || typeof data.user_id !== 'string' || typeof data.instance !== 'string') return;
-      listeners.noticed(data.instance, data.user_id, data.holds !== false);
-      if (data.online === true) sessions.userOnline(data.user_id);
-      else if (data.online === false) sessions.userOffline(data.user_id, Number(data.min_grace_seconds) || 0);
+    const notice = presenceNoticeOf(m, instanceId);
+    if (notice === 'ignored') return;
+    if (notice) {
+      listeners.noticed(notice.instance, notice.user_id, notice.holds !== false);
+      if (notice.online === true) sessions.userOnline(notice.user_id);
+      else if (notice.online === false) sessions.userOffline(notice.user_id, Number(notice.min_grace_seconds) || 0);
       return;
     }
+    const data = m.data as Partial<StoredEvent>;
     if (typeof data.user_id !== 'string' || typeof data.seq !== 'number' || typeof data.body?.type !== 'string') {
       log.warn({ message_id: m.id }, 'ignoring a malformed event message');
       return;
@@ -219,10 +198,8 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
         if (credential.scheme !== 'bearer') return conn.close(CloseCode.unauthorized, 'user credentials required');
         userId = (await findOrCreateUser(rt.db, credential.claims)).id;
       } catch (err) {
-        if ((err as { code?: string }).code === 'unauthorized')
-          return conn.close(CloseCode.unauthorized, 'invalid or expired credentials');
-        if ((err as { code?: string }).code === 'account_conflict')
-          return conn.close(CloseCode.accountConflict, 'another account already uses this email address');
+        const refused = toWsError(err);
+        if (refused && 'close' in refused) return conn.close(refused.close, refused.reason);
         throw err;
       }
       const elsewhere = await coordination.countPresence(userId).catch(() => 0);
@@ -248,10 +225,15 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       conn.log.info({ client_id: hello.client_id, last_seq: hello.last_seq ?? null }, 'hello');
       conn.ready = true;
       conn.stream = new EventStream(rt.db, userId, hello.client_id, conn, log, config.LIVE_REPLAY_MAX_EVENTS);
-      conn.send({ type: 'ready', connection_id: conn.id });
-      void conn.stream.start(hello.last_seq);
       if (!byUser.has(userId)) byUser.set(userId, new Set());
       byUser.get(userId)!.add(conn);
+      // `ready` once the starting point is fixed (decisions.md section 8): an event committed after
+      // the client has it lies after that point, so the stream delivers it (events pushed meanwhile wait).
+      // guard: ready-after-starting-point | remove: await | test: test/live/ready.test.ts :: while its starting point
+      await conn.stream.start(hello.last_seq);
+      if (!conn.open) return; // closed meanwhile: closed() let go of it
+      conn.send({ type: 'ready', connection_id: conn.id });
+      conn.stream.open();
       sessions.userOnline(userId);
       // The instances already holding the user learn of this one (their events now come here too).
       const others = await listeners.refresh(userId).catch(() => new Set<string>());
@@ -332,25 +314,8 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
 
     async start() {
       if (state !== 'new') return;
-      if (!broadcast) {
-        // Marked alive before its topic exists: the sweep deletes the topics of unmarked instances
-        // (one that died without shutting down), listing them before it reads the marks.
-        const instanceTtlMs = config.LIVE_INSTANCE_TTL_SECONDS * 1000;
-        // Best effort: an instance whose topic was taken recreates it (bus.ts) and catches up.
-        const mark = () =>
-          coordination
-            .markInstance(instanceId, instanceTtlMs)
-            .catch((err) => log.warn({ err: (err as Error).message }, 'could not write the instance mark'));
-        // guard: live-marks-before-its-topic | remove: await | test: test/live/sweep-order.test.ts :: before its mark
-        await mark();
-        // Renewed while it runs, and again after a lapse (Firestore out of reach): then it owns a topic again.
-        // guard: live-instance-mark-renewed | remove: markTimer = setInterval(mark, instanceTtlMs / 3); | test: test/live/sweep-order.test.ts :: mark itself again
-        markTimer = setInterval(mark, instanceTtlMs / 3);
-      }
-      // In the cloud too the instance makes (and on shutdown deletes) its own topic.
-      subscription = broadcast
-        ? await rt.bus.subscribeInstance(topic, instanceId, onBusMessage)
-        : await rt.bus.subscribeInstance(ownTopic, instanceId, onBusMessage, { ownsTopic: true });
+      // Marked alive (the first heartbeat) before its topic exists: the sweep deletes unmarked instances' topics.
+      subscription = await openInstanceTopic(rt, instanceId, () => sessions.beat(), onBusMessage);
       sessions.startHeartbeat();
       // What the bus did not bring (a topic the sweep took, a subscription being recreated) comes from the outbox.
       // guard: live-catch-up-fills-bus-gaps | remove: void catchUp(); | test: test/live/sweep-order.test.ts :: mark itself again
@@ -368,7 +333,6 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       stopped ??= (async () => {
         const wasRunning = state === 'running';
         state = 'stopping';
-        if (markTimer) clearInterval(markTimer);
         // A beat under way finishes first: its Firestore transaction must not outlive the client.
         const beat = sessions.stopHeartbeat();
         if (catchUpTimer) clearInterval(catchUpTimer);
@@ -392,12 +356,9 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
           const letGo = async (u: string) => notify(await listeners.of(u).catch(() => []), u, false, null);
           await settleWithin(Promise.all(users.map(letGo)), 1_000);
         }
-        await settleWithin(subscription?.close() ?? Promise.resolve(), 2_000);
-        if (!broadcast) {
-          await settleWithin(rt.bus.deleteTopic(ownTopic), 1_000);
-          await settleWithin(coordination.unmarkInstance(instanceId), 1_000);
-        }
+        // A beat under way ends first: a mark it writes after the unmark would keep a deleted topic's instance alive.
         await settleWithin(beat, 2_000);
+        await closeInstanceTopic(rt, coordination, instanceId, subscription);
         if (!opts.coordination) await settleWithin(coordination.close(), 1_000);
         wss.close();
         state = 'stopped';

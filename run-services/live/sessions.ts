@@ -1,11 +1,16 @@
 // The recordings of this instance and the commands that move them: start, resume (taking a take
 // over from any instance), stop, audio frames, and the disconnect grace stop.
 import type { Coordination } from '@mi/lib/adapters/coordination';
-import { DomainError, type ErrorCode as DomainErrorCode } from '@mi/lib/errors';
 import type { StoredEvent } from '@mi/lib/events/outbox';
-import { listManifest, type ManifestRow } from '@mi/lib/repositories/manifest';
+import { coverage, listManifest, type ManifestRow } from '@mi/lib/repositories/manifest';
 import { getMeeting } from '@mi/lib/repositories/meetings';
-import { getRecording, recordingLeaseKey, touchOwnedTakes, type Recording } from '@mi/lib/repositories/recordings';
+import {
+  CAPTURE_OPEN,
+  getRecording,
+  recordingLeaseKey,
+  touchOwnedTakes,
+  type Recording,
+} from '@mi/lib/repositories/recordings';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import type { Connection } from './connection';
 import {
@@ -20,7 +25,8 @@ import {
 } from './protocol';
 import { MAX_MISSING_RANGES } from '@mi/lib/domain/coverage';
 import { Recorder, type RecorderHost, type Take } from './recorder';
-import { SegmentCommitter } from './segments';
+import { SegmentCommitter } from './group-commit';
+import { toWsError } from './ws-errors';
 import type { UnitOfWorkDeps } from '@mi/lib/use-cases/unit-of-work';
 import { claimTake, startTake } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
@@ -33,6 +39,8 @@ export interface SessionsDeps {
   mlUrl: string;
   leaseTtlMs: number;
   heartbeatMs: number;
+  /** How long each beat marks the instance alive (lib/fanout/liveness.ts). */
+  instanceTtlMs: number;
   dispatch(events: StoredEvent[]): void;
   /** Connections of the user: on this instance, and on all instances (Firestore presence). */
   localConnections(userId: string): number;
@@ -41,13 +49,6 @@ export interface SessionsDeps {
   presence(): { userId: string; connectionId: string }[];
   presenceTtlMs: number;
 }
-
-/** The domain errors of starting a take, as WebSocket error codes (any other is the connection's 1011). */
-const START_ERRORS: Partial<Record<DomainErrorCode, ErrorCode>> = {
-  not_found: 'meeting_not_found',
-  invalid_state: 'not_a_recording_meeting',
-  recording_open: 'recording_open',
-};
 
 /** A connection the server closed with ReconnectAdvised keeps its takes at least this long. */
 export const ADVISED_RECONNECT_GRACE_SECONDS = 30;
@@ -71,6 +72,8 @@ export class Sessions implements RecorderHost {
   private beating: Promise<void> | null = null;
   /** Heartbeats since presence was last written: it goes every third of its lifetime, not every beat. */
   private beatsSincePresence = Infinity;
+  /** Beats since the instance mark was last written (Infinity: the first beat marks). */
+  private beatsSinceMark = Infinity;
 
   /** This instance's unit of work: committed events reach its own connections first, then Pub/Sub. */
   private readonly uow: UnitOfWorkDeps;
@@ -109,10 +112,14 @@ export class Sessions implements RecorderHost {
     if (this.recorders.get(r.key) === r) this.recorders.delete(r.key);
   }
 
+  /** One beat now (the first, which marks the instance alive); resolves when it is done. */
+  beat(): Promise<void> {
+    this.beating ??= this.heartbeat().finally(() => (this.beating = null));
+    return this.beating;
+  }
+
   startHeartbeat(): void {
-    this.heartbeatTimer ??= setInterval(() => {
-      this.beating ??= this.heartbeat().finally(() => (this.beating = null));
-    }, this.d.heartbeatMs);
+    this.heartbeatTimer ??= setInterval(() => void this.beat(), this.d.heartbeatMs);
   }
 
   /** Stops the beats; resolves once the one under way (if any) is done. */
@@ -123,16 +130,19 @@ export class Sessions implements RecorderHost {
   }
 
   /**
-   * Every OWNER_HEARTBEAT_SECONDS: one statement touches every open take this instance owns (a
-   * take missing from it was resumed elsewhere or stopped), one Firestore commit renews every
-   * take's lease and (every third of its lifetime) every connection's presence, and detached
-   * takes look for their user (the grace starts once they are gone).
+   * Every OWNER_HEARTBEAT_SECONDS (or sooner, see service.ts): one statement touches every open
+   * take this instance owns (a take missing from it was resumed elsewhere or stopped), one
+   * Firestore commit renews every take's lease and (each every third of its lifetime) the
+   * instance's mark and every connection's presence, and detached takes look for their user (the
+   * grace starts once they are gone).
    */
   private async heartbeat(): Promise<void> {
     const presenceDue = ++this.beatsSincePresence * this.d.heartbeatMs >= this.d.presenceTtlMs / 3;
     const presence = presenceDue ? this.d.presence() : [];
     if (presenceDue) this.beatsSincePresence = 0;
-    if (!this.recorders.size && !presence.length) return;
+    // The instance's mark: at the first beat, then every third of its lifetime (at the next beat after a failed one).
+    const markDue = ++this.beatsSinceMark * this.d.heartbeatMs >= this.d.instanceTtlMs / 3;
+    if (!this.recorders.size && !presence.length && !markDue) return;
     const startedAt = Date.now();
     const owned =
       this.recorders.size > 0 &&
@@ -148,13 +158,15 @@ export class Sessions implements RecorderHost {
     const leases = await this.d.coordination
       .heartbeat({
         owner: this.d.instanceId,
+        instanceTtlMs: markDue ? this.d.instanceTtlMs : null,
         leaseKeys: takes.map((r) => r.key),
         leaseTtlMs: this.d.leaseTtlMs,
         presence,
         presenceTtlMs: this.d.presenceTtlMs,
       })
-      // Firestore unreachable: the row decides, and presence lives on until its TTL.
-      .catch((err) => void this.warn(err, 'lease and presence heartbeat failed'));
+      // Firestore unreachable: the row decides, and presence and the mark live on until their TTL.
+      .catch((err) => void this.warn(err, 'lease, presence and instance mark heartbeat failed'));
+    if (leases && markDue) this.beatsSinceMark = 0;
     for (const r of takes) if (leases && leases.get(r.key) === null) void r.ownershipLost('lease taken');
     for (const r of takes) if (r.state === 'recording' && !r.client && !r.gracePending) this.checkPresence(r);
   }
@@ -196,8 +208,8 @@ export class Sessions implements RecorderHost {
       };
       created = await runUseCase(this.uow, { userId }, startTake, input, { originClientId: conn.clientId });
     } catch (err) {
-      if (err instanceof DomainError && START_ERRORS[err.code])
-        return conn.error(START_ERRORS[err.code]!, err.message, cmd.type);
+      const refused = toWsError(err);
+      if (refused && 'error' in refused) return conn.error(refused.error, refused.message, cmd.type);
       throw err;
     }
     const r = this.adopt(conn, created, userId, []);
@@ -283,14 +295,37 @@ export class Sessions implements RecorderHost {
     });
   }
 
-  stop(conn: Connection, cmd: StopCommand): void {
+  async stop(conn: Connection, cmd: StopCommand): Promise<void> {
     const r = conn.recorder;
-    if (!r || r.take.meetingId !== cmd.meeting_id) {
-      return conn.error('no_recording', 'this connection is not recording that meeting (resume it first)', cmd.type);
+    if (r && r.take.meetingId === cmd.meeting_id) {
+      conn.log.info({ meeting_id: cmd.meeting_id, audio_version: r.take.audioVersion }, 'take stop requested');
+      // Not awaited: frames keep arriving (and are stored) during the settle time.
+      void r.stop('user');
+      return;
     }
-    conn.log.info({ meeting_id: cmd.meeting_id, audio_version: r.take.audioVersion }, 'take stop requested');
-    // Not awaited: frames keep arriving (and are stored) during the settle time.
-    void r.stop('user');
+    // A stop sent again after its take stopped (its RecordingStopped lost with a connection) is
+    // answered with that stop, never refused (docs/retries.md).
+    const stopped = await this.stoppedTake(conn.userId!, cmd.meeting_id);
+    if (stopped) return void conn.send(stopped);
+    conn.error('no_recording', 'this connection is not recording that meeting (resume it first)', cmd.type);
+  }
+
+  /** RecordingStopped of the meeting's latest take when its capture is closed (the coverage as it is now). */
+  private async stoppedTake(userId: string, meetingId: string) {
+    const { db } = this.d.rt;
+    if (!(await getMeeting(db, { userId }, meetingId))) return null;
+    const rec = await getRecording(db, meetingId);
+    if (!rec?.stop_reason || CAPTURE_OPEN.includes(rec.state)) return null;
+    const cov = await coverage(db, meetingId, rec.audio_version);
+    return {
+      type: 'RecordingStopped' as const,
+      meeting_id: meetingId,
+      audio_version: rec.audio_version,
+      reason: rec.stop_reason,
+      highest_contiguous_sequence: cov.highest_contiguous_sequence,
+      missing_ranges: cov.missing_ranges,
+      gap_upload_deadline: rec.gap_upload_deadline,
+    };
   }
 
   frame(conn: Connection, data: Buffer): void {

@@ -5,7 +5,7 @@
 import { backoffMs, sleep } from '@mi/lib/async';
 import type { FrameBuffer, Run } from './frames';
 import { FRAME_MS } from './protocol';
-import { MAX_BATCH_RUNS } from './segments';
+import { MAX_BATCH_RUNS } from './group-commit';
 
 /** A backlog is written in objects of up to this many segment targets (see FrameBuffer.dueRuns). */
 const BACKLOG_SEGMENTS_PER_OBJECT = 8;
@@ -123,7 +123,7 @@ export class StoragePump {
       if (!runs.length && !this.host.progressRequested) return;
       try {
         // One batch, then the due runs are taken again: a commit may have taught us rows that
-        // cover frames we held, and a run must lie where we know of nothing stored (segments.ts).
+        // cover frames we held, and a run must lie where we know of nothing stored (group-commit.ts).
         if (runs.length) await this.host.store(runs.slice(0, MAX_BATCH_RUNS));
         if (this.host.progressRequested) await this.host.emitProgress();
         if (this.failing) {

@@ -65,3 +65,23 @@ export function openAudioSocket(url: string, token: string, timeoutMs: number): 
     ws.on('error', (err) => reject(err));
   });
 }
+
+/**
+ * An upgrade of `url` with the `Authorization` header given (none when null): the status the ML
+ * refused it with, or 'opened' (then closed at once).
+ */
+export function probeUpgrade(url: string, authorization: string | null, timeoutMs: number): Promise<number | 'opened'> {
+  return new Promise((resolve, reject) => {
+    const headers = authorization === null ? {} : { authorization };
+    const ws = new WebSocket(url, { headers, perMessageDeflate: false, handshakeTimeout: timeoutMs });
+    ws.once('open', () => {
+      ws.once('close', () => resolve('opened'));
+      ws.close(1000, 'probe');
+    });
+    ws.once('unexpected-response', (req, res) => {
+      resolve(res.statusCode ?? 0);
+      req.destroy();
+    });
+    ws.on('error', (err) => reject(err));
+  });
+}

@@ -330,7 +330,11 @@ describe('PUT /meetings/{id}/recording/audio/{start}-{end}', () => {
     await api.rt.db.query('test.finalize', `UPDATE recording SET state = 'finalized' WHERE meeting_id = $1`, [
       finalized.meetingId,
     ]);
-    expect((await put(gapPath(finalized, 10, 19), framesBytes(10, 19))).status).toBe(410);
+    const closed = await put(gapPath(finalized, 10, 19), framesBytes(10, 19));
+    expect(closed.status).toBe(410);
+    expect(closed.body.detail).toMatch(/is finalized: every missing range was filled/);
+    // A stored range sent again is still confirmed (docs/retries.md; test/api/retries.test.ts).
+    expect((await put(gapPath(finalized, 0, 9), framesBytes(0, 9))).status).toBe(200);
   });
 
   it('should answer 503 with Retry-After and store nothing while object storage fails, then accept the retry', async () => {

@@ -135,7 +135,7 @@ describe('GET /search', () => {
     const items = await ok(t, { q: 'budget decide' });
     expect(items.map((i) => i.id)).toEqual([seg]);
     expect(items[0].snippet).toBe('The <mark>budgets</mark> were <mark>decided</mark>');
-    // As the README says: "decided" finds "deciding" and "decides", not "decision" (another stem).
+    // Stemming, as the q parameter's description says: "decided" finds "deciding" and "decides", not "decision" (another stem).
     const [deciding, decides] = await segments(t, m, [
       { text: 'deciding soon', start_ms: 1 },
       { text: 'she decides', start_ms: 2 },

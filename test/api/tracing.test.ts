@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BusMessage } from '@mi/lib/adapters/bus';
 import { flushTelemetry } from '@mi/lib/telemetry/tracing';
 import { listenToEvents, startApi, type ApiHarness } from '../harness';
+import { until } from '../support/poll';
 
 let api: ApiHarness;
 let collector: Server;
@@ -35,16 +36,6 @@ afterAll(async () => {
   collector?.close();
 });
 
-async function waitFor<T>(fn: () => T | undefined, ms = 15_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 describe('tracing', () => {
   it('should continue the incoming trace in exported spans and Pub/Sub attributes', async () => {
     const traceId = randomUUID().replace(/-/g, '');
@@ -60,12 +51,14 @@ describe('tracing', () => {
       },
     });
     expect(res.status).toBe(201);
-    const msg = await waitFor(() => messages.find((m) => (m.data as { body: { id: string } }).body.id === res.body.id));
+    const msg = await until('the event on the bus', () =>
+      messages.find((m) => (m.data as { body: { id: string } }).body.id === res.body.id),
+    );
     expect(msg.attributes.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
     expect(msg.attributes.tracestate).toBe('vendor=1');
     expect(msg.attributes.origin_client_id).toBe(clientId);
     await flushTelemetry();
-    await waitFor(() => (exported.some((b) => b.includes(traceId)) ? true : undefined));
+    await until('the exported span', () => exported.some((b) => b.includes(traceId)), { timeoutMs: 15_000 });
   });
 
   it('should drop a tracestate outside the W3C grammar as the live service does, keeping the trace', async () => {
@@ -80,7 +73,9 @@ describe('tracing', () => {
       },
     });
     expect(res.status).toBe(201);
-    const msg = await waitFor(() => messages.find((m) => (m.data as { body: { id: string } }).body.id === res.body.id));
+    const msg = await until('the event on the bus', () =>
+      messages.find((m) => (m.data as { body: { id: string } }).body.id === res.body.id),
+    );
     expect(msg.attributes.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
     expect(msg.attributes.tracestate).toBeUndefined();
   });

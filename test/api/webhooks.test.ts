@@ -169,4 +169,66 @@ describe('webhooks', () => {
     expect(seen).toEqual([1, 2, 3, 4, 5]);
     expect((await api.request('GET', `/webhooks/${id}/deliveries?cursor=bad`, { token: gina })).status).toBe(400);
   });
+
+  it('should rotate the secret (200, shown once), keep the previous one for the overlap, and replay by Idempotency-Key', async () => {
+    const hana = await api.token('hana');
+    const created = (await create(hana, body())).body;
+    const secrets = async () =>
+      (
+        await api.rt.db.query(
+          'test.secrets',
+          `SELECT secret, previous_secret, previous_secret_expires_at > now() + interval '23 hours' AS overlaps,
+                  previous_secret_expires_at IS NULL AS none
+           FROM webhook WHERE id = $1`,
+          [created.id],
+        )
+      ).rows[0];
+    const key = randomUUID();
+    const rotated = await api.post(hana, `/webhooks/${created.id}/rotate-secret`, {}, key);
+    expect(rotated.status).toBe(200);
+    expect(rotated.body).toEqual({ secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]+=*$/) });
+    expect(rotated.body.secret).not.toBe(created.secret);
+    expect(await secrets()).toEqual({
+      secret: rotated.body.secret,
+      previous_secret: created.secret,
+      overlaps: true,
+      none: false,
+    });
+    // The same key again: the same secret, no second rotation.
+    const replay = await api.post(hana, `/webhooks/${created.id}/rotate-secret`, {}, key);
+    expect(replay.status).toBe(200);
+    expect(replay.body).toEqual(rotated.body);
+    expect((await secrets()).previous_secret).toBe(created.secret);
+    // Never shown again.
+    const got = await api.request('GET', `/webhooks/${created.id}`, { token: hana });
+    expect(got.text).not.toContain(rotated.body.secret);
+
+    // Without a body it rotates too; expire_previous ends the overlap at once.
+    const bare = await api.request('POST', `/webhooks/${created.id}/rotate-secret`, {
+      token: hana,
+      headers: { 'idempotency-key': randomUUID() },
+    });
+    expect(bare.status).toBe(200);
+    expect((await secrets()).previous_secret).toBe(rotated.body.secret);
+    const expired = await api.post(hana, `/webhooks/${created.id}/rotate-secret`, { expire_previous: true });
+    expect(expired.status).toBe(200);
+    expect(await secrets()).toMatchObject({ secret: expired.body.secret, previous_secret: null, none: true });
+  });
+
+  it('should answer 422 for a bad rotation body, 404 for an unknown webhook and 400 without Idempotency-Key, changing nothing', async () => {
+    const ivan = await api.token('ivan');
+    const created = (await create(ivan, body())).body;
+    const secret = async () =>
+      (await api.rt.db.query('test.secret', 'SELECT secret FROM webhook WHERE id = $1', [created.id])).rows[0].secret;
+    for (const b of [{ expire_previous: 'yes' }, { expire_previous: null }, { extra: 1 }, [], '"x"']) {
+      const res = await api.post(ivan, `/webhooks/${created.id}/rotate-secret`, b);
+      expect(res.status, JSON.stringify(b)).toBe(422);
+      expect(res.headers.get('content-type')).toContain('application/problem+json');
+    }
+    const unknown = await api.post(ivan, `/webhooks/${randomUUID()}/rotate-secret`, {});
+    expect(unknown.status).toBe(404);
+    const keyless = await api.request('POST', `/webhooks/${created.id}/rotate-secret`, { token: ivan, body: {} });
+    expect(keyless.status).toBe(400);
+    expect(await secret()).toBe(created.secret);
+  });
 });

@@ -8,7 +8,7 @@ import { SERVICE } from '@mi/lib/domain/actor';
 import { claimTake, startTake, stopOrphanedTake } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
 import { NO_END } from '@mi/lib/repositories/manifest';
-import { prepareRuns, SegmentCommitter } from '../../run-services/live/segments';
+import { prepareRuns, SegmentCommitter } from '../../run-services/live/group-commit';
 import { startApi, type ApiHarness } from '../harness';
 import { createTake, frameBytes } from '../recording-fixtures';
 import { lockWaits, outsideClient } from '../support/lock-waits';

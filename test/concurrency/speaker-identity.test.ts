@@ -150,6 +150,53 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     await expectConsistent();
   });
 
+  /**
+   * `change` (a speaker-identity change of L's segments, attributed to `other`) waits at those
+   * segments, held from outside; a merge of `other` starts behind it. Unguarded, the merge locks
+   * `other` and waits at the same segments, and the change, let through, then waits for `other`
+   * to recount its model: each waits for the other, and the database aborts one as a deadlock.
+   */
+  async function changeRacingMerge(change: (m: string, segment: string) => Promise<TestResponse>, status: number) {
+    const [keep, other, target] = [await person(), await person(), await person()];
+    const { m, t } = await meetingWith(['L', 'M']);
+    expect((await assign(m, 'L', other)).status).toBe(200);
+    expect((await assign(m, 'M', target)).status).toBe(200);
+    const [segment] = await sql<{ id: string }>(
+      'SELECT id FROM transcript_segment WHERE transcription_id = $1 AND speaker_label = $2 ORDER BY id LIMIT 1',
+      [t, 'L'],
+    );
+    const retriesBefore = api.rt.db.retries;
+
+    const hold = await holdRows('SELECT 1 FROM transcript_segment WHERE transcription_id = $1 AND speaker_label = $2', [
+      t,
+      'L',
+    ]);
+    const changing = started(change(m, segment.id));
+    await until('the change waits', async () => (await waiting()) === 1);
+    const merging = started(merge(keep, other));
+    await until('the merge waits', async () => (await waiting()) === 2);
+    await hold.release();
+    const [changed, merged] = await Promise.all([changing.done, merging.done]);
+
+    expect(changed.status).toBe(status);
+    expect(merged.status).toBe(200);
+    // No transaction was aborted as a deadlock victim and retried.
+    expect(api.rt.db.retries - retriesBefore).toBe(0);
+    await expectConsistent();
+  }
+
+  it("should not deadlock when a merge and a label's unassignment wait on each other's rows", async () => {
+    await changeRacingMerge((m) => api.request('DELETE', `/meetings/${m}/speaker-labels/L`, { token: alice }), 204);
+  });
+
+  it("should not deadlock when a merge and a segment's move to another speaker wait on each other's rows", async () => {
+    await changeRacingMerge(
+      (_m, segment) =>
+        api.request('PATCH', `/transcript-segments/${segment}`, { token: alice, body: { speaker_label: 'M' } }),
+      200,
+    );
+  });
+
   it('should lose no sample appended for the other person during a merge', async () => {
     const [keep, other] = [await person(), await person()];
     const { t } = await meetingWith(['A']);

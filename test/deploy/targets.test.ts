@@ -13,6 +13,7 @@ import { freePort } from '../../emulators/gcloud';
 import { buildAll, FUNCTION_PRELOAD_ENV, PRELOAD } from '../../scripts/build';
 import { fileDatabase, TEST_SECRETS } from '../harness';
 import type { TestDatabase } from '../support/database';
+import { until } from '../support/poll';
 import {
   SPAN_KIND_CLIENT,
   SPAN_KIND_SERVER,
@@ -33,14 +34,9 @@ function dockerCmd(): string[] {
   return JSON.parse(line!.slice(4));
 }
 
-async function until<T>(what: string, get: () => T | undefined, output: () => string, ms = 30_000): Promise<T> {
-  for (const end = Date.now() + ms; ; ) {
-    const got = get();
-    if (got) return got;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}:\n${output()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** Polls `get` until it finds something; a timeout shows the process's output. */
+const untilFound = <T>(what: string, get: () => T | undefined, output: () => string, timeoutMs = 30_000) =>
+  until(what, get, { context: output, timeoutMs, intervalMs: 100 });
 
 let pg: TestDatabase;
 const children: ChildProcess[] = [];
@@ -157,13 +153,13 @@ describe('deployable units', () => {
     }
     expect(res?.status).toBe(200);
     expect(await res!.json()).toMatchObject({ passes: 1, finalized: 0 });
-    const pass = await until(
+    const pass = await untilFound(
       'the span of the sweep pass',
       () => otlp.spans().find((s) => s.name === 'sweep pass'),
       proc.output,
     );
     expect(pass).toMatchObject({ kind: SPAN_KIND_SERVER, traceId: TRACE_ID, parentSpanId: PARENT_SPAN_ID });
-    await until(
+    await untilFound(
       'a pg query span of the pass',
       () => otlp.spans().find((s) => s.traceId === TRACE_ID && s.kind === SPAN_KIND_CLIENT),
       proc.output,
@@ -206,7 +202,7 @@ describe('deployable units', () => {
 
     // The app's server span of the request (the http instrumentation makes none in a function:
     // OTEL_HTTP_SERVER_SPANS=app); pg: its queries, in the same trace. The trace given is continued.
-    const server = await until(
+    const server = await untilFound(
       'the server span of GET /me',
       () => otlp.spans().find((s) => s.kind === SPAN_KIND_SERVER && s.attributes['url.path'] === '/me'),
       proc.output,
@@ -218,7 +214,7 @@ describe('deployable units', () => {
       attributes: { 'http.request.method': 'GET', 'http.route': '/me', 'http.response.status_code': 200 },
     });
     expect(otlp.spans().filter((s) => s.kind === SPAN_KIND_SERVER)).toHaveLength(1);
-    const query = await until(
+    const query = await untilFound(
       'a pg query span of that request',
       () =>
         otlp
@@ -238,7 +234,7 @@ describe('deployable units', () => {
       'gcp.project_id': env.GOOGLE_CLOUD_PROJECT ?? 'local-project',
     });
     // The metrics the REST middleware records leave the function (issue #17: they did not).
-    await until(
+    await untilFound(
       'http.server.request.duration',
       () => otlp.metrics().find((m) => m.name === 'http.server.request.duration'),
       proc.output,
@@ -271,7 +267,7 @@ describe('deployable units', () => {
     expect(await waitHealthy(`http://127.0.0.1:${port}`, proc)).toMatchObject({ status: 'ok' });
     // The preload reached the workers (node:cluster forks with the primary's --import): a request's server span.
     expect((await fetch(`http://127.0.0.1:${port}/asyncapi.json`)).status).toBe(200);
-    const span = await until(
+    const span = await untilFound(
       'the server span of GET /asyncapi.json',
       () =>
         otlp.spans().find((s) => s.kind === SPAN_KIND_SERVER && Object.values(s.attributes).includes('/asyncapi.json')),

@@ -12,7 +12,9 @@
 // changed, an edit that lost to a change made elsewhere shown as such (412), and an older
 // transcription of the meeting chosen. Also: the tab's durable figure is the server's, long event
 // payloads are folded, talking points are numbered from 1, and a second take is listed beside the
-// first, either of which plays. Screenshots of each state go to
+// first, either of which plays. The webhooks page creates an endpoint on a real receiver (its
+// secret shown once), sends a test event, lists its deliveries and rotates the secret (the
+// receiver verifies with both during the overlap). Screenshots of each state go to
 // test-artifacts/e2e/ (UPDATE_SCREENSHOTS=1 also refreshes the committed copies in docs/screenshots/).
 import { randomUUID } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,8 +23,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
 import { startLocalStack, type LocalStack } from '../../emulators/stack';
+import { Receiver } from '../webhooks/receiver';
 import { speechLikeWav } from './wav';
+import { until } from '../support/poll';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = path.resolve('test-artifacts/e2e');
@@ -70,18 +75,14 @@ const snapshot = () =>
     (window as unknown as { miConsole: { recording(): unknown } }).miConsole.recording(),
   ) as Promise<Snapshot>;
 
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: T | undefined;
-  while (Date.now() < end) {
-    last = await read();
-    if (ok(last)) return last;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(
-    `timed out waiting for ${what}; last: ${JSON.stringify(last)}\npage log:\n${pageLog.slice(-40).join('\n')}`,
-  );
-}
+/** Polls `read` until `ok`; a timeout shows the page's log. */
+const untilPage = <T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number) =>
+  until(what, read, {
+    ok: (v) => v !== undefined && ok(v),
+    timeoutMs,
+    intervalMs: 200,
+    context: () => `page log:\n${pageLog.slice(-40).join('\n')}`,
+  });
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -217,21 +218,21 @@ describe('developer console in Chromium', () => {
 
     // Record from the fake microphone; transcript segments arrive while recording.
     await page.click('#record-start');
-    await until('recording', snapshot, (s) => s.phase === 'recording' && s.captured > 0, 20_000);
+    await untilPage('recording', snapshot, (s) => s.phase === 'recording' && s.captured > 0, 20_000);
     // No task yet while recording: the panel says when they come (ML_TASK_CADENCE_SEGMENTS=3 here).
     expect(await page.textContent('#tasks-hint')).toContain('after every 3 final transcript segments');
-    await until(
+    await untilPage(
       'first transcript segment',
       () => page.locator('.segment:not(.interim)').count(),
       (n) => n >= 1,
       20_000,
     );
-    await until(`${DROP_AT_FRAMES} frames`, snapshot, (s) => s.captured >= DROP_AT_FRAMES, 20_000);
+    await untilPage(`${DROP_AT_FRAMES} frames`, snapshot, (s) => s.captured >= DROP_AT_FRAMES, 20_000);
     await shot('03-recording');
 
     // Lose the socket once: the page reconnects, resumes the take and resends what is missing.
     await page.evaluate(() => (window as unknown as { miConsole: { dropSocket(): void } }).miConsole.dropSocket());
-    const resumed = await until(
+    const resumed = await untilPage(
       'resume',
       snapshot,
       (s) => s.resumes === 1 && s.phase === 'recording' && s.live,
@@ -243,15 +244,20 @@ describe('developer console in Chromium', () => {
 
     // Five frames never reach the server: the page holds them, and after the stop it uploads
     // the range RecordingStopped reports missing over REST.
-    await until(`${LOSE_AT_FRAMES} frames`, snapshot, (s) => s.captured >= LOSE_AT_FRAMES, 30_000);
+    await untilPage(`${LOSE_AT_FRAMES} frames`, snapshot, (s) => s.captured >= LOSE_AT_FRAMES, 30_000);
     await page.evaluate(
       (n) => (window as unknown as { miConsole: { loseFrames(n: number): void } }).miConsole.loseFrames(n),
       LOST_FRAMES,
     );
 
-    await until(`${RECORD_FRAMES} frames`, snapshot, (s) => s.captured >= RECORD_FRAMES, 30_000);
+    await untilPage(`${RECORD_FRAMES} frames`, snapshot, (s) => s.captured >= RECORD_FRAMES, 30_000);
     await page.click('#record-stop');
-    const final = await until('finalized', snapshot, (s) => s.phase === 'finalized' || s.phase === 'failed', 60_000);
+    const final = await untilPage(
+      'finalized',
+      snapshot,
+      (s) => s.phase === 'finalized' || s.phase === 'failed',
+      60_000,
+    );
     expect(final.phase).toBe('finalized');
     expect(final.error).toBeNull();
     expect(final.captured).toBeGreaterThanOrEqual(RECORD_FRAMES);
@@ -473,9 +479,14 @@ describe('developer console in Chromium', () => {
     await poll(() => page.getAttribute('.meeting', 'data-id')).toBe(meetingId);
     await page.waitForSelector('#conn-state.ready');
     await page.click('#record-start');
-    await until('second take', snapshot, (s) => s.phase === 'recording' && s.captured >= 20, 30_000);
+    await untilPage('second take', snapshot, (s) => s.phase === 'recording' && s.captured >= 20, 30_000);
     await page.click('#record-stop');
-    const second = await until('finalized', snapshot, (s) => s.phase === 'finalized' || s.phase === 'failed', 60_000);
+    const second = await untilPage(
+      'finalized',
+      snapshot,
+      (s) => s.phase === 'finalized' || s.phase === 'failed',
+      60_000,
+    );
     expect(second).toMatchObject({ phase: 'finalized', audioVersion: rec.audio_version + 1 });
     const takes = (await rest(`/meetings/${meetingId}/recording/takes`)).items as { audio_version: number }[];
     expect(takes.map((t) => t.audio_version)).toEqual([rec.audio_version, rec.audio_version + 1]);
@@ -620,5 +631,69 @@ describe('developer console in Chromium', () => {
     await page.selectOption('#transcription-select', transcription.id);
     await poll(() => page.locator('.segment .text').first().textContent()).toBe('Corrected in the console');
     expect(failedRequests.slice(failedBefore)).toEqual([`PATCH /transcript-segments/${other.id} 412`]);
+  }, 120_000);
+
+  it('should create a webhook (secret shown once), send a test, list its deliveries and rotate its secret', async () => {
+    let secret = '';
+    const receiver = await new Receiver(() => secret).start();
+    try {
+      await page.goto(`${stack.url}/console`);
+      if (!(await page.evaluate(() => localStorage.getItem('mi-console-token')))) {
+        await page.fill('#mint-name', 'e2e-alice');
+        await page.click('#mint');
+      }
+      await page.waitForSelector('#conn-state.ready');
+      const failedBefore = failedRequests.length;
+      await page.click('#open-webhooks');
+      expect(new URL(page.url()).hash).toBe('#/webhooks');
+
+      // Create: the secret is shown once, the endpoint listed.
+      await page.fill('#webhook-url', receiver.url);
+      await page.selectOption('#webhook-types', '*');
+      await page.click('#webhook-create');
+      await page.waitForSelector('#webhook-secret');
+      secret = (await page.textContent('#webhook-secret'))!;
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+      const item = page.locator('.webhook', { hasText: receiver.url });
+      await poll(() => item.count()).toBe(1);
+      const id = (await item.getAttribute('data-id'))!;
+      await shot('13-webhook-created');
+
+      // Shown once: a reload lists the endpoint without it.
+      await page.reload();
+      await page.waitForSelector(`.webhook[data-id="${id}"]`);
+      expect(await page.locator('#webhook-secret').count()).toBe(0);
+      expect(await page.content()).not.toContain(secret);
+
+      // Test: the receiver gets a WebhookTest signed with the secret; the deliveries list its 200.
+      await page.click(`.webhook-test[data-id="${id}"]`);
+      await poll(() => receiver.ids().length, { timeout: 20_000 }).toBe(1);
+      expect(receiver.received[0]).toMatchObject({ verified: true, body: { type: 'WebhookTest', webhook_id: id } });
+      const testId = receiver.received[0].id;
+      expect(await page.textContent('#webhook-test-queued')).toContain(testId);
+      await page.click(`.webhook-deliveries-open[data-id="${id}"]`);
+      await poll(
+        async () => {
+          await page.click('#webhook-deliveries-refresh');
+          return page.getAttribute(`.webhook-attempt[data-event="${testId}"]`, 'data-status');
+        },
+        { timeout: 20_000 },
+      ).toBe('200');
+      await shot('14-webhook-deliveries');
+
+      // Rotate: a new secret shown; the next delivery verifies with the new secret and the old one.
+      await page.click(`.webhook-rotate[data-id="${id}"]`);
+      await poll(() => page.textContent('#webhook-secret')).not.toBe(secret);
+      const rotated = (await page.textContent('#webhook-secret'))!;
+      expect(rotated).toMatch(/^whsec_/);
+      await shot('15-webhook-rotated');
+      await page.click(`.webhook-test[data-id="${id}"]`);
+      await poll(() => receiver.ids().length, { timeout: 20_000 }).toBe(2);
+      const after = receiver.received[1];
+      for (const s of [rotated, secret]) expect(new Webhook(s).verify(after.raw, after.headers)).toBeTruthy();
+      expect(failedRequests.slice(failedBefore)).toEqual([]);
+    } finally {
+      await receiver.stop();
+    }
   }, 120_000);
 });

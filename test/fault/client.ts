@@ -7,6 +7,7 @@
 // uploaded the same way, and recording goes on in a new take (audio_version).
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
+import { sleep } from '../support/poll';
 
 export interface ClientOptions {
   name: string;
@@ -509,7 +510,6 @@ function runsOf(seqs: number[]): [number, number][] {
 }
 
 const range = (start: number, end: number) => Array.from({ length: end - start + 1 }, (_, i) => start + i);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function shuffle<T>(items: T[]): T[] {
   const a = [...items];

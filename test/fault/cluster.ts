@@ -24,6 +24,7 @@ import { loadOrCreateSignerKey } from '../../emulators/gcs/signer-key';
 import { startFakeMl, type FakeMl } from '../../emulators/ml/server';
 import type { NativeCluster } from '@mi/lib/dev/native-postgres';
 import { createTestDatabase, startTestEngine } from '../support/database';
+import { sleep } from '../support/poll';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SERVER_ENTRY = 'run-services/live/server.ts';
@@ -309,5 +310,3 @@ function killOnParentDeath(child: ChildProcess): ChildProcess | null {
   (watchdog.stdin as unknown as { unref(): void }).unref();
   return watchdog;
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -10,7 +10,8 @@ import { instanceSubscriptionName, instanceTopic } from '@mi/lib/adapters/bus';
 import { eventsAfter } from '@mi/lib/events/outbox';
 import { startPubsubEmulator, type RunningEmulator } from '../../emulators/gcloud';
 import { runSweep } from '../../functions/sweep';
-import { TestClient, fileEnv, openTestDatabase, sleep, startInstance, token, type Instance } from '../live/helpers';
+import { TestClient, fileEnv, openTestDatabase, startInstance, token, type Instance } from '../live/helpers';
+import { sleep } from '../support/poll';
 
 const OUTAGE_MS = Number(process.env.EVENTS_OUTAGE_SECONDS ?? 30) * 1000;
 /** A mutation must not wait on the bus: the outbox makes the event durable, the sweep delivers it. */
@@ -97,7 +98,7 @@ describe('events while Pub/Sub is down', () => {
     // Live delivery works before the outage; each client's baseline is the last seq it saw.
     for (const u of users) {
       expect((await mutate(u, 0)).status).toBe(201);
-      await u.client.waitFor((m) => m.type === 'EntityChanged' && m.id === u.meetings[0]);
+      await u.client.waitFor({ type: 'EntityChanged', id: u.meetings[0] });
     }
     baseline = users.map((u) => Math.max(...seqsOf(u.client)));
   });

@@ -6,7 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { NO_COUNTS, runSweep, type SweepCounts } from '../../functions/sweep';
 import { checkMeeting, totals, type NoLossTotals, type TakeReport } from './checker';
 import { ResilientClient } from './client';
-import { sleep, startCluster, type Cluster, type ClusterOptions, type LiveChild } from './cluster';
+import { startCluster, type Cluster, type ClusterOptions, type LiveChild } from './cluster';
+import { sleep } from '../support/poll';
 import { Receiver } from '../webhooks/receiver';
 
 export const FAULT_KINDS = [

@@ -15,12 +15,13 @@ import {
   createMeeting,
   fileEnv,
   openTestDatabase,
-  sleep,
   startInstance,
   token,
   type Instance,
+  type Match,
   type Message,
 } from '../live/helpers';
+import { sleep } from '../support/poll';
 import { changedTables, snapshotter, type Snapshot } from '../support/db-snapshot';
 import { nastyValue, printable } from './arbitraries';
 
@@ -247,13 +248,8 @@ function refOf(text: string): string | null {
 
 // --- helpers -------------------------------------------------------------------------------
 
-function nextMessage(
-  client: TestClient,
-  from: number,
-  pred: (m: Message) => boolean,
-  ms = REPLY_MS,
-): Promise<Message | null> {
-  return client.waitFor(pred, ms, from).catch(() => null);
+function nextMessage(client: TestClient, from: number, match: Match, ms = REPLY_MS): Promise<Message | null> {
+  return client.waitFor(match, { timeoutMs: ms, from }).catch(() => null);
 }
 
 async function closeOf(client: TestClient, ms = REPLY_MS): Promise<number | null> {
@@ -305,9 +301,9 @@ describe('WebSocket fuzzing', () => {
             seen.text++;
             const text = resolveIds(c.text);
             const { client } = pool[0];
-            const from = client.messages.length;
+            const from = client.mark();
             client.ws.send(text);
-            const reply = await nextMessage(client, from, (m) => m.type === 'error' || m.type.startsWith('Recording'));
+            const reply = await nextMessage(client, from, { type: (t) => t === 'error' || t.startsWith('Recording') });
             expect(reply, `no answer to ${text.slice(0, 200)}`).toMatchObject({
               type: 'error',
               code: expect.any(String),
@@ -325,9 +321,9 @@ describe('WebSocket fuzzing', () => {
               .reduce((a, b) => ((a.lastError.get(code) ?? 0) <= (b.lastError.get(code) ?? 0) ? a : b));
             const wait = (slot.lastError.get(code) ?? 0) + FRAME_ERROR_INTERVAL_MS + 50 - Date.now();
             if (wait > 0) await sleep(wait);
-            const from = slot.client.messages.length;
+            const from = slot.client.mark();
             slot.client.ws.send(c.bytes, { binary: true });
-            const reply = await nextMessage(slot.client, from, (m) => m.type === 'error');
+            const reply = await nextMessage(slot.client, from, { type: 'error' });
             count(reply?.code ?? 'none');
             expect(reply).toMatchObject({ type: 'error', code, ref: 'audio', message: expect.any(String) });
             slot.lastError.set(code, Date.now());

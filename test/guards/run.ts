@@ -1,5 +1,6 @@
 // `npm run test:guards`: every lock, FOR UPDATE, advisory lock, unique constraint and idempotency
-// claim that correctness relies on carries a marker naming the test that proves it:
+// claim that correctness relies on carries a marker naming the test that proves it (a lock that
+// needs none says `no guard: <why>`; ./lock-sites.test.ts fails the build on a lock with neither):
 //
 //   // guard: <name> | remove: <text> | test: <test file> :: <test name (a part of it)>
 //   -- guard: …   (the same in schema.sql)
@@ -30,43 +31,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startSharedParts } from '../global-setup';
+import { findGuards, type Guard } from './markers';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const SOURCES = ['lib', 'functions', 'run-services', 'schema'];
-const MARKER = /(?:\/\/|--)\s*guard:\s*([\w.-]+)\s*\|\s*remove:\s*(.+?)\s*\|\s*test:\s*(\S+)\s*::\s*(.+?)\s*$/;
-
-export interface Guard {
-  name: string;
-  file: string;
-  /** The line (0-based) the removal applies to. */
-  line: number;
-  remove: string;
-  testFile: string;
-  testName: string;
-}
-
-/** Every marker under the source folders, with the code line it guards. */
-export function findGuards(root = ROOT): Guard[] {
-  const listed = spawnSync('git', ['ls-files', ...SOURCES], { cwd: root, encoding: 'utf8' }).stdout.split('\n');
-  const guards: Guard[] = [];
-  for (const file of listed.filter((f) => /\.(ts|sql)$/.test(f) && !f.includes('node_modules'))) {
-    const lines = readFileSync(path.join(root, file), 'utf8').split('\n');
-    lines.forEach((text, i) => {
-      const m = MARKER.exec(text);
-      if (!m) return;
-      const [, name, remove, testFile, testName] = m;
-      const line = lines.findIndex((l, j) => j > i && !MARKER.test(l) && l.includes(remove));
-      if (line < 0 || line > i + 8)
-        throw new Error(`${file}:${i + 1}: guard ${name}: "${remove}" is not in the lines after the marker`);
-      guards.push({ name, file, line, remove, testFile, testName });
-    });
-  }
-  const names = guards.map((g) => g.name);
-  const twice = names.filter((n, i) => names.indexOf(n) !== i);
-  if (twice.length) throw new Error(`guard names must be unique: ${twice.join(', ')}`);
-  return guards;
-}
-
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** What one vitest run reported: the full names (describe titles and test name) by outcome. */

@@ -17,11 +17,11 @@ import {
   fileEnv,
   openTestDatabase,
   range,
-  sleep,
   startInstance,
   token,
   type Instance,
 } from './helpers';
+import { sleep } from '../support/poll';
 
 const LATER_ROWS = 40_000;
 const HOLE = 10; // frames 0..9 stored, 10 missing, 11..40,010 stored by "another writer"
@@ -143,12 +143,11 @@ describe('live commit cost', () => {
     // The recorder's view is the stored one: frames 0..9, the hole at 10, everything after it.
     const stopped = await client.stop(meetingId);
     expect(stopped).toMatchObject({ highest_contiguous_sequence: HOLE - 1, missing_ranges: [[HOLE, HOLE]] });
-    await client.waitFor(
-      (m) =>
-        m.type === 'AudioStoredProgressEvent' &&
-        m.frames_stored === HOLE + LATER_ROWS + 2 &&
-        m.highest_contiguous_sequence === HOLE - 1,
-    );
+    await client.waitFor({
+      type: 'AudioStoredProgressEvent',
+      frames_stored: HOLE + LATER_ROWS + 2,
+      highest_contiguous_sequence: HOLE - 1,
+    });
     client.close();
   }, 90_000);
 });

@@ -6,7 +6,8 @@ import { describe, expect, it, vi } from 'vitest';
 import { meetingObjectPrefixes } from '@mi/lib/objects/meeting-objects';
 import { runSweep } from '../../functions/sweep';
 import { rowsNaming } from '../support/rows-naming';
-import { TestClient, createMeeting, sleep, token, useInstance } from './helpers';
+import { TestClient, createMeeting, token, useInstance } from './helpers';
+import { sleep } from '../support/poll';
 
 // A long settle time opens the window in which a stop is under way when the erasure arrives.
 const ctx = useInstance({ RECORDING_STOP_SETTLE_MS: '3000' });
@@ -41,7 +42,7 @@ describe('DELETE /me during a live take', () => {
     const res = await fetch(`${instance.url}/me`, { method: 'DELETE', headers: { authorization: `Bearer ${user}` } });
     expect([204, 202]).toContain(res.status);
 
-    const released = await client.waitFor((m) => m.type === 'RecordingReleased' && m.meeting_id === meetingId, 15_000);
+    const released = await client.waitFor({ type: 'RecordingReleased', meeting_id: meetingId }, { timeoutMs: 15_000 });
     expect(released).toMatchObject({ audio_version: started.audio_version, reason: 'not_recording' });
     const atRelease = seq; // frames after the release are refused, not stored
     await vi.waitFor(() => expect(seq).toBeGreaterThan(atRelease + 10), { timeout: 20_000 });
@@ -74,7 +75,7 @@ describe('DELETE /me during a live take', () => {
     const res = await fetch(`${instance.url}/me`, { method: 'DELETE', headers: { authorization: `Bearer ${user}` } });
     expect(res.status).toBe(204);
     // The stop finds its take gone and lets go at once, instead of retrying its stop record.
-    const released = await client.waitFor((m) => m.type === 'RecordingReleased' && m.meeting_id === meetingId, 10_000);
+    const released = await client.waitFor({ type: 'RecordingReleased', meeting_id: meetingId }, { timeoutMs: 30_000 });
     expect(released.reason).toBe('not_recording');
     expect(client.ofType('RecordingStopped')).toEqual([]);
     expect(await rowsNaming(instance.rt.db, [meetingId])).toEqual([]);

@@ -2,7 +2,7 @@
 // event reaches only the instances holding a connection of its user (Pub/Sub, each instance's own
 // topic); the producing instance delivers to its own connections in-process and publishes nothing
 // when no other instance holds the user; a tab that moves to another instance misses nothing and
-// its events follow it there over the bus. EVENT_FANOUT=broadcast (the old design) fails these.
+// its events follow it there over the bus. Broadcast (the design before) fails these.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import {
@@ -52,13 +52,13 @@ describe('targeted fan-out', () => {
     const other = await TestClient.connect(c.wsUrl, await token(a.config, 'fanout-other'));
 
     const meetingId = await createMeeting(c, u); // a REST change made through an instance that does not hold the user
-    await recorder.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
-    await viewer.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+    await recorder.waitFor({ type: 'EntityChanged', id: meetingId });
+    await viewer.waitFor({ type: 'EntityChanged', id: meetingId });
     await recorder.start(meetingId);
     for (const seq of range(0, 49)) recorder.frame(seq);
     expect(await viewer.acked(meetingId, 49)).toMatchObject({ type: 'AudioStoredProgressEvent', frames_stored: 50 });
     await recorder.stop(meetingId);
-    await viewer.waitFor((m) => m.type === 'EntityChanged' && m.entity === 'recording' && m.action === 'updated');
+    await viewer.waitFor({ type: 'EntityChanged', entity: 'recording', action: 'updated' });
 
     expect(c.live.fanout.busMessages).toBe(0);
     expect(b.live.fanout.busMessagesUnheld).toBe(0);
@@ -83,7 +83,7 @@ describe('targeted fan-out', () => {
     for (const seq of range(0, 49)) recorder.frame(seq);
     await viewer.acked(meetingId, 49);
     await recorder.stop(meetingId);
-    await viewer.waitFor((m) => m.type === 'EntityChanged' && m.entity === 'recording' && m.action === 'updated');
+    await viewer.waitFor({ type: 'EntityChanged', entity: 'recording', action: 'updated' });
     expect(seqsOf(viewer).length).toBeGreaterThanOrEqual(3);
 
     await vi.waitFor(async () => {

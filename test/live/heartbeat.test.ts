@@ -81,7 +81,7 @@ describe('the instance heartbeat', () => {
     expect(await other.get(key)).toMatchObject({ owner: core.live.instanceId, epoch: 1 });
 
     await other.takeOver(key, 'another-instance', 60_000);
-    const released = await client.waitFor((m) => m.type === 'RecordingReleased', 10_000);
+    const released = await client.waitFor({ type: 'RecordingReleased' }, { timeoutMs: 10_000 });
     expect(released).toMatchObject({ meeting_id: meetingId, audio_version: started.audio_version });
     expect(core.live.recorders.has(key)).toBe(false);
     expect(await other.get(key)).toMatchObject({ owner: 'another-instance', epoch: 2 });

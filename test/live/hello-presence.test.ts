@@ -113,7 +113,7 @@ describe('hello', () => {
     await ran;
     expect(committedSeq).toBeGreaterThan(lastSeq);
 
-    const event = await tab.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+    const event = await tab.waitFor({ type: 'EntityChanged', id: meetingId });
     expect(event.seq).toBeGreaterThan(lastSeq);
     expect(event.seq).toBeLessThanOrEqual(committedSeq);
     tab.close();

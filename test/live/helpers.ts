@@ -207,15 +207,27 @@ export async function storedAudio(instance: Instance, meetingId: string, audioVe
 }
 
 export const range = (start: number, end: number) => Array.from({ length: end - start + 1 }, (_, i) => start + i);
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export type Message = Record<string, any>;
+
+/**
+ * What a message must hold: each named field equal to the value given, or passing the function
+ * given, which is handed that field's value. A match sees only the message it is tried on, so
+ * it picks the same message whenever the wait begins (a predicate reading other state, such as
+ * how many messages arrived, once returned an earlier message than the one meant).
+ */
+export type Match = Readonly<Record<string, string | number | boolean | null | ((value: any) => boolean)>>;
+/** A field test that ignores its field's value is a type error. */
+type FieldsRead<M> = { readonly [K in keyof M]: M[K] extends () => unknown ? never : M[K] };
+
+const matches = (m: Message, match: Match) =>
+  Object.entries(match).every(([field, want]) => (typeof want === 'function' ? want(m[field]) : m[field] === want));
 
 export class TestClient {
   readonly messages: Message[] = [];
   readonly clientId: string;
   closed: Promise<{ code: number; reason: string }>;
-  private waiters: { pred: (m: Message) => boolean; resolve: (m: Message) => void }[] = [];
+  private waiters: { test: (m: Message) => boolean; resolve: (m: Message) => void }[] = [];
 
   private constructor(
     readonly ws: WebSocket,
@@ -226,7 +238,7 @@ export class TestClient {
       if (isBinary) return;
       const m = JSON.parse(String(data)) as Message;
       this.messages.push(m);
-      this.waiters = this.waiters.filter((w) => (w.pred(m) ? (w.resolve(m), false) : true));
+      this.waiters = this.waiters.filter((w) => (w.test(m) ? (w.resolve(m), false) : true));
     });
     this.closed = new Promise((resolve) =>
       ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })),
@@ -250,15 +262,20 @@ export class TestClient {
     opts: { lastSeq?: number; clientId?: string } = {},
   ): Promise<TestClient> {
     const client = await TestClient.open(wsUrl);
-    (client as { clientId: string }).clientId = opts.clientId ?? client.clientId;
-    client.send({
+    client.hello(userToken, opts);
+    await client.waitFor({ type: 'ready' });
+    return client;
+  }
+
+  /** Says hello (without waiting for ready). */
+  hello(userToken: string, opts: { lastSeq?: number; clientId?: string } = {}): void {
+    (this as { clientId: string }).clientId = opts.clientId ?? this.clientId;
+    this.send({
       type: 'hello',
       token: userToken,
-      client_id: client.clientId,
+      client_id: this.clientId,
       ...(opts.lastSeq !== undefined ? { last_seq: opts.lastSeq } : {}),
     });
-    await client.waitFor((m) => m.type === 'ready');
-    return client;
   }
 
   send(message: Message): void {
@@ -269,16 +286,38 @@ export class TestClient {
     this.ws.send(frameMessage(seq, bytes));
   }
 
-  /** The first message (received so far, or from index `from` on, or later) that matches. */
-  waitFor(pred: (m: Message) => boolean, timeoutMs = 20_000, from = 0): Promise<Message> {
-    const found = this.messages.slice(from).find(pred);
+  /** Where the messages received so far end: `waitFor(…, { from })` looks only past it. */
+  mark(): number {
+    return this.messages.length;
+  }
+
+  /**
+   * The first message (received so far, or past the mark `from`, or later) that matches. To wait
+   * for a count of messages, poll it (test/support/poll.ts); for an event, name its seq.
+   */
+  waitFor<M extends Match>(
+    match: M & FieldsRead<M>,
+    { timeoutMs = 20_000, from = 0 }: { timeoutMs?: number; from?: number } = {},
+  ): Promise<Message> {
+    return this.first(
+      (m) => matches(m, match),
+      from,
+      timeoutMs,
+      JSON.stringify(match, (_, v) => (typeof v === 'function' ? String(v) : v)),
+    );
+  }
+
+  private first(test: (m: Message) => boolean, from: number, timeoutMs: number, what: string): Promise<Message> {
+    const found = this.messages.slice(from).find(test);
     if (found) return Promise.resolve(found);
     return new Promise((resolve, reject) => {
-      const waiter = { pred, resolve: (m: Message) => (clearTimeout(timer), resolve(m)) };
+      const waiter = { test, resolve: (m: Message) => (clearTimeout(timer), resolve(m)) };
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
         reject(
-          new Error(`no matching message within ${timeoutMs} ms; got: ${JSON.stringify(this.messages.slice(-8))}`),
+          new Error(
+            `no message matching ${what} within ${timeoutMs} ms; got: ${JSON.stringify(this.messages.slice(-8))}`,
+          ),
         );
       }, timeoutMs);
       this.waiters.push(waiter);
@@ -287,13 +326,14 @@ export class TestClient {
 
   /** Sends a command and waits for its answer: a message of `answer` type for the meeting, or an error about the command. */
   command(message: Message, answer: string, timeoutMs = 20_000): Promise<Message> {
-    const from = this.messages.length;
+    const from = this.mark();
     this.send(message);
-    return this.waitFor(
+    return this.first(
       (m) =>
         (m.type === answer && m.meeting_id === message.meeting_id) || (m.type === 'error' && m.ref === message.type),
-      timeoutMs,
       from,
+      timeoutMs,
+      `${answer} or an error about ${message.type}`,
     );
   }
 
@@ -304,9 +344,8 @@ export class TestClient {
   /** Waits for an AudioStoredProgressEvent covering `seq`. */
   acked(meetingId: string, seq: number, timeoutMs = 30_000): Promise<Message> {
     return this.waitFor(
-      (m) =>
-        m.type === 'AudioStoredProgressEvent' && m.meeting_id === meetingId && m.highest_contiguous_sequence >= seq,
-      timeoutMs,
+      { type: 'AudioStoredProgressEvent', meeting_id: meetingId, highest_contiguous_sequence: (n) => n >= seq },
+      { timeoutMs },
     );
   }
 

@@ -145,7 +145,7 @@ describe('a live instance that died', () => {
     const tab = await TestClient.connect(b.wsUrl, v);
     const before = b.live.fanout.busMessages;
     const meetingId = await createMeeting(a, v); // addressed to b over its recreated topic
-    await tab.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+    await tab.waitFor({ type: 'EntityChanged', id: meetingId });
     await vi.waitFor(() => expect(b.live.fanout.busMessages).toBeGreaterThan(before));
     tab.close();
   });

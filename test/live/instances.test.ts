@@ -14,12 +14,12 @@ import {
   openTestDatabase,
   pcmFrame,
   range,
-  sleep,
   startInstance,
   storedAudio,
   token,
   type Instance,
 } from './helpers';
+import { sleep } from '../support/poll';
 
 let database: OpenedDatabase;
 let a: Instance;
@@ -87,14 +87,14 @@ describe('two instances', () => {
     const onA = await TestClient.connect(a.wsUrl, t);
     const onB = await TestClient.connect(b.wsUrl, t);
     const meetingId = await createMeeting(a, t);
-    await onB.waitFor((m) => m.type === 'EntityChanged' && m.entity === 'meeting' && m.id === meetingId);
+    await onB.waitFor({ type: 'EntityChanged', entity: 'meeting', id: meetingId });
 
     await onA.start(meetingId);
     for (const seq of range(0, 49)) onA.frame(seq);
     const progress = await onB.acked(meetingId, 49);
     expect(progress).toMatchObject({ type: 'AudioStoredProgressEvent', audio_version: 1, frames_stored: 50 });
     await onA.stop(meetingId);
-    await onB.waitFor((m) => m.type === 'EntityChanged' && m.entity === 'recording' && m.action === 'updated');
+    await onB.waitFor({ type: 'EntityChanged', entity: 'recording', action: 'updated' });
 
     // Same events, same order, each once, on both instances; A skips the echoes of its own start command.
     // Polled until A has caught up with B (a duplicate or a gap never goes away: the poll then fails).
@@ -133,7 +133,7 @@ describe('two instances', () => {
     expect((await getRecording(b.rt.db, meetingId, 1))?.owner_instance).toBe('instance-b');
 
     // A learns at its next heartbeat, writes 30..34 and tells its connection.
-    expect(await onA.waitFor((m) => m.type === 'RecordingReleased')).toMatchObject({
+    expect(await onA.waitFor({ type: 'RecordingReleased' })).toMatchObject({
       meeting_id: meetingId,
       reason: 'resumed_elsewhere',
     });

@@ -36,7 +36,7 @@ it('should log a connection and its take from open to finalize with their ids', 
     traceparent: `00-${traceId}-b7ad6b7169203331-01`,
   });
   client.send({ type: 'hello', token: alice, client_id: client.clientId, last_seq: 0 });
-  const { connection_id: connectionId } = await client.waitFor((m) => m.type === 'ready');
+  const { connection_id: connectionId } = await client.waitFor({ type: 'ready' });
   const ids = { connection_id: connectionId, request_id: 'ws-req-42', trace_id: traceId };
 
   expect(find('connection opened', ids)).toBeDefined();

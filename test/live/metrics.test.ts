@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { TestClient, createMeeting, fileEnv, openTestDatabase, startInstance, token, type Instance } from './helpers';
+import { until } from '../support/poll';
 
 interface Point {
   attributes?: { key: string; value: Record<string, unknown> }[];
@@ -75,13 +76,13 @@ const value = (p: Point) => Number(p.asInt ?? p.asDouble);
 const points = (m: Metric | undefined) => m?.sum?.dataPoints ?? m?.gauge?.dataPoints ?? m?.histogram?.dataPoints ?? [];
 const total = (name: string) => points(latest().get(name)).reduce((n, p) => n + value(p), 0);
 
-async function until(what: string, ok: () => boolean, ms = 15_000) {
-  for (const end = Date.now() + ms; !ok(); ) {
-    if (Date.now() > end)
-      throw new Error(`timed out waiting for ${what}; last export: ${[...latest().keys()].join(', ')}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** Polls the latest export until `ok`, naming what it last held when it times out. */
+const untilExported = (what: string, ok: () => boolean) =>
+  until(what, ok, {
+    timeoutMs: 15_000,
+    intervalMs: 100,
+    context: () => `last export: ${[...latest().keys()].join(', ')}`,
+  });
 
 describe('metrics', () => {
   it('should export live, HTTP, database and outbox metrics over OTLP/HTTP JSON', async () => {
@@ -94,14 +95,14 @@ describe('metrics', () => {
     for (let seq = 0; seq < sent; seq++) client.frame(seq);
     await client.acked(meetingId, sent - 1);
     // While the take and the connection are open.
-    await until(
+    await untilExported(
       'open take and connection',
       () => total('live.takes.open') === 1 && total('live.websocket.connections') === 1,
     );
 
     await client.stop(meetingId);
     client.close();
-    await until(
+    await untilExported(
       'take and connection closed',
       () => total('live.takes.open') === 0 && total('live.websocket.connections') === 0,
     );
@@ -154,7 +155,7 @@ describe('metrics', () => {
        SELECT $1, max(seq) + 1, 'meeting.changed', '{}'::jsonb, now() - interval '5 minutes' FROM event_outbox WHERE user_id = $1`,
       [rows[0].user_id],
     );
-    await until(
+    await untilExported(
       'the old row in the outbox gauges',
       () => total('outbox.unpublished') >= 1 && total('outbox.oldest_unpublished_age') >= 300,
     );

@@ -12,12 +12,12 @@ import {
   openTestDatabase,
   pcmFrame,
   range,
-  sleep,
   startInstance,
   storedAudio,
   token,
   type Instance,
 } from './helpers';
+import { sleep } from '../support/poll';
 import { startServer as startLiveServer } from './server-process';
 
 let database: OpenedDatabase;
@@ -57,7 +57,7 @@ describe('server.ts', () => {
     expect(await storedAudio(other, meetingId, 1).then((s) => s.rows.length)).toBe(0);
 
     server.process.kill('SIGTERM');
-    expect(await client.waitFor((m) => m.type === 'ReconnectAdvised')).toEqual({
+    expect(await client.waitFor({ type: 'ReconnectAdvised' })).toEqual({
       type: 'ReconnectAdvised',
       reason: 'shutdown',
     });

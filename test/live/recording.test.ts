@@ -15,12 +15,12 @@ import {
   pcmFrame,
   range,
   silentFrame,
-  sleep,
   startInstance,
   storedAudio,
   token,
   type Instance,
 } from './helpers';
+import { sleep } from '../support/poll';
 
 let database: OpenedDatabase;
 let core: Instance;
@@ -153,9 +153,7 @@ describe('recording', () => {
     const sent = range(0, 49).filter((s) => !(s >= 10 && s <= 14) && s !== 30);
     for (const seq of sent) client.frame(seq);
     // Every frame sent is stored: no later progress could acknowledge more than before.
-    await client.waitFor(
-      (m) => m.type === 'AudioStoredProgressEvent' && m.meeting_id === meetingId && m.frames_stored === sent.length,
-    );
+    await client.waitFor({ type: 'AudioStoredProgressEvent', meeting_id: meetingId, frames_stored: sent.length });
     const progress = client.ofType('AudioStoredProgressEvent').filter((m) => m.meeting_id === meetingId);
     expect(progress.every((m) => m.highest_contiguous_sequence <= 9)).toBe(true);
 
@@ -203,12 +201,13 @@ describe('recording', () => {
       interval: 5,
     });
     for (const seq of range(10, 14)) client.frame(seq);
-    const stopped = await client.waitFor((m) => m.type === 'RecordingStopped');
+    const stopped = await client.waitFor({ type: 'RecordingStopped' });
     expect(stopped).toMatchObject({ reason: 'user', highest_contiguous_sequence: 14, missing_ranges: [] });
     expect((await storedAudio(core, meetingId, 1)).sequences).toEqual(range(0, 14));
 
+    const from = client.mark(); // an answer to this frame, not an earlier one
     client.frame(15);
-    expect(await client.waitFor((m) => m.type === 'error' && m.ref === 'audio')).toMatchObject({
+    expect(await client.waitFor({ type: 'error', ref: 'audio' }, { from })).toMatchObject({
       code: 'no_recording',
     });
     client.close();
@@ -237,7 +236,10 @@ describe('recording', () => {
         interval: 100,
       });
       for (const c of held.splice(0)) c.release();
-      const answer = await client.waitFor((m) => m.type === 'RecordingStopped' || m.type === 'error', 60_000);
+      const answer = await client.waitFor(
+        { type: (t) => t === 'RecordingStopped' || t === 'error' },
+        { timeoutMs: 60_000 },
+      );
       expect(answer).toMatchObject({ type: 'RecordingStopped', highest_contiguous_sequence: 9, missing_ranges: [] });
       expect(lines.find((l) => l.message === 'stop step failed; retrying')).toMatchObject({ step: 'begin' });
       expect((await storedAudio(inst, meetingId, 1)).sequences).toEqual(range(0, 9));
@@ -269,9 +271,9 @@ describe('errors keep the connection open', () => {
   it('should answer frames without a recording, oversize and malformed frames, bad commands and foreign meetings with error messages', async () => {
     const client = await TestClient.connect(core.wsUrl, alice);
     const errorFor = async (act: () => void, ref: string | null) => {
-      const before = client.messages.length;
+      const from = client.mark();
       act();
-      return client.waitFor((m) => client.messages.indexOf(m) >= before && m.type === 'error' && m.ref === ref);
+      return client.waitFor({ type: 'error', ref }, { from });
     };
     expect(await errorFor(() => client.frame(0), 'audio')).toMatchObject({ code: 'no_recording' });
     expect(await errorFor(() => client.ws.send(Buffer.from([1, 2, 3])), 'audio')).toMatchObject({ code: 'bad_frame' });
@@ -317,9 +319,9 @@ describe('max duration', () => {
     const started = await client.start(meetingId, { max_duration_seconds: 2 });
     expect(started.max_duration_seconds).toBe(2);
     client.frame(0);
-    const warning = await client.waitFor((m) => m.type === 'RecordingDurationWarning', 5000);
+    const warning = await client.waitFor({ type: 'RecordingDurationWarning' }, { timeoutMs: 5000 });
     expect(warning).toMatchObject({ meeting_id: meetingId, max_duration_seconds: 2 });
-    const stopped = await client.waitFor((m) => m.type === 'RecordingStopped', 15_000);
+    const stopped = await client.waitFor({ type: 'RecordingStopped' }, { timeoutMs: 15_000 });
     expect(stopped).toMatchObject({ reason: 'max_duration', highest_contiguous_sequence: 0 });
     expect(await eventTypes(meetingId)).toEqual(expect.arrayContaining(['duration_warning', 'recording_stopped']));
     client.close();
@@ -331,15 +333,15 @@ describe('max duration', () => {
     await client.start(meetingId, { max_duration_seconds: 3 });
     // The frame at the ceiling first: its answer must come while the take still runs (the
     // duration's timer starts with the take; a loaded machine once used up 2 s before it).
-    const from = client.messages.length;
+    const from = client.mark();
     client.frame(30);
-    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+    expect(await client.waitFor({ type: 'error' }, { timeoutMs: 5_000, from })).toMatchObject({
       code: 'sequence_out_of_range',
       ref: 'audio',
     });
     for (const seq of range(0, 29)) client.frame(seq);
     for (const seq of range(31, 41)) client.frame(seq); // more past the ceiling, also while the stop settles
-    const stopped = await client.waitFor((m) => m.type === 'RecordingStopped', 15_000);
+    const stopped = await client.waitFor({ type: 'RecordingStopped' }, { timeoutMs: 15_000 });
     expect(stopped).toMatchObject({ reason: 'max_duration', highest_contiguous_sequence: 29, missing_ranges: [] });
     const rows = await listManifest(core.rt.db, meetingId, 1);
     expect(Math.max(...rows.map((r) => r.end_sequence))).toBe(29);
@@ -363,7 +365,7 @@ describe('ML service', () => {
     const client = await TestClient.connect(core.wsUrl, alice);
     await client.start(meetingId);
     for (const seq of range(0, 19)) client.frame(seq, silentFrame()); // ML_NO_AUDIO_WINDOW_SECONDS = 1
-    const health = await client.waitFor((m) => m.type === 'RecordingHealth' && m.code === 'no_audio_detected');
+    const health = await client.waitFor({ type: 'RecordingHealth', code: 'no_audio_detected' });
     expect(health).toMatchObject({ meeting_id: meetingId, audio_version: 1, source: 'ml' });
     await client.stop(meetingId);
     expect(await eventTypes(meetingId)).toContain('no_audio_detected');
@@ -409,7 +411,7 @@ describe('ML service', () => {
       const client = await TestClient.connect(instance.wsUrl, alice);
       await client.start(meetingId);
       for (const seq of range(0, 19)) client.frame(seq);
-      expect(await client.waitFor((m) => m.type === 'RecordingHealth' && m.code === 'ml_unavailable')).toMatchObject({
+      expect(await client.waitFor({ type: 'RecordingHealth', code: 'ml_unavailable' })).toMatchObject({
         source: 'core',
       });
       await client.acked(meetingId, 19);

@@ -55,12 +55,12 @@ describe('replay past the retention window', () => {
     ]);
 
     const behind = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 0 });
-    await behind.waitFor((m) => m.seq === 3, 10_000);
+    await behind.waitFor({ seq: 3 }, { timeoutMs: 10_000 });
     expect(shown(behind.messages)).toEqual([{ type: 'ResyncRequired', oldest_seq: 3 }, 3]);
     behind.close();
 
     const current = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 2 });
-    await current.waitFor((m) => m.seq === 3, 10_000);
+    await current.waitFor({ seq: 3 }, { timeoutMs: 10_000 });
     expect(current.ofType('ResyncRequired')).toEqual([]);
     current.close();
   });
@@ -73,7 +73,7 @@ describe('replay past the retention window', () => {
     pruneBeforeRead(userId, 1);
 
     const client = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 0 });
-    await client.waitFor((m) => m.seq === 3, 10_000);
+    await client.waitFor({ seq: 3 }, { timeoutMs: 10_000 });
     expect(shown(client.messages)).toEqual([{ type: 'ResyncRequired', oldest_seq: 3 }, 3]);
     client.close();
   });
@@ -98,7 +98,7 @@ describe('replay past the retention window', () => {
     pruneBeforeRead(userId, 2); // after the first page (500 events) went out
 
     const client = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 0 });
-    await client.waitFor((m) => m.seq === 1200, 20_000);
+    await client.waitFor({ seq: 1200 }, { timeoutMs: 20_000 });
     expect(shown(client.messages)).toEqual([
       ...range(1, 500),
       { type: 'ResyncRequired', oldest_seq: 701 },
@@ -128,10 +128,10 @@ describe('a hello too far behind', () => {
       ),
     );
     const far = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 0 });
-    await far.waitFor((m) => m.type === 'ResyncRequired');
+    await far.waitFor({ type: 'ResyncRequired' });
     // Then live events go on after it: a new one arrives, nothing of the backlog.
     const meetingId = await createMeeting(live.instance, t);
-    await far.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+    await far.waitFor({ type: 'EntityChanged', id: meetingId });
     expect(shown(far.messages)).toEqual([
       { type: 'ResyncRequired', oldest_seq: max + 2, reason: 'too_far_behind' },
       max + 2,
@@ -139,7 +139,7 @@ describe('a hello too far behind', () => {
     far.close();
 
     const near = await TestClient.connect(live.instance.wsUrl, t, { lastSeq: 2 }); // exactly max events behind
-    await near.waitFor((m) => m.seq === max + 2, 60_000);
+    await near.waitFor({ seq: max + 2 }, { timeoutMs: 60_000 });
     expect(near.ofType('ResyncRequired')).toEqual([]);
     expect(near.messages.filter((m) => m.seq !== undefined).map((m) => m.seq)).toEqual(range(3, max + 2));
     near.close();

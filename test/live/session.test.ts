@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { appendEvent, type StoredEvent } from '@mi/lib/events/outbox';
+import { appendEvent, latestSeq, type StoredEvent } from '@mi/lib/events/outbox';
 import { segmentEvent } from '@mi/lib/events/catalogue';
 import {
   TestClient,
@@ -12,12 +12,12 @@ import {
   fileEnv,
   openTestDatabase,
   range,
-  sleep,
   startInstance,
   storedAudio,
   token,
   type Instance,
 } from './helpers';
+import { sleep } from '../support/poll';
 
 let database: OpenedDatabase;
 let core: Instance;
@@ -51,6 +51,16 @@ async function patchMeeting(
     body: JSON.stringify({ title }),
   });
   expect(res.status).toBe(200);
+}
+
+/** The latest seq of the meeting's owner: the seq of the event a request just committed. */
+async function latestSeqOfOwner(meetingId: string): Promise<number> {
+  const { rows } = await core.rt.db.query<{ user_id: string }>(
+    'test.owner',
+    'SELECT user_id FROM meeting WHERE id = $1',
+    [meetingId],
+  );
+  return latestSeq(core.rt.db, rows[0].user_id);
 }
 
 const entityEvents = (c: TestClient, meetingId: string) =>
@@ -117,9 +127,7 @@ describe('events', () => {
     const daveClient = await TestClient.connect(core.wsUrl, dave);
     const meetingId = await createMeeting(core, carol);
     await patchMeeting(core, carol, meetingId, 'renamed');
-    const updated = await carolClient.waitFor(
-      (m) => m.type === 'EntityChanged' && m.action === 'updated' && m.id === meetingId,
-    );
+    const updated = await carolClient.waitFor({ type: 'EntityChanged', action: 'updated', id: meetingId });
     expect(updated).toMatchObject({
       entity: 'meeting',
       meeting_id: meetingId,
@@ -129,7 +137,7 @@ describe('events', () => {
     });
     // Dave's own later event comes after anything misrouted to him on the same socket.
     const daveMeeting = await createMeeting(core, dave);
-    await daveClient.waitFor((m) => m.type === 'EntityChanged' && m.id === daveMeeting);
+    await daveClient.waitFor({ type: 'EntityChanged', id: daveMeeting });
     expect(daveClient.messages.filter((m) => m.type !== 'ready' && m.meeting_id !== daveMeeting)).toEqual([]);
     carolClient.close();
     daveClient.close();
@@ -140,16 +148,17 @@ describe('events', () => {
     const origin = await TestClient.connect(core.wsUrl, erin);
     const other = await TestClient.connect(core.wsUrl, erin);
     const meetingId = await createMeeting(core, erin);
+    // Each event is waited for by its seq: a wait that matched "an update" once returned the
+    // first one already here instead of the one meant.
     await patchMeeting(core, erin, meetingId, 'from origin', origin.clientId);
+    const fromOrigin = await latestSeqOfOwner(meetingId);
     await patchMeeting(core, erin, meetingId, 'from elsewhere');
-    const elsewhere = await other.waitFor(
-      (m) =>
-        m.type === 'EntityChanged' &&
-        m.action === 'updated' &&
-        entityEvents(other, meetingId).filter((e) => e.action === 'updated').length === 2,
-    );
+    const fromElsewhere = await latestSeqOfOwner(meetingId);
+    expect(await other.waitFor({ seq: fromOrigin })).toMatchObject({ action: 'updated', id: meetingId });
+    expect(await other.waitFor({ seq: fromElsewhere })).toMatchObject({ action: 'updated', id: meetingId });
     // Delivery is in seq order: once the later event is here, the skipped earlier one cannot follow.
-    await origin.waitFor((m) => m.seq === elsewhere.seq);
+    await origin.waitFor({ seq: fromElsewhere });
+    expect(origin.messages.filter((m) => m.seq === fromOrigin)).toEqual([]);
     expect(entityEvents(origin, meetingId).filter((e) => e.action === 'updated')).toHaveLength(1);
     origin.close();
     other.close();
@@ -159,7 +168,7 @@ describe('events', () => {
     const frank = await token(core.config, 'frank');
     const first = await TestClient.connect(core.wsUrl, frank);
     const meetingId = await createMeeting(core, frank);
-    const created = await first.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+    const created = await first.waitFor({ type: 'EntityChanged', id: meetingId });
     first.close();
     await first.closed;
 
@@ -168,7 +177,7 @@ describe('events', () => {
     for (let i = 0; i < 3; i++) await patchMeeting(core, frank, meetingId, `live ${i}`);
     // One more live event: a duplicate of an earlier one would have come before it.
     await patchMeeting(core, frank, meetingId, 'last');
-    await back.waitFor((m) => m.seq === created.seq + 9);
+    await back.waitFor({ seq: created.seq + 9 });
     const seqs = back.messages.filter((m) => m.seq !== undefined).map((m) => m.seq);
     expect(seqs).toEqual(range(created.seq + 1, created.seq + 9));
     back.close();
@@ -178,7 +187,7 @@ describe('events', () => {
     const gina = await token(core.config, 'gina');
     const client = await TestClient.connect(core.wsUrl, gina);
     const meetingId = await createMeeting(core, gina);
-    const created = await client.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+    const created = await client.waitFor({ type: 'EntityChanged', id: meetingId });
     const userId: string = (
       await core.rt.db.query<{ user_id: string }>('test.user', 'SELECT user_id FROM meeting WHERE id = $1', [meetingId])
     ).rows[0].user_id;
@@ -194,12 +203,12 @@ describe('events', () => {
       await appendEvent(tx, userId, body),
     ]);
     await core.rt.events.publish([b]); // the later one first; the earlier one never published
-    await client.waitFor((m) => m.seq === b.seq);
+    await client.waitFor({ seq: b.seq });
     await core.rt.events.publish([a]); // and now its late copy: a duplicate
     // A later event published after the copy: the copy, if delivered, would have come first.
     const [c] = await core.rt.db.withTransaction(async (tx) => [await appendEvent(tx, userId, body)]);
     await core.rt.events.publish([c]);
-    await client.waitFor((m) => m.seq === c.seq);
+    await client.waitFor({ seq: c.seq });
     const seqs = client.messages.filter((m) => m.seq !== undefined).map((m) => m.seq);
     expect(seqs).toEqual([created.seq, a.seq, b.seq, c.seq]);
     client.close();
@@ -254,7 +263,7 @@ describe('connection lifetime', () => {
       const meetingId = await createMeeting(short, ivan);
       await client.start(meetingId);
       for (const seq of range(0, 4)) client.frame(seq); // fewer than one segment: only the lifetime flush writes them
-      const advised = await client.waitFor((m) => m.type === 'ReconnectAdvised', 5000);
+      const advised = await client.waitFor({ type: 'ReconnectAdvised' }, { timeoutMs: 5000 });
       expect(advised).toEqual({ type: 'ReconnectAdvised', reason: 'lifetime' });
       expect((await client.closed).code).toBe(1012);
       expect((await storedAudio(short, meetingId, 1)).sequences).toEqual(range(0, 4));

@@ -1,11 +1,11 @@
 // The sweep deletes the topic of every live instance it finds unmarked. A live instance marks
-// itself before it creates its topic, and the sweep lists the topics before it reads the marks:
+// itself (its first heartbeat) before it creates its topic, and the sweep lists the topics before it reads the marks:
 // then no instance that starts while the sweep runs loses its topic, whatever the interleaving.
 // The sweep's two reads are held here so that an instance starts (marks itself, creates its
 // topic) exactly between them — after the first answered, before the second is asked; when the
 // two are asked together, the marks are answered first.
-// An instance whose mark lapsed while it ran (Firestore out of its reach) loses its topic to the
-// sweep: it marks itself again, recreates its topic and subscription, and its tabs lose no event
+// An instance whose mark lapsed while it ran (Firestore out of reach of its heartbeat) loses its
+// topic to the sweep: it marks itself again at its next beat, recreates its topic and subscription, and its tabs lose no event
 // meanwhile (what the bus dropped, the catch-up brings from the outbox). Against the Pub/Sub and
 // Firestore emulators.
 import { randomUUID } from 'node:crypto';
@@ -15,7 +15,7 @@ import { createBus, instanceSubscriptionName, instanceTopic, type Bus } from '@m
 import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
 import { emulatorAuth } from '@mi/lib/adapters/google-auth';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { deleteDeadInstanceTopics, instanceTopicReads, type InstanceTopicReads } from '../../functions/sweep';
+import { deleteDeadInstanceTopics, instanceTopicReads, type InstanceTopicReads } from '@mi/lib/fanout/liveness';
 import { startTcpProxy } from '../support/tcp-proxy';
 import {
   TestClient,
@@ -172,22 +172,22 @@ const firestoreCoordination = () =>
 
 describe('a live instance that starts while the sweep runs', () => {
   it('should keep its topic when the sweep passes right before its mark is written', async () => {
-    // Its first mark write waits for a sweep pass. Had start() not waited for the mark before
-    // making its topic, the topic would exist, unmarked, when the pass reads.
+    // Its first heartbeat (the mark) waits for a sweep pass. Had start() not waited for the mark
+    // before making its topic, the topic would exist, unmarked, when the pass reads.
     const real = firestoreCoordination();
     const bus = createBus({ projectId: a.config.GOOGLE_CLOUD_PROJECT, emulatorHost: env.PUBSUB_EMULATOR_HOST });
     let subscribing: Promise<unknown> | undefined;
     let swept: Promise<string[]> | undefined;
     const coordination: Coordination = {
       ...real,
-      async markInstance(id, ttlMs) {
+      async heartbeat(beat) {
         swept ??= (async () => {
           await null; // start() goes on meanwhile unless it awaits its mark…
           await subscribing; // …and then its topic exists before the mark
           return sweep();
         })();
         await swept;
-        await real.markInstance(id, ttlMs);
+        return real.heartbeat(beat);
       },
     };
     const watched: Bus = { ...bus, subscribeInstance: (...args) => (subscribing = bus.subscribeInstance(...args)) };
@@ -205,13 +205,13 @@ describe('a live instance that starts while the sweep runs', () => {
 
 describe('a running instance whose mark lapsed', () => {
   it('should mark itself again, recreate the topic the sweep took, and lose no event meanwhile', async () => {
-    let unreachable = false; // Firestore out of reach of c's mark writes
+    let unreachable = false; // Firestore out of reach of c's heartbeats (its mark)
     const real = firestoreCoordination();
     const coordination: Coordination = {
       ...real,
-      async markInstance(id, ttlMs) {
+      async heartbeat(beat) {
         if (unreachable) throw new Error('14 UNAVAILABLE: Firestore unreachable');
-        await real.markInstance(id, ttlMs);
+        return real.heartbeat(beat);
       },
     };
     // c reaches Pub/Sub through a proxy the test can hang; its mark lapses 3 s after the last renewal.
@@ -224,7 +224,7 @@ describe('a running instance whose mark lapsed', () => {
       const own = instanceTopic(a.config.PUBSUB_TOPIC_EVENTS, id);
       const u = await token(a.config, `order-u-${randomUUID()}`);
       const tab = await TestClient.connect(c.wsUrl, u);
-      const changed = (meetingId: string) => tab.waitFor((m) => m.type === 'EntityChanged' && m.id === meetingId);
+      const changed = (meetingId: string) => tab.waitFor({ type: 'EntityChanged', id: meetingId });
       const first = (await changed(await createMeeting(a, u))).seq as number; // a addresses c's topic
 
       unreachable = true;

@@ -55,7 +55,7 @@ describe('trace context of a take', () => {
     const fromStart = traceparent();
     const client = await TestClient.open(instance.wsUrl);
     client.send({ type: 'hello', token: t, client_id: randomUUID(), traceparent: fromHello, tracestate: 'vendor=1' });
-    await client.waitFor((m) => m.type === 'ready');
+    await client.waitFor({ type: 'ready' });
 
     const first = await createMeeting(instance, t);
     await recordAndStop(client, first, {}); // no trace of its own: the hello's
@@ -103,7 +103,7 @@ describe('trace context of a take', () => {
       const tp = traceparent();
       const client = await TestClient.open(instance.wsUrl);
       client.send({ type: 'hello', token: t, client_id: randomUUID(), traceparent: tp, tracestate });
-      await client.waitFor((m) => m.type === 'ready');
+      await client.waitFor({ type: 'ready' });
       const meetingId = await createMeeting(instance, t);
       await recordAndStop(client, meetingId, {});
       await vi.waitFor(
@@ -129,7 +129,7 @@ describe('trace context of a take', () => {
     // Node sends latin-1 header bytes as they are: the service must not pass them on.
     const client = await TestClient.open(instance.wsUrl, { traceparent: fromUpgrade, tracestate: 'vendor=caf\u00e9' });
     client.send({ type: 'hello', token: t, client_id: randomUUID() });
-    await client.waitFor((m) => m.type === 'ready');
+    await client.waitFor({ type: 'ready' });
     const first = await createMeeting(instance, t);
     const second = await createMeeting(instance, t);
     await recordAndStop(client, first, {}); // the upgrade's trace

@@ -14,12 +14,12 @@ import {
   openTestDatabase,
   pcmFrame,
   range,
-  sleep,
   startInstance,
   storedAudio,
   token,
   type Instance,
 } from './helpers';
+import { sleep, until } from '../support/poll';
 import { isAlive, startServer, type ServerProcess } from './server-process';
 
 let database: OpenedDatabase;
@@ -50,19 +50,9 @@ async function startTwo(extra: Record<string, string>): Promise<ServerProcess> {
   return server;
 }
 
-async function until<T>(
-  what: string,
-  probe: () => T | undefined | Promise<T | undefined>,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100); // the poll's interval
-  }
-}
+/** Polls `probe` until it answers (anything but undefined; null too). */
+const untilAnswered = <T>(what: string, probe: () => T | undefined, timeoutMs = 20_000): Promise<T> =>
+  until(what, probe, { ok: (v) => v !== undefined, timeoutMs, intervalMs: 100 });
 
 /** Clients that each started a take of their own; the take's owner is the worker they landed on. */
 async function recordingClients(server: ServerProcess, t: string, n: number) {
@@ -103,9 +93,9 @@ describe('server.ts with two workers', () => {
     const resumed = await b.client.resume(a.meetingId, 1);
     expect(resumed).toMatchObject({ type: 'RecordingResumed', audio_version: 1 });
     expect((await getRecording(rest.rt.db, a.meetingId, 1))?.owner_instance).toBe(ids[1]);
-    expect(await a.client.waitFor((m) => m.type === 'RecordingReleased' && m.meeting_id === a.meetingId)).toMatchObject(
-      { reason: 'resumed_elsewhere' },
-    );
+    expect(await a.client.waitFor({ type: 'RecordingReleased', meeting_id: a.meetingId })).toMatchObject({
+      reason: 'resumed_elsewhere',
+    });
     for (const seq of range(resumed.highest_contiguous_sequence + 1, 44)) b.client.frame(seq);
     expect(await b.client.stop(a.meetingId)).toMatchObject({ highest_contiguous_sequence: 44, missing_ranges: [] });
 
@@ -125,7 +115,7 @@ describe('server.ts with two workers', () => {
     const server = await startTwo({});
     const [dead, kept] = server.instances;
     process.kill(dead.pid, 'SIGKILL');
-    const fresh = await until('a replacement worker', () => server.instances[2]);
+    const fresh = await untilAnswered('a replacement worker', () => server.instances[2]);
     workerPids.push(fresh.pid);
     expect(fresh.instance).not.toBe(dead.instance);
     expect(fresh.instance).not.toBe(kept.instance);
@@ -139,7 +129,7 @@ describe('server.ts with two workers', () => {
 
     // Workers do not outlive a primary that was killed outright (node:cluster exits them).
     server.process.kill('SIGKILL');
-    await until('the workers to exit', () => ([kept.pid, fresh.pid].some(isAlive) ? undefined : true), 10_000);
+    await untilAnswered('the workers to exit', () => ([kept.pid, fresh.pid].some(isAlive) ? undefined : true), 10_000);
   });
 
   it('should stop replacing workers that keep dying: after 5 replacements within a minute the instance exits 1', async () => {
@@ -150,7 +140,7 @@ describe('server.ts with two workers', () => {
     process.kill(first.pid, 'SIGKILL');
     // Each replacement is killed as soon as it is forked (a crash loop) until the primary gives up.
     while (killed.length < 10) {
-      const next = await until('a replacement or the exit', () =>
+      const next = await untilAnswered('a replacement or the exit', () =>
         server.process.exitCode !== null ? null : forked().find((pid) => pid !== survivor.pid && !killed.includes(pid)),
       );
       if (next === null) break;
@@ -176,7 +166,7 @@ describe('server.ts with two workers', () => {
 
     server.process.kill('SIGTERM');
     for (const c of clients) {
-      expect(await c.client.waitFor((m) => m.type === 'ReconnectAdvised')).toEqual({
+      expect(await c.client.waitFor({ type: 'ReconnectAdvised' })).toEqual({
         type: 'ReconnectAdvised',
         reason: 'shutdown',
       });

@@ -273,6 +273,7 @@ describe('fake ML batch pass', () => {
       storage_path: 'x.wav',
       is_degraded: false,
       missing_ranges: [],
+      attempt: 1,
     };
     await api.rt.bus.publish(api.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message);
     await vi.waitFor(

@@ -40,6 +40,7 @@ const finalized: RecordingFinalized = {
   storage_path: 'recordings/m/v2/audio.wav',
   is_degraded: true,
   missing_ranges: [[30, 39]],
+  attempt: 2,
 };
 /** Values of every kind each field is tried with. */
 const PROBES: unknown[] = [

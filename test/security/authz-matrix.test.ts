@@ -53,6 +53,7 @@ const DESTRUCTIVE_POSTS: Record<string, string> = {
  */
 const ON_CALLER: Record<string, string> = {
   deleteMe: 'erases the calling account (in full: test/api/erasure.test.ts)',
+  createAccountExport: 'one unfinished export per account (in full: test/api/account-export.test.ts)',
 };
 
 const api = await startApi();

@@ -1,7 +1,7 @@
 // Identities (decisions.md section 6): emails are unique case-insensitively; a valid token whose
 // email another identity holds answers 409 account_conflict on REST and closes the WebSocket
-// with 4409; an empty `sub` or an `iat` more than 60 s ahead is 401; no problem detail names a
-// constraint.
+// with 4409; an empty `sub`, an `iat` more than 60 s ahead or a negative `iat` is 401 (4401 on
+// the WebSocket); no problem detail names a constraint.
 import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
@@ -79,6 +79,21 @@ describe('identities', () => {
     const ws = await TestClient.open(live.instance.wsUrl);
     ws.send({ type: 'hello', token: await jwt({ sub: '' }), client_id: randomUUID() });
     expect((await ws.closed).code).toBe(4401);
+  });
+
+  it('should answer 401 on REST and close the WebSocket with 4401 for a token with a negative iat', async () => {
+    for (const iat of [-1, -86_400]) {
+      const token = await jwt({ sub: `idp|${randomUUID()}`, iat });
+      const res = await me(token);
+      expect(res.status, String(iat)).toBe(401);
+      expect(res.body.type).toMatch(/\/unauthorized$/);
+      const ws = await TestClient.open(live.instance.wsUrl);
+      ws.send({ type: 'hello', token, client_id: randomUUID() });
+      expect((await ws.closed).code).toBe(4401);
+      expect(ws.ofType('ready')).toEqual([]);
+    }
+    // The epoch itself is a time like any other.
+    expect((await me(await jwt({ sub: `idp|${randomUUID()}`, iat: 0 }))).status).toBe(200);
   });
 
   it('should keep the stored email when a token carries none, so no other identity can take it', async () => {

@@ -19,11 +19,11 @@ import {
   openTestDatabase,
   pcmFrame,
   range,
-  sleep,
   startInstance,
   token,
   type Instance,
 } from '../live/helpers';
+import { sleep, until } from '../support/poll';
 
 const MAX_FRAME = 4096;
 const HELLO_TIMEOUT_S = 0.5;
@@ -63,9 +63,9 @@ describe('frame size', () => {
     const client = await TestClient.connect(a.wsUrl, t);
     await client.start(meetingId, { encoding: 'webm_opus' }); // opus frames have no fixed size
     client.frame(0, Buffer.alloc(MAX_FRAME, 1)); // exactly the limit: taken
-    const from = client.messages.length;
+    const from = client.mark();
     client.frame(1, Buffer.alloc(MAX_FRAME + 1, 2));
-    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+    expect(await client.waitFor({ type: 'error' }, { timeoutMs: 5_000, from })).toMatchObject({
       code: 'frame_too_large',
       ref: 'audio',
     });
@@ -118,9 +118,9 @@ describe('frames that cannot be stored as they are', () => {
     await client.start(meetingId); // pcm_s16le at 16 kHz: 3,200 bytes a frame
     client.frame(0);
     for (const size of [1, 3199, 3201]) {
-      const from = client.messages.length;
+      const from = client.mark();
       client.frame(1, Buffer.alloc(size, 1));
-      expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+      expect(await client.waitFor({ type: 'error' }, { timeoutMs: 5_000, from })).toMatchObject({
         code: 'bad_frame',
         ref: 'audio',
       });
@@ -133,9 +133,9 @@ describe('frames that cannot be stored as they are', () => {
 
     const opusMeeting = await createMeeting(a, t);
     await client.start(opusMeeting, { encoding: 'webm_opus' });
-    const from = client.messages.length;
+    const from = client.mark();
     client.frame(0, Buffer.alloc(0));
-    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+    expect(await client.waitFor({ type: 'error' }, { timeoutMs: 5_000, from })).toMatchObject({
       code: 'bad_frame',
       ref: 'audio',
     });
@@ -150,9 +150,9 @@ describe('frames that cannot be stored as they are', () => {
     await client.start(meetingId);
     // Every other frame: 1, 3, …, 127 leave 64 holes (0, 2, …, 126).
     for (let seq = 1; seq <= 127; seq += 2) client.frame(seq);
-    const from = client.messages.length;
+    const from = client.mark();
     client.frame(129);
-    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+    expect(await client.waitFor({ type: 'error' }, { timeoutMs: 5_000, from })).toMatchObject({
       code: 'too_many_gaps',
       ref: 'audio',
     });
@@ -169,18 +169,18 @@ describe('frames that cannot be stored as they are', () => {
     await client.start(meetingId);
     // Frames 0, 4, …, 256 leave 64 holes of three frames each (1-3, 5-7, …, 253-255).
     for (let seq = 0; seq <= 256; seq += 4) client.frame(seq);
-    let from = client.messages.length;
+    let from = client.mark();
     client.frame(2); // the middle of 1-3: would leave 1-1 and 3-3, 65 holes
-    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+    expect(await client.waitFor({ type: 'error' }, { timeoutMs: 5_000, from })).toMatchObject({
       code: 'too_many_gaps',
       ref: 'audio',
     });
     client.frame(1); // an edge: 2-3 remains, still 64 holes
     client.frame(2); // now an edge too: taken
     await sleep(1_100); // waits out the one-error-per-code-a-second throttle (a timer never fires early)
-    from = client.messages.length;
+    from = client.mark();
     client.frame(6); // the middle of 5-7 is refused the same way
-    expect(await client.waitFor((m) => m.type === 'error', 5_000, from)).toMatchObject({
+    expect(await client.waitFor({ type: 'error' }, { timeoutMs: 5_000, from })).toMatchObject({
       code: 'too_many_gaps',
       ref: 'audio',
     });
@@ -220,12 +220,10 @@ describe('connections per user', () => {
       const attempt = await TestClient.open(b.wsUrl);
       attempt.send({ type: 'hello', token: t, client_id: randomUUID() });
       const outcome = await Promise.race([
-        attempt
-          .waitFor((m) => m.type === 'ready', 10_000)
-          .then(
-            () => 'ready',
-            () => 'no answer',
-          ),
+        attempt.waitFor({ type: 'ready' }, { timeoutMs: 10_000 }).then(
+          () => 'ready',
+          () => 'no answer',
+        ),
         attempt.closed.then((c) => c.code),
       ]);
       if (outcome === 'ready') again = attempt;
@@ -289,7 +287,10 @@ describe('slow readers', () => {
     (slow.ws as unknown as { _socket: Socket })._socket.resume();
     expect([4413, 1006]).toContain((await slow.closed).code);
     expect(slow.ofType('TranscriptSegmentEvent').length).toBeLessThan(6 * 67);
-    await fast.waitFor(() => fast.ofType('EntityChanged').filter((m) => m.action === 'updated').length >= 6, 20_000);
+    await until(
+      'six updates on the fast client',
+      () => fast.ofType('EntityChanged').filter((m) => m.action === 'updated').length >= 6,
+    );
     expect(fast.ws.readyState).toBe(WebSocket.OPEN);
     fast.close();
   }, 60_000);

@@ -119,6 +119,7 @@ describe('npm start with ML_SERVICE_URL', () => {
       storage_path: null,
       is_degraded: false,
       missing_ranges: [],
+      attempt: 1,
     };
     await stack.rt.bus.publish(topic, message);
     const pubsub = new PubSub({

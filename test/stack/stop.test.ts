@@ -10,6 +10,7 @@ import { freePort } from '@mi/lib/dev/free-port';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { spawnNpmStart, untilReady, type NpmStart } from './npm-start';
 import { commandLine, listening, listeningPorts, processTree, running } from './processes';
+import { until } from '../support/poll';
 
 const dirs: string[] = [];
 const started: NpmStart[] = [];
@@ -25,19 +26,6 @@ afterAll(() => {
   }
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-
-async function until(
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  withinMs: number,
-  context: () => string,
-): Promise<void> {
-  const end = Date.now() + withinMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`${what} within ${withinMs} ms\n${context()}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 type Target = 'npm' | 'tsx' | 'node';
 
@@ -77,8 +65,16 @@ async function startAndSignal(
       .filter(running)
       .map((p) => `${p} ${commandLine(p)}`)
       .join('\n')}\nlistening: ${ports.filter(listening)}\noutput:\n${s.output()}`;
-  await until('every process of the tree gone', () => tree.every((p) => !running(p)), 30_000, context);
-  await until('no port left listening', () => ports.every((p) => !listening(p)), 5_000, context);
+  await until('every process of the tree gone', () => tree.every((p) => !running(p)), {
+    timeoutMs: 30_000,
+    intervalMs: 250,
+    context,
+  });
+  await until('no port left listening', () => ports.every((p) => !listening(p)), {
+    timeoutMs: 5_000,
+    intervalMs: 250,
+    context,
+  });
   expect(
     await fetch(`${s.url}/healthz`).then(
       () => 'answered',

@@ -35,6 +35,7 @@ const PATH_RESOURCE: Record<string, string> = {
   topics: 'topic',
   'talking-points': 'talkingPoint',
   webhooks: 'webhook',
+  exports: 'accountExport',
 };
 
 /** Body, query and named path fields that hold a reference, by name. */
@@ -248,6 +249,7 @@ const STEPS: {
   { key: 'keptPerson', needs: [], make: async (call) => (await call('createPerson', 'owner')).id },
   { key: 'tag', needs: [], make: async (call) => (await call('createTag', 'owner')).id },
   { key: 'webhook', needs: [], make: async (call) => (await call('createWebhook', 'owner')).id },
+  { key: 'accountExport', needs: [], make: async (call) => (await call('createAccountExport', 'owner')).id },
   { key: 'task', needs: [], make: async (call) => (await call('createTask', 'owner')).id },
   { key: 'subTask', needs: ['task'], make: async (call) => (await call('createSubTask', 'owner')).id },
   { key: 'note', needs: [], make: async (call) => (await call('createNote', 'owner')).id },

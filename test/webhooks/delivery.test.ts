@@ -3,6 +3,7 @@
 // receivers that verify every signature with the standardwebhooks package. The retry schedule
 // is shortened through its configuration; nothing here waits real minutes.
 import { randomUUID } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { appendEvent } from '@mi/lib/events/outbox';
 import { pruneExpired } from '@mi/lib/repositories/retention';
@@ -42,16 +43,20 @@ function dispatch(over: Partial<DispatcherOptions> = {}): Dispatcher {
 }
 
 /** A user with a webhook to a new receiver; returns the token, user id, webhook and receiver. */
-async function subscriber(eventTypes: string[] = ['*']) {
+async function subscriber(eventTypes: string[] = ['*'], endpoints = 1) {
   const token = await api.token(`u-${randomUUID().slice(0, 8)}`);
   const userId = await api.userId(token);
   let secret = '';
   const receiver = await new Receiver(() => secret).start();
   receivers.push(receiver);
-  const created = await api.post(token, '/webhooks', { url: receiver.url, event_types: eventTypes });
-  expect(created.status).toBe(201);
-  secret = created.body.secret;
-  return { token, userId, webhookId: created.body.id as string, receiver };
+  let webhookId = '';
+  for (let i = 0; i < endpoints; i++) {
+    const created = await api.post(token, '/webhooks', { url: receiver.url, event_types: eventTypes });
+    expect(created.status).toBe(201);
+    secret = created.body.secret;
+    webhookId = created.body.id;
+  }
+  return { token, userId, webhookId, receiver };
 }
 
 const tag = (token: string) => api.post(token, '/tags', { name: `t-${randomUUID()}` });
@@ -70,8 +75,9 @@ beforeAll(async () => {
   api = await startApi();
 });
 afterEach(async () => {
-  await Promise.all(dispatchers.splice(0).map((d) => d.stop()));
+  // Receivers first: a hanging one's connections close, so the attempts in flight end and the dispatchers can stop.
   await Promise.all(receivers.splice(0).map((r) => r.stop()));
+  await Promise.all(dispatchers.splice(0).map((d) => d.stop()));
 });
 afterAll(() => api?.close());
 
@@ -295,5 +301,112 @@ describe('webhook delivery', () => {
     const events = await outbox(s.userId);
     expect(new Set(s.receiver.ids())).toEqual(new Set(events.map((e) => e.id)));
     expect(s.receiver.received.every((r) => r.verified)).toBe(true);
+  });
+
+  it('should sign with the new and the previous secret during the overlap, and with the new one only once it ends', async () => {
+    const s = await subscriber();
+    const first = s.receiver;
+    dispatch();
+    const old = (await api.rt.db.query('test.secret', 'SELECT secret FROM webhook WHERE id = $1', [s.webhookId]))
+      .rows[0].secret as string;
+    const rotated = await api.post(s.token, `/webhooks/${s.webhookId}/rotate-secret`, {});
+    expect(rotated.status).toBe(200);
+    const fresh = rotated.body.secret as string;
+    expect(fresh).not.toBe(old);
+    await tag(s.token);
+    await waitFor('the delivery after the rotation', () => first.ids().length === 1);
+    const during = first.received[0];
+    // v1,<new> v1,<old>: each secret alone verifies it (the standardwebhooks package, as a receiver would).
+    expect(during.headers['webhook-signature'].split(' ')).toEqual([
+      expect.stringMatching(/^v1,/),
+      expect.stringMatching(/^v1,/),
+    ]);
+    for (const secret of [fresh, old]) expect(new Webhook(secret).verify(during.raw, during.headers)).toBeTruthy();
+    expect(() =>
+      new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify(during.raw, during.headers),
+    ).toThrow();
+
+    // Rotated again with expire_previous: only the newest secret signs; the two before no longer verify.
+    const newest = (await api.post(s.token, `/webhooks/${s.webhookId}/rotate-secret`, { expire_previous: true })).body
+      .secret as string;
+    await tag(s.token);
+    await waitFor('the delivery after the second rotation', () => first.ids().length === 2);
+    const after = first.received[1];
+    expect(after.headers['webhook-signature'].split(' ')).toHaveLength(1);
+    expect(new Webhook(newest).verify(after.raw, after.headers)).toBeTruthy();
+    for (const secret of [fresh, old]) expect(() => new Webhook(secret).verify(after.raw, after.headers)).toThrow();
+  });
+
+  it('should end the overlap when it lapses: the previous secret no longer signs', async () => {
+    const s = await subscriber();
+    dispatch();
+    const old = (await api.rt.db.query('test.secret', 'SELECT secret FROM webhook WHERE id = $1', [s.webhookId]))
+      .rows[0].secret as string;
+    const fresh = (await api.post(s.token, `/webhooks/${s.webhookId}/rotate-secret`, {})).body.secret as string;
+    // The overlap's end, brought forward (WEBHOOK_SECRET_OVERLAP_SECONDS is 24 h here).
+    await api.rt.db.query('test.lapse', 'UPDATE webhook SET previous_secret_expires_at = now() WHERE id = $1', [
+      s.webhookId,
+    ]);
+    await tag(s.token);
+    await waitFor('the delivery', () => s.receiver.ids().length === 1);
+    const got = s.receiver.received[0];
+    expect(new Webhook(fresh).verify(got.raw, got.headers)).toBeTruthy();
+    expect(() => new Webhook(old).verify(got.raw, got.headers)).toThrow();
+  });
+});
+
+describe('webhook fairness between users', () => {
+  const hangingNow = (hs: { receiver: Receiver }[]) => hs.reduce((n, h) => n + h.receiver.hanging, 0);
+  // The attempts to receivers that hang never time out here (10 min): only a free slot lets the healthy one through.
+  const forever = 600_000;
+
+  it('should hold at most maxPerUser attempts of one user in flight: a healthy endpoint gets through', async () => {
+    // 3 users × 3 endpoints that never answer, 8 slots: without the cap all 8 would hang.
+    const hanging: Awaited<ReturnType<typeof subscriber>>[] = [];
+    for (let i = 0; i < 3; i++) {
+      const h = await subscriber(['*'], 3);
+      h.receiver.mode = 'hang';
+      hanging.push(h);
+    }
+    dispatch({ concurrency: 8, maxPerUser: 2, timeoutMs: forever });
+    for (const h of hanging) await tag(h.token);
+    await waitFor('2 attempts of each hanging user in flight', () => hangingNow(hanging) >= 6);
+
+    const healthy = await subscriber();
+    for (let i = 0; i < 3; i++) await tag(healthy.token);
+    await waitFor('every healthy delivery', () => healthy.receiver.ids().length >= 3);
+    expect(healthy.receiver.ids()).toEqual((await outbox(healthy.userId)).map((e) => e.id));
+    for (const h of hanging) expect(h.receiver.maxHanging).toBe(2);
+  });
+
+  it('should give failing endpoints at most half the slots: users each with one that never answers cannot fill them', async () => {
+    // 4 users, one endpoint each: answers 500 once (the endpoint is failing), then never answers. 4 slots.
+    const hanging: Awaited<ReturnType<typeof subscriber>>[] = [];
+    for (let i = 0; i < 4; i++) {
+      const h = await subscriber();
+      h.receiver.failures = 1;
+      h.receiver.mode = 'hang';
+      hanging.push(h);
+    }
+    dispatch({ concurrency: 4, timeoutMs: forever, retrySchedule: [0.05, 0.05, 0.05] });
+    for (const h of hanging) await tag(h.token);
+    await waitFor(
+      'every hanging endpoint failing',
+      async () =>
+        (
+          await api.rt.db.query(
+            'test.failing',
+            'SELECT 1 FROM webhook WHERE id = ANY($1) AND failing_since IS NOT NULL',
+            [hanging.map((h) => h.webhookId)],
+          )
+        ).rowCount === 4,
+    );
+    await waitFor('2 failing attempts in flight', () => hangingNow(hanging) >= 2);
+
+    const healthy = await subscriber();
+    for (let i = 0; i < 3; i++) await tag(healthy.token);
+    await waitFor('every healthy delivery', () => healthy.receiver.ids().length >= 3);
+    expect(healthy.receiver.ids()).toEqual((await outbox(healthy.userId)).map((e) => e.id));
+    expect(hangingNow(hanging)).toBe(2);
   });
 });

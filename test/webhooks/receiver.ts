@@ -10,6 +10,9 @@ export interface Received {
   body: any;
   verified: boolean;
   status: number;
+  /** The request as sent, to verify it again with other secrets. */
+  raw: string;
+  headers: Record<string, string>;
 }
 
 export type Mode = { status: number } | 'hang';
@@ -19,6 +22,9 @@ export class Receiver {
   /** Requests being answered now, and the most there ever were at once. */
   inFlight = 0;
   maxInFlight = 0;
+  /** Requests held unanswered now (mode 'hang'), and the most there ever were at once. */
+  hanging = 0;
+  maxHanging = 0;
   mode: Mode = { status: 200 };
   /** Milliseconds before answering. */
   delayMs = 0;
@@ -56,12 +62,20 @@ export class Receiver {
         if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
         this.inFlight--;
         const mode = this.failures > 0 ? (this.failures--, { status: 500 }) : this.mode;
-        if (mode === 'hang') return; // never answered; stop() closes the connection
+        if (mode === 'hang') {
+          // Never answered; the sender's timeout or stop() closes the connection.
+          this.hanging++;
+          this.maxHanging = Math.max(this.maxHanging, this.hanging);
+          res.on('close', () => this.hanging--);
+          return;
+        }
         this.received.push({
           id: String(req.headers['webhook-id']),
           body: JSON.parse(text),
           verified,
           status: mode.status,
+          raw: text,
+          headers: req.headers as Record<string, string>,
         });
         res.writeHead(mode.status).end('ok');
       });

@@ -17,6 +17,9 @@ export class Api {
   }
 
   me = async () => ok(await this.rest.GET('/me'));
+  /** Account export: one request (409 while one is unfinished), the newest few with their state and link. */
+  requestAccountExport = async () => ok(await this.rest.POST('/me/exports', {}));
+  accountExports = async () => ok(await this.rest.GET('/me/exports', { params: { query: { limit: 5 } } }));
   listMeetings = async (cursor?: string | null) =>
     ok(await this.rest.GET('/meetings', { params: { query: { limit: 50, ...(cursor ? { cursor } : {}) } } }));
   // The form's value: the server refuses (422) anything but the four source types.
@@ -119,6 +122,17 @@ export class Api {
     });
     return { segment: ok(result), etag: result.response.headers.get('etag') };
   };
+  /** The caller's webhooks, oldest first (the first page holds them all: at most 20 per user). */
+  webhooks = async () => ok(await this.rest.GET('/webhooks', { params: { query: { limit: 50 } } }));
+  /** Answers the webhook with its secret: shown this once. */
+  createWebhook = async (url: string, event_types: components['schemas']['WebhookInput']['event_types']) =>
+    ok(await this.rest.POST('/webhooks', { body: { url, event_types } }));
+  testWebhook = async (id: string) => ok(await this.rest.POST('/webhooks/{id}/test', { params: { path: { id } } }));
+  /** A new secret (shown once); the previous one keeps signing for the overlap unless `expire_previous`. */
+  rotateWebhookSecret = async (id: string, expire_previous: boolean) =>
+    ok(await this.rest.POST('/webhooks/{id}/rotate-secret', { params: { path: { id } }, body: { expire_previous } }));
+  webhookDeliveries = async (id: string) =>
+    ok(await this.rest.GET('/webhooks/{id}/deliveries', { params: { path: { id }, query: { limit: 50 } } }));
   audioUrl = async (meetingId: string, audio_version?: number) =>
     ok(
       await this.rest.GET('/meetings/{id}/audio-url', {

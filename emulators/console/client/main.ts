@@ -3,6 +3,7 @@
 // debug hooks (the browser test drops the socket through it).
 import { LiveConnection, type ConnectionStatus } from '@mi/client';
 import { Api, ApiProblem } from './api';
+import { AccountExportPanel } from './views/account-export';
 import { RecordingSession } from './recording';
 import type { ServerMessage } from './types';
 import { errText, fill, h } from './views/dom';
@@ -10,6 +11,7 @@ import { MeetingView } from './views/meeting';
 import { MeetingsList } from './views/meetings';
 import { SearchPane } from './views/search';
 import { signInView } from './views/sign-in';
+import { WebhooksPage } from './views/webhooks';
 import './styles.css';
 
 interface Settings {
@@ -79,6 +81,7 @@ function start(api: Api, token: string, clientId: string, username: string) {
       view?.onEvent(msg as ServerMessage);
       if (msg.type === 'EntityChanged' && msg.entity === 'meeting' && msg.action !== 'updated')
         void meetings.load(false);
+      if (msg.type === 'EntityChanged' && msg.entity === 'account_export') void accountExport.load();
     },
   });
   const session = new RecordingSession({
@@ -112,8 +115,20 @@ function start(api: Api, token: string, clientId: string, username: string) {
     if (location.hash === meetingHash(id)) void open(id);
     else location.hash = meetingHash(id);
   });
-  addEventListener('hashchange', () => void open(meetingInHash()));
+  // #/webhooks is the webhooks page; any other hash names a meeting (or none).
+  const webhooks = new WebhooksPage(api);
+  const route = () => {
+    if (location.hash !== WEBHOOKS_HASH) return void open(meetingInHash());
+    ++opening; // a meeting still loading does not replace the page
+    view?.close();
+    view = null;
+    meetings.mark(null);
+    fill(main, webhooks.el);
+    void webhooks.show();
+  };
+  addEventListener('hashchange', route);
   const search = new SearchPane(api, (id) => (location.hash = meetingHash(id)));
+  const accountExport = new AccountExportPanel(api);
 
   const signOut = h(
     'button',
@@ -136,13 +151,15 @@ function start(api: Api, token: string, clientId: string, username: string) {
       h('h1', {}, 'Meeting Intelligence · developer console'),
       h('span', {}, 'signed in as ', h('strong', { id: 'user-name' }, username)),
       conn,
+      h('a', { id: 'open-webhooks', class: 'link', href: WEBHOOKS_HASH }, 'webhooks'),
       signOut,
     ),
-    h('div', { class: 'layout' }, h('div', { class: 'sidebar' }, search.el, meetings.el), main),
+    h('div', { class: 'layout' }, h('div', { class: 'sidebar' }, search.el, meetings.el, accountExport.el), main),
   );
   socket.connect();
   void meetings.load(false);
-  void open(meetingInHash());
+  void accountExport.load();
+  route();
 
   window.miConsole = {
     dropSocket: () => socket.drop(),
@@ -153,6 +170,7 @@ function start(api: Api, token: string, clientId: string, username: string) {
 }
 
 const meetingHash = (id: string) => `#/meetings/${id}`;
+const WEBHOOKS_HASH = '#/webhooks';
 /** The meeting the URL names; anything but a UUID is ignored (it could only answer 404/422). */
 function meetingInHash(): string | null {
   const m = /^#\/meetings\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i.exec(location.hash);

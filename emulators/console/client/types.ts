@@ -17,6 +17,8 @@ export type RecordingState = Answer<'recording'>;
 export type Take = Item<'takes'>;
 export type RecordingEvent = Item<'recordingEvents'>;
 export type VoiceSample = Item<'voiceSamples'>;
+export type Webhook = Item<'webhooks'>;
+export type WebhookAttempt = Item<'webhookDeliveries'>;
 export type Range = [number, number];
 
 /** Any message from the server: a `type` and its fields. */

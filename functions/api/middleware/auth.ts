@@ -1,5 +1,8 @@
 import type { MiddlewareHandler } from 'hono';
 import type { Scheme } from '@mi/lib/adapters/auth';
+import { DomainError } from '@mi/lib/errors';
+import { sendProblem, ValidationError } from '@mi/lib/errors/problem';
+import { erasedUsers } from '@mi/lib/repositories/erasure';
 import { findOrCreateUser } from '@mi/lib/repositories/users';
 import type { AppEnv } from '../env';
 
@@ -16,5 +19,17 @@ export function requireAuth(schemes: readonly Scheme[]): MiddlewareHandler<AppEn
       c.set('log', c.var.log.child({ user_id: user.id }));
     }
     await next();
+    // A request that raced DELETE /me: its references (and the account) vanished under it, so
+    // its 422 (a reference gone) answers 404, the account is gone. Decided here, where the
+    // account was found, and only on that error path (one query).
+    if (c.error && c.var.principal?.kind === 'user' && refusedReference(c.error)) {
+      const erased = await erasedUsers(db, [c.var.principal.userId]).catch(() => []);
+      if (erased.length)
+        c.res = sendProblem(c, new DomainError('not_found', 'the account no longer exists (it was erased)'));
+    }
   };
 }
+
+/** A 422 the data decided (not the request's own validation errors: they are decided before any SQL). */
+const refusedReference = (err: Error): boolean =>
+  err instanceof DomainError && err.code === 'unprocessable' && !(err instanceof ValidationError);

@@ -22,6 +22,7 @@ import { registerRecording } from './recording';
 import { registerAudio } from './audio';
 import { registerSearch } from './search';
 import { registerWebhooks } from './webhooks';
+import { registerExports } from './exports';
 
 /** Every resource's routes, registered on the one app. */
 export function registerRoutes(app: OpenAPIHono<AppEnv>) {
@@ -47,4 +48,5 @@ export function registerRoutes(app: OpenAPIHono<AppEnv>) {
   registerAudio(app);
   registerSearch(app);
   registerWebhooks(app);
+  registerExports(app);
 }

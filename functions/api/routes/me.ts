@@ -48,7 +48,7 @@ const deleteMe = op({
   description:
     "Stops the user's live recording takes first, then deletes every row of the user (meetings with everything in them, people, " +
     'tasks, notes, threads, tags, outbox events, idempotency records) and every stored object of their meetings (segments, gap ' +
-    'uploads, composed audio, uploads). 204 when everything is gone; 202 when stored objects are still being removed: the request ' +
+    'uploads, composed audio, uploads). Unfinished account exports are cancelled and every export archive is deleted. 204 when everything is gone; 202 when stored objects are still being removed: the request ' +
     'is recorded before anything is deleted, and the sweep finishes it. Idempotent: repeating it is harmless. The same identity ' +
     'signing in afterwards starts with an empty account (a new user id). See docs/lifecycle.md.',
   auth: ['bearer'],

@@ -1,7 +1,7 @@
-# Topics: `events` is the shared topic of EVENT_FANOUT=broadcast (the design before targeted
-# fan-out; each live instance then attaches its own expiring subscription); with the default
-# (targeted) each live instance creates a topic of its own, `events.<instance>`, at start and
-# deletes it on shutdown (infra/modules/iam grants that); `recording.finalized` carries
+# Topics: each live instance creates a topic of its own, `events.<instance>`, at start and
+# deletes it on shutdown (infra/modules/iam grants that; lib/fanout/liveness.ts); `events` is
+# their name prefix and no longer carries traffic itself (the broadcast design that used it left
+# the deployable; dropping it is a separate, destructive change). `recording.finalized` carries
 # finalized recordings to the ML batch worker, whose subscription dead-letters poison
 # messages instead of retrying them forever.
 

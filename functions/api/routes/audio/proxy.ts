@@ -9,7 +9,7 @@ import { getRecording } from '@mi/lib/repositories/recordings';
 import { finalizedAudioPath } from '@mi/lib/repositories/takes';
 import type { AppEnv } from '../../env';
 import { IdParam, problemResponse, z } from '../../openapi';
-import { sendProblem } from '../../problem';
+import { sendProblem } from '@mi/lib/errors/problem';
 import { parseRange } from './range';
 import { binaryContent } from './schema';
 

@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound, unprocessable } from '@mi/lib/errors';
-import { assertAcceptsGaps } from '@mi/lib/repositories/gap-recovery';
+import { assertGapUploadPossible } from '@mi/lib/repositories/gap-recovery';
 import { getMeeting } from '@mi/lib/repositories/meetings';
 import { getRecording, pcmFrameBytes, type Recording } from '@mi/lib/repositories/recordings';
 import { uploadGap } from '@mi/lib/use-cases/recording';
@@ -20,10 +20,12 @@ const route = op({
   summary: 'Upload missing frames of a stopped take (gap recovery)',
   description:
     'The body is the raw bytes of frames start_sequence..end_sequence (inclusive), in order, without the 8-byte sequence headers. ' +
-    'Accepted while the take is `stopped` and before its gap_upload_deadline. While capture is still open (recording/stopping) the ' +
-    'frames belong on the WebSocket: 409. Once the take is finalizing/finalized or past the deadline: 410. ' +
+    "Until the take's gap_upload_deadline; after it: 410. While capture is still open (recording/stopping) the frames belong on the " +
+    'WebSocket: 409. A new range is stored (201) while the take is `stopped`; once it is finalizing/finalized (its missing ranges were ' +
+    'all filled) a new range is 410, the problem detail saying which (finalized, or the deadline passed). ' +
+    'The identical range with the same bytes answers 200 whatever the state (stopped, finalizing, finalized): a retry whose first ' +
+    'answer was lost is never refused; a range overlapping stored frames otherwise is 409 (docs/retries.md). ' +
     'Optional `Content-Digest: sha-256=:<base64>:` (RFC 9530) is checked (422 on mismatch). ' +
-    'The identical range with the same bytes answers 200 (idempotent); a range overlapping stored frames otherwise is 409. ' +
     'An upload that would leave the take more than 64 missing ranges (past the highest frame with a gap, or splitting a missing range) is 422 ' +
     '`too_many_gaps` and stores nothing; uploading in sequence order never meets it. ' +
     "The range must end below the take's ceiling, max_duration_seconds × 10 frames (422 sequence_out_of_range). A pcm_s16le body is exactly " +
@@ -52,10 +54,13 @@ const route = op({
   },
   responses: {
     201: jsonResponse(GapUploadResultSchema, 'stored'),
-    200: jsonResponse(GapUploadResultSchema, 'the identical range was already stored'),
+    200: jsonResponse(
+      GapUploadResultSchema,
+      "the identical range was already stored (whatever the take's state, until the deadline)",
+    ),
     404: problemResponse('meeting or audio_version not found'),
     409: problemResponse('capture still open, or the range overlaps stored frames with other bytes'),
-    410: problemResponse('the gap upload deadline passed or the take is finalized'),
+    410: problemResponse('the gap upload deadline passed, or a new range for a take that is finalizing/finalized'),
     503: problemResponse('object storage is unavailable; nothing was changed, retry after `Retry-After` seconds'),
   },
 });
@@ -77,7 +82,7 @@ export function registerUploadRecordingGap(app: OpenAPIHono<AppEnv>) {
     if (!meeting) throw notFound('meeting');
     const rec = await getRecording(db, id, audio_version);
     if (!rec) throw notFound(`recording audio_version ${audio_version}`);
-    assertAcceptsGaps(rec);
+    await assertGapUploadPossible(db, rec, { start, end });
     assertRangeFits(rec, start, end, c.req.header('content-length'));
 
     const bytes = await readBounded(c.req.raw.body, maxBytes);

@@ -1,6 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { createSystemTasks } from '@mi/lib/use-cases/tasks';
+import { fencedBy } from '@mi/lib/use-cases/batch-claims';
 import { commit } from '../../commit';
+import { mlClaimOf } from '../../ml-claim';
 import type { AppEnv } from '../../env';
 import { IdParam, jsonBody, jsonResponse, notFoundResponse, op } from '../../openapi';
 import { CreateSystemTasksBody, SystemTaskList } from './schema';
@@ -14,6 +16,7 @@ const route = op({
   description: 'Broadcasts EntityChanged { entity: task, action: created } per task.',
   auth: ['service'],
   idempotent: true,
+  mlClaim: true,
   request: { params: IdParam, ...jsonBody(CreateSystemTasksBody) },
   responses: {
     201: jsonResponse(SystemTaskList, 'the created tasks, in request order'),
@@ -25,6 +28,6 @@ export function registerCreateSystemTasks(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, (c) => {
     const { id } = c.req.valid('param');
     const { tasks } = c.req.valid('json');
-    return commit(c, 201, createSystemTasks, { meetingId: id, tasks });
+    return commit(c, 201, fencedBy(mlClaimOf(c), { meetingId: id }, createSystemTasks), { meetingId: id, tasks });
   });
 }

@@ -1,4 +1,4 @@
-import { MAX_APPENDED_SEGMENTS, MAX_REPLACED_SEGMENTS } from '@mi/lib/repositories/segments';
+import { MAX_APPENDED_SEGMENTS, MAX_REPLACED_SEGMENTS } from '@mi/lib/repositories/transcript-segments';
 import { TRANSCRIPTION_STATUSES } from '@mi/lib/repositories/transcriptions';
 import { Timestamp, Uuid, Vector192, z } from '../../openapi';
 
@@ -26,6 +26,18 @@ export const TranscriptionSchema = z
     },
   });
 
+/** PATCH /transcriptions/{id}'s answer: the transcription with the batch pass's claim (decisions.md section 8). */
+export const ClaimedTranscriptionSchema = TranscriptionSchema.extend({
+  claim_id: Uuid.nullable().openapi({
+    description:
+      'while synthesizing: the batch pass’s claim. Send it as ML-Claim to renew the claim and with every batch write; null otherwise',
+  }),
+  claim_expires_at: Timestamp.nullable().openapi({
+    description:
+      'while synthesizing: when the claim lapses (ML_BATCH_CLAIM_LEASE_SECONDS after the claim or its last renewal); null otherwise',
+  }),
+}).openapi('ClaimedTranscription');
+
 export const StatusHistorySchema = z
   .object({
     id: Uuid,
@@ -40,7 +52,7 @@ export const PatchTranscriptionBody = z
   .object({
     status: TranscriptionStatus.optional().openapi({
       description:
-        'pending → transcribing → synthesizing → completed; pending, transcribing, synthesizing → failed; completed, failed → transcribing. Anything else is 409; the current status is no transition, except synthesizing: moving to it when already synthesizing is 409 invalid_state (the batch pass claims its take exclusively).',
+        'pending → transcribing → synthesizing → completed; pending, transcribing, synthesizing → failed; completed, failed → transcribing. Anything else is 409; the current status is no transition, except synthesizing: moving to synthesizing is the batch pass’s claim, a lease (claim_id, claim_expires_at in the answer); the same move with ML-Claim: <claim_id> renews it; without ML-Claim, or with another id, while the transcription is synthesizing: 409 invalid_state (the batch pass claims its take exclusively; an expired claim is released by the sweep, which offers the take again).',
     }),
     status_message: z.string().max(10_000).nullable().optional(),
     is_degraded: z.boolean().optional(),

@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { getSegment } from '@mi/lib/repositories/segments';
+import { getSegment } from '@mi/lib/repositories/transcript-segments';
 import { notFound } from '@mi/lib/errors';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';

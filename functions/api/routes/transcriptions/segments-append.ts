@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { DomainError } from '@mi/lib/errors';
-import { MAX_APPENDED_SEGMENTS } from '@mi/lib/repositories/segments';
+import { MAX_APPENDED_SEGMENTS } from '@mi/lib/repositories/transcript-segments';
 import { appendSegments } from '@mi/lib/use-cases/transcriptions';
 import { commit } from '../../commit';
 import type { AppEnv } from '../../env';

@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { notFound } from '@mi/lib/errors';
-import { listSegments } from '@mi/lib/repositories/segments';
+import { listSegments } from '@mi/lib/repositories/transcript-segments';
 import { getTranscription } from '@mi/lib/repositories/transcriptions';
 import { actorOf } from '../../actor';
 import type { AppEnv } from '../../env';

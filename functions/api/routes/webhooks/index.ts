@@ -5,6 +5,7 @@ import { registerWebhookDeliveries } from './deliveries';
 import { registerDeleteWebhook } from './delete';
 import { registerGetWebhook } from './get';
 import { registerListWebhooks } from './list';
+import { registerRotateWebhookSecret } from './rotate-secret';
 import { registerTestWebhook } from './test';
 import { registerUpdateWebhook } from './update';
 
@@ -16,4 +17,5 @@ export function registerWebhooks(app: OpenAPIHono<AppEnv>) {
   registerDeleteWebhook(app);
   registerWebhookDeliveries(app);
   registerTestWebhook(app);
+  registerRotateWebhookSecret(app);
 }

@@ -76,6 +76,25 @@ export const AttemptSchema = z
   })
   .openapi('WebhookAttempt');
 
+export const RotateSecretBody = z
+  .object({
+    expire_previous: z
+      .boolean()
+      .optional()
+      .openapi({ description: 'true: the previous secret stops signing at once (no overlap); default false' }),
+  })
+  .strict()
+  .openapi('WebhookSecretRotation');
+
+export const RotatedSecretSchema = z
+  .object({
+    secret: z.string().openapi({
+      description: 'the new signing secret (whsec_ + base64): shown here only',
+      example: 'whsec_Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFy',
+    }),
+  })
+  .openapi('WebhookSecret');
+
 export const TestSentSchema = z.object({ event_id: Uuid }).openapi('WebhookTestQueued');
 
 export const DeliveriesQuery = z.object(PageQuery);

@@ -1,7 +1,7 @@
 // The routes cache of a live instance's own events: presence read when unknown or stale, kept
 // current by presence notices, including one that arrives while a read is under way.
 import { describe, expect, it } from 'vitest';
-import { RemoteListeners } from './listeners';
+import { RemoteListeners } from './routes';
 
 /** A presence store whose reads the test answers one at a time. */
 function presence() {

@@ -1,9 +1,13 @@
-// The REST edge's one error mapping: a domain error becomes RFC 9457 problem+json. Unknown
-// errors become a generic 500 without internals. Problem types are part of the contract: the
-// specific conflicts of the domain all answer `…/conflict`.
+// The HTTP edges' one error mapping (REST in functions/api, and the live service's and the local
+// console's /readyz): a domain error becomes RFC 9457 problem+json. Adapter and framework errors
+// become domain errors here (`domainErrorOf`), and only here; unknown errors a generic 500
+// without internals. Problem types are part of the contract: the specific conflicts of the
+// domain all answer `…/conflict`. The WebSocket edge's twin is run-services/live/ws-errors.ts.
 import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { DomainError, type ErrorCode, type FieldError } from '@mi/lib/errors';
+import { StorageUnavailableError } from '../adapters/storage';
+import { DomainError, type ErrorCode, type FieldError } from '../errors';
 
 export interface Problem {
   type: string;
@@ -53,11 +57,31 @@ const FRAMEWORK_CODES: Record<number, ErrorCode> = {
   422: 'unprocessable',
 };
 
-/** The domain error of an HTTP status raised by the framework, if it is one of its client errors. */
-export const codeOfStatus = (status: number): ErrorCode | undefined => FRAMEWORK_CODES[status];
+/** A request the route's schema refuses: nothing was read or written for it. */
+export class ValidationError extends DomainError {}
+
+/** What adapters and the framework throw, as domain errors; anything else is returned as is (a 500). */
+export function domainErrorOf(err: unknown): unknown {
+  if (err instanceof DomainError) return err;
+  if (err instanceof StorageUnavailableError) {
+    return new DomainError(
+      'unavailable',
+      'object storage is unavailable; nothing was stored, retry shortly',
+      undefined,
+      2,
+    );
+  }
+  if (err instanceof HTTPException) {
+    // Validators and middleware throw these; keep their status within our closed set.
+    const code = FRAMEWORK_CODES[err.status];
+    if (code) return new DomainError(code, err.message || code.replace(/_/g, ' '));
+  }
+  return err;
+}
 
 export function toProblem(err: unknown): { problem: Problem; headers?: Record<string, string> } {
-  const e = err instanceof DomainError ? err : new DomainError('internal', 'An unexpected error occurred.');
+  const mapped = domainErrorOf(err);
+  const e = mapped instanceof DomainError ? mapped : new DomainError('internal', 'An unexpected error occurred.');
   const { status, type, title } = http[e.code];
   const problem: Problem = { type: PROBLEM_TYPE_BASE + type, title, status, detail: e.message };
   if (e.errors?.length) problem.errors = e.errors;

@@ -1,0 +1,125 @@
+// The targeted fan-out of events to live instances (lib/fanout: routes.ts routing and notices,
+// liveness.ts an instance's topic, its liveness and the sweep's clean-up; docs/decisions/0001).
+// The outbox is the guarantee: a connection's replay, gap fill and periodic catch-up
+// (run-services/live/event-stream.ts) bring every committed event. The bus is the fast path:
+// each live instance reads a Pub/Sub topic of its own, and an event goes only to the topics of
+// the instances holding a connection of its user. Presence (Firestore) is the routing table.
+//
+// This file: which other instances hold connections of a user, as an instance knows it (the
+// routes of the events it produces itself: progress of its takes, their starts and stops). Read
+// from presence when unknown or older than REFRESH_MS, and kept current by the presence notices
+// other instances send when they gain or lose a user. A stale entry costs a message to an
+// instance that no longer listens; one that misses an instance which just connected is covered
+// there by the hello's replay, the gap fill and the catch-up.
+import { instanceTopic, type Bus, type BusMessage } from '../adapters/bus';
+import type { Logger } from '../telemetry/log';
+
+/** How long a read of presence is trusted between notices. */
+export const REFRESH_MS = 30_000;
+
+interface Entry {
+  instances: Set<string>;
+  readAt: number;
+  reading: Promise<Set<string>> | null;
+  /** Notices that came in while a read was under way: newer than what it returns. */
+  during: [instance: string, holds: boolean][];
+}
+
+export class RemoteListeners {
+  private readonly known = new Map<string, Entry>();
+
+  constructor(
+    private readonly self: string,
+    private readonly readPresence: (userId: string) => Promise<string[]>,
+    private readonly refreshMs = REFRESH_MS,
+  ) {}
+
+  /** The other instances holding the user (a routes function for createEventPublisher). */
+  async of(userId: string): Promise<string[]> {
+    const entry = this.known.get(userId);
+    if (entry && !entry.reading && Date.now() - entry.readAt < this.refreshMs) return [...entry.instances];
+    return [...(await this.refresh(userId))];
+  }
+
+  /** Reads presence now (a hello: the instances to tell about the new connection). */
+  refresh(userId: string): Promise<Set<string>> {
+    let entry = this.known.get(userId);
+    if (!entry) this.known.set(userId, (entry = { instances: new Set(), readAt: 0, reading: null, during: [] }));
+    if (entry.reading) return entry.reading;
+    const e = entry;
+    e.during = [];
+    e.reading = this.readPresence(userId).then(
+      (ids) => {
+        e.instances = new Set(ids.filter((i) => i !== this.self));
+        for (const [instance, holds] of e.during) this.apply(e, instance, holds);
+        e.readAt = Date.now();
+        e.reading = null;
+        return e.instances;
+      },
+      (err: unknown) => {
+        e.reading = null;
+        throw err;
+      },
+    );
+    return e.reading;
+  }
+
+  /** A presence notice: `instance` now holds (or no longer holds) a connection of the user. */
+  noticed(instance: string, userId: string, holds: boolean): void {
+    const entry = this.known.get(userId);
+    if (!entry || instance === this.self) return;
+    this.apply(entry, instance, holds);
+    if (entry.reading) entry.during.push([instance, holds]);
+  }
+
+  /** Forgets users not looked at for a while (they are read again when needed). */
+  prune(now = Date.now()): void {
+    for (const [userId, e] of this.known) {
+      if (!e.reading && now - e.readAt > 2 * this.refreshMs) this.known.delete(userId);
+    }
+  }
+
+  private apply(entry: Entry, instance: string, holds: boolean): void {
+    if (holds) entry.instances.add(instance);
+    else entry.instances.delete(instance);
+  }
+}
+
+/**
+ * Sent to the other instances holding a user when this one gains or loses that user's
+ * connections: `holds` keeps their routes current (RemoteListeners); `online` false means the
+ * user has no connection left anywhere (detached takes start their grace), true that one just
+ * opened (pending stops are off), null neither.
+ */
+export interface PresenceNotice {
+  control: 'presence';
+  user_id: string;
+  instance: string;
+  holds: boolean;
+  online: boolean | null;
+  min_grace_seconds: number;
+}
+
+/** Publishes a notice to the topics of `to`; best effort (heartbeats and REFRESH_MS re-check). */
+export async function sendPresenceNotice(
+  bus: Pick<Bus, 'publish'>,
+  topic: string,
+  to: Iterable<string>,
+  notice: Omit<PresenceNotice, 'control'>,
+  log: Logger,
+): Promise<void> {
+  const attributes = { user_id: notice.user_id, control: 'presence' };
+  const opts = { orderingKey: notice.user_id, instanceTopic: true };
+  const message: PresenceNotice = { control: 'presence', ...notice };
+  await Promise.all([...to].map((i) => bus.publish(instanceTopic(topic, i), message, attributes, opts))).catch((err) =>
+    log.warn({ err: (err as Error).message }, 'could not publish a presence notice; heartbeats will notice'),
+  );
+}
+
+/** The presence notice a bus message carries (null: an event; 'ignored': ours or malformed). */
+export function presenceNoticeOf(m: BusMessage, self: string): PresenceNotice | 'ignored' | null {
+  if (m.attributes.control !== 'presence') return null;
+  const data = m.data as Partial<PresenceNotice>;
+  if (data.instance === self || typeof data.user_id !== 'string' || typeof data.instance !== 'string') return 'ignored';
+  return data as PresenceNotice;
+}

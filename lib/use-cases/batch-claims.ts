@@ -1,0 +1,98 @@
+// The ML batch pass's claim on a finalized take is a lease (decisions.md section 8): the claim
+// itself and its renewal are status changes (updateTranscription); here are the fence every other
+// batch write passes when it carries its claim (ML-Claim), and the sweep's step that releases
+// expired claims, offering the take again (`recording.finalized`, attempt n + 1) or giving it up.
+import type { RecordingFinalized } from '../ml/contract';
+import { listManifest, coverageOf } from '../repositories/manifest';
+import { finalizedTake } from '../repositories/finalize';
+import * as transcriptions from '../repositories/transcriptions';
+import { takeAudioPath } from '../objects/take-objects';
+import type { Recording } from '../repositories/recordings';
+import { changed } from '../events/catalogue';
+import { finalizedMessage, offerTake, type FinalizeDeps } from './recording';
+import type { UseCase } from './use-case';
+import type { Workflow } from './workflow';
+
+/**
+ * The use case, run only while `claim` (when given) is the current live claim of the
+ * transcription or of one of the meeting's transcriptions: refused 409 invalid_state otherwise.
+ * Writes without a claim run as before.
+ */
+export function fencedBy<I, O>(
+  claim: string | undefined,
+  scope: { transcriptionId: string } | { meetingId: string },
+  useCase: UseCase<I, O>,
+): UseCase<I, O> {
+  if (claim === undefined) return useCase;
+  return async (ctx, input) => {
+    await transcriptions.assertCurrentClaim(ctx.tx, claim, scope);
+    return useCase(ctx, input);
+  };
+}
+
+interface ReleaseInput {
+  id: string;
+  leaseSeconds: number;
+  maxAttempts: number;
+  /** Publishes the take's message again; called inside the release's transaction (see below). */
+  offer: (rec: Recording, message: RecordingFinalized) => Promise<void>;
+}
+
+/**
+ * Ends one expired claim: back to transcribing with the take's `recording.finalized` published
+ * again (attempt = expired claims + 1), or failed once ML_BATCH_MAX_ATTEMPTS claims expired. The
+ * publish happens before the commit, with the row locked: a worker that receives the message and
+ * claims at once waits for the commit and finds the take transcribing; a publish that fails rolls
+ * the release back, for the next sweep to retry, so a released take is never left unoffered. A
+ * transcription of no finalized take (created through the API) or of a deleted meeting goes back
+ * to transcribing unoffered.
+ */
+const releaseExpiredClaim: UseCase<ReleaseInput, 'released' | 'abandoned' | null> = async (ctx, input) => {
+  const released = await transcriptions.releaseExpiredClaim(ctx.tx, input.id, input);
+  if (!released) return null;
+  ctx.emit(released.user_id, changed('transcription', 'updated', released.id, released.meeting_id));
+  if (released.status === 'failed') return 'abandoned';
+  const rec = released.meeting_deleted ? null : await finalizedTake(ctx.tx, released.id);
+  if (rec) {
+    const rows = await listManifest(ctx.tx, rec.meeting_id, rec.audio_version);
+    const storagePath = rows.length ? takeAudioPath(rec) : null;
+    const message = finalizedMessage(rec, storagePath, coverageOf(rows).missing_ranges, released.claim_expirations + 1);
+    await input.offer(rec, message);
+  }
+  return 'released';
+};
+
+export interface ReleasedClaims {
+  released: number;
+  abandoned: number;
+}
+
+/** The sweep's step: every expired batch claim (up to `limit`) released, each in its own transaction. */
+export const releaseExpiredClaims: Workflow<
+  { limit: number },
+  ReleasedClaims,
+  Pick<FinalizeDeps, 'db' | 'events' | 'store' | 'log' | 'bus'> & {
+    config: Pick<FinalizeDeps['config'], 'PUBSUB_TOPIC_RECORDING_FINALIZED'> & {
+      ML_BATCH_CLAIM_LEASE_SECONDS: number;
+      ML_BATCH_MAX_ATTEMPTS: number;
+    };
+  }
+> = async (ctx, { limit }) => {
+  const { deps } = ctx;
+  const leaseSeconds = deps.config.ML_BATCH_CLAIM_LEASE_SECONDS;
+  const maxAttempts = deps.config.ML_BATCH_MAX_ATTEMPTS;
+  const offer = (rec: Recording, message: RecordingFinalized) => offerTake(deps, rec, message);
+  const counts: ReleasedClaims = { released: 0, abandoned: 0 };
+  for (const id of await transcriptions.expiredClaims(deps.db, leaseSeconds, limit)) {
+    try {
+      const outcome = await ctx.run(releaseExpiredClaim, { id, leaseSeconds, maxAttempts, offer });
+      if (outcome === 'released') counts.released++;
+      if (outcome === 'abandoned') counts.abandoned++;
+      if (outcome) deps.log.info({ transcription_id: id, outcome }, 'sweep: an expired batch claim was released');
+    } catch (err) {
+      // Rolled back (the publish failed): still expired, the next pass retries it.
+      deps.log.warn({ err: String(err), transcription_id: id }, 'sweep: an expired batch claim was not released');
+    }
+  }
+  return counts;
+};
