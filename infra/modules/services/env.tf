@@ -29,6 +29,8 @@ locals {
     WEBHOOK_RETRY_SCHEDULE_SECONDS = "5,300,1800,7200,18000,36000,36000"
     WEBHOOK_DISABLE_AFTER_SECONDS  = "432000"
     WEBHOOK_POLL_MS                = "1000"
+    WEBHOOK_MAX_IN_FLIGHT_PER_USER = "8"
+    WEBHOOK_SECRET_OVERLAP_SECONDS = "86400"
   }
 
   all_env = merge(local.recording, local.webhooks, {
