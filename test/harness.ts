@@ -4,8 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
+import type { HttpMethod, SuccessResponseJSON } from 'openapi-typescript-helpers';
 import type { DestinationStream } from 'pino';
 import { inject } from 'vitest';
+import type { paths } from '@mi/client';
 import { mintDevToken } from '@mi/lib/adapters/auth';
 import { instanceTopic, type BusHandler } from '@mi/lib/adapters/bus';
 import { loadConfig, type Config } from '@mi/lib/config';
@@ -44,6 +46,15 @@ export interface ApiHarness {
   token(name: string, opts?: Parameters<typeof mintDevToken>[2]): Promise<string>;
   serviceToken: string;
   request(method: string, path: string, opts?: RequestOptions): Promise<TestResponse>;
+  /**
+   * An operation named as the OpenAPI document names it, `{params}` filled in from opts.params:
+   * a 2xx answer's body is typed from the generated client schema (client/src/schema.d.ts).
+   */
+  call<P extends keyof paths, M extends HttpMethod & keyof paths[P]>(
+    method: M,
+    path: P,
+    opts?: RequestOptions & { params?: Record<string, string | number>; query?: Record<string, string | number> },
+  ): Promise<TestResponse<OkBody<P, M>>>;
   /** POST with an Idempotency-Key (a fresh one unless given), as user-facing creates require. */
   post(token: string, path: string, body?: unknown, key?: string): Promise<TestResponse>;
   /** The user id behind a token (GET /me). */
@@ -68,10 +79,15 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
-export interface TestResponse {
+/** The JSON body of an operation's 2xx answer, as the generated client schema declares it. */
+export type OkBody<P extends keyof paths, M extends keyof paths[P]> =
+  paths[P][M] extends Record<string | number, any> ? SuccessResponseJSON<paths[P][M]> : never;
+
+/** An answer; `body` is the parsed JSON (a problem+json on an error status), typed where the caller knows it. */
+export interface TestResponse<B = any> {
   status: number;
   headers: Headers;
-  body: any;
+  body: B;
   text: string;
 }
 
@@ -105,7 +121,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
   (server as import('node:http').Server).keepAliveTimeout = 60_000;
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  async function request(method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> {
+  async function request<B = any>(method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse<B>> {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
     let body = opts.raw;
@@ -125,12 +141,21 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
       checkResponse ??= responseChecker((await (await fetch(`${url}/openapi.json`)).json()) as Doc);
       checkResponse(method, path, res.status, parsed);
     }
-    return { status: res.status, headers: res.headers, body: parsed, text };
+    return { status: res.status, headers: res.headers, body: parsed as B, text };
   }
   let checkResponse: ResponseChecker | undefined;
 
   const post = (token: string, path: string, body?: unknown, key: string = randomUUID()) =>
     request('POST', path, { token, body, headers: { 'idempotency-key': key } });
+  const call: ApiHarness['call'] = (method, template, opts = {}) => {
+    const { params = {}, query, ...rest } = opts;
+    const path = String(template).replace(/\{(\w+)\}/g, (_, name: string) => {
+      if (!(name in params)) throw new Error(`${String(template)}: no value for {${name}}`);
+      return encodeURIComponent(String(params[name]));
+    });
+    const search = query ? `?${new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]))}` : '';
+    return request(method.toUpperCase(), path + search, rest);
+  };
 
   async function lastEvents(ownerId: string, n: number): Promise<any[]> {
     const { rows } = await rt.db.query(
@@ -148,6 +173,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     token: (name, opts) => mintDevToken(config.IDENTITY_SECRET_KEY!, name, opts),
     serviceToken: config.SERVICE_AUTH_TOKEN,
     request,
+    call,
     post,
     userId: async (token) => (await request('GET', '/me', { token })).body.id,
     async person(ownerId, name = `p-${randomUUID().slice(0, 8)}`) {
