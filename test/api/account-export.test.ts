@@ -163,15 +163,24 @@ describe('POST /me/exports then GET /me/exports/{id}', () => {
   });
 
   it('should refuse a second unfinished export with 409 invalid_state, storing nothing (one unfinished export)', async () => {
-    const res = await requestExport();
-    expect(res.status).toBe(409);
-    // invalid_state answers the domain's one conflict type.
-    expect(res.body).toMatchObject({
-      type: expect.stringMatching(/\/conflict$/),
-      detail: expect.stringMatching(/already pending or running/),
-    });
-    const list = await api.request('GET', '/me/exports', { token: alice });
-    expect(list.body.items.map((e: { id: string }) => e.id)).toEqual([exportId]);
+    // A user of its own: the test stands alone (test:guards runs it without the others).
+    const gina = await api.token('gina');
+    const first = await requestExport(gina);
+    expect(first.status).toBe(202);
+    try {
+      const res = await requestExport(gina);
+      expect(res.status).toBe(409);
+      // invalid_state answers the domain's one conflict type.
+      expect(res.body).toMatchObject({
+        type: expect.stringMatching(/\/conflict$/),
+        detail: expect.stringMatching(/already pending or running/),
+      });
+      const list = await api.request('GET', '/me/exports', { token: gina });
+      expect(list.body.items.map((e: { id: string }) => e.id)).toEqual([first.body.id]);
+    } finally {
+      // Not left pending for the builder tests below.
+      await api.rt.db.query('test.drop_export', 'DELETE FROM account_export WHERE id = $1', [first.body.id]);
+    }
   });
 
   it('should build it off the request: ready with a signed link, account_export updated', async () => {
@@ -362,6 +371,10 @@ describe('a builder that dies', () => {
     const dave = await api.token('dave');
     const daveId = await api.userId(dave);
     const id = (await requestExport(dave)).body.id;
+    // The oldest pending export is claimed first: this one, whatever else is pending.
+    await api.rt.db.query('test.age', `UPDATE account_export SET created_at = now() - interval '1 day' WHERE id = $1`, [
+      id,
+    ]);
     const first = (await runUseCase(api.rt, SERVICE, claimNextExport, LEASE_SECONDS))!;
     expect(first.id).toBe(id);
     await api.rt.db.query(
