@@ -20,7 +20,7 @@ let meetingId: string;
 
 const segments = [
   { speaker_label: 'S0', text: 'Hello & welcome <everyone>', start_ms: 0, end_ms: 1500 },
-  { speaker_label: 'S1', text: 'Thanks.\n\nTwo lines --> one', start_ms: 1500, end_ms: 0 },
+  { speaker_label: 'S1', text: 'Thanks.\n\nTwo lines --> one', start_ms: 1500 },
   { speaker_label: 'S0', text: 'Let us start', start_ms: 3_723_004, end_ms: 3_724_000 },
 ];
 

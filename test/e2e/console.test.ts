@@ -388,6 +388,14 @@ describe('developer console in Chromium', () => {
     const spoken = (await rest(`/transcriptions/${transcription}/segments?limit=200`)).items.find(
       (x: any) => x.feature_vector && x.speaker_label === 'SPEAKER_0',
     );
+    // The batch pass completed this transcription, which then takes no append (409): the ML re-runs it.
+    const setStatus = (status: string) =>
+      fetch(`${stack.url}/transcriptions/${transcription}`, {
+        method: 'PATCH',
+        headers: service,
+        body: JSON.stringify({ status }),
+      });
+    expect((await setStatus('transcribing')).status).toBe(200);
     const appended = await fetch(`${stack.url}/transcriptions/${transcription}/segments`, {
       method: 'POST',
       headers: service,
@@ -403,6 +411,7 @@ describe('developer console in Chromium', () => {
       }),
     });
     expect(appended.status).toBe(204);
+    expect((await setStatus('completed')).status).toBe(200);
     await page.waitForSelector(`.speaker-suggestion[data-label="SPEAKER_7"][data-person="${ada}"]`);
     await shot('09b-speaker-suggestion');
     await page.click(`.speaker-suggestion[data-label="SPEAKER_7"][data-person="${ada}"]`);

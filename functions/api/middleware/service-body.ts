@@ -30,7 +30,8 @@ export function dropUnknownKeys(schema: z.ZodType, value: unknown): void {
     if (!isRecord(value)) return;
     const strict = def.catchall !== undefined && defOf(def.catchall).type === 'never';
     for (const key of Object.keys(value)) {
-      const field = def.shape![key];
+      // Own keys only: a body's "__proto__" must not find Object.prototype in the shape.
+      const field = Object.hasOwn(def.shape!, key) ? def.shape![key] : undefined;
       if (field) dropUnknownKeys(field, value[key]);
       else if (strict) delete value[key];
     }
