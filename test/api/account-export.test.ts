@@ -107,7 +107,6 @@ const requestExport = (token = alice, key = randomUUID()) =>
   api.request('POST', '/me/exports', { token, headers: { 'idempotency-key': key } });
 const getExportOf = (id: string, token = alice) => api.request('GET', `/me/exports/${id}`, { token });
 const build = () => runWorkflow(api.rt, SERVICE, runAccountExports, {});
-const rowOf = async (id: string) => (await getExport(api.rt.db, aliceId, id))!;
 
 /** Polls GET /me/exports/{id}, running the sweep, until the export is ready. */
 async function untilReady(id: string) {
@@ -139,10 +138,12 @@ async function downloadAndUnzip(url: string): Promise<string> {
 describe('POST /me/exports then GET /me/exports/{id}', () => {
   let exportId: string;
   let files: string;
+  const key = randomUUID();
+  let firstAnswer: string;
 
   it('should answer 202 pending with Location, replay the same answer, and emit account_export created', async () => {
-    const key = randomUUID();
     const res = await requestExport(alice, key);
+    firstAnswer = res.text;
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ id: expect.any(String), status: 'pending', created_at: expect.any(String) });
     exportId = res.body.id;
@@ -197,6 +198,11 @@ describe('POST /me/exports then GET /me/exports/{id}', () => {
       ['account_export', 'updated', exportId], // ready
     ]);
     files = await downloadAndUnzip(ready.url);
+    // The request retried (its answer lost) after the export moved on: the first answer, no second export.
+    const replay = await requestExport(alice, key);
+    expect(replay.status).toBe(202);
+    expect(replay.text).toBe(firstAnswer);
+    expect((await api.request('GET', '/me/exports', { token: alice })).body.items).toHaveLength(1);
   });
 
   it('should hold every file the manifest lists, each with its sha256 and size', () => {
