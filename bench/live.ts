@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { sleep } from '@mi/lib/async';
+import type { Database } from '@mi/lib/db/pool';
 import { coreBusyMs, cpuByGroup, treeCpuMs, treeRssBytes } from './process-cpu';
 import type { LoadResult, Plan } from './live-roles';
 import {
@@ -116,7 +117,7 @@ async function orchestrate(): Promise<void> {
     const measured = new Map<number, Measured>();
     const bareAt = new Map<number, Measured>();
     const step = async (n: number) => {
-      const live = await run(n, 'live');
+      const live = await databaseWrites(db, () => run(n, 'live'));
       const bare = await run(n, 'bare');
       measured.set(n, live);
       bareAt.set(n, bare);
@@ -176,6 +177,39 @@ async function orchestrate(): Promise<void> {
     await stack.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * What the database wrote during one live load: WAL bytes (pg_current_wal_lsn before and after,
+ * the whole cluster: the bench's own) and the segment_manifest and event_outbox rows inserted,
+ * per recording-minute of frames sent. docs/capacity.md scales these to the fleet.
+ */
+async function databaseWrites(db: Database, load: () => Promise<Measured>): Promise<Measured> {
+  const sample = async () =>
+    (
+      await db.query<{ lsn: string; manifest: string; outbox: string }>(
+        'bench_live_wal',
+        `SELECT pg_current_wal_lsn()::text AS lsn, (SELECT count(*) FROM segment_manifest) AS manifest,
+                (SELECT count(*) FROM event_outbox) AS outbox`,
+      )
+    ).rows[0];
+  const before = await sample();
+  const m = await load();
+  const after = await sample();
+  const { bytes } = (
+    await db.query<{ bytes: number }>('bench_live_wal_diff', 'SELECT pg_wal_lsn_diff($1, $2)::float8 AS bytes', [
+      after.lsn,
+      before.lsn,
+    ])
+  ).rows[0];
+  const minutes = m.result.sent / 600; // 10 frames a second
+  const perSecond = (rows: number) => (rows / (minutes * 60)).toFixed(2);
+  console.log(
+    `wal: ${(bytes / 1024 / minutes).toFixed(1)} KB per recording-minute; rows per recording-second: ` +
+      `segment_manifest ${perSecond(Number(after.manifest) - Number(before.manifest))}, ` +
+      `event_outbox ${perSecond(Number(after.outbox) - Number(before.outbox))} (${m.n} recordings)`,
+  );
+  return m;
 }
 
 /** One load against the live server (or the bare one); bench:upgrade measures with it too. */
