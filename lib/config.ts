@@ -18,6 +18,11 @@ export const configSchema = z.object({
   DB_STATEMENT_TIMEOUT_MS: int(15_000),
   DB_LOCK_TIMEOUT_MS: int(5_000),
   DB_CONNECT_TIMEOUT_MS: int(5_000, 1),
+  // Cloud SQL IAM database authentication: each new connection presents the service account's token.
+  DB_IAM_AUTH: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
   PUBSUB_EMULATOR_HOST: optionalText,
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().default('http://localhost:4318'),
   OTEL_ENABLED: z.enum(['true', 'false', '1', '0']).optional(),

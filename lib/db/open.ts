@@ -3,12 +3,14 @@
 import path from 'node:path';
 import type { Config } from '../config';
 import { startEmbeddedPostgres } from './embedded';
+import { iamLoginToken } from './iam-login';
 import { createDatabase, type Database, type DatabaseOptions } from './pool';
 
 type DbConfig = Pick<
   Config,
   'DB_POOL_MAX' | 'DB_STATEMENT_TIMEOUT_MS' | 'DB_LOCK_TIMEOUT_MS' | 'DB_CONNECT_TIMEOUT_MS'
->;
+> &
+  Partial<Pick<Config, 'DB_IAM_AUTH'>>;
 
 /** The pool settings of a process, from its configuration. */
 export function databaseOptions(config: DbConfig): DatabaseOptions {
@@ -17,6 +19,7 @@ export function databaseOptions(config: DbConfig): DatabaseOptions {
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
     lockTimeoutMs: config.DB_LOCK_TIMEOUT_MS,
     connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+    ...(config.DB_IAM_AUTH ? { password: iamLoginToken() } : {}),
   };
 }
 

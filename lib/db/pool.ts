@@ -75,9 +75,9 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '08006', // connection exceptions
 ]);
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
-// pg reports a dropped socket and an exhausted pool only by message.
+// pg reports a dropped socket and an exhausted pool only by message; DB_IAM_AUTH: no login token (iam-login.ts).
 const UNAVAILABLE_MESSAGES =
-  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|DB_IAM_AUTH:)/;
 
 /** How long readiness (GET /readyz) waits for the database to answer (decisions.md section 7). */
 export const READY_TIMEOUT_MS = 1_000;
@@ -192,6 +192,18 @@ export interface DatabaseOptions {
   lockTimeoutMs?: number;
   /** How long a caller waits for a free connection or a new one before a 503. */
   connectTimeoutMs?: number;
+  /** Asked for each new connection's password (a short-lived token), instead of the URL's. */
+  password?: () => Promise<string>;
+}
+
+/** pg lets the URL's empty password override a `password` option, so each client gets the function itself. */
+function clientWithPassword(password: () => Promise<string>): typeof pg.Client {
+  return class extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super(config);
+      (this as { password?: unknown }).password = password;
+    }
+  };
 }
 
 export function createDatabase(url: string, opts: DatabaseOptions = {}): Database {
@@ -199,6 +211,7 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
     connectionString: url,
     max: opts.max ?? 10,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 5_000,
+    ...(opts.password ? { Client: clientWithPassword(opts.password) } : {}),
     // Sent as startup parameters: every connection of the pool carries them.
     ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
     ...(opts.lockTimeoutMs ? { lock_timeout: opts.lockTimeoutMs } : {}),
