@@ -565,6 +565,8 @@ describe('database connection budget', () => {
   /** envs/dev's inputs to the budget: its variables' defaults, overridden by a tfvars file's values. */
   const inputs = async (tfvars?: string) => {
     const given: Obj = tfvars ? await parseHcl(tfvars, readFileSync(join(infra, 'envs/dev', tfvars), 'utf8')) : {};
+    // A misspelt name would leave the default in place: every name must be a declared variable.
+    for (const name of Object.keys(given)) expect(Object.keys(mod('envs/dev').variable)).toContain(name);
     const v = (name: string) => (name in given ? given[name] : varDefault('envs/dev', name));
     // A literal, or `${var.x}` / `${var.x.y}`.
     const resolve = (x: unknown): any => {

@@ -9,8 +9,7 @@ import { createDatabase, type Database, type DatabaseOptions } from './pool';
 type DbConfig = Pick<
   Config,
   'DB_POOL_MAX' | 'DB_STATEMENT_TIMEOUT_MS' | 'DB_LOCK_TIMEOUT_MS' | 'DB_CONNECT_TIMEOUT_MS'
-> &
-  Partial<Pick<Config, 'DB_IAM_AUTH'>>;
+>;
 
 /** The pool settings of a process, from its configuration. */
 export function databaseOptions(config: DbConfig): DatabaseOptions {
@@ -19,7 +18,6 @@ export function databaseOptions(config: DbConfig): DatabaseOptions {
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
     lockTimeoutMs: config.DB_LOCK_TIMEOUT_MS,
     connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
-    ...(config.DB_IAM_AUTH ? { password: iamLoginToken() } : {}),
   };
 }
 
@@ -30,10 +28,12 @@ export interface OpenedDatabase {
 }
 
 export async function openDatabase(
-  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'APP_ENV'> & DbConfig,
+  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'APP_ENV'> & DbConfig & Partial<Pick<Config, 'DB_IAM_AUTH'>>,
 ): Promise<OpenedDatabase> {
   if (config.DATABASE_URL) {
-    const db = createDatabase(config.DATABASE_URL, databaseOptions(config));
+    // Cloud SQL IAM login: the service account's token is each new connection's password.
+    const login = config.DB_IAM_AUTH ? { password: iamLoginToken() } : {};
+    const db = createDatabase(config.DATABASE_URL, { ...databaseOptions(config), ...login });
     return { db, url: config.DATABASE_URL, close: () => db.close() };
   }
   const embedded = await startEmbeddedPostgres({
