@@ -6,6 +6,8 @@
 // (bench/bare-api), measured in the same run. The stack around it (native PostgreSQL + pgvector
 // when installed, the emulators) comes from the local stack.
 // BENCH_API_ROUTES (a comma list of rows) and BENCH_API_PROFILE=<dir> (CPU profiles): see below.
+// With the POST row, the event latency to another instance's tab: POST /meetings, one at a time,
+// on the api bundle (preload) to the `meeting created` event on a tab of the stack's live service.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -20,7 +22,8 @@ import { buildAll, FUNCTION_PRELOAD_ENV } from '../scripts/build';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import type { LoadResult, LoadSpec } from './api-load';
 import { serverNode } from './live-processes';
-import { table, writeSection, type Row } from './report';
+import WebSocket from 'ws';
+import { percentile, table, writeSection, type Row } from './report';
 
 const SECONDS = Number(process.env.BENCH_API_SECONDS ?? 15);
 const CONNECTIONS = 32;
@@ -54,7 +57,8 @@ const stack = await startLocalStack({
   RECORDING_GAP_SWEEP_INTERVAL_SECONDS: '3600',
 });
 const { config } = stack;
-const user = `Bearer ${await mintDevToken(config.IDENTITY_SECRET_KEY!, 'bench')}`;
+const token = await mintDevToken(config.IDENTITY_SECRET_KEY!, 'bench');
+const user = `Bearer ${token}`;
 const service = `Bearer ${config.SERVICE_AUTH_TOKEN}`;
 
 /** Where the function's telemetry goes: a sink that answers every export (the collector's place). */
@@ -252,6 +256,49 @@ async function measure(server: Server, route: Route): Promise<Measure> {
   return { cpuUs: (cpu * 1000) / r.requests, p99: r.p99 };
 }
 
+const TAB_SAMPLES = 200;
+
+/**
+ * Event latency to another instance's tab: from sending POST /meetings to the function until its
+ * `meeting created` event reaches a tab of the user on the stack's live service (its own instance:
+ * presence in Firestore, its own Pub/Sub topic), one request at a time; ms.
+ */
+async function tabLatency(server: Server): Promise<number[]> {
+  const ws = new WebSocket(`${stack.url.replace('http', 'ws')}/ws`, { perMessageDeflate: false });
+  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  const arrived = new Map<string, () => void>();
+  const seen = new Map<string, number>();
+  let ready!: () => void;
+  const isReady = new Promise<void>((r) => (ready = r));
+  ws.on('message', (data) => {
+    const m = JSON.parse(String(data)) as { type: string; entity?: string; action?: string; id?: string };
+    if (m.type === 'ready') ready();
+    if (m.type !== 'EntityChanged' || m.entity !== 'meeting' || m.action !== 'created' || !m.id) return;
+    seen.set(m.id, performance.now());
+    arrived.get(m.id)?.();
+  });
+  ws.send(JSON.stringify({ type: 'hello', token, client_id: randomUUID() }));
+  await isReady;
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < TAB_SAMPLES; i++) {
+      const sent = performance.now();
+      const res = await fetch(`${server.url}/meetings`, {
+        method: 'POST',
+        headers: { authorization: user, ...json, 'idempotency-key': randomUUID() },
+        body: JSON.stringify({ title: 'bench tab', source_type: 'text' }),
+      });
+      const { id } = (await res.json()) as { id: string };
+      if (res.status !== 201) throw new Error(`POST /meetings → ${res.status}`);
+      if (!seen.has(id)) await new Promise<void>((r) => arrived.set(id, r));
+      samples.push(seen.get(id)! - sent);
+    }
+  } finally {
+    ws.close();
+  }
+  return samples;
+}
+
 // All three servers run at once (idle but for the one under load), and each route is measured on
 // both variants back to back: the shared machine's load drifts, and should weigh on both alike.
 // The baseline is measured first and last; the lower (less disturbed) figure is kept.
@@ -260,6 +307,7 @@ const preloaded = await startServer(path.join(root, 'functions/dist'), true);
 const plainServer = await startServer(path.join(root, 'functions/dist'), false);
 const measured: Record<'preload' | 'plain', Measure[]> = { preload: [], plain: [] };
 let baseline: Measure;
+let tab: number[] = [];
 try {
   const first = await measure(bare, healthz);
   for (const route of selected) {
@@ -268,6 +316,7 @@ try {
   }
   const last = await measure(bare, healthz);
   baseline = first.cpuUs <= last.cpuUs ? first : last;
+  if (selected.some((r) => r.method === 'POST')) tab = await tabLatency(preloaded);
 } finally {
   await Promise.all([bare.stop(), preloaded.stop(), plainServer.stop()]);
 }
@@ -311,7 +360,8 @@ ${CONNECTIONS} connections (PUT: 1), ${SECONDS} s per row, every answer 2xx, log
 ${table(rows)}
 
 Ratio: CPU/req over the bare Hono /healthz's. Preload share: the telemetry preload's part. Req/s per vCPU: 1 s / CPU \
-per request. $ per 1M: that CPU at Cloud Run's list prices (Tier 1, read 2026-11-26) plus the request fee.`;
+per request. $ per 1M: that CPU at Cloud Run's list prices (Tier 1, read 2026-11-26) plus the request fee.\
+${tab.length ? `\n\nEvent latency to another instance's tab (POST /meetings sent → its event on a tab of the stack's live service, ${tab.length} one at a time): p50 ${percentile(tab, 50).toFixed(1)} ms, p99 ${percentile(tab, 99).toFixed(1)} ms.` : ''}`;
 console.log(out);
 // A partial or profiled run is not the section's figures.
 if (!ONLY && !PROFILE_DIR) writeSection('API', out);

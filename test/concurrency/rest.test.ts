@@ -46,6 +46,37 @@ describe.skipIf(!native)('idempotency under concurrency', () => {
     expect(await sql('SELECT count(*)::int AS n FROM meeting WHERE title = $1', [title])).toEqual([{ n: 1 }]);
   });
 
+  it('should answer 409 at once to a duplicate sent while the first still runs, and replay the first after', async () => {
+    const key = randomUUID();
+    const body = { title: `running ${key}`, source_type: 'text' };
+    const outside = new pg.Client({ connectionString: dbUrl });
+    await outside.connect();
+    try {
+      // The first request holds its claim while its meeting's insert waits for the user row.
+      await outside.query('BEGIN');
+      await outside.query('SELECT 1 FROM app_user WHERE id = $1 FOR UPDATE', [aliceId]);
+      const first = api.post(alice, '/meetings', body, key);
+      await lockWaits(api);
+      let settled = false;
+      const duplicate = api.post(alice, '/meetings', body, key).finally(() => (settled = true));
+      // Answered, or (the failure) waiting on the first's uncommitted claim.
+      await expect.poll(async () => settled || (await lockWaiters(api)) >= 2, { timeout: 20_000 }).toBe(true);
+      await outside.query('COMMIT');
+      const answer = await duplicate;
+      expect(answer.status, answer.text).toBe(409);
+      expect(answer.body.detail).toMatch(/still in progress/);
+      const created = await first;
+      expect(created.status, created.text).toBe(201);
+      const replay = await api.post(alice, '/meetings', body, key);
+      expect(replay.status).toBe(201);
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(replay.text).toBe(created.text);
+    } finally {
+      await outside.end();
+    }
+    expect(await sql('SELECT count(*)::int AS n FROM meeting WHERE title = $1', [body.title])).toEqual([{ n: 1 }]);
+  });
+
   it('should let one retry take over an abandoned claim while another retry does so', async () => {
     const key = randomUUID();
     const body = { title: `abandoned ${key}`, source_type: 'text' };
