@@ -9,7 +9,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
-import { OWNER_HEARTBEAT_SECONDS, OWNER_STALE_SECONDS } from '@mi/lib/repositories/recordings';
+import { OWNER_HEARTBEAT_SECONDS } from '@mi/lib/repositories/recordings';
 import { erasedUsers } from '@mi/lib/repositories/erasure';
 import { findOrCreateUser } from '@mi/lib/repositories/users';
 import { createEventPublisher, latestSeqs, outboxBacklog, type StoredEvent } from '@mi/lib/events/outbox';
@@ -57,6 +57,8 @@ export interface LiveService {
   readonly recorders: ReadonlyMap<string, Recorder>;
   /** Counters of the event fan-out since start (bench:fanout, /healthz). */
   readonly fanout: FanoutCounters;
+  /** Firestore documents this instance wrote since start (bench:live, /healthz). */
+  readonly firestoreWrites: number;
 }
 
 export interface FanoutCounters {
@@ -112,7 +114,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
   const listeners = new RemoteListeners(instanceId, (userId) => coordination.presenceInstances(userId));
   const routes = (userId: string) => listeners.of(userId);
   const events = createEventPublisher({ db: rt.db, bus: rt.bus, topic, log, routes });
-  const leaseTtlMs = opts.leaseTtlMs ?? OWNER_STALE_SECONDS * 1000;
+  const leaseTtlMs = opts.leaseTtlMs ?? config.LIVE_INSTANCE_TTL_SECONDS * 1000;
 
   function deliverLocal(e: StoredEvent): void {
     for (const conn of byUser.get(e.user_id) ?? []) conn.stream?.push(e);
@@ -281,6 +283,9 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     },
     recorders: sessions.recorders,
     fanout,
+    get firestoreWrites() {
+      return coordination.writes;
+    },
 
     handleUpgrade(req, socket, head) {
       if (state !== 'running') {
