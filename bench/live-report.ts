@@ -16,7 +16,7 @@ export interface Measured {
   /** Busy ms of every core over the window (the kernel's work included). */
   cores: number[];
   rssPerRecording: number;
-  /** Firestore documents the server wrote in the window (live mode). */
+  /** Firestore documents the server's heartbeats wrote in the window (live mode). */
   firestoreWrites: number;
 }
 

@@ -24,6 +24,7 @@ export function createMemoryCoordination(): Coordination {
   const leases = new Map<string, LeaseState>();
   const instances = new Map<string, InstanceEntry>();
   let writes = 0;
+  let heartbeatWrites = 0;
 
   const aliveUntil = (instanceId: string | undefined) => instances.get(instanceId ?? '')?.expiresAt ?? 0;
   const current = (key: string) => {
@@ -53,6 +54,9 @@ export function createMemoryCoordination(): Coordination {
   return {
     get writes() {
       return writes;
+    },
+    get heartbeatWrites() {
+      return heartbeatWrites;
     },
     async acquire(key, owner, ttlMs) {
       return change(key, acquiredLease(current(key), owner, ttlMs, Date.now()));
@@ -84,8 +88,8 @@ export function createMemoryCoordination(): Coordination {
     async heartbeat({ owner, ttlMs, leaseKeys }) {
       const now = Date.now();
       instance(owner).expiresAt = now + ttlMs;
-      writes++;
-      return new Map(
+      const before = writes++;
+      const decided = new Map(
         leaseKeys.map((k) => {
           const state = leases.get(k);
           const alive = state?.owner === owner ? now + ttlMs : aliveUntil(state?.owner);
@@ -93,6 +97,8 @@ export function createMemoryCoordination(): Coordination {
           return [k, write ? change(k, next) : toLease(k, next, now)];
         }),
       );
+      heartbeatWrites += writes - before;
+      return decided;
     },
     async unmarkInstance(instanceId) {
       instances.delete(instanceId);

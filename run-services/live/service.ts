@@ -57,8 +57,8 @@ export interface LiveService {
   readonly recorders: ReadonlyMap<string, Recorder>;
   /** Counters of the event fan-out since start (bench:fanout, /healthz). */
   readonly fanout: FanoutCounters;
-  /** Firestore documents this instance wrote since start (bench:live, /healthz). */
-  readonly firestoreWrites: number;
+  /** Firestore documents this instance wrote since start, in all and by its heartbeats (bench:live, /healthz). */
+  readonly firestoreWrites: { total: number; heartbeat: number };
 }
 
 export interface FanoutCounters {
@@ -284,7 +284,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     recorders: sessions.recorders,
     fanout,
     get firestoreWrites() {
-      return coordination.writes;
+      return { total: coordination.writes, heartbeat: coordination.heartbeatWrites };
     },
 
     handleUpgrade(req, socket, head) {
