@@ -230,11 +230,14 @@ export async function listenToEvents(
   const topic = instanceTopic(rt.config.PUBSUB_TOPIC_EVENTS, instance);
   await rt.bus.ensureTopic(topic);
   const subscription = await rt.bus.subscribeInstance(topic, instance, handler);
-  await rt.coordination.addPresence(userId, instance, instance, 3_600_000);
+  // Alive (its instance document) for an hour, holding one connection of the user.
+  await rt.coordination.heartbeat({ owner: instance, ttlMs: 3_600_000, leaseKeys: [] });
+  await rt.coordination.addPresence(userId, instance, instance);
   return {
     async close() {
       await subscription.close();
-      await rt.coordination.removePresence(userId, instance);
+      await rt.coordination.removePresence(userId, instance, instance);
+      await rt.coordination.unmarkInstance(instance);
       await rt.bus.deleteTopic(topic);
     },
   };

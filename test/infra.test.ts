@@ -481,14 +481,22 @@ describe('terraform', () => {
     expect(mod('envs/dev').module.services[0].scheduler_member).toBe('${module.iam.members.scheduler}');
   });
 
-  it('Firestore: native mode, TTL on expires_at of leases and presence connections', () => {
+  it('Firestore: native mode, TTL on expires_at of leases and instances, the instances indexed by user', () => {
     const m = 'modules/firestore';
     expect(res(m, 'google_firestore_database', 'this').type).toBe('FIRESTORE_NATIVE');
     const ttl = res(m, 'google_firestore_field', 'ttl');
     expect(ttl.ttl_config).toHaveLength(1);
     expect(ttl.for_each).toBe('${toset(var.ttl_collections)}');
-    expect(varDefault(m, 'ttl_collections')).toEqual(['live_leases', 'presence_connections', 'live_instances']);
+    expect(varDefault(m, 'ttl_collections')).toEqual(['live_leases', 'live_instances']);
     expect(varDefault(m, 'ttl_field')).toBe('expires_at');
+    // presenceInstances: users array-contains, expires_at > (lib/adapters/coordination.ts).
+    const index = res(m, 'google_firestore_index', 'instances_by_user');
+    expect(index.collection).toBe('${var.instances_collection}');
+    expect(varDefault(m, 'instances_collection')).toBe('live_instances');
+    expect(index.fields).toEqual([
+      { field_path: 'users', array_config: 'CONTAINS' },
+      { field_path: 'expires_at', order: 'ASCENDING' },
+    ]);
   });
 
   it('load balancer: /ws to Cloud Run, everything else to the api function', () => {
