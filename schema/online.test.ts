@@ -3,9 +3,10 @@
 // block writers, a deadlock with the service is retried, and an index a cut-short build left
 // invalid is rebuilt.
 import pg from 'pg';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fileDatabase } from '../test/harness';
 import type { TestDatabase } from '../test/support/database';
+import { until } from '../test/support/poll';
 import { applySchema } from './apply';
 import { brokenInvariants } from './invariants';
 
@@ -32,14 +33,8 @@ afterEach(async () => {
   await database.close();
 });
 
-// vitest's poll, with the condition named in the failure.
-const until = (what: string, condition: () => boolean | Promise<boolean>): Promise<void> =>
-  vi.waitFor(
-    async () => {
-      if (!(await condition())) throw new Error(`timed out waiting for ${what}`);
-    },
-    { timeout: 60_000, interval: 50 },
-  );
+// An apply on a loaded machine takes its time: a longer bound than the polling helper's default.
+const APPLY = { timeoutMs: 60_000 };
 
 const waitingQuery = async (pattern: string) =>
   (
@@ -66,7 +61,11 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     }).finally(() => {
       done = true;
     });
-    await until('the transaction to give way', () => lines.some((l) => l.includes('waited too long for a lock')));
+    await until(
+      'the transaction to give way',
+      () => lines.some((l) => l.includes('waited too long for a lock')),
+      APPLY,
+    );
     // A writer of note is not stuck behind the waiting ALTER TABLE while the reader goes on.
     const writer = await connect();
     await writer.query(`INSERT INTO note (user_id, content) VALUES ($1, 'written during the upgrade')`, [user]);
@@ -93,9 +92,13 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     const lines: string[] = [];
     const applying = applySchema(database.url, { lockTimeoutMs: 30_000, log: (l) => lines.push(l) });
     // The plan alters meeting, then note: it holds meeting while it waits for the service's note.
-    await until('the apply to wait for note', () => waitingQuery('%alter table "public"."note"%'));
+    await until('the apply to wait for note', () => waitingQuery('%alter table "public"."note"%'), APPLY);
     const reading = service.query('SELECT count(*) FROM meeting');
-    await until('the apply to give way', () => lines.some((l) => l.startsWith('-- deadlocked with another session')));
+    await until(
+      'the apply to give way',
+      () => lines.some((l) => l.startsWith('-- deadlocked with another session')),
+      APPLY,
+    );
     await reading;
     await service.query('COMMIT');
 
@@ -117,8 +120,10 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     await open.query(`INSERT INTO task (user_id, content) VALUES ($1, 'open')`, [user]);
 
     const applying = applySchema(database.url, { onlineRows: 5, lockTimeoutMs: 60_000 });
-    await until('the index build to wait for the open writer', () =>
-      waitingQuery('%create index%task_meeting_id_idx%'),
+    await until(
+      'the index build to wait for the open writer',
+      () => waitingQuery('%create index%task_meeting_id_idx%'),
+      APPLY,
     );
     const writer = await connect();
     await writer.query(`INSERT INTO task (user_id, content) VALUES ($1, 'during the build')`, [user]);

@@ -175,7 +175,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     request,
     call,
     post,
-    userId: async (token) => (await request('GET', '/me', { token })).body.id,
+    userId: async (token) => (await call('get', '/me', { token })).body.id,
     async person(ownerId, name = `p-${randomUUID().slice(0, 8)}`) {
       const { rows } = await rt.db.query<{ id: string }>(
         'test.person',
@@ -185,9 +185,21 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
       return rows[0].id;
     },
     meeting: async (token, sourceType = 'text') =>
-      (await post(token, '/meetings', { title: 'm', source_type: sourceType })).body.id,
+      (
+        await call('post', '/meetings', {
+          token,
+          body: { title: 'm', source_type: sourceType },
+          headers: { 'idempotency-key': randomUUID() },
+        })
+      ).body.id,
     async segments(token, meetingId, n) {
-      const t = (await post(token, `/meetings/${meetingId}/transcriptions`)).body.id;
+      const t = (
+        await call('post', '/meetings/{id}/transcriptions', {
+          token,
+          params: { id: meetingId },
+          headers: { 'idempotency-key': randomUUID() },
+        })
+      ).body.id;
       const segments = Array.from({ length: n }, (_, i) => ({ text: `s${i}`, start_ms: i * 1000 }));
       const appended = await request('POST', `/transcriptions/${t}/segments`, {
         token: config.SERVICE_AUTH_TOKEN,

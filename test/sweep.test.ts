@@ -26,6 +26,7 @@ import {
   storeLiveSegment,
   type Take,
 } from './recording-fixtures';
+import { sleep } from '@mi/lib/async';
 
 let api: ApiHarness;
 let alice: string;
@@ -246,7 +247,7 @@ describe('runSweep: finalize', () => {
     for (const take of takes) expect((await eventsOf(take)).filter((e) => e === 'finalized')).toHaveLength(1);
     await vi.waitFor(() => expect(takes.every((t) => messagesFor(t).length === 1)).toBe(true), { timeout: 10_000 });
     // Kept: a duplicate Pub/Sub message has no later marker to wait for (the topic keeps no order).
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     expect(takes.map((t) => messagesFor(t).length)).toEqual([1, 1, 1]);
   });
 

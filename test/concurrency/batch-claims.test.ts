@@ -4,23 +4,22 @@
 // outside transaction commits once the database shows it waiting. Each guarded read waits and then
 // sees the move; without its lock it acts on the row as it was.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runSweep } from '../../functions/sweep';
-import { startApi, type ApiHarness } from '../harness';
+import type { ApiHarness } from '../harness';
+import { native, withNativeApi } from './native-api';
 import { lockWaiters, lockWaits, outsideClient } from '../support/lock-waits';
-
-const native = inject('database').kind === 'native';
-if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
 
 let api: ApiHarness;
 let alice: string;
 
-beforeAll(async () => {
-  if (!native) return;
-  api = await startApi({ PUBSUB_TOPIC_RECORDING_FINALIZED: `finalized-${randomUUID().slice(0, 8)}` });
-  alice = await api.token('claims-alice');
-});
-afterAll(() => api?.close());
+withNativeApi(
+  async (started) => {
+    api = started;
+    alice = await api.token('claims-alice');
+  },
+  { PUBSUB_TOPIC_RECORDING_FINALIZED: `finalized-${randomUUID().slice(0, 8)}` },
+);
 
 const service = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
   api.request(method, path, { token: api.serviceToken, body, headers });

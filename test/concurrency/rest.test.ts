@@ -4,28 +4,24 @@
 import type { QueryResultRow } from 'pg';
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { startApi, type ApiHarness } from '../harness';
+import { native, withNativeApi } from './native-api';
 import { lockWaiters, lockWaits } from '../support/lock-waits';
 import { createTake, framesBytes, stopTake, storeLiveSegment } from '../recording-fixtures';
-
-const native = inject('database').kind === 'native';
-if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
 
 let api: ApiHarness;
 let alice: string;
 let aliceId: string;
 let dbUrl: string;
 
-beforeAll(async () => {
-  if (!native) return;
-  api = await startApi();
+withNativeApi(async (started) => {
+  api = started;
   alice = await api.token('alice');
   aliceId = await api.userId(alice);
   dbUrl = api.rt.db.pool.options.connectionString!;
 });
-afterAll(() => api?.close());
 
 const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) =>
   (await api.rt.db.query<R>('test', text, params)).rows;
