@@ -27,7 +27,7 @@ async function load(partitioned: boolean) {
     for (const p of (
       await db.query<{ n: string }>(
         'bench.days',
-        `SELECT relname AS n FROM pg_class WHERE relname LIKE 'event_outbox_p%'`,
+        `SELECT relname AS n FROM pg_class WHERE relname LIKE 'event_outbox_p%' AND relkind = 'r'`,
       )
     ).rows)
       await db.query('bench.drop_day', `DROP TABLE "${p.n}"`);
@@ -104,11 +104,9 @@ const row = (name: string, r: typeof deleted): Row => ({
   'rows kept': r.left.toLocaleString('en'),
 });
 const out = [
-  `Engine: ${engine.engine.label}. ${ROWS.toLocaleString('en')} outbox events of ${USERS} users, a quarter on each of four ` +
-    `days (4 and 3 days ago, yesterday, today); EVENT_RETENTION_HOURS 48 removes the older half. Today's DELETE ` +
-    `(batches of ${RETENTION_BATCH_ROWS.toLocaleString('en')}, at most ${RETENTION_MAX_BATCHES} a pass) over the rows in ` +
-    `one table, against dropping the day partitions; the same data, loaded afresh for each (${loadS.toFixed(0)} s in all). ` +
-    'Server CPU: the database processes (/proc schedstat). Method: bench/retention.ts.',
+  `Engine: ${engine.engine.label}. ${ROWS.toLocaleString('en')} outbox events on four days (4 and 3 days ago, yesterday, ` +
+    `today); retention (48 h) removes half: the batched DELETE against dropping days, same data (loaded in ${loadS.toFixed(0)} s). ` +
+    'Server CPU: the database processes. Method: bench/retention.ts.',
   '',
   table([row('DELETE in batches (before)', deleted), row('day partitions dropped', dropped)]),
   '',
