@@ -72,6 +72,8 @@ export async function plannedConversions(
         ),
       ],
       swap: [
+        // no guard: the swap's statements take this lock anyway; taking it first (within the
+        // lock timeout) keeps it from being upgraded midway, a deadlock with the service's writers.
         `LOCK TABLE "${table}" IN ACCESS EXCLUSIVE MODE`,
         ...keys.filter((k) => k.type !== 'f').map((k) => `ALTER TABLE "${table}" DROP CONSTRAINT "${k.name}"`),
         // Constraint names are chosen unique in the schema: the parent's foreign keys keep theirs.
