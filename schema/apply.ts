@@ -23,7 +23,7 @@ import {
   PARTITIONED_TABLES,
 } from '../lib/repositories/partitions';
 import { dropInvalidIndexes, rewritesTable, runOnline, splitOnline, withLockRetry } from './online';
-import { namesTable, plannedConversions } from './partitioning';
+import { namesTable, plannedConversions, statementsOf } from './partitioning';
 import { preflight, PreflightError } from './preflight';
 
 export { PreflightError } from './preflight';
@@ -92,8 +92,16 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
       log(`-- ${c.table}: converted to a partitioned table, online:\n${c.online.join(';\n')};`);
       log(`-- ${c.table}: then in one transaction:\n${c.swap.join(';\n')};`);
     }
-    const converted = (s: string) => conversions.some((c) => namesTable(s, c.table));
-    const diff = (await plan(target, targetUrl, schemaSql)).filter((s) => !converted(s));
+    // A partitioned table the database lacks is created by schema.sql's own statements: migra's
+    // (an index ON ONLY the parent, then a key using it) fail on an empty partitioned table.
+    const missing: string[] = [];
+    for (const t of PARTITIONED_TABLES)
+      if ((await target.query('SELECT to_regclass($1) AS t', [`public.${t}`])).rows[0].t === null) missing.push(t);
+    const own = [...conversions.map((c) => c.table), ...missing];
+    const diff = [
+      ...(await plan(target, targetUrl, schemaSql)).filter((s) => !own.some((t) => namesTable(s, t))),
+      ...missing.flatMap((t) => statementsOf(schemaSql, t).map((s) => `${s};`)),
+    ];
     const { transactions, online } = await splitOnline(target, diff, onlineRows);
     const statements = [...transactions.flat(), ...online];
     const destructive = destructiveStatements(statements, await columnTypes(target));
