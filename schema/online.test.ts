@@ -137,6 +137,61 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     expect((await db.query(`SELECT count(*)::int AS n FROM task`)).rows[0].n).toBe(7);
   });
 
+  it('should convert a populated plain outbox to day partitions without blocking its writers, as its dry run says', async () => {
+    // The outbox as released (schema/releases): a plain table.
+    await db.query('DROP TABLE event_outbox');
+    await db.query(`CREATE TABLE event_outbox (
+      id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+      user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+      seq bigint NOT NULL, event_type text NOT NULL, payload jsonb NOT NULL, origin_client_id uuid,
+      trace_context jsonb, created_at timestamptz NOT NULL DEFAULT clock_timestamp(), published_at timestamptz,
+      CONSTRAINT event_outbox_user_id_seq_key UNIQUE (user_id, seq));
+      CREATE INDEX event_outbox_unpublished_idx ON event_outbox (created_at) WHERE published_at IS NULL;
+      CREATE INDEX event_outbox_created_at_idx ON event_outbox (created_at);`);
+    const insert = (c: pg.Client, seq: number) =>
+      c.query(`INSERT INTO event_outbox (user_id, seq, event_type, payload) VALUES ($1, $2, 'x', '{}')`, [user, seq]);
+    await db.query(
+      `INSERT INTO event_outbox (user_id, seq, event_type, payload, created_at)
+       SELECT $1, g, 'x', '{}', now() - g * interval '1 hour' FROM generate_series(1, 10) g`,
+      [user],
+    );
+    const kind = async () =>
+      (await db.query(`SELECT relkind FROM pg_class WHERE relname = 'event_outbox'`)).rows[0].relkind;
+
+    const dry = await applySchema(database.url, { dryRun: true, onlineRows: 5 });
+    expect(dry.statements.filter((s) => /^drop table/i.test(s))).toEqual([]);
+    expect(dry.statements).toContainEqual(expect.stringMatching(/ATTACH PARTITION "event_outbox_before_\d{8}"/));
+    expect(await kind()).toBe('r');
+
+    // An open writer: the conversion's brief exclusive steps give way to it (and so to the writers
+    // that would queue behind them) and are retried; the keys are built CONCURRENTLY.
+    const open = await connect();
+    await open.query('BEGIN');
+    await insert(open, 100);
+    const log: string[] = [];
+    const applying = applySchema(database.url, { onlineRows: 5, lockTimeoutMs: 200, log: (l) => log.push(l) });
+    await until('the conversion to give way to the open writer', () => log.some((l) => /waited too long/.test(l)));
+    await insert(await connect(), 101);
+    await open.query('COMMIT');
+    const result = await applying;
+    expect(result.statements).toEqual(dry.statements);
+    expect(result.statements).toContainEqual(expect.stringMatching(/^CREATE UNIQUE INDEX CONCURRENTLY/));
+
+    expect(await kind()).toBe('p');
+    expect((await db.query('SELECT count(*)::int AS n FROM event_outbox')).rows[0].n).toBe(12);
+    await insert(db, 102); // after the swap: into today's partition
+    const { rows } = await db.query(
+      `SELECT tableoid::regclass::text AS part, seq::int FROM event_outbox WHERE seq >= 100 ORDER BY seq`,
+    );
+    expect(rows.map((r) => r.part)).toEqual([
+      expect.stringMatching(/^event_outbox_before_/),
+      expect.stringMatching(/^event_outbox_before_/),
+      expect.stringMatching(/^event_outbox_before_/), // its range runs to the second midnight ahead
+    ]);
+    expect(await brokenInvariants(db)).toEqual({});
+    expect(await applySchema(database.url)).toEqual({ statements: [], applied: false, dataSteps: {} });
+  });
+
   it('should keep an index build in the transaction on a small table', async () => {
     await db.query('DROP INDEX task_meeting_id_idx');
     const result = await applySchema(database.url, { onlineRows: 5 });

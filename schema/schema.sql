@@ -443,8 +443,12 @@ CREATE TABLE event_sequence (
 
 -- Transactional outbox: events written with their change, published to Pub/Sub after
 -- commit (the sweep republishes leftovers) and replayed to reconnecting clients.
+-- Partitioned by day of created_at (decision 0010): retention drops a day's partition instead of
+-- deleting its rows; lib/repositories/partitions.ts creates them ahead, and the default partition
+-- takes any row no day's partition covers. Keys must hold the partition key: (user_id, seq) stays
+-- unique because seq comes from the user's event_sequence row, locked and incremented per event.
 CREATE TABLE event_outbox (
-  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
   user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
   seq bigint NOT NULL,
   event_type text NOT NULL,
@@ -453,10 +457,12 @@ CREATE TABLE event_outbox (
   trace_context jsonb,
   created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   published_at timestamptz,
-  CONSTRAINT event_outbox_user_id_seq_key UNIQUE (user_id, seq)
-);
+  CONSTRAINT event_outbox_pkey PRIMARY KEY (id, created_at),
+  CONSTRAINT event_outbox_user_id_seq_key UNIQUE (user_id, seq, created_at)
+) PARTITION BY RANGE (created_at);
+CREATE TABLE event_outbox_default PARTITION OF event_outbox DEFAULT;
 CREATE INDEX event_outbox_unpublished_idx ON event_outbox (created_at) WHERE published_at IS NULL;
--- Retention: events older than the replay window are deleted by age.
+-- Retention: the default partition's (and a held day's) rows are deleted by age.
 CREATE INDEX event_outbox_created_at_idx ON event_outbox (created_at);
 
 -- Webhook endpoints (decisions.md section 7). cursor_seq is the user's last outbox seq already

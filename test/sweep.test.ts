@@ -9,8 +9,9 @@ import { gapObjectName, segmentObjectName, sha256Hex } from '@mi/lib/objects/tak
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { getRecording, recordingLeaseKey } from '@mi/lib/repositories/recordings';
 import { runSweep, sweepHandler } from '../functions/sweep';
+import { ensurePartitions, listPartitions, PARTITION_DAYS_AHEAD } from '@mi/lib/repositories/partitions';
 import {
-  DELETE_EXPIRED_EVENTS,
+  deleteExpiredEvents,
   DELETE_EXPIRED_IDEMPOTENCY_RECORDS,
   RETENTION_BATCH_ROWS,
 } from '@mi/lib/repositories/retention';
@@ -281,6 +282,57 @@ describe('runSweep: finalize', () => {
 });
 
 describe('runSweep: retention', () => {
+  it("should drop a day's outbox partition past EVENT_RETENTION_HOURS, keep a day a webhook's cursor holds, and create the days ahead", async () => {
+    const dayMs = 86_400_000;
+    const today = Math.floor(Date.now() / dayMs) * dayMs;
+    const dayOf = (n: number) => new Date(today - n * dayMs).toISOString().slice(0, 10).replace(/-/g, '');
+    await ensurePartitions(api.rt.db, 'event_outbox', new Date(today - 5 * dayMs));
+    const [free, held] = [
+      await api.userId(await api.token(`day-free-${randomUUID().slice(0, 6)}`)),
+      await api.userId(await api.token(`day-held-${randomUUID().slice(0, 6)}`)),
+    ];
+    // Noon of 5 and 4 days ago: both days wholly past 48 h.
+    const insert = (user: string, daysAgo: number) =>
+      api.rt.db.query(
+        'test.day_events',
+        `INSERT INTO event_outbox (user_id, seq, event_type, payload, created_at, published_at)
+         SELECT $1, g, 'EntityChanged', '{}'::jsonb, $2::timestamptz, $2::timestamptz FROM generate_series(1, 3) g`,
+        [user, new Date(today - daysAgo * dayMs + dayMs / 2).toISOString()],
+      );
+    await insert(free, 5);
+    await insert(held, 4);
+    await api.rt.db.query(
+      'test.held_webhook',
+      `INSERT INTO webhook (user_id, url, event_types, secret, cursor_seq) VALUES ($1, 'https://example.invalid/h', '{EntityChanged}', 's', 1)`,
+      [held],
+    );
+    const partitions = async () => (await listPartitions(api.rt.db, 'event_outbox')).map((p) => p.name);
+    expect(await partitions()).toEqual(
+      expect.arrayContaining([`event_outbox_p${dayOf(5)}`, `event_outbox_p${dayOf(4)}`]),
+    );
+
+    const counts = await runSweep(api.rt);
+    expect(counts.prunedEventPartitions).toBeGreaterThanOrEqual(1);
+    const names = await partitions();
+    expect(names).not.toContain(`event_outbox_p${dayOf(5)}`);
+    expect(names).toContain(`event_outbox_p${dayOf(4)}`);
+    for (let i = 0; i <= PARTITION_DAYS_AHEAD; i++) expect(names).toContain(`event_outbox_p${dayOf(-i)}`);
+    const left = await api.rt.db.query<{ user_id: string; seq: number }>(
+      'test.day_left',
+      'SELECT user_id, seq::int FROM event_outbox WHERE user_id = ANY($1::uuid[]) ORDER BY seq',
+      [[free, held]],
+    );
+    // The held day keeps what the cursor (1) has not passed; its other row goes by DELETE.
+    expect(left.rows).toEqual([
+      { user_id: held, seq: 2 },
+      { user_id: held, seq: 3 },
+    ]);
+    await api.rt.db.query('test.cleanup', 'DELETE FROM webhook WHERE user_id = $1', [held]);
+    // The past days made here would take the rows the next tests write to the default partition.
+    for (let i = 1; i <= 4; i++)
+      await api.rt.db.query('test.cleanup', `DROP TABLE IF EXISTS event_outbox_p${dayOf(i)}`);
+  });
+
   it('should delete outbox events past EVENT_RETENTION_HOURS and expired idempotency records, in batches, and nothing younger', async () => {
     const user = await api.userId(await api.token(`retention-${randomUUID().slice(0, 6)}`));
     const n = RETENTION_BATCH_ROWS + 1_234; // more than one batch
@@ -340,9 +392,10 @@ describe('runSweep: retention', () => {
       const { rows } = await api.rt.db.query('test.explain', `EXPLAIN (FORMAT JSON) ${sql}`, params);
       return JSON.stringify(rows[0]);
     };
-    const events = await explain(DELETE_EXPIRED_EVENTS, [48, RETENTION_BATCH_ROWS]);
+    // The rows are in the default partition (no day's partition covers the past here).
+    const events = await explain(deleteExpiredEvents('event_outbox_default'), [48, RETENTION_BATCH_ROWS]);
     expect(events).not.toContain('Seq Scan');
-    expect(events).toContain('event_outbox_created_at_idx');
+    expect(events).toContain('event_outbox_default_created_at_idx');
     const records = await explain(DELETE_EXPIRED_IDEMPOTENCY_RECORDS, [RETENTION_BATCH_ROWS]);
     expect(records).not.toContain('Seq Scan');
     expect(records).toContain('idempotency_record_expires_at_idx');
