@@ -18,6 +18,7 @@ import { runDataSteps } from './data-steps';
 import { destructiveStatements, type ColumnTypes } from './destructive';
 import { dropInvalidIndexes, rewritesTable, runOnline, splitOnline, withLockRetry } from './online';
 import { preflight, PreflightError } from './preflight';
+import { applyRoles, parseRuntimeLogins, type ServiceKind } from './roles';
 
 export { PreflightError } from './preflight';
 
@@ -33,6 +34,8 @@ export interface ApplyOptions {
   lockTimeoutMs?: number;
   /** How many times a transaction that waited too long for a lock is retried. */
   lockRetries?: number;
+  /** Logins made members of each kind's runtime role (DB_RUNTIME_LOGINS, schema/roles.ts). */
+  runtimeLogins?: Partial<Record<ServiceKind, string>>;
 }
 
 export interface ApplyResult {
@@ -66,9 +69,13 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
   const target = new pg.Client({ connectionString: targetUrl });
   await target.connect();
   try {
+    // The apply works on every user's rows (preflight, data steps): the row policies bind the
+    // schema owner too (FORCE), so its session declares itself a service.
+    await target.query(`SELECT set_config('app.service', 'apply', false)`);
     if (!opts.dryRun && (await isEmpty(target))) {
       log('-- empty database: running schema.sql');
       await inTransaction(target, [schemaSql]);
+      await applyRoles(target, opts.runtimeLogins, log);
       return { statements: [schemaSql], applied: true, dataSteps: {} };
     }
     // An index a CONCURRENTLY build left invalid (a run cut short) looks current to the diff.
@@ -97,6 +104,7 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     for (const t of transactions) await withLockRetry(retry, () => inTransaction(target, t, retry.timeoutMs));
     for (const s of online) await withLockRetry(retry, () => runOnline(target, s, retry.timeoutMs));
     if (statements.length) log('-- applied');
+    await applyRoles(target, opts.runtimeLogins, log);
     const dataSteps = await runDataSteps(target);
     for (const [step, rows] of Object.entries(dataSteps)) log(`-- data step ${step}: ${rows} row(s)`);
     return { statements, applied: statements.length > 0, dataSteps };
@@ -228,7 +236,7 @@ async function main(argv: string[]): Promise<void> {
   const unknown = [...flags].filter((f) => f !== '--dry-run' && f !== '--allow-destructive');
   if (unknown.length)
     throw new Error(`unknown argument(s): ${unknown.join(' ')}; usage: db:apply [--dry-run] [--allow-destructive]`);
-  // Only these two variables: applying a schema must not need the service's secrets.
+  // Only these variables (and DB_RUNTIME_LOGINS): applying a schema must not need the service's secrets.
   let url = process.env.DATABASE_URL || undefined; // empty counts as unset, as in loadConfig
   // The embedded database has one writer: refuse a DATA_DIR that `npm start` (or another apply) holds.
   const dataDir = path.resolve(process.env.DATA_DIR || '.data');
@@ -240,6 +248,7 @@ async function main(argv: string[]): Promise<void> {
       await applySchema(url, {
         dryRun: flags.has('--dry-run'),
         allowDestructive: flags.has('--allow-destructive'),
+        runtimeLogins: parseRuntimeLogins(process.env.DB_RUNTIME_LOGINS),
         log: console.log,
       });
     } finally {
