@@ -16,7 +16,7 @@ import { createDatabase } from '@mi/lib/db/pool';
 import { createLogger } from '@mi/lib/telemetry/log';
 import { createRuntime, type Runtime } from '@mi/lib/adapters/runtime';
 import { createApp } from '../functions/api/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { createTestDatabase, runtimeUrl, type TestDatabase } from './support/database';
 import type { Doc } from './support/openapi';
 import { responseChecker, type ResponseChecker } from './support/response-schemas';
 
@@ -112,7 +112,9 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
   });
   await rt.store.ensureBucket();
   await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
-  const app = createApp(rt);
+  // The API serves as its own login (row policies in force); rt (the tests' view) stays the owner.
+  const apiDb = createDatabase(runtimeUrl(inject('database'), database.url, 'api'), databaseOptions(config));
+  const app = createApp({ ...rt, db: apiDb });
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
@@ -206,7 +208,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     async close() {
       await new Promise((r) => server.close(r));
       await rt.close();
-      await db.close();
+      await Promise.all([db.close(), apiDb.close()]);
       if (!opts.database) await database.close();
     },
   };
