@@ -12,7 +12,7 @@ import { mintDevToken } from '@mi/lib/adapters/auth';
 import { instanceTopic, type BusHandler } from '@mi/lib/adapters/bus';
 import { loadConfig, type Config } from '@mi/lib/config';
 import { databaseOptions } from '@mi/lib/db/open';
-import { createDatabase } from '@mi/lib/db/pool';
+import { createDatabase, type Database } from '@mi/lib/db/pool';
 import { createLogger } from '@mi/lib/telemetry/log';
 import { createRuntime, type Runtime } from '@mi/lib/adapters/runtime';
 import { createApp } from '../functions/api/app';
@@ -58,6 +58,8 @@ export interface ApiHarness {
   /** POST with an Idempotency-Key (a fresh one unless given), as user-facing creates require. */
   post(token: string, path: string, body?: unknown, key?: string): Promise<TestResponse>;
   /** The user id behind a token (GET /me). */
+  /** The pool the API serves from (its own login): its retries, its connections. rt.db is the tests' owner view. */
+  served: Database;
   userId(token: string): Promise<string>;
   /** A person row of the user, inserted directly; returns its id. */
   person(ownerId: string, name?: string): Promise<string>;
@@ -172,6 +174,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     url,
     config,
     rt,
+    served: apiDb,
     token: (name, opts) => mintDevToken(config.IDENTITY_SECRET_KEY!, name, opts),
     serviceToken: config.SERVICE_AUTH_TOKEN,
     request,

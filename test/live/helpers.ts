@@ -11,7 +11,7 @@ import { mintDevToken } from '@mi/lib/adapters/auth';
 import type { Bus } from '@mi/lib/adapters/bus';
 import { loadConfig, type Config } from '@mi/lib/config';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { createDatabase } from '@mi/lib/db/pool';
+import { createDatabase, type Database } from '@mi/lib/db/pool';
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { createLogger } from '@mi/lib/telemetry/log';
 import { createRuntime, type Runtime } from '@mi/lib/adapters/runtime';
@@ -92,6 +92,8 @@ export function useInstance(env: Record<string, string> = {}): {
 export interface Instance {
   config: Config;
   rt: Runtime;
+  /** The pool the live service serves from (its own login); rt.db is the tests' owner view. */
+  served: Database;
   live: LiveService;
   /** The fake ML service, when started with `ml: true`. */
   ml: FakeMl | null;
@@ -150,6 +152,7 @@ export async function startInstance(
   return {
     config,
     rt,
+    served: liveDb,
     live: service,
     ml,
     server,
