@@ -109,6 +109,8 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     for (const [step, rows] of Object.entries(dataSteps)) log(`-- data step ${step}: ${rows} row(s)`);
     return { statements, applied: statements.length > 0, dataSteps };
   } finally {
+    // PGlite serves every connection from one session: the declaration must not outlive the apply.
+    await target.query(`SELECT set_config('app.service', '', false)`).catch(() => undefined);
     await target.end();
   }
 }

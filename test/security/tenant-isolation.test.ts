@@ -107,7 +107,8 @@ describe.runIf(native)('tenant isolation in the database', () => {
     );
     expect(bobsTables).toEqual(expect.arrayContaining(['note', 'ai_thread', 'chat_message', 'event_outbox']));
     await asLogin('api', async (c) => {
-      await c.query(`BEGIN; SELECT set_config('app.user_id', $1, true)`, [alice]);
+      await c.query('BEGIN');
+      await c.query(`SELECT set_config('app.user_id', $1, true)`, [alice]);
       for (const t of tables) {
         const { rows } = await c.query(`SELECT * FROM "${t}"`);
         // A's own account row (app_user) and A's own event counter are A's; nothing else exists for A.
@@ -147,12 +148,12 @@ describe.runIf(native)('tenant isolation in the database', () => {
 
   it("returns none of B's rows from repository reads whose user filter is cut out", async () => {
     let cuts = 0;
-    // The mutation: every `user_id = $n` predicate of the SQL becomes TRUE.
+    // The mutation: every `user_id = $n` predicate of the SQL becomes true (`$n::uuid IS NOT NULL`).
     const unfiltered = (db: Queryable): Queryable => ({
       query: (name, text, params) =>
         db.query(
           name,
-          text.replace(/\b(?:\w+\.)?user_id = \$\d+/g, () => (cuts++, 'TRUE')),
+          text.replace(/\b(?:\w+\.)?user_id = (\$\d+)/g, (_, p: string) => (cuts++, `${p}::uuid IS NOT NULL`)),
           params,
         ),
     });
