@@ -140,7 +140,11 @@ async function plan(liveClient: pg.Client, liveUrl: string, schemaSql: string): 
     // ignoreExtensionVersions: pgvector in PGlite and on Cloud SQL differ in version only.
     const migration = await migra(live, desired, { unsafe: true, schema: 'public', ignoreExtensionVersions: true });
     const statements = migration.statements.array.map((s) => s.trim()).filter(Boolean);
-    return [...statements, ...(await storageParameterStatements(liveClient, desiredClient))];
+    return [
+      ...statements,
+      ...(await storageParameterStatements(liveClient, desiredClient)),
+      ...(await rowSecurityStatements(liveClient, schemaSql)),
+    ];
   } finally {
     await Promise.allSettled([live.end(), desired.end(), desiredClient.end()]);
     await scratch.stop();
@@ -208,6 +212,24 @@ async function storageParameterStatements(live: pg.Client, desired: pg.Client): 
       ...(set.length ? [`alter table "public"."${name}" set (${set.join(', ')});`] : []),
     ];
   });
+}
+
+/**
+ * migra creates policies but leaves a table's row level security as it was: schema.sql's
+ * `ALTER TABLE t ENABLE|FORCE ROW LEVEL SECURITY` lines for the tables not yet so (issue 38).
+ */
+async function rowSecurityStatements(live: pg.Client, schemaSql: string): Promise<string[]> {
+  const { rows } = await live.query<{ name: string; enabled: boolean; forced: boolean }>(
+    `SELECT relname AS name, relrowsecurity AS enabled, relforcerowsecurity AS forced FROM pg_class
+     WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p')`,
+  );
+  const current = new Map(rows.map((r) => [r.name, r]));
+  return [...schemaSql.matchAll(/^ALTER TABLE (\w+) (ENABLE|FORCE) ROW LEVEL SECURITY;$/gm)]
+    .filter(([, table, what]) => {
+      const now = current.get(table);
+      return !(what === 'ENABLE' ? now?.enabled : now?.forced);
+    })
+    .map(([statement]) => statement);
 }
 
 /** The current type of every column of schema public, for the destructive guard. */
