@@ -60,6 +60,8 @@ export interface ApiHarness {
   /** The user id behind a token (GET /me). */
   /** The pool the API serves from (its own login): its retries, its connections. rt.db is the tests' owner view. */
   served: Database;
+  /** rt as the sweep runs: its own login (mi_sweep), for runSweep. */
+  sweeper: Runtime;
   userId(token: string): Promise<string>;
   /** A person row of the user, inserted directly; returns its id. */
   person(ownerId: string, name?: string): Promise<string>;
@@ -117,6 +119,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
   // The API serves as its own login (row policies in force); rt (the tests' view) stays the owner.
   const apiDb = createDatabase(runtimeUrl(inject('database'), database.url, 'api'), databaseOptions(config));
   const app = createApp({ ...rt, db: apiDb });
+  const sweepDb = createDatabase(runtimeUrl(inject('database'), database.url, 'sweep'), databaseOptions(config));
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
@@ -175,6 +178,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     config,
     rt,
     served: apiDb,
+    sweeper: { ...rt, db: sweepDb },
     token: (name, opts) => mintDevToken(config.IDENTITY_SECRET_KEY!, name, opts),
     serviceToken: config.SERVICE_AUTH_TOKEN,
     request,
@@ -211,7 +215,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     async close() {
       await new Promise((r) => server.close(r));
       await rt.close();
-      await Promise.all([db.close(), apiDb.close()]);
+      await Promise.all([db.close(), apiDb.close(), sweepDb.close()]);
       if (!opts.database) await database.close();
     },
   };
