@@ -616,7 +616,6 @@ CREATE POLICY owner ON tag USING (app_may_see(user_id));
 ALTER TABLE meeting ENABLE ROW LEVEL SECURITY;
 -- guard: rls-force-meeting | remove: ALTER TABLE meeting FORCE ROW LEVEL SECURITY; | test: test/security/tenant-isolation.test.ts :: a policy on every table
 ALTER TABLE meeting FORCE ROW LEVEL SECURITY;
--- guard: rls-policy-meeting | remove: CREATE POLICY owner ON meeting USING (app_may_see(user_id)); | test: test/security/tenant-isolation.test.ts :: a policy on every table
 CREATE POLICY owner ON meeting USING (app_may_see(user_id));
 ALTER TABLE transcript_segment ENABLE ROW LEVEL SECURITY;
 ALTER TABLE transcript_segment FORCE ROW LEVEL SECURITY;
