@@ -19,7 +19,7 @@ import { mintDevToken } from '@mi/lib/adapters/auth';
 import { freePort } from '../emulators/gcloud';
 import { startLocalStack } from '../emulators/stack';
 import { buildAll, FUNCTION_PRELOAD_ENV } from '../scripts/build';
-import { createTestDatabase, startTestEngine } from '../test/support/database';
+import { createTestDatabase, runtimeUrl, startTestEngine } from '../test/support/database';
 import type { LoadResult, LoadSpec } from './api-load';
 import { serverNode } from './live-processes';
 import WebSocket from 'ws';
@@ -37,6 +37,10 @@ const SERVER_CORE = '1';
 const ONLY = process.env.BENCH_API_ROUTES?.split(',');
 const PROFILE_DIR = process.env.BENCH_API_PROFILE && path.resolve(process.env.BENCH_API_PROFILE);
 const LOAD_CORE = '0';
+// BENCH_API_COMPARE=<dir>: another api bundle (e.g. one built from a commit without the row
+// policies) served as the schema owner, measured with the preload beside this one's rows and
+// printed, not written: the cost of a change in one run (issue 38's figures).
+const COMPARE_DIR = process.env.BENCH_API_COMPARE && path.resolve(process.env.BENCH_API_COMPARE);
 // The functions run on the nodejs24 runtime (infra/modules/services/functions.tf): the servers do too.
 const NODE = serverNode();
 const NODE_VERSION = execFileSync(NODE, ['--version'], { encoding: 'utf8' }).trim();
@@ -156,8 +160,11 @@ interface Server {
   stop(): Promise<unknown>;
 }
 
+/** As deployed, the function connects as its own login (mi_api): the row policies bind it. */
+const apiUrl = runtimeUrl(engine.engine, database.url, 'api');
+
 /** The functions framework serving `api` from a directory, pinned to the server's core. */
-async function startServer(source: string, preload: boolean): Promise<Server> {
+async function startServer(source: string, preload: boolean, databaseUrl = apiUrl): Promise<Server> {
   const port = await freePort();
   const child: ChildProcess = spawn(
     'taskset',
@@ -176,6 +183,7 @@ async function startServer(source: string, preload: boolean): Promise<Server> {
       env: {
         ...process.env,
         ...stackEnv(),
+        DATABASE_URL: databaseUrl,
         // As deployed: the preload through NODE_OPTIONS, logs at info on stdout, telemetry exported.
         ...(preload ? FUNCTION_PRELOAD_ENV : { NODE_OPTIONS: '' }),
         LOG_LEVEL: 'info',
@@ -305,7 +313,8 @@ async function tabLatency(server: Server): Promise<number[]> {
 const bare = await startServer(path.join(root, 'bench/bare-api'), false);
 const preloaded = await startServer(path.join(root, 'functions/dist'), true);
 const plainServer = await startServer(path.join(root, 'functions/dist'), false);
-const measured: Record<'preload' | 'plain', Measure[]> = { preload: [], plain: [] };
+const compared = COMPARE_DIR ? await startServer(COMPARE_DIR, true, database.url) : null;
+const measured: Record<'preload' | 'plain' | 'compared', Measure[]> = { preload: [], plain: [], compared: [] };
 let baseline: Measure;
 let tab: number[] = [];
 try {
@@ -313,12 +322,13 @@ try {
   for (const route of selected) {
     measured.preload.push(await measure(preloaded, route));
     measured.plain.push(await measure(plainServer, route));
+    if (compared) measured.compared.push(await measure(compared, route));
   }
   const last = await measure(bare, healthz);
   baseline = first.cpuUs <= last.cpuUs ? first : last;
   if (selected.some((r) => r.method === 'POST')) tab = await tabLatency(preloaded);
 } finally {
-  await Promise.all([bare.stop(), preloaded.stop(), plainServer.stop()]);
+  await Promise.all([bare.stop(), preloaded.stop(), plainServer.stop(), compared?.stop()]);
 }
 
 const us = (v: number) => `${Math.round(v).toLocaleString('en')} µs`;
@@ -363,6 +373,15 @@ Ratio: CPU/req over the bare Hono /healthz's. Preload share: the telemetry prelo
 per request. $ per 1M: that CPU at Cloud Run's list prices (Tier 1, read 2026-11-26) plus the request fee.\
 ${tab.length ? `\n\nEvent latency to another instance's tab (POST /meetings sent → its event on a tab of the stack's live service, ${tab.length} one at a time): p50 ${percentile(tab, 50).toFixed(1)} ms, p99 ${percentile(tab, 99).toFixed(1)} ms.` : ''}`;
 console.log(out);
+if (compared) {
+  const lines = selected.map((route, i) => {
+    const [a, b] = [measured.compared[i].cpuUs, measured.preload[i].cpuUs];
+    return `| ${route.name} | ${us(a)} | ${us(b)} | ${Math.round((b / a - 1) * 100)} % |`;
+  });
+  console.log(
+    `\n| request | CPU/req, ${COMPARE_DIR} | CPU/req, this tree | change |\n| --- | --- | --- | --- |\n${lines.join('\n')}`,
+  );
+}
 // A partial or profiled run is not the section's figures.
 if (!ONLY && !PROFILE_DIR) writeSection('API', out);
 otlp.close();

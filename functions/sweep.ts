@@ -118,6 +118,7 @@ export const NO_COUNTS: SweepCounts = {
 };
 
 export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promise<SweepCounts> {
+  rt = { ...rt, db: rt.db.as({ service: 'sweep' }) }; // every user's rows, declared (issue 38)
   const counts: SweepCounts = { ...NO_COUNTS };
   const batch = opts.batch ?? 100;
   const minAgeMs = opts.erasureMinAgeMs ?? ERASURE_MIN_AGE_MS;

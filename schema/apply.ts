@@ -25,6 +25,7 @@ import {
 import { dropInvalidIndexes, rewritesTable, runOnline, splitOnline, withLockRetry } from './online';
 import { namesTable, plannedConversions, statementsOf } from './partitioning';
 import { preflight, PreflightError } from './preflight';
+import { applyRoles, parseRuntimeLogins, type ServiceKind } from './roles';
 
 export { PreflightError } from './preflight';
 
@@ -40,6 +41,8 @@ export interface ApplyOptions {
   lockTimeoutMs?: number;
   /** How many times a transaction that waited too long for a lock is retried. */
   lockRetries?: number;
+  /** Logins made members of each kind's runtime role (DB_RUNTIME_LOGINS, schema/roles.ts). */
+  runtimeLogins?: Partial<Record<ServiceKind, string>>;
 }
 
 export interface ApplyResult {
@@ -73,10 +76,14 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
   const target = new pg.Client({ connectionString: targetUrl });
   await target.connect();
   try {
+    // The apply works on every user's rows (preflight, data steps): the row policies bind the
+    // schema owner too (FORCE), so its session declares itself a service.
+    await target.query(`SELECT set_config('app.service', 'apply', false)`);
     if (!opts.dryRun && (await isEmpty(target))) {
       log('-- empty database: running schema.sql');
       await inTransaction(target, [schemaSql]);
       await createPartitions(targetUrl, log);
+      await applyRoles(target, opts.runtimeLogins, log);
       return { statements: [schemaSql], applied: true, dataSteps: {} };
     }
     // An index a CONCURRENTLY build left invalid (a run cut short) looks current to the diff.
@@ -132,11 +139,14 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     for (const s of online) await withLockRetry(retry, () => runOnline(target, s, retry.timeoutMs));
     if (statements.length || conversions.length) log('-- applied');
     await createPartitions(targetUrl, log);
+    await applyRoles(target, opts.runtimeLogins, log);
     const dataSteps = await runDataSteps(target);
     for (const [step, rows] of Object.entries(dataSteps)) log(`-- data step ${step}: ${rows} row(s)`);
     const all = [...conversions.flatMap((c) => [...c.online, ...c.swap]), ...statements];
     return { statements: all, applied: all.length > 0, dataSteps };
   } finally {
+    // PGlite serves every connection from one session: the declaration must not outlive the apply.
+    await target.query(`SELECT set_config('app.service', '', false)`).catch(() => undefined);
     await target.end();
   }
 }
@@ -195,7 +205,11 @@ async function plan(liveClient: pg.Client, liveUrl: string, schemaSql: string): 
     const statements = migration.statements.array
       .map((s) => s.trim())
       .filter((s) => s && !runtime.some((n) => namesTable(s, n)));
-    return [...statements, ...(await storageParameterStatements(liveClient, desiredClient))];
+    return [
+      ...statements,
+      ...(await storageParameterStatements(liveClient, desiredClient)),
+      ...(await rowSecurityStatements(liveClient, schemaSql)),
+    ];
   } finally {
     await Promise.allSettled([live.end(), desired.end(), desiredClient.end()]);
     await scratch.stop();
@@ -265,6 +279,24 @@ async function storageParameterStatements(live: pg.Client, desired: pg.Client): 
   });
 }
 
+/**
+ * migra creates policies but leaves a table's row level security as it was: schema.sql's
+ * `ALTER TABLE t ENABLE|FORCE ROW LEVEL SECURITY` lines for the tables not yet so (issue 38).
+ */
+async function rowSecurityStatements(live: pg.Client, schemaSql: string): Promise<string[]> {
+  const { rows } = await live.query<{ name: string; enabled: boolean; forced: boolean }>(
+    `SELECT relname AS name, relrowsecurity AS enabled, relforcerowsecurity AS forced FROM pg_class
+     WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p')`,
+  );
+  const current = new Map(rows.map((r) => [r.name, r]));
+  return [...schemaSql.matchAll(/^ALTER TABLE (\w+) (ENABLE|FORCE) ROW LEVEL SECURITY;$/gm)]
+    .filter(([, table, what]) => {
+      const now = current.get(table);
+      return !(what === 'ENABLE' ? now?.enabled : now?.forced);
+    })
+    .map(([statement]) => statement);
+}
+
 /** The current type of every column of schema public, for the destructive guard. */
 async function columnTypes(client: pg.Client): Promise<ColumnTypes> {
   const { rows } = await client.query<{ key: string; type: string }>(
@@ -293,7 +325,7 @@ async function main(argv: string[]): Promise<void> {
   const unknown = [...flags].filter((f) => f !== '--dry-run' && f !== '--allow-destructive');
   if (unknown.length)
     throw new Error(`unknown argument(s): ${unknown.join(' ')}; usage: db:apply [--dry-run] [--allow-destructive]`);
-  // Only these two variables: applying a schema must not need the service's secrets.
+  // Only these variables (and DB_RUNTIME_LOGINS): applying a schema must not need the service's secrets.
   let url = process.env.DATABASE_URL || undefined; // empty counts as unset, as in loadConfig
   // The embedded database has one writer: refuse a DATA_DIR that `npm start` (or another apply) holds.
   const dataDir = path.resolve(process.env.DATA_DIR || '.data');
@@ -305,6 +337,7 @@ async function main(argv: string[]): Promise<void> {
       await applySchema(url, {
         dryRun: flags.has('--dry-run'),
         allowDestructive: flags.has('--allow-destructive'),
+        runtimeLogins: parseRuntimeLogins(process.env.DB_RUNTIME_LOGINS),
         log: console.log,
       });
     } finally {

@@ -99,7 +99,8 @@ export async function plannedConversions(
 
 /** schema.sql's statements that create the table or act on it (its partitions, indexes, policies). */
 export function statementsOf(schemaSql: string, table: string): string[] {
-  const withoutComments = schemaSql.replace(/--[^\n]*/g, '');
+  // Function bodies ($$ … $$) hold statements of their own: kept whole, and left out below.
+  const withoutComments = schemaSql.replace(/--[^\n]*/g, '').replace(/\$\$[\s\S]*?\$\$/g, '$$$$$$$$');
   const acts = new RegExp(`\\b(TABLE|ON|OF)\\s+(IF\\s+(NOT\\s+)?EXISTS\\s+)?${table}\\b`, 'i');
   return withoutComments
     .split(/;\s*\n/)

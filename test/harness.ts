@@ -12,11 +12,11 @@ import { mintDevToken } from '@mi/lib/adapters/auth';
 import { instanceTopic, type BusHandler } from '@mi/lib/adapters/bus';
 import { loadConfig, type Config } from '@mi/lib/config';
 import { databaseOptions } from '@mi/lib/db/open';
-import { createDatabase } from '@mi/lib/db/pool';
+import { createDatabase, type Database } from '@mi/lib/db/pool';
 import { createLogger } from '@mi/lib/telemetry/log';
 import { createRuntime, type Runtime } from '@mi/lib/adapters/runtime';
 import { createApp } from '../functions/api/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { createTestDatabase, runtimeUrl, type TestDatabase } from './support/database';
 import type { Doc } from './support/openapi';
 import { responseChecker, type ResponseChecker } from './support/response-schemas';
 
@@ -58,6 +58,10 @@ export interface ApiHarness {
   /** POST with an Idempotency-Key (a fresh one unless given), as user-facing creates require. */
   post(token: string, path: string, body?: unknown, key?: string): Promise<TestResponse>;
   /** The user id behind a token (GET /me). */
+  /** The pool the API serves from (its own login): its retries, its connections. rt.db is the tests' owner view. */
+  served: Database;
+  /** rt as the sweep runs: its own login (mi_sweep), for runSweep. */
+  sweeper: Runtime;
   userId(token: string): Promise<string>;
   /** A person row of the user, inserted directly; returns its id. */
   person(ownerId: string, name?: string): Promise<string>;
@@ -112,7 +116,10 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
   });
   await rt.store.ensureBucket();
   await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
-  const app = createApp(rt);
+  // The API serves as its own login (row policies in force); rt (the tests' view) stays the owner.
+  const apiDb = createDatabase(runtimeUrl(inject('database'), database.url, 'api'), databaseOptions(config));
+  const app = createApp({ ...rt, db: apiDb });
+  const sweepDb = createDatabase(runtimeUrl(inject('database'), database.url, 'sweep'), databaseOptions(config));
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
@@ -170,6 +177,8 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     url,
     config,
     rt,
+    served: apiDb,
+    sweeper: { ...rt, db: sweepDb },
     token: (name, opts) => mintDevToken(config.IDENTITY_SECRET_KEY!, name, opts),
     serviceToken: config.SERVICE_AUTH_TOKEN,
     request,
@@ -218,7 +227,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     async close() {
       await new Promise((r) => server.close(r));
       await rt.close();
-      await db.close();
+      await Promise.all([db.close(), apiDb.close(), sweepDb.close()]);
       if (!opts.database) await database.close();
     },
   };

@@ -115,7 +115,7 @@ describe('runSweep: finalize', () => {
     const open = await createTake(api, alice);
     await storeLiveSegment(api, open, 0, 9);
 
-    const counts = await runSweep(api.rt);
+    const counts = await runSweep(api.sweeper);
     expect(counts).toMatchObject({ finalized: 1, degraded: 0, failed: 0 });
 
     const file = await api.rt.db.query(
@@ -164,7 +164,7 @@ describe('runSweep: finalize', () => {
       ).toBe(true),
     );
 
-    expect((await runSweep(api.rt)).finalized).toBe(0);
+    expect((await runSweep(api.sweeper)).finalized).toBe(0);
     const t = await api.request('GET', `/transcriptions/${take.transcriptionId}`, { token: alice });
     expect(t.body.is_degraded).toBe(false);
     await api.rt.db.query('test.cleanup', 'DELETE FROM recording WHERE meeting_id = $1', [open.meetingId]);
@@ -175,10 +175,10 @@ describe('runSweep: finalize', () => {
     await storeLiveSegment(api, take, 0, 9);
     await storeLiveSegment(api, take, 20, 29);
     await stopTake(api, take);
-    expect((await runSweep(api.rt)).finalized).toBe(0);
+    expect((await runSweep(api.sweeper)).finalized).toBe(0);
     const put = await uploadGap(take, 10, 19);
     expect(put.status).toBe(201);
-    expect((await runSweep(api.rt)).finalized).toBe(1);
+    expect((await runSweep(api.sweeper)).finalized).toBe(1);
     const path = `recordings/${take.meetingId}/v1/audio.wav`;
     expect(parseWav(await api.rt.store.readAll(path)).data.equals(framesBytes(0, 29))).toBe(true);
   });
@@ -188,12 +188,12 @@ describe('runSweep: finalize', () => {
       const take = await createTake(api, alice);
       await storeLiveSegment(api, take, 0, 9); // no hole, but the client may hold frames the server never saw
       await stopTake(api, take, 1800, reason);
-      expect((await runSweep(api.rt)).finalized).toBe(0);
+      expect((await runSweep(api.sweeper)).finalized).toBe(0);
       const put = await uploadGap(take, 10, 19);
       expect(put.status).toBe(201);
-      expect((await runSweep(api.rt)).finalized).toBe(0);
+      expect((await runSweep(api.sweeper)).finalized).toBe(0);
       await expireGapDeadline(api, take);
-      expect(await runSweep(api.rt)).toMatchObject({ finalized: 1, degraded: 0 });
+      expect(await runSweep(api.sweeper)).toMatchObject({ finalized: 1, degraded: 0 });
       const path = `recordings/${take.meetingId}/v1/audio.wav`;
       expect(parseWav(await api.rt.store.readAll(path)).data.equals(framesBytes(0, 19))).toBe(true);
     }
@@ -213,7 +213,7 @@ describe('runSweep: finalize', () => {
     ];
     for (const name of strays) await api.rt.store.write(name, framesBytes(30, 39));
 
-    expect((await runSweep(api.rt)).finalized).toBe(1);
+    expect((await runSweep(api.sweeper)).finalized).toBe(1);
     const left = (await api.rt.store.list(`recordings/${take.meetingId}/`)).map((o) => o.name).sort();
     const referenced = (await listManifest(api.rt.db, take.meetingId, 1)).map((r) => r.object_name);
     expect(left).toEqual([...referenced, `recordings/${take.meetingId}/v1/audio.wav`].sort());
@@ -228,7 +228,7 @@ describe('runSweep: finalize', () => {
     await storeLiveSegment(api, take, 20, 29);
     await stopTake(api, take);
     await expireGapDeadline(api, take);
-    expect(await runSweep(api.rt)).toMatchObject({ finalized: 1, degraded: 1 });
+    expect(await runSweep(api.sweeper)).toMatchObject({ finalized: 1, degraded: 1 });
 
     const wav = parseWav(await api.rt.store.readAll(`recordings/${take.meetingId}/v1/audio.wav`));
     expect(wav.dataSize).toBe(2000);
@@ -241,9 +241,9 @@ describe('runSweep: finalize', () => {
   });
 
   it('should finalize each take exactly once when two sweeps run at once', async () => {
-    await runSweep(api.rt); // nothing else due
+    await runSweep(api.sweeper); // nothing else due
     const takes = [await completeTake(10, 5), await completeTake(10, 5), await completeTake(10, 5)];
-    const [a, b] = await Promise.all([runSweep(api.rt), runSweep(api.rt)]);
+    const [a, b] = await Promise.all([runSweep(api.sweeper), runSweep(api.sweeper)]);
     expect(a.finalized + b.finalized).toBe(3);
     for (const take of takes) expect((await eventsOf(take)).filter((e) => e === 'finalized')).toHaveLength(1);
     await vi.waitFor(() => expect(takes.every((t) => messagesFor(t).length === 1)).toBe(true), { timeout: 10_000 });
@@ -265,7 +265,7 @@ describe('runSweep: finalize', () => {
       `UPDATE recording SET state = 'finalizing', updated_at = now() WHERE meeting_id = $1`,
       [busy.meetingId],
     );
-    expect((await runSweep(api.rt, { staleFinalizingMs: 60_000 })).finalized).toBe(1);
+    expect((await runSweep(api.sweeper, { staleFinalizingMs: 60_000 })).finalized).toBe(1);
     expect((await getRecording(api.rt.db, crashed.meetingId))?.state).toBe('finalized');
     expect((await getRecording(api.rt.db, busy.meetingId))?.state).toBe('finalizing');
     await api.rt.db.query('test.cleanup', 'DELETE FROM recording WHERE meeting_id = $1', [busy.meetingId]);
@@ -274,7 +274,7 @@ describe('runSweep: finalize', () => {
   it('should give the claim back when finalizing fails, so the next pass retries', async () => {
     const take = await completeTake(10, 5);
     await api.rt.store.delete(segmentObjectName(take, 0, 4));
-    expect(await runSweep(api.rt)).toMatchObject({ finalized: 0, failed: 1 });
+    expect(await runSweep(api.sweeper)).toMatchObject({ finalized: 0, failed: 1 });
     expect((await getRecording(api.rt.db, take.meetingId))?.state).toBe('stopped');
     expect(messagesFor(take)).toEqual([]);
     await api.rt.db.query('test.cleanup', 'DELETE FROM recording WHERE meeting_id = $1', [take.meetingId]);
@@ -353,7 +353,7 @@ describe('runSweep: retention', () => {
        SELECT $1, gen_random_uuid(), 'POST', '/x', 'h', 'done', now() + CASE WHEN g <= 20 THEN interval '-1 minute' ELSE interval '1 hour' END FROM generate_series(1, 25) g`,
       [user],
     );
-    const counts = await runSweep(api.rt);
+    const counts = await runSweep(api.sweeper);
     expect(counts.prunedEvents).toBeGreaterThanOrEqual(n);
     expect(counts.prunedIdempotencyRecords).toBeGreaterThanOrEqual(20);
     const left = await api.rt.db.query(
@@ -414,7 +414,7 @@ describe('runSweep: outbox and orphaned takes', () => {
       `INSERT INTO event_outbox (id, user_id, seq, event_type, payload, created_at) VALUES ($1, $2, 100000, 'EntityChanged', $3, now() - interval '1 minute')`,
       [id, userId, JSON.stringify(payload)],
     );
-    expect((await runSweep(api.rt)).republished).toBeGreaterThanOrEqual(1);
+    expect((await runSweep(api.sweeper)).republished).toBeGreaterThanOrEqual(1);
     await vi.waitFor(() => expect(events.find((e) => (e.data as any).event_id === id)).toBeDefined(), {
       timeout: 10_000,
     });
@@ -437,10 +437,10 @@ describe('runSweep: outbox and orphaned takes', () => {
 
     const key = recordingLeaseKey(orphan.meetingId, 1);
     expect(await coordination.acquire(key, 'instance-a', 60_000)).not.toBeNull();
-    expect((await runSweep(api.rt, { coordination })).stopped).toBe(0);
+    expect((await runSweep(api.sweeper, { coordination })).stopped).toBe(0);
     await coordination.release(key, 'instance-a');
 
-    expect((await runSweep(api.rt, { coordination })).stopped).toBe(1);
+    expect((await runSweep(api.sweeper, { coordination })).stopped).toBe(1);
     const rec = await getRecording(api.rt.db, orphan.meetingId);
     expect(rec).toMatchObject({ state: 'stopped', stop_reason: 'connection_closed', owner_instance: null });
     expect(Date.parse(rec!.gap_upload_deadline!)).toBeGreaterThan(Date.now() + 1700_000);

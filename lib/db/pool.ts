@@ -39,8 +39,17 @@ export interface Queryable {
   ): Promise<pg.QueryResult<R>>;
 }
 
+/**
+ * Whose unit of work it is (issue 38): a user's (the row policies of schema.sql show only that
+ * user's rows) or a service kind's (ML writes, live, sweep, dispatcher, erasure: every user's).
+ * Work that declared neither sees no user's row.
+ */
+export type Scope = { userId: string } | { service: 'api' | 'live' | 'sweep' };
+
 export interface Database extends Queryable {
   readonly pool: pg.Pool;
+  /** The same database for one scope: each of its transactions, and each query, declares it. */
+  as(scope: Scope): Database;
   /** Transactions retried after a serialization failure or deadlock (40001, 40P01), since start. */
   readonly retries: number;
   withTransaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
@@ -206,6 +215,22 @@ function clientWithPassword(password: () => Promise<string>): typeof pg.Client {
   };
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The statement that opens a scope's transaction: BEGIN and the declaration, transaction-local, in
+ * one round trip (a simple-protocol batch takes no parameters, hence the checked literal).
+ */
+export function beginStatement(scope: Scope | undefined): string {
+  if (!scope) return 'BEGIN';
+  if ('userId' in scope) {
+    if (!UUID.test(scope.userId)) throw new Error(`not a user id: ${scope.userId}`);
+    return `BEGIN; SELECT set_config('app.user_id', '${scope.userId}', true)`;
+  }
+  if (!/^[a-z]+$/.test(scope.service)) throw new Error(`not a service kind: ${scope.service}`);
+  return `BEGIN; SELECT set_config('app.service', '${scope.service}', true)`;
+}
+
 export function createDatabase(url: string, opts: DatabaseOptions = {}): Database {
   const pool = new pg.Pool({
     connectionString: url,
@@ -224,47 +249,52 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
   const root = wrap(pool);
   const unwatch = watchPool(pool);
   let retries = 0;
-  return {
+  async function withTransaction<T>(scope: Scope | undefined, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    const begin = beginStatement(scope);
+    const once = async () => {
+      const waitStarted = performance.now();
+      const client = await pool.connect().catch((err: unknown) => {
+        throw mapDbError(err, 'connect');
+      });
+      // Transactions only: pool.query checks out inside pg, out of our sight (the gauge of waiting callers covers it).
+      instruments().dbConnectWait.record(performance.now() - waitStarted);
+      let broken = false;
+      try {
+        await client.query(begin);
+        const result = await fn(wrap(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => (broken = true));
+        throw isRetryable(err) ? err : mapDbError(err, 'transaction');
+      } finally {
+        client.release(broken);
+      }
+    };
+    try {
+      return await retry(once, {
+        steps: TX_RETRY_STEPS_MS,
+        attempts: TX_ATTEMPTS,
+        giveUp: (err) => !isRetryable(err),
+        onRetry: () => retries++,
+      });
+    } catch (err) {
+      // Retry-After (0: at once, with the client's own backoff) tells clients this conflict is retryable.
+      if (isRetryable(err))
+        throw new DomainError('concurrent_update', 'concurrent update; nothing was written, try again', undefined, 0);
+      throw err;
+    }
+  }
+  const view = (scope: Scope | undefined): Database => ({
     pool,
     get retries() {
       return retries;
     },
-    query: root.query,
-    async withTransaction(fn) {
-      const once = async () => {
-        const waitStarted = performance.now();
-        const client = await pool.connect().catch((err: unknown) => {
-          throw mapDbError(err, 'connect');
-        });
-        // Transactions only: pool.query checks out inside pg, out of our sight (the gauge of waiting callers covers it).
-        instruments().dbConnectWait.record(performance.now() - waitStarted);
-        let broken = false;
-        try {
-          await client.query('BEGIN');
-          const result = await fn(wrap(client));
-          await client.query('COMMIT');
-          return result;
-        } catch (err) {
-          await client.query('ROLLBACK').catch(() => (broken = true));
-          throw isRetryable(err) ? err : mapDbError(err, 'transaction');
-        } finally {
-          client.release(broken);
-        }
-      };
-      try {
-        return await retry(once, {
-          steps: TX_RETRY_STEPS_MS,
-          attempts: TX_ATTEMPTS,
-          giveUp: (err) => !isRetryable(err),
-          onRetry: () => retries++,
-        });
-      } catch (err) {
-        // Retry-After (0: at once, with the client's own backoff) tells clients this conflict is retryable.
-        if (isRetryable(err))
-          throw new DomainError('concurrent_update', 'concurrent update; nothing was written, try again', undefined, 0);
-        throw err;
-      }
-    },
+    as: (next) => view(next),
+    // Outside a transaction a declaration needs one of its own; the unscoped pool declares nothing.
+    query: scope ? (name, text, params) => withTransaction(scope, (tx) => tx.query(name, text, params)) : root.query,
+    withTransaction: (fn) => withTransaction(scope, fn),
     close: () => (unwatch(), pool.end()),
-  };
+  });
+  return view(undefined);
 }

@@ -1,7 +1,8 @@
 // Daily partitions of event_outbox (decision 0010): created ahead by the sweep and db:apply,
 // dropped by retention once their whole day is past the window. A partition is created empty and
 // then attached: ATTACH locks the parent SHARE UPDATE EXCLUSIVE, so writers and readers go on
-// (CREATE TABLE … PARTITION OF would lock it exclusively). Bounds are UTC days.
+// (CREATE TABLE … PARTITION OF would lock it exclusively). Bounds are UTC days. Both steps run in
+// schema.sql's event_outbox_attach_day / _drop_day, with the owner's rights the sweep lacks.
 import type { Database, Queryable } from '../db/pool';
 
 export const PARTITIONED_TABLES = ['event_outbox'] as const;
@@ -69,11 +70,7 @@ export async function ensurePartitions(db: Database, table: PartitionedTable, no
     if (ranges.some(([a, b]) => (Number.isNaN(a) || a < to.getTime()) && b > from.getTime())) continue;
     const name = nameFor(table, from);
     const attached = await inTransaction(db, async (tx) => {
-      await tx.query('partitions.create', `CREATE TABLE IF NOT EXISTS "${name}" (LIKE "${table}" INCLUDING DEFAULTS)`);
-      await tx.query(
-        'partitions.attach',
-        `ALTER TABLE "${table}" ATTACH PARTITION "${name}" FOR VALUES FROM ('${from.toISOString()}') TO ('${to.toISOString()}')`,
-      );
+      await tx.query('partitions.attach', `SELECT ${table}_attach_day($1::date)`, [day(from)]);
     });
     if (attached) created.push(name);
   }
@@ -123,7 +120,7 @@ export async function dropExpiredPartitions(
       isHeld = (await tx.query<{ held: boolean }>('partitions.held', `SELECT EXISTS (${held(p.name)}) AS held`)).rows[0]
         .held;
       // guard: outbox-partition-held | remove: if (!isHeld) | test: test/sweep.test.ts :: keep a day a webhook's cursor holds
-      if (!isHeld) await tx.query('partitions.drop', `DROP TABLE "${p.name}"`);
+      if (!isHeld) await tx.query('partitions.drop', `SELECT ${table}_drop_day($1)`, [p.name]);
     });
     if (isHeld) result.held.push(p.name);
     else if (dropped) result.dropped.push(p.name);

@@ -22,7 +22,7 @@ export const EXIT_DEADLINE_MS = 8_000;
 
 export async function runInstance(config: Config, log: Logger): Promise<void> {
   const database = await openDatabase(config);
-  const rt = createRuntime(config, database.db, { log, name: 'live' });
+  const rt = createRuntime(config, database.db, { log, name: 'live', service: 'live' });
   if (config.STORAGE_EMULATOR_HOST) await rt.store.ensureBucket(); // in the cloud Terraform owns the bucket
 
   const live = createLiveService(rt);

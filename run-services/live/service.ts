@@ -84,6 +84,7 @@ const SHUTDOWN_RELEASE_MS = 2_500;
 const CATCH_UP_MS = 5_000;
 
 export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): LiveService {
+  rt = { ...rt, db: rt.db.as({ service: 'live' }) }; // every user's rows, declared (issue 38)
   const { config, log } = rt;
   const instanceId = opts.instanceId ?? `live-${randomUUID()}`;
   const coordination =

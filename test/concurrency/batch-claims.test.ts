@@ -120,7 +120,7 @@ describe.skipIf(!native)('the batch claim racing itself', () => {
     const { t, claimId } = await claimed();
     await expire(t);
     const renewal = "UPDATE transcription SET claim_expires_at = now() + interval '10 minutes' WHERE id = $1";
-    await whileOutside(renewal, t, () => runSweep(api.rt));
+    await whileOutside(renewal, t, () => runSweep(api.sweeper));
     expect(await row(t)).toMatchObject({ status: 'synthesizing', claim_id: claimId, claim_expirations: 0 });
     expect(await expiredHistory(t)).toBe(0);
   });
@@ -132,7 +132,7 @@ describe.skipIf(!native)('the batch claim racing itself', () => {
     try {
       await outside.query('BEGIN');
       await outside.query('SELECT 1 FROM transcription WHERE id = $1 FOR UPDATE', [t]);
-      const sweeps = [runSweep(api.rt), runSweep(api.rt)];
+      const sweeps = [runSweep(api.sweeper), runSweep(api.sweeper)];
       await lockWaits(api, 2);
       await outside.query('COMMIT');
       await Promise.all(sweeps);

@@ -397,7 +397,7 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
       const [{ deadlocks: before }] = (
         await outside.query('SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()')
       ).rows;
-      const retriesBefore = api.rt.db.retries;
+      const retriesBefore = api.served.retries;
       // This session checks for deadlocks last, so the API's transaction is always the victim.
       await outside.query(`SET deadlock_timeout = '60s'`);
       await outside.query('BEGIN');
@@ -420,7 +420,7 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
         await outside.query('SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()')
       ).rows;
       expect(after).toBeGreaterThan(before);
-      expect(api.rt.db.retries).toBeGreaterThan(retriesBefore);
+      expect(api.served.retries).toBeGreaterThan(retriesBefore);
     } finally {
       await outside.end();
     }
@@ -436,7 +436,7 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
     try {
       const token = await serializable.token('alice');
       const m = await serializable.meeting(token);
-      const retriesBefore = serializable.rt.db.retries;
+      const retriesBefore = serializable.served.retries;
       const answers = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
           serializable.request('PATCH', `/meetings/${m}`, { token, body: { title: `t${i}` } }),
@@ -445,7 +445,7 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
       expect(answers.filter((a) => a.status !== 200 && a.status !== 409)).toEqual([]);
       for (const a of answers.filter((x) => x.status === 409))
         expect(a.body.detail).toBe('concurrent update; nothing was written, try again');
-      expect(serializable.rt.db.retries).toBeGreaterThan(retriesBefore);
+      expect(serializable.served.retries).toBeGreaterThan(retriesBefore);
       const winners = answers.filter((a) => a.status === 200).map((a) => a.body.title);
       expect(winners).toContain((await serializable.request('GET', `/meetings/${m}`, { token })).body.title);
     } finally {

@@ -107,7 +107,7 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     const [keep, other, target] = [await person(), await person(), await person()];
     const { m } = await meetingWith(['L']);
     expect((await assign(m, 'L', other)).status).toBe(200);
-    const retriesBefore = api.rt.db.retries;
+    const retriesBefore = api.served.retries;
 
     // The assignment of L (other → target) relabels L's segments, then waits at L's assignment row.
     const hold = await holdRows('SELECT 1 FROM meeting_speaker_label WHERE meeting_id = $1', [m]);
@@ -124,7 +124,7 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     expect((await assigning.done).status).toBe(200);
     expect((await merging.done).status).toBe(200);
     // No transaction was aborted as a deadlock victim and retried.
-    expect(api.rt.db.retries - retriesBefore).toBe(0);
+    expect(api.served.retries - retriesBefore).toBe(0);
     expect(await sql('SELECT person_id FROM meeting_speaker_label WHERE meeting_id = $1', [m])).toEqual([
       { person_id: target },
     ]);
@@ -146,7 +146,7 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
       'SELECT id FROM transcript_segment WHERE transcription_id = $1 AND speaker_label = $2 ORDER BY id LIMIT 1',
       [t, 'L'],
     );
-    const retriesBefore = api.rt.db.retries;
+    const retriesBefore = api.served.retries;
 
     const hold = await holdRows('SELECT 1 FROM transcript_segment WHERE transcription_id = $1 AND speaker_label = $2', [
       t,
@@ -162,7 +162,7 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     expect(changed.status).toBe(status);
     expect(merged.status).toBe(200);
     // No transaction was aborted as a deadlock victim and retried.
-    expect(api.rt.db.retries - retriesBefore).toBe(0);
+    expect(api.served.retries - retriesBefore).toBe(0);
     await expectConsistent();
   }
 
