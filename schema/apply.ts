@@ -108,6 +108,7 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     const diff = [
       ...(await plan(target, targetUrl, schemaSql)).filter((s) => !own.some((t) => namesTable(s, t))),
       ...missing.flatMap((t) => statementsOf(schemaSql, t).map((s) => `${s};`)),
+      ...own.flatMap((t) => statementsOf(schemaSql, t, true).map((s) => `${s};`)),
     ];
     const { transactions, online } = await splitOnline(target, diff, onlineRows);
     const statements = [...transactions.flat(), ...online];

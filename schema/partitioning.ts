@@ -97,17 +97,24 @@ export async function plannedConversions(
   return out;
 }
 
-/** schema.sql's statements that create the table or act on it (its partitions, indexes, policies). */
-export function statementsOf(schemaSql: string, table: string): string[] {
+/**
+ * schema.sql's statements that create the table or act on it (its partitions, indexes), or with
+ * `policies`, only those of its row security: these name functions the plan may create first, so
+ * they run after the plan's statements.
+ */
+export function statementsOf(schemaSql: string, table: string, policies = false): string[] {
   // Function bodies ($$ … $$) hold statements of their own: kept whole, and left out below.
   const withoutComments = schemaSql.replace(/--[^\n]*/g, '').replace(/\$\$[\s\S]*?\$\$/g, '$$$$$$$$');
   const acts = new RegExp(`\\b(TABLE|ON|OF)\\s+(IF\\s+(NOT\\s+)?EXISTS\\s+)?${table}\\b`, 'i');
   return withoutComments
     .split(/;\s*\n/)
     .map((s) => s.trim())
-    .filter((s) => s && acts.test(s) && !/\$\$/.test(s));
+    .filter((s) => s && acts.test(s) && !/\$\$/.test(s))
+    .filter((s) => /\b(POLICY|ROW LEVEL SECURITY)\b/i.test(s) === policies);
 }
 
 /** Whether a plan statement names the table or one of its partitions or indexes. */
 export const namesTable = (statement: string, table: string) =>
-  statement.includes(`"public"."${table}`) || statement.includes(` public.${table}`);
+  statement.includes(`"public"."${table}`) ||
+  statement.includes(` public.${table}`) ||
+  statement.startsWith(`ALTER TABLE ${table} `); // apply.ts's row security statements

@@ -37,7 +37,7 @@ const SWEEP_INSERTS = [
 ];
 
 /** The sweep's partition upkeep (schema.sql), run with the owner's rights. */
-const PARTITION_FUNCTIONS = ['event_outbox_attach_day(date)', 'event_outbox_drop_day(text)'];
+const PARTITION_FUNCTIONS = ['attach_outbox_day(date)', 'drop_outbox_day(text)'];
 
 /**
  * Each role's grants, as statements over the given tables. The REST functions read and write

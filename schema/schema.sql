@@ -469,7 +469,7 @@ CREATE INDEX event_outbox_created_at_idx ON event_outbox (created_at);
 -- only that. Only the sweep's role may call them (schema/roles.ts). A new day is the sweep's alone
 -- to read and delete directly (retention); every other role reaches rows through the parent and
 -- its policy.
-CREATE FUNCTION event_outbox_attach_day(day date) RETURNS text LANGUAGE plpgsql SECURITY DEFINER
+CREATE FUNCTION attach_outbox_day(day date) RETURNS text LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = public, pg_temp AS $$
 DECLARE
   part text := 'event_outbox_p' || to_char(day, 'YYYYMMDD');
@@ -483,7 +483,7 @@ BEGIN
   END IF;
   RETURN part;
 END $$;
-CREATE FUNCTION event_outbox_drop_day(part text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+CREATE FUNCTION drop_outbox_day(part text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = public, pg_temp AS $$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid

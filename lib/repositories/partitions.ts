@@ -2,7 +2,8 @@
 // dropped by retention once their whole day is past the window. A partition is created empty and
 // then attached: ATTACH locks the parent SHARE UPDATE EXCLUSIVE, so writers and readers go on
 // (CREATE TABLE … PARTITION OF would lock it exclusively). Bounds are UTC days. Both steps run in
-// schema.sql's event_outbox_attach_day / _drop_day, with the owner's rights the sweep lacks.
+// schema.sql's attach_outbox_day and drop_outbox_day (named apart from the table, which db:apply's
+// diff leaves to its conversion), with the owner's rights the sweep lacks.
 import type { Database, Queryable } from '../db/pool';
 
 export const PARTITIONED_TABLES = ['event_outbox'] as const;
@@ -70,7 +71,7 @@ export async function ensurePartitions(db: Database, table: PartitionedTable, no
     if (ranges.some(([a, b]) => (Number.isNaN(a) || a < to.getTime()) && b > from.getTime())) continue;
     const name = nameFor(table, from);
     const attached = await inTransaction(db, async (tx) => {
-      await tx.query('partitions.attach', `SELECT ${table}_attach_day($1::date)`, [day(from)]);
+      await tx.query('partitions.attach', 'SELECT attach_outbox_day($1::date)', [day(from)]);
     });
     if (attached) created.push(name);
   }
@@ -120,7 +121,7 @@ export async function dropExpiredPartitions(
       isHeld = (await tx.query<{ held: boolean }>('partitions.held', `SELECT EXISTS (${held(p.name)}) AS held`)).rows[0]
         .held;
       // guard: outbox-partition-held | remove: if (!isHeld) | test: test/sweep.test.ts :: keep a day a webhook's cursor holds
-      if (!isHeld) await tx.query('partitions.drop', `SELECT ${table}_drop_day($1)`, [p.name]);
+      if (!isHeld) await tx.query('partitions.drop', 'SELECT drop_outbox_day($1)', [p.name]);
     });
     if (isHeld) result.held.push(p.name);
     else if (dropped) result.dropped.push(p.name);
