@@ -10,8 +10,12 @@ export const SERVICE_KINDS: readonly ServiceKind[] = ['api', 'live', 'sweep'];
 /** The group role of each kind (Terraform grants it to the kind's Cloud SQL IAM user). */
 export const RUNTIME_ROLES: Record<ServiceKind, string> = { api: 'mi_api', live: 'mi_live', sweep: 'mi_sweep' };
 
-/** Tables the live service creates rows in: takes, their manifest and history, events, webhook deliveries. */
+/**
+ * Tables the live service creates rows in: the account of a user whose first call is a hello, takes,
+ * their manifest and history, events, webhook deliveries.
+ */
 const LIVE_INSERTS = [
+  'app_user',
   'recording',
   'recording_event_history',
   'segment_manifest',
