@@ -127,6 +127,19 @@ function keyFields(detail: string | undefined): string[] {
     .filter((c) => /^\w+$/.test(c) && c !== 'user_id');
 }
 
+/**
+ * The fields of a key violation when its detail is withheld (PostgreSQL leaves the key out under
+ * row-level security): from the constraint's default name, `{table}_{columns}_key` / `_fkey`.
+ */
+function constraintFields(e: { constraint?: string; table?: string }): string[] {
+  if (!e.constraint || !e.table || !e.constraint.startsWith(`${e.table}_`)) return [];
+  const stem = e.constraint
+    .slice(e.table.length + 1)
+    .replace(/_f?key$/, '')
+    .replace(/^user_id(_|$)/, '');
+  return stem && /^\w+$/.test(stem) ? [stem] : [];
+}
+
 /** SQLSTATE → API error. Details name the fields involved, never a constraint or a table. */
 export function mapDbError(err: unknown, _name: string): unknown {
   const e = err as { code?: string; constraint?: string; column?: string; table?: string; detail?: string };
@@ -140,14 +153,14 @@ export function mapDbError(err: unknown, _name: string): unknown {
   }
   switch (e?.code) {
     case '23505': {
-      const fields = keyFields(e.detail);
+      const fields = e.detail ? keyFields(e.detail) : constraintFields(e);
       return new DomainError(
         'already_exists',
         fields.length ? `a record with this ${fields.join(' and ')} already exists` : 'this record already exists',
       );
     }
     case '23503': {
-      const fields = keyFields(e.detail);
+      const fields = e.detail ? keyFields(e.detail) : constraintFields(e);
       return new DomainError(
         'unprocessable',
         `${fields.length ? fields.join(', ') : 'a reference'}: references a record that does not exist`,

@@ -8,7 +8,7 @@ import { adminQuery, findNativeEngine, startNativeCluster, type NativeCluster } 
 import { createDatabase } from '@mi/lib/db/pool';
 import { applySchema } from '../../schema/apply';
 import { startApi, type ApiHarness } from '../harness';
-import type { TestDatabase } from '../support/database';
+import { TEST_LOGINS, type TestDatabase } from '../support/database';
 import { sleep } from '@mi/lib/async';
 
 const native = inject('database').kind === 'native';
@@ -21,7 +21,9 @@ async function ownCluster(
 ): Promise<{ cluster: NativeCluster; database: TestDatabase }> {
   const cluster = await startNativeCluster(findNativeEngine().engine!, { settings });
   await adminQuery(cluster.url(), 'CREATE EXTENSION vector');
-  await applySchema(cluster.url());
+  // The services' own logins, as the shared test cluster has them (test/support/database.ts).
+  await adminQuery(cluster.url(), ...Object.values(TEST_LOGINS).map((l) => `CREATE ROLE ${l} LOGIN`));
+  await applySchema(cluster.url(), { runtimeLogins: TEST_LOGINS });
   return { cluster, database: { url: cluster.url(), close: () => cluster.stop() } };
 }
 
