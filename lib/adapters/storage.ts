@@ -1,18 +1,13 @@
 // Object storage adapter over the real @google-cloud/storage client: Cloud Storage in
-// production, the in-repo GCS emulator locally and in tests. A Buffer is written in one
-// multipart upload request made with undici (uploadBuffer below), the rest through the client.
+// production, the in-repo GCS emulator locally and in tests. Object data moves over undici
+// (a Buffer in one multipart upload, a stream in a chunked resumable upload, reads as one GET),
+// the rest (metadata, compose, lists, signed links) through the client.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { PassThrough, Transform } from 'node:stream';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { request } from 'undici';
-import {
-  IdempotencyStrategy,
-  Storage,
-  type File,
-  type FileMetadata,
-  type PreconditionOptions,
-} from '@google-cloud/storage';
+import { IdempotencyStrategy, Storage, type FileMetadata, type PreconditionOptions } from '@google-cloud/storage';
 import { retry } from '../async';
 import { crc32cBase64, crc32cOf, crc32cUpdate, nativeCrc32cValidator } from './crc32c';
 import { serviceAccountAuth } from './google-auth';
@@ -119,17 +114,6 @@ function toStored(meta: FileMetadata): StoredObject {
     ...(meta.md5Hash ? { md5Hash: meta.md5Hash } : {}),
     ...(meta.contentType ? { contentType: meta.contentType } : {}),
   };
-}
-
-function byteLimit(maxBytes: number, name: string): Transform {
-  let seen = 0;
-  return new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      seen += chunk.length;
-      if (seen > maxBytes) cb(new ObjectTooLargeError(`object ${name} exceeds ${maxBytes} bytes`));
-      else cb(null, chunk);
-    },
-  });
 }
 
 /** The message of a JSON API error answer ({"error": {"message"}}), else its text. */
