@@ -16,5 +16,9 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     env: { APP_ENV: 'test', LOG_LEVEL: 'warn' },
+    // Transformed modules kept on disk (node_modules/.experimental-vitest-cache, keyed by content):
+    // workers read them there instead of asking the main process, and every later run (the
+    // guards' one per guard, test:pglite, a developer's next run) skips the transforms.
+    experimental: { fsModuleCache: true },
   },
 });

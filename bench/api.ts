@@ -6,6 +6,8 @@
 // (bench/bare-api), measured in the same run. The stack around it (native PostgreSQL + pgvector
 // when installed, the emulators) comes from the local stack.
 // BENCH_API_ROUTES (a comma list of rows) and BENCH_API_PROFILE=<dir> (CPU profiles): see below.
+// With the POST row, the event latency to another instance's tab: POST /meetings, one at a time,
+// on the api bundle (preload) to the `meeting created` event on a tab of the stack's live service.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -17,10 +19,11 @@ import { mintDevToken } from '@mi/lib/adapters/auth';
 import { freePort } from '../emulators/gcloud';
 import { startLocalStack } from '../emulators/stack';
 import { buildAll, FUNCTION_PRELOAD_ENV } from '../scripts/build';
-import { createTestDatabase, startTestEngine } from '../test/support/database';
+import { createTestDatabase, runtimeUrl, startTestEngine } from '../test/support/database';
 import type { LoadResult, LoadSpec } from './api-load';
 import { serverNode } from './live-processes';
-import { table, writeSection, type Row } from './report';
+import WebSocket from 'ws';
+import { percentile, table, writeSection, type Row } from './report';
 
 const SECONDS = Number(process.env.BENCH_API_SECONDS ?? 15);
 const CONNECTIONS = 32;
@@ -34,6 +37,10 @@ const SERVER_CORE = '1';
 const ONLY = process.env.BENCH_API_ROUTES?.split(',');
 const PROFILE_DIR = process.env.BENCH_API_PROFILE && path.resolve(process.env.BENCH_API_PROFILE);
 const LOAD_CORE = '0';
+// BENCH_API_COMPARE=<dir>: another api bundle (e.g. one built from a commit without the row
+// policies) served as the schema owner, measured with the preload beside this one's rows and
+// printed, not written: the cost of a change in one run (issue 38's figures).
+const COMPARE_DIR = process.env.BENCH_API_COMPARE && path.resolve(process.env.BENCH_API_COMPARE);
 // The functions run on the nodejs24 runtime (infra/modules/services/functions.tf): the servers do too.
 const NODE = serverNode();
 const NODE_VERSION = execFileSync(NODE, ['--version'], { encoding: 'utf8' }).trim();
@@ -54,7 +61,8 @@ const stack = await startLocalStack({
   RECORDING_GAP_SWEEP_INTERVAL_SECONDS: '3600',
 });
 const { config } = stack;
-const user = `Bearer ${await mintDevToken(config.IDENTITY_SECRET_KEY!, 'bench')}`;
+const token = await mintDevToken(config.IDENTITY_SECRET_KEY!, 'bench');
+const user = `Bearer ${token}`;
 const service = `Bearer ${config.SERVICE_AUTH_TOKEN}`;
 
 /** Where the function's telemetry goes: a sink that answers every export (the collector's place). */
@@ -152,8 +160,11 @@ interface Server {
   stop(): Promise<unknown>;
 }
 
+/** As deployed, the function connects as its own login (mi_api): the row policies bind it. */
+const apiUrl = runtimeUrl(engine.engine, database.url, 'api');
+
 /** The functions framework serving `api` from a directory, pinned to the server's core. */
-async function startServer(source: string, preload: boolean): Promise<Server> {
+async function startServer(source: string, preload: boolean, databaseUrl = apiUrl): Promise<Server> {
   const port = await freePort();
   const child: ChildProcess = spawn(
     'taskset',
@@ -172,6 +183,7 @@ async function startServer(source: string, preload: boolean): Promise<Server> {
       env: {
         ...process.env,
         ...stackEnv(),
+        DATABASE_URL: databaseUrl,
         // As deployed: the preload through NODE_OPTIONS, logs at info on stdout, telemetry exported.
         ...(preload ? FUNCTION_PRELOAD_ENV : { NODE_OPTIONS: '' }),
         LOG_LEVEL: 'info',
@@ -252,24 +264,71 @@ async function measure(server: Server, route: Route): Promise<Measure> {
   return { cpuUs: (cpu * 1000) / r.requests, p99: r.p99 };
 }
 
+const TAB_SAMPLES = 200;
+
+/**
+ * Event latency to another instance's tab: from sending POST /meetings to the function until its
+ * `meeting created` event reaches a tab of the user on the stack's live service (its own instance:
+ * presence in Firestore, its own Pub/Sub topic), one request at a time; ms.
+ */
+async function tabLatency(server: Server): Promise<number[]> {
+  const ws = new WebSocket(`${stack.url.replace('http', 'ws')}/ws`, { perMessageDeflate: false });
+  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  const arrived = new Map<string, () => void>();
+  const seen = new Map<string, number>();
+  let ready!: () => void;
+  const isReady = new Promise<void>((r) => (ready = r));
+  ws.on('message', (data) => {
+    const m = JSON.parse(String(data)) as { type: string; entity?: string; action?: string; id?: string };
+    if (m.type === 'ready') ready();
+    if (m.type !== 'EntityChanged' || m.entity !== 'meeting' || m.action !== 'created' || !m.id) return;
+    seen.set(m.id, performance.now());
+    arrived.get(m.id)?.();
+  });
+  ws.send(JSON.stringify({ type: 'hello', token, client_id: randomUUID() }));
+  await isReady;
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < TAB_SAMPLES; i++) {
+      const sent = performance.now();
+      const res = await fetch(`${server.url}/meetings`, {
+        method: 'POST',
+        headers: { authorization: user, ...json, 'idempotency-key': randomUUID() },
+        body: JSON.stringify({ title: 'bench tab', source_type: 'text' }),
+      });
+      const { id } = (await res.json()) as { id: string };
+      if (res.status !== 201) throw new Error(`POST /meetings → ${res.status}`);
+      if (!seen.has(id)) await new Promise<void>((r) => arrived.set(id, r));
+      samples.push(seen.get(id)! - sent);
+    }
+  } finally {
+    ws.close();
+  }
+  return samples;
+}
+
 // All three servers run at once (idle but for the one under load), and each route is measured on
 // both variants back to back: the shared machine's load drifts, and should weigh on both alike.
 // The baseline is measured first and last; the lower (less disturbed) figure is kept.
 const bare = await startServer(path.join(root, 'bench/bare-api'), false);
 const preloaded = await startServer(path.join(root, 'functions/dist'), true);
 const plainServer = await startServer(path.join(root, 'functions/dist'), false);
-const measured: Record<'preload' | 'plain', Measure[]> = { preload: [], plain: [] };
+const compared = COMPARE_DIR ? await startServer(COMPARE_DIR, true, database.url) : null;
+const measured: Record<'preload' | 'plain' | 'compared', Measure[]> = { preload: [], plain: [], compared: [] };
 let baseline: Measure;
+let tab: number[] = [];
 try {
   const first = await measure(bare, healthz);
   for (const route of selected) {
     measured.preload.push(await measure(preloaded, route));
     measured.plain.push(await measure(plainServer, route));
+    if (compared) measured.compared.push(await measure(compared, route));
   }
   const last = await measure(bare, healthz);
   baseline = first.cpuUs <= last.cpuUs ? first : last;
+  if (selected.some((r) => r.method === 'POST')) tab = await tabLatency(preloaded);
 } finally {
-  await Promise.all([bare.stop(), preloaded.stop(), plainServer.stop()]);
+  await Promise.all([bare.stop(), preloaded.stop(), plainServer.stop(), compared?.stop()]);
 }
 
 const us = (v: number) => `${Math.round(v).toLocaleString('en')} µs`;
@@ -311,8 +370,18 @@ ${CONNECTIONS} connections (PUT: 1), ${SECONDS} s per row, every answer 2xx, log
 ${table(rows)}
 
 Ratio: CPU/req over the bare Hono /healthz's. Preload share: the telemetry preload's part. Req/s per vCPU: 1 s / CPU \
-per request. $ per 1M: that CPU at Cloud Run's list prices (Tier 1, read 2026-11-26) plus the request fee.`;
+per request. $ per 1M: that CPU at Cloud Run's list prices (Tier 1, read 2026-11-26) plus the request fee.\
+${tab.length ? `\n\nEvent latency to another instance's tab (POST /meetings sent → its event on a tab of the stack's live service, ${tab.length} one at a time): p50 ${percentile(tab, 50).toFixed(1)} ms, p99 ${percentile(tab, 99).toFixed(1)} ms.` : ''}`;
 console.log(out);
+if (compared) {
+  const lines = selected.map((route, i) => {
+    const [a, b] = [measured.compared[i].cpuUs, measured.preload[i].cpuUs];
+    return `| ${route.name} | ${us(a)} | ${us(b)} | ${Math.round((b / a - 1) * 100)} % |`;
+  });
+  console.log(
+    `\n| request | CPU/req, ${COMPARE_DIR} | CPU/req, this tree | change |\n| --- | --- | --- | --- |\n${lines.join('\n')}`,
+  );
+}
 // A partial or profiled run is not the section's figures.
 if (!ONLY && !PROFILE_DIR) writeSection('API', out);
 otlp.close();

@@ -16,6 +16,8 @@ export interface Measured {
   /** Busy ms of every core over the window (the kernel's work included). */
   cores: number[];
   rssPerRecording: number;
+  /** Firestore documents the server's heartbeats wrote in the window (live mode). */
+  firestoreWrites: number;
 }
 
 export function row(live: Measured, bare: Measured, held: boolean): Row {

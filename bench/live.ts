@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { sleep } from '@mi/lib/async';
+import type { Database } from '@mi/lib/db/pool';
 import { coreBusyMs, cpuByGroup, treeCpuMs, treeRssBytes } from './process-cpu';
 import type { LoadResult, Plan } from './live-roles';
 import {
@@ -116,7 +117,7 @@ async function orchestrate(): Promise<void> {
     const measured = new Map<number, Measured>();
     const bareAt = new Map<number, Measured>();
     const step = async (n: number) => {
-      const live = await run(n, 'live');
+      const live = await databaseWrites(db, () => run(n, 'live'));
       const bare = await run(n, 'bare');
       measured.set(n, live);
       bareAt.set(n, bare);
@@ -158,6 +159,8 @@ async function orchestrate(): Promise<void> {
       '',
       at ? `ratio to bare ws at capacity: ${ratio.toFixed(2)}× (server CPU per durable frame / bare ws per frame)` : '',
       '',
+      firestoreLine(at ?? [...measured.values()].at(-1)!),
+      '',
       `${seconds} s of 10 frames/s per recording; the deployable (Node ${nodeVersion}, LIVE_WORKERS=${workers}, ${pinned ? `pinned to core ${SERVER_CORE}` : 'not pinned'}) against a bare \`ws\` server; ${stack.engineLabel}. CPU/frame: server CPU per durable frame; ack: frame sent → progress event covering it. Method: bench/live.ts.`,
       '',
       table(rows),
@@ -176,6 +179,39 @@ async function orchestrate(): Promise<void> {
     await stack.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * What the database wrote during one live load: WAL bytes (pg_current_wal_lsn before and after,
+ * the whole cluster: the bench's own) and the segment_manifest and event_outbox rows inserted,
+ * per recording-minute of frames sent. docs/capacity.md scales these to the fleet.
+ */
+async function databaseWrites(db: Database, load: () => Promise<Measured>): Promise<Measured> {
+  const sample = async () =>
+    (
+      await db.query<{ lsn: string; manifest: string; outbox: string }>(
+        'bench_live_wal',
+        `SELECT pg_current_wal_lsn()::text AS lsn, (SELECT count(*) FROM segment_manifest) AS manifest,
+                (SELECT count(*) FROM event_outbox) AS outbox`,
+      )
+    ).rows[0];
+  const before = await sample();
+  const m = await load();
+  const after = await sample();
+  const { bytes } = (
+    await db.query<{ bytes: number }>('bench_live_wal_diff', 'SELECT pg_wal_lsn_diff($1, $2)::float8 AS bytes', [
+      after.lsn,
+      before.lsn,
+    ])
+  ).rows[0];
+  const minutes = m.result.sent / 600; // 10 frames a second
+  const perSecond = (rows: number) => (rows / (minutes * 60)).toFixed(2);
+  console.log(
+    `wal: ${(bytes / 1024 / minutes).toFixed(1)} KB per recording-minute; rows per recording-second: ` +
+      `segment_manifest ${perSecond(Number(after.manifest) - Number(before.manifest))}, ` +
+      `event_outbox ${perSecond(Number(after.outbox) - Number(before.outbox))} (${m.n} recordings)`,
+  );
+  return m;
 }
 
 /** One load against the live server (or the bare one); bench:upgrade measures with it too. */
@@ -215,11 +251,13 @@ export async function measure(
   const load = child(['load', planFile], env);
   await load.line('sending');
   const named = { ...o.named, server: pid, 'load generator': load.proc.pid };
+  const writesFrom = mode === 'live' ? await firestoreWrites(port) : 0;
   const from = { cpu: treeCpuMs(pid), groups: cpuByGroup(named), cores: coreBusyMs(), at: performance.now() };
   let peakRss = baseRss;
   const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, treeRssBytes(pid))), 1000);
   const result = (await load.line('result')).result as LoadResult;
   const to = { cpu: treeCpuMs(pid), groups: cpuByGroup(named), cores: coreBusyMs(), at: performance.now() };
+  const writes = mode === 'live' ? (await firestoreWrites(port)) - writesFrom : 0;
   clearInterval(rssTimer);
   if (mode === 'bare') await sleep(1200); // one more count, after the last frame
   await stopChild(load);
@@ -235,7 +273,29 @@ export async function measure(
     groups,
     cores: to.cores.map((ms, c) => ms - (from.cores[c] ?? 0)),
     rssPerRecording: (peakRss - baseRss) / n,
+    firestoreWrites: writes,
   };
+}
+
+/** The Firestore documents the live server's heartbeats wrote so far (its /healthz). */
+async function firestoreWrites(port: number): Promise<number> {
+  const health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as {
+    firestore_writes: { heartbeat: number };
+  };
+  return health.firestore_writes.heartbeat;
+}
+
+/**
+ * Firestore documents written per recording-hour at 400 recordings per instance (issue 40's
+ * target): the heartbeats' writes in the window are the instance's whatever it holds, so they
+ * are spread over 400; plus each take's lease writes (acquire, release: 2, one take an hour) and
+ * each connection's presence writes (add, remove: 2 per LIVE_CONNECTION_LIFETIME_SECONDS, 3,300 s
+ * by default), counted per event by lib/adapters/coordination.test.ts.
+ */
+function firestoreLine(m: Measured): string {
+  const perInstanceHour = (m.firestoreWrites / m.wallMs) * 3_600_000;
+  const perHour = perInstanceHour / 400 + 2 + (2 * 3600) / 3300;
+  return `firestore: ${perHour.toFixed(1)} document writes per recording-hour (at 400 recordings per instance; measured at ${m.n}: ${m.firestoreWrites} heartbeat writes in the ${(m.wallMs / 1000).toFixed(0)} s window, ${perInstanceHour.toFixed(0)} per instance-hour, plus 2 per take and 2 per connection)`;
 }
 
 // Run as `npm run bench:live`; imported (bench:upgrade), it only lends its measurement.

@@ -1,74 +1,118 @@
-// `npm run bench:retention`: the sweep's retention pass over an outbox of 10 million events
-// (BENCH_OUTBOX_ROWS), a third of them past EVENT_RETENTION_HOURS, on the test engine (native
-// PostgreSQL when installed). Reports the time of each bounded batch against the baseline of a
-// batch that finds nothing to delete, and the whole pass.
-import { createDatabase } from '@mi/lib/db/pool';
+// `npm run bench:retention`: the sweep's outbox retention, today's day partitions dropped whole
+// against the batched DELETE it replaces (decision 0010), on the same data: BENCH_OUTBOX_ROWS
+// events (default 4,000,000) of 1,000 users, a quarter on each of four days (4 and 3 days ago,
+// yesterday, today), so that EVENT_RETENTION_HOURS 48 removes half of them. Database A has every
+// row in the default partition (where the DELETE runs, as it ran over the plain table); database
+// B has the day partitions. Reports wall time, the database server's CPU time and the WAL
+// written, on the test engine (native PostgreSQL when installed).
+import { createDatabase, type Database } from '@mi/lib/db/pool';
+import { ensurePartitions } from '@mi/lib/repositories/partitions';
 import { pruneExpired, RETENTION_BATCH_ROWS, RETENTION_MAX_BATCHES } from '@mi/lib/repositories/retention';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
-import { ms, percentile, table, writeSection, type Row } from './report';
+import { ms, table, writeSection, type Row } from './report';
+import { serverCpuClock } from './server-cpu';
 
-const ROWS = Number(process.env.BENCH_OUTBOX_ROWS ?? 10_000_000);
+const ROWS = Number(process.env.BENCH_OUTBOX_ROWS ?? 2_000_000);
 const USERS = 1_000;
+const DAY_MS = 86_400_000;
 const engine = await startTestEngine();
-const database = await createTestDatabase(engine.engine);
-const db = createDatabase(database.url, { max: 2 });
+const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
+
+async function load(partitioned: boolean) {
+  const database = await createTestDatabase(engine.engine);
+  const db = createDatabase(database.url, { max: 1 });
+  // The template has today's days ahead; A loses them (its rows all go to the default), B gains the past.
+  if (partitioned) await ensurePartitions(db, 'event_outbox', new Date(today - 4 * DAY_MS));
+  else
+    for (const p of (
+      await db.query<{ n: string }>(
+        'bench.days',
+        `SELECT relname AS n FROM pg_class WHERE relname LIKE 'event_outbox_p%' AND relkind = 'r'`,
+      )
+    ).rows)
+      await db.query('bench.drop_day', `DROP TABLE "${p.n}"`);
+  await db.query(
+    'bench.users',
+    `INSERT INTO app_user (username, email) SELECT 'u' || g, 'u' || g || '@bench.invalid' FROM generate_series(1, $1) g`,
+    [USERS],
+  );
+  const perUserDay = Math.floor(ROWS / USERS / 4);
+  for (const [i, daysAgo] of [4, 3, 1, 0].entries()) {
+    // Spread over the day (today's: its elapsed part), published.
+    const span = daysAgo === 0 ? Date.now() - today : DAY_MS;
+    await db.query(
+      'bench.outbox',
+      `INSERT INTO event_outbox (user_id, seq, event_type, payload, created_at, published_at)
+       SELECT u.id, $4 * $1 + g, 'AudioStoredProgressEvent',
+              jsonb_build_object('type', 'AudioStoredProgressEvent', 'meeting_id', u.id, 'audio_version', 1,
+                                 'highest_contiguous_sequence', g, 'frames_stored', g, 'bytes_stored', g * 3200),
+              to_timestamp(($2 + $3 * g::float8 / ($1 + 1)) / 1000), now()
+       FROM app_user u, generate_series(1, $1) g`,
+      [perUserDay, today - daysAgo * DAY_MS, span, i],
+    );
+  }
+  await db.query('bench.analyze', 'VACUUM ANALYZE event_outbox');
+  return { database, db };
+}
+
+async function measure(db: Database) {
+  const cpu = await serverCpuClock(engine.engine, db);
+  const wal = async () =>
+    engine.engine.kind === 'native'
+      ? Number((await db.query<{ b: string }>('bench.wal', `SELECT pg_current_wal_lsn() - '0/0' AS b`)).rows[0].b)
+      : 0;
+  const count = async () =>
+    (await db.query<{ n: number }>('bench.count', 'SELECT count(*)::int AS n FROM event_outbox')).rows[0].n;
+  const before = await count();
+  const [wal0, cpu0, t0] = [await wal(), cpu?.() ?? 0, performance.now()];
+  let events = 0;
+  let days = 0;
+  let passes = 0;
+  for (;;) {
+    const pruned = await pruneExpired(db, 48);
+    passes++;
+    events += pruned.events;
+    days += pruned.eventPartitions;
+    if (pruned.events < RETENTION_BATCH_ROWS * RETENTION_MAX_BATCHES) break;
+  }
+  const wallMs = performance.now() - t0;
+  const cpuMs = cpu ? cpu() - cpu0 : Number.NaN;
+  const walBytes = (await wal()) - wal0;
+  const left = await count();
+  return { wallMs, cpuMs, walBytes, events, days, passes, left, removed: before - left };
+}
 
 const t0 = performance.now();
-await db.query(
-  'bench.users',
-  `INSERT INTO app_user (username, email) SELECT 'u' || g, 'u' || g || '@bench.invalid' FROM generate_series(1, $1) g`,
-  [USERS],
-);
-// Spread over 72 hours: the oldest 24 h are past the 48 h retention.
-await db.query(
-  'bench.outbox',
-  `INSERT INTO event_outbox (user_id, seq, event_type, payload, created_at, published_at)
-   SELECT u.id, g, 'AudioStoredProgressEvent',
-          jsonb_build_object('type', 'AudioStoredProgressEvent', 'meeting_id', u.id, 'audio_version', 1, 'highest_contiguous_sequence', g, 'frames_stored', g, 'bytes_stored', g * 3200),
-          now() - make_interval(secs => 72 * 3600 * (1 - g::float8 / ($1::int / $2::int))), now()
-   FROM (SELECT id, row_number() OVER () AS n FROM app_user) u, generate_series(1, $1::int / $2::int) g`,
-  [ROWS, USERS],
-);
-await db.query('bench.analyze', 'ANALYZE event_outbox');
-const loadMs = performance.now() - t0;
+const a = await load(false);
+const deleted = await measure(a.db);
+await a.db.close();
+await a.database.close();
+const b = await load(true);
+const dropped = await measure(b.db);
+await b.db.close();
+await b.database.close();
+const loadS = (performance.now() - t0) / 1000;
 
-const batchTimes: number[] = [];
-let deleted = 0;
-const passStart = performance.now();
-let passes = 0;
-for (;;) {
-  const t = performance.now();
-  const pruned = await pruneExpired(db, 48);
-  passes++;
-  deleted += pruned.events;
-  batchTimes.push((performance.now() - t) / Math.max(1, Math.ceil(pruned.events / RETENTION_BATCH_ROWS)));
-  if (pruned.events < RETENTION_BATCH_ROWS * RETENTION_MAX_BATCHES) break;
-}
-const passMs = performance.now() - passStart;
-const idle: number[] = [];
-for (let i = 0; i < 20; i++) {
-  const t = performance.now();
-  await pruneExpired(db, 48);
-  idle.push(performance.now() - t);
-}
-const { rows } = await db.query<{ n: number }>('bench.left', 'SELECT count(*)::int AS n FROM event_outbox');
-const rowsOut: Row[] = [
-  {
-    measure: `a batch of ${RETENTION_BATCH_ROWS.toLocaleString('en')} deletes (mean per pass, p50 / p99)`,
-    result: `${ms(percentile(batchTimes, 50))} / ${ms(percentile(batchTimes, 99))}`,
-    baseline: `a pass with nothing to delete: ${ms(percentile(idle, 50))}`,
-    ratio: (percentile(batchTimes, 50) / percentile(idle, 50)).toFixed(1),
-  },
-  {
-    measure: `working off the backlog: ${deleted.toLocaleString('en')} events past 48 h`,
-    result: `${(passMs / 1000).toFixed(1)} s in ${passes} sweep passes of at most ${RETENTION_MAX_BATCHES} batches`,
-    baseline: `${rows[0].n.toLocaleString('en')} events kept`,
-    ratio: '',
-  },
-];
-const out = `Engine: ${engine.engine.label}. An outbox of ${ROWS.toLocaleString('en')} events of ${USERS} users spread over 72 h (loaded in ${(loadMs / 1000).toFixed(0)} s); EVENT_RETENTION_HOURS 48.\n\n${table(rowsOut)}`;
+const mb = (n: number) => `${(n / 2 ** 20).toFixed(n < 2 ** 20 ? 2 : 0)} MiB`;
+const row = (name: string, r: typeof deleted): Row => ({
+  retention: name,
+  'rows removed': `${r.removed.toLocaleString('en')}${r.days ? ` (${r.days} partitions)` : ''}`,
+  'sweep passes': r.passes,
+  wall: ms(r.wallMs),
+  'server CPU': Number.isNaN(r.cpuMs) ? '-' : ms(r.cpuMs),
+  WAL: mb(r.walBytes),
+  'rows kept': r.left.toLocaleString('en'),
+});
+const out = [
+  `Engine: ${engine.engine.label}. ${ROWS.toLocaleString('en')} outbox events on four days (4 and 3 days ago, yesterday, ` +
+    `today); retention (48 h) removes half: the batched DELETE against dropping days, same data (loaded in ${loadS.toFixed(0)} s). ` +
+    'Server CPU: the database processes. Method: bench/retention.ts.',
+  '',
+  table([row('DELETE in batches (before)', deleted), row('day partitions dropped', dropped)]),
+  '',
+  `Ratio, DELETE to drop: wall ${(deleted.wallMs / dropped.wallMs).toFixed(0)}×, server CPU ` +
+    `${(deleted.cpuMs / dropped.cpuMs).toFixed(0)}×, WAL ${(deleted.walBytes / Math.max(1, dropped.walBytes)).toFixed(0)}×.`,
+].join('\n');
 console.log(out);
 writeSection('Retention sweep', out);
-await db.close();
-await database.close();
 await engine.stop();

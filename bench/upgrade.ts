@@ -4,6 +4,7 @@
 // an ML sink). Reports the longest lock wait any other backend saw while the upgrade ran, and the
 // live path's acknowledgement delays (frame sent → progress event covering it) with the upgrade
 // against a baseline load of the same size without it, in the same run.
+// BENCH_EVENTS outbox events (default 1,000,000) are converted to the day-partitioned outbox.
 // BENCH_FROM (a release of schema/releases, default round-2: the last whose diff rewrites tables
 // and backfills; round-3's diff is today's additions only), BENCH_SECONDS (each load, default 300:
 // long enough that the load covers the whole apply on 1,000,000 segments; the report says if not).
@@ -22,6 +23,7 @@ import type { LoadResult } from './live-roles';
 import { ms, percentile, table, writeSection, type Row } from './report';
 
 const SEGMENTS = Number(process.env.BENCH_SEGMENTS ?? 1_000_000);
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const RECORDINGS = Number(process.env.BENCH_RECORDINGS ?? 200);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 300);
 const FROM = RELEASES.find((r) => r.name === (process.env.BENCH_FROM ?? 'round-2'));
@@ -58,6 +60,16 @@ async function seedLarge(db: pg.Client): Promise<void> {
       [chunk.map((r) => r.id), chunk.map((r) => r.person), Math.min(SEGMENTS_PER_MEETING, SEGMENTS)],
     );
   }
+  // An outbox of BENCH_EVENTS events over the last 48 h, for db:apply's conversion to day partitions.
+  await db.query(
+    `INSERT INTO event_outbox (user_id, seq, event_type, payload, created_at, published_at)
+     SELECT u.id, g, 'EntityChanged', '{"type":"EntityChanged"}'::jsonb, now() - make_interval(secs => 172800.0 * g / $1), now()
+     FROM app_user u, generate_series(1, $1) g`,
+    [Math.ceil(EVENTS / 100)],
+  );
+  await db.query('INSERT INTO event_sequence (user_id, last_seq) SELECT id, $1 FROM app_user', [
+    Math.ceil(EVENTS / 100),
+  ]);
   await db.query('ANALYZE');
 }
 
@@ -189,6 +201,7 @@ try {
   const planAt = [...new Set([at(planLines[0]), at(planLines.at(-1))])].join('–');
   const body = [
     `db:apply from ${FROM.name} (schema/releases) to today's schema.sql on ${SEGMENTS.toLocaleString('en')} transcript segments ` +
+      `and ${EVENTS.toLocaleString('en')} outbox events ` +
       `(${Math.ceil(SEGMENTS / SEGMENTS_PER_MEETING)} meetings) while ${RECORDINGS} recordings stream for ${SECONDS} s to the ` +
       `live service (bench:live's stack, not pinned); baseline: the same load without the upgrade. ${engine.engine.label}.`,
     '',

@@ -8,8 +8,9 @@
 //  3. releases the ML batch pass's expired claims: the take is offered again (recording.finalized,
 //     attempt n + 1) or given up after ML_BATCH_MAX_ATTEMPTS (lib/use-cases/batch-claims.ts),
 //     then republishes outbox events whose publish failed,
-//  4. deletes outbox events past EVENT_RETENTION_HOURS, expired idempotency records and webhook
-//     attempts older than 7 days, in bounded batches (lib/repositories/retention.ts),
+//  4. creates the outbox's daily partitions ahead and drops those past EVENT_RETENTION_HOURS
+//     (lib/repositories/partitions.ts); deletes the outbox's leftovers past it, expired idempotency
+//     records and webhook attempts older than 7 days, in bounded batches (lib/repositories/retention.ts),
 //  5. deletes the Pub/Sub topic and subscription of each live instance that died without shutting
 //     down (its Firestore mark lapsed; the tabs it held reconnect elsewhere and replay;
 //     lib/fanout/liveness.ts),
@@ -32,6 +33,7 @@ import { dueTakes } from '@mi/lib/repositories/finalize';
 import { idleTakes, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/repositories/recordings';
 import { resumeErasures } from '@mi/lib/use-cases/account';
 import { runAccountExports } from '@mi/lib/use-cases/account-exports';
+import { ensurePartitions } from '@mi/lib/repositories/partitions';
 import { pruneExpired } from '@mi/lib/repositories/retention';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
@@ -76,6 +78,9 @@ export interface SweepCounts {
   claimsAbandoned: number;
   republished: number;
   prunedEvents: number;
+  /** Days of outbox events dropped whole. */
+  prunedEventPartitions: number;
+  createdPartitions: number;
   prunedIdempotencyRecords: number;
   prunedWebhookAttempts: number;
   erasuresFinished: number;
@@ -99,6 +104,8 @@ export const NO_COUNTS: SweepCounts = {
   claimsAbandoned: 0,
   republished: 0,
   prunedEvents: 0,
+  prunedEventPartitions: 0,
+  createdPartitions: 0,
   prunedIdempotencyRecords: 0,
   prunedWebhookAttempts: 0,
   erasuresFinished: 0,
@@ -111,6 +118,7 @@ export const NO_COUNTS: SweepCounts = {
 };
 
 export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promise<SweepCounts> {
+  rt = { ...rt, db: rt.db.as({ service: 'sweep' }) }; // every user's rows, declared (issue 38)
   const counts: SweepCounts = { ...NO_COUNTS };
   const batch = opts.batch ?? 100;
   const minAgeMs = opts.erasureMinAgeMs ?? ERASURE_MIN_AGE_MS;
@@ -162,8 +170,10 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   counts.claimsReleased = claims.released;
   counts.claimsAbandoned = claims.abandoned;
   counts.republished = await rt.events.republishPending(opts.outboxMinAgeMs);
+  counts.createdPartitions = (await ensurePartitions(rt.db, 'event_outbox')).length;
   const pruned = await pruneExpired(rt.db, rt.config.EVENT_RETENTION_HOURS);
   counts.prunedEvents = pruned.events;
+  counts.prunedEventPartitions = pruned.eventPartitions;
   counts.prunedIdempotencyRecords = pruned.idempotencyRecords;
   counts.prunedWebhookAttempts = pruned.webhookAttempts;
   const afterDays = rt.config.MEETING_PURGE_AFTER_DAYS;

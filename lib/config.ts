@@ -18,6 +18,11 @@ export const configSchema = z.object({
   DB_STATEMENT_TIMEOUT_MS: int(15_000),
   DB_LOCK_TIMEOUT_MS: int(5_000),
   DB_CONNECT_TIMEOUT_MS: int(5_000, 1),
+  // Cloud SQL IAM database authentication: each new connection presents the service account's token.
+  DB_IAM_AUTH: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
   PUBSUB_EMULATOR_HOST: optionalText,
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().default('http://localhost:4318'),
   OTEL_ENABLED: z.enum(['true', 'false', '1', '0']).optional(),
@@ -125,9 +130,11 @@ export const configSchema = z.object({
   LIVE_MAX_FRAME_BYTES: int(65_536, 16),
   LIVE_SEND_QUEUE_BYTES: int(4_194_304, 1024),
   LIVE_HELLO_TIMEOUT_SECONDS: num(10, 0.1),
-  // A live instance's heartbeat marks it alive this long (beating at least every third of it); the
-  // sweep deletes the topic and subscription of an instance whose mark lapsed (lib/fanout/liveness.ts).
-  LIVE_INSTANCE_TTL_SECONDS: num(120, 1),
+  // The one liveness TTL: a live instance's heartbeat keeps its Firestore document alive this long
+  // (beating at least every third of it), and with it its leases and presence; the sweep deletes
+  // the topic of an instance whose document lapsed (lib/fanout/liveness.ts). The default is
+  // OWNER_STALE_SECONDS: a killed instance's takes are free as soon as its rows look stale.
+  LIVE_INSTANCE_TTL_SECONDS: num(30, 1),
   // Processes of the Cloud Run entry (run-services/live/server.ts), each a full live instance; 1: no fork.
   LIVE_WORKERS: z.coerce
     .number()

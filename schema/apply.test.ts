@@ -46,7 +46,10 @@ describe('applySchema', { timeout: 120_000 }, () => {
     expect(first.applied).toBe(true);
     expect(await columns('meeting')).toContain('source_type');
     // The fast path: schema.sql run as is, not the seconds-long migra diff (its speed is not a test's to bound).
-    expect(log).toEqual(['-- empty database: running schema.sql']);
+    expect(log).toEqual([
+      '-- empty database: running schema.sql',
+      expect.stringMatching(/^-- partitions created: event_outbox_p\d{8}, /),
+    ]);
     expect(first.statements).toHaveLength(1);
 
     const second = await applySchema(target.url);
@@ -108,7 +111,7 @@ describe('applySchema', { timeout: 120_000 }, () => {
     await applySchema(target.url);
     // The shape before GET /search kept no owner on segments.
     await target.db.exec(
-      'DROP TRIGGER transcript_segment_derive ON transcript_segment; ALTER TABLE transcript_segment DROP COLUMN user_id;',
+      'DROP TRIGGER transcript_segment_derive ON transcript_segment; DROP POLICY owner ON transcript_segment; ALTER TABLE transcript_segment DROP COLUMN user_id;',
     );
     const one = async (sql: string, params: unknown[] = []) => (await target.db.query(sql, params)).rows[0];
     const user = (await one(`INSERT INTO app_user (username, email) VALUES ('a', 'a@example.com') RETURNING id`)).id;

@@ -16,8 +16,16 @@ import { lockDataDir } from '../lib/db/data-dir-lock';
 import { startEmbeddedPostgres } from '../lib/db/embedded';
 import { runDataSteps } from './data-steps';
 import { destructiveStatements, type ColumnTypes } from './destructive';
+import { createDatabase } from '../lib/db/pool';
+import {
+  ensurePartitions,
+  PARTITION_DAYS_AHEAD as PARTITION_DAYS,
+  PARTITIONED_TABLES,
+} from '../lib/repositories/partitions';
 import { dropInvalidIndexes, rewritesTable, runOnline, splitOnline, withLockRetry } from './online';
+import { namesTable, plannedConversions, statementsOf } from './partitioning';
 import { preflight, PreflightError } from './preflight';
+import { applyRoles, parseRuntimeLogins, type ServiceKind } from './roles';
 
 export { PreflightError } from './preflight';
 
@@ -33,6 +41,8 @@ export interface ApplyOptions {
   lockTimeoutMs?: number;
   /** How many times a transaction that waited too long for a lock is retried. */
   lockRetries?: number;
+  /** Logins made members of each kind's runtime role (DB_RUNTIME_LOGINS, schema/roles.ts). */
+  runtimeLogins?: Partial<Record<ServiceKind, string>>;
 }
 
 export interface ApplyResult {
@@ -66,15 +76,41 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
   const target = new pg.Client({ connectionString: targetUrl });
   await target.connect();
   try {
+    // The apply works on every user's rows (preflight, data steps): the row policies bind the
+    // schema owner too (FORCE), so its session declares itself a service.
+    await target.query(`SELECT set_config('app.service', 'apply', false)`);
     if (!opts.dryRun && (await isEmpty(target))) {
       log('-- empty database: running schema.sql');
       await inTransaction(target, [schemaSql]);
+      await createPartitions(targetUrl, log);
+      await applyRoles(target, opts.runtimeLogins, log);
       return { statements: [schemaSql], applied: true, dataSteps: {} };
     }
     // An index a CONCURRENTLY build left invalid (a run cut short) looks current to the diff.
     if (!opts.dryRun) await dropInvalidIndexes(target, log);
-    const diff = await plan(target, targetUrl, schemaSql);
-    const { transactions, online } = await splitOnline(target, diff, opts.onlineRows ?? 10_000);
+    const onlineRows = opts.onlineRows ?? 10_000;
+    // Writers of a table queue behind the plan's lock request while it waits: 500 ms keeps a live
+    // segment commit's wait, and so its acknowledgement, well inside 2.5 s (bench:upgrade).
+    const retry = { timeoutMs: opts.lockTimeoutMs ?? 500, retries: opts.lockRetries ?? 100, log };
+    // Plain tables schema.sql partitions are converted first (schema/partitioning.ts); a dry run
+    // shows the conversion in place of the diff's statements for those tables.
+    const conversions = await plannedConversions(target, schemaSql, (t) => hasRows(target, t, onlineRows));
+    for (const c of conversions) {
+      log(`-- ${c.table}: converted to a partitioned table, online:\n${c.online.join(';\n')};`);
+      log(`-- ${c.table}: then in one transaction:\n${c.swap.join(';\n')};`);
+    }
+    // A partitioned table the database lacks is created by schema.sql's own statements: migra's
+    // (an index ON ONLY the parent, then a key using it) fail on an empty partitioned table.
+    const missing: string[] = [];
+    for (const t of PARTITIONED_TABLES)
+      if ((await target.query('SELECT to_regclass($1) AS t', [`public.${t}`])).rows[0].t === null) missing.push(t);
+    const own = [...conversions.map((c) => c.table), ...missing];
+    const diff = [
+      ...(await plan(target, targetUrl, schemaSql)).filter((s) => !own.some((t) => namesTable(s, t))),
+      ...missing.flatMap((t) => statementsOf(schemaSql, t).map((s) => `${s};`)),
+      ...own.flatMap((t) => statementsOf(schemaSql, t, true).map((s) => `${s};`)),
+    ];
+    const { transactions, online } = await splitOnline(target, diff, onlineRows);
     const statements = [...transactions.flat(), ...online];
     const destructive = destructiveStatements(statements, await columnTypes(target));
     const rewrites = new Set(statements.filter(rewritesTable));
@@ -90,18 +126,48 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     if (destructive.length && !opts.allowDestructive) throw new DestructiveChangeError(destructive);
     const offences = await preflight(target, statements);
     if (offences.length) throw new PreflightError(offences);
-    if (opts.dryRun) return { statements, applied: false, dataSteps: {} };
-    // Writers of a table queue behind the plan's lock request while it waits: 500 ms keeps a live
-    // segment commit's wait, and so its acknowledgement, well inside 2.5 s (bench:upgrade).
-    const retry = { timeoutMs: opts.lockTimeoutMs ?? 500, retries: opts.lockRetries ?? 100, log };
+    if (opts.dryRun) {
+      const ahead = PARTITIONED_TABLES.map((t) => `${t}'s daily partitions through ${PARTITION_DAYS}`);
+      log(`-- then: ${ahead.join(', ')} days ahead are created if missing`);
+      const all = [...conversions.flatMap((c) => [...c.online, ...c.swap]), ...statements];
+      return { statements: all, applied: false, dataSteps: {} };
+    }
+    for (const c of conversions) {
+      for (const s of c.online) await withLockRetry(retry, () => runOnline(target, s, retry.timeoutMs));
+      await withLockRetry(retry, () => inTransaction(target, c.swap, retry.timeoutMs));
+    }
     for (const t of transactions) await withLockRetry(retry, () => inTransaction(target, t, retry.timeoutMs));
     for (const s of online) await withLockRetry(retry, () => runOnline(target, s, retry.timeoutMs));
-    if (statements.length) log('-- applied');
+    if (statements.length || conversions.length) log('-- applied');
+    await createPartitions(targetUrl, log);
+    await applyRoles(target, opts.runtimeLogins, log);
     const dataSteps = await runDataSteps(target);
     for (const [step, rows] of Object.entries(dataSteps)) log(`-- data step ${step}: ${rows} row(s)`);
-    return { statements, applied: statements.length > 0, dataSteps };
+    const all = [...conversions.flatMap((c) => [...c.online, ...c.swap]), ...statements];
+    return { statements: all, applied: all.length > 0, dataSteps };
   } finally {
+    // PGlite serves every connection from one session: the declaration must not outlive the apply.
+    await target.query(`SELECT set_config('app.service', '', false)`).catch(() => undefined);
     await target.end();
+  }
+}
+
+/** Whether the table has at least `n` rows (counted no further). */
+async function hasRows(client: pg.Client, table: string, n: number): Promise<boolean> {
+  const sql = `SELECT count(*)::int AS n FROM (SELECT 1 FROM "public"."${table}" LIMIT $1) r`;
+  return (await client.query<{ n: number }>(sql, [n])).rows[0].n >= n;
+}
+
+/** The daily partitions ahead (lib/repositories/partitions.ts), as the sweep creates them. */
+async function createPartitions(url: string, log: (line: string) => void): Promise<void> {
+  const db = createDatabase(url, { max: 1 });
+  try {
+    for (const t of PARTITIONED_TABLES) {
+      const created = await ensurePartitions(db, t);
+      if (created.length) log(`-- partitions created: ${created.join(', ')}`);
+    }
+  } finally {
+    await db.close();
   }
 }
 
@@ -129,8 +195,22 @@ async function plan(liveClient: pg.Client, liveUrl: string, schemaSql: string): 
     // unsafe: let migra emit drops; this tool decides what is destructive itself.
     // ignoreExtensionVersions: pgvector in PGlite and on Cloud SQL differ in version only.
     const migration = await migra(live, desired, { unsafe: true, schema: 'public', ignoreExtensionVersions: true });
-    const statements = migration.statements.array.map((s) => s.trim()).filter(Boolean);
-    return [...statements, ...(await storageParameterStatements(liveClient, desiredClient))];
+    // Partitions made at run time (days ahead, a converted table's past) are not in schema.sql:
+    // the diff leaves them, their keys and their indexes alone.
+    const partitionsSql = `SELECT c.relname AS name FROM pg_class c WHERE c.relispartition AND c.relkind = 'r'
+      AND c.relnamespace = 'public'::regnamespace`;
+    const desiredParts = new Set((await desiredClient.query<{ name: string }>(partitionsSql)).rows.map((r) => r.name));
+    const runtime = (await liveClient.query<{ name: string }>(partitionsSql)).rows
+      .map((r) => r.name)
+      .filter((n) => !desiredParts.has(n));
+    const statements = migration.statements.array
+      .map((s) => s.trim())
+      .filter((s) => s && !runtime.some((n) => namesTable(s, n)));
+    return [
+      ...statements,
+      ...(await storageParameterStatements(liveClient, desiredClient)),
+      ...(await rowSecurityStatements(liveClient, schemaSql)),
+    ];
   } finally {
     await Promise.allSettled([live.end(), desired.end(), desiredClient.end()]);
     await scratch.stop();
@@ -200,6 +280,24 @@ async function storageParameterStatements(live: pg.Client, desired: pg.Client): 
   });
 }
 
+/**
+ * migra creates policies but leaves a table's row level security as it was: schema.sql's
+ * `ALTER TABLE t ENABLE|FORCE ROW LEVEL SECURITY` lines for the tables not yet so (issue 38).
+ */
+async function rowSecurityStatements(live: pg.Client, schemaSql: string): Promise<string[]> {
+  const { rows } = await live.query<{ name: string; enabled: boolean; forced: boolean }>(
+    `SELECT relname AS name, relrowsecurity AS enabled, relforcerowsecurity AS forced FROM pg_class
+     WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p')`,
+  );
+  const current = new Map(rows.map((r) => [r.name, r]));
+  return [...schemaSql.matchAll(/^ALTER TABLE (\w+) (ENABLE|FORCE) ROW LEVEL SECURITY;$/gm)]
+    .filter(([, table, what]) => {
+      const now = current.get(table);
+      return !(what === 'ENABLE' ? now?.enabled : now?.forced);
+    })
+    .map(([statement]) => statement);
+}
+
 /** The current type of every column of schema public, for the destructive guard. */
 async function columnTypes(client: pg.Client): Promise<ColumnTypes> {
   const { rows } = await client.query<{ key: string; type: string }>(
@@ -228,7 +326,7 @@ async function main(argv: string[]): Promise<void> {
   const unknown = [...flags].filter((f) => f !== '--dry-run' && f !== '--allow-destructive');
   if (unknown.length)
     throw new Error(`unknown argument(s): ${unknown.join(' ')}; usage: db:apply [--dry-run] [--allow-destructive]`);
-  // Only these two variables: applying a schema must not need the service's secrets.
+  // Only these variables (and DB_RUNTIME_LOGINS): applying a schema must not need the service's secrets.
   let url = process.env.DATABASE_URL || undefined; // empty counts as unset, as in loadConfig
   // The embedded database has one writer: refuse a DATA_DIR that `npm start` (or another apply) holds.
   const dataDir = path.resolve(process.env.DATA_DIR || '.data');
@@ -240,6 +338,7 @@ async function main(argv: string[]): Promise<void> {
       await applySchema(url, {
         dryRun: flags.has('--dry-run'),
         allowDestructive: flags.has('--allow-destructive'),
+        runtimeLogins: parseRuntimeLogins(process.env.DB_RUNTIME_LOGINS),
         log: console.log,
       });
     } finally {

@@ -402,7 +402,8 @@ export const QUERY_INDEXES = [
   'segment_manifest (meeting_id, audio_version, start_sequence',
   'recording_event_history (meeting_id, seq DESC)',
   'idempotency_record (expires_at)',
-  'event_outbox (user_id, seq)',
+  // reads by seq (replay, webhook cursors) walk its leading columns in each partition
+  'event_outbox (user_id, seq',
   'event_outbox (created_at) WHERE (published_at IS NULL)',
   'recording (state, gap_upload_deadline)',
   'meeting (deleted_at) WHERE (deleted_at IS NOT NULL)',

@@ -3,9 +3,10 @@
 // block writers, a deadlock with the service is retried, and an index a cut-short build left
 // invalid is rebuilt.
 import pg from 'pg';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fileDatabase } from '../test/harness';
 import type { TestDatabase } from '../test/support/database';
+import { until } from '../test/support/poll';
 import { applySchema } from './apply';
 import { brokenInvariants } from './invariants';
 
@@ -32,14 +33,8 @@ afterEach(async () => {
   await database.close();
 });
 
-// vitest's poll, with the condition named in the failure.
-const until = (what: string, condition: () => boolean | Promise<boolean>): Promise<void> =>
-  vi.waitFor(
-    async () => {
-      if (!(await condition())) throw new Error(`timed out waiting for ${what}`);
-    },
-    { timeout: 60_000, interval: 50 },
-  );
+// An apply on a loaded machine takes its time: a longer bound than the polling helper's default.
+const APPLY = { timeoutMs: 60_000 };
 
 const waitingQuery = async (pattern: string) =>
   (
@@ -66,7 +61,11 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     }).finally(() => {
       done = true;
     });
-    await until('the transaction to give way', () => lines.some((l) => l.includes('waited too long for a lock')));
+    await until(
+      'the transaction to give way',
+      () => lines.some((l) => l.includes('waited too long for a lock')),
+      APPLY,
+    );
     // A writer of note is not stuck behind the waiting ALTER TABLE while the reader goes on.
     const writer = await connect();
     await writer.query(`INSERT INTO note (user_id, content) VALUES ($1, 'written during the upgrade')`, [user]);
@@ -93,9 +92,13 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     const lines: string[] = [];
     const applying = applySchema(database.url, { lockTimeoutMs: 30_000, log: (l) => lines.push(l) });
     // The plan alters meeting, then note: it holds meeting while it waits for the service's note.
-    await until('the apply to wait for note', () => waitingQuery('%alter table "public"."note"%'));
+    await until('the apply to wait for note', () => waitingQuery('%alter table "public"."note"%'), APPLY);
     const reading = service.query('SELECT count(*) FROM meeting');
-    await until('the apply to give way', () => lines.some((l) => l.startsWith('-- deadlocked with another session')));
+    await until(
+      'the apply to give way',
+      () => lines.some((l) => l.startsWith('-- deadlocked with another session')),
+      APPLY,
+    );
     await reading;
     await service.query('COMMIT');
 
@@ -117,8 +120,10 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     await open.query(`INSERT INTO task (user_id, content) VALUES ($1, 'open')`, [user]);
 
     const applying = applySchema(database.url, { onlineRows: 5, lockTimeoutMs: 60_000 });
-    await until('the index build to wait for the open writer', () =>
-      waitingQuery('%create index%task_meeting_id_idx%'),
+    await until(
+      'the index build to wait for the open writer',
+      () => waitingQuery('%create index%task_meeting_id_idx%'),
+      APPLY,
     );
     const writer = await connect();
     await writer.query(`INSERT INTO task (user_id, content) VALUES ($1, 'during the build')`, [user]);
@@ -130,6 +135,61 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     ]);
     expect(await brokenInvariants(db)).toEqual({});
     expect((await db.query(`SELECT count(*)::int AS n FROM task`)).rows[0].n).toBe(7);
+  });
+
+  it('should convert a populated plain outbox to day partitions without blocking its writers, as its dry run says', async () => {
+    // The outbox as released (schema/releases): a plain table.
+    await db.query('DROP TABLE event_outbox');
+    await db.query(`CREATE TABLE event_outbox (
+      id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+      user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
+      seq bigint NOT NULL, event_type text NOT NULL, payload jsonb NOT NULL, origin_client_id uuid,
+      trace_context jsonb, created_at timestamptz NOT NULL DEFAULT clock_timestamp(), published_at timestamptz,
+      CONSTRAINT event_outbox_user_id_seq_key UNIQUE (user_id, seq));
+      CREATE INDEX event_outbox_unpublished_idx ON event_outbox (created_at) WHERE published_at IS NULL;
+      CREATE INDEX event_outbox_created_at_idx ON event_outbox (created_at);`);
+    const insert = (c: pg.Client, seq: number) =>
+      c.query(`INSERT INTO event_outbox (user_id, seq, event_type, payload) VALUES ($1, $2, 'x', '{}')`, [user, seq]);
+    await db.query(
+      `INSERT INTO event_outbox (user_id, seq, event_type, payload, created_at)
+       SELECT $1, g, 'x', '{}', now() - g * interval '1 hour' FROM generate_series(1, 10) g`,
+      [user],
+    );
+    const kind = async () =>
+      (await db.query(`SELECT relkind FROM pg_class WHERE relname = 'event_outbox'`)).rows[0].relkind;
+
+    const dry = await applySchema(database.url, { dryRun: true, onlineRows: 5 });
+    expect(dry.statements.filter((s) => /^drop table/i.test(s))).toEqual([]);
+    expect(dry.statements).toContainEqual(expect.stringMatching(/ATTACH PARTITION "event_outbox_before_\d{8}"/));
+    expect(await kind()).toBe('r');
+
+    // An open writer: the conversion's brief exclusive steps give way to it (and so to the writers
+    // that would queue behind them) and are retried; the keys are built CONCURRENTLY.
+    const open = await connect();
+    await open.query('BEGIN');
+    await insert(open, 100);
+    const log: string[] = [];
+    const applying = applySchema(database.url, { onlineRows: 5, lockTimeoutMs: 200, log: (l) => log.push(l) });
+    await until('the conversion to give way to the open writer', () => log.some((l) => /waited too long/.test(l)));
+    await insert(await connect(), 101);
+    await open.query('COMMIT');
+    const result = await applying;
+    expect(result.statements).toEqual(dry.statements);
+    expect(result.statements).toContainEqual(expect.stringMatching(/^CREATE UNIQUE INDEX CONCURRENTLY/));
+
+    expect(await kind()).toBe('p');
+    expect((await db.query('SELECT count(*)::int AS n FROM event_outbox')).rows[0].n).toBe(12);
+    await insert(db, 102); // after the swap: into today's partition
+    const { rows } = await db.query(
+      `SELECT tableoid::regclass::text AS part, seq::int FROM event_outbox WHERE seq >= 100 ORDER BY seq`,
+    );
+    expect(rows.map((r) => r.part)).toEqual([
+      expect.stringMatching(/^event_outbox_before_/),
+      expect.stringMatching(/^event_outbox_before_/),
+      expect.stringMatching(/^event_outbox_before_/), // its range runs to the second midnight ahead
+    ]);
+    expect(await brokenInvariants(db)).toEqual({});
+    expect(await applySchema(database.url)).toEqual({ statements: [], applied: false, dataSteps: {} });
   });
 
   it('should keep an index build in the transaction on a small table', async () => {

@@ -443,8 +443,12 @@ CREATE TABLE event_sequence (
 
 -- Transactional outbox: events written with their change, published to Pub/Sub after
 -- commit (the sweep republishes leftovers) and replayed to reconnecting clients.
+-- Partitioned by day of created_at (decision 0010): retention drops a day's partition instead of
+-- deleting its rows; lib/repositories/partitions.ts creates them ahead, and the default partition
+-- takes any row no day's partition covers. Keys must hold the partition key: (user_id, seq) stays
+-- unique because seq comes from the user's event_sequence row, locked and incremented per event.
 CREATE TABLE event_outbox (
-  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
   user_id uuid NOT NULL REFERENCES app_user (id) ON DELETE CASCADE,
   seq bigint NOT NULL,
   event_type text NOT NULL,
@@ -453,11 +457,42 @@ CREATE TABLE event_outbox (
   trace_context jsonb,
   created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   published_at timestamptz,
-  CONSTRAINT event_outbox_user_id_seq_key UNIQUE (user_id, seq)
-);
+  CONSTRAINT event_outbox_pkey PRIMARY KEY (id, created_at),
+  CONSTRAINT event_outbox_user_id_seq_key UNIQUE (user_id, seq, created_at)
+) PARTITION BY RANGE (created_at);
+CREATE TABLE event_outbox_default PARTITION OF event_outbox DEFAULT;
 CREATE INDEX event_outbox_unpublished_idx ON event_outbox (created_at) WHERE published_at IS NULL;
--- Retention: events older than the replay window are deleted by age.
+-- Retention: the default partition's (and a held day's) rows are deleted by age.
 CREATE INDEX event_outbox_created_at_idx ON event_outbox (created_at);
+-- The sweep keeps the daily partitions (lib/repositories/partitions.ts) without owning the table:
+-- attaching and dropping a partition take the owner's rights, so these two run with them and do
+-- only that. Only the sweep's role may call them (schema/roles.ts). A new day is the sweep's alone
+-- to read and delete directly (retention); every other role reaches rows through the parent and
+-- its policy.
+CREATE FUNCTION attach_outbox_day(day date) RETURNS text LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = public, pg_temp AS $$
+DECLARE
+  part text := 'event_outbox_p' || to_char(day, 'YYYYMMDD');
+  from_ts timestamptz := day::timestamp AT TIME ZONE 'UTC';
+BEGIN
+  EXECUTE format('CREATE TABLE IF NOT EXISTS %I (LIKE event_outbox INCLUDING DEFAULTS)', part);
+  EXECUTE format('ALTER TABLE event_outbox ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
+    part, from_ts, from_ts + interval '1 day');
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'mi_sweep') THEN
+    EXECUTE format('GRANT SELECT, DELETE ON %I TO mi_sweep', part);
+  END IF;
+  RETURN part;
+END $$;
+CREATE FUNCTION drop_outbox_day(part text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = public, pg_temp AS $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                  WHERE i.inhparent = 'event_outbox'::regclass AND c.relname = part
+                    AND pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT') THEN
+    RAISE EXCEPTION 'not a day partition of event_outbox: %', part;
+  END IF;
+  EXECUTE format('DROP TABLE %I', part);
+END $$;
 
 -- Webhook endpoints (decisions.md section 7). cursor_seq is the user's last outbox seq already
 -- turned into deliveries: a user's seqs commit in order (event_sequence's row lock), so reading
@@ -589,3 +624,140 @@ CREATE INDEX account_export_user_id_created_at_idx ON account_export (user_id, c
 -- The sweep: exports to build (pending, or running with a lapsed lease) and finished ones past retention.
 CREATE INDEX account_export_unfinished_idx ON account_export (created_at) WHERE status IN ('pending', 'running');
 CREATE INDEX account_export_completed_at_idx ON account_export (completed_at) WHERE completed_at IS NOT NULL;
+
+-- ===== Tenant isolation (issue 38, decisions.md section 8) =====
+-- Every table holding a user's rows answers only to the unit of work's declared owner: a
+-- transaction sets app.user_id (a user's work) or app.service (the ML, live, sweep and dispatcher
+-- paths: any user's rows) with set_config(…, true); one that declared nothing sees nothing. FORCE
+-- makes the policies bind the table owner too; only a superuser (never a service login) bypasses
+-- them. Child tables without user_id answer through their parent, itself under its policy.
+-- The roles and grants are not schema objects of this database: schema/roles.ts (db:apply).
+CREATE FUNCTION app_is_service() RETURNS boolean LANGUAGE sql STABLE AS $$
+  SELECT coalesce(current_setting('app.service', true), '') <> ''
+$$;
+CREATE FUNCTION app_may_see(owner uuid) RETURNS boolean LANGUAGE sql STABLE AS $$
+  SELECT app_is_service() OR owner = nullif(current_setting('app.user_id', true), '')::uuid
+$$;
+
+ALTER TABLE app_user ENABLE ROW LEVEL SECURITY;
+ALTER TABLE app_user FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON app_user USING (app_may_see(id));
+ALTER TABLE person ENABLE ROW LEVEL SECURITY;
+ALTER TABLE person FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON person USING (app_may_see(user_id));
+ALTER TABLE tag ENABLE ROW LEVEL SECURITY;
+ALTER TABLE tag FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON tag USING (app_may_see(user_id));
+ALTER TABLE meeting ENABLE ROW LEVEL SECURITY;
+-- guard: rls-force-meeting | remove: ALTER TABLE meeting FORCE ROW LEVEL SECURITY; | test: test/security/tenant-isolation.test.ts :: a policy on every table
+ALTER TABLE meeting FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON meeting USING (app_may_see(user_id));
+ALTER TABLE transcript_segment ENABLE ROW LEVEL SECURITY;
+ALTER TABLE transcript_segment FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON transcript_segment USING (app_may_see(user_id));
+ALTER TABLE task ENABLE ROW LEVEL SECURITY;
+ALTER TABLE task FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON task USING (app_may_see(user_id));
+ALTER TABLE note ENABLE ROW LEVEL SECURITY;
+ALTER TABLE note FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON note USING (app_may_see(user_id));
+ALTER TABLE ai_thread ENABLE ROW LEVEL SECURITY;
+ALTER TABLE ai_thread FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON ai_thread USING (app_may_see(user_id));
+ALTER TABLE event_sequence ENABLE ROW LEVEL SECURITY;
+ALTER TABLE event_sequence FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON event_sequence USING (app_may_see(user_id));
+ALTER TABLE event_outbox ENABLE ROW LEVEL SECURITY;
+ALTER TABLE event_outbox FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON event_outbox USING (app_may_see(user_id));
+ALTER TABLE webhook ENABLE ROW LEVEL SECURITY;
+ALTER TABLE webhook FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON webhook USING (app_may_see(user_id));
+ALTER TABLE account_erasure ENABLE ROW LEVEL SECURITY;
+ALTER TABLE account_erasure FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON account_erasure USING (app_may_see(user_id));
+ALTER TABLE person_merge ENABLE ROW LEVEL SECURITY;
+ALTER TABLE person_merge FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON person_merge USING (app_may_see(user_id));
+ALTER TABLE account_export ENABLE ROW LEVEL SECURITY;
+ALTER TABLE account_export FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON account_export USING (app_may_see(user_id));
+-- principal: the user's id as text, or 'service'.
+ALTER TABLE idempotency_record ENABLE ROW LEVEL SECURITY;
+ALTER TABLE idempotency_record FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON idempotency_record
+  USING (app_is_service() OR principal = current_setting('app.user_id', true));
+-- Through the parent (its own policy applies inside the EXISTS).
+ALTER TABLE person_summary ENABLE ROW LEVEL SECURITY;
+ALTER TABLE person_summary FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON person_summary
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM person p WHERE p.id = person_id));
+ALTER TABLE meeting_audio_file ENABLE ROW LEVEL SECURITY;
+ALTER TABLE meeting_audio_file FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON meeting_audio_file
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM meeting p WHERE p.id = meeting_id));
+ALTER TABLE meeting_attendee ENABLE ROW LEVEL SECURITY;
+ALTER TABLE meeting_attendee FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON meeting_attendee
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM meeting p WHERE p.id = meeting_id));
+ALTER TABLE transcription ENABLE ROW LEVEL SECURITY;
+ALTER TABLE transcription FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON transcription
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM meeting p WHERE p.id = meeting_id));
+ALTER TABLE segment_manifest ENABLE ROW LEVEL SECURITY;
+ALTER TABLE segment_manifest FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON segment_manifest
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM meeting p WHERE p.id = meeting_id));
+ALTER TABLE meeting_speaker_label ENABLE ROW LEVEL SECURITY;
+ALTER TABLE meeting_speaker_label FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON meeting_speaker_label
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM meeting p WHERE p.id = meeting_id));
+ALTER TABLE voice_sample ENABLE ROW LEVEL SECURITY;
+ALTER TABLE voice_sample FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON voice_sample
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM meeting p WHERE p.id = meeting_id));
+ALTER TABLE recording_event_history ENABLE ROW LEVEL SECURITY;
+ALTER TABLE recording_event_history FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON recording_event_history
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM meeting p WHERE p.id = meeting_id));
+ALTER TABLE topic ENABLE ROW LEVEL SECURITY;
+ALTER TABLE topic FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON topic
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM meeting p WHERE p.id = meeting_id));
+ALTER TABLE talking_point ENABLE ROW LEVEL SECURITY;
+ALTER TABLE talking_point FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON talking_point
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM meeting p WHERE p.id = meeting_id));
+ALTER TABLE recording ENABLE ROW LEVEL SECURITY;
+ALTER TABLE recording FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON recording
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM meeting p WHERE p.id = meeting_id));
+ALTER TABLE transcription_status_history ENABLE ROW LEVEL SECURITY;
+ALTER TABLE transcription_status_history FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON transcription_status_history
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM transcription p WHERE p.id = transcription_id));
+ALTER TABLE topic_segment ENABLE ROW LEVEL SECURITY;
+ALTER TABLE topic_segment FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON topic_segment
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM topic p WHERE p.id = topic_id));
+ALTER TABLE talking_point_segment ENABLE ROW LEVEL SECURITY;
+ALTER TABLE talking_point_segment FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON talking_point_segment
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM talking_point p WHERE p.id = talking_point_id));
+ALTER TABLE sub_task ENABLE ROW LEVEL SECURITY;
+ALTER TABLE sub_task FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON sub_task
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM task p WHERE p.id = task_id));
+ALTER TABLE chat_message ENABLE ROW LEVEL SECURITY;
+ALTER TABLE chat_message FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON chat_message
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM ai_thread p WHERE p.id = thread_id));
+ALTER TABLE webhook_delivery ENABLE ROW LEVEL SECURITY;
+ALTER TABLE webhook_delivery FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON webhook_delivery
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM webhook p WHERE p.id = webhook_id));
+ALTER TABLE webhook_attempt ENABLE ROW LEVEL SECURITY;
+ALTER TABLE webhook_attempt FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON webhook_attempt
+  USING (app_is_service() OR EXISTS (SELECT 1 FROM webhook p WHERE p.id = webhook_id));
+-- ===== end of tenant isolation =====

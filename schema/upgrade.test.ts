@@ -65,6 +65,14 @@ describe('upgrading a released schema', { timeout: 180_000 }, () => {
       for (const [i, x] of normalise(sum).entries()) expect(vector[i]).toBeCloseTo(x, 4);
       expect(Number(rows[0].voice_confidence)).toBeCloseTo(Math.hypot(...sum) / 11, 4);
       expect((await db.query('SELECT count(*)::int AS n FROM voice_sample')).rows[0].n).toBe(11);
+      // The tenant boundary it never had (issue 38): every table's policy, forced, and the runtime roles' grants.
+      const unguarded = await db.query(`SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace
+          AND relkind IN ('r', 'p') AND NOT relispartition AND NOT (relrowsecurity AND relforcerowsecurity)`);
+      expect(unguarded.rows).toEqual([]);
+      const grants = await db.query(`SELECT has_table_privilege('mi_api', 'meeting', 'INSERT') AS api_inserts,
+          has_table_privilege('mi_sweep', 'meeting', 'INSERT') AS sweep_inserts,
+          has_table_privilege('mi_sweep', 'event_outbox', 'INSERT') AS sweep_events`);
+      expect(grants.rows[0]).toEqual({ api_inserts: true, sweep_inserts: false, sweep_events: true });
 
       // Nothing left: the schema is today's and the data steps find nothing to do.
       expect(await applySchema(url)).toEqual({ statements: [], applied: false, dataSteps: {} });

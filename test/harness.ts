@@ -12,11 +12,11 @@ import { mintDevToken } from '@mi/lib/adapters/auth';
 import { instanceTopic, type BusHandler } from '@mi/lib/adapters/bus';
 import { loadConfig, type Config } from '@mi/lib/config';
 import { databaseOptions } from '@mi/lib/db/open';
-import { createDatabase } from '@mi/lib/db/pool';
+import { createDatabase, type Database } from '@mi/lib/db/pool';
 import { createLogger } from '@mi/lib/telemetry/log';
 import { createRuntime, type Runtime } from '@mi/lib/adapters/runtime';
 import { createApp } from '../functions/api/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { createTestDatabase, runtimeUrl, type TestDatabase } from './support/database';
 import type { Doc } from './support/openapi';
 import { responseChecker, type ResponseChecker } from './support/response-schemas';
 
@@ -58,6 +58,10 @@ export interface ApiHarness {
   /** POST with an Idempotency-Key (a fresh one unless given), as user-facing creates require. */
   post(token: string, path: string, body?: unknown, key?: string): Promise<TestResponse>;
   /** The user id behind a token (GET /me). */
+  /** The pool the API serves from (its own login): its retries, its connections. rt.db is the tests' owner view. */
+  served: Database;
+  /** rt as the sweep runs: its own login (mi_sweep), for runSweep. */
+  sweeper: Runtime;
   userId(token: string): Promise<string>;
   /** A person row of the user, inserted directly; returns its id. */
   person(ownerId: string, name?: string): Promise<string>;
@@ -112,7 +116,10 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
   });
   await rt.store.ensureBucket();
   await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
-  const app = createApp(rt);
+  // The API serves as its own login (row policies in force); rt (the tests' view) stays the owner.
+  const apiDb = createDatabase(runtimeUrl(inject('database'), database.url, 'api'), databaseOptions(config));
+  const app = createApp({ ...rt, db: apiDb });
+  const sweepDb = createDatabase(runtimeUrl(inject('database'), database.url, 'sweep'), databaseOptions(config));
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
@@ -170,12 +177,14 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     url,
     config,
     rt,
+    served: apiDb,
+    sweeper: { ...rt, db: sweepDb },
     token: (name, opts) => mintDevToken(config.IDENTITY_SECRET_KEY!, name, opts),
     serviceToken: config.SERVICE_AUTH_TOKEN,
     request,
     call,
     post,
-    userId: async (token) => (await request('GET', '/me', { token })).body.id,
+    userId: async (token) => (await call('get', '/me', { token })).body.id,
     async person(ownerId, name = `p-${randomUUID().slice(0, 8)}`) {
       const { rows } = await rt.db.query<{ id: string }>(
         'test.person',
@@ -185,9 +194,21 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
       return rows[0].id;
     },
     meeting: async (token, sourceType = 'text') =>
-      (await post(token, '/meetings', { title: 'm', source_type: sourceType })).body.id,
+      (
+        await call('post', '/meetings', {
+          token,
+          body: { title: 'm', source_type: sourceType },
+          headers: { 'idempotency-key': randomUUID() },
+        })
+      ).body.id,
     async segments(token, meetingId, n) {
-      const t = (await post(token, `/meetings/${meetingId}/transcriptions`)).body.id;
+      const t = (
+        await call('post', '/meetings/{id}/transcriptions', {
+          token,
+          params: { id: meetingId },
+          headers: { 'idempotency-key': randomUUID() },
+        })
+      ).body.id;
       const segments = Array.from({ length: n }, (_, i) => ({ text: `s${i}`, start_ms: i * 1000 }));
       const appended = await request('POST', `/transcriptions/${t}/segments`, {
         token: config.SERVICE_AUTH_TOKEN,
@@ -206,7 +227,7 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     async close() {
       await new Promise((r) => server.close(r));
       await rt.close();
-      await db.close();
+      await Promise.all([db.close(), apiDb.close(), sweepDb.close()]);
       if (!opts.database) await database.close();
     },
   };
@@ -230,11 +251,14 @@ export async function listenToEvents(
   const topic = instanceTopic(rt.config.PUBSUB_TOPIC_EVENTS, instance);
   await rt.bus.ensureTopic(topic);
   const subscription = await rt.bus.subscribeInstance(topic, instance, handler);
-  await rt.coordination.addPresence(userId, instance, instance, 3_600_000);
+  // Alive (its instance document) for an hour, holding one connection of the user.
+  await rt.coordination.heartbeat({ owner: instance, ttlMs: 3_600_000, leaseKeys: [] });
+  await rt.coordination.addPresence(userId, instance, instance);
   return {
     async close() {
       await subscription.close();
-      await rt.coordination.removePresence(userId, instance);
+      await rt.coordination.removePresence(userId, instance, instance);
+      await rt.coordination.unmarkInstance(instance);
       await rt.bus.deleteTopic(topic);
     },
   };

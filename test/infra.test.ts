@@ -6,7 +6,17 @@ import { parse as parseHcl } from '@cdktf/hcl2json';
 import { parse as parseYaml } from 'yaml';
 import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../lib/config';
@@ -146,7 +156,7 @@ describe('terraform', () => {
     const backup = block(db, 'settings', 'backup_configuration');
     expect(backup).toMatchObject({ enabled: true, point_in_time_recovery_enabled: true });
     res('modules/database', 'google_sql_database', 'app');
-    res('modules/database', 'google_sql_user', 'app');
+    res('modules/database', 'google_sql_user', 'owner');
   });
 
   it('audio bucket: uniform access, public access prevention, no versioning, lifecycle, CORS', () => {
@@ -181,9 +191,11 @@ describe('terraform', () => {
   it('secrets: distinct, values outside Terraform, mounted into every unit', () => {
     const names: string[] = locals('modules/secrets').names;
     expect(new Set(names).size).toBe(names.length);
-    const core = ['DATABASE_URL', 'IDENTITY_SECRET_KEY', 'SERVICE_AUTH_TOKEN', 'AUDIO_URL_SIGNING_KEY'];
+    const core = ['IDENTITY_SECRET_KEY', 'SERVICE_AUTH_TOKEN', 'AUDIO_URL_SIGNING_KEY'];
     const previous = 'SERVICE_AUTH_TOKEN_PREVIOUS';
-    expect(names).toEqual(expect.arrayContaining([...core, previous, 'PROVIDER_A_API_KEY', 'PROVIDER_B_API_KEY']));
+    expect(names).toEqual(
+      expect.arrayContaining([...core, previous, 'DATABASE_OWNER_URL', 'PROVIDER_A_API_KEY', 'PROVIDER_B_API_KEY']),
+    );
     // Each credential variable is bound to its own secret: exactly the secrets the units may read,
     // the previous service token only while a rotation lasts (so no unit needs a version of it otherwise).
     expect(mod('envs/dev').module.services[0].secret_ids).toBe(
@@ -214,15 +226,15 @@ describe('terraform', () => {
     const container = block(res('modules/services', 'google_cloud_run_v2_service', 'live'), 'template', 'containers');
     const secretEnv = container.dynamic.env.find((e: Obj) => e.for_each === '${var.secret_ids}');
     expect(block(secretEnv.content[0], 'value_source', 'secret_key_ref').secret).toBe('${env.value}');
-    // The only credential Terraform writes is the generated DATABASE_URL; the other version is the
+    // The only credential Terraform writes is the generated DATABASE_OWNER_URL; the other version is the
     // collector's configuration (no credential: Cloud Run mounts sidecar files from Secret Manager only).
     const versions = allResources().filter((r) => r.type === 'google_secret_manager_secret_version');
     expect(versions.map((r) => [r.m, r.body.secret])).toEqual([
-      ['modules/database', '${var.database_url_secret_id}'],
+      ['modules/database', '${var.owner_url_secret_id}'],
       ['modules/services', '${google_secret_manager_secret.otel_collector_config[0].id}'],
     ]);
-    expect(mod('envs/dev').module.database[0].database_url_secret_id).toBe(
-      '${module.secrets.resource_ids["DATABASE_URL"]}',
+    expect(mod('envs/dev').module.database[0].owner_url_secret_id).toBe(
+      '${module.secrets.resource_ids["DATABASE_OWNER_URL"]}',
     );
   });
 
@@ -469,14 +481,22 @@ describe('terraform', () => {
     expect(mod('envs/dev').module.services[0].scheduler_member).toBe('${module.iam.members.scheduler}');
   });
 
-  it('Firestore: native mode, TTL on expires_at of leases and presence connections', () => {
+  it('Firestore: native mode, TTL on expires_at of leases and instances, the instances indexed by user', () => {
     const m = 'modules/firestore';
     expect(res(m, 'google_firestore_database', 'this').type).toBe('FIRESTORE_NATIVE');
     const ttl = res(m, 'google_firestore_field', 'ttl');
     expect(ttl.ttl_config).toHaveLength(1);
     expect(ttl.for_each).toBe('${toset(var.ttl_collections)}');
-    expect(varDefault(m, 'ttl_collections')).toEqual(['live_leases', 'presence_connections', 'live_instances']);
+    expect(varDefault(m, 'ttl_collections')).toEqual(['live_leases', 'live_instances']);
     expect(varDefault(m, 'ttl_field')).toBe('expires_at');
+    // presenceInstances: users array-contains, expires_at > (lib/adapters/coordination.ts).
+    const index = res(m, 'google_firestore_index', 'instances_by_user');
+    expect(index.collection).toBe('${var.instances_collection}');
+    expect(varDefault(m, 'instances_collection')).toBe('live_instances');
+    expect(index.fields).toEqual([
+      { field_path: 'users', array_config: 'CONTAINS' },
+      { field_path: 'expires_at', order: 'ASCENDING' },
+    ]);
   });
 
   it('load balancer: /ws to Cloud Run, everything else to the api function', () => {
@@ -528,41 +548,290 @@ describe('terraform', () => {
     });
     expect(locals('modules/iam').signers).toEqual(expect.arrayContaining(['api', 'live']));
   });
+});
 
-  it("should keep every unit's connections, at its instance limit, under Cloud SQL's max_connections", () => {
-    // The dev environment's values where it passes them, else the services module's defaults.
-    const services = mod('envs/dev').module.services[0];
-    const devValue = (name: string) => {
-      const v = services[name];
-      const ref = typeof v === 'string' && /^\$\{var\.(\w+)\}$/.exec(v);
-      return ref ? varDefault('envs/dev', ref[1]) : (v ?? varDefault('modules/services', name));
+// Issue 40 item 2: the database connection budget in one place (modules/connections, filled by
+// envs/dev), its worst case against max_connections, and managed pooling where it cannot fit.
+describe('database connection budget', () => {
+  interface Unit {
+    max_instances: number;
+    processes: number;
+    pool: number;
+  }
+  interface Pooling {
+    enabled: boolean;
+    max_pool_size: number;
+  }
+  /** modules/connections' arithmetic (the Terraform run below proves they agree). */
+  const budget = (units: Record<string, Unit>, tier: string, pooling: Pooling) => {
+    const clients = Object.values(units).reduce((n, u) => n + u.max_instances * u.processes * u.pool, 0);
+    const vcpus = Number(/^db-(?:custom-|perf-optimized-N-)(\d+)/.exec(tier)?.[1] ?? expect.fail(`tier ${tier}`));
+    const poolers = Math.max(1, Math.floor(vcpus / 4));
+    const server = pooling.enabled ? poolers * Object.keys(units).length * pooling.max_pool_size : clients;
+    return { clients, server };
+  };
+  /** envs/dev's inputs to the budget: its variables' defaults, overridden by a tfvars file's values. */
+  const inputs = async (tfvars?: string) => {
+    const given: Obj = tfvars ? await parseHcl(tfvars, readFileSync(join(infra, 'envs/dev', tfvars), 'utf8')) : {};
+    // A misspelt name would leave the default in place: every name must be a declared variable.
+    for (const name of Object.keys(given)) expect(Object.keys(mod('envs/dev').variable)).toContain(name);
+    const v = (name: string) => (name in given ? given[name] : varDefault('envs/dev', name));
+    // A literal, or `${var.x}` / `${var.x.y}`.
+    const resolve = (x: unknown): any => {
+      const ref = typeof x === 'string' && /^\$\{var\.(\w+)(?:\.(\w+))?\}$/.exec(x);
+      if (!ref) return x;
+      return ref[2] ? v(ref[1])[ref[2]] : v(ref[1]);
     };
-    const fns = locals('modules/services').functions;
-    const sweepMax = value('modules/services', fns.sweep.max_instances);
-    const apiPool = value('modules/services', fns.api.db_pool_max);
-    const sweepPool = value('modules/services', fns.sweep.db_pool_max);
-    const live = res('modules/services', 'google_cloud_run_v2_service', 'live');
-    const liveEnv = block(live, 'template', 'containers').env.find((e: Obj) => e.name === 'DB_POOL_MAX');
-    expect(liveEnv.value).toBe('${tostring(var.live_db_pool_max)}');
-    // Each of an instance's workers (LIVE_WORKERS = live_cpu) has its own pool.
-    const liveWorkers = block(live, 'template', 'containers').env.find((e: Obj) => e.name === 'LIVE_WORKERS');
-    expect(liveWorkers.value).toBe('${tostring(var.live_cpu)}');
-    const budget =
-      devValue('api_max_instances') * apiPool +
-      sweepMax * sweepPool +
-      devValue('live_max_instances') * devValue('live_cpu') * devValue('live_db_pool_max');
-    // Cloud SQL keeps 3 connections for its superuser; dev passes no max_connections of its own.
-    expect(mod('envs/dev').module.database[0].max_connections).toBeUndefined();
-    const maxConnections = varDefault('modules/database', 'max_connections');
-    expect(budget).toBeLessThanOrEqual(maxConnections - 3);
-    // The services module's own defaults fit as well.
-    const defaults =
-      varDefault('modules/services', 'api_max_instances') * apiPool +
-      sweepMax * sweepPool +
-      varDefault('modules/services', 'live_max_instances') *
-        varDefault('modules/services', 'live_cpu') *
-        varDefault('modules/services', 'live_db_pool_max');
-    expect(defaults).toBeLessThanOrEqual(maxConnections - 3);
+    const wiring = mod('envs/dev').module.connections[0];
+    const units: Record<string, Unit> = Object.fromEntries(
+      Object.entries<Obj>(wiring.units).map(([unit, u]) => [
+        unit,
+        { max_instances: resolve(u.max_instances), processes: resolve(u.processes), pool: resolve(u.pool) },
+      ]),
+    );
+    return {
+      units,
+      tier: resolve(wiring.tier) as string,
+      maxConnections: resolve(wiring.max_connections) as number,
+      pooling: resolve(wiring.pooling) as Pooling,
+    };
+  };
+  const reserve = () => varDefault('modules/connections', 'reserve') as number;
+
+  it("should take every unit's instance limit, processes and pool, and max_connections, from the one module", () => {
+    const wiring = mod('envs/dev').module.connections[0];
+    expect(Object.keys(wiring.units).sort()).toEqual(['api', 'live', 'sweep']);
+    expect(wiring.units.live.processes).toBe('${var.live_cpu}');
+    // The services and the database get their numbers only from it.
+    const services = mod('envs/dev').module.services[0];
+    expect(services.connections).toBe('${module.connections.units}');
+    expect(services.live_cpu).toBe('${var.live_cpu}');
+    const database = mod('envs/dev').module.database[0];
+    expect(database).toMatchObject({
+      max_connections: '${module.connections.max_connections}',
+      pooling: '${module.connections.pooling}',
+      tier: '${var.db_tier}',
+    });
+    expect(varDefault('modules/database', 'max_connections')).toBeUndefined();
+    const flag = block(res('modules/database', 'google_sql_database_instance', 'this'), 'settings').database_flags;
+    expect(flag).toContainEqual({ name: 'max_connections', value: '${tostring(var.max_connections)}' });
+    // Instance limits and pools: no number of their own in the services module.
+    const fn = block(res('modules/services', 'google_cloudfunctions2_function', 'this'), 'service_config');
+    expect(fn.max_instance_count).toBe('${var.connections[each.key].max_instances}');
+    expect(fn.environment_variables).toContain('DB_POOL_MAX              = tostring(var.connections[each.key].pool)');
+    const live = block(res('modules/services', 'google_cloud_run_v2_service', 'live'), 'template');
+    expect(block(live, 'scaling').max_instance_count).toBe('${var.connections.live.max_instances}');
+    const env = block(live, 'containers').env as Obj[];
+    expect(env.find((e) => e.name === 'DB_POOL_MAX')?.value).toBe('${tostring(var.connections.live.pool)}');
+    // A pool per worker: the budget's live processes are LIVE_WORKERS.
+    expect(env.find((e) => e.name === 'LIVE_WORKERS')?.value).toBe('${tostring(var.live_cpu)}');
+    expect(mod('modules/services').variable.connections[0].validation[0].condition).toBe(
+      '${var.connections.live.processes == var.live_cpu}',
+    );
+    for (const [file, text] of Object.entries(texts))
+      expect(text, file).not.toMatch(/max_instance_count\s*=\s*\d|DB_POOL_MAX\s*=\s*"?\d|db_pool_max\s*=\s*\d/);
+    // The arithmetic below is the module's.
+    expect(locals('modules/connections')).toMatchObject({
+      clients: '${{ for unit, u in var.units : unit => u.max_instances * u.processes * u.pool }}',
+      poolers: '${max(1, floor(local.vcpus / 4))}',
+      server_connections:
+        '${var.pooling.enabled ? local.poolers * length(var.units) * var.pooling.max_pool_size : local.client_connections}',
+    });
+    expect(mod('modules/connections').output.max_connections[0].precondition[0].condition).toBe(
+      '${local.server_connections + var.reserve <= var.max_connections}',
+    );
+  });
+
+  it('should keep a reserve of 10 for administration: superuser slots, the migration step, operators', () => {
+    // 3 superuser_reserved_connections + 2 for db:apply + 5 for operators (see the variable).
+    expect(reserve()).toBe(10);
+    expect(texts['modules/connections/variables.tf']).toMatch(/3: PostgreSQL's superuser_reserved_connections/);
+  });
+
+  it("should fit the dev environment's worst case, every unit at its instance limit, directly", async () => {
+    const dev = await inputs();
+    expect(dev.pooling.enabled).toBe(false);
+    const { clients, server } = budget(dev.units, dev.tier, dev.pooling);
+    // api 10 × 8, sweep 2 × 2, live 5 instances × 2 workers × 4.
+    expect(clients).toBe(124);
+    expect(server + reserve()).toBeLessThanOrEqual(dev.maxConnections);
+  });
+
+  it('should not fit 100,000 recordings (226 live instances × 10) directly under the largest tier, and fit with managed pooling', async () => {
+    const fleet = await inputs('fleet-100k.tfvars');
+    expect(fleet.units.live).toEqual({ max_instances: 226, processes: 1, pool: 10 });
+    // The largest Enterprise Plus machine; 1,000 is Cloud SQL's default max_connections from 120 GB of memory.
+    expect(fleet.tier).toBe('db-perf-optimized-N-128');
+    expect(fleet.maxConnections).toBe(1000);
+    const direct = budget(fleet.units, fleet.tier, { ...fleet.pooling, enabled: false });
+    expect(direct.clients).toBe(3064);
+    expect(direct.server + reserve()).toBeGreaterThan(fleet.maxConnections);
+    expect(fleet.pooling.enabled).toBe(true);
+    const pooled = budget(fleet.units, fleet.tier, fleet.pooling);
+    // 32 poolers × 3 users × 10.
+    expect(pooled.server).toBe(960);
+    expect(pooled.server + reserve()).toBeLessThanOrEqual(fleet.maxConnections);
+  });
+
+  it('should pool in transaction mode on Enterprise Plus, the runtime units on the pooled port', () => {
+    const db = res('modules/database', 'google_sql_database_instance', 'this');
+    const settings = block(db, 'settings');
+    expect(settings.edition).toBe('${startswith(var.tier, "db-perf-optimized-N-") ? "ENTERPRISE_PLUS" : "ENTERPRISE"}');
+    const pool = settings.dynamic.connection_pool_config[0];
+    expect(pool.for_each).toBe('${var.pooling.enabled ? [1] : []}');
+    expect(pool.content[0].connection_pooling_enabled).toBe(true);
+    expect(pool.content[0].flags).toEqual([
+      { name: 'pool_mode', value: 'transaction' },
+      { name: 'max_pool_size', value: '${tostring(var.pooling.max_pool_size)}' },
+    ]);
+    expect(locals('modules/database').port).toBe('${var.pooling.enabled ? 6432 : 5432}');
+    expect(mod('modules/database').output.runtime_urls[0].value).toContain(':${local.port}/');
+    // The migration step stays on a direct connection (the Auth Proxy to 5432).
+    expect(res('modules/database', 'google_secret_manager_secret_version', 'owner_url').secret_data).toContain(
+      ':5432/',
+    );
+  });
+
+  const hasTerraform = spawnSync('terraform', ['version'], { stdio: 'ignore' }).status === 0;
+
+  // The module itself, run by Terraform (it has no provider, so `terraform plan` runs offline).
+  it.skipIf(!hasTerraform)('should be refused by terraform plan exactly when the budget does not fit', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mi-connections-'));
+    try {
+      for (const f of readdirSync(join(infra, 'modules/connections')))
+        copyFileSync(join(infra, 'modules/connections', f), join(dir, f));
+      const plan = (vars: Obj) => {
+        writeFileSync(join(dir, 'terraform.tfvars.json'), JSON.stringify(vars));
+        return spawnSync('terraform', ['plan', '-input=false', '-no-color', '-lock=false'], {
+          cwd: dir,
+          encoding: 'utf8',
+        });
+      };
+      const dev = await inputs();
+      const fleet = await inputs('fleet-100k.tfvars');
+      const vars = (x: typeof dev, pooling = x.pooling) => ({
+        units: x.units,
+        tier: x.tier,
+        max_connections: x.maxConnections,
+        pooling,
+      });
+      const ok = plan(vars(dev));
+      expect(ok.status, ok.stderr).toBe(0);
+      expect(ok.stdout).toMatch(/server_connections\s*=\s*124\b/);
+      const pooled = plan(vars(fleet));
+      expect(pooled.status, pooled.stderr).toBe(0);
+      expect(pooled.stdout).toMatch(/server_connections\s*=\s*960\b/);
+      expect(pooled.stdout).toMatch(/client_connections\s*=\s*3064\b/);
+      const direct = plan(vars(fleet, { ...fleet.pooling, enabled: false }));
+      expect(direct.status).not.toBe(0);
+      expect(direct.stderr).toMatch(/Connection budget: 3064 server connections/);
+      // Pooling on an Enterprise tier is refused too.
+      const enterprise = plan({ ...vars(dev), pooling: { enabled: true, max_pool_size: 10 } });
+      expect(enterprise.status).not.toBe(0);
+      expect(enterprise.stderr).toMatch(/needs a Cloud SQL Enterprise Plus tier/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+// Issue 38 item 2: the schema owner is the migration step's alone; each runtime unit logs in as
+// its own service account (IAM database authentication), which db:apply grants its unit's role.
+describe('database roles', () => {
+  const units = ['api', 'live', 'sweep'];
+
+  it('should make the built-in mi_owner the schema owner, its URL a secret only the deployer reads', () => {
+    const owner = res('modules/database', 'google_sql_user', 'owner');
+    expect(owner).toMatchObject({ name: '${var.owner_name}', password: '${random_password.owner.result}' });
+    expect(owner.type).toBeUndefined(); // built-in
+    expect(varDefault('modules/database', 'owner_name')).toBe('mi_owner');
+    expect(res('modules/database', 'google_secret_manager_secret_version', 'owner_url').secret_data).toMatch(
+      /^postgresql:\/\/\$\{google_sql_user\.owner\.name\}:\$\{random_password\.owner\.result\}@/,
+    );
+    // Who may read which secret (envs/dev): the owner URL is the deployer's only.
+    const accessors: string = mod('envs/dev').module.secrets[0].accessors;
+    const readers = [
+      ...accessors.matchAll(
+        /\b(\w+)\s*=\s*\{\s*member\s*=\s*[^\n]+?\s+secrets\s*=\s*(local\.core_secrets|\[[^\]]*\])/g,
+      ),
+    ];
+    expect(readers.map((m) => m[1]).sort()).toEqual(['api', 'deployer', 'live', 'ml', 'sweep']);
+
+    for (const [, unit, secrets] of readers) {
+      const resolved = secrets.trim() === 'local.core_secrets' ? locals('envs/dev').core_secrets : secrets;
+      if (unit === 'deployer') expect(resolved.trim()).toBe('["DATABASE_OWNER_URL"]');
+      else expect(resolved, unit).not.toMatch(/DATABASE_/);
+    }
+    // The services module refuses a database credential among its secrets.
+    const validations = mod('modules/services').variable.secret_ids[0].validation as Obj[];
+    expect(validations.map((v) => v.condition)).toContainEqual(
+      '${!contains(keys(var.secret_ids), "DATABASE_OWNER_URL") && !contains(keys(var.secret_ids), "DATABASE_URL")}',
+    );
+  });
+
+  it('should give each runtime unit its own IAM database user, with the roles to log in', () => {
+    const db = res('modules/database', 'google_sql_database_instance', 'this');
+    expect(block(db, 'settings').database_flags).toContainEqual({ name: 'cloudsql.iam_authentication', value: 'on' });
+    const user = res('modules/database', 'google_sql_user', 'runtime');
+    expect(user).toMatchObject({
+      for_each: '${local.runtime_logins}',
+      name: '${each.value}',
+      type: 'CLOUD_IAM_SERVICE_ACCOUNT',
+    });
+    expect(locals('modules/database').runtime_logins).toBe(
+      '${{ for unit, email in var.runtime_accounts : unit => trimsuffix(email, ".gserviceaccount.com") }}',
+    );
+    expect(mod('envs/dev').module.database[0].runtime_accounts).toEqual(
+      Object.fromEntries(units.map((u) => [u, `\${module.iam.emails.${u}}`])),
+    );
+    expect(locals('modules/iam').database_login).toEqual(['roles/cloudsql.instanceUser', 'roles/cloudsql.client']);
+    expect(locals('modules/iam').project_roles).toContain(
+      'for unit in ["api", "sweep", "live"] : [for role in local.database_login',
+    );
+  });
+
+  it("should connect each unit as its own user, without a password, presenting its account's token", () => {
+    const urls = mod('modules/database').output.runtime_urls[0].value as string;
+    // The user is the IAM login (URL-encoded: it holds an @), and no password follows it.
+    expect(urls).toContain(
+      '"postgresql://${urlencode(u.name)}@${google_sql_database_instance.this.private_ip_address}',
+    );
+    expect(urls).toContain('for unit, u in google_sql_user.runtime');
+    expect(mod('envs/dev').module.services[0].database_urls).toBe('${module.database.runtime_urls}');
+    const fn = block(res('modules/services', 'google_cloudfunctions2_function', 'this'), 'service_config');
+    expect(fn.environment_variables).toMatch(/DATABASE_URL\s+= var\.database_urls\[each\.key\]/);
+    expect(fn.environment_variables).toMatch(/DB_IAM_AUTH\s+= "true"/);
+    const env = block(res('modules/services', 'google_cloud_run_v2_service', 'live'), 'template', 'containers')
+      .env as Obj[];
+    expect(env).toContainEqual({ name: 'DATABASE_URL', value: '${var.database_urls.live}' });
+    expect(env).toContainEqual({ name: 'DB_IAM_AUTH', value: 'true' });
+    // The code reads both variables.
+    const config = loadConfig({
+      APP_ENV: 'test',
+      SERVICE_AUTH_TOKEN: 'x'.repeat(32),
+      IDENTITY_SECRET_KEY: 'y'.repeat(32),
+      DB_IAM_AUTH: 'true',
+    });
+    expect(config.DB_IAM_AUTH).toBe(true);
+  });
+
+  it("should have the migration step apply the schema as the owner and grant each unit's role to its login", () => {
+    const build = parseYaml(readFileSync(join(root, 'cloudbuild.yaml'), 'utf8'));
+    expect(build.availableSecrets.secretManager).toEqual([
+      { versionName: 'projects/$PROJECT_ID/secrets/DATABASE_OWNER_URL/versions/latest', env: 'DATABASE_OWNER_URL' },
+    ]);
+    const steps = build.steps as Obj[];
+    expect(steps.filter((s) => s.secretEnv).map((s) => s.id)).toEqual(['schema-apply']);
+    const script = steps.find((s) => s.id === 'schema-apply')!.args.join('\n');
+    expect(script).toContain(
+      'export DB_RUNTIME_LOGINS="api=${_DB_LOGIN_API},live=${_DB_LOGIN_LIVE},sweep=${_DB_LOGIN_SWEEP}"',
+    );
+    expect(script.indexOf('DB_RUNTIME_LOGINS=')).toBeLessThan(script.indexOf('npm run db:apply'));
+    const subs = String(mod('envs/dev').output.cloudbuild_substitutions[0].value);
+    for (const u of units)
+      expect(subs).toMatch(
+        new RegExp(`_DB_LOGIN_${u.toUpperCase()}\\s*=\\s*module\\.database\\.runtime_logins\\.${u}\\b`),
+      );
   });
 });
 

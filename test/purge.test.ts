@@ -41,7 +41,7 @@ async function recordedMeeting(): Promise<string> {
   const take = await createTake(api, alice);
   await storeLiveSegment(api, take, 0, 9);
   await stopTake(api, take);
-  await runSweep(api.rt);
+  await runSweep(api.sweeper);
   await api.segments(alice, take.meetingId, 3);
   expect((await api.post(alice, '/tasks', { content: 'follow up', meeting_id: take.meetingId })).status).toBe(201);
   return take.meetingId;
@@ -89,7 +89,7 @@ describe('purge of soft-deleted meetings', () => {
     expect((await objectsOf(old)).some((o) => o.endsWith('/audio.wav'))).toBe(true);
     expect((await rowsNaming(api.rt.db, [old])).length).toBeGreaterThan(3);
 
-    const counts = await runSweep(api.rt);
+    const counts = await runSweep(api.sweeper);
     expect(counts.purgedMeetings).toBe(2);
     // Nothing of the old meetings is left, in any table (the user and the detached task excepted).
     expect(await rowsNaming(api.rt.db, purgeable)).toEqual([]);
@@ -106,7 +106,7 @@ describe('purge of soft-deleted meetings', () => {
       ).toHaveLength(1);
     }
     expect((await api.request('GET', `/meetings/${live}`, { token: alice })).status).toBe(200);
-    expect((await runSweep(api.rt)).purgedMeetings).toBe(0);
+    expect((await runSweep(api.sweeper)).purgedMeetings).toBe(0);
   });
 
   it('should work in bounded batches, leaving the rest to the next pass', async () => {

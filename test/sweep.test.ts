@@ -9,8 +9,9 @@ import { gapObjectName, segmentObjectName, sha256Hex } from '@mi/lib/objects/tak
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { getRecording, recordingLeaseKey } from '@mi/lib/repositories/recordings';
 import { runSweep, sweepHandler } from '../functions/sweep';
+import { ensurePartitions, listPartitions, PARTITION_DAYS_AHEAD } from '@mi/lib/repositories/partitions';
 import {
-  DELETE_EXPIRED_EVENTS,
+  deleteExpiredEvents,
   DELETE_EXPIRED_IDEMPOTENCY_RECORDS,
   RETENTION_BATCH_ROWS,
 } from '@mi/lib/repositories/retention';
@@ -26,6 +27,7 @@ import {
   storeLiveSegment,
   type Take,
 } from './recording-fixtures';
+import { sleep } from '@mi/lib/async';
 
 let api: ApiHarness;
 let alice: string;
@@ -113,7 +115,7 @@ describe('runSweep: finalize', () => {
     const open = await createTake(api, alice);
     await storeLiveSegment(api, open, 0, 9);
 
-    const counts = await runSweep(api.rt);
+    const counts = await runSweep(api.sweeper);
     expect(counts).toMatchObject({ finalized: 1, degraded: 0, failed: 0 });
 
     const file = await api.rt.db.query(
@@ -162,7 +164,7 @@ describe('runSweep: finalize', () => {
       ).toBe(true),
     );
 
-    expect((await runSweep(api.rt)).finalized).toBe(0);
+    expect((await runSweep(api.sweeper)).finalized).toBe(0);
     const t = await api.request('GET', `/transcriptions/${take.transcriptionId}`, { token: alice });
     expect(t.body.is_degraded).toBe(false);
     await api.rt.db.query('test.cleanup', 'DELETE FROM recording WHERE meeting_id = $1', [open.meetingId]);
@@ -173,10 +175,10 @@ describe('runSweep: finalize', () => {
     await storeLiveSegment(api, take, 0, 9);
     await storeLiveSegment(api, take, 20, 29);
     await stopTake(api, take);
-    expect((await runSweep(api.rt)).finalized).toBe(0);
+    expect((await runSweep(api.sweeper)).finalized).toBe(0);
     const put = await uploadGap(take, 10, 19);
     expect(put.status).toBe(201);
-    expect((await runSweep(api.rt)).finalized).toBe(1);
+    expect((await runSweep(api.sweeper)).finalized).toBe(1);
     const path = `recordings/${take.meetingId}/v1/audio.wav`;
     expect(parseWav(await api.rt.store.readAll(path)).data.equals(framesBytes(0, 29))).toBe(true);
   });
@@ -186,12 +188,12 @@ describe('runSweep: finalize', () => {
       const take = await createTake(api, alice);
       await storeLiveSegment(api, take, 0, 9); // no hole, but the client may hold frames the server never saw
       await stopTake(api, take, 1800, reason);
-      expect((await runSweep(api.rt)).finalized).toBe(0);
+      expect((await runSweep(api.sweeper)).finalized).toBe(0);
       const put = await uploadGap(take, 10, 19);
       expect(put.status).toBe(201);
-      expect((await runSweep(api.rt)).finalized).toBe(0);
+      expect((await runSweep(api.sweeper)).finalized).toBe(0);
       await expireGapDeadline(api, take);
-      expect(await runSweep(api.rt)).toMatchObject({ finalized: 1, degraded: 0 });
+      expect(await runSweep(api.sweeper)).toMatchObject({ finalized: 1, degraded: 0 });
       const path = `recordings/${take.meetingId}/v1/audio.wav`;
       expect(parseWav(await api.rt.store.readAll(path)).data.equals(framesBytes(0, 19))).toBe(true);
     }
@@ -211,7 +213,7 @@ describe('runSweep: finalize', () => {
     ];
     for (const name of strays) await api.rt.store.write(name, framesBytes(30, 39));
 
-    expect((await runSweep(api.rt)).finalized).toBe(1);
+    expect((await runSweep(api.sweeper)).finalized).toBe(1);
     const left = (await api.rt.store.list(`recordings/${take.meetingId}/`)).map((o) => o.name).sort();
     const referenced = (await listManifest(api.rt.db, take.meetingId, 1)).map((r) => r.object_name);
     expect(left).toEqual([...referenced, `recordings/${take.meetingId}/v1/audio.wav`].sort());
@@ -226,7 +228,7 @@ describe('runSweep: finalize', () => {
     await storeLiveSegment(api, take, 20, 29);
     await stopTake(api, take);
     await expireGapDeadline(api, take);
-    expect(await runSweep(api.rt)).toMatchObject({ finalized: 1, degraded: 1 });
+    expect(await runSweep(api.sweeper)).toMatchObject({ finalized: 1, degraded: 1 });
 
     const wav = parseWav(await api.rt.store.readAll(`recordings/${take.meetingId}/v1/audio.wav`));
     expect(wav.dataSize).toBe(2000);
@@ -239,14 +241,14 @@ describe('runSweep: finalize', () => {
   });
 
   it('should finalize each take exactly once when two sweeps run at once', async () => {
-    await runSweep(api.rt); // nothing else due
+    await runSweep(api.sweeper); // nothing else due
     const takes = [await completeTake(10, 5), await completeTake(10, 5), await completeTake(10, 5)];
-    const [a, b] = await Promise.all([runSweep(api.rt), runSweep(api.rt)]);
+    const [a, b] = await Promise.all([runSweep(api.sweeper), runSweep(api.sweeper)]);
     expect(a.finalized + b.finalized).toBe(3);
     for (const take of takes) expect((await eventsOf(take)).filter((e) => e === 'finalized')).toHaveLength(1);
     await vi.waitFor(() => expect(takes.every((t) => messagesFor(t).length === 1)).toBe(true), { timeout: 10_000 });
     // Kept: a duplicate Pub/Sub message has no later marker to wait for (the topic keeps no order).
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     expect(takes.map((t) => messagesFor(t).length)).toEqual([1, 1, 1]);
   });
 
@@ -263,7 +265,7 @@ describe('runSweep: finalize', () => {
       `UPDATE recording SET state = 'finalizing', updated_at = now() WHERE meeting_id = $1`,
       [busy.meetingId],
     );
-    expect((await runSweep(api.rt, { staleFinalizingMs: 60_000 })).finalized).toBe(1);
+    expect((await runSweep(api.sweeper, { staleFinalizingMs: 60_000 })).finalized).toBe(1);
     expect((await getRecording(api.rt.db, crashed.meetingId))?.state).toBe('finalized');
     expect((await getRecording(api.rt.db, busy.meetingId))?.state).toBe('finalizing');
     await api.rt.db.query('test.cleanup', 'DELETE FROM recording WHERE meeting_id = $1', [busy.meetingId]);
@@ -272,7 +274,7 @@ describe('runSweep: finalize', () => {
   it('should give the claim back when finalizing fails, so the next pass retries', async () => {
     const take = await completeTake(10, 5);
     await api.rt.store.delete(segmentObjectName(take, 0, 4));
-    expect(await runSweep(api.rt)).toMatchObject({ finalized: 0, failed: 1 });
+    expect(await runSweep(api.sweeper)).toMatchObject({ finalized: 0, failed: 1 });
     expect((await getRecording(api.rt.db, take.meetingId))?.state).toBe('stopped');
     expect(messagesFor(take)).toEqual([]);
     await api.rt.db.query('test.cleanup', 'DELETE FROM recording WHERE meeting_id = $1', [take.meetingId]);
@@ -280,6 +282,57 @@ describe('runSweep: finalize', () => {
 });
 
 describe('runSweep: retention', () => {
+  it("should drop a day's outbox partition past EVENT_RETENTION_HOURS, keep a day a webhook's cursor holds, and create the days ahead", async () => {
+    const dayMs = 86_400_000;
+    const today = Math.floor(Date.now() / dayMs) * dayMs;
+    const dayOf = (n: number) => new Date(today - n * dayMs).toISOString().slice(0, 10).replace(/-/g, '');
+    await ensurePartitions(api.rt.db, 'event_outbox', new Date(today - 5 * dayMs));
+    const [free, held] = [
+      await api.userId(await api.token(`day-free-${randomUUID().slice(0, 6)}`)),
+      await api.userId(await api.token(`day-held-${randomUUID().slice(0, 6)}`)),
+    ];
+    // Noon of 5 and 4 days ago: both days wholly past 48 h.
+    const insert = (user: string, daysAgo: number) =>
+      api.rt.db.query(
+        'test.day_events',
+        `INSERT INTO event_outbox (user_id, seq, event_type, payload, created_at, published_at)
+         SELECT $1, g, 'EntityChanged', '{}'::jsonb, $2::timestamptz, $2::timestamptz FROM generate_series(1, 3) g`,
+        [user, new Date(today - daysAgo * dayMs + dayMs / 2).toISOString()],
+      );
+    await insert(free, 5);
+    await insert(held, 4);
+    await api.rt.db.query(
+      'test.held_webhook',
+      `INSERT INTO webhook (user_id, url, event_types, secret, cursor_seq) VALUES ($1, 'https://example.invalid/h', '{EntityChanged}', 's', 1)`,
+      [held],
+    );
+    const partitions = async () => (await listPartitions(api.rt.db, 'event_outbox')).map((p) => p.name);
+    expect(await partitions()).toEqual(
+      expect.arrayContaining([`event_outbox_p${dayOf(5)}`, `event_outbox_p${dayOf(4)}`]),
+    );
+
+    const counts = await runSweep(api.rt);
+    expect(counts.prunedEventPartitions).toBeGreaterThanOrEqual(1);
+    const names = await partitions();
+    expect(names).not.toContain(`event_outbox_p${dayOf(5)}`);
+    expect(names).toContain(`event_outbox_p${dayOf(4)}`);
+    for (let i = 0; i <= PARTITION_DAYS_AHEAD; i++) expect(names).toContain(`event_outbox_p${dayOf(-i)}`);
+    const left = await api.rt.db.query<{ user_id: string; seq: number }>(
+      'test.day_left',
+      'SELECT user_id, seq::int FROM event_outbox WHERE user_id = ANY($1::uuid[]) ORDER BY seq',
+      [[free, held]],
+    );
+    // The held day keeps what the cursor (1) has not passed; its other row goes by DELETE.
+    expect(left.rows).toEqual([
+      { user_id: held, seq: 2 },
+      { user_id: held, seq: 3 },
+    ]);
+    await api.rt.db.query('test.cleanup', 'DELETE FROM webhook WHERE user_id = $1', [held]);
+    // The past days made here would take the rows the next tests write to the default partition.
+    for (let i = 1; i <= 4; i++)
+      await api.rt.db.query('test.cleanup', `DROP TABLE IF EXISTS event_outbox_p${dayOf(i)}`);
+  });
+
   it('should delete outbox events past EVENT_RETENTION_HOURS and expired idempotency records, in batches, and nothing younger', async () => {
     const user = await api.userId(await api.token(`retention-${randomUUID().slice(0, 6)}`));
     const n = RETENTION_BATCH_ROWS + 1_234; // more than one batch
@@ -300,7 +353,7 @@ describe('runSweep: retention', () => {
        SELECT $1, gen_random_uuid(), 'POST', '/x', 'h', 'done', now() + CASE WHEN g <= 20 THEN interval '-1 minute' ELSE interval '1 hour' END FROM generate_series(1, 25) g`,
       [user],
     );
-    const counts = await runSweep(api.rt);
+    const counts = await runSweep(api.sweeper);
     expect(counts.prunedEvents).toBeGreaterThanOrEqual(n);
     expect(counts.prunedIdempotencyRecords).toBeGreaterThanOrEqual(20);
     const left = await api.rt.db.query(
@@ -339,9 +392,10 @@ describe('runSweep: retention', () => {
       const { rows } = await api.rt.db.query('test.explain', `EXPLAIN (FORMAT JSON) ${sql}`, params);
       return JSON.stringify(rows[0]);
     };
-    const events = await explain(DELETE_EXPIRED_EVENTS, [48, RETENTION_BATCH_ROWS]);
+    // The rows are in the default partition (no day's partition covers the past here).
+    const events = await explain(deleteExpiredEvents('event_outbox_default'), [48, RETENTION_BATCH_ROWS]);
     expect(events).not.toContain('Seq Scan');
-    expect(events).toContain('event_outbox_created_at_idx');
+    expect(events).toContain('event_outbox_default_created_at_idx');
     const records = await explain(DELETE_EXPIRED_IDEMPOTENCY_RECORDS, [RETENTION_BATCH_ROWS]);
     expect(records).not.toContain('Seq Scan');
     expect(records).toContain('idempotency_record_expires_at_idx');
@@ -360,7 +414,7 @@ describe('runSweep: outbox and orphaned takes', () => {
       `INSERT INTO event_outbox (id, user_id, seq, event_type, payload, created_at) VALUES ($1, $2, 100000, 'EntityChanged', $3, now() - interval '1 minute')`,
       [id, userId, JSON.stringify(payload)],
     );
-    expect((await runSweep(api.rt)).republished).toBeGreaterThanOrEqual(1);
+    expect((await runSweep(api.sweeper)).republished).toBeGreaterThanOrEqual(1);
     await vi.waitFor(() => expect(events.find((e) => (e.data as any).event_id === id)).toBeDefined(), {
       timeout: 10_000,
     });
@@ -383,10 +437,10 @@ describe('runSweep: outbox and orphaned takes', () => {
 
     const key = recordingLeaseKey(orphan.meetingId, 1);
     expect(await coordination.acquire(key, 'instance-a', 60_000)).not.toBeNull();
-    expect((await runSweep(api.rt, { coordination })).stopped).toBe(0);
+    expect((await runSweep(api.sweeper, { coordination })).stopped).toBe(0);
     await coordination.release(key, 'instance-a');
 
-    expect((await runSweep(api.rt, { coordination })).stopped).toBe(1);
+    expect((await runSweep(api.sweeper, { coordination })).stopped).toBe(1);
     const rec = await getRecording(api.rt.db, orphan.meetingId);
     expect(rec).toMatchObject({ state: 'stopped', stop_reason: 'connection_closed', owner_instance: null });
     expect(Date.parse(rec!.gap_upload_deadline!)).toBeGreaterThan(Date.now() + 1700_000);

@@ -15,7 +15,7 @@ import {
   token,
   type Instance,
 } from '../../test/live/helpers';
-import { sleep } from '../../test/support/poll';
+import { sleep, until } from '../../test/support/poll';
 import { createRestClient, LiveConnection, LiveRecording, ok, type RestClient } from '../src/index';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
 
@@ -56,7 +56,7 @@ async function recordingClient(name: string): Promise<Client> {
   const connection = new LiveConnection({ url: proxy.wsUrl, token: t, clientId, WebSocket, backoff: () => 200 });
   const recording = new LiveRecording({ rest, connection, awaitFinalize: false });
   connection.connect();
-  await until(() => connection.ready, 'connected');
+  await until('connected', () => connection.ready);
   return { rest, connection, recording, meetingId: meeting.id, pushed: [] };
 }
 
@@ -65,14 +65,6 @@ async function push(c: Client, n: number) {
   for (let i = 0; i < n; i++) {
     c.pushed.push(pcmFrame(c.recording.pushFrame(pcmFrame(c.pushed.length))));
     await sleep(10); // paces the pushes
-  }
-}
-
-async function until(cond: () => boolean, what: string, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(20);
   }
 }
 
@@ -103,7 +95,7 @@ describe('live recording client', () => {
     await push(c, 30);
     expect(proxy.dropWebSockets()).toBe(1);
     await push(c, 30); // captured while away: held, not sent
-    await until(() => c.recording.snapshot.resumes === 1 && c.recording.snapshot.phase === 'recording', 'resumed');
+    await until('resumed', () => c.recording.snapshot.resumes === 1 && c.recording.snapshot.phase === 'recording');
     expect(c.recording.snapshot.resent).toBeGreaterThanOrEqual(1);
     await push(c, 10);
     c.recording.loseFrames(5); // 70..74 never go out: the server reports them missing at the stop
@@ -130,8 +122,8 @@ describe('live recording client', () => {
     instance = await startInstance(database, env, { instanceId: 'second' });
     proxy.target = instance.url;
     await until(
-      () => c.recording.snapshot.resumes >= 1 && c.recording.snapshot.phase === 'recording',
       'resumed on the new instance',
+      () => c.recording.snapshot.resumes >= 1 && c.recording.snapshot.phase === 'recording',
     );
     // Frames pushed while the service was down went out only on the resume.
     expect(c.recording.snapshot.resent).toBeGreaterThanOrEqual(20);
@@ -155,7 +147,7 @@ describe('live recording client', () => {
       const c = await recordingClient('away');
       await c.recording.start(c.meetingId);
       await push(c, 20);
-      await until(() => c.recording.snapshot.highestContiguous >= 0, 'a first acknowledgement');
+      await until('a first acknowledgement', () => c.recording.snapshot.highestContiguous >= 0);
       proxy.target = 'http://127.0.0.1:9'; // nothing listens: every reconnect fails
       proxy.dropWebSockets();
       await push(c, 30); // held: the server never sees them
@@ -201,13 +193,13 @@ describe('live recording client', () => {
       onMessage: (m) => void seen.push(m as never),
     });
     connection.connect();
-    await until(() => connection.ready, 'connected');
+    await until('connected', () => connection.ready);
     const first = ok(await rest.POST('/meetings', { body: { title: 'before', source_type: 'text' } }));
-    await until(() => seen.some((m) => m.id === first.id), 'the first event');
+    await until('the first event', () => seen.some((m) => m.id === first.id));
 
     expect(proxy.dropWebSockets()).toBe(1);
     const second = ok(await rest.POST('/meetings', { body: { title: 'while away', source_type: 'text' } }));
-    await until(() => seen.some((m) => m.id === second.id), 'the replayed event');
+    await until('the replayed event', () => seen.some((m) => m.id === second.id));
     const seqs = seen.map((m) => m.seq);
     expect(seqs).toEqual([...new Set(seqs)].sort((a, b) => a! - b!));
     expect(new Set(seen.map((m) => m.event_id)).size).toBe(seen.length);
@@ -230,8 +222,8 @@ describe('live recording client', () => {
     });
     behind.connect();
     await until(
-      () => resyncs.length > 0 && behind.lastSeq === connection.lastSeq,
       'ResyncRequired and the kept events',
+      () => resyncs.length > 0 && behind.lastSeq === connection.lastSeq,
     );
     expect(resyncs).toEqual([seen[0].seq! + 1]);
     behind.close();
@@ -246,7 +238,7 @@ describe('live recording client', () => {
       backoff: () => 50,
     });
     connection.connect();
-    await until(() => connection.status.state === 'closed', 'closed');
+    await until('closed', () => connection.status.state === 'closed');
     expect(connection.status).toMatchObject({ state: 'closed', code: 4401 });
     // Proves no reconnect: waits out six of the 50 ms backoffs this test set (no event marks "did not retry").
     await sleep(300);

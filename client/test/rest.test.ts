@@ -199,6 +199,7 @@ describe('REST client retries', () => {
       await admin.connect();
       try {
         await admin.query('CREATE SEQUENCE IF NOT EXISTS collisions');
+        await admin.query('GRANT USAGE ON SEQUENCE collisions TO mi_api'); // the API serves as its login
         await admin.query(`CREATE OR REPLACE FUNCTION collide() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
           IF NEW.id = '${personId}' AND nextval('collisions') <= 4 THEN RAISE EXCEPTION 'injected' USING ERRCODE = '40001'; END IF;

@@ -1,9 +1,12 @@
 // In-process stand-in for Firestore coordination, used by the local stack only when gcloud is
-// missing. Same lease rules as lib/adapters/coordination (imported from there); a single process needs no
-// transactions because each call reads and writes its entry without awaiting in between.
+// missing. Same lease rules as lib/adapters/coordination (imported from there), and the same
+// shape: one entry per instance (its liveness and connections), lease entries written only when
+// ownership changes. A single process needs no transactions because each call reads and writes
+// its entries without awaiting in between.
 import {
   acquiredLease,
   beatLease,
+  liveState,
   releasedLease,
   takenOverLease,
   toLease,
@@ -11,66 +14,103 @@ import {
   type LeaseState,
 } from '../../lib/adapters/coordination';
 
+interface InstanceEntry {
+  expiresAt: number;
+  /** connection id → user id */
+  connections: Map<string, string>;
+}
+
 export function createMemoryCoordination(): Coordination {
   const leases = new Map<string, LeaseState>();
-  // userId → connectionId → where and until when
-  const presence = new Map<string, Map<string, { instanceId: string; expiresAt: number }>>();
-  const marks = new Map<string, number>(); // instanceId → expiresAt
+  const instances = new Map<string, InstanceEntry>();
+  let writes = 0;
+  let heartbeatWrites = 0;
 
+  const aliveUntil = (instanceId: string | undefined) => instances.get(instanceId ?? '')?.expiresAt ?? 0;
+  const current = (key: string) => {
+    const state = leases.get(key);
+    return liveState(state, aliveUntil(state?.owner));
+  };
   const change = (key: string, next: LeaseState | null) => {
-    if (next) leases.set(key, next);
+    if (next) {
+      leases.set(key, next);
+      writes++;
+    }
     return toLease(key, next, Date.now());
   };
-  const alive = (userId: string) => {
-    const now = Date.now();
-    return [...(presence.get(userId)?.values() ?? [])].filter((p) => p.expiresAt > now);
+  const instance = (id: string) => {
+    if (!instances.has(id)) instances.set(id, { expiresAt: 0, connections: new Map() });
+    return instances.get(id)!;
   };
-  const countAlive = (userId: string) => alive(userId).length;
+  const holding = (userId: string) => {
+    const now = Date.now();
+    return [...instances]
+      .filter(([, i]) => i.expiresAt > now)
+      .map(([instanceId, i]) => ({ instanceId, count: [...i.connections.values()].filter((u) => u === userId).length }))
+      .filter((h) => h.count > 0);
+  };
+  const countAlive = (userId: string) => holding(userId).reduce((n, h) => n + h.count, 0);
 
   return {
+    get writes() {
+      return writes;
+    },
+    get heartbeatWrites() {
+      return heartbeatWrites;
+    },
     async acquire(key, owner, ttlMs) {
-      return change(key, acquiredLease(leases.get(key), owner, ttlMs, Date.now()));
+      return change(key, acquiredLease(current(key), owner, ttlMs, Date.now()));
     },
     async takeOver(key, owner, ttlMs) {
-      return change(key, takenOverLease(leases.get(key), owner, ttlMs, Date.now()))!;
+      return change(key, takenOverLease(current(key), owner, ttlMs, Date.now()))!;
     },
     async release(key, owner) {
-      change(key, releasedLease(leases.get(key), owner, Date.now()));
+      change(key, releasedLease(current(key), owner, Date.now()));
     },
     async get(key) {
-      return toLease(key, leases.get(key), Date.now());
+      return toLease(key, current(key), Date.now());
     },
-    async addPresence(userId, connectionId, instanceId, ttlMs) {
-      if (!presence.has(userId)) presence.set(userId, new Map());
-      presence.get(userId)!.set(connectionId, { instanceId, expiresAt: Date.now() + ttlMs });
+    async addPresence(userId, connectionId, instanceId) {
+      instance(instanceId).connections.set(connectionId, userId);
+      writes++;
     },
-    async removePresence(userId, connectionId) {
-      presence.get(userId)?.delete(connectionId);
+    async removePresence(userId, connectionId, instanceId) {
+      instances.get(instanceId)?.connections.delete(connectionId);
+      writes++;
       return countAlive(userId);
     },
     async countPresence(userId) {
       return countAlive(userId);
     },
     async presenceInstances(userId) {
-      return [...new Set(alive(userId).map((p) => p.instanceId))];
+      return holding(userId).map((h) => h.instanceId);
     },
-    async heartbeat({ owner, instanceTtlMs, leaseKeys, leaseTtlMs, presence: present, presenceTtlMs }) {
+    async heartbeat({ owner, ttlMs, leaseKeys }) {
       const now = Date.now();
-      if (instanceTtlMs !== null) marks.set(owner, now + instanceTtlMs);
-      for (const p of present) await this.addPresence(p.userId, p.connectionId, owner, presenceTtlMs);
-      return new Map(leaseKeys.map((k) => [k, change(k, beatLease(leases.get(k), owner, leaseTtlMs, now))]));
+      instance(owner).expiresAt = now + ttlMs;
+      const before = writes++;
+      const decided = new Map(
+        leaseKeys.map((k) => {
+          const state = leases.get(k);
+          const alive = state?.owner === owner ? now + ttlMs : aliveUntil(state?.owner);
+          const { next, write } = beatLease(liveState(state, alive), owner, ttlMs, now);
+          return [k, write ? change(k, next) : toLease(k, next, now)];
+        }),
+      );
+      heartbeatWrites += writes - before;
+      return decided;
     },
     async unmarkInstance(instanceId) {
-      marks.delete(instanceId);
+      instances.delete(instanceId);
+      writes++;
     },
     async markedInstances() {
       const now = Date.now();
-      return [...marks].filter(([, expiresAt]) => expiresAt > now).map(([id]) => id);
+      return [...instances].filter(([, i]) => i.expiresAt > now).map(([id]) => id);
     },
     async close() {
       leases.clear();
-      presence.clear();
-      marks.clear();
+      instances.clear();
     },
   };
 }

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
+import { sleep } from '@mi/lib/async';
 import { bearerToken, safeEqual } from '@mi/lib/adapters/auth';
 import { createBus, type Bus } from '@mi/lib/adapters/bus';
 import type { Config } from '@mi/lib/config';
@@ -111,7 +112,6 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
     }
     return given !== null && safeEqual(given, serviceToken);
   };
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const requestTraces: ReturnType<FakeMl['requestTraces']> = [];
   const traceOf = (req: IncomingMessage) =>
     Object.fromEntries(

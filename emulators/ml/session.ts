@@ -4,6 +4,7 @@
 // spec's cadences, posted to the core.
 import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
+import { sleep } from '@mi/lib/async';
 import type { Config } from '@mi/lib/config';
 import type { Logger } from '@mi/lib/telemetry/log';
 import type { StreamingStart } from './protocol';
@@ -234,7 +235,7 @@ export class StreamingSession {
     let [start, end] = [w * windowMs, (w + 1) * windowMs];
     if (fault === 'backwards') [start, end] = [end, start];
     if (fault === 'overlap') start = Math.max(0, start - windowMs - windowMs / 2);
-    if (fault === 'ignored-drain') await new Promise((r) => setTimeout(r, delayMs));
+    if (fault === 'ignored-drain') await sleep(delayMs);
     const segments = {
       segments: [
         {

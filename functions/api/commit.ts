@@ -6,13 +6,14 @@
 import type { Context, TypedResponse } from 'hono';
 import type { JSONParsed } from 'hono/utils/types';
 import type { EventContext } from '@mi/lib/events/outbox';
-import { inUnitOfWork } from '@mi/lib/use-cases/unit-of-work';
+import type { Queryable } from '@mi/lib/db/pool';
+import { type Emit, inUnitOfWork } from '@mi/lib/use-cases/unit-of-work';
 import type { UseCase } from '@mi/lib/use-cases/use-case';
 import { runWorkflow, type Workflow } from '@mi/lib/use-cases/workflow';
 import { actorOf } from './actor';
 import type { AppEnv } from './env';
 import { setEtag } from './etag';
-import { completeIdempotency } from './middleware/idempotency';
+import { answerOf, claimIdempotency, completeIdempotency, type StoredRecord } from './middleware/idempotency';
 
 /** What a handler answers: the result as JSON (dates as strings), or nothing with 204. */
 export type Committed<T, S extends 200 | 201 | 202 | 204> = Response &
@@ -37,20 +38,33 @@ export async function commit<I, T, S extends 200 | 201 | 202 | 204>(
   let headers: Record<string, string> = {};
   let code = typeof status === 'function' ? undefined : status;
   const actor = actorOf(c);
-  await inUnitOfWork(c.var.deps, (tx, emit) => useCase({ tx, emit, actor }, input), {
-    ctx: eventContext(c),
-    beforeCommit: async (tx, result) => {
-      if (opts.etag) setEtag(c, result);
-      code = typeof status === 'function' ? status(result) : status;
-      raw = code === 204 ? null : JSON.stringify(result);
-      headers = replayedHeaders(c, raw);
-      if (claim) await completeIdempotency(tx, claim, code, raw, headers);
-    },
-  });
-  if (claim) claim.completed = true;
+  // The key is claimed by the transaction's first statement; a key already answered rolls it back.
+  let answered: StoredRecord | null = null;
+  try {
+    const run = async (tx: Queryable, emit: Emit) => {
+      if (claim && (answered = await claimIdempotency(tx, claim))) throw REPLAY;
+      return useCase({ tx, emit, actor }, input);
+    };
+    await inUnitOfWork(c.var.deps, run, {
+      ctx: eventContext(c),
+      beforeCommit: async (tx, result) => {
+        if (opts.etag) setEtag(c, result);
+        code = typeof status === 'function' ? status(result) : status;
+        raw = code === 204 ? null : JSON.stringify(result);
+        headers = replayedHeaders(c, raw);
+        if (claim) await completeIdempotency(tx, claim, code, raw, headers);
+      },
+    });
+  } catch (err) {
+    if (err !== REPLAY) throw err;
+    return answerOf(c, answered!) as Committed<T, S>;
+  }
   // The body is the JSON text of the result: typed as the JSON it is, so routes check it against their schema.
   return (raw === null ? c.body(null, 204, headers) : c.body(raw, code as 200 | 201 | 202, headers)) as Committed<T, S>;
 }
+
+/** Thrown inside the transaction to roll back a request whose key was already answered. */
+const REPLAY = new Error('idempotent replay');
 
 /** Runs a workflow for the caller; its steps' events carry the request's client and trace, as commit's do. */
 export function perform<I, O>(c: Context<AppEnv>, workflow: Workflow<I, O>, input: I): Promise<O> {

@@ -23,10 +23,14 @@ export interface AppDeps {
 /** Who is calling. Service calls act on any user's records (userId null). */
 export type Principal = { kind: 'user'; userId: string; user: User } | { kind: 'service'; userId: null };
 
+/** The key a request carries, claimed by `commit` in its transaction (middleware/idempotency.ts). */
 export interface IdempotencyClaim {
   principal: string;
   key: string;
-  completed: boolean;
+  method: string;
+  path: string;
+  /** sha256 of method, path and body: a different request with the same key is refused. */
+  hash: string;
 }
 
 export type AppEnv = {

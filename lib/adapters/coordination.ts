@@ -1,9 +1,14 @@
-// Live-session coordination across Cloud Run instances, in Firestore: exclusive leases with a
-// heartbeat (who owns a live recording) and presence (which connections a user has open).
-// Exclusivity comes from Firestore transactions. Expiry is judged by the caller's clock, so
-// TTLs should be far above the clock skew between instances (seconds, not milliseconds).
-// Every lease and presence document carries an `expires_at` Timestamp for the TTL policy.
+// Live-session coordination across Cloud Run instances, in Firestore, by instance
+// (docs/decisions/0009-fanout-liveness.md). Each live instance has ONE document (`instances`),
+// written by its heartbeat once per interval: its expiry (the instance's liveness), and the users
+// it holds connections of. A take's lease document is written only when ownership changes
+// (acquire, takeOver, release) and carries owner and epoch (the fencing token); a lease is live
+// while its owner's instance document is, or within the cover its acquire gave it. Exclusivity
+// comes from Firestore transactions. Expiry is judged by the caller's clock, so TTLs should be far
+// above the clock skew between instances (seconds, not milliseconds).
 import {
+  FieldPath,
+  FieldValue,
   Firestore,
   Timestamp,
   type DocumentData,
@@ -29,38 +34,40 @@ export interface Coordination {
   release(key: string, owner: string): Promise<void>;
   /** The current, unexpired lease. */
   get(key: string): Promise<Lease | null>;
-  addPresence(userId: string, connectionId: string, instanceId: string, ttlMs: number): Promise<void>;
-  /** Returns how many unexpired connections remain. */
-  removePresence(userId: string, connectionId: string): Promise<number>;
+  /** At once (routing must find it promptly): the connection joins its instance's document. */
+  addPresence(userId: string, connectionId: string, instanceId: string): Promise<void>;
+  /** Returns how many connections of the user remain on live instances. */
+  removePresence(userId: string, connectionId: string, instanceId: string): Promise<number>;
   countPresence(userId: string): Promise<number>;
-  /** The instances holding an unexpired connection of the user: where the user's events must go. */
+  /** The live instances holding a connection of the user: where the user's events must go. One query. */
   presenceInstances(userId: string): Promise<string[]>;
   /**
-   * An instance's heartbeat, one commit per HEARTBEAT_DOCS documents (at least one): marks the
-   * instance alive (lib/fanout/liveness.ts: it owns a topic while marked), renews every lease it
-   * holds (a lapsed or released lease nobody took is taken again) and refreshes its connections'
-   * presence. Returns each key's lease, null where another owner holds it now.
+   * An instance's heartbeat, one transaction: its document alive for ttlMs more (its liveness, its
+   * leases' and its presence's), and each given lease checked; a lease released or lapsed that
+   * nobody took is taken again. Returns each key's lease, null where another owner holds it now.
    */
   heartbeat(beat: Heartbeat): Promise<Map<string, Lease | null>>;
-  /** A clean shutdown's end: the instance's mark goes. */
+  /** A clean shutdown's end: the instance's document goes. */
   unmarkInstance(instanceId: string): Promise<void>;
-  /** The instances whose mark has not lapsed. */
+  /** The instances whose document has not lapsed. */
   markedInstances(): Promise<string[]>;
+  /** Documents written since the client was made: in all, and by heartbeats (bench:live's Firestore figure). */
+  readonly writes: number;
+  readonly heartbeatWrites: number;
   close(): Promise<void>;
 }
 
 export interface Heartbeat {
-  /** The instance: its leases' owner, and the one marked alive for instanceTtlMs more. */
+  /** The instance: its leases' owner, and the one alive for ttlMs more. */
   owner: string;
-  /** null: the mark is not due this beat (it is renewed every third of its lifetime). */
-  instanceTtlMs: number | null;
+  ttlMs: number;
   leaseKeys: string[];
-  leaseTtlMs: number;
-  presence: { userId: string; connectionId: string }[];
-  presenceTtlMs: number;
 }
 
-/** A lease document's content; `owner` is empty after a release (the epoch is kept for fencing). */
+/**
+ * A lease document's content; `owner` is empty after a release (the epoch is kept for fencing).
+ * `expiresAt` is the cover its acquire gave it, until the owner's heartbeat carries it.
+ */
 export interface LeaseState {
   owner: string;
   expiresAt: number;
@@ -68,6 +75,15 @@ export interface LeaseState {
 }
 
 // The lease rules, shared with the in-process substitute (emulators/fallback).
+
+/** The lease as the rules judge it: held until its cover or its owner's liveness ends, whichever is later. */
+export function liveState(state: LeaseState | undefined, ownerAliveUntil: number): LeaseState | undefined {
+  if (!state?.owner) return state;
+  let expiresAt = state.expiresAt;
+  // guard: lease-lives-with-its-owner | remove: expiresAt = Math.max(expiresAt, ownerAliveUntil); | test: test/live/heartbeat.test.ts :: renew a take's lease
+  expiresAt = Math.max(expiresAt, ownerAliveUntil);
+  return { ...state, expiresAt };
+}
 
 export function acquiredLease(
   current: LeaseState | undefined,
@@ -98,9 +114,15 @@ export function renewedLease(
   return { owner, expiresAt: now + ttlMs, epoch: current.epoch };
 }
 
-/** The heartbeat's rule for one lease: renewed while ours, else taken again if free or lapsed. */
+/**
+ * The heartbeat's rule for one lease: renewed while ours (by the instance's own document: no
+ * lease write), else taken again if free or lapsed (a lease write). `write` says which.
+ */
 export function beatLease(current: LeaseState | undefined, owner: string, ttlMs: number, now: number) {
-  return renewedLease(current, owner, ttlMs, now) ?? acquiredLease(current, owner, ttlMs, now);
+  const renewed = renewedLease(current, owner, ttlMs, now);
+  if (renewed) return { next: renewed, write: false };
+  const next = acquiredLease(current, owner, ttlMs, now);
+  return { next, write: next !== null };
 }
 
 export function releasedLease(current: LeaseState | undefined, owner: string, now: number): LeaseState | null {
@@ -112,6 +134,9 @@ export function toLease(key: string, state: LeaseState | null | undefined, now: 
   if (!state?.owner || state.expiresAt <= now) return null;
   return { key, owner: state.owner, expiresAt: new Date(state.expiresAt), epoch: state.epoch };
 }
+
+/** The users an instance's connections belong to (connection id → user id). */
+export const usersOf = (connections: Record<string, string>) => [...new Set(Object.values(connections))];
 
 /**
  * A Firestore client, pointed at the emulator when a host is given or FIRESTORE_EMULATOR_HOST is
@@ -129,8 +154,8 @@ export function createFirestore(opts: { projectId: string; emulatorHost?: string
   });
 }
 
-/** Documents per heartbeat commit: Firestore's documented bound on writes per commit. */
-export const HEARTBEAT_DOCS = 500;
+/** Keeps a lease document (its epoch, the fencing token) a day past its cover; the TTL policy deletes it then. */
+const LEASE_DOC_KEEP_MS = 24 * 3_600_000;
 
 // Firestore document ids may not contain '/' nor be '.' or '..'.
 const docId = (s: string) => encodeURIComponent(s).replace(/\./g, '%2E');
@@ -143,56 +168,82 @@ export function createCoordination(opts: {
   const db = createFirestore(opts);
   const prefix = opts.collectionPrefix ?? '';
   const leases = db.collection(`${prefix}leases`);
-  const connections = (userId: string) =>
-    db.collection(`${prefix}presence`).doc(docId(userId)).collection('presence_connections');
   const instances = db.collection(`${prefix}instances`);
+  let writes = 0;
+  let heartbeatWrites = 0;
 
   const readState = (data: DocumentData | undefined): LeaseState | undefined =>
     data && {
       owner: data.owner as string,
-      expiresAt: (data.expires_at as Timestamp).toMillis(),
+      expiresAt: (data.covered_until as Timestamp).toMillis(),
       epoch: data.epoch as number,
     };
+  const aliveUntil = (data: DocumentData | undefined) => (data?.expires_at as Timestamp | undefined)?.toMillis() ?? 0;
 
+  // Counted once committed (a transaction's body may run again).
   const setLease = (tx: Transaction, ref: DocumentReference, key: string, next: LeaseState) =>
-    tx.set(ref, { key, owner: next.owner, epoch: next.epoch, expires_at: Timestamp.fromMillis(next.expiresAt) });
-  const markOf = (instanceId: string, expiresAt: number) => ({
-    instance_id: instanceId,
-    expires_at: Timestamp.fromMillis(expiresAt),
-  });
-  const presenceDoc = (userId: string, connectionId: string, instanceId: string, expiresAt: number) =>
-    [
-      connections(userId).doc(docId(connectionId)),
-      {
-        user_id: userId,
-        connection_id: connectionId,
-        instance_id: instanceId,
-        expires_at: Timestamp.fromMillis(expiresAt),
-      },
-    ] as const;
+    tx.set(ref, {
+      key,
+      owner: next.owner,
+      epoch: next.epoch,
+      covered_until: Timestamp.fromMillis(next.expiresAt),
+      expires_at: Timestamp.fromMillis(next.expiresAt + LEASE_DOC_KEEP_MS),
+    });
   // Racing instances contend on a document; the emulator aborts the losers, which retry.
   const TX = { maxAttempts: 20 };
 
+  /** The lease documents' states and, for each owner among them, until when it is alive. */
+  const readLeases = async (tx: Transaction, refs: DocumentReference[], self?: string) => {
+    const states = refs.length ? (await tx.getAll(...refs)).map((snap) => readState(snap.data())) : [];
+    const owners = [...new Set(states.map((s) => s?.owner).filter((o): o is string => !!o && o !== self))];
+    const ownerDocs = owners.length ? await tx.getAll(...owners.map((o) => instances.doc(docId(o)))) : [];
+    const until = new Map(owners.map((o, i) => [o, aliveUntil(ownerDocs[i].data())]));
+    return { states, until };
+  };
+
   /** Reads, decides and writes one lease document in a transaction. */
-  const change = <T extends LeaseState | null>(
+  const change = async <T extends LeaseState | null>(
     key: string,
     decide: (current: LeaseState | undefined, now: number) => T,
-  ) =>
-    db.runTransaction(async (tx) => {
+  ) => {
+    const done = await db.runTransaction(async (tx) => {
       const ref: DocumentReference = leases.doc(docId(key));
-      const current = readState((await tx.get(ref)).data());
+      const {
+        states: [state],
+        until,
+      } = await readLeases(tx, [ref]);
       const now = Date.now();
-      const next = decide(current, now);
+      const next = decide(liveState(state, until.get(state?.owner ?? '') ?? 0), now);
       if (next) setLease(tx, ref, key, next);
       return { next, now };
     }, TX);
-
-  const countAlive = async (userId: string) => {
-    const snap = await connections(userId).where('expires_at', '>', Timestamp.now()).count().get();
-    return snap.data().count;
+    if (done.next) writes++;
+    return done;
   };
 
+  /** The live instance documents holding a connection of the user: one query. */
+  const holding = async (userId: string) => {
+    const snap = await instances
+      .where('users', 'array-contains', userId)
+      .where('expires_at', '>', Timestamp.now())
+      .select('instance_id', 'connections')
+      .get();
+    return snap.docs
+      .map((d) => ({
+        instanceId: d.get('instance_id') as string,
+        count: Object.values((d.get('connections') ?? {}) as Record<string, string>).filter((u) => u === userId).length,
+      }))
+      .filter((h) => h.count > 0);
+  };
+  const countAlive = async (userId: string) => (await holding(userId)).reduce((n, h) => n + h.count, 0);
+
   return {
+    get writes() {
+      return writes;
+    },
+    get heartbeatWrites() {
+      return heartbeatWrites;
+    },
     async acquire(key, owner, ttlMs) {
       const { next, now } = await change(key, (cur, now) => acquiredLease(cur, owner, ttlMs, now));
       return toLease(key, next, now);
@@ -205,56 +256,67 @@ export function createCoordination(opts: {
       await change(key, (cur, now) => releasedLease(cur, owner, now));
     },
     async get(key) {
-      const snap = await leases.doc(docId(key)).get();
-      return toLease(key, readState(snap.data()), Date.now());
+      const state = readState((await leases.doc(docId(key)).get()).data());
+      const owner = state?.owner ? aliveUntil((await instances.doc(docId(state.owner)).get()).data()) : 0;
+      return toLease(key, liveState(state, owner), Date.now());
     },
-    async addPresence(userId, connectionId, instanceId, ttlMs) {
-      const [ref, data] = presenceDoc(userId, connectionId, instanceId, Date.now() + ttlMs);
-      await ref.set(data);
+    async addPresence(userId, connectionId, instanceId) {
+      writes++;
+      await instances
+        .doc(docId(instanceId))
+        .set(
+          { instance_id: instanceId, users: FieldValue.arrayUnion(userId), connections: { [connectionId]: userId } },
+          { merge: true },
+        );
     },
-    async removePresence(userId, connectionId) {
-      await connections(userId).doc(docId(connectionId)).delete();
+    async removePresence(userId, connectionId, instanceId) {
+      // The user stays in `users` until the next heartbeat tidies it; readers count `connections`.
+      writes++;
+      await instances
+        .doc(docId(instanceId))
+        .update(new FieldPath('connections', connectionId), FieldValue.delete())
+        .catch((err: { code?: number }) => {
+          if (err.code !== 5) throw err; // NOT_FOUND: the instance's document is gone already
+        });
       return countAlive(userId);
     },
     countPresence: countAlive,
     async presenceInstances(userId) {
-      const snap = await connections(userId).where('expires_at', '>', Timestamp.now()).select('instance_id').get();
-      return [...new Set(snap.docs.map((d) => d.get('instance_id') as string))];
+      return (await holding(userId)).map((h) => h.instanceId);
     },
-    async heartbeat({ owner, instanceTtlMs, leaseKeys, leaseTtlMs, presence, presenceTtlMs }) {
+    async heartbeat({ owner, ttlMs, leaseKeys }) {
       const keys = [...new Set(leaseKeys)];
-      // A transaction per HEARTBEAT_DOCS documents (one for an instance of a few hundred takes): a
-      // batched read of its leases, then one commit of their writes and of presence. Each lease is
-      // decided by the same rule as alone, on the state the commit is fenced to.
-      const beat = async (keys: string[], presence: Heartbeat['presence'], mark: boolean) => {
-        const { decided, now } = await db.runTransaction(async (tx) => {
-          const refs = keys.map((k) => leases.doc(docId(k)));
-          const snaps = refs.length ? await tx.getAll(...refs) : [];
-          const now = Date.now();
-          const decided = snaps.map((snap, i) => {
-            const next = beatLease(readState(snap.data()), owner, leaseTtlMs, now);
-            if (next) setLease(tx, refs[i], keys[i], next);
-            return next;
-          });
-          for (const p of presence) tx.set(...presenceDoc(p.userId, p.connectionId, owner, now + presenceTtlMs));
-          // Renewed with every beat, and again after a lapse (Firestore out of reach): then it owns a topic again.
-          // guard: live-instance-mark-renewed | remove: if (mark) tx.set(instances.doc(docId(owner)), markOf(owner, now + instanceTtlMs!)); | test: test/live/sweep-order.test.ts :: mark itself again
-          if (mark) tx.set(instances.doc(docId(owner)), markOf(owner, now + instanceTtlMs!));
-          return { decided, now };
-        }, TX);
-        return keys.map((k, i) => [k, toLease(k, decided[i], now)] as const);
-      };
-      const commits = [];
-      // The mark first, then the leases, then presence: the mark rides in the first commit.
-      const total = 1 + keys.length + presence.length;
-      for (let i = 0; i < total; i += HEARTBEAT_DOCS) {
-        const part = <T>(list: T[], at: number) =>
-          list.slice(Math.max(0, i - at), Math.max(0, i + HEARTBEAT_DOCS - at));
-        commits.push(beat(part(keys, 1), part(presence, 1 + keys.length), i === 0 && instanceTtlMs !== null));
-      }
-      return new Map((await Promise.all(commits)).flat());
+      // One transaction: a batched read of the instance's own document and its leases, one
+      // commit of its own document (and of any lease taken again: rare). Each lease is decided by
+      // the same rule as alone, on the state the commit is fenced to.
+      const self = instances.doc(docId(owner));
+      const { decided, now, written } = await db.runTransaction(async (tx) => {
+        const refs = keys.map((k) => leases.doc(docId(k)));
+        const [mine] = await tx.getAll(self);
+        const { states, until } = await readLeases(tx, refs, owner);
+        const now = Date.now();
+        let written = 1;
+        const decided = states.map((state, i) => {
+          const alive = state?.owner === owner ? now + ttlMs : (until.get(state?.owner ?? '') ?? 0);
+          const { next, write } = beatLease(liveState(state, alive), owner, ttlMs, now);
+          if (write) {
+            setLease(tx, refs[i], keys[i], next!);
+            written++;
+          }
+          return next;
+        });
+        const users = usersOf((mine.get('connections') ?? {}) as Record<string, string>);
+        // Renewed with every beat, and again after a lapse (Firestore out of reach): then it owns a topic again.
+        // guard: live-instance-mark-renewed | remove: tx.set(self, { instance_id: owner, expires_at: Timestamp.fromMillis(now + ttlMs), users }, { merge: true }); | test: test/live/sweep-order.test.ts :: mark itself again
+        tx.set(self, { instance_id: owner, expires_at: Timestamp.fromMillis(now + ttlMs), users }, { merge: true });
+        return { decided, now, written };
+      }, TX);
+      writes += written;
+      heartbeatWrites += written;
+      return new Map(keys.map((k, i) => [k, toLease(k, decided[i], now)] as const));
     },
     async unmarkInstance(instanceId) {
+      writes++;
       await instances.doc(docId(instanceId)).delete();
     },
     async markedInstances() {

@@ -30,7 +30,7 @@ export type RuntimeOverrides = Partial<Pick<Runtime, 'bus' | 'coordination' | 'f
 export function createRuntime(
   config: Config,
   db: Database,
-  opts: { log?: Logger; name?: string; overrides?: RuntimeOverrides } = {},
+  opts: { log?: Logger; name?: string; overrides?: RuntimeOverrides; service?: 'api' | 'live' | 'sweep' } = {},
 ): Runtime {
   const log =
     opts.log ??
@@ -69,7 +69,8 @@ export function createRuntime(
     bus,
     // Where presence says the user's connections are (a live instance routes its own events itself).
     events: createEventPublisher({
-      db,
+      // Marks rows published for any user: the service's work (issue 38).
+      db: db.as({ service: opts.service ?? 'api' }),
       bus,
       topic: config.PUBSUB_TOPIC_EVENTS,
       log,

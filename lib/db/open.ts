@@ -3,6 +3,7 @@
 import path from 'node:path';
 import type { Config } from '../config';
 import { startEmbeddedPostgres } from './embedded';
+import { iamLoginToken } from './iam-login';
 import { createDatabase, type Database, type DatabaseOptions } from './pool';
 
 type DbConfig = Pick<
@@ -27,10 +28,12 @@ export interface OpenedDatabase {
 }
 
 export async function openDatabase(
-  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'APP_ENV'> & DbConfig,
+  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'APP_ENV'> & DbConfig & Partial<Pick<Config, 'DB_IAM_AUTH'>>,
 ): Promise<OpenedDatabase> {
   if (config.DATABASE_URL) {
-    const db = createDatabase(config.DATABASE_URL, databaseOptions(config));
+    // Cloud SQL IAM login: the service account's token is each new connection's password.
+    const login = config.DB_IAM_AUTH ? { password: iamLoginToken() } : {};
+    const db = createDatabase(config.DATABASE_URL, { ...databaseOptions(config), ...login });
     return { db, url: config.DATABASE_URL, close: () => db.close() };
   }
   const embedded = await startEmbeddedPostgres({

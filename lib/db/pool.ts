@@ -39,8 +39,17 @@ export interface Queryable {
   ): Promise<pg.QueryResult<R>>;
 }
 
+/**
+ * Whose unit of work it is (issue 38): a user's (the row policies of schema.sql show only that
+ * user's rows) or a service kind's (ML writes, live, sweep, dispatcher, erasure: every user's).
+ * Work that declared neither sees no user's row.
+ */
+export type Scope = { userId: string } | { service: 'api' | 'live' | 'sweep' };
+
 export interface Database extends Queryable {
   readonly pool: pg.Pool;
+  /** The same database for one scope: each of its transactions, and each query, declares it. */
+  as(scope: Scope): Database;
   /** Transactions retried after a serialization failure or deadlock (40001, 40P01), since start. */
   readonly retries: number;
   withTransaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
@@ -75,9 +84,9 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '08006', // connection exceptions
 ]);
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
-// pg reports a dropped socket and an exhausted pool only by message.
+// pg reports a dropped socket and an exhausted pool only by message; DB_IAM_AUTH: no login token (iam-login.ts).
 const UNAVAILABLE_MESSAGES =
-  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|DB_IAM_AUTH:)/;
 
 /** How long readiness (GET /readyz) waits for the database to answer (decisions.md section 7). */
 export const READY_TIMEOUT_MS = 1_000;
@@ -192,6 +201,34 @@ export interface DatabaseOptions {
   lockTimeoutMs?: number;
   /** How long a caller waits for a free connection or a new one before a 503. */
   connectTimeoutMs?: number;
+  /** Asked for each new connection's password (a short-lived token), instead of the URL's. */
+  password?: () => Promise<string>;
+}
+
+/** pg lets the URL's empty password override a `password` option, so each client gets the function itself. */
+function clientWithPassword(password: () => Promise<string>): typeof pg.Client {
+  return class extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super(config);
+      (this as { password?: unknown }).password = password;
+    }
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The statement that opens a scope's transaction: BEGIN and the declaration, transaction-local, in
+ * one round trip (a simple-protocol batch takes no parameters, hence the checked literal).
+ */
+export function beginStatement(scope: Scope | undefined): string {
+  if (!scope) return 'BEGIN';
+  if ('userId' in scope) {
+    if (!UUID.test(scope.userId)) throw new Error(`not a user id: ${scope.userId}`);
+    return `BEGIN; SELECT set_config('app.user_id', '${scope.userId}', true)`;
+  }
+  if (!/^[a-z]+$/.test(scope.service)) throw new Error(`not a service kind: ${scope.service}`);
+  return `BEGIN; SELECT set_config('app.service', '${scope.service}', true)`;
 }
 
 export function createDatabase(url: string, opts: DatabaseOptions = {}): Database {
@@ -199,6 +236,7 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
     connectionString: url,
     max: opts.max ?? 10,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 5_000,
+    ...(opts.password ? { Client: clientWithPassword(opts.password) } : {}),
     // Sent as startup parameters: every connection of the pool carries them.
     ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
     ...(opts.lockTimeoutMs ? { lock_timeout: opts.lockTimeoutMs } : {}),
@@ -211,47 +249,52 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
   const root = wrap(pool);
   const unwatch = watchPool(pool);
   let retries = 0;
-  return {
+  async function withTransaction<T>(scope: Scope | undefined, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    const begin = beginStatement(scope);
+    const once = async () => {
+      const waitStarted = performance.now();
+      const client = await pool.connect().catch((err: unknown) => {
+        throw mapDbError(err, 'connect');
+      });
+      // Transactions only: pool.query checks out inside pg, out of our sight (the gauge of waiting callers covers it).
+      instruments().dbConnectWait.record(performance.now() - waitStarted);
+      let broken = false;
+      try {
+        await client.query(begin);
+        const result = await fn(wrap(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => (broken = true));
+        throw isRetryable(err) ? err : mapDbError(err, 'transaction');
+      } finally {
+        client.release(broken);
+      }
+    };
+    try {
+      return await retry(once, {
+        steps: TX_RETRY_STEPS_MS,
+        attempts: TX_ATTEMPTS,
+        giveUp: (err) => !isRetryable(err),
+        onRetry: () => retries++,
+      });
+    } catch (err) {
+      // Retry-After (0: at once, with the client's own backoff) tells clients this conflict is retryable.
+      if (isRetryable(err))
+        throw new DomainError('concurrent_update', 'concurrent update; nothing was written, try again', undefined, 0);
+      throw err;
+    }
+  }
+  const view = (scope: Scope | undefined): Database => ({
     pool,
     get retries() {
       return retries;
     },
-    query: root.query,
-    async withTransaction(fn) {
-      const once = async () => {
-        const waitStarted = performance.now();
-        const client = await pool.connect().catch((err: unknown) => {
-          throw mapDbError(err, 'connect');
-        });
-        // Transactions only: pool.query checks out inside pg, out of our sight (the gauge of waiting callers covers it).
-        instruments().dbConnectWait.record(performance.now() - waitStarted);
-        let broken = false;
-        try {
-          await client.query('BEGIN');
-          const result = await fn(wrap(client));
-          await client.query('COMMIT');
-          return result;
-        } catch (err) {
-          await client.query('ROLLBACK').catch(() => (broken = true));
-          throw isRetryable(err) ? err : mapDbError(err, 'transaction');
-        } finally {
-          client.release(broken);
-        }
-      };
-      try {
-        return await retry(once, {
-          steps: TX_RETRY_STEPS_MS,
-          attempts: TX_ATTEMPTS,
-          giveUp: (err) => !isRetryable(err),
-          onRetry: () => retries++,
-        });
-      } catch (err) {
-        // Retry-After (0: at once, with the client's own backoff) tells clients this conflict is retryable.
-        if (isRetryable(err))
-          throw new DomainError('concurrent_update', 'concurrent update; nothing was written, try again', undefined, 0);
-        throw err;
-      }
-    },
+    as: (next) => view(next),
+    // Outside a transaction a declaration needs one of its own; the unscoped pool declares nothing.
+    query: scope ? (name, text, params) => withTransaction(scope, (tx) => tx.query(name, text, params)) : root.query,
+    withTransaction: (fn) => withTransaction(scope, fn),
     close: () => (unwatch(), pool.end()),
-  };
+  });
+  return view(undefined);
 }

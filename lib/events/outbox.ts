@@ -225,19 +225,24 @@ export function createEventPublisher(deps: {
         return Promise.all(to.map((i) => bus.publish(instanceTopic(topic, i), data, attributes, opts)));
       }),
     );
-    const sent = events.filter((_, i) => results[i].status === 'fulfilled').map((e) => e.event_id);
+    const sentEvents = events.filter((_, i) => results[i].status === 'fulfilled');
+    const sent = sentEvents.map((e) => e.event_id);
     const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
     if (failed)
       log.warn(
         { err: String(failed.reason), unpublished: events.length - sent.length },
         'event publish failed; the sweep will retry',
       );
-    if (sent.length)
+    // The oldest occurred_at (created_at, to the millisecond) confines the update to the days'
+    // partitions that hold the events (decision 0010), not every partition's key index.
+    if (sent.length) {
+      const since = new Date(Math.min(...sentEvents.map((e) => Date.parse(e.occurred_at)))).toISOString();
       await db.query(
         'events.mark_published',
-        'UPDATE event_outbox SET published_at = now() WHERE id = ANY($1::uuid[])',
-        [sent],
+        'UPDATE event_outbox SET published_at = now() WHERE id = ANY($1::uuid[]) AND created_at >= $2::timestamptz',
+        [sent, since],
       );
+    }
     return sent.length;
   }
 

@@ -1,12 +1,12 @@
 // An instance's place in the fan-out, and its liveness (docs/decisions/0009-fanout-liveness.md).
 // A live instance owns a Pub/Sub topic while it runs: it creates it (with its subscription) when
 // it starts and deletes it when it stops. One that dies without stopping leaves it behind, and a
-// topic never expires (Pub/Sub allows 10,000 per project), so every instance is marked alive in
-// Firestore by its heartbeat's commit (lib/adapters/coordination.ts: one timer; the mark renewed
-// every third of its TTL, LIVE_INSTANCE_TTL_SECONDS), and the sweep deletes the topics of
-// unmarked instances. A running instance whose mark lapsed (Firestore out of its reach) and whose
-// topic the sweep took marks itself again at its next beat; its subscription heals, recreating the topic (bus.ts), and the
-// catch-up brings from the outbox what the bus dropped meanwhile.
+// topic never expires (Pub/Sub allows 10,000 per project), so the sweep deletes the topics of
+// instances whose Firestore document (their mark: lib/adapters/coordination.ts, the one liveness
+// of an instance, its leases and presence, renewed by its heartbeat, LIVE_INSTANCE_TTL_SECONDS)
+// lapsed. A running instance whose document lapsed (Firestore out of its reach) and whose topic
+// the sweep took marks itself again at its next beat; its subscription heals, recreating the
+// topic (bus.ts), and the catch-up brings from the outbox what the bus dropped meanwhile.
 import { settleWithin } from '../async';
 import { instanceTopic, type BusHandler } from '../adapters/bus';
 import type { Coordination } from '../adapters/coordination';

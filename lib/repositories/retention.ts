@@ -1,11 +1,14 @@
 // Retention (decisions.md section 6): outbox events older than EVENT_RETENTION_HOURS (replay is
-// promised for 24 h) and expired idempotency records are deleted by the sweep, in bounded
-// batches so one pass never holds locks or a transaction long.
-// Each DELETE takes the row addresses (ctid) of its batch from an index walk
-// (event_outbox_created_at_idx, idempotency_record_expires_at_idx) from the oldest row and
-// deletes by address (a Tid Scan). `WHERE id IN (SELECT … LIMIT n)` reads the same but native
-// PostgreSQL plans it as a hash semi-join over a sequential scan of the whole table.
-import type { Queryable } from '../db/pool';
+// promised for 24 h) and expired idempotency records are removed by the sweep. The outbox goes by
+// the day: a day's partition past the window is dropped whole (decision 0010); what is left (the
+// default partition's rows, a day a webhook holds) is deleted, as the other tables are, in
+// bounded batches so one pass never holds locks or a transaction long.
+// Each DELETE takes the row addresses (ctid) of its batch from an index walk (the created_at
+// index, idempotency_record_expires_at_idx) from the oldest row and deletes by address (a Tid
+// Scan). `WHERE id IN (SELECT … LIMIT n)` reads the same but native PostgreSQL plans it as a
+// hash semi-join over a sequential scan of the whole table.
+import type { Database } from '../db/pool';
+import { dropExpiredPartitions } from './partitions';
 import { ATTEMPT_LOG_DAYS, DELETE_OLD_ATTEMPTS } from './webhooks';
 
 export const RETENTION_BATCH_ROWS = 5_000;
@@ -13,14 +16,22 @@ export const RETENTION_BATCH_ROWS = 5_000;
 export const RETENTION_MAX_BATCHES = 40;
 
 /**
- * $1 retention hours, $2 batch size. An event an enabled webhook's cursor has not passed yet is
- * kept (it is still to be queued for that endpoint: docs/webhooks.md, "Retention"); a disabled
- * endpoint holds nothing back.
+ * Whether an outbox row must stay past retention: an enabled webhook's cursor has not passed it yet
+ * (it is still to be queued for that endpoint: docs/webhooks.md, "Retention"); a disabled
+ * endpoint holds nothing back. Over a partition: one index probe per enabled webhook.
  */
-// guard: outbox-retention-webhook-cursor | remove: AND NOT EXISTS (SELECT 1 FROM webhook w WHERE w.user_id = e.user_id AND w.enabled AND w.cursor_seq < e.seq) | test: test/webhooks/delivery.test.ts :: cursor has not passed
-export const DELETE_EXPIRED_EVENTS = `DELETE FROM event_outbox WHERE ctid = ANY(ARRAY(
-  SELECT e.ctid FROM event_outbox e WHERE e.created_at < now() - make_interval(hours => $1)
-    AND NOT EXISTS (SELECT 1 FROM webhook w WHERE w.user_id = e.user_id AND w.enabled AND w.cursor_seq < e.seq)
+const HELD = 'w.enabled AND w.cursor_seq < e.seq';
+export const heldInPartition = (partition: string) =>
+  `SELECT 1 FROM webhook w WHERE w.enabled AND EXISTS (SELECT 1 FROM "${partition}" e WHERE e.user_id = w.user_id AND e.seq > w.cursor_seq)`;
+
+/**
+ * $1 retention hours, $2 batch size, over one partition of event_outbox (its default partition, or
+ * a day's partition a webhook holds): a row address (ctid) names a row of one table only.
+ */
+// guard: outbox-retention-webhook-cursor | remove: AND NOT EXISTS (SELECT 1 FROM webhook w WHERE w.user_id = e.user_id AND ${HELD}) | test: test/webhooks/delivery.test.ts :: cursor has not passed
+export const deleteExpiredEvents = (partition: string) => `DELETE FROM "${partition}" WHERE ctid = ANY(ARRAY(
+  SELECT e.ctid FROM "${partition}" e WHERE e.created_at < now() - make_interval(hours => $1)
+    AND NOT EXISTS (SELECT 1 FROM webhook w WHERE w.user_id = e.user_id AND ${HELD})
   ORDER BY e.created_at LIMIT $2))`;
 /** $1 batch size. */
 export const DELETE_EXPIRED_IDEMPOTENCY_RECORDS = `DELETE FROM idempotency_record WHERE ctid = ANY(ARRAY(
@@ -28,21 +39,26 @@ export const DELETE_EXPIRED_IDEMPOTENCY_RECORDS = `DELETE FROM idempotency_recor
 
 export interface Pruned {
   events: number;
+  /** Days of events dropped whole (lib/repositories/partitions.ts). */
+  eventPartitions: number;
   idempotencyRecords: number;
   webhookAttempts: number;
 }
 
-export async function pruneExpired(db: Queryable, retentionHours: number): Promise<Pruned> {
-  const events = await inBatches(() =>
-    db.query('retention.events', DELETE_EXPIRED_EVENTS, [retentionHours, RETENTION_BATCH_ROWS]),
-  );
+export async function pruneExpired(db: Database, retentionHours: number): Promise<Pruned> {
+  const days = await dropExpiredPartitions(db, 'event_outbox', retentionHours, heldInPartition);
+  let events = 0;
+  for (const partition of [...days.held, 'event_outbox_default'])
+    events += await inBatches(() =>
+      db.query('retention.events', deleteExpiredEvents(partition), [retentionHours, RETENTION_BATCH_ROWS]),
+    );
   const idempotencyRecords = await inBatches(() =>
     db.query('retention.idempotency', DELETE_EXPIRED_IDEMPOTENCY_RECORDS, [RETENTION_BATCH_ROWS]),
   );
   const webhookAttempts = await inBatches(() =>
     db.query('retention.webhook_attempts', DELETE_OLD_ATTEMPTS, [ATTEMPT_LOG_DAYS, RETENTION_BATCH_ROWS]),
   );
-  return { events, idempotencyRecords, webhookAttempts };
+  return { events, eventPartitions: days.dropped.length, idempotencyRecords, webhookAttempts };
 }
 
 async function inBatches(batch: () => Promise<{ rowCount: number | null }>): Promise<number> {

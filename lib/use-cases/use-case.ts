@@ -6,7 +6,7 @@
 // typed events (lib/events/catalogue.ts constructors), raises DomainError (lib/errors.ts) and
 // returns the API-shaped result (ISO strings, no Date). It knows nothing of HTTP or WebSocket.
 // An operation with object storage between its commits is a Workflow (workflow.ts) of use cases.
-import type { Queryable } from '../db/pool';
+import type { Database, Queryable } from '../db/pool';
 import type { Actor } from '../domain/actor';
 import type { EventContext } from '../events/outbox';
 import { inUnitOfWork, type Emit, type UnitOfWorkDeps } from './unit-of-work';
@@ -37,7 +37,15 @@ export function runUseCase<I, O>(
   input: I,
   ctx?: EventContext,
 ): Promise<O> {
-  return inUnitOfWork(deps, (tx, emit) => useCase({ tx, emit, actor }, input), { ctx });
+  return inUnitOfWork(asActor(deps, actor), (tx, emit) => useCase({ tx, emit, actor }, input), { ctx });
+}
+
+/**
+ * The deps with their database declaring the actor (issue 38): a user's work sees only that
+ * user's rows; the service's keeps the scope its process declared (live, sweep, REST's ML calls).
+ */
+export function asActor<D extends { db: Database }>(deps: D, actor: Actor): D {
+  return actor.userId ? { ...deps, db: deps.db.as({ userId: actor.userId }) } : deps;
 }
 
 /**

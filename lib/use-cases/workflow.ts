@@ -10,7 +10,7 @@ import type { Actor } from '../domain/actor';
 import type { EventContext } from '../events/outbox';
 import type { Logger } from '../telemetry/log';
 import type { UnitOfWorkDeps } from './unit-of-work';
-import { runUseCase, type UseCase } from './use-case';
+import { asActor, runUseCase, type UseCase } from './use-case';
 
 /** The adapters every workflow may use; a workflow needing more (the bus) widens D. */
 export interface WorkflowDeps extends UnitOfWorkDeps {
@@ -35,6 +35,7 @@ export function runWorkflow<I, O, D extends WorkflowDeps>(
   input: I,
   eventCtx?: EventContext,
 ): Promise<O> {
+  deps = asActor(deps, actor); // its reads between steps declare the actor too
   const run = <SI, SO>(useCase: UseCase<SI, SO>, stepInput: SI) =>
     runUseCase(deps, actor, useCase, stepInput, eventCtx);
   return workflow({ deps, actor, run }, input);

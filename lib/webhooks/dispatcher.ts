@@ -260,7 +260,9 @@ export interface Dispatcher {
 
 /** The delivery loop: a pass every pollMs, and again whenever an attempt frees a slot. */
 export function startDispatcher(opts: DispatcherOptions): Dispatcher {
-  const { db, log } = opts;
+  const { log } = opts;
+  // Delivers every user's webhooks: the service's work, declared (issue 38); it runs in the live service.
+  const db = opts.db.as({ service: 'live' });
   const concurrency = opts.concurrency ?? DISPATCH_CONCURRENCY;
   const maxPerUser = opts.maxPerUser ?? MAX_IN_FLIGHT_PER_USER;
   const failingSlots = Math.floor(concurrency * FAILING_SHARE);

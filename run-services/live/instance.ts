@@ -22,7 +22,7 @@ export const EXIT_DEADLINE_MS = 8_000;
 
 export async function runInstance(config: Config, log: Logger): Promise<void> {
   const database = await openDatabase(config);
-  const rt = createRuntime(config, database.db, { log, name: 'live' });
+  const rt = createRuntime(config, database.db, { log, name: 'live', service: 'live' });
   if (config.STORAGE_EMULATOR_HOST) await rt.store.ensureBucket(); // in the cloud Terraform owns the bucket
 
   const live = createLiveService(rt);
@@ -36,7 +36,7 @@ export async function runInstance(config: Config, log: Logger): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://live').pathname;
     if (req.method === 'GET' && path === '/healthz') {
       const ok = live.accepting;
-      const body = { status: ok ? 'ok' : 'unavailable', fanout: live.fanout };
+      const body = { status: ok ? 'ok' : 'unavailable', fanout: live.fanout, firestore_writes: live.firestoreWrites };
       res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       return;
     }

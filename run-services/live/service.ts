@@ -9,7 +9,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
-import { OWNER_HEARTBEAT_SECONDS, OWNER_STALE_SECONDS } from '@mi/lib/repositories/recordings';
+import { OWNER_HEARTBEAT_SECONDS } from '@mi/lib/repositories/recordings';
 import { erasedUsers } from '@mi/lib/repositories/erasure';
 import { findOrCreateUser } from '@mi/lib/repositories/users';
 import { createEventPublisher, latestSeqs, outboxBacklog, type StoredEvent } from '@mi/lib/events/outbox';
@@ -36,11 +36,9 @@ export interface LiveServiceOptions {
   mlUrl?: string;
   /** Default: Firestore (the emulator when FIRESTORE_EMULATOR_HOST is set), collections `live_*`. */
   coordination?: Coordination;
-  /** Lease lifetime of an owned take and its heartbeat (tests shorten them). */
+  /** The instance document's lifetime (its liveness, its leases' and presence's), and its heartbeat (tests shorten them). */
   leaseTtlMs?: number;
   heartbeatMs?: number;
-  /** Lifetime of a connection's presence document; refreshed by the heartbeat every third of it. */
-  presenceTtlMs?: number;
   /** How often connections are caught up from the outbox (CATCH_UP_MS; a test turns it off to see the bus alone). */
   catchUpMs?: number;
 }
@@ -59,6 +57,8 @@ export interface LiveService {
   readonly recorders: ReadonlyMap<string, Recorder>;
   /** Counters of the event fan-out since start (bench:fanout, /healthz). */
   readonly fanout: FanoutCounters;
+  /** Firestore documents this instance wrote since start, in all and by its heartbeats (bench:live, /healthz). */
+  readonly firestoreWrites: { total: number; heartbeat: number };
 }
 
 export interface FanoutCounters {
@@ -72,7 +72,6 @@ export interface FanoutCounters {
   eventsProduced: number;
 }
 
-const PRESENCE_TTL_MS = 60_000;
 const LIFETIME_FLUSH_MS = 2_000;
 /** Shutdown must end within Cloud Run's 10 s (server.ts exits at 8 s). */
 const SHUTDOWN_FLUSH_MS = 3_000;
@@ -85,6 +84,7 @@ const SHUTDOWN_RELEASE_MS = 2_500;
 const CATCH_UP_MS = 5_000;
 
 export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): LiveService {
+  rt = { ...rt, db: rt.db.as({ service: 'live' }) }; // every user's rows, declared (issue 38)
   const { config, log } = rt;
   const instanceId = opts.instanceId ?? `live-${randomUUID()}`;
   const coordination =
@@ -94,7 +94,6 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       emulatorHost: config.FIRESTORE_EMULATOR_HOST,
       collectionPrefix: 'live_',
     });
-  const presenceTtlMs = opts.presenceTtlMs ?? PRESENCE_TTL_MS;
   const wss = new WebSocketServer({
     noServer: true,
     clientTracking: false,
@@ -116,7 +115,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
   const listeners = new RemoteListeners(instanceId, (userId) => coordination.presenceInstances(userId));
   const routes = (userId: string) => listeners.of(userId);
   const events = createEventPublisher({ db: rt.db, bus: rt.bus, topic, log, routes });
-  const instanceTtlMs = config.LIVE_INSTANCE_TTL_SECONDS * 1000;
+  const leaseTtlMs = opts.leaseTtlMs ?? config.LIVE_INSTANCE_TTL_SECONDS * 1000;
 
   function deliverLocal(e: StoredEvent): void {
     for (const conn of byUser.get(e.user_id) ?? []) conn.stream?.push(e);
@@ -127,10 +126,9 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     coordination,
     instanceId,
     mlUrl: opts.mlUrl ?? config.ML_SERVICE_URL,
-    leaseTtlMs: opts.leaseTtlMs ?? OWNER_STALE_SECONDS * 1000,
-    // Presence and the instance's mark lapse unless each is refreshed at least three times in its lifetime.
-    heartbeatMs: Math.min(opts.heartbeatMs ?? OWNER_HEARTBEAT_SECONDS * 1000, presenceTtlMs / 3, instanceTtlMs / 3),
-    instanceTtlMs,
+    leaseTtlMs,
+    // The instance's document lapses unless renewed at least three times in its lifetime.
+    heartbeatMs: Math.min(opts.heartbeatMs ?? OWNER_HEARTBEAT_SECONDS * 1000, leaseTtlMs / 3),
     // Our own events reach our connections at once, and go out only to the other instances holding their user.
     dispatch(produced) {
       for (const e of produced) deliverLocal(e);
@@ -139,12 +137,6 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     },
     localConnections,
     countPresence: (userId) => coordination.countPresence(userId),
-    presence: () => {
-      const present: { userId: string; connectionId: string }[] = [];
-      for (const c of connections) if (c.ready && c.userId) present.push({ userId: c.userId, connectionId: c.id });
-      return present;
-    },
-    presenceTtlMs,
   });
 
   /** Tells `to` (the other instances holding the user) what changed here; best effort, heartbeats re-check. */
@@ -214,9 +206,9 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       // after this write, so it addresses this instance (the replay covers what came before).
       // guard: hello-presence-before-replay | remove: await | test: test/live/hello-presence.test.ts :: committed between
       await coordination
-        .addPresence(userId, conn.id, instanceId, presenceTtlMs)
+        .addPresence(userId, conn.id, instanceId)
         .catch((err) => log.warn({ err: (err as Error).message }, 'presence write failed'));
-      if (!conn.open) return void coordination.removePresence(userId, conn.id).catch(() => undefined);
+      if (!conn.open) return void coordination.removePresence(userId, conn.id, instanceId).catch(() => undefined);
       conn.userId = userId;
       conn.clientId = hello.client_id;
       const helloTrace = traceOf(hello);
@@ -273,7 +265,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       if (mine?.size === 0) byUser.delete(userId);
       if (state !== 'running') return; // shutdown removes presence itself and leaves stops to the takeover
       void (async () => {
-        const remaining = await coordination.removePresence(userId, conn.id).catch(() => null);
+        const remaining = await coordination.removePresence(userId, conn.id, instanceId).catch(() => null);
         if (localConnections(userId) > 0) return;
         const others = await listeners.of(userId).catch(() => []);
         // Unknown, or connected elsewhere: heartbeats re-check.
@@ -292,6 +284,9 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     },
     recorders: sessions.recorders,
     fanout,
+    get firestoreWrites() {
+      return { total: coordination.writes, heartbeat: coordination.heartbeatWrites };
+    },
 
     handleUpgrade(req, socket, head) {
       if (state !== 'running') {
@@ -349,7 +344,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
           // Frames that came in between are written here too; then each take waits for a resume.
           await sessions.releaseAll(SHUTDOWN_RELEASE_MS);
           await Promise.allSettled(
-            present.map((c) => settleWithin(coordination.removePresence(c.userId, c.id), 1_000)),
+            present.map((c) => settleWithin(coordination.removePresence(c.userId, c.id, instanceId), 1_000)),
           );
           // The instances sharing our users stop addressing us (their routes would learn it within REFRESH_MS).
           const users = [...new Set(present.map((c) => c.userId))];

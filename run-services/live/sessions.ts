@@ -37,17 +37,13 @@ export interface SessionsDeps {
   coordination: Coordination;
   instanceId: string;
   mlUrl: string;
+  /** The one TTL: how long each beat keeps the instance alive, and with it its leases and presence. */
   leaseTtlMs: number;
   heartbeatMs: number;
-  /** How long each beat marks the instance alive (lib/fanout/liveness.ts). */
-  instanceTtlMs: number;
   dispatch(events: StoredEvent[]): void;
   /** Connections of the user: on this instance, and on all instances (Firestore presence). */
   localConnections(userId: string): number;
   countPresence(userId: string): Promise<number>;
-  /** The connections whose presence this instance keeps alive, and for how long each heartbeat. */
-  presence(): { userId: string; connectionId: string }[];
-  presenceTtlMs: number;
 }
 
 /** A connection the server closed with ReconnectAdvised keeps its takes at least this long. */
@@ -70,10 +66,6 @@ export class Sessions implements RecorderHost {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   /** The beat under way, if any: beats never overlap, and shutdown waits for one before closing Firestore. */
   private beating: Promise<void> | null = null;
-  /** Heartbeats since presence was last written: it goes every third of its lifetime, not every beat. */
-  private beatsSincePresence = Infinity;
-  /** Beats since the instance mark was last written (Infinity: the first beat marks). */
-  private beatsSinceMark = Infinity;
 
   /** This instance's unit of work: committed events reach its own connections first, then Pub/Sub. */
   private readonly uow: UnitOfWorkDeps;
@@ -132,17 +124,11 @@ export class Sessions implements RecorderHost {
   /**
    * Every OWNER_HEARTBEAT_SECONDS (or sooner, see service.ts): one statement touches every open
    * take this instance owns (a take missing from it was resumed elsewhere or stopped), one
-   * Firestore commit renews every take's lease and (each every third of its lifetime) the
-   * instance's mark and every connection's presence, and detached takes look for their user (the
-   * grace starts once they are gone).
+   * Firestore write (the instance's document) keeps the instance, its leases and its presence
+   * alive and checks every lease, and detached takes look for their user (the grace starts once
+   * they are gone).
    */
   private async heartbeat(): Promise<void> {
-    const presenceDue = ++this.beatsSincePresence * this.d.heartbeatMs >= this.d.presenceTtlMs / 3;
-    const presence = presenceDue ? this.d.presence() : [];
-    if (presenceDue) this.beatsSincePresence = 0;
-    // The instance's mark: at the first beat, then every third of its lifetime (at the next beat after a failed one).
-    const markDue = ++this.beatsSinceMark * this.d.heartbeatMs >= this.d.instanceTtlMs / 3;
-    if (!this.recorders.size && !presence.length && !markDue) return;
     const startedAt = Date.now();
     const owned =
       this.recorders.size > 0 &&
@@ -156,17 +142,9 @@ export class Sessions implements RecorderHost {
     }
     const takes = [...this.recorders.values()].filter((r) => r.state === 'recording');
     const leases = await this.d.coordination
-      .heartbeat({
-        owner: this.d.instanceId,
-        instanceTtlMs: markDue ? this.d.instanceTtlMs : null,
-        leaseKeys: takes.map((r) => r.key),
-        leaseTtlMs: this.d.leaseTtlMs,
-        presence,
-        presenceTtlMs: this.d.presenceTtlMs,
-      })
-      // Firestore unreachable: the row decides, and presence and the mark live on until their TTL.
-      .catch((err) => void this.warn(err, 'lease, presence and instance mark heartbeat failed'));
-    if (leases && markDue) this.beatsSinceMark = 0;
+      .heartbeat({ owner: this.d.instanceId, ttlMs: this.d.leaseTtlMs, leaseKeys: takes.map((r) => r.key) })
+      // Firestore unreachable: the row decides, and the instance's document lives on until its TTL.
+      .catch((err) => void this.warn(err, 'instance heartbeat (liveness, leases, presence) failed'));
     for (const r of takes) if (leases && leases.get(r.key) === null) void r.ownershipLost('lease taken');
     for (const r of takes) if (r.state === 'recording' && !r.client && !r.gracePending) this.checkPresence(r);
   }

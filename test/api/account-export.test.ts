@@ -112,7 +112,7 @@ const build = () => runWorkflow(api.rt, SERVICE, runAccountExports, {});
 async function untilReady(id: string) {
   return vi.waitFor(
     async () => {
-      await runSweep(api.rt);
+      await runSweep(api.sweeper);
       const res = await getExportOf(id);
       expect(res.body.status).toBe('ready');
       return res.body;
@@ -453,7 +453,7 @@ describe('retention and erasure', () => {
     expect([202, 204]).toContain(erased.status);
     await vi.waitFor(
       async () => {
-        await runSweep(api.rt, { erasureMinAgeMs: 0 });
+        await runSweep(api.sweeper, { erasureMinAgeMs: 0 });
         expect(await api.rt.store.list(`exports/${ginaId}/`)).toEqual([]);
         const { rows } = await api.rt.db.query('test.rows', 'SELECT id FROM account_export WHERE user_id = $1', [
           ginaId,

@@ -68,8 +68,8 @@ describe('DELETE /me while storage fails', () => {
     expect(await objects()).toHaveLength(1);
 
     // A sweep that does not take it up yet (the request may still be working) leaves it.
-    expect((await runSweep(api.rt)).erasuresFinished).toBe(0);
-    expect((await runSweep(api.rt, { erasureMinAgeMs: 0 })).erasuresFinished).toBe(1);
+    expect((await runSweep(api.sweeper)).erasuresFinished).toBe(0);
+    expect((await runSweep(api.sweeper, { erasureMinAgeMs: 0 })).erasuresFinished).toBe(1);
     expect(await objects()).toEqual([]);
     expect(await rowsNaming(api.rt.db, [userId, meeting])).toEqual([]);
   }, 60_000);

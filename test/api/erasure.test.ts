@@ -25,7 +25,7 @@ beforeAll(async () => {
   // The bystanders' records: erasing another account must leave them exactly as they are.
   await createFixtures(world);
   await createFixtures(world, undefined, world.other);
-  await runSweep(api.rt); // finalizes their due takes now, so later sweeps leave them alone
+  await runSweep(api.sweeper); // finalizes their due takes now, so later sweeps leave them alone
   snapshot = await snapshotter(api.rt.db);
 }, 120_000);
 afterAll(() => api?.close());
@@ -35,7 +35,7 @@ async function objectsOf(meetingIds: string[]): Promise<string[]> {
   return lists.flat().map((o) => o.name);
 }
 
-const sweep = (opts: { erasureMinAgeMs?: number } = {}) => runSweep(api.rt, { erasureMinAgeMs: 0, ...opts });
+const sweep = (opts: { erasureMinAgeMs?: number } = {}) => runSweep(api.sweeper, { erasureMinAgeMs: 0, ...opts });
 
 /**
  * An account with a record of every kind (the authorization matrix's fixtures, through the API),
@@ -52,7 +52,7 @@ async function fullAccount(name: string) {
   await storeLiveSegment(api, finalized, 0, 9);
   await storeLiveSegment(api, finalized, 10, 19);
   await stopTake(api, finalized);
-  expect((await runSweep(api.rt, { erasureMinAgeMs: 0 })).finalized).toBeGreaterThanOrEqual(1);
+  expect((await runSweep(api.sweeper, { erasureMinAgeMs: 0 })).finalized).toBeGreaterThanOrEqual(1);
   const live = await createTake(api, token);
   await storeLiveSegment(api, live, 0, 4);
   const stopped = await createTake(api, token);
@@ -135,7 +135,7 @@ describe('DELETE /me', () => {
       expect(await objectsOf(account.meetingIds), cut).not.toEqual([]);
 
       // A sweep that does not take the request up yet (it may still be running) finalizes none of its takes.
-      const waiting = await runSweep(api.rt, { erasureMinAgeMs: 3_600_000 });
+      const waiting = await runSweep(api.sweeper, { erasureMinAgeMs: 3_600_000 });
       expect(waiting.erasuresFinished, cut).toBe(0);
       const counts = await sweep();
       expect(counts.erasuresFinished, cut).toBe(1);
@@ -155,7 +155,7 @@ describe('DELETE /me', () => {
     // The owning instance sees a take it no longer owns and that is not recording: it lets go.
     expect(rows[0]).toEqual({ state: 'stopped', stop_reason: 'user', owner_instance: null });
     await expireGapDeadline(api, account.live);
-    await runSweep(api.rt, { erasureMinAgeMs: 3_600_000 });
+    await runSweep(api.sweeper, { erasureMinAgeMs: 3_600_000 });
     const { rows: takes } = await api.rt.db.query<{ n: number }>(
       'test.finalized',
       `SELECT count(*)::int AS n FROM recording r JOIN meeting m ON m.id = r.meeting_id WHERE m.user_id = $1 AND r.state IN ('finalizing', 'finalized')`,

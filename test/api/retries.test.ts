@@ -62,7 +62,7 @@ describe('gap upload retried after the take moved on', () => {
     const first = await put(take, 10, 19);
     expect(first.status).toBe(201);
     // Filling the last gap makes the take due: the sweep finalizes it.
-    expect((await runSweep(api.rt)).finalized).toBeGreaterThanOrEqual(1);
+    expect((await runSweep(api.sweeper)).finalized).toBeGreaterThanOrEqual(1);
     await expect.poll(() => state(take)).toBe('finalized');
 
     const retry = await put(take, 10, 19);

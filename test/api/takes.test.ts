@@ -27,14 +27,14 @@ beforeAll(async () => {
   meetingId = v1.meetingId;
   audio[1] = Buffer.concat([await storeLiveSegment(api, v1, 0, 9), await storeLiveSegment(api, v1, 10, 14)]);
   await stopTake(api, v1);
-  await runSweep(api.rt);
+  await runSweep(api.sweeper);
   v2 = await createTake(api, alice, { meetingId });
   audio[2] = Buffer.concat([await storeLiveSegment(api, v2, 0, 4), await storeLiveSegment(api, v2, 10, 12)]);
   await stopTake(api, v2, 0); // deadline passed at once: finalized with the gap
-  await runSweep(api.rt);
+  await runSweep(api.sweeper);
   v3 = await createTake(api, alice, { meetingId });
   await stopTake(api, v3);
-  await runSweep(api.rt);
+  await runSweep(api.sweeper);
   v4 = await createTake(api, alice, { meetingId });
   await storeLiveSegment(api, v4, 0, 2);
   await storeLiveSegment(api, v4, 6, 7);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTask } from '@mi/lib/repositories/tasks';
 import { startApi, type ApiHarness } from '../harness';
 import { twoUsers, type TwoUsers } from './fixture';
+import { sleep } from '@mi/lib/async';
 
 let api: ApiHarness;
 let alice: string;
@@ -217,7 +218,7 @@ describe('PATCH /tasks/{id}', () => {
 
   it('should update the given fields, clear nulls, bump updated_at and emit EntityChanged', async () => {
     const { body: t } = await create(alice, { content: 'draft', due_date: '2026-01-01', meeting_id: aliceMeeting });
-    await new Promise((r) => setTimeout(r, 5)); // the clock moves on: updated_at must then differ
+    await sleep(5); // the clock moves on: updated_at must then differ
     const res = await patch(alice, t.id, {
       content: 'final',
       status: 'completed',

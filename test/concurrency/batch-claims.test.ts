@@ -4,23 +4,22 @@
 // outside transaction commits once the database shows it waiting. Each guarded read waits and then
 // sees the move; without its lock it acts on the row as it was.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runSweep } from '../../functions/sweep';
-import { startApi, type ApiHarness } from '../harness';
+import type { ApiHarness } from '../harness';
+import { native, withNativeApi } from './native-api';
 import { lockWaiters, lockWaits, outsideClient } from '../support/lock-waits';
-
-const native = inject('database').kind === 'native';
-if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
 
 let api: ApiHarness;
 let alice: string;
 
-beforeAll(async () => {
-  if (!native) return;
-  api = await startApi({ PUBSUB_TOPIC_RECORDING_FINALIZED: `finalized-${randomUUID().slice(0, 8)}` });
-  alice = await api.token('claims-alice');
-});
-afterAll(() => api?.close());
+withNativeApi(
+  async (started) => {
+    api = started;
+    alice = await api.token('claims-alice');
+  },
+  { PUBSUB_TOPIC_RECORDING_FINALIZED: `finalized-${randomUUID().slice(0, 8)}` },
+);
 
 const service = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
   api.request(method, path, { token: api.serviceToken, body, headers });
@@ -121,7 +120,7 @@ describe.skipIf(!native)('the batch claim racing itself', () => {
     const { t, claimId } = await claimed();
     await expire(t);
     const renewal = "UPDATE transcription SET claim_expires_at = now() + interval '10 minutes' WHERE id = $1";
-    await whileOutside(renewal, t, () => runSweep(api.rt));
+    await whileOutside(renewal, t, () => runSweep(api.sweeper));
     expect(await row(t)).toMatchObject({ status: 'synthesizing', claim_id: claimId, claim_expirations: 0 });
     expect(await expiredHistory(t)).toBe(0);
   });
@@ -133,7 +132,7 @@ describe.skipIf(!native)('the batch claim racing itself', () => {
     try {
       await outside.query('BEGIN');
       await outside.query('SELECT 1 FROM transcription WHERE id = $1 FOR UPDATE', [t]);
-      const sweeps = [runSweep(api.rt), runSweep(api.rt)];
+      const sweeps = [runSweep(api.sweeper), runSweep(api.sweeper)];
       await lockWaits(api, 2);
       await outside.query('COMMIT');
       await Promise.all(sweeps);

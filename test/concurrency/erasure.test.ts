@@ -3,21 +3,17 @@
 // the database shows the batch waiting (polled). The batch locks the user row before it lists the
 // meetings (guard in lib/repositories/erasure.ts), so it lists the new one and records it for the
 // object step; without the lock the user's delete cascades to it unrecorded, leaving its objects.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eraseRowBatch, requestErasure } from '@mi/lib/repositories/erasure';
-import { startApi, type ApiHarness } from '../harness';
+import type { ApiHarness } from '../harness';
+import { native, withNativeApi } from './native-api';
 import { lockWaits, outsideClient } from '../support/lock-waits';
-
-const native = inject('database').kind === 'native';
-if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
 
 let api: ApiHarness;
 
-beforeAll(async () => {
-  if (!native) return;
-  api = await startApi();
+withNativeApi((started) => {
+  api = started;
 });
-afterAll(() => api?.close());
 
 describe.skipIf(!native)('account erasure under concurrency', () => {
   it('should record for the object step a meeting committed while a row batch waits for the user', async () => {

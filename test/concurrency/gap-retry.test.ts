@@ -2,25 +2,21 @@
 // passed the route's check while the take was stopped and waits for the take's row, which the
 // sweep's claim (stopped → finalizing) holds; once it commits, the identical retry is still 200
 // and a new range is 410. The order is pinned by an outside transaction (support/lock-waits.ts).
-import { inject, afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gapPrefix } from '@mi/lib/objects/take-objects';
 import { listManifest } from '@mi/lib/repositories/manifest';
-import { startApi, type ApiHarness } from '../harness';
+import type { ApiHarness } from '../harness';
+import { native, withNativeApi } from './native-api';
 import { lockWaits, outsideClient } from '../support/lock-waits';
 import { createTake, framesBytes, stopTake, storeLiveSegment, type Take } from '../recording-fixtures';
-
-const native = inject('database').kind === 'native';
-if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
 
 let api: ApiHarness;
 let alice: string;
 
-beforeAll(async () => {
-  if (!native) return;
-  api = await startApi();
+withNativeApi(async (started) => {
+  api = started;
   alice = await api.token('gap-retry-alice');
 });
-afterAll(() => api?.close());
 
 const put = (t: Take, start: number, end: number) =>
   api.request('PUT', `/meetings/${t.meetingId}/recording/audio/${start}-${end}?audio_version=${t.audioVersion}`, {

@@ -4,22 +4,18 @@
 // check reads the row FOR UPDATE, so it waits and then sees the change: 412, nothing written.
 // Without the FOR UPDATE the check passes on the old row and the write lands after the commit.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startApi, type ApiHarness } from '../harness';
+import { describe, expect, it } from 'vitest';
+import type { ApiHarness } from '../harness';
+import { native, withNativeApi } from './native-api';
 import { lockWaits, outsideClient } from '../support/lock-waits';
-
-const native = inject('database').kind === 'native';
-if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
 
 let api: ApiHarness;
 let alice: string;
 
-beforeAll(async () => {
-  if (!native) return;
-  api = await startApi();
+withNativeApi(async (started) => {
+  api = started;
   alice = await api.token('alice');
 });
-afterAll(() => api?.close());
 
 const created = (path: string, body: unknown) => async () => (await api.post(alice, path, body)).body.id as string;
 

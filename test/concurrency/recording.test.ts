@@ -3,28 +3,24 @@
 // outside transaction holds what the use cases need, they start, and it lets go once the database
 // shows them waiting (polled). Removing the guard named by the marker above the locking line
 // (lib/use-cases/recording.ts, lib/repositories/recordings.ts) makes its test fail.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SERVICE } from '@mi/lib/domain/actor';
 import { claimTake, startTake, stopOrphanedTake } from '@mi/lib/use-cases/recording';
 import { runUseCase } from '@mi/lib/use-cases/use-case';
 import { NO_END } from '@mi/lib/repositories/manifest';
 import { prepareRuns, SegmentCommitter } from '../../run-services/live/group-commit';
-import { startApi, type ApiHarness } from '../harness';
+import type { ApiHarness } from '../harness';
+import { native, withNativeApi } from './native-api';
 import { createTake, frameBytes } from '../recording-fixtures';
 import { lockWaits, outsideClient } from '../support/lock-waits';
-
-const native = inject('database').kind === 'native';
-if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
 
 let api: ApiHarness;
 let token: string;
 
-beforeAll(async () => {
-  if (!native) return;
-  api = await startApi();
+withNativeApi(async (started) => {
+  api = started;
   token = await api.token('take-racer');
 });
-afterAll(() => api?.close());
 
 const take = async (meetingId: string, audioVersion: number) =>
   (

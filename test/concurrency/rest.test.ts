@@ -4,28 +4,24 @@
 import type { QueryResultRow } from 'pg';
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { startApi, type ApiHarness } from '../harness';
+import { native, withNativeApi } from './native-api';
 import { lockWaiters, lockWaits } from '../support/lock-waits';
 import { createTake, framesBytes, stopTake, storeLiveSegment } from '../recording-fixtures';
-
-const native = inject('database').kind === 'native';
-if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
 
 let api: ApiHarness;
 let alice: string;
 let aliceId: string;
 let dbUrl: string;
 
-beforeAll(async () => {
-  if (!native) return;
-  api = await startApi();
+withNativeApi(async (started) => {
+  api = started;
   alice = await api.token('alice');
   aliceId = await api.userId(alice);
   dbUrl = api.rt.db.pool.options.connectionString!;
 });
-afterAll(() => api?.close());
 
 const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) =>
   (await api.rt.db.query<R>('test', text, params)).rows;
@@ -44,6 +40,37 @@ describe.skipIf(!native)('idempotency under concurrency', () => {
     expect(created.filter((a) => a.headers.get('idempotent-replayed') !== 'true')).toHaveLength(1);
     expect(new Set(created.map((a) => a.body.id)).size).toBe(1);
     expect(await sql('SELECT count(*)::int AS n FROM meeting WHERE title = $1', [title])).toEqual([{ n: 1 }]);
+  });
+
+  it('should answer 409 at once to a duplicate sent while the first still runs, and replay the first after', async () => {
+    const key = randomUUID();
+    const body = { title: `running ${key}`, source_type: 'text' };
+    const outside = new pg.Client({ connectionString: dbUrl });
+    await outside.connect();
+    try {
+      // The first request holds its claim while its meeting's insert waits for the user row.
+      await outside.query('BEGIN');
+      await outside.query('SELECT 1 FROM app_user WHERE id = $1 FOR UPDATE', [aliceId]);
+      const first = api.post(alice, '/meetings', body, key);
+      await lockWaits(api);
+      let settled = false;
+      const duplicate = api.post(alice, '/meetings', body, key).finally(() => (settled = true));
+      // Answered, or (the failure) waiting on the first's uncommitted claim.
+      await expect.poll(async () => settled || (await lockWaiters(api)) >= 2, { timeout: 20_000 }).toBe(true);
+      await outside.query('COMMIT');
+      const answer = await duplicate;
+      expect(answer.status, answer.text).toBe(409);
+      expect(answer.body.detail).toMatch(/still in progress/);
+      const created = await first;
+      expect(created.status, created.text).toBe(201);
+      const replay = await api.post(alice, '/meetings', body, key);
+      expect(replay.status).toBe(201);
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(replay.text).toBe(created.text);
+    } finally {
+      await outside.end();
+    }
+    expect(await sql('SELECT count(*)::int AS n FROM meeting WHERE title = $1', [body.title])).toEqual([{ n: 1 }]);
   });
 
   it('should let one retry take over an abandoned claim while another retry does so', async () => {
@@ -370,7 +397,7 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
       const [{ deadlocks: before }] = (
         await outside.query('SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()')
       ).rows;
-      const retriesBefore = api.rt.db.retries;
+      const retriesBefore = api.served.retries;
       // This session checks for deadlocks last, so the API's transaction is always the victim.
       await outside.query(`SET deadlock_timeout = '60s'`);
       await outside.query('BEGIN');
@@ -393,7 +420,7 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
         await outside.query('SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()')
       ).rows;
       expect(after).toBeGreaterThan(before);
-      expect(api.rt.db.retries).toBeGreaterThan(retriesBefore);
+      expect(api.served.retries).toBeGreaterThan(retriesBefore);
     } finally {
       await outside.end();
     }
@@ -409,7 +436,7 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
     try {
       const token = await serializable.token('alice');
       const m = await serializable.meeting(token);
-      const retriesBefore = serializable.rt.db.retries;
+      const retriesBefore = serializable.served.retries;
       const answers = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
           serializable.request('PATCH', `/meetings/${m}`, { token, body: { title: `t${i}` } }),
@@ -418,7 +445,7 @@ describe.skipIf(!native)('serialization failures and deadlocks', () => {
       expect(answers.filter((a) => a.status !== 200 && a.status !== 409)).toEqual([]);
       for (const a of answers.filter((x) => x.status === 409))
         expect(a.body.detail).toBe('concurrent update; nothing was written, try again');
-      expect(serializable.rt.db.retries).toBeGreaterThan(retriesBefore);
+      expect(serializable.served.retries).toBeGreaterThan(retriesBefore);
       const winners = answers.filter((a) => a.status === 200).map((a) => a.body.title);
       expect(winners).toContain((await serializable.request('GET', `/meetings/${m}`, { token })).body.title);
     } finally {

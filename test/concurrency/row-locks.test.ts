@@ -6,22 +6,18 @@
 // lock it acts on the row as it read it.
 import { randomUUID } from 'node:crypto';
 import type { QueryResultRow } from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startApi, type ApiHarness } from '../harness';
+import { describe, expect, it } from 'vitest';
+import type { ApiHarness } from '../harness';
+import { native, withNativeApi } from './native-api';
 import { lockWaiters, outsideClient } from '../support/lock-waits';
-
-const native = inject('database').kind === 'native';
-if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
 
 let api: ApiHarness;
 let alice: string;
 
-beforeAll(async () => {
-  if (!native) return;
-  api = await startApi();
+withNativeApi(async (started) => {
+  api = started;
   alice = await api.token('alice');
 });
-afterAll(() => api?.close());
 
 const sql = async <R extends QueryResultRow = Record<string, unknown>>(text: string, params: unknown[] = []) =>
   (await api.rt.db.query<R>('test', text, params)).rows;

@@ -6,25 +6,23 @@
 import type { QueryResultRow } from 'pg';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Queryable } from '@mi/lib/db/pool';
 import { assignSpeakerLabel } from '@mi/lib/repositories/speaker-label-assignments';
-import { startApi, type ApiHarness, type TestResponse } from '../harness';
-
-const native = inject('database').kind === 'native';
-if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
+import type { ApiHarness, TestResponse } from '../harness';
+import { until } from '../support/poll';
+import { lockWaiters } from '../support/lock-waits';
+import { native, withNativeApi } from './native-api';
 
 let api: ApiHarness;
 let alice: string;
 let aliceId: string;
 
-beforeAll(async () => {
-  if (!native) return;
-  api = await startApi();
+withNativeApi(async (started) => {
+  api = started;
   alice = await api.token('alice');
   aliceId = await api.userId(alice);
 });
-afterAll(() => api?.close());
 
 let seed = 5;
 const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
@@ -56,23 +54,6 @@ async function meetingWith(labels: string[], n = 3): Promise<{ m: string; t: str
   ).toBe(204);
   return { m, t };
 }
-
-/** Backends of the API's database waiting for a lock. */
-const waiting = async () =>
-  (
-    await sql(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-    )
-  )[0].n as number;
-
-// vitest's poll, with the condition named in the failure.
-const until = (what: string, condition: () => Promise<boolean>): Promise<void> =>
-  vi.waitFor(
-    async () => {
-      if (!(await condition())) throw new Error(`timed out waiting until ${what}`);
-    },
-    { timeout: 20_000, interval: 10 },
-  );
 
 /** A request whose answer can be polled for. */
 function started(request: Promise<TestResponse>) {
@@ -126,16 +107,16 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     const [keep, other, target] = [await person(), await person(), await person()];
     const { m } = await meetingWith(['L']);
     expect((await assign(m, 'L', other)).status).toBe(200);
-    const retriesBefore = api.rt.db.retries;
+    const retriesBefore = api.served.retries;
 
     // The assignment of L (other → target) relabels L's segments, then waits at L's assignment row.
     const hold = await holdRows('SELECT 1 FROM meeting_speaker_label WHERE meeting_id = $1', [m]);
     const assigning = started(assign(m, 'L', target));
-    await until('the assignment waits', async () => (await waiting()) === 1);
+    await until('the assignment waits', async () => (await lockWaiters(api)) === 1);
     // The merge of `other` needs those segments; unguarded it first locks `other`, which the
     // assignment locks next to recount that person's model: each waits for the other.
     const merging = started(merge(keep, other));
-    await until('the merge waits', async () => (await waiting()) === 2);
+    await until('the merge waits', async () => (await lockWaiters(api)) === 2);
     await hold.release();
     await Promise.all([assigning.done, merging.done]);
 
@@ -143,7 +124,7 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     expect((await assigning.done).status).toBe(200);
     expect((await merging.done).status).toBe(200);
     // No transaction was aborted as a deadlock victim and retried.
-    expect(api.rt.db.retries - retriesBefore).toBe(0);
+    expect(api.served.retries - retriesBefore).toBe(0);
     expect(await sql('SELECT person_id FROM meeting_speaker_label WHERE meeting_id = $1', [m])).toEqual([
       { person_id: target },
     ]);
@@ -165,23 +146,23 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
       'SELECT id FROM transcript_segment WHERE transcription_id = $1 AND speaker_label = $2 ORDER BY id LIMIT 1',
       [t, 'L'],
     );
-    const retriesBefore = api.rt.db.retries;
+    const retriesBefore = api.served.retries;
 
     const hold = await holdRows('SELECT 1 FROM transcript_segment WHERE transcription_id = $1 AND speaker_label = $2', [
       t,
       'L',
     ]);
     const changing = started(change(m, segment.id));
-    await until('the change waits', async () => (await waiting()) === 1);
+    await until('the change waits', async () => (await lockWaiters(api)) === 1);
     const merging = started(merge(keep, other));
-    await until('the merge waits', async () => (await waiting()) === 2);
+    await until('the merge waits', async () => (await lockWaiters(api)) === 2);
     await hold.release();
     const [changed, merged] = await Promise.all([changing.done, merging.done]);
 
     expect(changed.status).toBe(status);
     expect(merged.status).toBe(200);
     // No transaction was aborted as a deadlock victim and retried.
-    expect(api.rt.db.retries - retriesBefore).toBe(0);
+    expect(api.served.retries - retriesBefore).toBe(0);
     await expectConsistent();
   }
 
@@ -206,10 +187,10 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
     // The merge has moved the attributions and samples and waits to move the task.
     const hold = await holdRows('SELECT 1 FROM task WHERE id = $1', [task]);
     const merging = started(merge(keep, other));
-    await until('the merge waits', async () => (await waiting()) === 1);
+    await until('the merge waits', async () => (await lockWaiters(api)) === 1);
     // The ML service appends a segment it attributes to the other person.
     const appending = started(append(t, [{ speaker_label: 'B', person_id: other }]));
-    await until('the append waits or is answered', async () => appending.answered || (await waiting()) === 2);
+    await until('the append waits or is answered', async () => appending.answered || (await lockWaiters(api)) === 2);
     await hold.release();
     const [appended, merged] = await Promise.all([appending.done, merging.done]);
 
@@ -249,7 +230,7 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
         [t, at++, personId],
       );
       const changing = started(change(m));
-      await until('the change waits or is answered', async () => changing.answered || (await waiting()) > 0);
+      await until('the change waits or is answered', async () => changing.answered || (await lockWaiters(api)) > 0);
       await outside.query('COMMIT');
       answer = await changing.done;
     } finally {
@@ -295,7 +276,7 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
       const tx: Queryable = { query: (_name, text, params) => outside.query(text, params) };
       await assignSpeakerLabel(tx, aliceId, m, 'L', p);
       const appending = started(append(t, [{ speaker_label: 'L' }]));
-      await until('the append waits or is answered', async () => appending.answered || (await waiting()) > 0);
+      await until('the append waits or is answered', async () => appending.answered || (await lockWaiters(api)) > 0);
       await outside.query('COMMIT');
       expect((await appending.done).status).toBe(204);
     } finally {
@@ -316,7 +297,7 @@ describe.skipIf(!native)('merging people races speaker-label writers', () => {
       await outside.query('BEGIN');
       await outside.query('UPDATE person SET updated_at = now() WHERE id = $1', [p]);
       const appends = [a.t, b.t].map((t) => append(t, Array(3).fill({ speaker_label: 'P', person_id: p })));
-      await until('both appends wait', async () => (await waiting()) === 2);
+      await until('both appends wait', async () => (await lockWaiters(api)) === 2);
       await outside.query('COMMIT');
       expect((await Promise.all(appends)).map((r) => r.status)).toEqual([204, 204]);
     } finally {

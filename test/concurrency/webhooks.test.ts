@@ -4,21 +4,17 @@
 // 201, one 422. Without the lock both counted 19 before either inserted (their inserts wait on
 // the same row for its foreign key): two 201s and 21 endpoints. The dispatcher: a fan-out pass
 // or a claim racing another dispatcher that holds the endpoint row (the outside transaction).
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { claimDue, fanOut } from '@mi/lib/webhooks/dispatcher';
-import { startApi, type ApiHarness } from '../harness';
+import type { ApiHarness } from '../harness';
+import { native, withNativeApi } from './native-api';
 import { lockWaiters, lockWaits, outsideClient } from '../support/lock-waits';
-
-const native = inject('database').kind === 'native';
-if (!native) console.log('test/concurrency skipped: PGlite runs one transaction at a time, so nothing can interleave');
 
 let api: ApiHarness;
 
-beforeAll(async () => {
-  if (!native) return;
-  api = await startApi();
+withNativeApi((started) => {
+  api = started;
 });
-afterAll(() => api?.close());
 
 const body = { url: 'http://localhost:9/hook', event_types: ['EntityChanged'] };
 

@@ -9,6 +9,7 @@ import { createDatabase } from '@mi/lib/db/pool';
 import { applySchema } from '../../schema/apply';
 import { startApi, type ApiHarness } from '../harness';
 import type { TestDatabase } from '../support/database';
+import { sleep } from '@mi/lib/async';
 
 const native = inject('database').kind === 'native';
 if (!native)
@@ -167,7 +168,7 @@ describe.skipIf(!native)('a database restart under load', () => {
       // crashed the process when nothing listened.
       await own.cluster.restart();
       // Kept: lets the closed socket's 'error' reach the idle checked-out client (no event of it to await).
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       resume();
       await expect(tx).rejects.toMatchObject({ code: 'unavailable', retryAfterSeconds: expect.any(Number) });
       expect((await db.query('test.after', 'SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);

@@ -78,14 +78,17 @@ async function run(cmd: string, args: string[], extra: Record<string, string>, c
 }
 
 async function waitHealthy(url: string, proc: { child: ChildProcess; output(): string }) {
-  const until = Date.now() + 60_000;
-  for (;;) {
-    if (proc.child.exitCode !== null) throw new Error(`exited ${proc.child.exitCode}: ${proc.output()}`);
-    const res = await fetch(`${url}/healthz`).catch(() => null);
-    if (res?.status === 200) return res.json();
-    if (Date.now() > until) throw new Error(`not healthy: ${proc.output()}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  const res = await until(
+    `${url}/healthz to answer 200`,
+    async () => {
+      if (proc.child.exitCode !== null) return 'exited';
+      const r = await fetch(`${url}/healthz`);
+      return r.status === 200 ? r : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 250, context: proc.output },
+  );
+  if (res === 'exited') throw new Error(`exited ${proc.child.exitCode}: ${proc.output()}`);
+  return res.json();
 }
 
 describe('deployable units', () => {
@@ -136,23 +139,26 @@ describe('deployable units', () => {
       'functions/dist',
     );
     const url = `http://127.0.0.1:${port}/`;
-    const deadline = Date.now() + 60_000;
-    let res: Response | null = null;
-    while (!res && Date.now() < deadline) {
-      if (proc.child.exitCode !== null) throw new Error(proc.output());
-      res = await fetch(url, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${TEST_SECRETS.SERVICE_AUTH_TOKEN}`,
-          'content-type': 'application/json',
-          traceparent: `00-${TRACE_ID}-${PARENT_SPAN_ID}-01`,
-        },
-        body: '{}',
-      }).catch(() => null);
-      if (!res) await new Promise((r) => setTimeout(r, 250));
-    }
-    expect(res?.status).toBe(200);
-    expect(await res!.json()).toMatchObject({ passes: 1, finalized: 0 });
+    // The first POST that connects (the process may still be starting) runs the pass.
+    const res = await until(
+      'the sweep to answer',
+      async () => {
+        if (proc.child.exitCode !== null) return 'exited';
+        return fetch(url, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${TEST_SECRETS.SERVICE_AUTH_TOKEN}`,
+            'content-type': 'application/json',
+            traceparent: `00-${TRACE_ID}-${PARENT_SPAN_ID}-01`,
+          },
+          body: '{}',
+        });
+      },
+      { timeoutMs: 60_000, intervalMs: 250, context: proc.output },
+    );
+    if (res === 'exited') throw new Error(proc.output());
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ passes: 1, finalized: 0 });
     const pass = await untilFound(
       'the span of the sweep pass',
       () => otlp.spans().find((s) => s.name === 'sweep pass'),
@@ -278,13 +284,11 @@ describe('deployable units', () => {
     expect(otlp.spans().filter((s) => Object.values(s.attributes).includes('/healthz'))).toEqual([]);
     expect(otlp.spans().filter((s) => s.kind === SPAN_KIND_CLIENT && !s.parentSpanId)).toEqual([]);
     // /healthz answers once one worker listens; the drain is checked with both up.
-    for (
-      const until = Date.now() + 30_000;
-      (proc.output().match(/"message":"live service listening"/g)?.length ?? 0) < 2;
-    ) {
-      if (Date.now() > until) throw new Error(`the second worker did not start:\n${proc.output()}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until(
+      'the second worker to start',
+      () => (proc.output().match(/"message":"live service listening"/g)?.length ?? 0) >= 2,
+      { timeoutMs: 30_000, intervalMs: 100, context: proc.output },
+    );
     proc.child.kill('SIGTERM');
     const code = await new Promise((r) => proc.child.once('exit', r));
     expect(code).toBe(0);

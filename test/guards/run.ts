@@ -15,6 +15,7 @@
 // own. The checkout is never edited: each of GUARD_WORKERS workers (default 1) removes guards in a
 // copy of the tracked files of its own (node_modules linked, the workspace packages pointing into
 // the copy), one guard at a time, so a removal made for one guard cannot hide another's survival.
+// Before that, each guard test file runs once as the code is, the files dealt out over the copies.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import {
@@ -50,10 +51,10 @@ interface TestRun {
  */
 async function runTests(files: string[], names: string[], shared: string | undefined, cwd = ROOT): Promise<TestRun> {
   const report = path.join(cwd, `.guard-report-${randomUUID()}.json`);
+  // The checkout's own binary (npx would resolve it again on every one of the runs).
   const child = spawn(
-    'npx',
+    path.join(ROOT, 'node_modules/.bin/vitest'),
     [
-      'vitest',
       'run',
       ...new Set(files),
       '-t',
@@ -135,20 +136,32 @@ async function main(): Promise<void> {
 /** The exit code: 0 when every guard's removal fails its test. */
 async function proveAll(guards: Guard[], shared: string): Promise<number> {
   // One copy by default; CI runs two (.ci/run), and proveIn tries a survivor of those again alone.
-  const workers = Math.max(1, Math.min(Number(process.env.GUARD_WORKERS ?? 1), guards.length));
+  const files = new Set(guards.map((g) => g.testFile)).size;
+  const workers = Math.max(1, Math.min(Number(process.env.GUARD_WORKERS ?? 1), files));
   const base = path.join(tmpdir(), `mi-guards-${process.pid}`);
   try {
     const trees = Array.from({ length: workers }, (_, i) => workTree(path.join(base, String(i))));
-    // In every copy: a copy that did not work would make every removal look proven.
+    // Each test file once, the files dealt out over the copies: every copy runs some (a copy that
+    // did not work would make every removal look proven), every guard's test is seen passing.
     console.log(
       `${guards.length} guards; checking that their tests pass as the code is, in ${workers === 1 ? 'a copy' : `${workers} copies`}…`,
     );
-    const names = guards.map((g) => g.testName);
-    const files = guards.map((g) => g.testFile);
-    const asIs = await Promise.all(trees.map((t) => runTests(files, names, shared, t)));
+    const testFiles = [...new Set(guards.map((g) => g.testFile))];
+    const copyOf = (g: Guard) => testFiles.indexOf(g.testFile) % trees.length;
+    const asIs = await Promise.all(
+      trees.map((t, i) => {
+        const mine = guards.filter((g) => copyOf(g) === i);
+        return runTests(
+          mine.map((g) => g.testFile),
+          mine.map((g) => g.testName),
+          shared,
+          t,
+        );
+      }),
+    );
     // Every test run passes, and each guard names at least one of them: a name that selects no
     // test would make its removal look proven.
-    const unnamed = guards.filter((g) => asIs.some((r) => named(g, r.passed).length === 0));
+    const unnamed = guards.filter((g) => named(g, asIs[copyOf(g)].passed).length === 0);
     const broken = asIs.find((r) => r.failed.length > 0 || r.passed.length === 0);
     if (broken || unnamed.length) {
       if (broken) console.error(broken.out.split('\n').slice(-60).join('\n'));

@@ -47,6 +47,7 @@ function noting(db: Database, seen: Statement[]): Database {
     get retries() {
       return db.retries;
     },
+    as: (scope) => noting(db.as(scope), seen),
     query: (name, text, params) => db.query(name, text, params),
     withTransaction: (fn) => db.withTransaction((tx) => fn(watch(tx))),
     close: () => db.close(),

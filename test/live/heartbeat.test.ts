@@ -1,6 +1,6 @@
-// The instance heartbeat: one Firestore commit per interval keeps every take's lease and every
-// connection's presence alive past their lifetimes, and a lease another instance took makes the
-// take let go.
+// The instance heartbeat: one Firestore document per instance, written once per interval, keeps
+// its takes' leases and its connections' presence alive past their lifetimes, and a lease another
+// instance took makes the take let go.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createCoordination, createFirestore, type Coordination } from '@mi/lib/adapters/coordination';
@@ -22,7 +22,6 @@ beforeAll(async () => {
   core = await startInstance(database, fileEnv(), {
     coordination: createCoordination(firestore),
     leaseTtlMs: TTL_MS,
-    presenceTtlMs: TTL_MS,
     heartbeatMs: 500,
   });
 });
@@ -33,37 +32,34 @@ afterAll(async () => {
   await database?.close();
 });
 
-/** The expiries of the unexpired presence documents naming the instance. */
-async function presenceExpiries(instanceId: string): Promise<number[]> {
+/** The instance's document: until when it is alive, and how many connections it holds. */
+async function instanceDoc(instanceId: string): Promise<{ expiresAt: number; connections: number }> {
   const db = createFirestore(firestore);
   try {
-    const snap = await db.collectionGroup('presence_connections').where('instance_id', '==', instanceId).get();
-    return snap.docs
-      .filter((d) => d.ref.path.startsWith(prefix))
-      .map((d) => d.get('expires_at').toMillis() as number)
-      .filter((at) => at > Date.now());
+    const doc = (await db.collection(`${prefix}instances`).doc(encodeURIComponent(instanceId)).get()).data();
+    return { expiresAt: doc?.expires_at?.toMillis() ?? 0, connections: Object.keys(doc?.connections ?? {}).length };
   } finally {
     await db.terminate();
   }
 }
-const presenceOf = async (instanceId: string) => (await presenceExpiries(instanceId)).length;
 
 describe('the instance heartbeat', () => {
-  it("should keep a connection's presence alive past its lifetime, and drop it when the connection closes", async () => {
+  it("should keep the instance's document (its connections' presence) alive past its lifetime, and drop a closed connection", async () => {
     const client = await TestClient.connect(core.wsUrl, await token(core.config, `hb-${randomUUID()}`));
-    await vi.waitFor(async () => expect(await presenceOf(core.live.instanceId)).toBe(1), { timeout: 10_000 });
-    // Renewed past three lifetimes: without the heartbeat's presence writes it lapses after one.
+    await vi.waitFor(async () => expect((await instanceDoc(core.live.instanceId)).connections).toBe(1), {
+      timeout: 10_000,
+    });
+    // Renewed past three lifetimes: without the heartbeat it lapses after one.
     const since = Date.now();
     await vi.waitFor(
-      async () => {
-        const expiries = await presenceExpiries(core.live.instanceId);
-        expect(expiries).toHaveLength(1);
-        expect(expiries[0]).toBeGreaterThan(since + 3 * TTL_MS);
-      },
+      async () => expect((await instanceDoc(core.live.instanceId)).expiresAt).toBeGreaterThan(since + 3 * TTL_MS),
       { timeout: 10 * TTL_MS + 10_000, interval: 300 },
     );
+    expect((await instanceDoc(core.live.instanceId)).connections).toBe(1);
     client.close();
-    await vi.waitFor(async () => expect(await presenceOf(core.live.instanceId)).toBe(0), { timeout: 10_000 });
+    await vi.waitFor(async () => expect((await instanceDoc(core.live.instanceId)).connections).toBe(0), {
+      timeout: 10_000,
+    });
   });
 
   it("should renew a take's lease past its lifetime, and let the take go once another instance took it", async () => {

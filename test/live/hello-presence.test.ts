@@ -44,7 +44,7 @@ beforeAll(async () => {
   });
   coordination = {
     ...real,
-    async addPresence(userId, connectionId, instanceId, ttlMs) {
+    async addPresence(userId, connectionId, instanceId) {
       if (userId === watchedUser) {
         // The hello's next steps run now unless it awaits this write: did it read the replay's start?
         await nextTurn();
@@ -53,7 +53,7 @@ beforeAll(async () => {
           await interleave();
         }
       }
-      await real.addPresence(userId, connectionId, instanceId, ttlMs);
+      await real.addPresence(userId, connectionId, instanceId);
       if (userId === watchedUser) presenceWritten = true;
     },
   };

@@ -11,7 +11,7 @@ import { mintDevToken } from '@mi/lib/adapters/auth';
 import type { Bus } from '@mi/lib/adapters/bus';
 import { loadConfig, type Config } from '@mi/lib/config';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { createDatabase } from '@mi/lib/db/pool';
+import { createDatabase, type Database } from '@mi/lib/db/pool';
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { createLogger } from '@mi/lib/telemetry/log';
 import { createRuntime, type Runtime } from '@mi/lib/adapters/runtime';
@@ -19,6 +19,7 @@ import { createLiveService, type LiveService, type LiveServiceOptions } from '@m
 import { createApp } from '../../functions/api/app';
 import { startFakeMl, type FakeMl } from '../../emulators/ml/server';
 import { fileDatabase, TEST_SECRETS } from '../harness';
+import { runtimeUrl } from '../support/database';
 
 /** Small segment and settle values keep the tests fast. */
 export const FAST_RECORDING_ENV: Record<string, string> = {
@@ -91,6 +92,8 @@ export function useInstance(env: Record<string, string> = {}): {
 export interface Instance {
   config: Config;
   rt: Runtime;
+  /** The pool the live service serves from (its own login); rt.db is the tests' owner view. */
+  served: Database;
   live: LiveService;
   /** The fake ML service, when started with `ml: true`. */
   ml: FakeMl | null;
@@ -126,7 +129,10 @@ export async function startInstance(
   await rt.store.ensureBucket();
   await rt.bus.ensureTopic(config.PUBSUB_TOPIC_EVENTS);
   let live: LiveService | null = null;
-  const server = createServer(getRequestListener(createApp(rt).fetch));
+  // Each part serves as its own login (row policies in force); rt (the tests' view) stays the owner.
+  const apiDb = createDatabase(runtimeUrl(inject('database'), database.url, 'api'));
+  const liveDb = createDatabase(runtimeUrl(inject('database'), database.url, 'live'));
+  const server = createServer(getRequestListener(createApp({ ...rt, db: apiDb }).fetch));
   server.on('upgrade', (req, socket, head) => {
     if (live && new URL(req.url ?? '/', 'http://x').pathname === '/ws') live.handleUpgrade(req, socket, head);
     else socket.destroy();
@@ -137,12 +143,16 @@ export async function startInstance(
     ? await startFakeMl({ port: 0, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config })
     : null;
   const { ml: _ml, logDestination: _log, bus: _bus, ...liveOpts } = opts;
-  live = createLiveService(rt, { heartbeatMs: 500, leaseTtlMs: 5_000, ...(ml ? { mlUrl: ml.url } : {}), ...liveOpts });
+  live = createLiveService(
+    { ...rt, db: liveDb },
+    { heartbeatMs: 500, leaseTtlMs: 5_000, ...(ml ? { mlUrl: ml.url } : {}), ...liveOpts },
+  );
   await live.start();
   const service = live;
   return {
     config,
     rt,
+    served: liveDb,
     live: service,
     ml,
     server,
@@ -154,6 +164,7 @@ export async function startInstance(
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
       await rt.close();
+      await Promise.all([apiDb.close(), liveDb.close()]);
     },
   };
 }

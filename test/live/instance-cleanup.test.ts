@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { instanceSubscriptionName, instanceTopic } from '@mi/lib/adapters/bus';
 import { emulatorAuth } from '@mi/lib/adapters/google-auth';
 import type { OpenedDatabase } from '@mi/lib/db/open';
+import { recordingLeaseKey } from '@mi/lib/repositories/recordings';
 import { runSweep } from '../../functions/sweep';
 import {
   TestClient,
@@ -25,6 +26,7 @@ import {
 } from './helpers';
 import { startServer } from './server-process';
 
+const TTL_SECONDS = 10;
 let database: OpenedDatabase;
 let env: Record<string, string>;
 let a: Instance;
@@ -34,8 +36,8 @@ const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   database = await openTestDatabase();
-  // Marks lapse 10 s after an instance's last renewal (3.3 s apart while it runs).
-  env = { ...fileEnv(), LIVE_INSTANCE_TTL_SECONDS: '10' };
+  // A server process's instance document (its liveness, leases and presence) lapses 10 s after its last beat.
+  env = { ...fileEnv(), LIVE_INSTANCE_TTL_SECONDS: String(TTL_SECONDS) };
   // Ids of this run only: another copy of this file (the guard runner runs two) must not remove
   // these instances' marks when its own instances with the same ids shut down.
   const run = randomUUID().slice(0, 8);
@@ -148,5 +150,31 @@ describe('a live instance that died', () => {
     await tab.waitFor({ type: 'EntityChanged', id: meetingId });
     await vi.waitFor(() => expect(b.live.fanout.busMessages).toBeGreaterThan(before));
     tab.close();
+  });
+});
+
+describe("a killed live instance's takes", () => {
+  it('should be free for another instance within LIVE_INSTANCE_TTL_SECONDS of its last beat', async () => {
+    const dead = await startServer({ ...env, DATABASE_URL: database.url }, 1, children);
+    const deadId = dead.instances[0].instance;
+    const u = await token(a.config, `cleanup-take-${randomUUID()}`);
+    const meetingId = await createMeeting(a, u);
+    const client = await TestClient.connect(dead.wsUrl, u);
+    const key = recordingLeaseKey(meetingId, (await client.start(meetingId)).audio_version);
+    await vi.waitFor(async () => expect(await a.rt.coordination.get(key)).toMatchObject({ owner: deadId, epoch: 1 }));
+    expect(await a.rt.coordination.acquire(key, 'taker', 30_000)).toBeNull();
+
+    const killedAt = Date.now();
+    dead.process.kill('SIGKILL');
+    await dead.exited;
+    // The bound, from what Firestore holds: nothing renews the lease after the kill, and it ends
+    // at most one TTL after the last beat (the dead instance's document), so within one TTL of the kill.
+    const held = await a.rt.coordination.get(key);
+    expect(held?.expiresAt.getTime() ?? 0).toBeLessThanOrEqual(killedAt + TTL_SECONDS * 1000);
+    await vi.waitFor(
+      async () => expect(await a.rt.coordination.acquire(key, 'taker', 30_000)).toMatchObject({ epoch: 2 }),
+      { timeout: 60_000, interval: 250 },
+    );
+    client.close();
   });
 });

@@ -228,7 +228,7 @@ describe('recording', () => {
       for (const seq of range(0, 9)) client.frame(seq);
       await client.acked(meetingId, 9);
       // Every connection of the pool held: the stop's first step waits, then fails (connect timeout).
-      const { pool } = inst.rt.db;
+      const { pool } = inst.served;
       for (let i = 0; i < (pool.options.max ?? 10); i++) held.push(await pool.connect());
       client.send({ type: 'StopRecordingCommand', meeting_id: meetingId });
       await vi.waitFor(() => expect(lines.map((l) => l.message)).toContain('stop step failed; retrying'), {

@@ -54,7 +54,7 @@ afterAll(async () => {
 
 const startLive = async (
   name: string,
-  opts: { coordination?: Coordination; bus?: Bus; env?: Record<string, string> } = {},
+  opts: { coordination?: Coordination; bus?: Bus; env?: Record<string, string>; leaseTtlMs?: number } = {},
 ) => {
   const instanceId = `order-${name}-${randomUUID()}`;
   const { env: own, ...rest } = opts;
@@ -216,9 +216,8 @@ describe('a running instance whose mark lapsed', () => {
     };
     // c reaches Pub/Sub through a proxy the test can hang; its mark lapses 3 s after the last renewal.
     const proxy = await startTcpProxy(`http://${env.PUBSUB_EMULATOR_HOST}`);
-    const pubsubHost = new URL(proxy.url).host;
-    const cEnv = { LIVE_INSTANCE_TTL_SECONDS: '3', PUBSUB_EMULATOR_HOST: pubsubHost };
-    const c = await startLive('lapsed', { coordination, env: cEnv });
+    const cEnv = { PUBSUB_EMULATOR_HOST: new URL(proxy.url).host };
+    const c = await startLive('lapsed', { coordination, env: cEnv, leaseTtlMs: 3_000 });
     try {
       const id = c.live.instanceId;
       const own = instanceTopic(a.config.PUBSUB_TOPIC_EVENTS, id);

@@ -67,7 +67,7 @@ async function finalizedTake(): Promise<Take> {
   const take = await createTake(api, alice);
   await storeLiveSegment(api, take, 0, 9);
   await stopTake(api, take);
-  await runSweep(api.rt);
+  await runSweep(api.sweeper);
   await vi.waitFor(() => expect(offers(take)).toEqual([1]), { timeout: 15_000 });
   return take;
 }
@@ -213,7 +213,7 @@ describe('batch writes carrying a claim', () => {
     const t = take.transcriptionId;
     const lost = (await claim(t)).body.claim_id as string;
     await expire(t);
-    await runSweep(api.rt);
+    await runSweep(api.sweeper);
     expect((await statusOf(t)).status).toBe('transcribing');
     const next = (await claim(t)).body.claim_id as string;
     const put = (claimId: string, text: string) =>
@@ -288,7 +288,7 @@ describe('the sweep releasing expired claims', () => {
     const t = take.transcriptionId;
     await claim(t);
     await expire(t);
-    const counts = await runSweep(api.rt);
+    const counts = await runSweep(api.sweeper);
     expect(counts.claimsReleased).toBeGreaterThanOrEqual(1);
     expect(await statusOf(t)).toMatchObject({ status: 'transcribing', status_message: 'batch claim expired' });
     expect((await historyOf(t)).slice(-2)).toEqual([
@@ -313,7 +313,7 @@ describe('the sweep releasing expired claims', () => {
   it('should leave a live claim alone', async () => {
     const take = await finalizedTake();
     const { claim_id } = (await claim(take.transcriptionId)).body;
-    await runSweep(api.rt);
+    await runSweep(api.sweeper);
     expect(await statusOf(take.transcriptionId)).toMatchObject({ status: 'synthesizing' });
     expect((await claim(take.transcriptionId, withClaim(claim_id))).status).toBe(200);
     expect(offers(take)).toEqual([1]);
@@ -325,12 +325,12 @@ describe('the sweep releasing expired claims', () => {
     for (const attempt of [2, 3]) {
       expect((await claim(t)).status).toBe(200);
       await expire(t);
-      await runSweep(api.rt);
+      await runSweep(api.sweeper);
       await vi.waitFor(() => expect(offers(take).at(-1)).toBe(attempt), { timeout: 15_000 });
     }
     expect((await claim(t)).status).toBe(200);
     await expire(t);
-    const counts = await runSweep(api.rt);
+    const counts = await runSweep(api.sweeper);
     expect(counts.claimsAbandoned).toBeGreaterThanOrEqual(1);
     expect(await statusOf(t)).toMatchObject({ status: 'failed', status_message: 'batch pass abandoned' });
     expect((await historyOf(t)).filter((h: string) => h.includes('batch claim expired'))).toHaveLength(2);
@@ -348,7 +348,7 @@ describe('the sweep releasing expired claims', () => {
       "UPDATE transcription SET claim_id = NULL, claim_expires_at = NULL, updated_at = now() - interval '601 seconds' WHERE id = $1",
       [t],
     );
-    await runSweep(api.rt);
+    await runSweep(api.sweeper);
     expect((await statusOf(t)).status).toBe('transcribing');
     await vi.waitFor(() => expect(offers(take)).toEqual([1, 2]), { timeout: 15_000 });
   });
@@ -357,7 +357,7 @@ describe('the sweep releasing expired claims', () => {
     const ids = await transcribing();
     await claim(ids.transcriptionId);
     await expire(ids.transcriptionId);
-    await runSweep(api.rt);
+    await runSweep(api.sweeper);
     expect(await statusOf(ids.transcriptionId)).toMatchObject({
       status: 'transcribing',
       status_message: 'batch claim expired',

@@ -81,14 +81,14 @@ describe('the fake batch worker and its lease', () => {
       body: { status: 'synthesizing', status_message: 'batch pass started' },
     });
     expect(dead.status, dead.text).toBe(200);
-    await runSweep(api.rt); // finalizes the take: attempt 1 finds it claimed
+    await runSweep(api.sweeper); // finalizes the take: attempt 1 finds it claimed
     await vi.waitFor(() => expect(offers(take)).toEqual([1]), { timeout: 15_000 });
     await api.rt.db.query(
       'test.expire_claim',
       "UPDATE transcription SET claim_expires_at = now() - interval '1 second' WHERE id = $1",
       [t],
     );
-    await runSweep(api.rt);
+    await runSweep(api.sweeper);
     await vi.waitFor(() => expect(offers(take)).toEqual([1, 2]), { timeout: 15_000 });
     await vi.waitFor(async () => expect(await statusOf(t)).toBe('completed'), { timeout: 30_000, interval: 200 });
     expect(await historyOf(t)).toEqual([
@@ -110,7 +110,7 @@ describe('the fake batch worker and its lease', () => {
     slow.set(t, () =>
       vi.waitFor(
         async () => {
-          await runSweep(api.rt);
+          await runSweep(api.sweeper);
           const at = await claimExpiry(t);
           if (at) seen.add(at);
           expect(seen.size).toBeGreaterThanOrEqual(3);
@@ -118,7 +118,7 @@ describe('the fake batch worker and its lease', () => {
         { timeout: 30_000, interval: 250 },
       ),
     );
-    await runSweep(api.rt);
+    await runSweep(api.sweeper);
     await vi.waitFor(async () => expect(await statusOf(t)).toBe('completed'), { timeout: 45_000, interval: 200 });
     expect(seen.size).toBeGreaterThanOrEqual(3);
     expect((await historyOf(t)).filter((h) => h.includes('batch claim expired'))).toEqual([]);

@@ -6,6 +6,7 @@ import WebSocket from 'ws';
 import { startFakeMl, type FakeMl } from '../../emulators/ml/server';
 import { featureVector } from '../../emulators/ml/content';
 import { startApi, type ApiHarness } from '../harness';
+import { sleep } from '@mi/lib/async';
 
 let api: ApiHarness;
 let ml: FakeMl;
@@ -318,7 +319,7 @@ describe('fake ML batch pass', () => {
     // A redelivered message finds the transcription claimed and changes nothing.
     await api.rt.bus.publish(api.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message);
     // Kept: a redelivery that changes nothing leaves no trace to wait for.
-    await new Promise((r) => setTimeout(r, 1000));
+    await sleep(1000);
     const after = await api.request('GET', `/transcriptions/${ids.transcriptionId}/status-history`, { token: user });
     expect(after.body.items).toHaveLength(4);
   });

@@ -1,13 +1,14 @@
 // `npm start` as a user runs it: a child process on a clean DATA_DIR reaches /healthz, answers
 // /me with a minted token, /openapi.json and /asyncapi.json; a second start keeps the data.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { mintDevToken } from '@mi/lib/adapters/auth';
-import { freePort } from '../../emulators/gcloud';
+import { until } from '../support/poll';
+import { spawnNpmStart, untilReady } from './npm-start';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-stack-'));
 const children: ChildProcess[] = [];
@@ -37,55 +38,31 @@ function listeningAddresses(port: number): string[] {
 }
 
 async function startStack(): Promise<{ url: string; stop(): Promise<void> }> {
-  const [port, mlPort] = [await freePort(), await freePort()];
-  const child = spawn('npm', ['start'], {
-    env: {
-      ...process.env,
-      ...inject('emulatorEnv'),
-      APP_ENV: 'development',
-      DATA_DIR: dataDir,
-      CORE_PORT: String(port),
-      ML_PORT: String(mlPort),
-      LOG_LEVEL: 'warn',
-      STORAGE_BUCKET: 'stack-test',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
+  const stack = await spawnNpmStart({
+    ...inject('emulatorEnv'),
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    STORAGE_BUCKET: 'stack-test',
   });
-  children.push(child);
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const url = `http://127.0.0.1:${port}`;
-  const until = Date.now() + 90_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`npm start exited ${child.exitCode}:\n${output}`);
-    const ok = await fetch(`${url}/healthz`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ok) break;
-    if (Date.now() > until) throw new Error(`no /healthz within 90 s:\n${output}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  children.push(stack.child);
+  await untilReady(stack, 90_000);
+  const url = `http://127.0.0.1:${stack.port}`;
   return {
     url,
     // Ctrl-C reaches the whole process group: npm dies of the signal, the stack stops its
     // children and exits; afterwards nothing answers on the port any more.
     stop: async () => {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      process.kill(-child.pid!, 'SIGINT');
-      await exited;
-      const until = Date.now() + 20_000;
-      while (
-        await fetch(`${url}/healthz`).then(
-          () => true,
-          () => false,
-        )
-      ) {
-        if (Date.now() > until) throw new Error(`the stack still answers after Ctrl-C:\n${output}`);
-        await new Promise((r) => setTimeout(r, 250));
-      }
+      process.kill(-stack.child.pid!, 'SIGINT');
+      await stack.exited;
+      await until(
+        'the stack to stop answering after Ctrl-C',
+        () =>
+          fetch(`${url}/healthz`).then(
+            () => false,
+            () => true,
+          ),
+        { timeoutMs: 20_000, intervalMs: 250, context: stack.output },
+      );
     },
   };
 }

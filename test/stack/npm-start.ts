@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { freePort } from '@mi/lib/dev/free-port';
+import { until } from '../support/poll';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -43,19 +44,15 @@ export async function spawnNpmStart(env: Record<string, string | undefined>): Pr
   return { child, port, mlPort, url: `http://localhost:${port}`, output: () => output, exited };
 }
 
-/** Resolves once /healthz answers 200 (the stack answers 503 while it starts). */
-export async function untilReady(s: NpmStart, withinMs = 150_000): Promise<void> {
-  const until = Date.now() + withinMs;
-  for (;;) {
-    if (s.child.exitCode !== null) throw new Error(`npm start exited ${s.child.exitCode}:\n${s.output()}`);
-    if (
-      await fetch(`http://127.0.0.1:${s.port}/healthz`).then(
-        (r) => r.status === 200,
-        () => false,
-      )
-    )
-      return;
-    if (Date.now() > until) throw new Error(`no /healthz within ${withinMs} ms:\n${s.output()}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+/** Resolves once /healthz answers 200 (the stack answers 503 while it starts); fails at once if it exits. */
+export async function untilReady(s: Pick<NpmStart, 'child' | 'port' | 'output'>, withinMs = 150_000): Promise<void> {
+  const state = await until(
+    `npm start to answer /healthz on port ${s.port}`,
+    async () =>
+      s.child.exitCode !== null
+        ? `exited ${s.child.exitCode}`
+        : (await fetch(`http://127.0.0.1:${s.port}/healthz`)).status === 200 || undefined,
+    { timeoutMs: withinMs, intervalMs: 250, context: s.output },
+  );
+  if (state !== true) throw new Error(`npm start ${state}:\n${s.output()}`);
 }

@@ -13,12 +13,30 @@ import {
   type NativeCluster,
 } from '@mi/lib/dev/native-postgres';
 import { applySchema } from '../../schema/apply';
+import type { ServiceKind } from '../../schema/roles';
 
 export type TestEngine =
   | { kind: 'native'; label: string; adminUrl: string }
   | { kind: 'pglite'; label: string; why: string };
 
 const TEMPLATE = 'mi_template';
+/** The native cluster's login of each service kind (trust authentication), member of its mi_<kind> role. */
+export const TEST_LOGINS: Record<ServiceKind, string> = {
+  api: 'mi_api_login',
+  live: 'mi_live_login',
+  sweep: 'mi_sweep_login',
+};
+
+/**
+ * The URL a service kind connects with: its own login on native. PGlite has one session and one
+ * (super)user, so there the services run as it (docs/architecture.md "Tenant boundary").
+ */
+export function runtimeUrl(engine: TestEngine, url: string, kind: ServiceKind): string {
+  if (engine.kind !== 'native') return url;
+  const u = new URL(url);
+  u.username = TEST_LOGINS[kind];
+  return u.toString();
+}
 const EMPTY = 'mi_empty';
 
 export interface RunningEngine {
@@ -47,7 +65,9 @@ export async function startTestEngine(opts: ClusterOptions = {}): Promise<Runnin
   await adminQuery(cluster.url(), `CREATE DATABASE ${EMPTY}`, `CREATE DATABASE ${TEMPLATE}`);
   await adminQuery(cluster.url(EMPTY), 'CREATE EXTENSION vector');
   await adminQuery(cluster.url(TEMPLATE), 'CREATE EXTENSION vector');
-  await applySchema(cluster.url(TEMPLATE));
+  // Each service kind's own login, as in Cloud SQL: the services run with the row policies in force.
+  await adminQuery(cluster.url(), ...Object.values(TEST_LOGINS).map((l) => `CREATE ROLE ${l} LOGIN`));
+  await applySchema(cluster.url(TEMPLATE), { runtimeLogins: TEST_LOGINS });
   return {
     engine: { kind: 'native', label: found.engine.label, adminUrl: cluster.url() },
     cluster,

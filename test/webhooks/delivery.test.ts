@@ -4,28 +4,21 @@
 // is shortened through its configuration; nothing here waits real minutes.
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { appendEvent } from '@mi/lib/events/outbox';
 import { pruneExpired } from '@mi/lib/repositories/retention';
 import { progressEvent, talkingPointEvent } from '@mi/lib/events/catalogue';
 import { claimDue, startDispatcher, type Dispatcher, type DispatcherOptions } from '@mi/lib/webhooks/dispatcher';
 import { startApi, type ApiHarness } from '../harness';
+import { until } from '../support/poll';
 import { Receiver } from './receiver';
 
 let api: ApiHarness;
 const dispatchers: Dispatcher[] = [];
 const receivers: Receiver[] = [];
 
-// vitest's poll, returning the value that satisfied it, with the condition named in the failure.
-const waitFor = <T>(what: string, fn: () => Promise<T> | T, ok: (v: T) => boolean = Boolean): Promise<T> =>
-  vi.waitFor(
-    async () => {
-      const v = await fn();
-      if (!ok(v)) throw new Error(`timed out waiting for ${what}`);
-      return v;
-    },
-    { timeout: 30_000, interval: 20 },
-  );
+// Deliveries cross a dispatcher's poll and a receiver: a longer bound than the default on a loaded machine.
+const POLL = { timeoutMs: 30_000, intervalMs: 20 };
 
 function dispatch(over: Partial<DispatcherOptions> = {}): Dispatcher {
   const d = startDispatcher({
@@ -87,7 +80,7 @@ describe('webhook delivery', () => {
     dispatch();
     await tag(s.token);
     await tag(s.token);
-    await waitFor('two deliveries', () => s.receiver.ids().length >= 2);
+    await until('two deliveries', () => s.receiver.ids().length >= 2, POLL);
     const events = await outbox(s.userId);
     expect(s.receiver.received.map((r) => r.verified)).toEqual([true, true]);
     expect(s.receiver.received.map((r) => r.body)).toEqual(
@@ -121,8 +114,12 @@ describe('webhook delivery', () => {
     await tag(only.token);
     await api.request('POST', `/webhooks/${only.webhookId}/test`, { token: only.token });
     // The test event is queued after the others were written: when it has arrived, everything before it was fanned out.
-    await waitFor('the test event', () => only.receiver.received.some((r) => r.body.type === 'WebhookTest'));
-    await waitFor('the talking point', () => only.receiver.received.some((r) => r.body.type === 'TalkingPointEvent'));
+    await until('the test event', () => only.receiver.received.some((r) => r.body.type === 'WebhookTest'), POLL);
+    await until(
+      'the talking point',
+      () => only.receiver.received.some((r) => r.body.type === 'TalkingPointEvent'),
+      POLL,
+    );
     const types = only.receiver.received.map((r) => r.body.type).sort();
     expect(types).toEqual(['TalkingPointEvent', 'WebhookTest']);
   });
@@ -134,13 +131,12 @@ describe('webhook delivery', () => {
     s.receiver.mode = { status: 204 };
     dispatch();
     await tag(s.token);
-    await waitFor('success', () => s.receiver.ids().length === 1);
+    await until('success', () => s.receiver.ids().length === 1, POLL);
     const log = (
-      await waitFor(
-        'the success logged',
-        () => attempts(s.token, s.webhookId),
-        (a) => a[0]?.status_code === 204,
-      )
+      await until('the success logged', () => attempts(s.token, s.webhookId), {
+        ...POLL,
+        ok: (a) => a?.[0]?.status_code === 204,
+      })
     ).reverse();
     expect(new Set(s.receiver.received.map((r) => r.id)).size).toBe(1);
     expect(log.map((a) => [a.attempt, a.status_code])).toEqual([
@@ -159,7 +155,7 @@ describe('webhook delivery', () => {
     s.receiver.mode = { status: 410 };
     dispatch({ retrySchedule: [0.05, 0.05], disableAfterSeconds: 0.6 });
     await tag(s.token);
-    await waitFor('three attempts', async () => (await attempts(s.token, s.webhookId)).length === 3);
+    await until('three attempts', async () => (await attempts(s.token, s.webhookId)).length === 3, POLL);
     const { rows } = await api.rt.db.query(
       'test.pending',
       'SELECT count(*)::int AS n FROM webhook_delivery WHERE webhook_id = $1',
@@ -167,20 +163,22 @@ describe('webhook delivery', () => {
     );
     expect(rows[0].n).toBe(0);
     // Events keep failing; past 0.6 s of failures the endpoint is disabled.
-    await waitFor(
+    await until(
       'disabled',
       async () => {
         await tag(s.token);
         return (await api.request('GET', `/webhooks/${s.webhookId}`, { token: s.token })).body.enabled === false;
       },
-      (v) => v,
+      POLL,
     );
     // Enabled again, it resumes: what was pending or written meanwhile arrives.
     s.receiver.mode = { status: 200 };
     await api.request('PATCH', `/webhooks/${s.webhookId}`, { token: s.token, body: { enabled: true } });
     const later = (await tag(s.token)).body.id;
-    await waitFor('delivery after enabling', () =>
-      s.receiver.received.some((r) => r.status === 200 && r.body.id === later),
+    await until(
+      'delivery after enabling',
+      () => s.receiver.received.some((r) => r.status === 200 && r.body.id === later),
+      POLL,
     );
   });
 
@@ -188,7 +186,7 @@ describe('webhook delivery', () => {
     const s = await subscriber();
     dispatch();
     const queued = await api.request('POST', `/webhooks/${s.webhookId}/test`, { token: s.token });
-    await waitFor('the test event', () => s.receiver.ids().includes(queued.body.event_id));
+    await until('the test event', () => s.receiver.ids().includes(queued.body.event_id), POLL);
     expect(s.receiver.received[0]).toMatchObject({
       verified: true,
       body: { type: 'WebhookTest', webhook_id: s.webhookId },
@@ -201,20 +199,20 @@ describe('webhook delivery', () => {
     slow.receiver.mode = 'hang';
     dispatch({ timeoutMs: 1500 });
     await tag(slow.token);
-    await waitFor(
+    await until(
       'the slow attempt to start',
       async () =>
         (await api.rt.db.query('test.lease', 'SELECT lease_until FROM webhook WHERE id = $1', [slow.webhookId])).rows[0]
           .lease_until,
+      POLL,
     );
     await tag(fast.token);
-    await waitFor('the fast delivery', () => fast.receiver.ids().length === 1);
+    await until('the fast delivery', () => fast.receiver.ids().length === 1, POLL);
     expect(await attempts(slow.token, slow.webhookId)).toEqual([]); // still in flight
-    const [timedOut] = await waitFor(
-      'the timeout',
-      () => attempts(slow.token, slow.webhookId),
-      (a) => a.length > 0,
-    );
+    const [timedOut] = await until('the timeout', () => attempts(slow.token, slow.webhookId), {
+      ...POLL,
+      ok: (a) => !!a?.length,
+    });
     expect(timedOut).toMatchObject({ attempt: 1, status_code: null, error: 'no answer within 1.5 s' });
   });
 
@@ -223,21 +221,21 @@ describe('webhook delivery', () => {
     await tag(s.token);
     // A dispatcher fans out and claims, then dies before attempting (no outcome is written).
     const dead = dispatch({ concurrency: 0 });
-    await waitFor(
+    await until(
       'queued',
       async () =>
         (await api.rt.db.query('test.q', 'SELECT 1 FROM webhook_delivery WHERE webhook_id = $1', [s.webhookId]))
           .rowCount,
+      POLL,
     );
     await dead.stop();
     expect((await claimDue(api.rt.db, 100, 0.3)).map((c) => c.webhook_id)).toContain(s.webhookId);
     dispatch();
-    await waitFor('the retried delivery', () => s.receiver.ids().length === 1);
-    const log = await waitFor(
-      'its attempt logged',
-      () => attempts(s.token, s.webhookId),
-      (a) => a.length > 0,
-    );
+    await until('the retried delivery', () => s.receiver.ids().length === 1, POLL);
+    const log = await until('its attempt logged', () => attempts(s.token, s.webhookId), {
+      ...POLL,
+      ok: (a) => !!a?.length,
+    });
     expect(log.map((a) => [a.attempt, a.status_code])).toEqual([[1, 200]]);
   });
 
@@ -248,7 +246,7 @@ describe('webhook delivery', () => {
     dispatch();
     dispatch();
     dispatch();
-    await waitFor('all 12', () => s.receiver.ids().length >= 12);
+    await until('all 12', () => s.receiver.ids().length >= 12, POLL);
     const events = await outbox(s.userId);
     expect(s.receiver.ids()).toEqual(events.map((e) => e.id));
     expect(s.receiver.maxInFlight).toBe(1);
@@ -279,7 +277,7 @@ describe('webhook delivery', () => {
     expect(await outbox(off.userId)).toHaveLength(0);
 
     dispatch();
-    await waitFor('all three', () => s.receiver.ids().length >= 3);
+    await until('all three', () => s.receiver.ids().length >= 3, POLL);
     expect(s.receiver.ids()).toEqual((await outbox(s.userId)).map((e) => e.id));
     // Queued deliveries carry their bodies: past the cursor, the events go at the next pass.
     await pruneExpired(api.rt.db, 48);
@@ -292,12 +290,13 @@ describe('webhook delivery', () => {
     await s.receiver.stop();
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) ids.push((await tag(s.token)).body.id);
-    await waitFor(
+    await until(
       'failed attempts while down',
       async () => (await attempts(s.token, s.webhookId)).filter((a) => a.error).length >= 3,
+      POLL,
     );
     await s.receiver.start();
-    await waitFor('every event', () => new Set(s.receiver.ids()).size >= 10);
+    await until('every event', () => new Set(s.receiver.ids()).size >= 10, POLL);
     const events = await outbox(s.userId);
     expect(new Set(s.receiver.ids())).toEqual(new Set(events.map((e) => e.id)));
     expect(s.receiver.received.every((r) => r.verified)).toBe(true);
@@ -314,7 +313,7 @@ describe('webhook delivery', () => {
     const fresh = rotated.body.secret as string;
     expect(fresh).not.toBe(old);
     await tag(s.token);
-    await waitFor('the delivery after the rotation', () => first.ids().length === 1);
+    await until('the delivery after the rotation', () => first.ids().length === 1, POLL);
     const during = first.received[0];
     // v1,<new> v1,<old>: each secret alone verifies it (the standardwebhooks package, as a receiver would).
     expect(during.headers['webhook-signature'].split(' ')).toEqual([
@@ -330,7 +329,7 @@ describe('webhook delivery', () => {
     const newest = (await api.post(s.token, `/webhooks/${s.webhookId}/rotate-secret`, { expire_previous: true })).body
       .secret as string;
     await tag(s.token);
-    await waitFor('the delivery after the second rotation', () => first.ids().length === 2);
+    await until('the delivery after the second rotation', () => first.ids().length === 2, POLL);
     const after = first.received[1];
     expect(after.headers['webhook-signature'].split(' ')).toHaveLength(1);
     expect(new Webhook(newest).verify(after.raw, after.headers)).toBeTruthy();
@@ -348,7 +347,7 @@ describe('webhook delivery', () => {
       s.webhookId,
     ]);
     await tag(s.token);
-    await waitFor('the delivery', () => s.receiver.ids().length === 1);
+    await until('the delivery', () => s.receiver.ids().length === 1, POLL);
     const got = s.receiver.received[0];
     expect(new Webhook(fresh).verify(got.raw, got.headers)).toBeTruthy();
     expect(() => new Webhook(old).verify(got.raw, got.headers)).toThrow();
@@ -370,11 +369,11 @@ describe('webhook fairness between users', () => {
     }
     dispatch({ concurrency: 8, maxPerUser: 2, timeoutMs: forever });
     for (const h of hanging) await tag(h.token);
-    await waitFor('2 attempts of each hanging user in flight', () => hangingNow(hanging) >= 6);
+    await until('2 attempts of each hanging user in flight', () => hangingNow(hanging) >= 6, POLL);
 
     const healthy = await subscriber();
     for (let i = 0; i < 3; i++) await tag(healthy.token);
-    await waitFor('every healthy delivery', () => healthy.receiver.ids().length >= 3);
+    await until('every healthy delivery', () => healthy.receiver.ids().length >= 3, POLL);
     expect(healthy.receiver.ids()).toEqual((await outbox(healthy.userId)).map((e) => e.id));
     for (const h of hanging) expect(h.receiver.maxHanging).toBe(2);
   });
@@ -390,7 +389,7 @@ describe('webhook fairness between users', () => {
     }
     dispatch({ concurrency: 4, timeoutMs: forever, retrySchedule: [0.05, 0.05, 0.05] });
     for (const h of hanging) await tag(h.token);
-    await waitFor(
+    await until(
       'every hanging endpoint failing',
       async () =>
         (
@@ -400,12 +399,13 @@ describe('webhook fairness between users', () => {
             [hanging.map((h) => h.webhookId)],
           )
         ).rowCount === 4,
+      POLL,
     );
-    await waitFor('2 failing attempts in flight', () => hangingNow(hanging) >= 2);
+    await until('2 failing attempts in flight', () => hangingNow(hanging) >= 2, POLL);
 
     const healthy = await subscriber();
     for (let i = 0; i < 3; i++) await tag(healthy.token);
-    await waitFor('every healthy delivery', () => healthy.receiver.ids().length >= 3);
+    await until('every healthy delivery', () => healthy.receiver.ids().length >= 3, POLL);
     expect(healthy.receiver.ids()).toEqual((await outbox(healthy.userId)).map((e) => e.id));
     expect(hangingNow(hanging)).toBe(2);
   });

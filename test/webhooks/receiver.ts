@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { sleep } from '@mi/lib/async';
 
 export interface Received {
   id: string;
@@ -59,7 +60,7 @@ export class Receiver {
         } catch {
           verified = false;
         }
-        if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
+        if (this.delayMs) await sleep(this.delayMs);
         this.inFlight--;
         const mode = this.failures > 0 ? (this.failures--, { status: 500 }) : this.mode;
         if (mode === 'hang') {

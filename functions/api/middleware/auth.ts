@@ -9,7 +9,9 @@ import type { AppEnv } from '../env';
 /** Enforces the schemes an operation accepts and sets `principal` (users created on first sight). */
 export function requireAuth(schemes: readonly Scheme[]): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const { auth, db } = c.var.deps;
+    const { auth } = c.var.deps;
+    // Finding the caller's account (by identity, before any user is known) is the service's work.
+    const db = c.var.deps.db.as({ service: 'api' });
     const cred = await auth.authenticate(c.req.header('authorization'), schemes);
     if (cred.scheme === 'service') {
       c.set('principal', { kind: 'service', userId: null });
@@ -18,6 +20,10 @@ export function requireAuth(schemes: readonly Scheme[]): MiddlewareHandler<AppEn
       c.set('principal', { kind: 'user', userId: user.id, user });
       c.set('log', c.var.log.child({ user_id: user.id }));
     }
+    // The tenant boundary (issue 38): everything the request does after this declares its
+    // caller to the database, whose row policies then show no other user's rows.
+    const scope = c.var.principal.userId ? { userId: c.var.principal.userId } : ({ service: 'api' } as const);
+    c.set('deps', { ...c.var.deps, db: c.var.deps.db.as(scope) });
     await next();
     // A request that raced DELETE /me: its references (and the account) vanished under it, so
     // its 422 (a reference gone) answers 404, the account is gone. Decided here, where the

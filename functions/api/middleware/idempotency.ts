@@ -1,10 +1,12 @@
-// Idempotency-Key as decisions.md section 3 (IETF draft semantics). A short transaction claims
-// the key (an in-flight marker, so a concurrent duplicate answers 409 instead of running twice);
-// the final response is written by `commit` in the same transaction as the effect. A failed
-// request releases the marker so the client may retry with the same key.
+// Idempotency-Key as decisions.md section 3 (IETF draft semantics). The middleware checks the key
+// and hashes the request; `commit` claims the key with the first statement of the effect's own
+// transaction (claimIdempotency) and stores the final response in it (completeIdempotency): one
+// transaction, and a request that fails leaves no record behind. A duplicate sent while the first
+// runs finds the key's transaction lock taken and answers 409 at once; one sent after it commits
+// finds its record and replays it.
 import { UUID_PATTERN } from '@mi/lib/async';
 import { createHash } from 'node:crypto';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { DomainError } from '@mi/lib/errors';
 import type { Queryable } from '@mi/lib/db/pool';
 import type { AppEnv, IdempotencyClaim } from '../env';
@@ -14,10 +16,12 @@ const TTL = '24 hours';
 /** An in-flight marker older than this belongs to a request that died; it may be taken over. */
 const ABANDONED_AFTER = '2 minutes';
 
-interface StoredRecord {
+/** A record the key already has: what its first request answered (or that it is still in flight). */
+export interface StoredRecord {
   request_hash: string;
   state: 'in_flight' | 'done';
   abandoned: boolean;
+  expired: boolean;
   response_status: number | null;
   response_body: unknown;
   response_headers: Record<string, string> | null;
@@ -32,77 +36,79 @@ export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
   const key = c.req.header('idempotency-key');
   if (!key) throw new DomainError('bad_request', 'Idempotency-Key header is required for this operation');
   if (!UUID_PATTERN.test(key)) throw new DomainError('bad_request', 'Idempotency-Key must be a uuid');
-  const { db } = c.var.deps;
-  const principal = c.var.principal.userId ?? 'service';
   // Raw bodies are not bounded by the app's body limit; no idempotent operation takes one, so
   // refuse it rather than read it whole.
   if (RAW_BODY_TYPE.test(c.req.header('content-type') ?? ''))
     throw new DomainError('unsupported_format', 'this operation takes a JSON body');
   const body = await c.req.text(); // Hono caches it for the validator
   const hash = createHash('sha256').update(`${c.req.method} ${c.req.path}\n${body}`).digest('hex');
-
-  const existing = await db.withTransaction(async (tx) => {
-    await tx.query(
-      'idempotency.expire',
-      'DELETE FROM idempotency_record WHERE principal = $1 AND key = $2 AND expires_at < now()',
-      [principal, key],
-    );
-    // The claim is the insert that the primary key (principal, key) lets through once (guard idempotency-claim, schema.sql).
-    const claimed = await tx.query(
-      'idempotency.claim',
-      `INSERT INTO idempotency_record (principal, key, method, path, request_hash, state, expires_at)
-       VALUES ($1, $2, $3, $4, $5, 'in_flight', now() + interval '${TTL}') ON CONFLICT DO NOTHING`,
-      [principal, key, c.req.method, c.req.path, hash],
-    );
-    if (claimed.rowCount === 1) return null;
-    // Read locked: of two retries taking over an abandoned claim, the second sees the first's.
-    // guard: idempotency-takeover-lock | remove: FOR UPDATE | test: test/concurrency/rest.test.ts :: take over an abandoned claim
-    const { rows } = await tx.query<StoredRecord>(
-      'idempotency.get',
-      `SELECT request_hash, state, response_status, response_body, response_headers, response_raw,
-              created_at < now() - interval '${ABANDONED_AFTER}' AS abandoned
-       FROM idempotency_record WHERE principal = $1 AND key = $2 FOR UPDATE`,
-      [principal, key],
-    );
-    const rec = rows[0];
-    if (rec.request_hash === hash && rec.state === 'in_flight' && rec.abandoned) {
-      await tx.query(
-        'idempotency.take_over',
-        'UPDATE idempotency_record SET created_at = now() WHERE principal = $1 AND key = $2',
-        [principal, key],
-      );
-      return null;
-    }
-    return rec;
-  });
-
-  if (existing) {
-    if (existing.request_hash !== hash)
-      throw new DomainError('unprocessable', 'Idempotency-Key was already used with a different request');
-    if (existing.state === 'in_flight')
-      throw new DomainError('in_progress', 'a request with this Idempotency-Key is still in progress');
-    const headers = { ...(existing.response_headers ?? {}), 'Idempotent-Replayed': 'true' };
-    if (existing.response_raw !== null) return c.body(existing.response_raw, existing.response_status as 200, headers);
-    if (existing.response_status === 204 || existing.response_body === null)
-      return c.body(null, existing.response_status as 204, headers);
-    return c.json(existing.response_body as object, existing.response_status as 200, headers);
-  }
-
-  const claim: IdempotencyClaim = { principal, key, completed: false };
-  c.set('idempotency', claim);
-  try {
-    await next();
-  } finally {
-    if (!claim.completed) await release(db, claim);
-  }
+  const principal = c.var.principal.userId ?? 'service';
+  c.set('idempotency', { principal, key, method: c.req.method, path: c.req.path, hash });
+  await next();
 };
 
-async function release(db: Queryable, claim: IdempotencyClaim) {
-  await db.query(
-    'idempotency.release',
-    `DELETE FROM idempotency_record WHERE principal = $1 AND key = $2 AND state = 'in_flight'`,
+/**
+ * The claim, first in the effect's transaction: null when this request holds the key now (its
+ * effect runs), else the record of the request that did (the caller answers with `answerOf`).
+ * Throws 409 while another request with the key is in flight, 422 for a different request.
+ */
+export async function claimIdempotency(tx: Queryable, claim: IdempotencyClaim): Promise<StoredRecord | null> {
+  const args = [claim.principal, claim.key, claim.method, claim.path, claim.hash];
+  // The key's transaction lock, tried: held by the request whose effect is running, so a duplicate
+  // answers 409 instead of waiting on its uncommitted record (the primary key keeps one effect).
+  // guard: idempotency-in-flight-lock | remove: WHERE pg_try_advisory_xact_lock(hashtextextended('idempotency:' || $1 || ':' || $2::uuid, 0)) | test: test/concurrency/rest.test.ts :: duplicate sent while the first still runs
+  const { rows } = await tx.query<{ free: boolean; claimed: boolean }>(
+    'idempotency.claim',
+    `WITH lock AS (
+       SELECT true AS free WHERE pg_try_advisory_xact_lock(hashtextextended('idempotency:' || $1 || ':' || $2::uuid, 0))
+     ), claimed AS (
+       INSERT INTO idempotency_record (principal, key, method, path, request_hash, state, expires_at)
+       SELECT $1, $2, $3, $4, $5, 'in_flight', now() + interval '${TTL}' FROM lock
+       ON CONFLICT DO NOTHING RETURNING 1
+     )
+     SELECT EXISTS (SELECT FROM lock) AS free, EXISTS (SELECT FROM claimed) AS claimed`,
+    args,
+  );
+  // The claim is the insert that the primary key (principal, key) lets through once (guard idempotency-claim, schema.sql).
+  if (rows[0].claimed) return null;
+  if (!rows[0].free) throw inProgress();
+  // Read locked: of two retries taking over an abandoned claim, the second sees the first's.
+  // guard: idempotency-takeover-lock | remove: FOR UPDATE | test: test/concurrency/rest.test.ts :: take over an abandoned claim
+  const found = await tx.query<StoredRecord>(
+    'idempotency.get',
+    `SELECT request_hash, state, response_status, response_body, response_headers, response_raw,
+            created_at < now() - interval '${ABANDONED_AFTER}' AS abandoned, expires_at < now() AS expired
+     FROM idempotency_record WHERE principal = $1 AND key = $2 FOR UPDATE`,
     [claim.principal, claim.key],
   );
+  const rec = found.rows[0];
+  // An expired record, or a claim an earlier release left in flight when its request died: ours now.
+  if (rec.expired || (rec.request_hash === claim.hash && rec.state === 'in_flight' && rec.abandoned)) {
+    await tx.query(
+      'idempotency.take_over',
+      `UPDATE idempotency_record SET method = $3, path = $4, request_hash = $5, state = 'in_flight',
+         response_status = NULL, response_body = NULL, response_headers = NULL, response_raw = NULL,
+         created_at = now(), expires_at = now() + interval '${TTL}'
+       WHERE principal = $1 AND key = $2`,
+      args,
+    );
+    return null;
+  }
+  if (rec.request_hash !== claim.hash)
+    throw new DomainError('unprocessable', 'Idempotency-Key was already used with a different request');
+  if (rec.state === 'in_flight') throw inProgress();
+  return rec;
+}
+
+const inProgress = () => new DomainError('in_progress', 'a request with this Idempotency-Key is still in progress');
+
+/** The first request's answer again: its status, exact body and headers, marked replayed. */
+export function answerOf(c: Context<AppEnv>, rec: StoredRecord): Response {
+  const headers = { ...(rec.response_headers ?? {}), 'Idempotent-Replayed': 'true' };
+  if (rec.response_raw !== null) return c.body(rec.response_raw, rec.response_status as 200, headers);
+  if (rec.response_status === 204 || rec.response_body === null)
+    return c.body(null, rec.response_status as 204, headers);
+  return c.json(rec.response_body as object, rec.response_status as 200, headers);
 }
 
 /** Stores the response's exact body and headers inside the effect's transaction (called by `commit`). */

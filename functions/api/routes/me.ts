@@ -1,7 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
+import { SERVICE } from '@mi/lib/domain/actor';
 import { continueErasure, requestAccountErasure } from '@mi/lib/use-cases/account';
+import { runWorkflow } from '@mi/lib/use-cases/workflow';
 import { userIdOf } from '../actor';
-import { commit, perform } from '../commit';
+import { commit } from '../commit';
 import type { AppEnv } from '../env';
 import { jsonResponse, op, problemResponse, z } from '../openapi';
 
@@ -74,7 +76,10 @@ export function registerMe(app: OpenAPIHono<AppEnv>) {
     // Recorded (and live takes stopped) before anything is deleted: whatever happens next, the sweep finishes it.
     await commit(c, 204, requestAccountErasure, undefined);
     const deadline = Date.now() + ERASURE_REQUEST_BUDGET_MS;
-    const done = await perform(c, continueErasure, { userId, deadline }).catch((err: unknown) => {
+    // Erasure also removes rows no user scope sees (the ML's idempotency records of the user's
+    // meetings): the service's work, as in the sweep (issue 38). Its steps emit no event.
+    const asService = { ...c.var.deps, db: c.var.deps.db.as({ service: 'api' }) };
+    const done = await runWorkflow(asService, SERVICE, continueErasure, { userId, deadline }).catch((err: unknown) => {
       c.var.log.warn(
         { err: (err as Error).message, user_id: userId },
         'account erasure interrupted; the sweep finishes it',

@@ -8,8 +8,9 @@ data "google_project" "this" {
 locals {
   # What every core unit mounts; each is its own secret with its own value. While a rotation of the
   # service token lasts, the previous value is mounted too, so both are accepted (docs/deployment.md).
+  # No database credential: each unit logs in to Cloud SQL as its service account.
   core_secrets = concat(
-    ["DATABASE_URL", "IDENTITY_SECRET_KEY", "SERVICE_AUTH_TOKEN", "AUDIO_URL_SIGNING_KEY"],
+    ["IDENTITY_SECRET_KEY", "SERVICE_AUTH_TOKEN", "AUDIO_URL_SIGNING_KEY"],
     var.service_auth_token_rotation ? ["SERVICE_AUTH_TOKEN_PREVIOUS"] : [],
   )
 }
@@ -43,7 +44,7 @@ module "secrets" {
       api      = { member = module.iam.members.api, secrets = local.core_secrets }
       sweep    = { member = module.iam.members.sweep, secrets = local.core_secrets }
       live     = { member = module.iam.members.live, secrets = local.core_secrets }
-      deployer = { member = module.iam.members.deployer, secrets = ["DATABASE_URL"] }
+      deployer = { member = module.iam.members.deployer, secrets = ["DATABASE_OWNER_URL"] }
     },
     # The ML service account gets exactly: these secrets, the ml-batch subscription (pubsub module)
     # and no bucket access: it reads a take's audio through the signed URL of GET
@@ -59,16 +60,38 @@ module "secrets" {
   depends_on = [module.apis]
 }
 
+# The database connection budget, in one place: each unit's instance limit, processes and pool
+# go to the services from here, max_connections and pooling to the database, and the module
+# refuses a plan whose worst case does not fit (docs/capacity.md, Connections).
+module "connections" {
+  source          = "../../modules/connections"
+  tier            = var.db_tier
+  max_connections = var.db_max_connections
+  pooling         = var.db_pooling
+  units = {
+    api   = { max_instances = var.api_max_instances, processes = 1, pool = var.db_pool_max.api }
+    sweep = { max_instances = 2, processes = 1, pool = var.db_pool_max.sweep }
+    live  = { max_instances = var.live_max_instances, processes = var.live_cpu, pool = var.db_pool_max.live }
+  }
+}
+
 module "database" {
-  source                 = "../../modules/database"
-  project_id             = var.project_id
-  region                 = var.region
-  instance_name          = "${var.name}-core"
-  tier                   = var.db_tier
-  availability_type      = var.db_availability_type
-  network_id             = module.network.network_id
-  database_url_secret_id = module.secrets.resource_ids["DATABASE_URL"]
-  deletion_protection    = var.deletion_protection
+  source              = "../../modules/database"
+  project_id          = var.project_id
+  region              = var.region
+  instance_name       = "${var.name}-core"
+  tier                = var.db_tier
+  availability_type   = var.db_availability_type
+  max_connections     = module.connections.max_connections
+  pooling             = module.connections.pooling
+  network_id          = module.network.network_id
+  owner_url_secret_id = module.secrets.resource_ids["DATABASE_OWNER_URL"]
+  deletion_protection = var.deletion_protection
+  runtime_accounts = {
+    api   = module.iam.emails.api
+    sweep = module.iam.emails.sweep
+    live  = module.iam.emails.live
+  }
 }
 
 module "storage" {
@@ -144,7 +167,8 @@ module "services" {
   docker_repository_id = module.artifacts.repository_id
   source_bucket        = module.artifacts.bucket_name
 
-  secret_ids = { for name in local.core_secrets : name => module.secrets.ids[name] }
+  secret_ids    = { for name in local.core_secrets : name => module.secrets.ids[name] }
+  database_urls = module.database.runtime_urls
 
   app_env                     = var.app_env
   log_level                   = var.log_level
@@ -163,14 +187,14 @@ module "services" {
   recording_settings          = var.recording_settings
   app_origins                 = var.app_origins
 
-  api_max_instances     = var.api_max_instances
+  connections           = module.connections.units
+  live_cpu              = var.live_cpu
   sweep_timeout_seconds = var.sweep_timeout_seconds
   live_min_instances    = var.live_min_instances
-  live_max_instances    = var.live_max_instances
   deletion_protection   = var.deletion_protection
 
-  # A revision starts only when its secrets have versions it may read (DATABASE_URL is written
-  # by the database module) and its roles on bucket, topics and Firestore are in place.
+  # A revision starts only when its database user exists (the database module) and its roles on
+  # bucket, topics and Firestore are in place.
   depends_on = [module.secrets, module.database, module.iam, module.storage, module.pubsub, module.firestore]
 }
 

@@ -26,6 +26,10 @@ output "cloudbuild_substitutions" {
     _LIVE_SERVICE          = module.services.live_service_name
     _SWEEP_JOB             = module.scheduler.job_name
     _PUBLIC_URL            = "https://${var.domain}"
+    # db:apply grants each unit's role to its login (DB_RUNTIME_LOGINS).
+    _DB_LOGIN_API   = module.database.runtime_logins.api
+    _DB_LOGIN_LIVE  = module.database.runtime_logins.live
+    _DB_LOGIN_SWEEP = module.database.runtime_logins.sweep
   } : "${k}=${v}"])
 }
 
@@ -41,4 +45,9 @@ output "sweep_schedule" {
 output "live_service_account" {
   description = "The core's identity on its calls to the ML service: the ML accepts Google ID tokens of this email (audience its own URL)."
   value       = module.iam.emails.live
+}
+
+output "connection_budget" {
+  description = "The database connection budget's worst case (docs/capacity.md)."
+  value       = module.connections.connections
 }

@@ -100,6 +100,25 @@ variable "db_availability_type" {
   default = "ZONAL"
 }
 
+# The connection budget's inputs (module "connections" in main.tf).
+variable "db_max_connections" {
+  description = "Cloud SQL max_connections; the budget of every unit at its instance limit must fit under it less the reserve."
+  type        = number
+  default     = 200
+}
+
+variable "db_pooling" {
+  description = "Cloud SQL managed connection pooling (Enterprise Plus tiers only): on, and max_pool_size per pooler, database and user."
+  type        = object({ enabled = bool, max_pool_size = number })
+  default     = { enabled = false, max_pool_size = 10 }
+}
+
+variable "db_pool_max" {
+  description = "DB_POOL_MAX per process of each unit (the live service: per worker)."
+  type        = object({ api = number, sweep = number, live = number })
+  default     = { api = 8, sweep = 2, live = 4 }
+}
+
 variable "api_max_instances" {
   type    = number
   default = 10
@@ -113,6 +132,12 @@ variable "live_min_instances" {
 variable "live_max_instances" {
   type    = number
   default = 5
+}
+
+variable "live_cpu" {
+  description = "vCPUs per live instance, one worker process each (LIVE_WORKERS), each with its own pool."
+  type        = number
+  default     = 2
 }
 
 variable "sweep_timeout_seconds" {

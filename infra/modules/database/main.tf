@@ -2,10 +2,23 @@
 # `CREATE EXTENSION vector` (npm run db:apply) enables it, which the built-in user may do.
 # The services reach the private IP through the VPC connector; Cloud Build reaches the
 # instance through the Cloud SQL Auth Proxy (IAM-authorized, see ip_configuration).
+#
+# Roles (docs/architecture.md): the built-in user mi_owner owns the schema and is used only by
+# the migration step (its URL is the DATABASE_OWNER_URL secret, which no runtime unit reads).
+# Each runtime unit logs in as its own service account (Cloud SQL IAM database authentication:
+# no password, a short-lived token); db:apply grants it the unit's group role (mi_api, mi_live,
+# mi_sweep) through DB_RUNTIME_LOGINS (cloudbuild.yaml).
 
-resource "random_password" "app" {
+locals {
+  # Managed connection pooling (the connections module) serves pooled connections on 6432.
+  port = var.pooling.enabled ? 6432 : 5432
+  # A service account's database user is its email without ".gserviceaccount.com".
+  runtime_logins = { for unit, email in var.runtime_accounts : unit => trimsuffix(email, ".gserviceaccount.com") }
+}
+
+resource "random_password" "owner" {
   length  = 32
-  special = false # keeps DATABASE_URL free of characters that need URL escaping
+  special = false # keeps DATABASE_OWNER_URL free of characters that need URL escaping
 }
 
 resource "google_sql_database_instance" "this" {
@@ -16,7 +29,8 @@ resource "google_sql_database_instance" "this" {
   deletion_protection = var.deletion_protection
 
   settings {
-    edition           = "ENTERPRISE"
+    # Enterprise Plus tiers are db-perf-optimized-N-*; managed connection pooling needs them.
+    edition           = startswith(var.tier, "db-perf-optimized-N-") ? "ENTERPRISE_PLUS" : "ENTERPRISE"
     tier              = var.tier
     availability_type = var.availability_type
     disk_type         = "PD_SSD"
@@ -54,11 +68,33 @@ resource "google_sql_database_instance" "this" {
       query_insights_enabled = true
     }
 
-    # Budget: the sum over api, sweep and live of max instances x DB_POOL_MAX stays below this
-    # (test/infra.test.ts checks the defaults and the dev environment).
+    # From the connection budget (modules/connections), which checks the units fit under it.
     database_flags {
       name  = "max_connections"
       value = tostring(var.max_connections)
+    }
+
+    # The runtime units log in as their service accounts.
+    database_flags {
+      name  = "cloudsql.iam_authentication"
+      value = "on"
+    }
+
+    # Transaction pooling: a server connection is the client's for one transaction, so
+    # transaction-local settings (set_config(..., true), SET LOCAL) hold and session state does not.
+    dynamic "connection_pool_config" {
+      for_each = var.pooling.enabled ? [1] : []
+      content {
+        connection_pooling_enabled = true
+        flags {
+          name  = "pool_mode"
+          value = "transaction"
+        }
+        flags {
+          name  = "max_pool_size"
+          value = tostring(var.pooling.max_pool_size)
+        }
+      }
     }
   }
 }
@@ -69,17 +105,27 @@ resource "google_sql_database" "app" {
   name     = var.database_name
 }
 
-resource "google_sql_user" "app" {
+# The schema owner: the migration step's user, never a runtime unit's.
+resource "google_sql_user" "owner" {
   project  = var.project_id
   instance = google_sql_database_instance.this.name
-  name     = var.user_name
-  password = random_password.app.result
+  name     = var.owner_name
+  password = random_password.owner.result
 }
 
-# The services read DATABASE_URL from Secret Manager. The server certificate names the
-# instance, not its private IP, so full verification cannot succeed on the IP: the link is
+resource "google_sql_user" "runtime" {
+  for_each = local.runtime_logins
+
+  project  = var.project_id
+  instance = google_sql_database_instance.this.name
+  name     = each.value
+  type     = "CLOUD_IAM_SERVICE_ACCOUNT"
+}
+
+# The migration step reads DATABASE_OWNER_URL from Secret Manager. The server certificate names
+# the instance, not its private IP, so full verification cannot succeed on the IP: the link is
 # encrypted (the instance refuses plaintext) and stays inside the VPC.
-resource "google_secret_manager_secret_version" "database_url" {
-  secret      = var.database_url_secret_id
-  secret_data = "postgresql://${google_sql_user.app.name}:${random_password.app.result}@${google_sql_database_instance.this.private_ip_address}:5432/${google_sql_database.app.name}?sslmode=no-verify"
+resource "google_secret_manager_secret_version" "owner_url" {
+  secret      = var.owner_url_secret_id
+  secret_data = "postgresql://${google_sql_user.owner.name}:${random_password.owner.result}@${google_sql_database_instance.this.private_ip_address}:5432/${google_sql_database.app.name}?sslmode=no-verify"
 }

@@ -33,8 +33,21 @@ variable "disk_size_gb" {
 }
 
 variable "max_connections" {
-  type    = number
-  default = 200
+  description = "From the connection budget (modules/connections)."
+  type        = number
+}
+
+variable "pooling" {
+  description = "Managed connection pooling, from the connection budget (modules/connections)."
+  type = object({
+    enabled       = bool
+    max_pool_size = number
+  })
+}
+
+variable "runtime_accounts" {
+  description = "Service account email per runtime unit (api, live, sweep): each gets an IAM database user."
+  type        = map(string)
 }
 
 variable "network_id" {
@@ -69,13 +82,14 @@ variable "database_name" {
   default = "meetings"
 }
 
-variable "user_name" {
-  type    = string
-  default = "app"
+variable "owner_name" {
+  description = "The built-in user that owns the schema (db:apply's)."
+  type        = string
+  default     = "mi_owner"
 }
 
-variable "database_url_secret_id" {
-  description = "Full id of the DATABASE_URL secret (secrets module), which receives the connection string."
+variable "owner_url_secret_id" {
+  description = "Full id of the DATABASE_OWNER_URL secret (secrets module), which receives the owner's connection string."
   type        = string
 }
 

@@ -1,7 +1,8 @@
 # Firestore (native mode) holds the live service's cross-instance coordination
-# (lib/adapters/coordination.ts): recording leases with heartbeats and per-user connection presence.
-# Both expire; the TTL policy deletes expired documents (lazily, usually within a day), so
-# readers still compare expires_at with the clock and treat an expired document as absent.
+# (lib/adapters/coordination.ts): one document per live instance (its liveness and connections,
+# renewed by its heartbeat) and a lease document per take (owner and epoch). Both expire; the TTL
+# policy deletes expired documents (lazily, usually within a day), so readers still compare
+# expires_at with the clock and treat an expired document as absent.
 
 resource "google_firestore_database" "this" {
   project                 = var.project_id
@@ -24,4 +25,21 @@ resource "google_firestore_field" "ttl" {
   ttl_config {}
   # index_config is left out on purpose: the field keeps its inherited single-field
   # indexes, which the count of unexpired connections uses.
+}
+
+# The routing lookup (presenceInstances, countPresence): the live instances holding a user's
+# connections, in one query (users array-contains, expires_at >).
+resource "google_firestore_index" "instances_by_user" {
+  project    = var.project_id
+  database   = google_firestore_database.this.name
+  collection = var.instances_collection
+
+  fields {
+    field_path   = "users"
+    array_config = "CONTAINS"
+  }
+  fields {
+    field_path = "expires_at"
+    order      = "ASCENDING"
+  }
 }

@@ -9,12 +9,17 @@ variable "location_id" {
 
 # TTL policies name collection groups (the last path segment), wherever the collection sits.
 # lib/adapters/coordination.ts writes leases to `<prefix>leases` (the live service's prefix is `live_`)
-# and each connection to `<prefix>presence/{user}/presence_connections/{connection}`, and each
-# live instance's mark to `<prefix>instances`.
+# and each live instance's document (liveness, connections) to `<prefix>instances`.
 variable "ttl_collections" {
   description = "Collection groups whose documents expire at var.ttl_field."
   type        = list(string)
-  default     = ["live_leases", "presence_connections", "live_instances"]
+  default     = ["live_leases", "live_instances"]
+}
+
+variable "instances_collection" {
+  description = "The live instances' collection, queried by user (its composite index)."
+  type        = string
+  default     = "live_instances"
 }
 
 variable "ttl_field" {

@@ -18,9 +18,14 @@ locals {
   # live service's collector writes through the Monitoring and Trace APIs (the roles above).
   otlp_writers = ["roles/telemetry.metricsWriter", "roles/telemetry.tracesWriter"]
 
+  # instanceUser: log in with a token; client: reach the instance (connect, instances.get).
+  database_login = ["roles/cloudsql.instanceUser", "roles/cloudsql.client"]
+
   project_roles = concat(
     flatten([for unit in ["api", "sweep", "live"] : [for role in local.telemetry : { unit = unit, role = role }]]),
     flatten([for unit in ["api", "sweep"] : [for role in local.otlp_writers : { unit = unit, role = role }]]),
+    # Each runtime unit logs in to Cloud SQL as itself (IAM database authentication).
+    flatten([for unit in ["api", "sweep", "live"] : [for role in local.database_login : { unit = unit, role = role }]]),
     [
       { unit = "live", role = "roles/datastore.user" }, # Firestore leases and presence
       # Events go to the topic of each live instance holding the user (created at run time, so

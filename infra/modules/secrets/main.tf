@@ -1,11 +1,12 @@
 # One Secret Manager secret per credential, each with its own value: the spec forbids reusing
 # the service token as the audio URL signing key. Terraform creates the containers only;
 # values are added with `gcloud secrets versions add` so they never enter the Terraform state.
-# DATABASE_URL is the exception: the database module writes it from the generated password.
+# DATABASE_OWNER_URL is the exception: the database module writes it from the generated password;
+# only the migration step reads it (the runtime units log in as their service accounts).
 
 locals {
   names = [
-    "DATABASE_URL",
+    "DATABASE_OWNER_URL",
     "IDENTITY_SECRET_KEY",
     "SERVICE_AUTH_TOKEN",
     "SERVICE_AUTH_TOKEN_PREVIOUS", # mounted only while a rotation lasts (service_auth_token_rotation)

@@ -10,9 +10,7 @@ locals {
       ingress         = "ALLOW_INTERNAL_AND_GCLB"
       timeout_seconds = var.api_timeout_seconds
       min_instances   = var.api_min_instances
-      max_instances   = var.api_max_instances
       concurrency     = var.api_concurrency
-      db_pool_max     = var.api_db_pool_max
     }
     sweep = {
       name            = var.sweep_function_name
@@ -22,9 +20,7 @@ locals {
       ingress         = "ALLOW_ALL"
       timeout_seconds = var.sweep_timeout_seconds
       min_instances   = 0
-      max_instances   = 2
       concurrency     = 4 # an overrunning pass may overlap the next invocation
-      db_pool_max     = var.sweep_db_pool_max
     }
   }
 
@@ -68,7 +64,7 @@ resource "google_cloudfunctions2_function" "this" {
     ingress_settings                 = each.value.ingress
     timeout_seconds                  = each.value.timeout_seconds
     min_instance_count               = each.value.min_instances
-    max_instance_count               = each.value.max_instances
+    max_instance_count               = var.connections[each.key].max_instances
     max_instance_request_concurrency = each.value.concurrency
     available_cpu                    = "1" # concurrency above 1 needs a whole CPU
     available_memory                 = var.function_memory
@@ -76,8 +72,11 @@ resource "google_cloudfunctions2_function" "this" {
     vpc_connector                    = var.vpc_connector_id
     vpc_connector_egress_settings    = "PRIVATE_RANGES_ONLY"
     # Both targets share one bundle: the resource names the function (service.name: job in Cloud Monitoring).
+    # Each logs in to the database as its own service account (DB_IAM_AUTH: a token, no password).
     environment_variables = merge(local.env, local.function_telemetry_env, {
-      DB_POOL_MAX              = tostring(each.value.db_pool_max)
+      DATABASE_URL             = var.database_urls[each.key]
+      DB_IAM_AUTH              = "true"
+      DB_POOL_MAX              = tostring(var.connections[each.key].pool)
       OTEL_RESOURCE_ATTRIBUTES = "service.name=${each.key},cloud.region=${var.region}"
     })
 

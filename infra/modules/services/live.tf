@@ -33,7 +33,7 @@ resource "google_cloud_run_v2_service" "live" {
 
     scaling {
       min_instance_count = var.live_min_instances
-      max_instance_count = var.live_max_instances
+      max_instance_count = var.connections.live.max_instances
     }
 
     vpc_access {
@@ -76,7 +76,18 @@ resource "google_cloud_run_v2_service" "live" {
       # Per worker process.
       env {
         name  = "DB_POOL_MAX"
-        value = tostring(var.live_db_pool_max)
+        value = tostring(var.connections.live.pool)
+      }
+
+      # Its own IAM database user (a token, no password).
+      env {
+        name  = "DATABASE_URL"
+        value = var.database_urls.live
+      }
+
+      env {
+        name  = "DB_IAM_AUTH"
+        value = "true"
       }
 
       dynamic "env" {

@@ -67,10 +67,36 @@ variable "secret_ids" {
 
   validation {
     condition = alltrue([
-      for name in ["DATABASE_URL", "IDENTITY_SECRET_KEY", "SERVICE_AUTH_TOKEN", "AUDIO_URL_SIGNING_KEY"] :
+      for name in ["IDENTITY_SECRET_KEY", "SERVICE_AUTH_TOKEN", "AUDIO_URL_SIGNING_KEY"] :
       contains(keys(var.secret_ids), name)
     ])
-    error_message = "secret_ids: DATABASE_URL, IDENTITY_SECRET_KEY, SERVICE_AUTH_TOKEN, AUDIO_URL_SIGNING_KEY required."
+    error_message = "secret_ids: IDENTITY_SECRET_KEY, SERVICE_AUTH_TOKEN, AUDIO_URL_SIGNING_KEY required."
+  }
+
+  validation {
+    # The runtime units log in as their service accounts; the owner's password is the migration step's.
+    condition     = !contains(keys(var.secret_ids), "DATABASE_OWNER_URL") && !contains(keys(var.secret_ids), "DATABASE_URL")
+    error_message = "secret_ids: no database credential (DATABASE_URL comes from database_urls)."
+  }
+}
+
+variable "database_urls" {
+  description = "DATABASE_URL per unit (api, sweep, live): its own IAM database user, no password (database module)."
+  type        = object({ api = string, sweep = string, live = string })
+}
+
+variable "connections" {
+  description = "Per unit (api, sweep, live): max_instances, processes per instance and pool (DB_POOL_MAX per process), from the connection budget (modules/connections)."
+  type = object({
+    api   = object({ max_instances = number, processes = number, pool = number })
+    sweep = object({ max_instances = number, processes = number, pool = number })
+    live  = object({ max_instances = number, processes = number, pool = number })
+  })
+
+  validation {
+    # The budget counts a pool per live worker: LIVE_WORKERS is live_cpu.
+    condition     = var.connections.live.processes == var.live_cpu
+    error_message = "connections.live.processes must be live_cpu (one worker, one pool, per vCPU)."
   }
 }
 
@@ -188,12 +214,6 @@ variable "api_min_instances" {
   default = 0
 }
 
-variable "api_max_instances" {
-  description = "Times api_db_pool_max, plus sweep's and live's, must stay below the database's max_connections (test/infra.test.ts checks it)."
-  type        = number
-  default     = 10
-}
-
 variable "api_concurrency" {
   type    = number
   default = 40
@@ -218,11 +238,6 @@ variable "live_min_instances" {
     condition     = var.live_min_instances >= 1
     error_message = "live_min_instances must be at least 1."
   }
-}
-
-variable "live_max_instances" {
-  type    = number
-  default = 10
 }
 
 variable "live_cpu" {
@@ -252,24 +267,6 @@ variable "live_memory" {
 variable "deletion_protection" {
   type    = bool
   default = true
-}
-
-# Connection budget: each unit's DB_POOL_MAX times its instance limit, summed over api, sweep and
-# live, stays below Cloud SQL's max_connections less its reserved connections.
-variable "api_db_pool_max" {
-  type    = number
-  default = 8
-}
-
-variable "sweep_db_pool_max" {
-  type    = number
-  default = 2
-}
-
-variable "live_db_pool_max" {
-  description = "Per worker: an instance holds live_cpu times this many connections."
-  type        = number
-  default     = 4
 }
 
 variable "app_origins" {

@@ -54,7 +54,7 @@ const forbidden = () =>
 
 export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
-    const { db, store, config } = c.var.deps;
+    const { store, config } = c.var.deps;
     const { id } = c.req.valid('param');
     const { uid, exp, sig, audio_version: v } = c.req.valid('query');
     if (!uid || !UUID_PATTERN.test(uid) || !exp || !/^\d{1,12}$/.test(exp) || !sig || sig.length > 100)
@@ -64,6 +64,8 @@ export function registerAudioProxy(app: OpenAPIHono<AppEnv>) {
     const audioVersion = v === undefined ? undefined : Number(v);
     if (!verifyAudioLink(config.AUDIO_URL_SIGNING_KEY, id, { uid, exp: Number(exp), sig, audioVersion }))
       throw forbidden();
+    // The link speaks for its user (no bearer here): the database sees that user's rows (issue 38).
+    const db = c.var.deps.db.as({ userId: uid });
     // A genuine link of a user who does not own the meeting (or a deleted one) grants nothing.
     if (!(await getMeeting(db, { userId: uid }, id))) throw forbidden();
     let path: string | null;
