@@ -193,6 +193,22 @@ describe('ObjectStore on the GCS emulator', () => {
     expect(await store.list(COMPOSE_TEMP_PREFIX)).toEqual([]);
   });
 
+  it('should fail a whole-object read whose bytes do not match its CRC32C, and serve a range unchecked', async () => {
+    // An emulator of its own, on disk, so that the test can rot an object's bytes under it.
+    const dataDir = join(dir, 'rot');
+    const local = await startGcsEmulator({ dataDir });
+    try {
+      const s = createObjectStore({ bucket: 'storage-rot', emulatorHost: local.url });
+      await s.ensureBucket();
+      const stored = await s.write('rot.bin', bytes(5000));
+      writeFileSync(join(dataDir, 'blobs', stored.generation), Buffer.alloc(5000, 1));
+      await expect(drain(await s.read('rot.bin'))).rejects.toThrow(/do not match its CRC32C/);
+      expect(await drain(await s.read('rot.bin', { start: 0, end: 9 }))).toEqual(Buffer.alloc(10, 1));
+    } finally {
+      await local.stop();
+    }
+  });
+
   it('should abort a stream over maxBytes with ObjectTooLargeError and leave no object', async () => {
     const { stream } = streamOf(1024 * 1024, 6);
     await expect(store.write('big/too-large', stream, { maxBytes: 200_000 })).rejects.toBeInstanceOf(

@@ -1,20 +1,15 @@
 // Object storage adapter over the real @google-cloud/storage client: Cloud Storage in
-// production, the in-repo GCS emulator locally and in tests. A Buffer is written in one
-// multipart upload request made with undici (uploadBuffer below), the rest through the client.
+// production, the in-repo GCS emulator locally and in tests. Object data moves over undici
+// (a Buffer in one multipart upload, a stream in a chunked resumable upload, reads as one GET),
+// the rest (metadata, compose, lists, signed links) through the client.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { PassThrough, Transform } from 'node:stream';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { request } from 'undici';
-import {
-  IdempotencyStrategy,
-  Storage,
-  type File,
-  type FileMetadata,
-  type PreconditionOptions,
-} from '@google-cloud/storage';
+import { IdempotencyStrategy, Storage, type FileMetadata, type PreconditionOptions } from '@google-cloud/storage';
 import { retry } from '../async';
-import { crc32cOf, nativeCrc32cValidator } from './crc32c';
+import { crc32cBase64, crc32cOf, crc32cUpdate, nativeCrc32cValidator } from './crc32c';
 import { serviceAccountAuth } from './google-auth';
 
 export interface StoredObject {
@@ -86,7 +81,7 @@ export const MAX_COMPOSE_SOURCES = 32;
 export const COMPOSE_TEMP_PREFIX = '_tmp/compose/';
 const MAX_SIGNED_URL_TTL_S = 7 * 24 * 3600;
 const COMPOSE_PARALLELISM = 8;
-/** Bytes per resumable-upload request (a multiple of 256 KiB): the memory one stream upload holds. */
+/** Bytes per resumable-upload request (a multiple of 256 KiB): the one buffer a stream upload holds. */
 const UPLOAD_CHUNK_BYTES = 8 * 1024 * 1024;
 /** A Buffer upload answering 5xx or 429, or not answering, is sent again after these (ms), 4 tries in all. */
 const BUFFER_RETRY_MS = [200, 1_000, 2_000];
@@ -119,17 +114,6 @@ function toStored(meta: FileMetadata): StoredObject {
     ...(meta.md5Hash ? { md5Hash: meta.md5Hash } : {}),
     ...(meta.contentType ? { contentType: meta.contentType } : {}),
   };
-}
-
-function byteLimit(maxBytes: number, name: string): Transform {
-  let seen = 0;
-  return new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      seen += chunk.length;
-      if (seen > maxBytes) cb(new ObjectTooLargeError(`object ${name} exceeds ${maxBytes} bytes`));
-      else cb(null, chunk);
-    },
-  });
 }
 
 /** The message of a JSON API error answer ({"error": {"message"}}), else its text. */
@@ -233,29 +217,171 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     return toStored(JSON.parse(text) as FileMetadata);
   }
 
-  async function writeStream(file: File, body: NodeJS.ReadableStream, o: WriteOptions): Promise<void> {
-    // Chunked resumable upload: each PUT is sent only once its chunk is complete, so cutting
-    // the stream short leaves no request hanging open, and the object is only finalized
-    // after the whole stream ended.
-    const upload = file.createWriteStream({
-      resumable: true,
-      chunkSize: UPLOAD_CHUNK_BYTES,
-      contentType: o.contentType,
-      preconditionOpts: preconditionsOf(o),
-    });
-    let sessionUri: string | undefined;
-    let failed = false;
-    upload.on('uri', (uri: string) => {
-      sessionUri = uri;
-      if (failed) void cancelUpload(uri); // the session was created after the failure
-    });
+  /**
+   * An object's bytes as a stream, one GET made with undici (a whole object's checked against its
+   * CRC32C as it passes). The client's read goes through node-fetch, teeny-request and a pipeline of
+   * streams per object, which held on to a share of what passed through it (an account export's
+   * exporter grew by ~10 MiB per 16 MiB read; bench/export.ts). Rejects once the answer is known:
+   * ObjectNotFoundError, StorageUnavailableError.
+   */
+  async function download(name: string, range?: { start: number; end?: number }): Promise<NodeJS.ReadableStream> {
+    const headers = await authHeaders();
+    if (range) headers.range = `bytes=${range.start}-${range.end ?? ''}`;
+    let res: Awaited<ReturnType<typeof request>>;
     try {
-      if (o.maxBytes !== undefined) await pipeline(body, byteLimit(o.maxBytes, file.name), upload);
-      else await pipeline(body, upload);
+      res = await request(
+        `${storage.apiEndpoint}/storage/v1/b/${encodeURIComponent(opts.bucket)}/o/${encodeURIComponent(name)}?alt=media`,
+        {
+          headers,
+          headersTimeout: BUFFER_UPLOAD_TIMEOUT_MS,
+          bodyTimeout: BUFFER_UPLOAD_TIMEOUT_MS,
+        },
+      );
     } catch (err) {
-      failed = true;
-      if (sessionUri) await cancelUpload(sessionUri);
-      throw err instanceof ObjectTooLargeError ? err : mapError(err, file.name);
+      throw new StorageUnavailableError(`object ${name}: ${(err as Error).message}`, { cause: err });
+    }
+    if (res.statusCode >= 300) {
+      const text = await res.body.text().catch(() => '');
+      const err = Object.assign(new Error(`object ${name}: storage answered ${res.statusCode}: ${messageOf(text)}`), {
+        code: res.statusCode,
+      });
+      throw mapError(err, name);
+    }
+    const expected = /crc32c=([^,]+)/.exec(String(res.headers['x-goog-hash'] ?? ''))?.[1];
+    if (range || !expected) return res.body;
+    let crc = 0;
+    const check = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        crc = crc32cUpdate(chunk, crc);
+        cb(null, chunk);
+      },
+      flush(cb) {
+        cb(crc32cBase64(crc) === expected ? null : new Error(`object ${name}: the bytes read do not match its CRC32C`));
+      },
+    });
+    pipeline(res.body, check).catch(() => undefined); // errors reach `check`'s reader
+    return check;
+  }
+
+  /** Auth headers as the client would send them (none to the emulator). */
+  const authHeaders = async (): Promise<Record<string, string>> => {
+    const headers: Record<string, string> = {};
+    if (auth) for (const [k, v] of await auth.getRequestHeaders()) headers[k] = v;
+    return headers;
+  };
+
+  /** One request of a resumable upload (undici, as uploadBuffer); errors as StorageUnavailableError or mapped. */
+  async function uploadRequest(
+    name: string,
+    url: string,
+    init: { method: 'POST' | 'PUT'; headers: Record<string, string>; body?: Buffer | string },
+  ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+    let res: Awaited<ReturnType<typeof request>>;
+    let text: string;
+    try {
+      res = await request(url, {
+        ...init,
+        headers: { ...(await authHeaders()), ...init.headers },
+        headersTimeout: BUFFER_UPLOAD_TIMEOUT_MS,
+        bodyTimeout: BUFFER_UPLOAD_TIMEOUT_MS,
+      });
+      text = await res.body.text();
+    } catch (err) {
+      throw new StorageUnavailableError(`object ${name}: ${(err as Error).message}`, { cause: err });
+    }
+    if (res.statusCode >= 300 && res.statusCode !== 308) {
+      const err = Object.assign(new Error(`object ${name}: storage answered ${res.statusCode}: ${messageOf(text)}`), {
+        code: res.statusCode,
+      });
+      throw mapError(err, name);
+    }
+    return { status: res.statusCode, headers: res.headers, text };
+  }
+
+  /**
+   * A stream in a chunked resumable upload made here: its bytes are copied into one buffer of
+   * UPLOAD_CHUNK_BYTES, reused for every chunk, and each full buffer is one PUT. The client's own
+   * upload keeps every chunk it receives until its PUT is answered, so a long stream leaves behind
+   * a chunk's worth of old-generation Buffers per request, freed only by a full GC (an account
+   * export's exporter reached +129 MiB; bench/export.ts). Each PUT is sent only once its chunk
+   * is complete, so a stream cut short leaves no request open; the object exists only once the
+   * stream ended, and a failed upload is cancelled.
+   */
+  async function writeStream(name: string, body: NodeJS.ReadableStream, o: WriteOptions): Promise<StoredObject> {
+    const query = new URLSearchParams({ uploadType: 'resumable', name });
+    const precondition = preconditionsOf(o);
+    if (precondition) query.set('ifGenerationMatch', String(precondition.ifGenerationMatch));
+    const contentType = o.contentType ?? 'application/octet-stream';
+    const started = await retry(
+      () =>
+        uploadRequest(name, `${uploadUrl}?${query}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-upload-content-type': contentType },
+          body: JSON.stringify({ name, contentType }),
+        }),
+      {
+        steps: BUFFER_RETRY_MS,
+        attempts: BUFFER_RETRY_MS.length + 1,
+        giveUp: (err) => !(err instanceof StorageUnavailableError),
+      },
+    );
+    const session = String(started.headers.location ?? '');
+    if (!session) throw new StorageUnavailableError(`object ${name}: no upload session`);
+    const buffer = Buffer.allocUnsafe(UPLOAD_CHUNK_BYTES);
+    let filled = 0;
+    let sent = 0; // bytes storage holds
+    let crc = 0;
+
+    /** Sends buffer[0, filled) from `sent` on (the last chunk when `total` is known); retried from what storage holds. */
+    const flush = async (total?: number): Promise<StoredObject | null> => {
+      const base = sent;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const from = sent - base;
+          const bytes = buffer.subarray(from, filled);
+          const range =
+            bytes.length === 0 ? `bytes */${total ?? '*'}` : `bytes ${sent}-${sent + bytes.length - 1}/${total ?? '*'}`;
+          const headers: Record<string, string> = { 'content-range': range };
+          if (total !== undefined) headers['x-goog-hash'] = `crc32c=${crc32cBase64(crc)}`;
+          const res = await uploadRequest(name, session, { method: 'PUT', headers, body: bytes });
+          if (res.status !== 308) return toStored(JSON.parse(res.text) as FileMetadata);
+          sent = Number(/-(\d+)$/.exec(String(res.headers.range ?? ''))?.[1] ?? -1) + 1;
+          if (sent >= base + filled) return null;
+        } catch (err) {
+          if (!(err instanceof StorageUnavailableError) || attempt >= BUFFER_RETRY_MS.length) throw err;
+          await new Promise((r) => setTimeout(r, BUFFER_RETRY_MS[attempt]));
+          // What storage holds now (a status query), then the rest of the chunk again.
+          const status = await uploadRequest(name, session, {
+            method: 'PUT',
+            headers: { 'content-range': 'bytes */*' },
+          }).catch(() => null);
+          if (status?.status === 308) sent = Number(/-(\d+)$/.exec(String(status.headers.range ?? ''))?.[1] ?? -1) + 1;
+        }
+      }
+    };
+
+    try {
+      for await (const piece of body as AsyncIterable<Buffer | string>) {
+        let chunk = typeof piece === 'string' ? Buffer.from(piece) : piece;
+        if (o.maxBytes !== undefined && sent + filled + chunk.length > o.maxBytes)
+          throw new ObjectTooLargeError(`object ${name} exceeds ${o.maxBytes} bytes`);
+        crc = crc32cUpdate(chunk, crc);
+        while (chunk.length) {
+          const n = chunk.copy(buffer, filled);
+          filled += n;
+          chunk = chunk.subarray(n);
+          if (filled === buffer.length) {
+            await flush();
+            filled = 0;
+          }
+        }
+      }
+      const stored = await flush(sent + filled);
+      if (!stored) throw new StorageUnavailableError(`object ${name}: the upload did not complete`);
+      return stored;
+    } catch (err) {
+      await cancelUpload(session);
+      throw err;
     }
   }
 
@@ -291,24 +417,15 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
           giveUp: (err) => !(err instanceof StorageUnavailableError),
         });
       }
-      const file = bucket.file(name);
-      await writeStream(file, body, o);
-      return toStored(file.metadata);
+      return writeStream(name, body, o);
     },
 
     async read(name, range) {
-      const src = bucket.file(name).createReadStream(range ? { start: range.start, end: range.end } : {});
-      const out = new PassThrough();
-      // Resolve once the response arrived so that a missing object rejects here,
-      // not later on the stream.
-      await new Promise<void>((resolve, reject) => {
-        src.once('response', (res: { statusCode?: number }) => {
-          if ((res.statusCode ?? 500) < 300) resolve();
-        });
-        src.once('error', (err) => reject(mapError(err, name)));
-        pipeline(src, out).catch(() => undefined); // errors reach `out`'s reader
+      return retry(() => download(name, range), {
+        steps: BUFFER_RETRY_MS,
+        attempts: BUFFER_RETRY_MS.length + 1,
+        giveUp: (err) => !(err instanceof StorageUnavailableError),
       });
-      return out;
     },
 
     async readAll(name) {

@@ -1,6 +1,8 @@
 // The console's account export in real headless Chromium against the local stack: request it,
 // see it pending or running (the button disabled), then ready with a download link once the
 // stack's sweep built it, and the link serves a ZIP whose manifest lists the account's files.
+// Then the no-microphone path (an audio file uploaded to an upload meeting, played back) and
+// the search box's width at 1,400 px.
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,6 +11,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startLocalStack, type LocalStack } from '../../emulators/stack';
+import { speechLikeWav } from './wav';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const poll: typeof expect.poll = (read, options) => expect.poll(read, { timeout: 30_000, ...options });
@@ -84,5 +87,47 @@ describe('account export in the console', () => {
       expect.arrayContaining(['manifest.json', 'account.json', `meetings/${meetingId}/meeting.json`]),
     );
     expect(failedRequests).toEqual([]);
+  });
+
+  it('should upload an audio file to an upload meeting and play it back', async () => {
+    await page.fill('#new-meeting-title', 'Uploaded call');
+    await page.selectOption('#new-meeting-type', 'upload');
+    await page.click('#create-meeting');
+    await poll(() => page.textContent('#meeting-title')).toBe('Uploaded call');
+    const meetingId = (await page.getAttribute('.meeting', 'data-id'))!;
+    const wav = speechLikeWav(2);
+    // No file chosen: the pane says so and sends nothing.
+    await page.click('#audio-upload');
+    expect(await page.textContent('#audio-info')).toBe('Choose an audio file first.');
+    await page.setInputFiles('#audio-file', { name: 'call.wav', mimeType: 'audio/wav', buffer: wav });
+    await page.click('#audio-upload');
+    // Stored (the answer's byte count), then loaded through its signed link: the player knows its length.
+    await poll(() => page.textContent('#audio-info')).toMatch(/^2\.0 s · link valid until /);
+    expect(await page.evaluate(() => (document.querySelector('#audio') as HTMLAudioElement).duration)).toBeCloseTo(
+      2,
+      1,
+    );
+    const token = await page.evaluate(() => localStorage.getItem('mi-console-token'));
+    const link = await fetch(`${stack.url}/meetings/${meetingId}/audio-url`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const stored = await fetch(((await link.json()) as { url: string }).url);
+    expect(Buffer.from(await stored.arrayBuffer()).equals(wav)).toBe(true);
+    expect(failedRequests).toEqual([]);
+  });
+
+  it('should give the search query a usable width at 1,400 px', async () => {
+    await page.setViewportSize({ width: 1400, height: 1000 });
+    await page.goto(`${stack.url}/console`);
+    if (!(await page.evaluate(() => localStorage.getItem('mi-console-token')))) {
+      await page.fill('#mint-name', 'e2e-searcher');
+      await page.click('#mint');
+    }
+    await page.waitForSelector('#search-q');
+    const box = (await page.locator('#search-q').boundingBox())!;
+    // The sidebar is 280 px: the query takes its whole line (it was about 40 px beside the sort and the button).
+    expect(box.width).toBeGreaterThanOrEqual(220);
+    const button = (await page.locator('#search-form button[type=submit]').boundingBox())!;
+    expect(button.width).toBeGreaterThan(0);
   });
 });

@@ -229,6 +229,20 @@ describe('developer console in Chromium', () => {
     );
     await untilPage(`${DROP_AT_FRAMES} frames`, snapshot, (s) => s.captured >= DROP_AT_FRAMES, 20_000);
     await shot('03-recording');
+    // Mid-recording both columns show frames_stored, taken at different moments: each label says
+    // where its figure comes from, and each figure when it was taken.
+    // In one evaluation: the panel re-renders with every level update, replacing its elements.
+    const labelOf = (id: string) =>
+      page.evaluate((dd) => document.getElementById(dd)?.previousElementSibling?.textContent, id);
+    expect(await labelOf('rec-stored')).toBe('stored (last progress event)');
+    await page.waitForSelector('#server-stored .durable');
+    expect(await labelOf('server-stored')).toBe('stored (GET /recording)');
+    await untilPage(
+      'as-of times',
+      () => page.locator('#rec-stored .as-of, #server-stored .as-of').allTextContents(),
+      (t) => t.length === 2 && t.every((x) => /^ as of \d/.test(x)),
+      20_000,
+    );
 
     // Lose the socket once: the page reconnects, resumes the take and resends what is missing.
     await page.evaluate(() => (window as unknown as { miConsole: { dropSocket(): void } }).miConsole.dropSocket());

@@ -158,7 +158,13 @@ export interface Cluster {
   /** A user token for `name` (the user row appears on first use). */
   token(name: string): Promise<string>;
   /** Adds an injected GCS fault for this cluster's bucket. */
-  gcsFault(spec: { mode: 'error503' | 'stall'; count: number; stall_ms?: number }): Promise<void>;
+  /** Faults this cluster's bucket's requests; with `objectPrefix`, only reads of the objects under it. */
+  gcsFault(spec: {
+    mode: 'error503' | 'stall';
+    count: number;
+    stall_ms?: number;
+    objectPrefix?: string;
+  }): Promise<void>;
   clearGcsFaults(): Promise<void>;
   /** The database engine, as tests print it. */
   databaseEngine: string;
@@ -281,7 +287,12 @@ async function assemble(
       const res = await fetch(faultsUrl, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ ...spec, match: config.STORAGE_BUCKET }),
+        body: JSON.stringify({
+          mode: spec.mode,
+          count: spec.count,
+          stall_ms: spec.stall_ms,
+          match: `${config.STORAGE_BUCKET}${spec.objectPrefix ? `/o/${spec.objectPrefix}` : ''}`,
+        }),
       });
       if (!res.ok) throw new Error(`fault injection answered ${res.status}: ${await res.text()}`);
     },
@@ -300,7 +311,7 @@ async function assemble(
  * A killed test runner runs no exit handler: a tiny shell holds a pipe from this process and
  * kills the child when the pipe closes, so no instance outlives the run.
  */
-function killOnParentDeath(child: ChildProcess): ChildProcess | null {
+export function killOnParentDeath(child: ChildProcess): ChildProcess | null {
   if (child.pid === undefined) return null;
   const watchdog = spawn('sh', ['-c', `read _; kill -KILL ${child.pid} 2>/dev/null`], {
     detached: true,

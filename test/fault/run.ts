@@ -1,7 +1,8 @@
 // The long no-loss run: `npm run test:fault -- --faults 100 [--clients 4] [--seed n] [--fps 30]`
 // (or FAULTS=100). Starts its own emulators (Firestore unless FIRESTORE_EMULATOR_HOST is set),
 // prints the figures for RELIABILITY.md and exits 1 when anything acknowledged was lost,
-// duplicated, or left stray objects.
+// duplicated, or left stray objects, or the account export killed mid-archive did not end ready
+// with a valid archive within its bound (export-kill.ts).
 import { parseArgs } from 'node:util';
 import { runNoLoss } from './scenario';
 
@@ -22,6 +23,7 @@ const report = await runNoLoss({
   seed: Number(values.seed),
   framesPerSecond: Number(values.fps),
   cluster: { firestoreHost: process.env.FIRESTORE_EMULATOR_HOST },
+  exportKill: true,
   log,
 });
 
@@ -51,12 +53,14 @@ const figures = {
   webhook_redelivered: report.webhooks.redelivered,
   webhook_missing: report.webhooks.missing.length,
   webhook_unverified: report.webhooks.unverified,
+  export_kill: report.exportKill,
 };
 console.log(JSON.stringify(figures, null, 2));
 if (report.clients.anomalies.length) console.error(`client anomalies:\n  ${report.clients.anomalies.join('\n  ')}`);
 for (const take of report.takes)
   if (take.lost.length)
     console.error(`${take.name} (${take.meetingId}) lost ${take.lost.length}: ${take.lost.slice(0, 20).join(', ')}`);
+if (report.exportKill?.problems.length) console.error(`export kill:\n  ${report.exportKill.problems.join('\n  ')}`);
 if (report.strays.length) console.error(`stray objects:\n  ${report.strays.join('\n  ')}`);
 const failed =
   t.lost +
@@ -64,6 +68,7 @@ const failed =
     report.strays.length +
     t.composedBad +
     report.webhooks.missing.length +
-    report.webhooks.unverified >
+    report.webhooks.unverified +
+    (report.exportKill?.problems.length ?? 1) >
   0;
 process.exit(failed ? 1 : 0);

@@ -7,6 +7,7 @@ import { NO_COUNTS, runSweep, type SweepCounts } from '../../functions/sweep';
 import { checkMeeting, totals, type NoLossTotals, type TakeReport } from './checker';
 import { ResilientClient } from './client';
 import { startCluster, type Cluster, type ClusterOptions, type LiveChild } from './cluster';
+import { killExporterMidArchive, type ExportKillReport } from './export-kill';
 import { sleep } from '../support/poll';
 import { Receiver } from '../webhooks/receiver';
 
@@ -38,6 +39,8 @@ export interface NoLossOptions {
   /** Inject exactly these faults in this order (instead of `faults` drawn from shuffled decks of `kinds`). */
   sequence?: readonly FaultKind[];
   cluster?: ClusterOptions;
+  /** After the recordings, kill an account export's builder mid-archive (export-kill.ts). */
+  exportKill?: boolean;
   log?: (line: string) => void;
 }
 
@@ -61,6 +64,8 @@ export interface NoLossReport {
   webhooks: WebhookReport;
   /** What the sweeps did, summed over the run. */
   sweeps: SweepCounts;
+  /** The exporter kill, when asked for. */
+  exportKill?: ExportKillReport;
   durationMs: number;
 }
 
@@ -82,7 +87,10 @@ export async function runNoLoss(opts: NoLossOptions): Promise<NoLossReport> {
   const cluster = await startCluster({ log, ...opts.cluster });
   log(`cluster up in ${Date.now() - started} ms`);
   try {
-    return await drive(cluster, opts, log, started);
+    const report = await drive(cluster, opts, log, started);
+    // The first user's account holds a take recorded through the faults: its export is built and killed.
+    if (opts.exportKill) report.exportKill = await killExporterMidArchive(cluster, 'fault-user-0', log);
+    return report;
   } finally {
     await cluster.close();
   }

@@ -133,6 +133,16 @@ export class Api {
     ok(await this.rest.POST('/webhooks/{id}/rotate-secret', { params: { path: { id } }, body: { expire_previous } }));
   webhookDeliveries = async (id: string) =>
     ok(await this.rest.GET('/webhooks/{id}/deliveries', { params: { path: { id }, query: { limit: 50 } } }));
+  /** An upload meeting's audio file, its bytes as the body (PUT /meetings/{id}/audio). */
+  uploadAudio = async (meetingId: string, file: Blob) =>
+    ok(
+      await this.rest.PUT('/meetings/{id}/audio', {
+        params: { path: { id: meetingId } },
+        headers: { 'content-type': file.type || 'application/octet-stream' },
+        body: file as never,
+        bodySerializer: (b: unknown) => b as Blob,
+      }),
+    );
   audioUrl = async (meetingId: string, audio_version?: number) =>
     ok(
       await this.rest.GET('/meetings/{id}/audio-url', {

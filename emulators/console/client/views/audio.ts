@@ -2,7 +2,8 @@
 // first, the per-user signed proxy link if the first does not load. A recording's audio exists
 // only once a take is finalized, so the takes are asked first and the link only for such a take:
 // the page never requests a link that is bound to 404 (each would be a red line in the browser).
-// Every take (audio_version) of a recording is listed; any finalized one can be played.
+// Every take (audio_version) of a recording is listed; any finalized one can be played. An upload
+// meeting takes an audio file from disk (PUT /meetings/{id}/audio): the no-microphone path.
 import { FRAME_MS } from '@mi/client';
 import type { Api } from '../api';
 import type { Meeting, Take } from '../types';
@@ -16,6 +17,7 @@ export class AudioPane {
   private readonly audio = h('audio', { id: 'audio', controls: true, preload: 'auto' });
   private readonly info = h('p', { id: 'audio-info', class: 'muted' }, 'No audio loaded.');
   private readonly takes = h('ol', { id: 'takes', class: 'plain' });
+  private readonly file = h('input', { id: 'audio-file', type: 'file', accept: 'audio/*', 'aria-label': 'audio file' });
   private fallback: string | null = null;
   /** The take whose audio is loaded; null: the newest playable one. */
   private version: number | null = null;
@@ -25,9 +27,9 @@ export class AudioPane {
     private readonly meeting: Pick<Meeting, 'id' | 'source_type'>,
   ) {
     // Only an upload's audio is asked for on demand; a recording's loads once a take is final.
-    const load =
-      meeting.source_type === 'upload' &&
-      h('button', { id: 'audio-load', onclick: () => this.load(true) }, 'Load audio');
+    const upload = meeting.source_type === 'upload';
+    const load = upload && h('button', { id: 'audio-load', onclick: () => this.load(true) }, 'Load audio');
+    const send = upload && h('button', { id: 'audio-upload', onclick: () => void this.upload() }, 'Upload');
     this.audio.addEventListener('error', () => {
       if (!this.fallback) return void (this.info.textContent = 'the audio did not load');
       this.info.textContent = 'signed storage link failed; playing through the proxy link';
@@ -42,6 +44,7 @@ export class AudioPane {
       'section',
       { class: 'card' },
       h('h3', {}, 'Audio'),
+      upload && h('div', { class: 'row' }, this.file, send),
       load && h('div', { class: 'row' }, load),
       meeting.source_type === 'recording' && this.takes,
       this.audio,
@@ -74,6 +77,20 @@ export class AudioPane {
       this.info.dataset.expires = `${version === undefined ? '' : `take ${version} · `}link valid until ${fmtTime(link.expires_at)}`;
       this.info.textContent = 'loading…';
       this.audio.src = link.url;
+    } catch (err) {
+      this.info.textContent = errText(err);
+    }
+  }
+
+  /** Sends the chosen file as the meeting's audio (replacing an earlier one), then loads it. */
+  private async upload(): Promise<void> {
+    const file = this.file.files?.[0];
+    if (!file) return void (this.info.textContent = 'Choose an audio file first.');
+    this.info.textContent = `uploading ${file.name}…`;
+    try {
+      const stored = await this.api.uploadAudio(this.meeting.id, file);
+      this.info.textContent = `uploaded ${file.name}: ${stored.byte_count} bytes (${stored.content_type})`;
+      await this.load(true);
     } catch (err) {
       this.info.textContent = errText(err);
     }

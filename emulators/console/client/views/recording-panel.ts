@@ -12,8 +12,19 @@ const ranges = (r: [number, number][]) =>
   r.length ? `${r.map(([a, b]) => `${a}–${b}`).join(', ')} (${rangeFrames(r)} frames)` : 'none';
 const CAPTURING = ['recording', 'resuming', 'stopping'];
 const seconds = (frames: number) => `${((frames * FRAME_MS) / 1000).toFixed(1)} s`;
-/** The durable figure, the same on both sides: the frames the server stored (frames_stored). */
-const durable = (frames: number) => h('span', { class: 'durable' }, `${seconds(frames)} (${frames} frames)`);
+/**
+ * The durable figure, frames_stored on both sides, each with the moment it was taken: the tab's
+ * comes with the service's AudioStoredProgressEvent (every RECORDING_PROGRESS_EVERY_FRAMES frames
+ * or RECORDING_PROGRESS_INTERVAL_SECONDS), the server column's from GET …/recording (polled every
+ * 2 s), so mid-recording the two differ by the frames stored in between.
+ */
+const durable = (frames: number, at: Date | null) => [
+  h('span', { class: 'durable' }, `${seconds(frames)} (${frames} frames)`),
+  h('span', { class: 'as-of muted' }, at ? ` as of ${at.toLocaleTimeString()}` : ''),
+];
+/** The labels say where each figure comes from. */
+export const TAB_STORED_LABEL = 'stored (last progress event)';
+export const SERVER_STORED_LABEL = 'stored (GET /recording)';
 /** Payloads longer than this are folded to one line; a click shows them whole. */
 const FOLD_CHARS = 60;
 
@@ -92,6 +103,15 @@ export class RecordingPanel {
     }, 100);
   }
 
+  private stored: { frames: number; at: Date } | null = null;
+
+  /** When the tab's figure last changed (a progress event brought a new frames_stored). */
+  private storedAt(frames: number): Date | null {
+    if (frames === 0) return null;
+    if (this.stored?.frames !== frames) this.stored = { frames, at: new Date() };
+    return this.stored.at;
+  }
+
   private render(s: RecordingSnapshot) {
     const ours = s.meetingId === this.meetingId;
     const busy = this.session.active;
@@ -115,8 +135,8 @@ export class RecordingPanel {
       ...stat('audio version', s.audioVersion ?? '—', 'rec-version'),
       ...stat('captured', `${s.captured} frames (${seconds(s.captured)})`, 'rec-captured'),
       ...stat(
-        'stored (durable)',
-        [durable(s.framesStored), ` · highest contiguous #${s.highestContiguous}`],
+        TAB_STORED_LABEL,
+        [...durable(s.framesStored, this.storedAt(s.framesStored)), ` · highest contiguous #${s.highestContiguous}`],
         'rec-stored',
       ),
       ...stat('held until durable', `${s.unacked} frames`, 'rec-unacked'),
@@ -151,7 +171,7 @@ export class RecordingPanel {
         this.server,
         ...stat('state', state.state, 'server-state'),
         ...stat('audio version', state.audio_version, 'server-version'),
-        ...stat('stored (durable)', [durable(state.frames_stored)], 'server-stored'),
+        ...stat(SERVER_STORED_LABEL, durable(state.frames_stored, new Date()), 'server-stored'),
         ...stat(
           'contiguous',
           `${seconds(state.highest_contiguous_sequence + 1)} (#${state.highest_contiguous_sequence})`,
