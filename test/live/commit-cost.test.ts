@@ -81,8 +81,9 @@ beforeAll(async () => {
   database = await openTestDatabase();
   // Progress by interval only: learning 40,000 rows must not append hundreds of progress events.
   instance = await startInstance(
-    { ...database, db: noting(database.db, seen) },
+    database,
     { ...fileEnv(), ML_SERVICE_URL: 'http://127.0.0.1:9', RECORDING_PROGRESS_EVERY_FRAMES: '1000000' },
+    { served: (db) => noting(db, seen) },
   );
 }, 60_000);
 afterAll(async () => {

@@ -5,6 +5,7 @@
 // steps, whichever order the hello takes them in, with the outbox catch-up turned off: the tab
 // gets it from the replay or the bus, or not at all. With the presence write not awaited, the
 // replay reads first, the publisher finds no presence, and the event is lost to the tab.
+import type { Database } from '@mi/lib/db/pool';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
@@ -58,20 +59,23 @@ beforeAll(async () => {
     },
   };
   // The live instance's database: its read of the watched user's latest seq is observed.
-  const db = new Proxy(database.db, {
-    get(target, key) {
-      if (key !== 'query') return Reflect.get(target, key, target);
-      return async (name: string, text: string, params?: unknown[]) => {
-        if (name !== 'events.latest_seq' || params?.[0] !== watchedUser || !between)
-          return target.query(name, text, params);
-        if (presenceWritten) await interleave();
-        const read = target.query(name, text, params);
-        replayRead ??= read.catch(() => undefined);
-        return read;
-      };
-    },
-  });
-  live = await startInstance({ ...database, db }, env, {
+  const watched = (served: Database): Database =>
+    new Proxy(served, {
+      get(target, key) {
+        if (key === 'as') return (scope: Parameters<Database['as']>[0]) => watched(target.as(scope));
+        if (key !== 'query') return Reflect.get(target, key, target);
+        return async (name: string, text: string, params?: unknown[]) => {
+          if (name !== 'events.latest_seq' || params?.[0] !== watchedUser || !between)
+            return target.query(name, text, params);
+          if (presenceWritten) await interleave();
+          const read = target.query(name, text, params);
+          replayRead ??= read.catch(() => undefined);
+          return read;
+        };
+      },
+    });
+  live = await startInstance(database, env, {
+    served: watched,
     instanceId: 'hello-live',
     coordination,
     catchUpMs: 3_600_000, // off: only the replay and the bus can bring the event

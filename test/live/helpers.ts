@@ -65,7 +65,10 @@ export async function openTestDatabase(): Promise<OpenedDatabase> {
  * One live instance without an ML service on a database of the calling test file's own, started
  * before its tests and closed after them; read its parts inside the tests.
  */
-export function useInstance(env: Record<string, string> = {}): {
+export function useInstance(
+  env: Record<string, string> = {},
+  opts: Pick<InstanceOptions, 'served'> = {},
+): {
   readonly instance: Instance;
   readonly database: OpenedDatabase;
 } {
@@ -73,7 +76,7 @@ export function useInstance(env: Record<string, string> = {}): {
   let instance: Instance;
   beforeAll(async () => {
     database = await openTestDatabase();
-    instance = await startInstance(database, { ...fileEnv(), ML_SERVICE_URL: 'http://127.0.0.1:9', ...env });
+    instance = await startInstance(database, { ...fileEnv(), ML_SERVICE_URL: 'http://127.0.0.1:9', ...env }, opts);
   }, 60_000);
   afterAll(async () => {
     await instance?.close();
@@ -110,6 +113,8 @@ export type InstanceOptions = LiveServiceOptions & {
   logDestination?: { write(line: string): void };
   /** The instance's bus (default: its own on the Pub/Sub emulator); closed with the instance. */
   bus?: Bus;
+  /** Wraps the database the live service serves from (its own login), for tests that watch or hold its queries. */
+  served?: (db: Database) => Database;
 };
 
 /**
@@ -131,7 +136,8 @@ export async function startInstance(
   let live: LiveService | null = null;
   // Each part serves as its own login (row policies in force); rt (the tests' view) stays the owner.
   const apiDb = createDatabase(runtimeUrl(inject('database'), database.url, 'api'));
-  const liveDb = createDatabase(runtimeUrl(inject('database'), database.url, 'live'));
+  const liveLogin = createDatabase(runtimeUrl(inject('database'), database.url, 'live'));
+  const liveDb = opts.served ? opts.served(liveLogin) : liveLogin;
   const server = createServer(getRequestListener(createApp({ ...rt, db: apiDb }).fetch));
   server.on('upgrade', (req, socket, head) => {
     if (live && new URL(req.url ?? '/', 'http://x').pathname === '/ws') live.handleUpgrade(req, socket, head);
@@ -142,7 +148,7 @@ export async function startInstance(
   const ml = opts.ml
     ? await startFakeMl({ port: 0, coreUrl: url, serviceToken: config.SERVICE_AUTH_TOKEN, config })
     : null;
-  const { ml: _ml, logDestination: _log, bus: _bus, ...liveOpts } = opts;
+  const { ml: _ml, logDestination: _log, bus: _bus, served: _served, ...liveOpts } = opts;
   live = createLiveService(
     { ...rt, db: liveDb },
     { heartbeatMs: 500, leaseTtlMs: 5_000, ...(ml ? { mlUrl: ml.url } : {}), ...liveOpts },

@@ -5,6 +5,7 @@
 // before that read (the old order), `ready` reached the tab before the event was committed, the
 // read then counted the event as before the tab, and the tab never got it. Catch-up is off: only
 // the replay and the bus can bring an event.
+import type { Database } from '@mi/lib/db/pool';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { latestSeq } from '@mi/lib/events/outbox';
@@ -22,21 +23,23 @@ beforeAll(async () => {
   database = await openTestDatabase();
   const env = fileEnv();
   rest = await startInstance(database, env, { instanceId: 'ready-rest' });
-  const db = new Proxy(database.db, {
-    get(target, key) {
-      if (key !== 'query') return Reflect.get(target, key, target);
-      return async (name: string, text: string, params?: unknown[]) => {
-        const h = hold;
-        if (name === 'events.latest_seq' && h && params?.[0] === h.userId) {
-          hold = null;
-          h.held();
-          await h.released;
-        }
-        return target.query(name, text, params);
-      };
-    },
-  });
-  live = await startInstance({ ...database, db }, env, { instanceId: 'ready-live', catchUpMs: 3_600_000 });
+  const held = (served: Database): Database =>
+    new Proxy(served, {
+      get(target, key) {
+        if (key === 'as') return (scope: Parameters<Database['as']>[0]) => held(target.as(scope));
+        if (key !== 'query') return Reflect.get(target, key, target);
+        return async (name: string, text: string, params?: unknown[]) => {
+          const h = hold;
+          if (name === 'events.latest_seq' && h && params?.[0] === h.userId) {
+            hold = null;
+            h.held();
+            await h.released;
+          }
+          return target.query(name, text, params);
+        };
+      },
+    });
+  live = await startInstance(database, env, { served: held, instanceId: 'ready-live', catchUpMs: 3_600_000 });
 });
 
 afterAll(async () => {

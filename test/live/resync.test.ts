@@ -6,11 +6,25 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pruneExpired } from '@mi/lib/repositories/retention';
 import { appendEvents } from '@mi/lib/events/outbox';
+import type { Database } from '@mi/lib/db/pool';
 import { TestClient, createMeeting, range, token, useInstance, type Message } from './helpers';
 
-const live = useInstance();
+/** Runs before each of the live service's own queries while set (pruneBeforeRead). */
+let beforeQuery: ((name: string, params?: unknown[]) => Promise<void>) | null = null;
+const hooked = (served: Database): Database => ({
+  ...served,
+  as: (scope) => hooked(served.as(scope)),
+  query: async (name, text, params) => {
+    await beforeQuery?.(name, params);
+    return served.query(name, text, params);
+  },
+});
+const live = useInstance({}, { served: hooked });
 
-afterEach(() => vi.restoreAllMocks());
+afterEach(() => {
+  beforeQuery = null;
+  vi.restoreAllMocks();
+});
 
 async function userIdOf(t: string): Promise<string> {
   const res = await fetch(`${live.instance.url}/me`, { headers: { authorization: `Bearer ${t}` } });
@@ -28,13 +42,10 @@ async function age(userId: string, upToSeq: number): Promise<void> {
 
 /** Runs the sweep's retention right before the replay's `nth` read of the user's events (1-based). */
 function pruneBeforeRead(userId: string, nth: number): void {
-  const db = live.instance.rt.db;
-  const query = db.query.bind(db);
   let reads = 0;
-  vi.spyOn(db, 'query').mockImplementation(async (name: string, text: string, params?: unknown[]) => {
+  beforeQuery = async (name, params) => {
     if (name === 'events.after' && params?.[0] === userId && ++reads === nth) await pruneExpired(live.database.db, 48);
-    return query(name, text, params);
-  });
+  };
 }
 
 const shown = (messages: Message[]) =>
