@@ -4,7 +4,7 @@
 // the rest (metadata, compose, lists, signed links) through the client.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Transform } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { request } from 'undici';
 import { IdempotencyStrategy, Storage, type FileMetadata, type PreconditionOptions } from '@google-cloud/storage';
@@ -361,7 +361,10 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     };
 
     try {
-      for await (const piece of body as AsyncIterable<Buffer | string>) {
+      // Leaving the loop early (too large) must not destroy the body: a request's socket would go
+      // with it, before the caller could answer 413.
+      const pieces = body instanceof Readable ? body.iterator({ destroyOnReturn: false }) : body;
+      for await (const piece of pieces as AsyncIterable<Buffer | string>) {
         let chunk = typeof piece === 'string' ? Buffer.from(piece) : piece;
         if (o.maxBytes !== undefined && sent + filled + chunk.length > o.maxBytes)
           throw new ObjectTooLargeError(`object ${name} exceeds ${o.maxBytes} bytes`);
