@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTask } from '@mi/lib/repositories/tasks';
 import { startApi, type ApiHarness } from '../harness';
 import { twoUsers, type TwoUsers } from './fixture';
-import { sleep } from '@mi/lib/async';
+import { until } from '../support/poll';
 
 let api: ApiHarness;
 let alice: string;
@@ -218,7 +218,8 @@ describe('PATCH /tasks/{id}', () => {
 
   it('should update the given fields, clear nulls, bump updated_at and emit EntityChanged', async () => {
     const { body: t } = await create(alice, { content: 'draft', due_date: '2026-01-01', meeting_id: aliceMeeting });
-    await sleep(5); // the clock moves on: updated_at must then differ
+    // The clock moves past the creation, so the PATCH's updated_at must differ.
+    await until('the clock past the creation', () => Date.now() > Date.parse(t.updated_at));
     const res = await patch(alice, t.id, {
       content: 'final',
       status: 'completed',

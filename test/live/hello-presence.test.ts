@@ -11,7 +11,16 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { latestSeq } from '@mi/lib/events/outbox';
-import { TestClient, createMeeting, fileEnv, openTestDatabase, startInstance, token, type Instance } from './helpers';
+import {
+  TestClient,
+  aroundQueries,
+  createMeeting,
+  fileEnv,
+  openTestDatabase,
+  startInstance,
+  token,
+  type Instance,
+} from './helpers';
 
 let database: OpenedDatabase;
 let coordination: Coordination;
@@ -59,20 +68,13 @@ beforeAll(async () => {
     },
   };
   // The live instance's database: its read of the watched user's latest seq is observed.
-  const watched = (served: Database): Database =>
-    new Proxy(served, {
-      get(target, key) {
-        if (key === 'as') return (scope: Parameters<Database['as']>[0]) => watched(target.as(scope));
-        if (key !== 'query') return Reflect.get(target, key, target);
-        return async (name: string, text: string, params?: unknown[]) => {
-          if (name !== 'events.latest_seq' || params?.[0] !== watchedUser || !between)
-            return target.query(name, text, params);
-          if (presenceWritten) await interleave();
-          const read = target.query(name, text, params);
-          replayRead ??= read.catch(() => undefined);
-          return read;
-        };
-      },
+  const watched = (served: Database) =>
+    aroundQueries(served, async (name, params, run) => {
+      if (name !== 'events.latest_seq' || params?.[0] !== watchedUser || !between) return run();
+      if (presenceWritten) await interleave();
+      const read = run();
+      replayRead ??= read.catch(() => undefined);
+      return read;
     });
   live = await startInstance(database, env, {
     served: watched,

@@ -10,6 +10,7 @@ import WebSocket from 'ws';
 import { mintDevToken } from '@mi/lib/adapters/auth';
 import type { Bus } from '@mi/lib/adapters/bus';
 import { loadConfig, type Config } from '@mi/lib/config';
+import type pg from 'pg';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
 import { listManifest } from '@mi/lib/repositories/manifest';
@@ -106,6 +107,24 @@ export interface Instance {
   wsUrl: string;
   server: Server;
   close(): Promise<void>;
+}
+
+/**
+ * `db` with each query (outside a transaction, in every scope `as` declares) passed through
+ * `around`, which runs it with `run()`: how a test watches or holds the live service's reads.
+ */
+export function aroundQueries(
+  db: Database,
+  around: (name: string, params: unknown[] | undefined, run: () => Promise<pg.QueryResult>) => Promise<pg.QueryResult>,
+): Database {
+  return new Proxy(db, {
+    get(target, key) {
+      if (key === 'as') return (scope: Parameters<Database['as']>[0]) => aroundQueries(target.as(scope), around);
+      if (key !== 'query') return Reflect.get(target, key, target);
+      return (name: string, text: string, params?: unknown[]) =>
+        around(name, params, () => target.query(name, text, params));
+    },
+  });
 }
 
 export type InstanceOptions = LiveServiceOptions & {

@@ -9,7 +9,16 @@ import type { Database } from '@mi/lib/db/pool';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import { latestSeq } from '@mi/lib/events/outbox';
-import { TestClient, createMeeting, fileEnv, openTestDatabase, startInstance, token, type Instance } from './helpers';
+import {
+  TestClient,
+  aroundQueries,
+  createMeeting,
+  fileEnv,
+  openTestDatabase,
+  startInstance,
+  token,
+  type Instance,
+} from './helpers';
 import { until } from '../support/poll';
 
 let database: OpenedDatabase;
@@ -23,21 +32,15 @@ beforeAll(async () => {
   database = await openTestDatabase();
   const env = fileEnv();
   rest = await startInstance(database, env, { instanceId: 'ready-rest' });
-  const held = (served: Database): Database =>
-    new Proxy(served, {
-      get(target, key) {
-        if (key === 'as') return (scope: Parameters<Database['as']>[0]) => held(target.as(scope));
-        if (key !== 'query') return Reflect.get(target, key, target);
-        return async (name: string, text: string, params?: unknown[]) => {
-          const h = hold;
-          if (name === 'events.latest_seq' && h && params?.[0] === h.userId) {
-            hold = null;
-            h.held();
-            await h.released;
-          }
-          return target.query(name, text, params);
-        };
-      },
+  const held = (served: Database) =>
+    aroundQueries(served, async (name, params, run) => {
+      const h = hold;
+      if (name === 'events.latest_seq' && h && params?.[0] === h.userId) {
+        hold = null;
+        h.held();
+        await h.released;
+      }
+      return run();
     });
   live = await startInstance(database, env, { served: held, instanceId: 'ready-live', catchUpMs: 3_600_000 });
 });

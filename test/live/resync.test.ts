@@ -7,18 +7,15 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pruneExpired } from '@mi/lib/repositories/retention';
 import { appendEvents } from '@mi/lib/events/outbox';
 import type { Database } from '@mi/lib/db/pool';
-import { TestClient, createMeeting, range, token, useInstance, type Message } from './helpers';
+import { TestClient, aroundQueries, createMeeting, range, token, useInstance, type Message } from './helpers';
 
 /** Runs before each of the live service's own queries while set (pruneBeforeRead). */
 let beforeQuery: ((name: string, params?: unknown[]) => Promise<void>) | null = null;
-const hooked = (served: Database): Database => ({
-  ...served,
-  as: (scope) => hooked(served.as(scope)),
-  query: async (name, text, params) => {
+const hooked = (served: Database) =>
+  aroundQueries(served, async (name, params, run) => {
     await beforeQuery?.(name, params);
-    return served.query(name, text, params);
-  },
-});
+    return run();
+  });
 const live = useInstance({}, { served: hooked });
 
 afterEach(() => {
