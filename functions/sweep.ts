@@ -8,7 +8,8 @@
 //  3. releases the ML batch pass's expired claims: the take is offered again (recording.finalized,
 //     attempt n + 1) or given up after ML_BATCH_MAX_ATTEMPTS (lib/use-cases/batch-claims.ts),
 //     then republishes outbox events whose publish failed,
-//  4. creates the outbox's daily partitions ahead and drops those past EVENT_RETENTION_HOURS
+//  4. creates the outbox's daily and the manifest's monthly partitions ahead, drops the outbox's
+//     days past EVENT_RETENTION_HOURS and the manifest's past months left empty
 //     (lib/repositories/partitions.ts); deletes the outbox's leftovers past it, expired idempotency
 //     records and webhook attempts older than 7 days, in bounded batches (lib/repositories/retention.ts),
 //  5. deletes the Pub/Sub topic and subscription of each live instance that died without shutting
@@ -33,7 +34,7 @@ import { dueTakes } from '@mi/lib/repositories/finalize';
 import { idleTakes, OWNER_STALE_SECONDS, recordingLeaseKey, type Recording } from '@mi/lib/repositories/recordings';
 import { resumeErasures } from '@mi/lib/use-cases/account';
 import { runAccountExports } from '@mi/lib/use-cases/account-exports';
-import { ensurePartitions } from '@mi/lib/repositories/partitions';
+import { ensurePartitions, PARTITIONED_TABLES } from '@mi/lib/repositories/partitions';
 import { pruneExpired } from '@mi/lib/repositories/retention';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import { purgeDeletedMeetings } from '@mi/lib/use-cases/meetings';
@@ -80,6 +81,8 @@ export interface SweepCounts {
   prunedEvents: number;
   /** Days of outbox events dropped whole. */
   prunedEventPartitions: number;
+  /** Past months of the manifest dropped, empty (its rows go only with their meeting). */
+  prunedManifestPartitions: number;
   createdPartitions: number;
   prunedIdempotencyRecords: number;
   prunedWebhookAttempts: number;
@@ -105,6 +108,7 @@ export const NO_COUNTS: SweepCounts = {
   republished: 0,
   prunedEvents: 0,
   prunedEventPartitions: 0,
+  prunedManifestPartitions: 0,
   createdPartitions: 0,
   prunedIdempotencyRecords: 0,
   prunedWebhookAttempts: 0,
@@ -170,10 +174,11 @@ export async function runSweep(rt: SweepRuntime, opts: SweepOptions = {}): Promi
   counts.claimsReleased = claims.released;
   counts.claimsAbandoned = claims.abandoned;
   counts.republished = await rt.events.republishPending(opts.outboxMinAgeMs);
-  counts.createdPartitions = (await ensurePartitions(rt.db, 'event_outbox')).length;
+  for (const table of PARTITIONED_TABLES) counts.createdPartitions += (await ensurePartitions(rt.db, table)).length;
   const pruned = await pruneExpired(rt.db, rt.config.EVENT_RETENTION_HOURS);
   counts.prunedEvents = pruned.events;
   counts.prunedEventPartitions = pruned.eventPartitions;
+  counts.prunedManifestPartitions = pruned.manifestPartitions;
   counts.prunedIdempotencyRecords = pruned.idempotencyRecords;
   counts.prunedWebhookAttempts = pruned.webhookAttempts;
   const afterDays = rt.config.MEETING_PURGE_AFTER_DAYS;

@@ -1,21 +1,27 @@
-// Converting a plain table that schema.sql partitions by time (event_outbox, decision 0010) while
-// the service writes to it. A diff would drop and recreate the table; instead the table becomes
-// the new parent's partition for everything before a cutover:
+// Converting a plain table that schema.sql partitions by time (event_outbox, segment_manifest,
+// decision 0010) while the service writes to it. A diff would drop and recreate the table; instead
+// the table becomes the new parent's partition for everything before a cutover:
 //  1. a CHECK (created_at < cutover), added NOT VALID and validated (writers go on), so that the
-//     ATTACH below need not scan the table under its lock; the cutover is the second UTC midnight
-//     ahead, so rows written until the swap (and after it, until then) still belong to it;
+//     ATTACH below need not scan the table under its lock; the cutover is the start of the second
+//     period (UTC day or month) from a day ahead, so rows written until the swap (and after it,
+//     until then) still belong to it, and the periods after it get partitions of their own;
 //  2. unique indexes holding the partition key, built beside the old keys (CONCURRENTLY on a
 //     large table);
 //  3. one short transaction: the old keys swapped for those indexes, the table and its indexes
 //     renamed, schema.sql's statements of the table run (the parent, its default partition, its
 //     indexes: they adopt the old table's identical indexes, and its foreign key, without a build),
 //     and the old table attached for [MINVALUE, cutover).
-// Retention drops that partition whole once the cutover is past the window.
+// Retention drops that partition whole once the cutover is past the window (the manifest's: once empty).
 import type pg from 'pg';
+import { PARTITION_UNIT, type PartitionedTable } from '../lib/repositories/partitions';
 
 /** Per table: the partition key column and the partitioned table's unique keys (constraint name suffix, columns). */
-const CONVERTED: Record<string, { column: string; keys: Record<string, string> }> = {
+const CONVERTED: Record<PartitionedTable, { column: string; keys: Record<string, string> }> = {
   event_outbox: { column: 'created_at', keys: { pkey: 'id, created_at', user_id_seq_key: 'user_id, seq, created_at' } },
+  segment_manifest: {
+    column: 'created_at',
+    keys: { pkey: 'id, created_at', range_key: 'meeting_id, audio_version, start_sequence, end_sequence, created_at' },
+  },
 };
 
 export interface Conversion {
@@ -33,7 +39,7 @@ export async function plannedConversions(
   isLarge: (table: string) => Promise<boolean>,
 ): Promise<Conversion[]> {
   const out: Conversion[] = [];
-  for (const [table, spec] of Object.entries(CONVERTED)) {
+  for (const [table, spec] of Object.entries(CONVERTED) as [PartitionedTable, (typeof CONVERTED)[PartitionedTable]][]) {
     const { rows } = await client.query<{ kind: string }>(
       `SELECT relkind AS kind FROM pg_class WHERE oid = to_regclass($1)`,
       [`public.${table}`],
@@ -41,7 +47,8 @@ export async function plannedConversions(
     if (rows[0]?.kind !== 'r') continue;
     const { rows: at } = await client.query<{ cutover: string; day: string }>(
       `SELECT to_char(d, 'YYYY-MM-DD"T00:00:00Z"') AS cutover, to_char(d, 'YYYYMMDD') AS day
-         FROM (SELECT (date_trunc('day', now() AT TIME ZONE 'UTC') + interval '2 days') AS d) x`,
+         FROM (SELECT date_trunc($1, now() AT TIME ZONE 'UTC' + interval '1 day') + ('1 ' || $1)::interval AS d) x`,
+      [PARTITION_UNIT[table]],
     );
     const { cutover, day } = at[0];
     const old = `${table}_before_${day}`;

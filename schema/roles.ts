@@ -41,7 +41,7 @@ const SWEEP_INSERTS = [
 ];
 
 /** The sweep's partition upkeep (schema.sql), run with the owner's rights. */
-const PARTITION_FUNCTIONS = ['attach_outbox_day(date)', 'drop_outbox_day(text)'];
+const PARTITION_FUNCTIONS = ['attach_partition(text, date)', 'drop_partition(text, text)'];
 
 /**
  * Each role's grants, as statements over the given tables. The REST functions read and write
@@ -70,7 +70,7 @@ export function grantStatements(tables: string[], partitions: string[] = []): st
   out.push(`GRANT SELECT, UPDATE, DELETE ON ${all} TO ${RUNTIME_ROLES.sweep}`);
   out.push(`GRANT INSERT ON ${some(SWEEP_INSERTS)} TO ${RUNTIME_ROLES.sweep}`);
   // Partitions have no policy of their own: only the sweep reaches them directly (retention's
-  // batches by row address), and only it keeps the days (schema.sql's owner-rights functions).
+  // batches by row address), and only it keeps the periods (schema.sql's owner-rights functions).
   if (partitions.length) out.push(`GRANT SELECT, DELETE ON ${partitions.map(q).join(', ')} TO ${RUNTIME_ROLES.sweep}`);
   for (const f of PARTITION_FUNCTIONS) {
     out.push(`REVOKE ALL ON FUNCTION ${f} FROM PUBLIC`);

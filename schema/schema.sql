@@ -215,8 +215,13 @@ CREATE TRIGGER transcript_segment_derive BEFORE INSERT OR UPDATE OF text ON tran
 CREATE INDEX transcript_segment_person_id_idx ON transcript_segment USING brin (person_id uuid_bloom_ops) WITH (pages_per_range = 16, autosummarize = on);
 
 -- One row per stored audio object of a live recording (inclusive frame range).
+-- Partitioned by month of created_at (decision 0010): a read by take names no time, so it probes
+-- every month kept (a day's partitions would be 30 times as many); the live commit's read names
+-- the take's creation and skips the months before it. Keys must hold the partition key: a range
+-- stays unique because every writer of a take holds its row lock and reads before it inserts
+-- (lib/repositories/manifest.ts).
 CREATE TABLE segment_manifest (
-  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
   meeting_id uuid NOT NULL REFERENCES meeting (id) ON DELETE CASCADE,
   audio_version integer NOT NULL DEFAULT 1,
   start_sequence bigint NOT NULL,
@@ -229,10 +234,12 @@ CREATE TABLE segment_manifest (
   crc32c text NOT NULL,
   sha256 text,
   created_at timestamptz NOT NULL DEFAULT now(),
-  CONSTRAINT segment_manifest_range_key UNIQUE (meeting_id, audio_version, start_sequence, end_sequence)
-);
+  CONSTRAINT segment_manifest_pkey PRIMARY KEY (id, created_at),
+  CONSTRAINT segment_manifest_range_key UNIQUE (meeting_id, audio_version, start_sequence, end_sequence, created_at)
+) PARTITION BY RANGE (created_at);
+CREATE TABLE segment_manifest_default PARTITION OF segment_manifest DEFAULT;
 -- The unique key's leading columns (meeting_id, audio_version, start_sequence) serve the
--- contiguity scan and the meeting cascade.
+-- contiguity scan and the meeting cascade, in each partition.
 
 CREATE TABLE meeting_speaker_label (
   meeting_id uuid NOT NULL REFERENCES meeting (id) ON DELETE CASCADE,
@@ -464,32 +471,52 @@ CREATE TABLE event_outbox_default PARTITION OF event_outbox DEFAULT;
 CREATE INDEX event_outbox_unpublished_idx ON event_outbox (created_at) WHERE published_at IS NULL;
 -- Retention: the default partition's (and a held day's) rows are deleted by age.
 CREATE INDEX event_outbox_created_at_idx ON event_outbox (created_at);
--- The sweep keeps the daily partitions (lib/repositories/partitions.ts) without owning the table:
--- attaching and dropping a partition take the owner's rights, so these two run with them and do
--- only that. Only the sweep's role may call them (schema/roles.ts). A new day is the sweep's alone
--- to read and delete directly (retention); every other role reaches rows through the parent and
--- its policy.
-CREATE FUNCTION attach_outbox_day(day date) RETURNS text LANGUAGE plpgsql SECURITY DEFINER
+-- The sweep keeps the tables' partitions (lib/repositories/partitions.ts: the outbox's days, the
+-- manifest's months) without owning them: attaching and dropping a partition take the owner's
+-- rights, so these two run with them and do only that. Only the sweep's role may call them
+-- (schema/roles.ts). A new partition is the sweep's alone to read and delete directly (retention);
+-- every other role reaches rows through the parent and its policy.
+CREATE FUNCTION partition_unit(tbl text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE tbl WHEN 'event_outbox' THEN 'day' WHEN 'segment_manifest' THEN 'month' END
+$$;
+CREATE FUNCTION attach_partition(tbl text, day date) RETURNS text LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = public, pg_temp AS $$
 DECLARE
-  part text := 'event_outbox_p' || to_char(day, 'YYYYMMDD');
-  from_ts timestamptz := day::timestamp AT TIME ZONE 'UTC';
+  unit text := partition_unit(tbl);
+  from_ts timestamp := date_trunc(unit, day::timestamp);
+  part text := tbl || '_p' || to_char(from_ts, CASE unit WHEN 'day' THEN 'YYYYMMDD' ELSE 'YYYYMM' END);
 BEGIN
-  EXECUTE format('CREATE TABLE IF NOT EXISTS %I (LIKE event_outbox INCLUDING DEFAULTS)', part);
-  EXECUTE format('ALTER TABLE event_outbox ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
-    part, from_ts, from_ts + interval '1 day');
+  IF unit IS NULL THEN
+    RAISE EXCEPTION 'not a table partitioned by time: %', tbl;
+  END IF;
+  EXECUTE format('CREATE TABLE IF NOT EXISTS %I (LIKE %I INCLUDING DEFAULTS)', part, tbl);
+  -- Bounds are UTC: the period's arithmetic is done before the zone (a month is not 30 days).
+  EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', tbl, part,
+    from_ts AT TIME ZONE 'UTC', (from_ts + ('1 ' || unit)::interval) AT TIME ZONE 'UTC');
   IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'mi_sweep') THEN
     EXECUTE format('GRANT SELECT, DELETE ON %I TO mi_sweep', part);
   END IF;
   RETURN part;
 END $$;
-CREATE FUNCTION drop_outbox_day(part text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+-- A manifest partition is dropped only empty: its rows name stored audio (a meeting's purge deletes them).
+CREATE FUNCTION drop_partition(tbl text, part text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = public, pg_temp AS $$
+DECLARE
+  filled boolean;
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-                  WHERE i.inhparent = 'event_outbox'::regclass AND c.relname = part
-                    AND pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT') THEN
-    RAISE EXCEPTION 'not a day partition of event_outbox: %', part;
+  IF partition_unit(tbl) IS NULL OR NOT EXISTS (
+      SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+       WHERE i.inhparent = tbl::regclass AND c.relname = part AND pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT') THEN
+    RAISE EXCEPTION 'not a time partition of %: %', tbl, part;
+  END IF;
+  IF tbl = 'segment_manifest' THEN
+    -- no guard: the DROP takes this lock anyway; taken first, no row lands between the check and the drop.
+    EXECUTE format('LOCK TABLE %I IN ACCESS EXCLUSIVE MODE', part);
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I)', part) INTO filled;
+    IF filled THEN
+      -- guard: manifest-partition-empty | remove: RAISE EXCEPTION 'partition % holds rows', part; | test: test/sweep.test.ts :: refuse to drop a month holding rows
+      RAISE EXCEPTION 'partition % holds rows', part;
+    END IF;
   END IF;
   EXECUTE format('DROP TABLE %I', part);
 END $$;

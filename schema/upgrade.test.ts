@@ -53,6 +53,16 @@ describe('upgrading a released schema', { timeout: 180_000 }, () => {
       const after = await rowCounts(db);
       for (const [table, n] of Object.entries(before)) expect({ table, n: after[table] }).toEqual({ table, n });
       expect(await brokenInvariants(db)).toEqual({});
+      // The tables partitioned by time (decision 0010), plain then: converted, their rows kept in
+      // the partition before the cutover, the periods after it made ahead.
+      const kinds = await db.query(`SELECT relname, relkind FROM pg_class
+          WHERE relname IN ('event_outbox', 'segment_manifest') ORDER BY 1`);
+      expect(kinds.rows).toEqual([
+        { relname: 'event_outbox', relkind: 'p' },
+        { relname: 'segment_manifest', relkind: 'p' },
+      ]);
+      const holding = await db.query('SELECT DISTINCT tableoid::regclass::text AS part FROM segment_manifest');
+      expect(holding.rows).toEqual([{ part: expect.stringMatching(/^segment_manifest_before_\d{8}$/) }]);
       // The person's voice is their 11 samples (9 of the live meeting, 2 of the deleted one),
       // computed here independently of the SQL that backfilled it.
       const sum = seeded.personSamples.map(normalise).reduce((acc, v) => acc.map((x, i) => x + v[i]));

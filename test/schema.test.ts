@@ -273,9 +273,15 @@ describe('constraints', () => {
     expect(await sqlstate(insert('person', { user_id: other, display_name: 'Ada' }))).toBe('no error');
   });
 
-  it('should keep a manifest range unique per meeting and audio version', async () => {
+  it('should keep a manifest range unique per meeting, audio version and creation time', async () => {
     const g = await seedGraph();
+    // The partitioned manifest's key holds its partition key (created_at); a writer finds a range
+    // stored at another time under the take's row lock (lib/repositories/manifest.ts).
+    const { created_at } = await value('SELECT created_at::text FROM segment_manifest WHERE meeting_id = $1', [
+      g.meeting,
+    ]);
     const row = {
+      created_at,
       meeting_id: g.meeting,
       start_sequence: 0,
       end_sequence: 19,

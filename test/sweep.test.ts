@@ -333,6 +333,41 @@ describe('runSweep: retention', () => {
       await api.rt.db.query('test.cleanup', `DROP TABLE IF EXISTS event_outbox_p${dayOf(i)}`);
   });
 
+  it("should drop the manifest's past months left empty and refuse to drop a month holding rows", async () => {
+    expect(await ensurePartitions(api.rt.db, 'segment_manifest', new Date('2001-03-15T00:00:00Z'))).toEqual([
+      'segment_manifest_p200103',
+    ]);
+    expect(await ensurePartitions(api.rt.db, 'segment_manifest', new Date('2001-04-15T00:00:00Z'))).toEqual([
+      'segment_manifest_p200104',
+    ]);
+    const take = await createTake(api, alice);
+    await api.rt.db.query(
+      'test.old_manifest',
+      `INSERT INTO segment_manifest (meeting_id, start_sequence, end_sequence, started_at_ms, duration_ms, object_name, byte_count, crc32c, created_at)
+       VALUES ($1, 0, 9, 0, 1000, 'old', 1, 'c', '2001-04-20T00:00:00Z')`,
+      [take.meetingId],
+    );
+    const months = async () => (await listPartitions(api.rt.db, 'segment_manifest')).map((p) => p.name);
+
+    await runSweep(api.rt);
+    const names = await months();
+    expect(names).not.toContain('segment_manifest_p200103');
+    expect(names).toContain('segment_manifest_p200104');
+    expect(names).toContain(`segment_manifest_p${new Date().toISOString().slice(0, 7).replace('-', '')}`);
+    // The owner-rights function itself refuses a month holding rows: they name stored audio.
+    await expect(
+      api.sweeper.db.query('test.drop', 'SELECT drop_partition($1, $2)', [
+        'segment_manifest',
+        'segment_manifest_p200104',
+      ]),
+    ).rejects.toThrow(/holds rows/);
+    expect(await months()).toContain('segment_manifest_p200104');
+    // Once its meeting's rows are gone (a purge), the next pass drops the month.
+    await api.rt.db.query('test.cleanup', `DELETE FROM segment_manifest WHERE meeting_id = $1`, [take.meetingId]);
+    await runSweep(api.rt);
+    expect(await months()).not.toContain('segment_manifest_p200104');
+  });
+
   it('should delete outbox events past EVENT_RETENTION_HOURS and expired idempotency records, in batches, and nothing younger', async () => {
     const user = await api.userId(await api.token(`retention-${randomUUID().slice(0, 6)}`));
     const n = RETENTION_BATCH_ROWS + 1_234; // more than one batch

@@ -1,5 +1,8 @@
 // segment_manifest: one row per stored audio object covering an inclusive range of 100 ms
 // frame sequences. Coverage (highest contiguous sequence, missing ranges) is derived from it.
+// The table is partitioned by month of created_at (decision 0010), so its unique key holds
+// created_at: a range is stored once because every writer of a take holds the take's row lock and
+// reads the rows where it would write before inserting (group-commit.ts, the gap upload).
 import type { Queryable } from '../db/pool';
 import { coverageOf, type Coverage, type Range } from '../domain/coverage';
 
@@ -26,14 +29,13 @@ export type ManifestInput = Omit<ManifestRow, 'id' | 'created_at' | 'sha256' | '
   object_generation?: number | null;
 };
 
-/** Inserts a row; false when the identical range is already there (a retried flush). */
-export async function insertManifestRow(q: Queryable, row: ManifestInput): Promise<boolean> {
-  const { rowCount } = await q.query(
+/** Inserts a row, under the take's row lock, where the writer found no row. */
+export async function insertManifestRow(q: Queryable, row: ManifestInput): Promise<void> {
+  await q.query(
     'manifest.insert',
     `INSERT INTO segment_manifest (meeting_id, audio_version, start_sequence, end_sequence, started_at_ms, duration_ms,
        object_name, object_generation, byte_count, crc32c, sha256)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-     ON CONFLICT (meeting_id, audio_version, start_sequence, end_sequence) DO NOTHING`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
     [
       row.meeting_id,
       row.audio_version,
@@ -48,7 +50,6 @@ export async function insertManifestRow(q: Queryable, row: ManifestInput): Promi
       row.sha256 ?? null,
     ],
   );
-  return rowCount === 1;
 }
 
 export async function listManifest(q: Queryable, meetingId: string, audioVersion: number): Promise<ManifestRow[]> {
@@ -84,6 +85,11 @@ export interface TakeRanges {
   meetingId: string;
   audioVersion: number;
   /**
+   * The take's creation (recording.created_at): its rows are created later, so the months
+   * before it are not read.
+   */
+  since: Date | string;
+  /**
    * Inclusive ranges the writer knows nothing stored in (its holes, and [highest + 1, NO_END]),
    * each bounded on the left by a stored frame or by 0.
    */
@@ -101,19 +107,27 @@ export async function rowsStartingIn(q: Queryable, takes: TakeRanges[]): Promise
   if (!flat.length) return [];
   const { rows } = await q.query<ManifestRow>(
     'manifest.starting_in',
-    `SELECT s.* FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::bigint[]) AS t(meeting_id, audio_version, first, last)
+    `SELECT s.* FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::bigint[], $5::timestamptz[])
+       AS t(meeting_id, audio_version, first, last, since)
      JOIN LATERAL (
        SELECT * FROM segment_manifest m
        WHERE m.meeting_id = t.meeting_id AND m.audio_version = t.audio_version AND m.start_sequence BETWEEN t.first AND t.last
+         AND m.created_at >= t.since -- prunes the months before the take at run time
        OFFSET 0 -- kept a subquery: else it is flattened into a hash join over every row of the table
      ) s ON true
      ORDER BY s.meeting_id, s.audio_version, s.start_sequence`,
-    [flat.map((r) => r.meetingId), flat.map((r) => r.audioVersion), flat.map((r) => r.start), flat.map((r) => r.end)],
+    [
+      flat.map((r) => r.meetingId),
+      flat.map((r) => r.audioVersion),
+      flat.map((r) => r.start),
+      flat.map((r) => r.end),
+      flat.map((r) => r.since),
+    ],
   );
   return rows;
 }
 
-/** Inserts many rows in one statement; ranges already present are skipped. */
+/** Inserts many rows in one statement, under their takes' row locks, where the writer found none. */
 export async function insertManifestRows(q: Queryable, rows: ManifestInput[]): Promise<void> {
   if (!rows.length) return;
   const col = <K extends keyof ManifestInput>(k: K) => rows.map((r) => r[k] ?? null);
@@ -122,8 +136,7 @@ export async function insertManifestRows(q: Queryable, rows: ManifestInput[]): P
     `INSERT INTO segment_manifest (meeting_id, audio_version, start_sequence, end_sequence, started_at_ms, duration_ms,
        object_name, object_generation, byte_count, crc32c, sha256)
      SELECT * FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[],
-       $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[])
-     ON CONFLICT (meeting_id, audio_version, start_sequence, end_sequence) DO NOTHING`,
+       $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[])`,
     [
       col('meeting_id'),
       col('audio_version'),

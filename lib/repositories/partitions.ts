@@ -1,15 +1,22 @@
-// Daily partitions of event_outbox (decision 0010): created ahead by the sweep and db:apply,
-// dropped by retention once their whole day is past the window. A partition is created empty and
-// then attached: ATTACH locks the parent SHARE UPDATE EXCLUSIVE, so writers and readers go on
-// (CREATE TABLE … PARTITION OF would lock it exclusively). Bounds are UTC days. Both steps run in
-// schema.sql's attach_outbox_day and drop_outbox_day (named apart from the table, which db:apply's
-// diff leaves to its conversion), with the owner's rights the sweep lacks.
+// Time partitions (decision 0010): event_outbox by UTC day, segment_manifest by UTC month.
+// Created ahead by the sweep and db:apply; dropped once their whole period is past (the outbox's
+// retention window; the manifest's, which has none, only when empty). A partition is created
+// empty and then attached: ATTACH locks the parent SHARE UPDATE EXCLUSIVE, so writers and readers
+// go on (CREATE TABLE … PARTITION OF would lock it exclusively). Both steps run in schema.sql's
+// attach_partition and drop_partition (named apart from the tables, which db:apply's diff leaves
+// to its conversion), with the owner's rights the sweep lacks.
 import type { Database, Queryable } from '../db/pool';
 
-export const PARTITIONED_TABLES = ['event_outbox'] as const;
+export const PARTITIONED_TABLES = ['event_outbox', 'segment_manifest'] as const;
 export type PartitionedTable = (typeof PARTITIONED_TABLES)[number];
 
-/** Days of partitions kept ready past today: a sweep outage this long still inserts into a day's partition. */
+/** Each table's period (schema.sql's partition_unit). */
+export const PARTITION_UNIT: Record<PartitionedTable, 'day' | 'month'> = {
+  event_outbox: 'day',
+  segment_manifest: 'month',
+};
+
+/** Days of partitions kept ready past today: a sweep outage this long still inserts into a period's partition. */
 export const PARTITION_DAYS_AHEAD = 7;
 /** How long partition DDL waits for a lock before giving way to the service (the next pass retries). */
 export const PARTITION_LOCK_TIMEOUT_MS = 500;
@@ -22,7 +29,13 @@ export interface Partition {
 }
 
 const day = (d: Date) => d.toISOString().slice(0, 10);
-const nameFor = (table: string, from: Date) => `${table}_p${day(from).replace(/-/g, '')}`;
+/** The UTC period of `unit` starting `n` periods after the one holding `at`: [from, to) in ms. */
+function period(unit: 'day' | 'month', at: Date, n: number): [number, number] {
+  const [y, m, d] = [at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()];
+  return unit === 'day'
+    ? [Date.UTC(y, m, d + n), Date.UTC(y, m, d + n + 1)]
+    : [Date.UTC(y, m + n), Date.UTC(y, m + n + 1)];
+}
 
 /** The table's partitions with their bounds (timestamps as text), oldest first, the default last. */
 export async function listPartitions(q: Queryable, table: PartitionedTable): Promise<Partition[]> {
@@ -53,9 +66,9 @@ export async function listPartitions(q: Queryable, table: PartitionedTable): Pro
 }
 
 /**
- * Creates the missing daily partitions from today through PARTITION_DAYS_AHEAD days ahead.
- * A day the default partition already holds rows of is left to the default (attaching it would
- * fail); a day another partition overlaps (the converted table's range) is skipped too.
+ * Creates the missing partitions of the periods from today's through PARTITION_DAYS_AHEAD days
+ * ahead. A period the default partition already holds rows of is left to the default (attaching
+ * it would fail); a period another partition overlaps (the converted table's range) is skipped too.
  * Returns the partitions created.
  */
 export async function ensurePartitions(db: Database, table: PartitionedTable, now = new Date()): Promise<string[]> {
@@ -64,14 +77,20 @@ export async function ensurePartitions(db: Database, table: PartitionedTable, no
     .filter((p) => p.from !== null)
     .map((p) => [Date.parse(p.from || '-infinity'), p.to ? Date.parse(p.to) : Infinity]);
   const created: string[] = [];
-  const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
-  for (let i = 0; i <= PARTITION_DAYS_AHEAD; i++) {
-    const from = new Date(today + i * 86_400_000);
-    const to = new Date(from.getTime() + 86_400_000);
-    if (ranges.some(([a, b]) => (Number.isNaN(a) || a < to.getTime()) && b > from.getTime())) continue;
-    const name = nameFor(table, from);
+  const last = now.getTime() + PARTITION_DAYS_AHEAD * 86_400_000;
+  const unit = PARTITION_UNIT[table];
+  for (let i = 0; ; i++) {
+    const [from, to] = period(unit, now, i);
+    if (from > last) break;
+    if (ranges.some(([a, b]) => (Number.isNaN(a) || a < to) && b > from)) continue;
+    let name = '';
     const attached = await inTransaction(db, async (tx) => {
-      await tx.query('partitions.attach', 'SELECT attach_outbox_day($1::date)', [day(from)]);
+      const { rows } = await tx.query<{ name: string }>(
+        'partitions.attach',
+        'SELECT attach_partition($1, $2::date) AS name',
+        [table, day(new Date(from))],
+      );
+      name = rows[0].name;
     });
     if (attached) created.push(name);
   }
@@ -96,9 +115,9 @@ async function inTransaction(db: Database, body: (tx: Queryable) => Promise<void
 }
 
 /**
- * Drops each day's partition whose whole range is older than the window, unless `held` finds a row
- * in it that must stay; returns the dropped partitions and those held (their rows are deleted by
- * age as the default partition's are).
+ * Drops each partition whose whole period is older than the window, unless `held` finds a row in
+ * it that must stay; returns the dropped partitions and those held (the outbox deletes their rows
+ * by age as the default partition's).
  */
 export async function dropExpiredPartitions(
   db: Database,
@@ -121,10 +140,14 @@ export async function dropExpiredPartitions(
       isHeld = (await tx.query<{ held: boolean }>('partitions.held', `SELECT EXISTS (${held(p.name)}) AS held`)).rows[0]
         .held;
       // guard: outbox-partition-held | remove: if (!isHeld) | test: test/sweep.test.ts :: keep a day a webhook's cursor holds
-      if (!isHeld) await tx.query('partitions.drop', 'SELECT drop_outbox_day($1)', [p.name]);
+      if (!isHeld) await tx.query('partitions.drop', 'SELECT drop_partition($1, $2)', [table, p.name]);
     });
     if (isHeld) result.held.push(p.name);
     else if (dropped) result.dropped.push(p.name);
   }
   return result;
 }
+
+/** The manifest's months wholly past and empty: they hold nothing (its rows go only with their meeting). */
+export const dropEmptyManifestPartitions = (db: Database) =>
+  dropExpiredPartitions(db, 'segment_manifest', 0, (partition) => `SELECT 1 FROM "${partition}"`);

@@ -225,12 +225,14 @@ export interface TakeKey {
 export async function lockTakesForWrite(
   tx: Queryable,
   takes: TakeKey[],
-): Promise<Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance'>[]> {
+): Promise<Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance' | 'created_at'>[]> {
   if (!takes.length) return [];
   // guard: take-write-lock | remove: FOR UPDATE | test: test/concurrency/recording.test.ts :: another writer of the take committed meanwhile
-  const { rows } = await tx.query<Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance'>>(
+  const { rows } = await tx.query<
+    Pick<Recording, 'meeting_id' | 'audio_version' | 'state' | 'owner_instance' | 'created_at'>
+  >(
     'recording.lock_for_write',
-    `SELECT meeting_id, audio_version, state, owner_instance FROM recording
+    `SELECT meeting_id, audio_version, state, owner_instance, created_at FROM recording
      WHERE (meeting_id, audio_version) IN (SELECT * FROM unnest($1::uuid[], $2::int[]))
      ORDER BY meeting_id, audio_version FOR UPDATE`,
     [takes.map((t) => t.meetingId), takes.map((t) => t.audioVersion)],

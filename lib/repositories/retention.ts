@@ -2,13 +2,14 @@
 // promised for 24 h) and expired idempotency records are removed by the sweep. The outbox goes by
 // the day: a day's partition past the window is dropped whole (decision 0010); what is left (the
 // default partition's rows, a day a webhook holds) is deleted, as the other tables are, in
-// bounded batches so one pass never holds locks or a transaction long.
+// bounded batches so one pass never holds locks or a transaction long. The segment manifest has no
+// retention of its own (a meeting's purge deletes its rows): its past months are dropped once empty.
 // Each DELETE takes the row addresses (ctid) of its batch from an index walk (the created_at
 // index, idempotency_record_expires_at_idx) from the oldest row and deletes by address (a Tid
 // Scan). `WHERE id IN (SELECT … LIMIT n)` reads the same but native PostgreSQL plans it as a
 // hash semi-join over a sequential scan of the whole table.
 import type { Database } from '../db/pool';
-import { dropExpiredPartitions } from './partitions';
+import { dropEmptyManifestPartitions, dropExpiredPartitions } from './partitions';
 import { ATTEMPT_LOG_DAYS, DELETE_OLD_ATTEMPTS } from './webhooks';
 
 export const RETENTION_BATCH_ROWS = 5_000;
@@ -41,6 +42,8 @@ export interface Pruned {
   events: number;
   /** Days of events dropped whole (lib/repositories/partitions.ts). */
   eventPartitions: number;
+  /** Past months of segment_manifest dropped, empty. */
+  manifestPartitions: number;
   idempotencyRecords: number;
   webhookAttempts: number;
 }
@@ -58,7 +61,14 @@ export async function pruneExpired(db: Database, retentionHours: number): Promis
   const webhookAttempts = await inBatches(() =>
     db.query('retention.webhook_attempts', DELETE_OLD_ATTEMPTS, [ATTEMPT_LOG_DAYS, RETENTION_BATCH_ROWS]),
   );
-  return { events, eventPartitions: days.dropped.length, idempotencyRecords, webhookAttempts };
+  const months = await dropEmptyManifestPartitions(db);
+  return {
+    events,
+    eventPartitions: days.dropped.length,
+    manifestPartitions: months.dropped.length,
+    idempotencyRecords,
+    webhookAttempts,
+  };
 }
 
 async function inBatches(batch: () => Promise<{ rowCount: number | null }>): Promise<number> {

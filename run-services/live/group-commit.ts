@@ -170,7 +170,7 @@ export class SegmentCommitter {
     });
     const existing = await rowsStartingIn(
       tx,
-      open.map((r) => ({ ...r.take, ranges: r.unknown })),
+      open.map((r) => ({ ...r.take, ranges: r.unknown, since: locks.get(key(r.take))!.created_at })),
     );
     const rowsOf = new Map<string, ManifestRow[]>(open.map((r) => [key(r.take), []]));
     for (const row of existing) rowsOf.get(`${row.meeting_id}/${row.audio_version}`)?.push(row);

@@ -96,9 +96,12 @@ describe.runIf(native)('tenant isolation in the database', () => {
   });
 
   it('lets only the sweep reach a partition directly (partitions answer to the parent policy only through it)', async () => {
-    // Days a month ahead, made by the sweep's login through the owner-rights function, then dropped by it.
-    const made = await ensurePartitions(api.sweeper.db, 'event_outbox', new Date(Date.now() + 40 * 86_400_000));
+    // Days and months ahead, made by the sweep's login through the owner-rights function, then dropped by it.
+    const later = new Date(Date.now() + 80 * 86_400_000);
+    const made = await ensurePartitions(api.sweeper.db, 'event_outbox', later);
     expect(made.length).toBeGreaterThan(0);
+    const months = await ensurePartitions(api.sweeper.db, 'segment_manifest', later);
+    expect(months.length).toBeGreaterThan(0);
     const { rows } = await api.rt.db.query<{ name: string; api: boolean; live: boolean; sweep: boolean }>(
       'test.partitions',
       `SELECT c.relname AS name, has_table_privilege('mi_api', c.oid, 'SELECT') AS api,
@@ -106,14 +109,19 @@ describe.runIf(native)('tenant isolation in the database', () => {
               has_table_privilege('mi_sweep', c.oid, 'DELETE') AS sweep
          FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relispartition AND c.relkind = 'r'`,
     );
-    expect(rows.length).toBeGreaterThan(1); // the default partition and the days ahead
+    expect(rows.map((r) => r.name)).toEqual(expect.arrayContaining([...made, ...months, 'segment_manifest_default']));
     expect(rows.filter((r) => r.api || r.live || !r.sweep)).toEqual([]);
     await api.sweeper.db.withTransaction(async (tx) => {
-      await tx.query('test.drop', 'SELECT drop_outbox_day($1)', [made[0]]);
+      await tx.query('test.drop', 'SELECT drop_partition($1, $2)', ['event_outbox', made[0]]);
+      await tx.query('test.drop', 'SELECT drop_partition($1, $2)', ['segment_manifest', months[0]]);
     });
-    await expect(apiDb.query('test.api_drop', 'SELECT drop_outbox_day($1)', [made[1]])).rejects.toThrow(
-      /permission denied/,
-    );
+    for (const [table, part] of [
+      ['event_outbox', made[1]],
+      ['segment_manifest', 'segment_manifest_default'],
+    ])
+      await expect(apiDb.query('test.api_drop', 'SELECT drop_partition($1, $2)', [table, part])).rejects.toThrow(
+        /permission denied/,
+      );
   });
 
   it('shows user A none of user B rows in any table, with no filter at all, and changes none of them', async () => {
