@@ -77,7 +77,7 @@ async function load(partitioned: boolean) {
        byte_count, crc32c, created_at)
      SELECT m.id, g * 50, g * 50 + 49, g * 5000, 5000, 'recordings/' || m.id || '/1/' || g || '.seg', 160000, 'crc',
             date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
-              - make_interval(months => m.n % 4) + make_interval(secs => m.n * 60 + g * 5)
+              - make_interval(months => (m.n % 4)::int) + make_interval(secs => m.n * 60 + g * 5)
      FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM meeting) m, generate_series(0, $1 - 1) g`,
     [perMeeting],
   );
@@ -172,6 +172,9 @@ const out = [
   '',
   table([row('DELETE in batches (before)', deleted), row('day partitions dropped', dropped)]),
   '',
+  `Ratio, DELETE to drop: wall ${(deleted.wallMs / dropped.wallMs).toFixed(0)}×, server CPU ` +
+    `${(deleted.cpuMs / dropped.cpuMs).toFixed(0)}×, WAL ${(deleted.walBytes / Math.max(1, dropped.walBytes)).toFixed(0)}×.`,
+  '',
   `Manifest: ${MANIFEST_ROWS.toLocaleString('en')} rows of ${MEETINGS.toLocaleString('en')} meetings over four months; ` +
     "the oldest two months' meetings purged (DELETE by meeting, 100 a statement), then the sweep's pass over the months.",
   '',
@@ -179,9 +182,6 @@ const out = [
     row('manifest, plain: purge', purgedPlain),
     row('manifest by month: purge, emptied months dropped', purgedMonthly),
   ]),
-  '',
-  `Ratio, DELETE to drop: wall ${(deleted.wallMs / dropped.wallMs).toFixed(0)}×, server CPU ` +
-    `${(deleted.cpuMs / dropped.cpuMs).toFixed(0)}×, WAL ${(deleted.walBytes / Math.max(1, dropped.walBytes)).toFixed(0)}×.`,
 ].join('\n');
 console.log(out);
 writeSection('Retention sweep', out);

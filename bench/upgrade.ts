@@ -4,7 +4,9 @@
 // an ML sink). Reports the longest lock wait any other backend saw while the upgrade ran, and the
 // live path's acknowledgement delays (frame sent → progress event covering it) with the upgrade
 // against a baseline load of the same size without it, in the same run.
-// BENCH_EVENTS outbox events (default 1,000,000) are converted to the day-partitioned outbox.
+// BENCH_EVENTS outbox events (default 1,000,000) are converted to the day-partitioned outbox,
+// BENCH_MANIFEST manifest rows (default 1,000,000) to the month-partitioned manifest, which the
+// load writes meanwhile.
 // BENCH_FROM (a release of schema/releases, default round-2: the last whose diff rewrites tables
 // and backfills; round-3's diff is today's additions only), BENCH_SECONDS (each load, default 300:
 // long enough that the load covers the whole apply on 1,000,000 segments; the report says if not).
@@ -24,6 +26,7 @@ import { ms, percentile, table, writeSection, type Row } from './report';
 
 const SEGMENTS = Number(process.env.BENCH_SEGMENTS ?? 1_000_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const MANIFEST = Number(process.env.BENCH_MANIFEST ?? 1_000_000);
 const RECORDINGS = Number(process.env.BENCH_RECORDINGS ?? 200);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 300);
 const FROM = RELEASES.find((r) => r.name === (process.env.BENCH_FROM ?? 'round-2'));
@@ -66,6 +69,15 @@ async function seedLarge(db: pg.Client): Promise<void> {
      SELECT u.id, g, 'EntityChanged', '{"type":"EntityChanged"}'::jsonb, now() - make_interval(secs => 172800.0 * g / $1), now()
      FROM app_user u, generate_series(1, $1) g`,
     [Math.ceil(EVENTS / 100)],
+  );
+  // The manifest of BENCH_MANIFEST stored segments of those meetings, for its conversion to month partitions.
+  await db.query(
+    `INSERT INTO segment_manifest (meeting_id, start_sequence, end_sequence, started_at_ms, duration_ms, object_name,
+       byte_count, crc32c, created_at)
+     SELECT m.id, g * 50, g * 50 + 49, g * 5000, 5000, 'recordings/' || m.id || '/1/' || g || '.seg', 160000, 'crc',
+            now() - make_interval(days => g % 60)
+     FROM meeting m, generate_series(0, $1 - 1) g`,
+    [Math.ceil(MANIFEST / meetings)],
   );
   await db.query('INSERT INTO event_sequence (user_id, last_seq) SELECT id, $1 FROM app_user', [
     Math.ceil(EVENTS / 100),
@@ -200,8 +212,8 @@ try {
   const at = (l: string | undefined) => l?.split(' s ')[0] ?? '-';
   const planAt = [...new Set([at(planLines[0]), at(planLines.at(-1))])].join('–');
   const body = [
-    `db:apply from ${FROM.name} (schema/releases) to today's schema.sql on ${SEGMENTS.toLocaleString('en')} transcript segments ` +
-      `and ${EVENTS.toLocaleString('en')} outbox events ` +
+    `db:apply from ${FROM.name} (schema/releases) to today's schema.sql on ${SEGMENTS.toLocaleString('en')} transcript segments` +
+      `, ${EVENTS.toLocaleString('en')} outbox events and ${MANIFEST.toLocaleString('en')} manifest rows ` +
       `(${Math.ceil(SEGMENTS / SEGMENTS_PER_MEETING)} meetings) while ${RECORDINGS} recordings stream for ${SECONDS} s to the ` +
       `live service (bench:live's stack, not pinned); baseline: the same load without the upgrade. ${engine.engine.label}.`,
     '',

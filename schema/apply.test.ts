@@ -49,6 +49,7 @@ describe('applySchema', { timeout: 120_000 }, () => {
     expect(log).toEqual([
       '-- empty database: running schema.sql',
       expect.stringMatching(/^-- partitions created: event_outbox_p\d{8}, /),
+      expect.stringMatching(/^-- partitions created: segment_manifest_p\d{6}(, segment_manifest_p\d{6})?$/),
     ]);
     expect(first.statements).toHaveLength(1);
 

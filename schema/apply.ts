@@ -19,6 +19,7 @@ import { destructiveStatements, type ColumnTypes } from './destructive';
 import { createDatabase } from '../lib/db/pool';
 import {
   ensurePartitions,
+  PARTITION_UNIT,
   PARTITION_DAYS_AHEAD as PARTITION_DAYS,
   PARTITIONED_TABLES,
 } from '../lib/repositories/partitions';
@@ -127,8 +128,8 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     const offences = await preflight(target, statements);
     if (offences.length) throw new PreflightError(offences);
     if (opts.dryRun) {
-      const ahead = PARTITIONED_TABLES.map((t) => `${t}'s daily partitions through ${PARTITION_DAYS}`);
-      log(`-- then: ${ahead.join(', ')} days ahead are created if missing`);
+      const ahead = PARTITIONED_TABLES.map((t) => `${t}'s ${PARTITION_UNIT[t]}s`);
+      log(`-- then: ${ahead.join(', ')} through ${PARTITION_DAYS} days ahead are created if missing`);
       const all = [...conversions.flatMap((c) => [...c.online, ...c.swap]), ...statements];
       return { statements: all, applied: false, dataSteps: {} };
     }
@@ -158,7 +159,7 @@ async function hasRows(client: pg.Client, table: string, n: number): Promise<boo
   return (await client.query<{ n: number }>(sql, [n])).rows[0].n >= n;
 }
 
-/** The daily partitions ahead (lib/repositories/partitions.ts), as the sweep creates them. */
+/** The partitions ahead (lib/repositories/partitions.ts), as the sweep creates them. */
 async function createPartitions(url: string, log: (line: string) => void): Promise<void> {
   const db = createDatabase(url, { max: 1 });
   try {
