@@ -105,6 +105,7 @@ export interface TakeRanges {
 export async function rowsStartingIn(q: Queryable, takes: TakeRanges[]): Promise<ManifestRow[]> {
   const flat = takes.flatMap((t) => t.ranges.map(([start, end]) => ({ ...t, start, end })));
   if (!flat.length) return [];
+  // guard: manifest-read-since-take | remove: AND m.created_at >= t.since | test: test/live/commit-cost.test.ts :: no month before the take
   const { rows } = await q.query<ManifestRow>(
     'manifest.starting_in',
     `SELECT s.* FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::bigint[], $5::timestamptz[])

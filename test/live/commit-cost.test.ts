@@ -6,7 +6,7 @@
 //
 // What a commit reads is measured on the database itself: each manifest SELECT the commit's
 // transaction ran is run again and the rows of segment_manifest it scanned or fetched are counted
-// (pg_stat_xact_user_tables), so a plan that reads the table and filters counts too.
+// (pg_stat_xact_user_tables, over its partitions), so a plan that reads the table and filters counts too.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
 import type { Database, Queryable } from '@mi/lib/db/pool';
@@ -22,6 +22,7 @@ import {
   type Instance,
 } from './helpers';
 import { sleep } from '../support/poll';
+import { ensurePartitions } from '@mi/lib/repositories/partitions';
 
 const LATER_ROWS = 40_000;
 const HOLE = 10; // frames 0..9 stored, 10 missing, 11..40,010 stored by "another writer"
@@ -55,21 +56,31 @@ function noting(db: Database, seen: Statement[]): Database {
 }
 
 /**
- * Rows of segment_manifest the statement reads: run again as it was, in a transaction of its own,
- * counting the table's rows scanned and fetched through indexes (this backend's own counters).
+ * Rows of segment_manifest the statement reads, and the partitions it scans: run again as it was,
+ * in a transaction of its own, counting the rows its partitions scanned and fetched through
+ * indexes (this backend's own counters).
  */
-async function manifestRowsRead(db: Database, s: Statement): Promise<number> {
+async function manifestReads(db: Database, s: Statement): Promise<{ rows: number; scanned: string[] }> {
   return db.withTransaction(async (tx) => {
     const read = async () =>
       (
-        await tx.query<{ n: number }>(
+        await tx.query<{ part: string; rows: string; scans: string }>(
           'test.rows_read',
-          `SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) AS n FROM pg_stat_xact_user_tables WHERE relname = 'segment_manifest'`,
+          `SELECT s.relname AS part, coalesce(s.seq_tup_read, 0) + coalesce(s.idx_tup_fetch, 0) AS rows,
+                  coalesce(s.seq_scan, 0) + coalesce(s.idx_scan, 0) AS scans
+             FROM pg_stat_xact_user_tables s JOIN pg_inherits i ON i.inhrelid = s.relid
+            WHERE i.inhparent = 'segment_manifest'::regclass`,
         )
-      ).rows[0].n;
-    const before = await read();
+      ).rows;
+    const before = new Map((await read()).map((r) => [r.part, r]));
     await tx.query(s.name, s.text, s.params);
-    return (await read()) - before;
+    const after = await read();
+    const grew = (r: (typeof after)[number], k: 'rows' | 'scans') =>
+      Number(r[k]) - Number(before.get(r.part)?.[k] ?? 0);
+    return {
+      rows: after.reduce((n, r) => n + grew(r, 'rows'), 0),
+      scanned: after.filter((r) => grew(r, 'scans') > 0).map((r) => r.part),
+    };
   });
 }
 
@@ -92,7 +103,11 @@ afterAll(async () => {
 });
 
 describe('live commit cost', () => {
-  it('should read ~0 manifest rows for a commit on a take with an early hole and 40,000 later rows it already knows', async () => {
+  it('should read ~0 manifest rows and no month before the take for a commit on a take with an early hole and 40,000 later rows it already knows', async () => {
+    // A month long past (decision 0010): the commit's read skips the months before its take.
+    expect(await ensurePartitions(database.db, 'segment_manifest', new Date('2001-01-15T00:00:00Z'))).toEqual([
+      'segment_manifest_p200101',
+    ]);
     const t = await token(instance.config, 'commit-cost');
     const meetingId = await createMeeting(instance, t);
     const client = await TestClient.connect(instance.wsUrl, t);
@@ -127,13 +142,19 @@ describe('live commit cost', () => {
       const reads = seen.filter((s) => /^\s*SELECT/i.test(s.text));
       expect(reads.length, `the commit of frame ${seq} read the manifest`).toBeGreaterThan(0);
       let rowsRead = 0;
-      for (const s of reads) rowsRead += await manifestRowsRead(database.db, s);
-      return { returned: reads.reduce((n, s) => n + s.rows, 0), rowsRead };
+      const scanned = new Set<string>();
+      for (const s of reads) {
+        const r = await manifestReads(database.db, s);
+        rowsRead += r.rows;
+        for (const p of r.scanned) scanned.add(p);
+      }
+      return { returned: reads.reduce((n, s) => n + s.rows, 0), rowsRead, scanned: [...scanned] };
     };
 
     // The first commit past them learns the other writer's 40,000 rows: work for rows new to it.
     const learning = await commitOf(last + 1);
     expect(learning.returned).toBe(LATER_ROWS);
+    expect(learning.rowsRead).toBeGreaterThanOrEqual(LATER_ROWS); // the count sees what is read
     // Every later commit reads only what is new: the hole (empty) and past the highest frame.
     const next = await commitOf(last + 2);
     console.log(
@@ -141,6 +162,8 @@ describe('live commit cost', () => {
     );
     expect(next.returned).toBeLessThanOrEqual(1);
     expect(next.rowsRead).toBeLessThanOrEqual(5);
+    expect(next.scanned).toContain(`segment_manifest_p${new Date().toISOString().slice(0, 7).replace('-', '')}`);
+    expect(next.scanned).not.toContain('segment_manifest_p200101');
 
     // The recorder's view is the stored one: frames 0..9, the hole at 10, everything after it.
     const stopped = await client.stop(meetingId);
