@@ -399,6 +399,7 @@ export const QUERY_INDEXES = [
   'chat_message (thread_id, created_at, id)',
   'person_summary (person_id, created_at, id)',
   'sub_task (task_id, created_at, id)',
+  // partitioned by month (decision 0010): reads by take walk its leading columns in each partition
   'segment_manifest (meeting_id, audio_version, start_sequence',
   'recording_event_history (meeting_id, seq DESC)',
   'idempotency_record (expires_at)',

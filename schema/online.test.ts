@@ -192,6 +192,48 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     expect(await applySchema(database.url)).toEqual({ statements: [], applied: false, dataSteps: {} });
   });
 
+  it('should convert a populated plain manifest to month partitions without blocking its writers', async () => {
+    // The manifest as released (schema/releases): a plain table.
+    await db.query('DROP TABLE segment_manifest');
+    await db.query(`CREATE TABLE segment_manifest (
+      id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+      meeting_id uuid NOT NULL REFERENCES meeting (id) ON DELETE CASCADE,
+      audio_version integer NOT NULL DEFAULT 1, start_sequence bigint NOT NULL, end_sequence bigint NOT NULL,
+      started_at_ms bigint NOT NULL, duration_ms bigint NOT NULL, object_name text NOT NULL, object_generation bigint,
+      byte_count bigint NOT NULL, crc32c text NOT NULL, sha256 text, created_at timestamptz NOT NULL DEFAULT now(),
+      CONSTRAINT segment_manifest_range_key UNIQUE (meeting_id, audio_version, start_sequence, end_sequence))`);
+    const meeting = (
+      await db.query(
+        `INSERT INTO meeting (user_id, title, source_type, start_time) VALUES ($1, 'm', 'recording', now()) RETURNING id`,
+        [user],
+      )
+    ).rows[0].id;
+    const rows = `INSERT INTO segment_manifest (meeting_id, start_sequence, end_sequence, started_at_ms, duration_ms,
+      object_name, byte_count, crc32c) SELECT $1, g, g, g * 100, 100, 'o' || g, 1, 'c' FROM generate_series($2::int, $3::int) g`;
+    const insert = (c: pg.Client, seq: number) => c.query(rows, [meeting, seq, seq]);
+    await db.query(rows, [meeting, 1, 10]);
+
+    const open = await connect();
+    await open.query('BEGIN');
+    await insert(open, 100);
+    const log: string[] = [];
+    const applying = applySchema(database.url, { onlineRows: 5, lockTimeoutMs: 200, log: (l) => log.push(l) });
+    await until('the conversion to give way to the open writer', () => log.some((l) => /waited too long/.test(l)));
+    await insert(await connect(), 101);
+    await open.query('COMMIT');
+    const result = await applying;
+    expect(result.statements).toContainEqual(expect.stringMatching(/ATTACH PARTITION "segment_manifest_before_\d{8}"/));
+
+    const kind = await db.query(`SELECT relkind FROM pg_class WHERE relname = 'segment_manifest'`);
+    expect(kind.rows[0].relkind).toBe('p');
+    await insert(db, 102); // after the swap: into the old table, whose range runs to a month boundary ahead
+    const parts = await db.query('SELECT DISTINCT tableoid::regclass::text AS part FROM segment_manifest');
+    expect(parts.rows).toEqual([{ part: expect.stringMatching(/^segment_manifest_before_\d{8}$/) }]);
+    expect((await db.query('SELECT count(*)::int AS n FROM segment_manifest')).rows[0].n).toBe(13);
+    expect(await brokenInvariants(db)).toEqual({});
+    expect(await applySchema(database.url)).toEqual({ statements: [], applied: false, dataSteps: {} });
+  });
+
   it('should keep an index build in the transaction on a small table', async () => {
     await db.query('DROP INDEX task_meeting_id_idx');
     const result = await applySchema(database.url, { onlineRows: 5 });
