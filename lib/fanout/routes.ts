@@ -11,7 +11,8 @@
 // other instances send when they gain or lose a user. A stale entry costs a message to an
 // instance that no longer listens; one that misses an instance which just connected is covered
 // there by the hello's replay, the gap fill and the catch-up.
-import { instanceTopic, type Bus, type BusMessage } from '../adapters/bus';
+import type { Bus, BusMessage } from '../adapters/bus';
+import { publishToInstances } from './topics';
 import type { Logger } from '../telemetry/log';
 
 /** How long a read of presence is trusted between notices. */
@@ -109,9 +110,8 @@ export async function sendPresenceNotice(
   log: Logger,
 ): Promise<void> {
   const attributes = { user_id: notice.user_id, control: 'presence' };
-  const opts = { orderingKey: notice.user_id, instanceTopic: true };
-  const message: PresenceNotice = { control: 'presence', ...notice };
-  await Promise.all([...to].map((i) => bus.publish(instanceTopic(topic, i), message, attributes, opts))).catch((err) =>
+  const data: PresenceNotice = { control: 'presence', ...notice };
+  await publishToInstances(bus, topic, to, { data, attributes, orderingKey: notice.user_id }).catch((err) =>
     log.warn({ err: (err as Error).message }, 'could not publish a presence notice; heartbeats will notice'),
   );
 }

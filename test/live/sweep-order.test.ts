@@ -11,7 +11,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PubSub } from '@google-cloud/pubsub';
-import { createBus, instanceSubscriptionName, instanceTopic, type Bus } from '@mi/lib/adapters/bus';
+import { createBus, instanceSubscriptionName, type Bus } from '@mi/lib/adapters/bus';
+import { instanceTopic } from '@mi/lib/fanout/topics';
 import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
 import { emulatorAuth } from '@mi/lib/adapters/google-auth';
 import type { OpenedDatabase } from '@mi/lib/db/open';
