@@ -89,7 +89,7 @@ describe('server.ts with two workers', () => {
     const server = await startTwo({});
     const [dead, kept] = server.instances;
     process.kill(dead.pid, 'SIGKILL');
-    const fresh = await untilAnswered('a replacement worker', () => server.instances[2]);
+    const fresh = await server.listening(3); // the replacement
     workerPids.push(fresh.pid);
     expect(fresh.instance).not.toBe(dead.instance);
     expect(fresh.instance).not.toBe(kept.instance);
