@@ -51,7 +51,7 @@ export interface InstanceDocuments extends InstanceRegistry {
 }
 
 /** The users an instance's connections belong to (connection id → user id). */
-export const usersOf = (connections: Record<string, string>) => [...new Set(Object.values(connections))];
+const usersOf = (connections: Record<string, string>) => [...new Set(Object.values(connections))];
 
 export function instanceDocuments(instances: CollectionReference, docId: (id: string) => string): InstanceDocuments {
   let writes = 0;
