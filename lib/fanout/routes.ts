@@ -7,10 +7,10 @@
 // the instances holding a connection of its user. Presence (Firestore) is the routing table.
 //
 // This file: an instance's presence (InstancePresence: join, leave, the notices), and which other
-// instances hold connections of a user, as an instance knows it (the
-// routes of the events it produces itself: progress of its takes, their starts and stops). Read
-// from presence when unknown or older than REFRESH_MS, and kept current by the presence notices
-// other instances send when they gain or lose a user. A stale entry costs a message to an
+// instances hold connections of a user, as an instance knows it (the routes of the events it
+// produces itself: progress of its takes, their starts and stops). Read from presence when
+// unknown or older than REFRESH_MS, and kept current by the presence notices other instances
+// send when they gain or lose a user. A stale entry costs a message to an
 // instance that no longer listens; one that misses an instance which just connected is covered
 // there by the hello's replay, the gap fill and the catch-up.
 import type { Bus, BusMessage } from '../adapters/bus';
