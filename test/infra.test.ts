@@ -489,7 +489,7 @@ describe('terraform', () => {
     expect(ttl.for_each).toBe('${toset(var.ttl_collections)}');
     expect(varDefault(m, 'ttl_collections')).toEqual(['live_leases', 'live_instances']);
     expect(varDefault(m, 'ttl_field')).toBe('expires_at');
-    // presenceInstances: users array-contains, expires_at > (lib/adapters/coordination.ts).
+    // presenceInstances: users array-contains, expires_at > (lib/fanout/liveness.ts).
     const index = res(m, 'google_firestore_index', 'instances_by_user');
     expect(index.collection).toBe('${var.instances_collection}');
     expect(varDefault(m, 'instances_collection')).toBe('live_instances');

@@ -3,7 +3,7 @@
 // in publish order; a handler that throws gets the message again after a short pause. A work
 // queue (ensureQueue) keeps its messages while nobody pulls it.
 import { randomUUID } from 'node:crypto';
-import { instanceTopic, type Bus, type BusHandler } from '../../lib/adapters/bus';
+import type { Bus, BusHandler } from '../../lib/adapters/bus';
 
 const REDELIVERY_DELAY_MS = 200;
 
@@ -42,12 +42,11 @@ export function createMemoryBus(): Bus {
       for (const q of topics.get(name) ?? []) q.closed = true;
       topics.delete(name);
     },
-    async instanceTopics(name) {
-      const prefix = instanceTopic(name, '');
-      return [...topics.keys()].filter((t) => t.startsWith(prefix) && t !== prefix);
+    async listTopics(prefix) {
+      return [...topics.keys()].filter((t) => t.startsWith(prefix));
     },
     async publish(name, data, attributes = {}, opts = {}) {
-      if (opts.instanceTopic && !topics.has(name)) return null;
+      if (opts.ifTopicExists && !topics.has(name)) return null;
       const message = {
         id: randomUUID(),
         data: JSON.parse(JSON.stringify(data ?? null)),

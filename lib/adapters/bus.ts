@@ -1,7 +1,8 @@
-// The bus on Pub/Sub. A subscriber names itself (an instance id): it gets its own subscription on
-// a topic, so every subscriber of a shared topic receives every message; live instances instead
-// subscribe to a topic of their own (instanceTopic), which publishers address. Messages are JSON;
-// per-user events carry an ordering key so one user's events arrive in order. Delivery is at
+// The bus on Pub/Sub: generic publish and subscribe (what the fan-out does with it is lib/fanout).
+// A subscriber names itself (an instance id): it gets its own subscription on a topic, so every
+// subscriber of a shared topic receives every message. A subscription whose stream closes heals:
+// it is made again (with its topic, when the subscriber owns it) and pulled again. Messages are
+// JSON; per-user messages carry an ordering key so one user's arrive in order. Delivery is at
 // least once: handlers must be idempotent.
 import { KeyedQueue, retry, withTimeout } from '../async';
 import {
@@ -26,21 +27,21 @@ export interface PublishOptions {
   /** Messages with the same key reach every subscriber in publish order. */
   orderingKey?: string;
   /**
-   * The topic is an instance's (instanceTopic), which deletes it when it stops: a missing topic
-   * is never created (not even against the emulator) and the publish resolves to null.
+   * The topic may be deleted at any time (a live instance's own, lib/fanout/topics.ts): a missing
+   * topic is never created (not even against the emulator) and the publish resolves to null.
    */
-  instanceTopic?: boolean;
+  ifTopicExists?: boolean;
 }
 
 export type BusHandler = (m: BusMessage) => void | Promise<void>;
 
 export interface Bus {
   ensureTopic(topic: string): Promise<void>;
-  /** A topic of an instance that stops or died, with its subscriptions; a topic already gone is fine. */
+  /** A topic with its subscriptions; a topic already gone is fine. */
   deleteTopic(topic: string): Promise<void>;
-  /** The instance topics of `topic` (instanceTopic's names) that exist now. */
-  instanceTopics(topic: string): Promise<string[]>;
-  /** The message id; null for an instance topic that no longer exists. */
+  /** The ids of the topics that exist now and start with `prefix`. */
+  listTopics(prefix: string): Promise<string[]>;
+  /** The message id; null for a topic that no longer exists (`ifTopicExists`). */
   publish(
     topic: string,
     data: unknown,
@@ -49,8 +50,8 @@ export interface Bus {
   ): Promise<string | null>;
   /**
    * One subscription per instance, expiring when unused, deleted on close(). Handler success acks,
-   * a throw nacks. `ownsTopic`: the instance's own topic, created with the subscription (again
-   * when the sweep took both while the instance looked dead).
+   * a throw nacks. `ownsTopic`: the subscriber's own topic, created with the subscription (and
+   * again when it heals: the topic was deleted meanwhile).
    */
   subscribeInstance(
     topic: string,
@@ -165,18 +166,17 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
     }
   };
 
-  const instanceTopics = async (name: string) => {
-    const prefix = instanceTopic(name, '');
+  const listTopics = async (prefix: string) => {
     const [all] = await client.getTopics();
-    return all.map((t) => t.name.split('/').pop()!).filter((t) => t.startsWith(prefix) && t !== prefix);
+    return all.map((t) => t.name.split('/').pop()!).filter((t) => t.startsWith(prefix));
   };
 
   const publish: Bus['publish'] = async (name, data, attributes = {}, publishOpts = {}) => {
     try {
       return await publishOnce(name, data, attributes, publishOpts.orderingKey);
     } catch (err) {
-      if (codeOf(err) === GRPC_NOT_FOUND && publishOpts.instanceTopic) {
-        topics.delete(name); // its instance stopped; its clients reconnect elsewhere and replay
+      if (codeOf(err) === GRPC_NOT_FOUND && publishOpts.ifTopicExists) {
+        topics.delete(name);
         return null;
       }
       if (!emulatorHost || codeOf(err) !== GRPC_NOT_FOUND) throw err;
@@ -259,8 +259,8 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
     });
     subscription.on('error', (err) => warn(err, `bus: subscription ${name} error`));
     // The stream closes itself on a non-retryable error (e.g. the subscription vanished when the
-    // emulator restarted, or the sweep deleted the topic of an instance whose mark had lapsed):
-    // recreate the subscription (and an instance's own topic) and pull again.
+    // emulator restarted, or the sweep deleted the topic of an instance whose liveness had lapsed:
+    // lib/fanout/liveness.ts): recreate the subscription (and an owned topic) and pull again.
     // guard: instance-subscription-heals | remove: void heal() | test: test/live/sweep-order.test.ts :: mark itself again
     subscription.on('close', () => {
       if (!closing) void heal();
@@ -300,7 +300,7 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
   return {
     ensureTopic,
     deleteTopic,
-    instanceTopics,
+    listTopics,
     publish,
     subscribeInstance,
     ensureQueue,
@@ -313,17 +313,13 @@ export function createBus(opts: { projectId: string; emulatorHost?: string; log?
   };
 }
 
-/** The topic of one instance's own messages: `<topic>.<instance id>`, a valid topic id. */
-export function instanceTopic(topic: string, instanceId: string): string {
-  return resourceId(`${topic}.${instanceId}`);
-}
-
+/** The subscription of one subscriber (subscribeInstance) on a topic. */
 export function instanceSubscriptionName(topic: string, instanceId: string): string {
   return resourceId(`${topic}--${instanceId}`);
 }
 
 /** Topic and subscription ids allow [A-Za-z0-9-_.~+%], start with a letter and hold at most 255 characters. */
-function resourceId(name: string): string {
+export function resourceId(name: string): string {
   const raw = name.replace(/[^A-Za-z0-9\-_.~+%]/g, '-');
   return (/^[A-Za-z]/.test(raw) ? raw : `s-${raw}`).slice(0, 255);
 }

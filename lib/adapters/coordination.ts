@@ -1,20 +1,19 @@
-// Live-session coordination across Cloud Run instances, in Firestore, by instance
-// (docs/decisions/0009-fanout-liveness.md). Each live instance has ONE document (`instances`),
-// written by its heartbeat once per interval: its expiry (the instance's liveness), and the users
-// it holds connections of. A take's lease document is written only when ownership changes
+// Live-session coordination across Cloud Run instances, in Firestore: the takes' leases
+// (docs/decisions/0009-fanout-liveness.md). Each live instance has ONE document, its liveness and
+// presence, owned by lib/fanout/liveness.ts; its heartbeat renews it here, in one transaction with
+// the check of its leases. A take's lease document is written only when ownership changes
 // (acquire, takeOver, release) and carries owner and epoch (the fencing token); a lease is live
 // while its owner's instance document is, or within the cover its acquire gave it. Exclusivity
 // comes from Firestore transactions. Expiry is judged by the caller's clock, so TTLs should be far
 // above the clock skew between instances (seconds, not milliseconds).
 import {
-  FieldPath,
-  FieldValue,
   Firestore,
   Timestamp,
   type DocumentData,
   type DocumentReference,
   type Transaction,
 } from '@google-cloud/firestore';
+import { instanceDocuments, type InstanceRegistry } from '../fanout/liveness';
 import { emulatorAuth } from './google-auth';
 
 export interface Lease {
@@ -25,7 +24,8 @@ export interface Lease {
   epoch: number;
 }
 
-export interface Coordination {
+/** The leases, and (lib/fanout/liveness.ts) the instances' presence and liveness. */
+export interface Coordination extends InstanceRegistry {
   /** Succeeds when the lease is free, expired, or already held by `owner`. */
   acquire(key: string, owner: string, ttlMs: number): Promise<Lease | null>;
   /** Forced takeover (a resume on another instance): always succeeds and bumps the epoch. */
@@ -34,23 +34,12 @@ export interface Coordination {
   release(key: string, owner: string): Promise<void>;
   /** The current, unexpired lease. */
   get(key: string): Promise<Lease | null>;
-  /** At once (routing must find it promptly): the connection joins its instance's document. */
-  addPresence(userId: string, connectionId: string, instanceId: string): Promise<void>;
-  /** Returns how many connections of the user remain on live instances. */
-  removePresence(userId: string, connectionId: string, instanceId: string): Promise<number>;
-  countPresence(userId: string): Promise<number>;
-  /** The live instances holding a connection of the user: where the user's events must go. One query. */
-  presenceInstances(userId: string): Promise<string[]>;
   /**
    * An instance's heartbeat, one transaction: its document alive for ttlMs more (its liveness, its
    * leases' and its presence's), and each given lease checked; a lease released or lapsed that
    * nobody took is taken again. Returns each key's lease, null where another owner holds it now.
    */
   heartbeat(beat: Heartbeat): Promise<Map<string, Lease | null>>;
-  /** A clean shutdown's end: the instance's document goes. */
-  unmarkInstance(instanceId: string): Promise<void>;
-  /** The instances whose document has not lapsed. */
-  markedInstances(): Promise<string[]>;
   /** Documents written since the client was made: in all, and by heartbeats (bench:live's Firestore figure). */
   readonly writes: number;
   readonly heartbeatWrites: number;
@@ -135,9 +124,6 @@ export function toLease(key: string, state: LeaseState | null | undefined, now: 
   return { key, owner: state.owner, expiresAt: new Date(state.expiresAt), epoch: state.epoch };
 }
 
-/** The users an instance's connections belong to (connection id → user id). */
-export const usersOf = (connections: Record<string, string>) => [...new Set(Object.values(connections))];
-
 /**
  * A Firestore client, pointed at the emulator when a host is given or FIRESTORE_EMULATOR_HOST is
  * set (the client lets that variable win over the host option).
@@ -168,7 +154,7 @@ export function createCoordination(opts: {
   const db = createFirestore(opts);
   const prefix = opts.collectionPrefix ?? '';
   const leases = db.collection(`${prefix}leases`);
-  const instances = db.collection(`${prefix}instances`);
+  const instances = instanceDocuments(db.collection(`${prefix}instances`), docId);
   let writes = 0;
   let heartbeatWrites = 0;
 
@@ -178,7 +164,6 @@ export function createCoordination(opts: {
       expiresAt: (data.covered_until as Timestamp).toMillis(),
       epoch: data.epoch as number,
     };
-  const aliveUntil = (data: DocumentData | undefined) => (data?.expires_at as Timestamp | undefined)?.toMillis() ?? 0;
 
   // Counted once committed (a transaction's body may run again).
   const setLease = (tx: Transaction, ref: DocumentReference, key: string, next: LeaseState) =>
@@ -196,9 +181,7 @@ export function createCoordination(opts: {
   const readLeases = async (tx: Transaction, refs: DocumentReference[], self?: string) => {
     const states = refs.length ? (await tx.getAll(...refs)).map((snap) => readState(snap.data())) : [];
     const owners = [...new Set(states.map((s) => s?.owner).filter((o): o is string => !!o && o !== self))];
-    const ownerDocs = owners.length ? await tx.getAll(...owners.map((o) => instances.doc(docId(o)))) : [];
-    const until = new Map(owners.map((o, i) => [o, aliveUntil(ownerDocs[i].data())]));
-    return { states, until };
+    return { states, until: await instances.aliveUntil(tx, owners) };
   };
 
   /** Reads, decides and writes one lease document in a transaction. */
@@ -221,25 +204,9 @@ export function createCoordination(opts: {
     return done;
   };
 
-  /** The live instance documents holding a connection of the user: one query. */
-  const holding = async (userId: string) => {
-    const snap = await instances
-      .where('users', 'array-contains', userId)
-      .where('expires_at', '>', Timestamp.now())
-      .select('instance_id', 'connections')
-      .get();
-    return snap.docs
-      .map((d) => ({
-        instanceId: d.get('instance_id') as string,
-        count: Object.values((d.get('connections') ?? {}) as Record<string, string>).filter((u) => u === userId).length,
-      }))
-      .filter((h) => h.count > 0);
-  };
-  const countAlive = async (userId: string) => (await holding(userId)).reduce((n, h) => n + h.count, 0);
-
   return {
     get writes() {
-      return writes;
+      return writes + instances.writes;
     },
     get heartbeatWrites() {
       return heartbeatWrites;
@@ -257,42 +224,17 @@ export function createCoordination(opts: {
     },
     async get(key) {
       const state = readState((await leases.doc(docId(key)).get()).data());
-      const owner = state?.owner ? aliveUntil((await instances.doc(docId(state.owner)).get()).data()) : 0;
+      const owner = state?.owner ? ((await instances.aliveUntil(null, [state.owner])).get(state.owner) ?? 0) : 0;
       return toLease(key, liveState(state, owner), Date.now());
-    },
-    async addPresence(userId, connectionId, instanceId) {
-      writes++;
-      await instances
-        .doc(docId(instanceId))
-        .set(
-          { instance_id: instanceId, users: FieldValue.arrayUnion(userId), connections: { [connectionId]: userId } },
-          { merge: true },
-        );
-    },
-    async removePresence(userId, connectionId, instanceId) {
-      // The user stays in `users` until the next heartbeat tidies it; readers count `connections`.
-      writes++;
-      await instances
-        .doc(docId(instanceId))
-        .update(new FieldPath('connections', connectionId), FieldValue.delete())
-        .catch((err: { code?: number }) => {
-          if (err.code !== 5) throw err; // NOT_FOUND: the instance's document is gone already
-        });
-      return countAlive(userId);
-    },
-    countPresence: countAlive,
-    async presenceInstances(userId) {
-      return (await holding(userId)).map((h) => h.instanceId);
     },
     async heartbeat({ owner, ttlMs, leaseKeys }) {
       const keys = [...new Set(leaseKeys)];
       // One transaction: a batched read of the instance's own document and its leases, one
       // commit of its own document (and of any lease taken again: rare). Each lease is decided by
       // the same rule as alone, on the state the commit is fenced to.
-      const self = instances.doc(docId(owner));
       const { decided, now, written } = await db.runTransaction(async (tx) => {
         const refs = keys.map((k) => leases.doc(docId(k)));
-        const [mine] = await tx.getAll(self);
+        const renew = await instances.readForBeat(tx, owner);
         const { states, until } = await readLeases(tx, refs, owner);
         const now = Date.now();
         let written = 1;
@@ -305,24 +247,19 @@ export function createCoordination(opts: {
           }
           return next;
         });
-        const users = usersOf((mine.get('connections') ?? {}) as Record<string, string>);
-        // Renewed with every beat, and again after a lapse (Firestore out of reach): then it owns a topic again.
-        // guard: live-instance-mark-renewed | remove: tx.set(self, { instance_id: owner, expires_at: Timestamp.fromMillis(now + ttlMs), users }, { merge: true }); | test: test/live/sweep-order.test.ts :: mark itself again
-        tx.set(self, { instance_id: owner, expires_at: Timestamp.fromMillis(now + ttlMs), users }, { merge: true });
+        renew(now + ttlMs);
         return { decided, now, written };
       }, TX);
       writes += written;
       heartbeatWrites += written;
       return new Map(keys.map((k, i) => [k, toLease(k, decided[i], now)] as const));
     },
-    async unmarkInstance(instanceId) {
-      writes++;
-      await instances.doc(docId(instanceId)).delete();
-    },
-    async markedInstances() {
-      const snap = await instances.where('expires_at', '>', Timestamp.now()).select('instance_id').get();
-      return snap.docs.map((d) => d.get('instance_id') as string);
-    },
+    addPresence: instances.addPresence,
+    removePresence: instances.removePresence,
+    countPresence: instances.countPresence,
+    presenceInstances: instances.presenceInstances,
+    unmarkInstance: instances.unmarkInstance,
+    markedInstances: instances.markedInstances,
     async close() {
       await db.terminate();
     },

@@ -3,7 +3,8 @@
 // each live instance holding a connection of the user (EventRoutes), with the origin client id
 // and trace context as attributes. Rows left unpublished (bus down, crash) are republished by
 // the sweep, oldest first, so every event reaches the live instances that listen.
-import { instanceTopic, type Bus } from '../adapters/bus';
+import type { Bus } from '../adapters/bus';
+import { publishToInstances } from '../fanout/topics';
 import type { EventBody } from './catalogue';
 import type { Queryable } from '../db/pool';
 import type { Logger } from '../telemetry/log';
@@ -187,7 +188,7 @@ const PUBLISH_WAIT_MS = 1000;
 
 /**
  * The live instances a user's events must reach: those holding a connection of the user. Each
- * gets the events on its own topic (instanceTopic); a user nobody listens to costs no message.
+ * gets the events on its own topic (lib/fanout); a user nobody listens to costs no message.
  */
 export type EventRoutes = (userId: string) => Promise<string[]>;
 
@@ -220,9 +221,7 @@ export function createEventPublisher(deps: {
       events.map((e) => {
         const to = targets.get(e.user_id)!;
         if (to instanceof Error) return Promise.reject(to);
-        const { data, attributes } = toMessage(e);
-        const opts = { orderingKey: e.user_id, instanceTopic: true };
-        return Promise.all(to.map((i) => bus.publish(instanceTopic(topic, i), data, attributes, opts)));
+        return publishToInstances(bus, topic, to, { ...toMessage(e), orderingKey: e.user_id });
       }),
     );
     const sentEvents = events.filter((_, i) => results[i].status === 'fulfilled');

@@ -1,17 +1,21 @@
-// The targeted fan-out of events to live instances (lib/fanout: routes.ts routing and notices,
-// liveness.ts an instance's topic, its liveness and the sweep's clean-up; docs/decisions/0001).
+// The targeted fan-out of events to live instances (lib/fanout: routes.ts routing and presence
+// notices, topics.ts the instances' own topics, liveness.ts the instance document, its liveness and
+// the clean-up of dead instances' topics; docs/decisions/0008 and 0009).
 // The outbox is the guarantee: a connection's replay, gap fill and periodic catch-up
 // (run-services/live/event-stream.ts) bring every committed event. The bus is the fast path:
 // each live instance reads a Pub/Sub topic of its own, and an event goes only to the topics of
 // the instances holding a connection of its user. Presence (Firestore) is the routing table.
 //
-// This file: which other instances hold connections of a user, as an instance knows it (the
-// routes of the events it produces itself: progress of its takes, their starts and stops). Read
-// from presence when unknown or older than REFRESH_MS, and kept current by the presence notices
-// other instances send when they gain or lose a user. A stale entry costs a message to an
+// This file: an instance's presence (InstancePresence: join, leave, the notices), and which other
+// instances hold connections of a user, as an instance knows it (the routes of the events it
+// produces itself: progress of its takes, their starts and stops). Read from presence when
+// unknown or older than REFRESH_MS, and kept current by the presence notices other instances
+// send when they gain or lose a user. A stale entry costs a message to an
 // instance that no longer listens; one that misses an instance which just connected is covered
 // there by the hello's replay, the gap fill and the catch-up.
-import { instanceTopic, type Bus, type BusMessage } from '../adapters/bus';
+import type { Bus, BusMessage } from '../adapters/bus';
+import type { InstanceRegistry } from './liveness';
+import { publishToInstances } from './topics';
 import type { Logger } from '../telemetry/log';
 
 /** How long a read of presence is trusted between notices. */
@@ -109,9 +113,8 @@ export async function sendPresenceNotice(
   log: Logger,
 ): Promise<void> {
   const attributes = { user_id: notice.user_id, control: 'presence' };
-  const opts = { orderingKey: notice.user_id, instanceTopic: true };
-  const message: PresenceNotice = { control: 'presence', ...notice };
-  await Promise.all([...to].map((i) => bus.publish(instanceTopic(topic, i), message, attributes, opts))).catch((err) =>
+  const data: PresenceNotice = { control: 'presence', ...notice };
+  await publishToInstances(bus, topic, to, { data, attributes, orderingKey: notice.user_id }).catch((err) =>
     log.warn({ err: (err as Error).message }, 'could not publish a presence notice; heartbeats will notice'),
   );
 }
@@ -122,4 +125,72 @@ export function presenceNoticeOf(m: BusMessage, self: string): PresenceNotice | 
   const data = m.data as Partial<PresenceNotice>;
   if (data.instance === self || typeof data.user_id !== 'string' || typeof data.instance !== 'string') return 'ignored';
   return data as PresenceNotice;
+}
+
+/**
+ * An instance's side of presence: its connections in the routing table (the instance document,
+ * liveness.ts), the routes of the events it produces (RemoteListeners), and the notices it sends
+ * and receives when it gains or loses a user.
+ */
+export class InstancePresence {
+  private readonly listeners: RemoteListeners;
+
+  constructor(
+    private readonly d: {
+      self: string;
+      registry: Pick<InstanceRegistry, 'addPresence' | 'removePresence' | 'presenceInstances'>;
+      bus: Pick<Bus, 'publish'>;
+      topic: string;
+      log: Logger;
+    },
+  ) {
+    this.listeners = new RemoteListeners(d.self, (userId) => d.registry.presenceInstances(userId));
+  }
+
+  /** The other instances holding the user: where its events produced here go (createEventPublisher's routes). */
+  readonly routes = (userId: string): Promise<string[]> => this.listeners.of(userId);
+
+  /** The connection joins the routing table; a failed write is logged (the catch-up covers it). */
+  join(userId: string, connectionId: string): Promise<void> {
+    return this.d.registry
+      .addPresence(userId, connectionId, this.d.self)
+      .catch((err) => this.d.log.warn({ err: (err as Error).message }, 'presence write failed'));
+  }
+
+  /** The connection leaves the routing table; how many of the user's remain on live instances (null: unknown). */
+  leave(userId: string, connectionId: string): Promise<number | null> {
+    return this.d.registry.removePresence(userId, connectionId, this.d.self).catch(() => null);
+  }
+
+  /** Tells the instances already holding the user that this one does too: their events now come here. */
+  async announce(userId: string): Promise<void> {
+    const others = await this.listeners.refresh(userId).catch(() => new Set<string>());
+    await this.notify(others, userId, true, true);
+  }
+
+  /**
+   * Tells the instances holding the user that this one no longer does; `online` false: nobody
+   * does (their detached takes start a grace of at least `minGrace` seconds), null: unknown.
+   */
+  async letGo(userId: string, online: false | null, minGrace = 0): Promise<void> {
+    const others = await this.listeners.of(userId).catch(() => []);
+    await this.notify(others, userId, false, online, minGrace);
+  }
+
+  /** A bus message: a presence notice (kept by the routes), null for an event, 'ignored' for ours or a malformed one. */
+  received(m: BusMessage): PresenceNotice | 'ignored' | null {
+    const notice = presenceNoticeOf(m, this.d.self);
+    if (notice && notice !== 'ignored') this.listeners.noticed(notice.instance, notice.user_id, notice.holds !== false);
+    return notice;
+  }
+
+  /** Forgets routes not looked at for a while. */
+  prune(): void {
+    this.listeners.prune();
+  }
+
+  private notify(to: Iterable<string>, userId: string, holds: boolean, online: boolean | null, minGrace = 0) {
+    const notice = { user_id: userId, instance: this.d.self, holds, online, min_grace_seconds: minGrace };
+    return sendPresenceNotice(this.d.bus, this.d.topic, to, notice, this.d.log);
+  }
 }

@@ -14,7 +14,7 @@ import { erasedUsers } from '@mi/lib/repositories/erasure';
 import { findOrCreateUser } from '@mi/lib/repositories/users';
 import { createEventPublisher, latestSeqs, outboxBacklog, type StoredEvent } from '@mi/lib/events/outbox';
 import type { BusMessage } from '@mi/lib/adapters/bus';
-import { presenceNoticeOf, RemoteListeners, sendPresenceNotice } from '@mi/lib/fanout/routes';
+import { InstancePresence } from '@mi/lib/fanout/routes';
 import { closeInstanceTopic, openInstanceTopic } from '@mi/lib/fanout/liveness';
 import type { Runtime } from '@mi/lib/adapters/runtime';
 import { Connection, type ConnectionHost } from './connection';
@@ -112,9 +112,8 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
   const localConnections = (userId: string) => byUser.get(userId)?.size ?? 0;
   const topic = config.PUBSUB_TOPIC_EVENTS;
   const fanout: FanoutCounters = { busMessages: 0, busEvents: 0, busMessagesUnheld: 0, eventsProduced: 0 };
-  const listeners = new RemoteListeners(instanceId, (userId) => coordination.presenceInstances(userId));
-  const routes = (userId: string) => listeners.of(userId);
-  const events = createEventPublisher({ db: rt.db, bus: rt.bus, topic, log, routes });
+  const presence = new InstancePresence({ self: instanceId, registry: coordination, bus: rt.bus, topic, log });
+  const events = createEventPublisher({ db: rt.db, bus: rt.bus, topic, log, routes: presence.routes });
   const leaseTtlMs = opts.leaseTtlMs ?? config.LIVE_INSTANCE_TTL_SECONDS * 1000;
 
   function deliverLocal(e: StoredEvent): void {
@@ -139,22 +138,11 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
     countPresence: (userId) => coordination.countPresence(userId),
   });
 
-  /** Tells `to` (the other instances holding the user) what changed here; best effort, heartbeats re-check. */
-  const notify = (to: Iterable<string>, userId: string, holds: boolean, online: boolean | null, minGrace = 0) =>
-    sendPresenceNotice(
-      rt.bus,
-      topic,
-      to,
-      { user_id: userId, instance: instanceId, holds, online, min_grace_seconds: minGrace },
-      log,
-    );
-
   function onBusMessage(m: BusMessage): void {
     fanout.busMessages++;
-    const notice = presenceNoticeOf(m, instanceId);
+    const notice = presence.received(m);
     if (notice === 'ignored') return;
     if (notice) {
-      listeners.noticed(notice.instance, notice.user_id, notice.holds !== false);
       if (notice.online === true) sessions.userOnline(notice.user_id);
       else if (notice.online === false) sessions.userOffline(notice.user_id, Number(notice.min_grace_seconds) || 0);
       return;
@@ -205,10 +193,8 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       // Presence first: a publisher that commits after the replay's starting point reads presence
       // after this write, so it addresses this instance (the replay covers what came before).
       // guard: hello-presence-before-replay | remove: await | test: test/live/hello-presence.test.ts :: committed between
-      await coordination
-        .addPresence(userId, conn.id, instanceId)
-        .catch((err) => log.warn({ err: (err as Error).message }, 'presence write failed'));
-      if (!conn.open) return void coordination.removePresence(userId, conn.id, instanceId).catch(() => undefined);
+      await presence.join(userId, conn.id);
+      if (!conn.open) return void presence.leave(userId, conn.id);
       conn.userId = userId;
       conn.clientId = hello.client_id;
       const helloTrace = traceOf(hello);
@@ -227,9 +213,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       conn.send({ type: 'ready', connection_id: conn.id });
       conn.stream.open();
       sessions.userOnline(userId);
-      // The instances already holding the user learn of this one (their events now come here too).
-      const others = await listeners.refresh(userId).catch(() => new Set<string>());
-      await notify(others, userId, true, true);
+      await presence.announce(userId);
     },
 
     async command(conn: Connection, cmd: ClientCommand) {
@@ -265,14 +249,13 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       if (mine?.size === 0) byUser.delete(userId);
       if (state !== 'running') return; // shutdown removes presence itself and leaves stops to the takeover
       void (async () => {
-        const remaining = await coordination.removePresence(userId, conn.id, instanceId).catch(() => null);
+        const remaining = await presence.leave(userId, conn.id);
         if (localConnections(userId) > 0) return;
-        const others = await listeners.of(userId).catch(() => []);
         // Unknown, or connected elsewhere: heartbeats re-check.
-        if (remaining !== 0) return void notify(others, userId, false, null);
+        if (remaining !== 0) return void presence.letGo(userId, null);
         const minGrace = conn.advised ? ADVISED_RECONNECT_GRACE_SECONDS : 0;
         sessions.userOffline(userId, minGrace);
-        await notify(others, userId, false, false, minGrace);
+        await presence.letGo(userId, false, minGrace);
       })();
     },
   };
@@ -316,7 +299,7 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
       // guard: live-catch-up-fills-bus-gaps | remove: void catchUp(); | test: test/live/sweep-order.test.ts :: mark itself again
       catchUpTimer = setInterval(() => {
         void catchUp();
-        listeners.prune();
+        presence.prune();
       }, opts.catchUpMs ?? CATCH_UP_MS);
       // The live service always runs (min instances ≥ 1, CPU always allocated): it reports the outbox metrics.
       unwatchOutbox = watchOutbox(() => outboxBacklog(rt.db));
@@ -343,13 +326,10 @@ export function createLiveService(rt: Runtime, opts: LiveServiceOptions = {}): L
           }
           // Frames that came in between are written here too; then each take waits for a resume.
           await sessions.releaseAll(SHUTDOWN_RELEASE_MS);
-          await Promise.allSettled(
-            present.map((c) => settleWithin(coordination.removePresence(c.userId, c.id, instanceId), 1_000)),
-          );
+          await Promise.allSettled(present.map((c) => settleWithin(presence.leave(c.userId, c.id), 1_000)));
           // The instances sharing our users stop addressing us (their routes would learn it within REFRESH_MS).
           const users = [...new Set(present.map((c) => c.userId))];
-          const letGo = async (u: string) => notify(await listeners.of(u).catch(() => []), u, false, null);
-          await settleWithin(Promise.all(users.map(letGo)), 1_000);
+          await settleWithin(Promise.all(users.map((u) => presence.letGo(u, null))), 1_000);
         }
         // A beat under way ends first: a mark it writes after the unmark would keep a deleted topic's instance alive.
         await settleWithin(beat, 2_000);

@@ -2,19 +2,16 @@
 // (a second tab resumes the take on B while A still holds frames and its own commits are in
 // flight): on native PostgreSQL their group commits interleave. No range may be stored twice and
 // no frame lost, round after round.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { OpenedDatabase } from '@mi/lib/db/open';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { listManifest } from '@mi/lib/repositories/manifest';
 import {
   TestClient,
   createMeeting,
-  fileEnv,
-  openTestDatabase,
   pcmFrame,
   range,
-  startInstance,
   storedAudio,
   token,
+  useInstances,
   type Instance,
 } from '../live/helpers';
 
@@ -24,23 +21,12 @@ if (!native)
     'test/concurrency/live-handoff skipped: PGlite runs one transaction at a time, so the commits cannot interleave',
   );
 
-let database: OpenedDatabase;
+const live = useInstances(native ? [{ instanceId: 'instance-a' }, { instanceId: 'instance-b' }] : [], {
+  RECORDING_SEGMENT_TARGET_MS: '300',
+});
 let a: Instance;
 let b: Instance;
-
-beforeAll(async () => {
-  if (!native) return;
-  database = await openTestDatabase();
-  const env = { ...fileEnv(), RECORDING_SEGMENT_TARGET_MS: '300' };
-  [a, b] = await Promise.all([
-    startInstance(database, env, { instanceId: 'instance-a' }),
-    startInstance(database, env, { instanceId: 'instance-b' }),
-  ]);
-}, 60_000);
-afterAll(async () => {
-  await Promise.allSettled([a?.close(), b?.close()]);
-  await database?.close();
-});
+beforeAll(() => void ([a, b] = live.instances));
 
 describe.skipIf(!native)('lease hand-off between two instances', () => {
   it('should store every frame exactly once when both instances commit the same take (5 rounds)', async () => {

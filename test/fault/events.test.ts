@@ -6,7 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenedDatabase } from '@mi/lib/db/open';
-import { instanceSubscriptionName, instanceTopic } from '@mi/lib/adapters/bus';
+import { instanceSubscriptionName } from '@mi/lib/adapters/bus';
+import { instanceTopic } from '@mi/lib/fanout/topics';
 import { eventsAfter } from '@mi/lib/events/outbox';
 import { startPubsubEmulator, type RunningEmulator } from '../../emulators/gcloud';
 import { runSweep } from '../../functions/sweep';

@@ -3,38 +3,15 @@
 // topic); the producing instance delivers to its own connections in-process and publishes nothing
 // when no other instance holds the user; a tab that moves to another instance misses nothing and
 // its events follow it there over the bus. Broadcast (the design before) fails these.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { until } from '../support/poll';
-import type { OpenedDatabase } from '@mi/lib/db/open';
-import {
-  TestClient,
-  createMeeting,
-  fileEnv,
-  openTestDatabase,
-  range,
-  startInstance,
-  token,
-  type Instance,
-  type Message,
-} from './helpers';
+import { TestClient, createMeeting, range, token, useInstances, type Instance, type Message } from './helpers';
 
-let database: OpenedDatabase;
+const live = useInstances(['a', 'b', 'c'].map((n) => ({ instanceId: `fanout-${n}` })));
 let a: Instance;
 let b: Instance;
 let c: Instance;
-
-beforeAll(async () => {
-  database = await openTestDatabase();
-  const env = fileEnv();
-  [a, b, c] = await Promise.all(
-    ['a', 'b', 'c'].map((n) => startInstance(database, env, { instanceId: `fanout-${n}` })),
-  );
-});
-
-afterAll(async () => {
-  await Promise.allSettled([a, b, c].map((i) => i?.close()));
-  await database?.close();
-});
+beforeAll(() => void ([a, b, c] = live.instances));
 
 const busMessages = () => [a, b, c].map((i) => i.live.fanout.busMessages);
 const seqsOf = (client: TestClient) =>

@@ -5,7 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
-import { afterAll, beforeAll, inject } from 'vitest';
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, afterEach, beforeAll, inject } from 'vitest';
 import WebSocket from 'ws';
 import { mintDevToken } from '@mi/lib/adapters/auth';
 import type { Bus } from '@mi/lib/adapters/bus';
@@ -21,6 +22,7 @@ import { createApp } from '../../functions/api/app';
 import { startFakeMl, type FakeMl } from '../../emulators/ml/server';
 import { fileDatabase, TEST_SECRETS } from '../harness';
 import { runtimeUrl } from '../support/database';
+import { startServer, type ServerProcess } from './server-process';
 
 /** Small segment and settle values keep the tests fast. */
 export const FAST_RECORDING_ENV: Record<string, string> = {
@@ -62,6 +64,68 @@ export async function openTestDatabase(): Promise<OpenedDatabase> {
   };
 }
 
+/** One instance of useInstances: its options, and its environment on top of the file's. */
+export type InstanceSpec = InstanceOptions & { env?: Record<string, string> };
+
+/** What useInstances gives a test file; read it inside the tests (it is filled before them). */
+export interface LiveSetup {
+  /** The in-process instances, in the order of their specs. */
+  readonly instances: Instance[];
+  readonly database: OpenedDatabase;
+  /** The file's environment (fileEnv() with the given env) every instance starts from. */
+  readonly env: Record<string, string>;
+  /**
+   * The Cloud Run entry (server.ts) as a child process on this database and environment (with
+   * `extra`), `workers` workers; resolves once each listens; killed after the test.
+   */
+  startServer(extra?: Record<string, string>, workers?: number): Promise<ServerProcess>;
+}
+
+/**
+ * The multi-instance live setup of a test file: a database of its own and `specs.length`
+ * instances on it (or `specs` alike), as Cloud Run instances sharing one set of emulators.
+ * Started together before the file's tests, each by readiness (startInstance resolves once its
+ * server listens and its service runs: no time budget but the hook's), stopped after them; server
+ * processes a test starts are killed after it.
+ */
+export function useInstances(specs: number | InstanceSpec[], env: Record<string, string> = {}): LiveSetup {
+  const each: InstanceSpec[] = typeof specs === 'number' ? Array.from({ length: specs }, () => ({})) : specs;
+  let database: OpenedDatabase;
+  let fileSettings: Record<string, string>;
+  let instances: Instance[] = [];
+  const children: ChildProcess[] = [];
+  beforeAll(async () => {
+    database = await openTestDatabase();
+    fileSettings = { ...fileEnv(), ...env };
+    const started = await Promise.allSettled(
+      each.map(({ env: own, ...opts }) => startInstance(database, { ...fileSettings, ...own }, opts)),
+    );
+    instances = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason; // those that started are stopped after
+  });
+  afterEach(() => {
+    for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  afterAll(async () => {
+    await Promise.allSettled(instances.map((i) => i.close()));
+    await database?.close();
+  });
+  return {
+    get instances() {
+      return instances;
+    },
+    get database() {
+      return database;
+    },
+    get env() {
+      return fileSettings;
+    },
+    startServer: (extra = {}, workers = 1) =>
+      startServer({ ...fileSettings, DATABASE_URL: database.url, ...extra }, workers, children),
+  };
+}
+
 /**
  * One live instance without an ML service on a database of the calling test file's own, started
  * before its tests and closed after them; read its parts inside the tests.
@@ -73,22 +137,13 @@ export function useInstance(
   readonly instance: Instance;
   readonly database: OpenedDatabase;
 } {
-  let database: OpenedDatabase;
-  let instance: Instance;
-  beforeAll(async () => {
-    database = await openTestDatabase();
-    instance = await startInstance(database, { ...fileEnv(), ML_SERVICE_URL: 'http://127.0.0.1:9', ...env }, opts);
-  }, 60_000);
-  afterAll(async () => {
-    await instance?.close();
-    await database?.close();
-  });
+  const setup = useInstances([opts], { ML_SERVICE_URL: 'http://127.0.0.1:9', ...env });
   return {
     get instance() {
-      return instance;
+      return setup.instances[0];
     },
     get database() {
-      return database;
+      return setup.database;
     },
   };
 }

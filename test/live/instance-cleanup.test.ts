@@ -4,62 +4,41 @@
 // hello's replay); the sweep deletes the dead instance's topic and subscription once its mark in
 // Firestore lapsed, keeps those of the running instances, and later publishes to the deleted
 // topic are skipped, not retried forever. Against the Pub/Sub and Firestore emulators.
-import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { PubSub } from '@google-cloud/pubsub';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { instanceSubscriptionName, instanceTopic } from '@mi/lib/adapters/bus';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { instanceSubscriptionName } from '@mi/lib/adapters/bus';
+import { instanceTopic } from '@mi/lib/fanout/topics';
 import { emulatorAuth } from '@mi/lib/adapters/google-auth';
-import type { OpenedDatabase } from '@mi/lib/db/open';
 import { recordingLeaseKey } from '@mi/lib/repositories/recordings';
 import { runSweep } from '../../functions/sweep';
-import {
-  TestClient,
-  createMeeting,
-  fileEnv,
-  openTestDatabase,
-  range,
-  startInstance,
-  token,
-  type Instance,
-  type Message,
-} from './helpers';
-import { startServer } from './server-process';
+import { TestClient, createMeeting, range, token, useInstances, type Instance, type Message } from './helpers';
 
 const TTL_SECONDS = 10;
-let database: OpenedDatabase;
-let env: Record<string, string>;
+// Ids of this run only: another copy of this file (the guard runner runs two) must not remove
+// these instances' marks when its own instances with the same ids shut down.
+const run = randomUUID().slice(0, 8);
+// A server process's instance document (its liveness, leases and presence) lapses 10 s after its last beat.
+const live = useInstances(
+  ['a', 'b'].map((n) => ({ instanceId: `cleanup-${n}-${run}` })),
+  { LIVE_INSTANCE_TTL_SECONDS: String(TTL_SECONDS) },
+);
 let a: Instance;
 let b: Instance;
 let pubsub: PubSub;
-const children: ChildProcess[] = [];
 
-beforeAll(async () => {
-  database = await openTestDatabase();
-  // A server process's instance document (its liveness, leases and presence) lapses 10 s after its last beat.
-  env = { ...fileEnv(), LIVE_INSTANCE_TTL_SECONDS: String(TTL_SECONDS) };
-  // Ids of this run only: another copy of this file (the guard runner runs two) must not remove
-  // these instances' marks when its own instances with the same ids shut down.
-  const run = randomUUID().slice(0, 8);
-  [a, b] = await Promise.all(
-    ['a', 'b'].map((n) => startInstance(database, env, { instanceId: `cleanup-${n}-${run}` })),
-  );
+beforeAll(() => {
+  [a, b] = live.instances;
   pubsub = new PubSub({
     projectId: a.config.GOOGLE_CLOUD_PROJECT,
-    apiEndpoint: env.PUBSUB_EMULATOR_HOST,
+    apiEndpoint: live.env.PUBSUB_EMULATOR_HOST,
     emulatorMode: true,
     authClient: emulatorAuth(),
   });
 });
 
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-});
-
 afterAll(async () => {
-  await Promise.allSettled([a, b].map((i) => i?.close()));
   await pubsub?.close();
-  await database?.close();
 });
 
 const lastPart = (name: string) => name.split('/').pop()!;
@@ -72,7 +51,7 @@ describe('a live instance that died', () => {
   const afterDeath = 'should lose no event of a tab that moves away; the sweep deletes its topic and subscription';
   it(`${afterDeath} and should keep the topics of running instances`, async () => {
     const events = a.config.PUBSUB_TOPIC_EVENTS;
-    const dead = await startServer({ ...env, DATABASE_URL: database.url }, 1, children);
+    const dead = await live.startServer();
     const deadId = dead.instances[0].instance;
     const u = await token(a.config, 'cleanup-u');
     const recorder = await TestClient.connect(a.wsUrl, u);
@@ -155,7 +134,7 @@ describe('a live instance that died', () => {
 
 describe("a killed live instance's takes", () => {
   it('should be free for another instance within LIVE_INSTANCE_TTL_SECONDS of its last beat', async () => {
-    const dead = await startServer({ ...env, DATABASE_URL: database.url }, 1, children);
+    const dead = await live.startServer();
     const deadId = dead.instances[0].instance;
     const u = await token(a.config, `cleanup-take-${randomUUID()}`);
     const meetingId = await createMeeting(a, u);

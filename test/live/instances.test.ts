@@ -4,45 +4,19 @@
 // grace: when the user's last connection anywhere closes, a take stops with reason
 // connection_closed after RECORDING_DISCONNECT_GRACE_SECONDS (0: at once, A here; 2 s on B),
 // with what the closed connection delivered flushed; a reconnect or a resume cancels the stop.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { OpenedDatabase } from '@mi/lib/db/open';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { getRecording } from '@mi/lib/repositories/recordings';
-import {
-  TestClient,
-  createMeeting,
-  fileEnv,
-  openTestDatabase,
-  pcmFrame,
-  range,
-  startInstance,
-  storedAudio,
-  token,
-  type Instance,
-} from './helpers';
+import { TestClient, createMeeting, pcmFrame, range, storedAudio, token, useInstances, type Instance } from './helpers';
 import { sleep } from '../support/poll';
 
-let database: OpenedDatabase;
+const GRACE_SECONDS = 2;
+const live = useInstances([
+  { instanceId: 'instance-a', env: { RECORDING_DISCONNECT_GRACE_SECONDS: '0' } },
+  { instanceId: 'instance-b', env: { RECORDING_DISCONNECT_GRACE_SECONDS: String(GRACE_SECONDS) } },
+]);
 let a: Instance;
 let b: Instance;
-const GRACE_SECONDS = 2;
-
-beforeAll(async () => {
-  database = await openTestDatabase();
-  const env = fileEnv();
-  [a, b] = await Promise.all([
-    startInstance(database, { ...env, RECORDING_DISCONNECT_GRACE_SECONDS: '0' }, { instanceId: 'instance-a' }),
-    startInstance(
-      database,
-      { ...env, RECORDING_DISCONNECT_GRACE_SECONDS: String(GRACE_SECONDS) },
-      { instanceId: 'instance-b' },
-    ),
-  ]);
-});
-
-afterAll(async () => {
-  await Promise.allSettled([a?.close(), b?.close()]);
-  await database?.close();
-});
+beforeAll(() => void ([a, b] = live.instances));
 
 function waitForState(instance: Instance, meetingId: string, state: string, timeoutMs = 15_000) {
   return vi.waitFor(

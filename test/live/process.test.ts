@@ -1,52 +1,18 @@
 // The Cloud Run entry (server.ts) as a real child process on the test's database: SIGTERM
 // flushes, advises reconnecting and exits within 8 s; after SIGKILL, a resume on another instance
 // still finds every acknowledged frame.
-import type { ChildProcess } from 'node:child_process';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { OpenedDatabase } from '@mi/lib/db/open';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { getRecording } from '@mi/lib/repositories/recordings';
-import {
-  TestClient,
-  createMeeting,
-  fileEnv,
-  openTestDatabase,
-  pcmFrame,
-  range,
-  startInstance,
-  storedAudio,
-  token,
-  type Instance,
-} from './helpers';
+import { TestClient, createMeeting, pcmFrame, range, storedAudio, token, useInstances, type Instance } from './helpers';
 import { sleep } from '../support/poll';
-import { startServer as startLiveServer } from './server-process';
 
-let database: OpenedDatabase;
-let env: Record<string, string>;
+const live = useInstances(1);
 let other: Instance;
-const children: ChildProcess[] = [];
-
-beforeAll(async () => {
-  database = await openTestDatabase();
-  env = fileEnv();
-  other = await startInstance(database, env);
-});
-
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-});
-
-afterAll(async () => {
-  await other?.close();
-  await database?.close();
-});
-
-/** One worker (LIVE_WORKERS=1: no fork), today's single-process service; workers.test.ts runs two. */
-const startServer = (extra: Record<string, string> = {}) =>
-  startLiveServer({ ...env, DATABASE_URL: database.url, ...extra }, 1, children);
+beforeAll(() => void ([other] = live.instances));
 
 describe('server.ts', () => {
   it('should flush every buffer, advise reconnecting, close with 1012 and exit within 8 s on SIGTERM', async () => {
-    const server = await startServer({ RECORDING_SEGMENT_TARGET_MS: '10000' });
+    const server = await live.startServer({ RECORDING_SEGMENT_TARGET_MS: '10000' });
     const t = await token(other.config, 'sigterm');
     const client = await TestClient.connect(server.wsUrl, t);
     const meetingId = await createMeeting(other, t);
@@ -76,7 +42,7 @@ describe('server.ts', () => {
   });
 
   it('should lose no acknowledged frame when the instance is killed (SIGKILL) and the take is resumed on another', async () => {
-    const server = await startServer({ RECORDING_SEGMENT_TARGET_MS: '500', RECORDING_PROGRESS_EVERY_FRAMES: '5' });
+    const server = await live.startServer({ RECORDING_SEGMENT_TARGET_MS: '500', RECORDING_PROGRESS_EVERY_FRAMES: '5' });
     const t = await token(other.config, 'sigkill');
     const client = await TestClient.connect(server.wsUrl, t);
     const meetingId = await createMeeting(other, t);

@@ -3,42 +3,23 @@
 // database answers; 503 problem+json with Retry-After while the database hangs (then 200 again
 // once it answers) and while the instance drains on SIGTERM. /healthz (liveness) ignores the
 // database. Every outcome is polled for, never waited out.
-import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { OpenedDatabase } from '@mi/lib/db/open';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
-import {
-  TestClient,
-  createMeeting,
-  fileEnv,
-  openTestDatabase,
-  range,
-  startInstance,
-  token,
-  type Instance,
-} from './helpers';
-import { startServer } from './server-process';
+import { TestClient, createMeeting, range, token, useInstances, type Instance } from './helpers';
 
-let database: OpenedDatabase;
-let env: Record<string, string>;
+const live = useInstances(1);
 let other: Instance;
 let proxy: TcpProxy;
-const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  database = await openTestDatabase();
-  env = fileEnv();
-  other = await startInstance(database, env);
-  proxy = await startTcpProxy(database.url);
+  [other] = live.instances;
+  proxy = await startTcpProxy(live.database.url);
 });
 afterEach(() => {
   proxy.forward();
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
 });
 afterAll(async () => {
   await proxy?.close();
-  await other?.close();
-  await database?.close();
 });
 
 const get = async (url: string) => {
@@ -50,7 +31,7 @@ const poll = { timeout: 30_000, interval: 100 };
 
 describe('live GET /readyz', () => {
   it('should be ready while the database answers, 503 while it hangs (healthz 200), ready again after', async () => {
-    const server = await startServer({ ...env, DATABASE_URL: proxy.url }, 1, children);
+    const server = await live.startServer({ DATABASE_URL: proxy.url });
     expect(await get(`${server.url}/readyz`)).toMatchObject({ status: 200, body: { status: 'ok' } });
 
     proxy.hang();
@@ -66,8 +47,7 @@ describe('live GET /readyz', () => {
   });
 
   it('should answer 503 while the instance drains after SIGTERM', async () => {
-    const settings = { ...env, DATABASE_URL: proxy.url, RECORDING_SEGMENT_TARGET_MS: '10000' };
-    const server = await startServer(settings, 1, children);
+    const server = await live.startServer({ DATABASE_URL: proxy.url, RECORDING_SEGMENT_TARGET_MS: '10000' });
     const t = await token(other.config, 'draining');
     const client = await TestClient.connect(server.wsUrl, t);
     const meetingId = await createMeeting(other, t);

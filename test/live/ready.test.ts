@@ -6,58 +6,40 @@
 // read then counted the event as before the tab, and the tab never got it. Catch-up is off: only
 // the replay and the bus can bring an event.
 import type { Database } from '@mi/lib/db/pool';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OpenedDatabase } from '@mi/lib/db/open';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { latestSeq } from '@mi/lib/events/outbox';
-import {
-  TestClient,
-  aroundQueries,
-  createMeeting,
-  fileEnv,
-  openTestDatabase,
-  startInstance,
-  token,
-  type Instance,
-} from './helpers';
+import { TestClient, aroundQueries, createMeeting, token, useInstances, type Instance } from './helpers';
 import { until } from '../support/poll';
-
-let database: OpenedDatabase;
-let rest: Instance;
-let live: Instance;
 
 /** The fault hook: the next starting-point read of this user waits until released. */
 let hold: { userId: string; held: () => void; released: Promise<void> } | null = null;
 
-beforeAll(async () => {
-  database = await openTestDatabase();
-  const env = fileEnv();
-  rest = await startInstance(database, env, { instanceId: 'ready-rest' });
-  const held = (served: Database) =>
-    aroundQueries(served, async (name, params, run) => {
-      const h = hold;
-      if (name === 'events.latest_seq' && h && params?.[0] === h.userId) {
-        hold = null;
-        h.held();
-        await h.released;
-      }
-      return run();
-    });
-  live = await startInstance(database, env, { served: held, instanceId: 'ready-live', catchUpMs: 3_600_000 });
-});
-
-afterAll(async () => {
-  await Promise.allSettled([rest, live].map((i) => i?.close()));
-  await database?.close();
-});
+const held = (served: Database) =>
+  aroundQueries(served, async (name, params, run) => {
+    const h = hold;
+    if (name === 'events.latest_seq' && h && params?.[0] === h.userId) {
+      hold = null;
+      h.held();
+      await h.released;
+    }
+    return run();
+  });
+const setup = useInstances([
+  { instanceId: 'ready-rest' },
+  { served: held, instanceId: 'ready-live', catchUpMs: 3_600_000 },
+]);
+let rest: Instance;
+let live: Instance;
+beforeAll(() => void ([rest, live] = setup.instances));
 
 /** A meeting created through the REST instance, its event's seq, and whether the tab had `ready` by then. */
 async function commitEvent(tab: TestClient, userToken: string, userId: string) {
   const meetingId = await createMeeting(rest, userToken);
   const afterReady = tab.messages.some((m) => m.type === 'ready');
-  const seq = await latestSeq(database.db, userId);
+  const seq = await latestSeq(setup.database.db, userId);
   // Published: its copy is on the bus before the test lets the read go on.
   await until('the event published', async () => {
-    const { rows } = await database.db.query<{ n: number }>(
+    const { rows } = await setup.database.db.query<{ n: number }>(
       'test.unpublished',
       'SELECT count(*)::int AS n FROM event_outbox WHERE user_id = $1 AND published_at IS NULL',
       [userId],
@@ -76,7 +58,7 @@ async function connectAcrossACommit(name: string, lastSeqOf?: (latest: number) =
   const me = await fetch(`${rest.url}/me`, { headers: { authorization: `Bearer ${u}` } });
   const userId = ((await me.json()) as { id: string }).id;
   await createMeeting(rest, u); // the user has events before the tab comes
-  const before = await latestSeq(database.db, userId);
+  const before = await latestSeq(setup.database.db, userId);
 
   let held!: () => void;
   let release!: () => void;

@@ -13,6 +13,8 @@ export interface ServerProcess {
   url: string;
   /** Each live instance's id and pid, from its 'live service listening' line. */
   instances: { instance: string; pid: number }[];
+  /** The `n`th live instance (from 1), once it listens: a replaced worker is awaited by readiness too. */
+  listening(n: number): Promise<{ instance: string; pid: number }>;
   exited: Promise<number | null>;
   /** Every JSON log line so far. */
   logs: Record<string, any>[];
@@ -42,6 +44,7 @@ export async function startServer(
   child.stderr!.on('data', (d) => (stderr += String(d)));
   const logs: Record<string, any>[] = [];
   const instances: { instance: string; pid: number }[] = [];
+  const waiting: { n: number; resolve(i: { instance: string; pid: number }): void }[] = [];
   const port = await new Promise<number>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       let entry: Record<string, any>;
@@ -53,12 +56,20 @@ export async function startServer(
       logs.push(entry);
       if (entry.message !== 'live service listening') return;
       instances.push({ instance: entry.instance, pid: entry.pid });
+      for (const w of waiting.filter((w) => w.n === instances.length)) w.resolve(instances[w.n - 1]);
       if (instances.length === workers) resolve(entry.port);
     });
     void exited.then((code) => reject(new Error(`server.ts exited with ${code}: ${stderr}`)));
   });
   const url = `http://127.0.0.1:${port}`;
-  return { process: child, url, wsUrl: `ws://127.0.0.1:${port}/ws`, instances, exited, logs };
+  const listening = (n: number) =>
+    instances.length >= n
+      ? Promise.resolve(instances[n - 1])
+      : new Promise<{ instance: string; pid: number }>((resolve, reject) => {
+          waiting.push({ n, resolve });
+          void exited.then((code) => reject(new Error(`server.ts exited with ${code} before instance ${n} listened`)));
+        });
+  return { process: child, url, wsUrl: `ws://127.0.0.1:${port}/ws`, instances, listening, exited, logs };
 }
 
 /** true while a process with this pid exists. */

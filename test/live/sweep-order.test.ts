@@ -11,33 +11,23 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PubSub } from '@google-cloud/pubsub';
-import { createBus, instanceSubscriptionName, instanceTopic, type Bus } from '@mi/lib/adapters/bus';
+import { createBus, instanceSubscriptionName, type Bus } from '@mi/lib/adapters/bus';
+import { instanceTopic } from '@mi/lib/fanout/topics';
 import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
 import { emulatorAuth } from '@mi/lib/adapters/google-auth';
-import type { OpenedDatabase } from '@mi/lib/db/open';
 import { deleteDeadInstanceTopics, instanceTopicReads, type InstanceTopicReads } from '@mi/lib/fanout/liveness';
 import { startTcpProxy } from '../support/tcp-proxy';
-import {
-  TestClient,
-  createMeeting,
-  fileEnv,
-  openTestDatabase,
-  range,
-  startInstance,
-  token,
-  type Instance,
-} from './helpers';
+import { TestClient, createMeeting, range, startInstance, token, useInstances, type Instance } from './helpers';
 
-let database: OpenedDatabase;
+const live = useInstances([{ instanceId: `order-a-${randomUUID()}` }]);
 let env: Record<string, string>;
 let a: Instance;
 let pubsub: PubSub;
 const started: Instance[] = [];
 
-beforeAll(async () => {
-  database = await openTestDatabase();
-  env = fileEnv();
-  a = await startInstance(database, env, { instanceId: `order-a-${randomUUID()}` });
+beforeAll(() => {
+  [a] = live.instances;
+  env = live.env;
   pubsub = new PubSub({
     projectId: a.config.GOOGLE_CLOUD_PROJECT,
     apiEndpoint: env.PUBSUB_EMULATOR_HOST,
@@ -47,9 +37,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.allSettled([a, ...started].map((i) => i?.close()));
+  await Promise.allSettled(started.map((i) => i.close()));
   await pubsub?.close();
-  await database?.close();
 });
 
 const startLive = async (
@@ -58,7 +47,7 @@ const startLive = async (
 ) => {
   const instanceId = `order-${name}-${randomUUID()}`;
   const { env: own, ...rest } = opts;
-  const instance = await startInstance(database, { ...env, ...own }, { instanceId, ...rest });
+  const instance = await startInstance(live.database, { ...env, ...own }, { instanceId, ...rest });
   started.push(instance);
   return instance;
 };

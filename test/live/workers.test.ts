@@ -3,49 +3,23 @@
 // one and resumed on the other stores every frame once; a dead worker is replaced, a crash loop
 // ends the instance, and no worker outlives a killed primary; SIGTERM to the primary drains both
 // workers (every frame stored, 1012) and the whole process tree is gone within Cloud Run's 10 s.
-import type { ChildProcess } from 'node:child_process';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { OpenedDatabase } from '@mi/lib/db/open';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { getRecording } from '@mi/lib/repositories/recordings';
-import {
-  TestClient,
-  createMeeting,
-  fileEnv,
-  openTestDatabase,
-  pcmFrame,
-  range,
-  startInstance,
-  storedAudio,
-  token,
-  type Instance,
-} from './helpers';
+import { TestClient, createMeeting, pcmFrame, range, storedAudio, token, useInstances, type Instance } from './helpers';
 import { sleep, until } from '../support/poll';
-import { isAlive, startServer, type ServerProcess } from './server-process';
+import { isAlive, type ServerProcess } from './server-process';
 
-let database: OpenedDatabase;
-let env: Record<string, string>;
+const live = useInstances(1);
 let rest: Instance; // an in-process instance for REST and reading stored audio
-const children: ChildProcess[] = [];
+beforeAll(() => void ([rest] = live.instances));
 const workerPids: number[] = [];
 
-beforeAll(async () => {
-  database = await openTestDatabase();
-  env = fileEnv();
-  rest = await startInstance(database, env);
-});
-
 afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
   for (const pid of workerPids.splice(0)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
 });
 
-afterAll(async () => {
-  await rest?.close();
-  await database?.close();
-});
-
 async function startTwo(extra: Record<string, string>): Promise<ServerProcess> {
-  const server = await startServer({ ...env, DATABASE_URL: database.url, ...extra }, 2, children);
+  const server = await live.startServer(extra, 2);
   workerPids.push(...server.instances.map((i) => i.pid));
   return server;
 }
@@ -115,7 +89,7 @@ describe('server.ts with two workers', () => {
     const server = await startTwo({});
     const [dead, kept] = server.instances;
     process.kill(dead.pid, 'SIGKILL');
-    const fresh = await untilAnswered('a replacement worker', () => server.instances[2]);
+    const fresh = await server.listening(3); // the replacement
     workerPids.push(fresh.pid);
     expect(fresh.instance).not.toBe(dead.instance);
     expect(fresh.instance).not.toBe(kept.instance);

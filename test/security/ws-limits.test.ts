@@ -6,21 +6,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import WebSocket from 'ws';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OpenedDatabase } from '@mi/lib/db/open';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { appendEvent, appendEvents } from '@mi/lib/events/outbox';
 import { changed, segmentEvent } from '@mi/lib/events/catalogue';
 import {
   TestClient,
   createMeeting,
-  fileEnv,
   frameMessage,
-  openTestDatabase,
   pcmFrame,
   range,
-  startInstance,
   token,
+  useInstances,
   type Instance,
 } from '../live/helpers';
 import { sleep, until } from '../support/poll';
@@ -30,27 +27,16 @@ const HELLO_TIMEOUT_S = 0.5;
 const MAX_CONNECTIONS = 3;
 const SEND_QUEUE = 262_144;
 
-let database: OpenedDatabase;
+const live = useInstances(2, {
+  ML_SERVICE_URL: 'http://127.0.0.1:9',
+  LIVE_MAX_FRAME_BYTES: String(MAX_FRAME),
+  LIVE_HELLO_TIMEOUT_SECONDS: String(HELLO_TIMEOUT_S),
+  LIVE_MAX_CONNECTIONS_PER_USER: String(MAX_CONNECTIONS),
+  LIVE_SEND_QUEUE_BYTES: String(SEND_QUEUE),
+});
 let a: Instance;
 let b: Instance;
-
-beforeAll(async () => {
-  database = await openTestDatabase();
-  const env = {
-    ...fileEnv(),
-    ML_SERVICE_URL: 'http://127.0.0.1:9',
-    LIVE_MAX_FRAME_BYTES: String(MAX_FRAME),
-    LIVE_HELLO_TIMEOUT_SECONDS: String(HELLO_TIMEOUT_S),
-    LIVE_MAX_CONNECTIONS_PER_USER: String(MAX_CONNECTIONS),
-    LIVE_SEND_QUEUE_BYTES: String(SEND_QUEUE),
-  };
-  [a, b] = await Promise.all([startInstance(database, env), startInstance(database, env)]);
-}, 60_000);
-
-afterAll(async () => {
-  await Promise.allSettled([a?.close(), b?.close()]);
-  await database?.close();
-});
+beforeAll(() => void ([a, b] = live.instances));
 
 const userIdOf = async (meetingId: string): Promise<string> =>
   (await a.rt.db.query<{ user_id: string }>('test.owner', 'SELECT user_id FROM meeting WHERE id = $1', [meetingId]))

@@ -1,7 +1,7 @@
-# Firestore (native mode) holds the live service's cross-instance coordination
-# (lib/adapters/coordination.ts): one document per live instance (its liveness and connections,
-# renewed by its heartbeat) and a lease document per take (owner and epoch). Both expire; the TTL
-# policy deletes expired documents (lazily, usually within a day), so readers still compare
+# Firestore (native mode) holds the live service's cross-instance coordination: one document
+# per live instance (its liveness and connections, renewed by its heartbeat; lib/fanout/liveness.ts)
+# and a lease document per take (owner and epoch; lib/adapters/coordination.ts). Both expire; the
+# TTL policy deletes expired documents (lazily, usually within a day), so readers still compare
 # expires_at with the clock and treat an expired document as absent.
 
 resource "google_firestore_database" "this" {

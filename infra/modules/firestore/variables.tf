@@ -8,8 +8,8 @@ variable "location_id" {
 }
 
 # TTL policies name collection groups (the last path segment), wherever the collection sits.
-# lib/adapters/coordination.ts writes leases to `<prefix>leases` (the live service's prefix is `live_`)
-# and each live instance's document (liveness, connections) to `<prefix>instances`.
+# lib/adapters/coordination.ts writes leases to `<prefix>leases` (the live service's prefix is `live_`),
+# lib/fanout/liveness.ts each live instance's document (liveness, connections) to `<prefix>instances`.
 variable "ttl_collections" {
   description = "Collection groups whose documents expire at var.ttl_field."
   type        = list(string)

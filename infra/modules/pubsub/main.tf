@@ -1,5 +1,5 @@
 # Topics: each live instance creates a topic of its own, `events.<instance>`, at start and
-# deletes it on shutdown (infra/modules/iam grants that; lib/fanout/liveness.ts); `events` is
+# deletes it on shutdown (infra/modules/iam grants that; lib/fanout/topics.ts); `events` is
 # their name prefix and no longer carries traffic itself (the broadcast design that used it left
 # the deployable; dropping it is a separate, destructive change). `recording.finalized` carries
 # finalized recordings to the ML batch worker, whose subscription dead-letters poison
