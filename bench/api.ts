@@ -41,6 +41,10 @@ const LOAD_CORE = '0';
 // policies) served as the schema owner, measured with the preload beside this one's rows and
 // printed, not written: the cost of a change in one run (issue 38's figures).
 const COMPARE_DIR = process.env.BENCH_API_COMPARE && path.resolve(process.env.BENCH_API_COMPARE);
+// BENCH_API_ROUNDS (default 5): rounds of a comparison, the two bundles alternating in each; the
+// change printed is the median of the rounds' paired changes, with their range (a loaded
+// machine moves one row ±30 % between runs, and a pair measured back to back much less).
+const ROUNDS = Number(process.env.BENCH_API_ROUNDS ?? 5);
 // The functions run on the nodejs24 runtime (infra/modules/services/functions.tf): the servers do too.
 const NODE = serverNode();
 const NODE_VERSION = execFileSync(NODE, ['--version'], { encoding: 'utf8' }).trim();
@@ -314,7 +318,9 @@ const bare = await startServer(path.join(root, 'bench/bare-api'), false);
 const preloaded = await startServer(path.join(root, 'functions/dist'), true);
 const plainServer = await startServer(path.join(root, 'functions/dist'), false);
 const compared = COMPARE_DIR ? await startServer(COMPARE_DIR, true, database.url) : null;
-const measured: Record<'preload' | 'plain' | 'compared', Measure[]> = { preload: [], plain: [], compared: [] };
+const measured: Record<'preload' | 'plain', Measure[]> = { preload: [], plain: [] };
+/** Per route, each round's [compared, this tree] CPU per request. */
+const pairs: [number, number][][] = [];
 let baseline: Measure;
 let tab: number[] = [];
 try {
@@ -322,7 +328,17 @@ try {
   for (const route of selected) {
     measured.preload.push(await measure(preloaded, route));
     measured.plain.push(await measure(plainServer, route));
-    if (compared) measured.compared.push(await measure(compared, route));
+  }
+  for (const route of compared ? selected : []) {
+    const rounds: [number, number][] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      // Alternating which goes first: a drift in the machine's load weighs on both alike.
+      const cpu = new Map<Server, number>();
+      for (const server of r % 2 ? [compared!, preloaded] : [preloaded, compared!])
+        cpu.set(server, (await measure(server, route)).cpuUs);
+      rounds.push([cpu.get(compared!)!, cpu.get(preloaded)!]);
+    }
+    pairs.push(rounds);
   }
   const last = await measure(bare, healthz);
   baseline = first.cpuUs <= last.cpuUs ? first : last;
@@ -374,12 +390,23 @@ per request. $ per 1M: that CPU at Cloud Run's list prices (Tier 1, read 2026-11
 ${tab.length ? `\n\nEvent latency to another instance's tab (POST /meetings sent → its event on a tab of the stack's live service, ${tab.length} one at a time): p50 ${percentile(tab, 50).toFixed(1)} ms, p99 ${percentile(tab, 99).toFixed(1)} ms.` : ''}`;
 console.log(out);
 if (compared) {
+  const pct = (v: number) => `${v >= 0 ? '+' : ''}${Math.round(v)} %`;
   const lines = selected.map((route, i) => {
-    const [a, b] = [measured.compared[i].cpuUs, measured.preload[i].cpuUs];
-    return `| ${route.name} | ${us(a)} | ${us(b)} | ${Math.round((b / a - 1) * 100)} % |`;
+    const changes = pairs[i].map(([a, b]) => (b / a - 1) * 100);
+    const [a, b] = [
+      percentile(
+        pairs[i].map((p) => p[0]),
+        50,
+      ),
+      percentile(
+        pairs[i].map((p) => p[1]),
+        50,
+      ),
+    ];
+    return `| ${route.name} | ${us(a)} | ${us(b)} | ${pct(percentile(changes, 50))} | ${pct(Math.min(...changes))} … ${pct(Math.max(...changes))} |`;
   });
   console.log(
-    `\n| request | CPU/req, ${COMPARE_DIR} | CPU/req, this tree | change |\n| --- | --- | --- | --- |\n${lines.join('\n')}`,
+    `\n${ROUNDS} rounds, medians:\n\n| request | CPU/req, ${COMPARE_DIR} | CPU/req, this tree | change | rounds' changes |\n| --- | --- | --- | --- | --- |\n${lines.join('\n')}`,
   );
 }
 // A partial or profiled run is not the section's figures.

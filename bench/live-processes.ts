@@ -12,7 +12,7 @@ import { createObjectStore } from '@mi/lib/adapters/storage';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
 import { createMeeting } from '@mi/lib/repositories/meetings';
 import { findOrCreateUser } from '@mi/lib/repositories/users';
-import { createTestDatabase, startTestEngine, type TestEngine } from '../test/support/database';
+import { createTestDatabase, runtimeUrl, startTestEngine, type TestEngine } from '../test/support/database';
 import { buildAll } from '../scripts/build';
 import { freePort, startFirestoreEmulator, startPubsubEmulator } from '../emulators/gcloud';
 import { SEGMENT_MS } from './live-roles';
@@ -81,7 +81,8 @@ export async function startStack(given?: { url: string; engine: TestEngine }): P
       LOG_LEVEL: 'error',
       ...SECRETS,
       ...BENCH_RECORDING_ENV,
-      DATABASE_URL: url,
+      // As deployed: the live service connects as its own login (mi_live), bound by the row policies.
+      DATABASE_URL: runtimeUrl(engine, url, 'live'),
       PUBSUB_EMULATOR_HOST: pubsub.host,
       FIRESTORE_EMULATOR_HOST: firestore.host,
       STORAGE_EMULATOR_HOST: `http://127.0.0.1:${gcsPort}`,

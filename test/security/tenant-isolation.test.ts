@@ -177,6 +177,25 @@ describe.runIf(native)('tenant isolation in the database', () => {
     expect(counts).toEqual({ app_user: 0, meeting: 0, transcript_segment: 0, task: 0, event_outbox: 0 });
   });
 
+  it("ends a read's declaration with its statement: the connection's next statement declares nobody", async () => {
+    const one = createDatabase(runtimeUrl(inject('database'), database.url, 'api'), { max: 1 });
+    try {
+      const count = 'SELECT count(*)::int AS n FROM meeting';
+      const seen = async (db: Queryable) => (await db.query<{ n: number }>('test.count', count)).rows[0]!.n;
+      // The declared read's own row only: the declaration's result is not the caller's.
+      expect((await one.as({ userId: bob }).query('test.rows', 'SELECT id FROM meeting')).rows).toEqual([
+        { id: bobMeeting },
+      ]);
+      expect(await seen(one.as({ service: 'sweep' }))).toBeGreaterThan(0);
+      expect(await seen(one)).toBe(0); // the same connection: the service's declaration ended
+      expect(await seen(one.as({ userId: alice }))).toBe(0);
+      expect(await seen(one.as({ userId: bob }))).toBe(1);
+      expect(await seen(one)).toBe(0);
+    } finally {
+      await one.close();
+    }
+  });
+
   it("returns none of B's rows from repository reads whose user filter is cut out", async () => {
     let cuts = 0;
     // The mutation: every `user_id = $n` predicate of the SQL becomes true (`$n::uuid IS NOT NULL`).
