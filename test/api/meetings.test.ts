@@ -89,7 +89,7 @@ describe('validation and errors', () => {
   it('should answer 422 listing the invalid fields', async () => {
     const res = await create(alice, { title: '', source_type: 'video' });
     expect(res.status).toBe(422);
-    expect(res.body.errors.map((e: any) => e.path).sort()).toEqual(['source_type', 'title']);
+    expect(res.body.errors!.map((e: any) => e.path).sort()).toEqual(['source_type', 'title']);
     expect(res.body).toMatchObject({
       type: expect.any(String),
       title: expect.any(String),

@@ -110,7 +110,7 @@ describe('GET /people', () => {
       expect(res.body.items.length).toBeLessThanOrEqual(2);
       for (const p of res.body.items) expect(p).not.toHaveProperty('voice_vector');
       all.push(...res.body.items.map((p: any) => p.display_name));
-      cursor = res.body.next_cursor;
+      cursor = res.body.next_cursor as string | null;
     } while (cursor);
     const { rows } = await api.rt.db.query(
       'test.order',

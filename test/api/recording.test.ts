@@ -63,7 +63,7 @@ describe('GET /meetings/{id}/recording', () => {
       stop_reason: 'user',
       finalized_at: null,
     });
-    expect(Date.parse(res.body.gap_upload_deadline)).toBeGreaterThan(Date.now() + 1700_000);
+    expect(Date.parse(res.body.gap_upload_deadline!)).toBeGreaterThan(Date.now() + 1700_000);
 
     const second = await createTake(api, alice, { meetingId: take.meetingId });
     expect((await api.request('GET', `/meetings/${take.meetingId}/recording`, { token: alice })).body).toMatchObject({

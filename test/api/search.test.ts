@@ -384,7 +384,7 @@ describe('GET /search errors', () => {
       const query = { q: 'quota', sort, limit: 2 };
       const first = await search(t, query);
       expect(first.status, first.text).toBe(200);
-      const cursor = first.body.next_cursor;
+      const cursor = first.body.next_cursor!;
       expect(cursor).toEqual(expect.any(String));
       // The same query, another limit: the next items.
       const next = await ok(t, { ...query, limit: 10, cursor });

@@ -114,7 +114,7 @@ describe('GET /meetings/{id}/speaker-labels', () => {
       expect(s.similarity).toBeGreaterThanOrEqual(0.5);
       // Compared with the label's voice: the mean of its normalised embeddings.
       const voice = (await api.request('GET', `/people/${s.person_id}`, { token: alice })).body.voice_vector;
-      expect(dot(voice, unit(spoken[0].map((x, i) => x + spoken[1][i])))).toBeCloseTo(s.similarity, 5);
+      expect(dot(voice!, unit(spoken[0].map((x, i) => x + spoken[1][i])))).toBeCloseTo(s.similarity, 5);
     }
     expect(s1.some((s: any) => s.person_id === adas[3])).toBe(false);
     expect(byLabel.SPEAKER_2.suggestions.map((s: any) => s.person_id)).toEqual([g]);

@@ -73,7 +73,7 @@ describe('POST /tasks/{id}/sub-tasks', () => {
     it(`should answer 422 naming ${field}`, async () => {
       const res = await addSub(alice, taskId, resolve(raw));
       expect(res.status).toBe(422);
-      expect(res.body.errors.map((e: any) => e.path)).toContain(field);
+      expect(res.body.errors!.map((e: any) => e.path)).toContain(field);
     });
   });
 

@@ -92,7 +92,7 @@ describe('POST /meetings/{id}/tasks', () => {
     const bobs = await api.person(bobId);
     const res = await create(m, [{ content: 'ok' }, { content: 'bad', assigned_to: bobs }]);
     expect(res.status).toBe(422);
-    expect(res.body.errors[0].path).toBe('assigned_to');
+    expect(res.body.errors![0].path).toBe('assigned_to');
     expect((await create(m, [{ content: 'bad', assigned_to: randomUUID() }])).status).toBe(422);
     expect(await live(m)).toHaveLength(0);
   });

@@ -62,7 +62,7 @@ describe('GET /meetings/{id}/recording/takes', () => {
       [3, 'finalized', 'user', 0, false],
       [4, 'stopped', 'user', 5, false],
     ]);
-    for (const t of items.slice(0, 3)) expect(Date.parse(t.finalized_at)).toBeGreaterThan(0);
+    for (const t of items.slice(0, 3)) expect(Date.parse(t.finalized_at!)).toBeGreaterThan(0);
     expect(items[3].finalized_at).toBeNull();
     expect(items[0]).toMatchObject({ encoding: 'pcm_s16le', transcription_id: v1.transcriptionId, bytes_stored: 1500 });
   });

@@ -89,7 +89,7 @@ describe('POST /tasks', () => {
     it(`should answer 422 naming ${field}`, async () => {
       const res = await create(alice, body);
       expect(res.status).toBe(422);
-      expect(res.body.errors.map((e: any) => e.path)).toContain(field);
+      expect(res.body.errors!.map((e: any) => e.path)).toContain(field);
     });
   });
 
@@ -143,7 +143,7 @@ describe('GET /tasks', () => {
   });
 
   const contents = async (query: string) => {
-    const res = await api.request('GET', `/tasks${query}`, { token: carol });
+    const res = await api.request('GET', `/tasks${query}` as `/tasks?${string}`, { token: carol });
     expect(res.status).toBe(200);
     return res.body.items.map((t: any) => t.content);
   };

@@ -69,7 +69,7 @@ describe('POST /threads', () => {
     it(`should answer 422 naming ${field}`, async () => {
       const res = await createThread(alice, resolve(body));
       expect(res.status).toBe(422);
-      expect(res.body.errors.map((e: any) => e.path)).toContain(field);
+      expect(res.body.errors!.map((e: any) => e.path)).toContain(field);
     });
   });
 
@@ -223,7 +223,7 @@ describe('thread messages', () => {
       const t = (await createThread(alice, {})).body.id;
       const res = await say(alice, t, body);
       expect(res.status).toBe(422);
-      expect(res.body.errors.map((e: any) => e.path)).toContain(field);
+      expect(res.body.errors!.map((e: any) => e.path)).toContain(field);
     });
   });
 

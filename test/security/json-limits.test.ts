@@ -54,7 +54,7 @@ describe('list pages', () => {
       expect(res.status).toBe(200);
       expect(Buffer.byteLength(res.text)).toBeLessThanOrEqual(4 * KIB * KIB + 64 * KIB);
       seen.push(...res.body.items.map((p: any) => p.id));
-      cursor = res.body.next_cursor;
+      cursor = res.body.next_cursor as string | null;
       pages++;
     } while (cursor && pages < 10);
     expect(pages).toBeGreaterThan(1);
