@@ -36,7 +36,7 @@ async function segments(
   });
   expect(res.status, res.text).toBe(204);
   const list = await api.request('GET', `/transcriptions/${t.body.id}/segments?limit=200`, { token });
-  return list.body.items.map((s: any) => s.id);
+  return list.body.items.map((s) => s.id);
 }
 
 async function note(

@@ -97,7 +97,7 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
       meeting_id: t.meeting_id,
       transcription_id: t.id,
     });
-    expect(events.map((e) => e.segment.id)).toEqual(list.body.items.map((s: any) => s.id));
+    expect(events.map((e) => e.segment.id)).toEqual(list.body.items.map((s) => s.id));
     expect(events[0].segment).toMatchObject({ text: 'hello', is_final: true, speaker_label: 'SPEAKER_0' });
   });
 
@@ -437,7 +437,7 @@ describe('GET /transcriptions/{id}/segments', () => {
           `/transcriptions/${t.id}/segments?limit=4&order=${order}${cursor ? `&cursor=${cursor}` : ''}` as const;
         const res = await api.request('GET', q, { token: alice });
         expect(res.status).toBe(200);
-        seen.push(...res.body.items.map((s: any) => s.start_ms));
+        seen.push(...res.body.items.map((s) => s.start_ms));
         cursor = res.body.next_cursor as string | null;
       } while (cursor);
       return seen;

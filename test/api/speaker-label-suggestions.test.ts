@@ -84,8 +84,8 @@ describe('GET /meetings/{id}/speaker-labels', () => {
 
     const res = await labels(m);
     expect(res.status).toBe(200);
-    const byLabel = Object.fromEntries(res.body.items.map((i: any) => [i.speaker_label, i]));
-    expect(res.body.items.map((i: any) => i.speaker_label)).toEqual([
+    const byLabel = Object.fromEntries(res.body.items.map((i) => [i.speaker_label, i]));
+    expect(res.body.items.map((i) => i.speaker_label)).toEqual([
       'SPEAKER_0',
       'SPEAKER_1',
       'SPEAKER_2',

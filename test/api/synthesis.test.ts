@@ -139,7 +139,7 @@ describe('PUT /meetings/{id}/synthesis', () => {
     expect(tp.status).toBe(201);
     await put(m, { summary: 's', key_points: [], topics: [{ name: 'T2', summary: 't2' }] });
     const tps = (await api.request('GET', `/meetings/${m}/talking-points`, { token: alice })).body.items;
-    expect(tps.map((t: any) => [t.id, t.topic_id])).toEqual([[tp.body.id, null]]);
+    expect(tps.map((t) => [t.id, t.topic_id])).toEqual([[tp.body.id, null]]);
   });
 
   it('should page topics in synthesis order', async () => {
@@ -150,7 +150,7 @@ describe('PUT /meetings/{id}/synthesis', () => {
     const second = await api.request('GET', `/meetings/${m}/topics?limit=4&cursor=${first.body.next_cursor}`, {
       token: svc,
     });
-    expect([...first.body.items, ...second.body.items].map((t: any) => t.name)).toEqual(names);
+    expect([...first.body.items, ...second.body.items].map((t) => t.name)).toEqual(names);
     expect(second.body.next_cursor).toBeNull();
   });
 

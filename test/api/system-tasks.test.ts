@@ -72,7 +72,7 @@ describe('POST /meetings/{id}/tasks', () => {
       `SELECT user_id, payload FROM event_outbox WHERE payload @> $1::jsonb ORDER BY seq`,
       [JSON.stringify({ type: 'EntityChanged', entity: 'task', action: 'created', meeting_id: m })],
     );
-    expect(events.map((e) => [e.user_id, e.payload.id])).toEqual(res.body.items.map((t: any) => [aliceId, t.id]));
+    expect(events.map((e) => [e.user_id, e.payload.id])).toEqual(res.body.items.map((t) => [aliceId, t.id]));
   });
 
   it('should replay an idempotent retry and require the key', async () => {

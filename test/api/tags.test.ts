@@ -66,7 +66,7 @@ describe('tags', () => {
     do {
       const res = await api.request('GET', `/tags?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: carol });
       expect(res.status).toBe(200);
-      names.push(...res.body.items.map((t: any) => t.name));
+      names.push(...res.body.items.map((t) => t.name));
       cursor = res.body.next_cursor as string | null;
     } while (cursor);
     expect(names).toEqual(['alpha', 'bravo', 'charlie', 'delta', 'echo']);

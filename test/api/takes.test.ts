@@ -69,13 +69,13 @@ describe('GET /meetings/{id}/recording/takes', () => {
 
   it('should page with limit and cursor', async () => {
     const first = await api.request('GET', `/meetings/${meetingId}/recording/takes?limit=3`, { token: alice });
-    expect(first.body.items.map((t: any) => t.audio_version)).toEqual([1, 2, 3]);
+    expect(first.body.items.map((t) => t.audio_version)).toEqual([1, 2, 3]);
     const second = await api.request(
       'GET',
       `/meetings/${meetingId}/recording/takes?limit=3&cursor=${first.body.next_cursor}`,
       { token: alice },
     );
-    expect(second.body.items.map((t: any) => t.audio_version)).toEqual([4]);
+    expect(second.body.items.map((t) => t.audio_version)).toEqual([4]);
     expect(second.body.next_cursor).toBeNull();
     const bad = await api.request('GET', `/meetings/${meetingId}/recording/takes?cursor=WyJ4Il0`, { token: alice });
     expect(bad.status).toBe(400);

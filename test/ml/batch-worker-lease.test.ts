@@ -51,7 +51,7 @@ const statusOf = async (t: string) =>
 const historyOf = async (t: string) =>
   (
     await api.request('GET', `/transcriptions/${t}/status-history?limit=200`, { token: api.serviceToken })
-  ).body.items.map((h: any) => `${h.status}: ${h.status_message ?? ''}`) as string[];
+  ).body.items.map((h) => `${h.status}: ${h.status_message ?? ''}`) as string[];
 const offers = (take: Take) =>
   finalized.filter((m) => (m.data as any).meeting_id === take.meetingId).map((m) => (m.data as any).attempt);
 const claimExpiry = async (t: string) =>

@@ -285,7 +285,7 @@ describe('fake ML batch pass', () => {
       { timeout: 20_000, interval: 200 },
     );
     const history = await api.request('GET', `/transcriptions/${ids.transcriptionId}/status-history`, { token: user });
-    expect(history.body.items.map((h: any) => h.status)).toEqual([
+    expect(history.body.items.map((h) => h.status)).toEqual([
       'pending',
       'transcribing',
       'synthesizing',
