@@ -56,7 +56,7 @@ describe('GET /meetings/{id}/recording/takes', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.next_cursor).toBeNull();
     const items = res.body.items;
-    expect(items.map((t: any) => [t.audio_version, t.state, t.stop_reason, t.frames_stored, t.is_degraded])).toEqual([
+    expect(items.map((t) => [t.audio_version, t.state, t.stop_reason, t.frames_stored, t.is_degraded])).toEqual([
       [1, 'finalized', 'user', 15, false],
       [2, 'finalized', 'user', 8, true],
       [3, 'finalized', 'user', 0, false],

@@ -56,7 +56,7 @@ const expire = (t: string) =>
 const statusOf = async (t: string) => (await service('GET', `/transcriptions/${t}`)).body;
 const historyOf = async (t: string) =>
   (await service('GET', `/transcriptions/${t}/status-history?limit=200`)).body.items.map(
-    (h: any) => `${h.status}${h.status_message ? `: ${h.status_message}` : ''}`,
+    (h) => `${h.status}${h.status_message ? `: ${h.status_message}` : ''}`,
   );
 
 /** A meeting with a transcription in transcribing, as the live path leaves it. */
@@ -228,7 +228,7 @@ describe('batch writes carrying a claim', () => {
     expect(late.status, late.text).toBe(409);
     expect(late.body.detail).toMatch(/not the current claim/);
     const stored = (await service('GET', `/transcriptions/${t}/segments`)).body.items;
-    expect(stored.map((s: any) => s.text)).toEqual(['next pass']);
+    expect(stored.map((s) => s.text)).toEqual(['next pass']);
   });
 
   it('should answer a repeated completion with the claim that completed it 200, and refuse that claim any other write', async () => {

@@ -99,7 +99,7 @@ describe('the fake batch worker and its lease', () => {
       'completed: batch pass completed',
     ]);
     const segments = (await api.request('GET', `/transcriptions/${t}/segments`, { token: api.serviceToken })).body;
-    expect(segments.items.every((s: any) => s.confidence === 0.97)).toBe(true);
+    expect(segments.items.every((s) => s.confidence === 0.97)).toBe(true);
   });
 
   it('should renew its claim while a pass takes longer than the lease, and the sweep leaves it alone', async () => {
