@@ -180,9 +180,9 @@ describe('deleting a meeting', () => {
     const m = await api.meeting(alice);
     const task = (await api.post(alice, '/tasks', { content: 'follow up', meeting_id: m })).body.id;
     const other = (await api.post(alice, '/tasks', { content: 'unrelated' })).body.id;
-    expect(
-      (await api.request('GET', `/tasks?meeting_id=${m}`, { token: alice })).body.items.map((t) => t.id),
-    ).toEqual([task]);
+    expect((await api.request('GET', `/tasks?meeting_id=${m}`, { token: alice })).body.items.map((t) => t.id)).toEqual([
+      task,
+    ]);
     expect((await api.request('DELETE', `/meetings/${m}`, { token: alice })).status).toBe(204);
     expect((await api.request('GET', `/tasks/${task}`, { token: alice })).body).toMatchObject({
       id: task,

@@ -238,9 +238,9 @@ describe('thread messages', () => {
       id: drop,
       meeting_id: aliceMeeting,
     });
-    expect(
-      (await api.request('GET', `/threads/${t}/messages`, { token: alice })).body.items.map((m) => m.id),
-    ).toEqual([keep]);
+    expect((await api.request('GET', `/threads/${t}/messages`, { token: alice })).body.items.map((m) => m.id)).toEqual([
+      keep,
+    ]);
     const { rows } = await api.rt.db.query('test.msg', 'SELECT deleted_at FROM chat_message WHERE id = $1', [drop]);
     expect(rows[0].deleted_at).not.toBeNull();
     expect((await api.request('DELETE', `/threads/${t}/messages/${drop}`, { token: alice })).status).toBe(404);
