@@ -4,10 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import type { HttpMethod, SuccessResponseJSON } from 'openapi-typescript-helpers';
 import type { DestinationStream } from 'pino';
 import { inject } from 'vitest';
-import type { paths } from '@mi/client';
 import { mintDevToken } from '@mi/lib/adapters/auth';
 import type { BusHandler } from '@mi/lib/adapters/bus';
 import { instanceTopic } from '@mi/lib/fanout/topics';
@@ -19,6 +17,7 @@ import { createRuntime, type Runtime } from '@mi/lib/adapters/runtime';
 import { createApp } from '../functions/api/app';
 import { createTestDatabase, runtimeUrl, type TestDatabase } from './support/database';
 import type { Doc } from './support/openapi';
+import type { BodyOf } from './support/response-body';
 import { responseChecker, type ResponseChecker } from './support/response-schemas';
 
 export const TEST_SECRETS = {
@@ -46,18 +45,19 @@ export interface ApiHarness {
   /** A user token (the user row is created on first request). */
   token(name: string, opts?: Parameters<typeof mintDevToken>[2]): Promise<string>;
   serviceToken: string;
-  request(method: string, path: string, opts?: RequestOptions): Promise<TestResponse>;
-  /**
-   * An operation named as the OpenAPI document names it, `{params}` filled in from opts.params:
-   * a 2xx answer's body is typed from the generated client schema (client/src/schema.d.ts).
-   */
-  call<P extends keyof paths, M extends HttpMethod & keyof paths[P]>(
+  /** The body is typed from the generated client schema by method and path (support/response-body.ts). */
+  request<M extends string, P extends string>(
     method: M,
     path: P,
-    opts?: RequestOptions & { params?: Record<string, string | number>; query?: Record<string, string | number> },
-  ): Promise<TestResponse<OkBody<P, M>>>;
+    opts?: RequestOptions,
+  ): Promise<TestResponse<BodyOf<M, P>>>;
   /** POST with an Idempotency-Key (a fresh one unless given), as user-facing creates require. */
-  post(token: string, path: string, body?: unknown, key?: string): Promise<TestResponse>;
+  post<P extends string>(
+    token: string,
+    path: P,
+    body?: unknown,
+    key?: string,
+  ): Promise<TestResponse<BodyOf<'POST', P>>>;
   /** The user id behind a token (GET /me). */
   /** The pool the API serves from (its own login): its retries, its connections. rt.db is the tests' owner view. */
   served: Database;
@@ -84,12 +84,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
-/** The JSON body of an operation's 2xx answer, as the generated client schema declares it. */
-export type OkBody<P extends keyof paths, M extends keyof paths[P]> =
-  paths[P][M] extends Record<string | number, any> ? SuccessResponseJSON<paths[P][M]> : never;
-
-/** An answer; `body` is the parsed JSON (a problem+json on an error status), typed where the caller knows it. */
-export interface TestResponse<B = any> {
+/** An answer; `body` is the parsed JSON (a problem+json on an error status). */
+export interface TestResponse<B = unknown> {
   status: number;
   headers: Headers;
   body: B;
@@ -129,7 +125,11 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
   (server as import('node:http').Server).keepAliveTimeout = 60_000;
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  async function request<B = any>(method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse<B>> {
+  async function request<M extends string, P extends string>(
+    method: M,
+    path: P,
+    opts: RequestOptions = {},
+  ): Promise<TestResponse<BodyOf<M, P>>> {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
     let body = opts.raw;
@@ -149,21 +149,12 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
       checkResponse ??= responseChecker((await (await fetch(`${url}/openapi.json`)).json()) as Doc);
       checkResponse(method, path, res.status, parsed);
     }
-    return { status: res.status, headers: res.headers, body: parsed as B, text };
+    return { status: res.status, headers: res.headers, body: parsed as BodyOf<M, P>, text };
   }
   let checkResponse: ResponseChecker | undefined;
 
-  const post = (token: string, path: string, body?: unknown, key: string = randomUUID()) =>
+  const post = <P extends string>(token: string, path: P, body?: unknown, key: string = randomUUID()) =>
     request('POST', path, { token, body, headers: { 'idempotency-key': key } });
-  const call: ApiHarness['call'] = (method, template, opts = {}) => {
-    const { params = {}, query, ...rest } = opts;
-    const path = String(template).replace(/\{(\w+)\}/g, (_, name: string) => {
-      if (!(name in params)) throw new Error(`${String(template)}: no value for {${name}}`);
-      return encodeURIComponent(String(params[name]));
-    });
-    const search = query ? `?${new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]))}` : '';
-    return request(method.toUpperCase(), path + search, rest);
-  };
 
   async function lastEvents(ownerId: string, n: number): Promise<any[]> {
     const { rows } = await rt.db.query(
@@ -183,9 +174,8 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     token: (name, opts) => mintDevToken(config.IDENTITY_SECRET_KEY!, name, opts),
     serviceToken: config.SERVICE_AUTH_TOKEN,
     request,
-    call,
     post,
-    userId: async (token) => (await call('get', '/me', { token })).body.id,
+    userId: async (token) => (await request('GET', '/me', { token })).body.id,
     async person(ownerId, name = `p-${randomUUID().slice(0, 8)}`) {
       const { rows } = await rt.db.query<{ id: string }>(
         'test.person',
@@ -195,21 +185,9 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
       return rows[0].id;
     },
     meeting: async (token, sourceType = 'text') =>
-      (
-        await call('post', '/meetings', {
-          token,
-          body: { title: 'm', source_type: sourceType },
-          headers: { 'idempotency-key': randomUUID() },
-        })
-      ).body.id,
+      (await post(token, '/meetings', { title: 'm', source_type: sourceType })).body.id,
     async segments(token, meetingId, n) {
-      const t = (
-        await call('post', '/meetings/{id}/transcriptions', {
-          token,
-          params: { id: meetingId },
-          headers: { 'idempotency-key': randomUUID() },
-        })
-      ).body.id;
+      const t = (await post(token, `/meetings/${meetingId}/transcriptions`)).body.id;
       const segments = Array.from({ length: n }, (_, i) => ({ text: `s${i}`, start_ms: i * 1000 }));
       const appended = await request('POST', `/transcriptions/${t}/segments`, {
         token: config.SERVICE_AUTH_TOKEN,

@@ -73,7 +73,7 @@ const publishedSchema = ajv.compile(recordingFinalizedSchema());
 const schemaErrors = (data: unknown) => (publishedSchema(data) ? [] : publishedSchema.errors);
 const eventsOf = async (t: Take) =>
   (await api.request('GET', `/meetings/${t.meetingId}/recording/events?limit=200`, { token: alice })).body.items.map(
-    (e: any) => e.event_type,
+    (e) => e.event_type,
   ) as string[];
 
 /** A stopped take whose frames 0..frames-1 are stored in segments of `per` frames, written out of order. */

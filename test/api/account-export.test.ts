@@ -187,7 +187,7 @@ describe('POST /me/exports then GET /me/exports/{id}', () => {
   it('should build it off the request: ready with a signed link, account_export updated', async () => {
     const ready = await untilReady(exportId);
     expect(ready.byte_count).toBeGreaterThan(0);
-    const ttl = Date.parse(ready.url_expires_at) - Date.now();
+    const ttl = Date.parse(ready.url_expires_at!) - Date.now();
     expect(ttl).toBeGreaterThan(800_000);
     expect(ttl).toBeLessThanOrEqual(900_000);
     // (The sweep also finalized the take meanwhile: its events go between.)
@@ -197,7 +197,7 @@ describe('POST /me/exports then GET /me/exports/{id}', () => {
       ['account_export', 'updated', exportId], // running
       ['account_export', 'updated', exportId], // ready
     ]);
-    files = await downloadAndUnzip(ready.url);
+    files = await downloadAndUnzip(ready.url!);
     // The request retried (its answer lost) after the export moved on: the first answer, no second export.
     const replay = await requestExport(alice, key);
     expect(replay.status).toBe(202);
@@ -368,7 +368,7 @@ describe('a builder that dies', () => {
     );
     expect(done.attempts).toBe(2);
     const view = (await getExportOf(id, carol)).body;
-    const files = await downloadAndUnzip(view.url);
+    const files = await downloadAndUnzip(view.url!);
     const wav = readFileSync(path.join(files, `meetings/${take.meetingId}/audio/v1.wav`));
     expect(wav.subarray(44).equals(framesBytes(0, 49))).toBe(true);
   });

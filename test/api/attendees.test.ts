@@ -55,13 +55,13 @@ describe('meeting attendees', () => {
     ]);
     const list = await api.request('GET', `/meetings/${m}/attendees`, { token: alice });
     expect(list.status).toBe(200);
-    expect(list.body.items.map((p: any) => p.display_name)).toEqual(['Abe', 'Zoe']);
+    expect(list.body.items.map((p) => p.display_name)).toEqual(['Abe', 'Zoe']);
     expect(list.body.next_cursor).toBeNull();
     const page1 = await api.request('GET', `/meetings/${m}/attendees?limit=1`, { token: alice });
     const page2 = await api.request('GET', `/meetings/${m}/attendees?limit=1&cursor=${page1.body.next_cursor}`, {
       token: alice,
     });
-    expect([...page1.body.items, ...page2.body.items].map((p: any) => p.id)).toEqual([abe, zoe]);
+    expect([...page1.body.items, ...page2.body.items].map((p) => p.id)).toEqual([abe, zoe]);
 
     expect((await api.request('DELETE', `/meetings/${m}/attendees/${zoe}`, { token: alice })).status).toBe(204);
     expect((await events(aliceId, 1))[0]).toEqual({
@@ -73,7 +73,7 @@ describe('meeting attendees', () => {
     });
     expect((await api.request('DELETE', `/meetings/${m}/attendees/${zoe}`, { token: alice })).status).toBe(204);
     expect(
-      (await api.request('GET', `/meetings/${m}/attendees`, { token: alice })).body.items.map((p: any) => p.id),
+      (await api.request('GET', `/meetings/${m}/attendees`, { token: alice })).body.items.map((p) => p.id),
     ).toEqual([abe]);
   });
 

@@ -46,7 +46,7 @@ describe('DELETE /me while storage fails', () => {
       (await Promise.all(meetingObjectPrefixes(meeting).map((p) => api.rt.store.list(p)))).flat();
 
     expect((await faults({ mode: 'error503', count: 100_000 })).ok).toBe(true);
-    let res: Awaited<ReturnType<typeof api.request>>;
+    let res: Awaited<ReturnType<typeof api.request<'DELETE', '/me'>>>;
     try {
       res = await api.request('DELETE', '/me', { token });
     } finally {

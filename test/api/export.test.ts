@@ -94,7 +94,7 @@ describe('GET /transcriptions/{id}/export', () => {
     );
     const json = await exportAs('json');
     expect(json.body).toMatchObject({ transcription_id: transcriptionId, meeting_id: meetingId });
-    expect(json.body.segments.map((s: any) => [s.speaker, s.speaker_label, s.text, s.start_ms])).toEqual([
+    expect(json.body.segments.map((s) => [s.speaker, s.speaker_label, s.text, s.start_ms])).toEqual([
       ['Dana <CEO>', 'S0', 'Hello & welcome <everyone>', 0],
       ['S1', 'S1', 'Thanks. Two lines -> one', 1500],
       ['Dana <CEO>', 'S0', 'Let us start', 3_723_004],

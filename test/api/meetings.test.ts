@@ -68,12 +68,12 @@ describe('meetings', () => {
       });
     const first = await api.request('GET', '/meetings?limit=2', { token: carol });
     expect(first.status).toBe(200);
-    expect(first.body.items.map((m: any) => m.title)).toEqual(['c4', 'c3']);
+    expect(first.body.items.map((m) => m.title)).toEqual(['c4', 'c3']);
     const second = await api.request('GET', `/meetings?limit=2&cursor=${first.body.next_cursor}`, { token: carol });
-    expect(second.body.items.map((m: any) => m.title)).toEqual(['c2', 'c1']);
+    expect(second.body.items.map((m) => m.title)).toEqual(['c2', 'c1']);
     const third = await api.request('GET', `/meetings?limit=2&cursor=${second.body.next_cursor}`, { token: carol });
     expect(third.body).toMatchObject({ next_cursor: null });
-    expect(third.body.items.map((m: any) => m.title)).toEqual(['c0']);
+    expect(third.body.items.map((m) => m.title)).toEqual(['c0']);
     const bad = await api.request('GET', '/meetings?cursor=garbage', { token: carol });
     expect(bad.status).toBe(400);
   });
@@ -89,7 +89,7 @@ describe('validation and errors', () => {
   it('should answer 422 listing the invalid fields', async () => {
     const res = await create(alice, { title: '', source_type: 'video' });
     expect(res.status).toBe(422);
-    expect(res.body.errors.map((e: any) => e.path).sort()).toEqual(['source_type', 'title']);
+    expect(res.body.errors!.map((e) => e.path).sort()).toEqual(['source_type', 'title']);
     expect(res.body).toMatchObject({
       type: expect.any(String),
       title: expect.any(String),
@@ -180,9 +180,9 @@ describe('deleting a meeting', () => {
     const m = await api.meeting(alice);
     const task = (await api.post(alice, '/tasks', { content: 'follow up', meeting_id: m })).body.id;
     const other = (await api.post(alice, '/tasks', { content: 'unrelated' })).body.id;
-    expect(
-      (await api.request('GET', `/tasks?meeting_id=${m}`, { token: alice })).body.items.map((t: any) => t.id),
-    ).toEqual([task]);
+    expect((await api.request('GET', `/tasks?meeting_id=${m}`, { token: alice })).body.items.map((t) => t.id)).toEqual([
+      task,
+    ]);
     expect((await api.request('DELETE', `/meetings/${m}`, { token: alice })).status).toBe(204);
     expect((await api.request('GET', `/tasks/${task}`, { token: alice })).body).toMatchObject({
       id: task,

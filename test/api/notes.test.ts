@@ -89,7 +89,7 @@ describe('POST /notes', () => {
     it(`should answer 422 naming ${field}`, async () => {
       const res = await create(alice, resolve(body));
       expect(res.status).toBe(422);
-      expect(res.body.errors.map((e: any) => e.path)).toContain(field);
+      expect(res.body.errors!.map((e) => e.path)).toContain(field);
     });
   });
 
@@ -121,9 +121,9 @@ describe('GET /notes', () => {
   });
 
   const contents = async (query: string) => {
-    const res = await api.request('GET', `/notes${query}`, { token: dave });
+    const res = await api.request('GET', `/notes${query}` as `/notes?${string}`, { token: dave });
     expect(res.status).toBe(200);
-    return res.body.items.map((n: any) => n.content);
+    return res.body.items.map((n) => n.content);
   };
 
   it('should list only the caller notes, newest first, paginated', async () => {

@@ -109,8 +109,8 @@ describe('GET /people', () => {
       expect(res.status).toBe(200);
       expect(res.body.items.length).toBeLessThanOrEqual(2);
       for (const p of res.body.items) expect(p).not.toHaveProperty('voice_vector');
-      all.push(...res.body.items.map((p: any) => p.display_name));
-      cursor = res.body.next_cursor;
+      all.push(...res.body.items.map((p) => p.display_name));
+      cursor = res.body.next_cursor as string | null;
     } while (cursor);
     const { rows } = await api.rt.db.query(
       'test.order',
@@ -121,10 +121,10 @@ describe('GET /people', () => {
     expect(all.sort()).toEqual(['50%_off', 'Anna', 'Cleo', 'Zed', 'bert'].sort());
 
     const q = await api.request('GET', '/people?q=KAR', { token: carol });
-    expect(q.body.items.map((p: any) => p.display_name).sort()).toEqual(['Anna', 'Zed']);
+    expect(q.body.items.map((p) => p.display_name).sort()).toEqual(['Anna', 'Zed']);
     // LIKE wildcards in q are literal.
     const pct = await api.request('GET', `/people?q=${encodeURIComponent('%_')}`, { token: carol });
-    expect(pct.body.items.map((p: any) => p.display_name)).toEqual(['50%_off']);
+    expect(pct.body.items.map((p) => p.display_name)).toEqual(['50%_off']);
   });
 
   it('should answer 400 to a bad cursor and 422 to a bad limit', async () => {

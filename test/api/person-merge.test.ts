@@ -121,7 +121,7 @@ describe('POST /people/{id}/merge', () => {
 
     const all = [...keepVoice, ...otherVoice];
     const expected = normalize(sumOf(all.map(normalize)));
-    expect(dot(res.body.voice_vector, expected)).toBeGreaterThan(0.999999);
+    expect(dot(res.body.voice_vector!, expected)).toBeGreaterThan(0.999999);
     expect(res.body.voice_confidence).toBeCloseTo(
       all.map(normalize).reduce((s, v) => s + dot(v, expected), 0) / all.length,
       5,
@@ -193,7 +193,7 @@ describe('POST /people/{id}/merge', () => {
     const before = (await api.request('GET', `/people/${keep}`, { token: alice })).body;
     const res = await merge(keep, { person_id: other });
     expect(res.status).toBe(200);
-    expect(dot(res.body.voice_vector, before.voice_vector)).toBeGreaterThan(0.999999);
+    expect(dot(res.body.voice_vector!, before.voice_vector!)).toBeGreaterThan(0.999999);
     expect(res.body.voice_confidence).toBe(before.voice_confidence);
   });
 

@@ -87,8 +87,8 @@ describe('person summaries', () => {
         token: alice,
       });
       expect(res.status).toBe(200);
-      seen.push(...res.body.items.map((s: any) => s.summary));
-      cursor = res.body.next_cursor;
+      seen.push(...res.body.items.map((s) => s.summary));
+      cursor = res.body.next_cursor as string | null;
     } while (cursor);
     expect(seen).toEqual(['s4', 's3', 's2', 's1', 's0']);
     expect((await api.request('GET', `/people/${p}/summaries?cursor=bad`, { token: alice })).status).toBe(400);
@@ -105,7 +105,7 @@ describe('person summaries', () => {
     ).toBe(404);
     expect((await api.request('DELETE', `/person-summaries/${mine.id}`, { token: bob })).status).toBe(404);
     const list = await api.request('GET', `/people/${person}/summaries`, { token: alice });
-    expect(list.body.items.find((s: any) => s.id === mine.id).summary).toBe('private');
+    expect(list.body.items.find((s) => s.id === mine.id)!.summary).toBe('private');
   });
 
   it('should delete summaries with their person', async () => {

@@ -63,7 +63,7 @@ describe('GET /meetings/{id}/recording', () => {
       stop_reason: 'user',
       finalized_at: null,
     });
-    expect(Date.parse(res.body.gap_upload_deadline)).toBeGreaterThan(Date.now() + 1700_000);
+    expect(Date.parse(res.body.gap_upload_deadline!)).toBeGreaterThan(Date.now() + 1700_000);
 
     const second = await createTake(api, alice, { meetingId: take.meetingId });
     expect((await api.request('GET', `/meetings/${take.meetingId}/recording`, { token: alice })).body).toMatchObject({
@@ -111,14 +111,14 @@ describe('GET /meetings/{id}/recording/events', () => {
     for (const type of ['a', 'b', 'c']) await recordEvent(api.rt.db, take.meetingId, type, { n: type });
     const first = await api.request('GET', `/meetings/${take.meetingId}/recording/events?limit=2`, { token: alice });
     expect(first.status).toBe(200);
-    expect(first.body.items.map((e: any) => e.event_type)).toEqual(['c', 'b']);
+    expect(first.body.items.map((e) => e.event_type)).toEqual(['c', 'b']);
     expect(first.body.items[0]).toMatchObject({ meeting_id: take.meetingId, payload: { n: 'c' } });
     const rest = await api.request(
       'GET',
       `/meetings/${take.meetingId}/recording/events?limit=2&cursor=${first.body.next_cursor}`,
       { token: alice },
     );
-    expect(rest.body.items.map((e: any) => e.event_type)).toEqual(['a', 'recording_started']);
+    expect(rest.body.items.map((e) => e.event_type)).toEqual(['a', 'recording_started']);
     expect(rest.body.next_cursor).toBeNull();
     expect(
       (await api.request('GET', `/meetings/${take.meetingId}/recording/events?cursor=garbage`, { token: alice }))

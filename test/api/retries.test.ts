@@ -44,7 +44,7 @@ describe('gap upload retried after the take moved on', () => {
       headers: { 'content-type': 'application/octet-stream' },
     });
   const state = async (t: Take) =>
-    (await api.call('get', '/meetings/{id}/recording', { token: alice, params: { id: t.meetingId } })).body.state;
+    (await api.request('GET', `/meetings/${t.meetingId}/recording`, { token: alice })).body.state;
   const rowsOf = async (t: Take) =>
     (await listManifest(api.rt.db, t.meetingId, t.audioVersion)).map((r) => [r.start_sequence, r.end_sequence]);
 
@@ -93,11 +93,7 @@ describe('gap upload retried after the take moved on', () => {
     ]);
     // Nothing refused left an object behind, and the retries recorded nothing.
     expect(await api.rt.store.list(gapPrefix(take.meetingId, take.audioVersion))).toHaveLength(1);
-    const events = await api.call('get', '/meetings/{id}/recording/events', {
-      token: alice,
-      params: { id: take.meetingId },
-      query: { limit: 50 },
-    });
+    const events = await api.request('GET', `/meetings/${take.meetingId}/recording/events?limit=50`, { token: alice });
     expect(events.body.items.filter((e) => e.event_type === 'gap_uploaded')).toHaveLength(1);
   });
 
@@ -157,10 +153,7 @@ describe('Idempotency-Key replayed after the state moved on', () => {
       expect(moved.status, moved.text).toBe(200);
     }
     expectReplayOf(await api.post(alice, `/meetings/${meetingId}/transcriptions`, undefined, key), first);
-    const transcriptions = await api.call('get', '/meetings/{id}/transcriptions', {
-      token: alice,
-      params: { id: meetingId },
-    });
+    const transcriptions = await api.request('GET', `/meetings/${meetingId}/transcriptions`, { token: alice });
     expect(transcriptions.body.items).toHaveLength(1);
   });
 
@@ -173,7 +166,7 @@ describe('Idempotency-Key replayed after the state moved on', () => {
     const again = await patch('completed');
     expect(again.status, again.text).toBe(200);
     expect(again.body.status).toBe('completed');
-    const history = await api.call('get', '/transcriptions/{id}/status-history', { token: alice, params: { id: t } });
+    const history = await api.request('GET', `/transcriptions/${t}/status-history`, { token: alice });
     expect(history.body.items.map((h) => h.status)).toEqual(['pending', 'transcribing', 'synthesizing', 'completed']);
   });
 
@@ -192,7 +185,7 @@ describe('Idempotency-Key replayed after the state moved on', () => {
     for (const status of ['transcribing', 'synthesizing', 'completed'])
       await api.request('PATCH', `/transcriptions/${t}`, { token: api.serviceToken, body: { status } });
     expectReplayOf(await append(), first);
-    const segments = await api.call('get', '/transcriptions/{id}/segments', { token: alice, params: { id: t } });
+    const segments = await api.request('GET', `/transcriptions/${t}/segments`, { token: alice });
     expect(segments.body.items.map((s) => s.text)).toEqual(['once']);
   });
 
@@ -235,7 +228,7 @@ describe('Idempotency-Key replayed after the state moved on', () => {
     const again = await del();
     expect(again.status).toBe(404);
     expect(again.headers.get('content-type')).toMatch(/problem\+json/);
-    const list = await api.call('get', '/webhooks', { token: alice });
+    const list = await api.request('GET', '/webhooks', { token: alice });
     expect(list.body.items.map((w) => w.id)).not.toContain(first.body.id);
   });
 

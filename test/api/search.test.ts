@@ -36,7 +36,7 @@ async function segments(
   });
   expect(res.status, res.text).toBe(204);
   const list = await api.request('GET', `/transcriptions/${t.body.id}/segments?limit=200`, { token });
-  return list.body.items.map((s: any) => s.id);
+  return list.body.items.map((s) => s.id);
 }
 
 async function note(
@@ -384,7 +384,7 @@ describe('GET /search errors', () => {
       const query = { q: 'quota', sort, limit: 2 };
       const first = await search(t, query);
       expect(first.status, first.text).toBe(200);
-      const cursor = first.body.next_cursor;
+      const cursor = first.body.next_cursor!;
       expect(cursor).toEqual(expect.any(String));
       // The same query, another limit: the next items.
       const next = await ok(t, { ...query, limit: 10, cursor });

@@ -97,7 +97,7 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
       meeting_id: t.meeting_id,
       transcription_id: t.id,
     });
-    expect(events.map((e) => e.segment.id)).toEqual(list.body.items.map((s: any) => s.id));
+    expect(events.map((e) => e.segment.id)).toEqual(list.body.items.map((s) => s.id));
     expect(events[0].segment).toMatchObject({ text: 'hello', is_final: true, speaker_label: 'SPEAKER_0' });
   });
 
@@ -156,7 +156,7 @@ describe('POST /transcriptions/{id}/segments (append)', () => {
     for (const feature_vector of bad) {
       const res = await post(t.id, [{ text: 'v', start_ms: 0, feature_vector }]);
       expect(res.status).toBe(422);
-      expect(res.body.errors[0].path).toMatch(/^segments\.0\.feature_vector/);
+      expect(res.body.errors![0].path).toMatch(/^segments\.0\.feature_vector/);
     }
     // 1e999 parses as Infinity: not finite.
     const inf = await api.request('POST', `/transcriptions/${t.id}/segments`, {
@@ -433,11 +433,12 @@ describe('GET /transcriptions/{id}/segments', () => {
       const seen: number[] = [];
       let cursor: string | null = null;
       do {
-        const q: string = `/transcriptions/${t.id}/segments?limit=4&order=${order}${cursor ? `&cursor=${cursor}` : ''}`;
+        const q =
+          `/transcriptions/${t.id}/segments?limit=4&order=${order}${cursor ? `&cursor=${cursor}` : ''}` as const;
         const res = await api.request('GET', q, { token: alice });
         expect(res.status).toBe(200);
-        seen.push(...res.body.items.map((s: any) => s.start_ms));
-        cursor = res.body.next_cursor;
+        seen.push(...res.body.items.map((s) => s.start_ms));
+        cursor = res.body.next_cursor as string | null;
       } while (cursor);
       return seen;
     };

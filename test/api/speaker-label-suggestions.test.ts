@@ -84,8 +84,8 @@ describe('GET /meetings/{id}/speaker-labels', () => {
 
     const res = await labels(m);
     expect(res.status).toBe(200);
-    const byLabel = Object.fromEntries(res.body.items.map((i: any) => [i.speaker_label, i]));
-    expect(res.body.items.map((i: any) => i.speaker_label)).toEqual([
+    const byLabel = Object.fromEntries(res.body.items.map((i) => [i.speaker_label, i]));
+    expect(res.body.items.map((i) => i.speaker_label)).toEqual([
       'SPEAKER_0',
       'SPEAKER_1',
       'SPEAKER_2',
@@ -108,16 +108,16 @@ describe('GET /meetings/{id}/speaker-labels', () => {
     expect(s1.length).toBeGreaterThan(0);
     expect(s1.length).toBeLessThanOrEqual(3);
     expect(s1[0]).toEqual({ person_id: adas[0], display_name: 'Ada', similarity: expect.any(Number) });
-    expect(s1.map((s: any) => s.similarity)).toEqual([...s1.map((s: any) => s.similarity)].sort((a, b) => b - a));
+    expect(s1.map((s) => s.similarity)).toEqual([...s1.map((s) => s.similarity)].sort((a, b) => b - a));
     for (const s of s1) {
       expect(adas).toContain(s.person_id);
       expect(s.similarity).toBeGreaterThanOrEqual(0.5);
       // Compared with the label's voice: the mean of its normalised embeddings.
       const voice = (await api.request('GET', `/people/${s.person_id}`, { token: alice })).body.voice_vector;
-      expect(dot(voice, unit(spoken[0].map((x, i) => x + spoken[1][i])))).toBeCloseTo(s.similarity, 5);
+      expect(dot(voice!, unit(spoken[0].map((x, i) => x + spoken[1][i])))).toBeCloseTo(s.similarity, 5);
     }
-    expect(s1.some((s: any) => s.person_id === adas[3])).toBe(false);
-    expect(byLabel.SPEAKER_2.suggestions.map((s: any) => s.person_id)).toEqual([g]);
+    expect(s1.some((s) => s.person_id === adas[3])).toBe(false);
+    expect(byLabel.SPEAKER_2.suggestions.map((s) => s.person_id)).toEqual([g]);
     // A voice like nobody's, and a label without embeddings: no suggestion.
     expect(byLabel.SPEAKER_3.suggestions).toEqual([]);
     expect(byLabel.SPEAKER_4).toMatchObject({ person_id: null, segment_count: 1, suggestions: [] });

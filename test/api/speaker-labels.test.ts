@@ -109,7 +109,7 @@ describe('POST /meetings/{id}/speaker-labels', () => {
     const expected = meanOfNormalized(vs);
     const got = await getPerson(p);
     expect(got.voice_model_status).toBe('ready');
-    expectVectorClose(got.voice_vector, expected);
+    expectVectorClose(got.voice_vector!, expected);
     const meanCos = vs.map(normalize).reduce((s, v) => s + dot(v, expected), 0) / vs.length;
     expect(got.voice_confidence).toBeCloseTo(meanCos, 5);
     expect((await sql('SELECT voice_sample_count FROM person WHERE id = $1', [p]))[0].voice_sample_count).toBe(3);
@@ -151,7 +151,7 @@ describe('POST /meetings/{id}/speaker-labels', () => {
     const all = [...first, ...second];
     const expected = meanOfNormalized(all);
     const got = await getPerson(p);
-    expectVectorClose(got.voice_vector, expected);
+    expectVectorClose(got.voice_vector!, expected);
     const meanCos = all.map(normalize).reduce((s, v) => s + dot(v, expected), 0) / all.length;
     expect(got.voice_confidence).toBeCloseTo(meanCos, 5);
     expect((await sql('SELECT voice_sample_count FROM person WHERE id = $1', [p]))[0].voice_sample_count).toBe(7);
@@ -295,7 +295,7 @@ describe('POST /meetings/{id}/speaker-labels', () => {
         ])
       )[0].n,
     ).toBe(10_000);
-    expectVectorClose((await getPerson(p)).voice_vector, v);
+    expectVectorClose((await getPerson(p)).voice_vector!, v);
   });
 });
 

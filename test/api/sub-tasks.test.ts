@@ -73,7 +73,7 @@ describe('POST /tasks/{id}/sub-tasks', () => {
     it(`should answer 422 naming ${field}`, async () => {
       const res = await addSub(alice, taskId, resolve(raw));
       expect(res.status).toBe(422);
-      expect(res.body.errors.map((e: any) => e.path)).toContain(field);
+      expect(res.body.errors!.map((e) => e.path)).toContain(field);
     });
   });
 
@@ -97,7 +97,7 @@ describe('GET /tasks/{id}/sub-tasks', () => {
     for (const c of ['one', 'two', 'three']) await addSub(alice, t, { content: c });
     const first = await api.request('GET', `/tasks/${t}/sub-tasks?limit=2`, { token: alice });
     expect(first.status).toBe(200);
-    expect(first.body.items.map((s: any) => s.content)).toEqual(['one', 'two']);
+    expect(first.body.items.map((s) => s.content)).toEqual(['one', 'two']);
     const second = await api.request('GET', `/tasks/${t}/sub-tasks?limit=2&cursor=${first.body.next_cursor}`, {
       token: alice,
     });

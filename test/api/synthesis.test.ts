@@ -88,7 +88,7 @@ describe('PUT /meetings/{id}/synthesis', () => {
     expect(res.body.errors).toEqual([
       { path: 'topics.1.segment_ids', message: `${foreign} is not a segment of this meeting` },
     ]);
-    expect((await topics(m)).map((t: any) => [t.name, t.segment_ids])).toEqual([['A', [own]]]);
+    expect((await topics(m)).map((t) => [t.name, t.segment_ids])).toEqual([['A', [own]]]);
   });
 
   it('should replace all topics with their segment ids when topics is given, and keep them otherwise', async () => {
@@ -106,7 +106,7 @@ describe('PUT /meetings/{id}/synthesis', () => {
     });
     expect(res.status).toBe(204);
     const list = await topics(m);
-    expect(list.map((t: any) => [t.name, t.summary, t.is_final, [...t.segment_ids].sort()])).toEqual([
+    expect(list.map((t) => [t.name, t.summary, t.is_final, [...t.segment_ids].sort()])).toEqual([
       ['Budget', 'numbers', true, [s1, s2].sort()],
       ['Hiring', 'people', false, [s3]],
       ['Misc', 'rest', false, []],
@@ -139,7 +139,7 @@ describe('PUT /meetings/{id}/synthesis', () => {
     expect(tp.status).toBe(201);
     await put(m, { summary: 's', key_points: [], topics: [{ name: 'T2', summary: 't2' }] });
     const tps = (await api.request('GET', `/meetings/${m}/talking-points`, { token: alice })).body.items;
-    expect(tps.map((t: any) => [t.id, t.topic_id])).toEqual([[tp.body.id, null]]);
+    expect(tps.map((t) => [t.id, t.topic_id])).toEqual([[tp.body.id, null]]);
   });
 
   it('should page topics in synthesis order', async () => {
@@ -150,7 +150,7 @@ describe('PUT /meetings/{id}/synthesis', () => {
     const second = await api.request('GET', `/meetings/${m}/topics?limit=4&cursor=${first.body.next_cursor}`, {
       token: svc,
     });
-    expect([...first.body.items, ...second.body.items].map((t: any) => t.name)).toEqual(names);
+    expect([...first.body.items, ...second.body.items].map((t) => t.name)).toEqual(names);
     expect(second.body.next_cursor).toBeNull();
   });
 
@@ -171,7 +171,7 @@ describe('PUT /meetings/{id}/synthesis', () => {
     for (const body of bad) expect({ body, status: (await put(m, body)).status }).toEqual({ body, status: 422 });
     expect((await put(m, '{"summary":')).status).toBe(400);
     expect(await getMeeting(m)).toMatchObject({ summary: 'kept', key_points: ['k'] });
-    expect((await topics(m)).map((t: any) => t.name)).toEqual(['kept']);
+    expect((await topics(m)).map((t) => t.name)).toEqual(['kept']);
   });
 
   it('should answer 404 for an unknown or deleted meeting, 403 for a user, 401 without auth', async () => {
@@ -192,6 +192,6 @@ describe('GET /meetings/{id}/topics', () => {
     await put(m, { summary: 's', key_points: [], topics: [{ name: 'secret', summary: 's' }] });
     expect((await api.request('GET', `/meetings/${m}/topics`, { token: bob })).status).toBe(404);
     expect((await api.request('GET', `/meetings/${m}/topics`)).status).toBe(401);
-    expect((await topics(m, svc)).map((t: any) => t.name)).toEqual(['secret']);
+    expect((await topics(m, svc)).map((t) => t.name)).toEqual(['secret']);
   });
 });

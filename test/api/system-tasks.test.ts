@@ -72,7 +72,7 @@ describe('POST /meetings/{id}/tasks', () => {
       `SELECT user_id, payload FROM event_outbox WHERE payload @> $1::jsonb ORDER BY seq`,
       [JSON.stringify({ type: 'EntityChanged', entity: 'task', action: 'created', meeting_id: m })],
     );
-    expect(events.map((e) => [e.user_id, e.payload.id])).toEqual(res.body.items.map((t: any) => [aliceId, t.id]));
+    expect(events.map((e) => [e.user_id, e.payload.id])).toEqual(res.body.items.map((t) => [aliceId, t.id]));
   });
 
   it('should replay an idempotent retry and require the key', async () => {
@@ -92,7 +92,7 @@ describe('POST /meetings/{id}/tasks', () => {
     const bobs = await api.person(bobId);
     const res = await create(m, [{ content: 'ok' }, { content: 'bad', assigned_to: bobs }]);
     expect(res.status).toBe(422);
-    expect(res.body.errors[0].path).toBe('assigned_to');
+    expect(res.body.errors![0].path).toBe('assigned_to');
     expect((await create(m, [{ content: 'bad', assigned_to: randomUUID() }])).status).toBe(422);
     expect(await live(m)).toHaveLength(0);
   });

@@ -66,8 +66,8 @@ describe('tags', () => {
     do {
       const res = await api.request('GET', `/tags?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: carol });
       expect(res.status).toBe(200);
-      names.push(...res.body.items.map((t: any) => t.name));
-      cursor = res.body.next_cursor;
+      names.push(...res.body.items.map((t) => t.name));
+      cursor = res.body.next_cursor as string | null;
     } while (cursor);
     expect(names).toEqual(['alpha', 'bravo', 'charlie', 'delta', 'echo']);
     expect((await api.request('GET', '/tags?cursor=%%%', { token: carol })).status).toBe(400);

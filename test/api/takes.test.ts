@@ -56,26 +56,26 @@ describe('GET /meetings/{id}/recording/takes', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.next_cursor).toBeNull();
     const items = res.body.items;
-    expect(items.map((t: any) => [t.audio_version, t.state, t.stop_reason, t.frames_stored, t.is_degraded])).toEqual([
+    expect(items.map((t) => [t.audio_version, t.state, t.stop_reason, t.frames_stored, t.is_degraded])).toEqual([
       [1, 'finalized', 'user', 15, false],
       [2, 'finalized', 'user', 8, true],
       [3, 'finalized', 'user', 0, false],
       [4, 'stopped', 'user', 5, false],
     ]);
-    for (const t of items.slice(0, 3)) expect(Date.parse(t.finalized_at)).toBeGreaterThan(0);
+    for (const t of items.slice(0, 3)) expect(Date.parse(t.finalized_at!)).toBeGreaterThan(0);
     expect(items[3].finalized_at).toBeNull();
     expect(items[0]).toMatchObject({ encoding: 'pcm_s16le', transcription_id: v1.transcriptionId, bytes_stored: 1500 });
   });
 
   it('should page with limit and cursor', async () => {
     const first = await api.request('GET', `/meetings/${meetingId}/recording/takes?limit=3`, { token: alice });
-    expect(first.body.items.map((t: any) => t.audio_version)).toEqual([1, 2, 3]);
+    expect(first.body.items.map((t) => t.audio_version)).toEqual([1, 2, 3]);
     const second = await api.request(
       'GET',
       `/meetings/${meetingId}/recording/takes?limit=3&cursor=${first.body.next_cursor}`,
       { token: alice },
     );
-    expect(second.body.items.map((t: any) => t.audio_version)).toEqual([4]);
+    expect(second.body.items.map((t) => t.audio_version)).toEqual([4]);
     expect(second.body.next_cursor).toBeNull();
     const bad = await api.request('GET', `/meetings/${meetingId}/recording/takes?cursor=WyJ4Il0`, { token: alice });
     expect(bad.status).toBe(400);

@@ -154,17 +154,17 @@ describe('GET /meetings/{id}/talking-points and DELETE /talking-points/{id}', ()
     for (let i = 0; i < 3; i++) ids.push((await create(m, { content: `tp${i}` })).body.id);
     const first = await api.request('GET', `/meetings/${m}/talking-points?limit=2`, { token: alice });
     expect(first.status).toBe(200);
-    expect(first.body.items.map((t: any) => t.id)).toEqual(ids.slice(0, 2));
+    expect(first.body.items.map((t) => t.id)).toEqual(ids.slice(0, 2));
     const second = await api.request('GET', `/meetings/${m}/talking-points?limit=2&cursor=${first.body.next_cursor}`, {
       token: alice,
     });
-    expect(second.body.items.map((t: any) => t.id)).toEqual([ids[2]]);
+    expect(second.body.items.map((t) => t.id)).toEqual([ids[2]]);
     expect(second.body.next_cursor).toBeNull();
 
     const del = await api.request('DELETE', `/talking-points/${ids[1]}`, { token: alice });
     expect(del.status).toBe(204);
     expect(
-      (await api.request('GET', `/meetings/${m}/talking-points`, { token: alice })).body.items.map((t: any) => t.id),
+      (await api.request('GET', `/meetings/${m}/talking-points`, { token: alice })).body.items.map((t) => t.id),
     ).toEqual([ids[0], ids[2]]);
     expect((await api.request('DELETE', `/talking-points/${ids[1]}`, { token: alice })).status).toBe(404);
     const { rows } = await api.rt.db.query('t', `SELECT payload FROM event_outbox WHERE payload @> $1::jsonb`, [

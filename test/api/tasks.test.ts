@@ -89,7 +89,7 @@ describe('POST /tasks', () => {
     it(`should answer 422 naming ${field}`, async () => {
       const res = await create(alice, body);
       expect(res.status).toBe(422);
-      expect(res.body.errors.map((e: any) => e.path)).toContain(field);
+      expect(res.body.errors!.map((e) => e.path)).toContain(field);
     });
   });
 
@@ -143,9 +143,9 @@ describe('GET /tasks', () => {
   });
 
   const contents = async (query: string) => {
-    const res = await api.request('GET', `/tasks${query}`, { token: carol });
+    const res = await api.request('GET', `/tasks${query}` as `/tasks?${string}`, { token: carol });
     expect(res.status).toBe(200);
-    return res.body.items.map((t: any) => t.content);
+    return res.body.items.map((t) => t.content);
   };
 
   it('should list only the caller live tasks, newest first', async () => {
@@ -167,10 +167,10 @@ describe('GET /tasks', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const res: any = await api.request('GET', `/tasks?limit=1${cursor ? `&cursor=${cursor}` : ''}`, { token: carol });
+      const res = await api.request('GET', `/tasks?limit=1${cursor ? `&cursor=${cursor}` : ''}`, { token: carol });
       expect(res.body.items.length).toBeLessThanOrEqual(1);
-      seen.push(...res.body.items.map((t: any) => t.content));
-      cursor = res.body.next_cursor;
+      seen.push(...res.body.items.map((t) => t.content));
+      cursor = res.body.next_cursor as string | null;
     } while (cursor);
     expect(seen).toEqual(['sys', 'c', 'b', 'a']);
   });

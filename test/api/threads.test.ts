@@ -69,7 +69,7 @@ describe('POST /threads', () => {
     it(`should answer 422 naming ${field}`, async () => {
       const res = await createThread(alice, resolve(body));
       expect(res.status).toBe(422);
-      expect(res.body.errors.map((e: any) => e.path)).toContain(field);
+      expect(res.body.errors!.map((e) => e.path)).toContain(field);
     });
   });
 
@@ -90,13 +90,13 @@ describe('GET /threads', () => {
     await api.request('DELETE', `/threads/${gone}`, { token: carol });
     const all = await api.request('GET', '/threads', { token: carol });
     expect(all.status).toBe(200);
-    expect(all.body.items.map((t: any) => t.id)).toEqual([t3, t2, t1]);
+    expect(all.body.items.map((t) => t.id)).toEqual([t3, t2, t1]);
     const first = await api.request('GET', '/threads?limit=2', { token: carol });
     const rest = await api.request('GET', `/threads?limit=2&cursor=${first.body.next_cursor}`, { token: carol });
-    expect([...first.body.items, ...rest.body.items].map((t: any) => t.id)).toEqual([t3, t2, t1]);
+    expect([...first.body.items, ...rest.body.items].map((t) => t.id)).toEqual([t3, t2, t1]);
     expect(rest.body.next_cursor).toBeNull();
     const about = await api.request('GET', `/threads?context_type=MEETING&context_id=${m}`, { token: carol });
-    expect(about.body.items.map((t: any) => t.id)).toEqual([t1]);
+    expect(about.body.items.map((t) => t.id)).toEqual([t1]);
   });
 
   it.each([
@@ -171,12 +171,12 @@ describe('thread messages', () => {
     const roles: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: any = await api.request('GET', `/threads/${t}/messages?limit=3${cursor ? `&cursor=${cursor}` : ''}`, {
+      const page = await api.request('GET', `/threads/${t}/messages?limit=3${cursor ? `&cursor=${cursor}` : ''}`, {
         token: alice,
       });
       expect(page.status).toBe(200);
-      roles.push(...page.body.items.map((m: any) => m.role));
-      cursor = page.body.next_cursor;
+      roles.push(...page.body.items.map((m) => m.role));
+      cursor = page.body.next_cursor as string | null;
     } while (cursor);
     expect(roles).toEqual(['user', 'assistant', 'tool', 'assistant']);
   });
@@ -189,11 +189,11 @@ describe('thread messages', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: any = await api.request('GET', `/threads/${t}/messages?limit=7${cursor ? `&cursor=${cursor}` : ''}`, {
+      const page = await api.request('GET', `/threads/${t}/messages?limit=7${cursor ? `&cursor=${cursor}` : ''}`, {
         token: alice,
       });
-      seen.push(...page.body.items.map((m: any) => m.content));
-      cursor = page.body.next_cursor;
+      seen.push(...page.body.items.map((m) => m.content));
+      cursor = page.body.next_cursor as string | null;
     } while (cursor);
     expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
   });
@@ -223,7 +223,7 @@ describe('thread messages', () => {
       const t = (await createThread(alice, {})).body.id;
       const res = await say(alice, t, body);
       expect(res.status).toBe(422);
-      expect(res.body.errors.map((e: any) => e.path)).toContain(field);
+      expect(res.body.errors!.map((e) => e.path)).toContain(field);
     });
   });
 
@@ -238,9 +238,9 @@ describe('thread messages', () => {
       id: drop,
       meeting_id: aliceMeeting,
     });
-    expect(
-      (await api.request('GET', `/threads/${t}/messages`, { token: alice })).body.items.map((m: any) => m.id),
-    ).toEqual([keep]);
+    expect((await api.request('GET', `/threads/${t}/messages`, { token: alice })).body.items.map((m) => m.id)).toEqual([
+      keep,
+    ]);
     const { rows } = await api.rt.db.query('test.msg', 'SELECT deleted_at FROM chat_message WHERE id = $1', [drop]);
     expect(rows[0].deleted_at).not.toBeNull();
     expect((await api.request('DELETE', `/threads/${t}/messages/${drop}`, { token: alice })).status).toBe(404);
@@ -268,7 +268,7 @@ describe('thread messages', () => {
       ).status,
     ).toBe(400);
     expect(
-      (await api.request('GET', `/threads/${bobThread}/messages`, { token: bob })).body.items.map((m: any) => m.id),
+      (await api.request('GET', `/threads/${bobThread}/messages`, { token: bob })).body.items.map((m) => m.id),
     ).toEqual([bobMessage]);
   });
 });

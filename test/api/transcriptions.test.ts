@@ -75,7 +75,7 @@ describe('create, get, list', () => {
       await outbox('EntityChanged', { entity: 'transcription', action: 'created', id: t.id, meeting_id: m }),
     ).toHaveLength(1);
     const history = await api.request('GET', `/transcriptions/${t.id}/status-history`, { token: alice });
-    expect(history.body.items.map((h: any) => h.status)).toEqual(['pending']);
+    expect(history.body.items.map((h) => h.status)).toEqual(['pending']);
   });
 
   it('should let the service create one too, and replay an idempotent retry', async () => {
@@ -101,7 +101,7 @@ describe('create, get, list', () => {
     const ids = [];
     for (let i = 0; i < 3; i++) ids.push((await transcription(m)).id);
     const first = await api.request('GET', `/meetings/${m}/transcriptions?limit=2`, { token: alice });
-    expect(first.body.items.map((t: any) => t.id)).toEqual(ids.slice(0, 2));
+    expect(first.body.items.map((t) => t.id)).toEqual(ids.slice(0, 2));
     const second = await api.request('GET', `/meetings/${m}/transcriptions?limit=2&cursor=${first.body.next_cursor}`, {
       token: svc,
     });
@@ -196,7 +196,7 @@ describe('PATCH and the status machine', () => {
     }
     const history = await api.request('GET', `/transcriptions/${t.id}/status-history`, { token: alice });
     expect(history.status).toBe(200);
-    expect(history.body.items.map((h: any) => [h.status, h.status_message])).toEqual([
+    expect(history.body.items.map((h) => [h.status, h.status_message])).toEqual([
       ['pending', null],
       ['transcribing', 'now transcribing'],
       ['synthesizing', 'now synthesizing'],

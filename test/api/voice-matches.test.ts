@@ -61,7 +61,7 @@ describe('POST /people/voice-matches', () => {
     const exact = aliceIds
       .map((id, i) => ({ id, similarity: cosine(query, aliceVectors[i]) }))
       .sort((a, b) => b.similarity - a.similarity);
-    expect(res.body.items.map((m: any) => m.person.id)).toEqual(exact.slice(0, 5).map((e) => e.id));
+    expect(res.body.items.map((m) => m.person.id)).toEqual(exact.slice(0, 5).map((e) => e.id));
     for (const [i, m] of (res.body.items as { similarity: number }[]).entries())
       expect(m.similarity).toBeCloseTo(exact[i].similarity, 5);
     for (const m of res.body.items) {
@@ -76,8 +76,8 @@ describe('POST /people/voice-matches', () => {
     expect(res.body.items).toHaveLength(10);
     const all = await match(alice, { feature_vector: randomVector(), limit: 100 });
     expect(all.body.items).toHaveLength(40);
-    expect(all.body.items.map((m: any) => m.person.id)).not.toContain(untrained);
-    const sims = all.body.items.map((m: any) => m.similarity);
+    expect(all.body.items.map((m) => m.person.id)).not.toContain(untrained);
+    const sims = all.body.items.map((m) => m.similarity);
     expect(sims).toEqual([...sims].sort((a, b) => b - a));
   });
 
@@ -161,6 +161,6 @@ describe('POST /people/voice-matches', () => {
     });
     expect(assigned.status).toBe(200);
     const res = await match(alice, { feature_vector: voice.map((x) => x + rand() * 0.1), limit: 1 });
-    expect(res.body.items.map((m: any) => m.person.id)).toEqual([person]);
+    expect(res.body.items.map((m) => m.person.id)).toEqual([person]);
   });
 });

@@ -39,7 +39,7 @@ const assign = (m: string, speaker_label: string, person_id: string, token = ali
   });
 const unassign = (m: string, label: string, token = alice, headers: Record<string, string> = {}) =>
   api.request('DELETE', `/meetings/${m}/speaker-labels/${encodeURIComponent(label)}`, { token, headers });
-const samples = (p: string, query = '', token = alice) =>
+const samples = (p: string, query: '' | `?${string}` = '', token = alice) =>
   api.request('GET', `/people/${p}/voice-samples${query}`, { token });
 
 /** The person's model must be exactly what their samples give; returns it. */
@@ -51,7 +51,7 @@ async function expectModelOf(p: string, embeddings: number[][]) {
   }
   const expected = normalize(sumOf(embeddings.map(normalize)));
   expect(got.voice_model_status).toBe('ready');
-  expect(dot(got.voice_vector, expected)).toBeGreaterThan(0.999999);
+  expect(dot(got.voice_vector!, expected)).toBeGreaterThan(0.999999);
   expect(got.voice_confidence).toBeCloseTo(
     embeddings.map(normalize).reduce((s, v) => s + dot(v, expected), 0) / embeddings.length,
     5,
@@ -257,7 +257,7 @@ describe('GET /people/{id}/voice-samples', () => {
       expect(res.status).toBe(200);
       expect(res.body.items.length).toBeLessThanOrEqual(2);
       seen.push(...res.body.items);
-      cursor = res.body.next_cursor;
+      cursor = res.body.next_cursor as string | null;
     } while (cursor);
     expect(seen).toHaveLength(6);
     expect(new Set(seen.map((s) => s.segment_id))).toEqual(new Set(segs.map((s) => s.id)));

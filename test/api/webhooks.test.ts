@@ -163,8 +163,8 @@ describe('webhooks', () => {
         token: gina,
       });
       expect(res.status).toBe(200);
-      seen.push(...res.body.items.map((a: any) => a.duration_ms));
-      cursor = res.body.next_cursor;
+      seen.push(...res.body.items.map((a) => a.duration_ms));
+      cursor = res.body.next_cursor as string | null;
     } while (cursor);
     expect(seen).toEqual([1, 2, 3, 4, 5]);
     expect((await api.request('GET', `/webhooks/${id}/deliveries?cursor=bad`, { token: gina })).status).toBe(400);

@@ -21,8 +21,12 @@ withNativeApi(
   { PUBSUB_TOPIC_RECORDING_FINALIZED: `finalized-${randomUUID().slice(0, 8)}` },
 );
 
-const service = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-  api.request(method, path, { token: api.serviceToken, body, headers });
+const service = <M extends string, P extends string>(
+  method: M,
+  path: P,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) => api.request(method, path, { token: api.serviceToken, body, headers });
 
 const claim = (t: string, headers: Record<string, string> = {}) =>
   service('PATCH', `/transcriptions/${t}`, { status: 'synthesizing', status_message: 'batch pass started' }, headers);

@@ -300,7 +300,7 @@ describe.skipIf(!native)('no lost update', () => {
       await outside.query('COMMIT');
       const answer = await create;
       expect(answer.status, answer.text).toBe(422);
-      expect(answer.body.errors.map((e: { path: string }) => e.path)).toEqual(Object.keys(ref));
+      expect(answer.body.errors!.map((e: { path: string }) => e.path)).toEqual(Object.keys(ref));
     } finally {
       await outside.end();
     }

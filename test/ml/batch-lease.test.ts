@@ -33,9 +33,14 @@ afterAll(async () => {
   await api?.close();
 });
 
-const service = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-  api.request(method, path, { token: api.serviceToken, body, headers });
-const withClaim = (claim: string) => ({ 'ml-claim': claim });
+const service = <M extends string, P extends string>(
+  method: M,
+  path: P,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) => api.request(method, path, { token: api.serviceToken, body, headers });
+// A claim answer's claim_id (the schema's `string | null` is null only once the pass ended).
+const withClaim = (claim: string | null) => ({ 'ml-claim': claim! });
 
 const claim = (t: string, headers: Record<string, string> = {}) =>
   service('PATCH', `/transcriptions/${t}`, { status: 'synthesizing', status_message: 'batch pass started' }, headers);
@@ -51,7 +56,7 @@ const expire = (t: string) =>
 const statusOf = async (t: string) => (await service('GET', `/transcriptions/${t}`)).body;
 const historyOf = async (t: string) =>
   (await service('GET', `/transcriptions/${t}/status-history?limit=200`)).body.items.map(
-    (h: any) => `${h.status}${h.status_message ? `: ${h.status_message}` : ''}`,
+    (h) => `${h.status}${h.status_message ? `: ${h.status_message}` : ''}`,
   );
 
 /** A meeting with a transcription in transcribing, as the live path leaves it. */
@@ -84,7 +89,7 @@ describe('the batch claim', () => {
     const claimed = await claim(transcriptionId);
     expect(claimed.status, claimed.text).toBe(200);
     expect(claimed.body).toMatchObject({ status: 'synthesizing', claim_id: expect.any(String) });
-    const ahead = Date.parse(claimed.body.claim_expires_at) - Date.parse(claimed.body.updated_at);
+    const ahead = Date.parse(claimed.body.claim_expires_at!) - Date.parse(claimed.body.updated_at);
     expect(ahead).toBeGreaterThanOrEqual(600_000);
     expect(ahead).toBeLessThan(601_000);
   });
@@ -95,7 +100,7 @@ describe('the batch claim', () => {
     const renewed = await claim(transcriptionId, withClaim(first.claim_id));
     expect(renewed.status, renewed.text).toBe(200);
     expect(renewed.body.claim_id).toBe(first.claim_id);
-    expect(Date.parse(renewed.body.claim_expires_at)).toBeGreaterThan(Date.parse(first.claim_expires_at));
+    expect(Date.parse(renewed.body.claim_expires_at!)).toBeGreaterThan(Date.parse(first.claim_expires_at!));
     expect(await historyOf(transcriptionId)).toEqual(['pending', 'transcribing', 'synthesizing: batch pass started']);
   });
 
@@ -151,7 +156,7 @@ describe('the batch claim', () => {
 
 describe('batch writes carrying a claim', () => {
   /** Every batch write of docs/ml-integration.md step 10, with the given ML-Claim. */
-  const batchWrites = (ids: { meetingId: string; transcriptionId: string }, claimId: string) => {
+  const batchWrites = (ids: { meetingId: string; transcriptionId: string }, claimId: string | null) => {
     const h = withClaim(claimId);
     return {
       'PUT segments': () =>
@@ -223,7 +228,7 @@ describe('batch writes carrying a claim', () => {
     expect(late.status, late.text).toBe(409);
     expect(late.body.detail).toMatch(/not the current claim/);
     const stored = (await service('GET', `/transcriptions/${t}/segments`)).body.items;
-    expect(stored.map((s: any) => s.text)).toEqual(['next pass']);
+    expect(stored.map((s) => s.text)).toEqual(['next pass']);
   });
 
   it('should answer a repeated completion with the claim that completed it 200, and refuse that claim any other write', async () => {

@@ -51,7 +51,7 @@ const statusOf = async (t: string) =>
 const historyOf = async (t: string) =>
   (
     await api.request('GET', `/transcriptions/${t}/status-history?limit=200`, { token: api.serviceToken })
-  ).body.items.map((h: any) => `${h.status}: ${h.status_message ?? ''}`) as string[];
+  ).body.items.map((h) => `${h.status}: ${h.status_message ?? ''}`) as string[];
 const offers = (take: Take) =>
   finalized.filter((m) => (m.data as any).meeting_id === take.meetingId).map((m) => (m.data as any).attempt);
 const claimExpiry = async (t: string) =>
@@ -99,7 +99,7 @@ describe('the fake batch worker and its lease', () => {
       'completed: batch pass completed',
     ]);
     const segments = (await api.request('GET', `/transcriptions/${t}/segments`, { token: api.serviceToken })).body;
-    expect(segments.items.every((s: any) => s.confidence === 0.97)).toBe(true);
+    expect(segments.items.every((s) => s.confidence === 0.97)).toBe(true);
   });
 
   it('should renew its claim while a pass takes longer than the lease, and the sweep leaves it alone', async () => {

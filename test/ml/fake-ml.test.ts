@@ -285,12 +285,7 @@ describe('fake ML batch pass', () => {
       { timeout: 20_000, interval: 200 },
     );
     const history = await api.request('GET', `/transcriptions/${ids.transcriptionId}/status-history`, { token: user });
-    expect(history.body.items.map((h: any) => h.status)).toEqual([
-      'pending',
-      'transcribing',
-      'synthesizing',
-      'completed',
-    ]);
+    expect(history.body.items.map((h) => h.status)).toEqual(['pending', 'transcribing', 'synthesizing', 'completed']);
 
     const segments = await segmentsOf(ids.transcriptionId);
     expect(segments).toHaveLength(6);
@@ -310,11 +305,11 @@ describe('fake ML batch pass', () => {
     expect(topics.body.items).toHaveLength(1);
     // The live draft tasks were replaced by re-extracted ones (every 3rd final segment).
     const tasks = (await api.request('GET', `/tasks?meeting_id=${ids.meetingId}`, { token: user })).body.items;
-    expect(tasks.map((t: any) => t.content).sort()).toEqual([
+    expect(tasks.map((t) => t.content).sort()).toEqual([
       'Follow up: Marketing wants to move the launch to early May.',
       'Follow up: We are slightly ahead of plan on revenue.',
     ]);
-    expect(tasks.map((t: any) => t.id)).not.toContain(liveTasks[0].id);
+    expect(tasks.map((t) => t.id)).not.toContain(liveTasks[0].id);
 
     // A redelivered message finds the transcription claimed and changes nothing.
     await api.rt.bus.publish(api.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message);

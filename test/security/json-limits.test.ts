@@ -53,8 +53,8 @@ describe('list pages', () => {
       const res = await api.request('GET', `/people?limit=200${cursor ? `&cursor=${cursor}` : ''}`, { token: owner });
       expect(res.status).toBe(200);
       expect(Buffer.byteLength(res.text)).toBeLessThanOrEqual(4 * KIB * KIB + 64 * KIB);
-      seen.push(...res.body.items.map((p: any) => p.id));
-      cursor = res.body.next_cursor;
+      seen.push(...res.body.items.map((p) => p.id));
+      cursor = res.body.next_cursor as string | null;
       pages++;
     } while (cursor && pages < 10);
     expect(pages).toBeGreaterThan(1);

@@ -3,7 +3,12 @@
 import type { ApiHarness } from '../harness';
 
 export type Schema = Record<string, any>;
-export type Doc = { paths: Record<string, Record<string, any>>; components: { schemas: Record<string, Schema> } };
+export type Doc = {
+  openapi: string;
+  info: { title: string; version: string };
+  paths: Record<string, Record<string, any>>;
+  components: { schemas: Record<string, Schema> };
+};
 
 export interface Param {
   name: string;
@@ -31,7 +36,7 @@ const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
 export async function fetchDoc(api: ApiHarness): Promise<Doc> {
   const res = await api.request('GET', '/openapi.json');
   if (res.status !== 200) throw new Error(`GET /openapi.json answered ${res.status}`);
-  return res.body as Doc;
+  return res.body;
 }
 
 export function operations(doc: Doc): Operation[] {

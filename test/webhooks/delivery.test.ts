@@ -62,7 +62,7 @@ const outbox = async (userId: string) =>
     )
   ).rows;
 const attempts = async (token: string, id: string) =>
-  (await api.request('GET', `/webhooks/${id}/deliveries?limit=200`, { token })).body.items as any[];
+  (await api.request('GET', `/webhooks/${id}/deliveries?limit=200`, { token })).body.items;
 
 beforeAll(async () => {
   api = await startApi();
