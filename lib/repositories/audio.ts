@@ -41,3 +41,30 @@ export async function setAudioFile(
   );
   return { file: rows[0], previous: before[0]?.storage_path ?? null };
 }
+
+/** The meeting's batch pass still to finish (pending, transcribing or synthesizing), or null. */
+export async function unfinishedPass(q: Queryable, meetingId: string): Promise<{ id: string; status: string } | null> {
+  const { rows } = await q.query<{ id: string; status: string }>(
+    'audio_file.unfinished_pass',
+    `SELECT id, status FROM transcription
+     WHERE meeting_id = $1 AND status IN ('pending', 'transcribing', 'synthesizing') LIMIT 1`,
+    [meetingId],
+  );
+  return rows[0] ?? null;
+}
+
+/** The uploaded file a transcription transcribes: its upload meeting's audio (null: not an upload's). */
+export async function uploadOfTranscription(
+  q: Queryable,
+  transcriptionId: string,
+): Promise<{ meeting_id: string; storage_path: string } | null> {
+  const { rows } = await q.query<{ meeting_id: string; storage_path: string }>(
+    'audio_file.of_transcription',
+    `SELECT f.meeting_id, f.storage_path FROM transcription t
+     JOIN meeting m ON m.id = t.meeting_id AND m.source_type = 'upload'
+     JOIN meeting_audio_file f ON f.meeting_id = t.meeting_id
+     WHERE t.id = $1`,
+    [transcriptionId],
+  );
+  return rows[0] ?? null;
+}

@@ -9,7 +9,9 @@ import * as transcriptions from '../repositories/transcriptions';
 import { takeAudioPath } from '../objects/take-objects';
 import type { Recording } from '../repositories/recordings';
 import { changed } from '../events/catalogue';
-import { finalizedMessage, offerTake, type FinalizeDeps } from './recording';
+import { uploadOfTranscription } from '../repositories/audio';
+import { uploadMessage } from './audio';
+import { finalizedMessage, offerBatchPass, offerTake, type FinalizeDeps } from './recording';
 import type { UseCase } from './use-case';
 import type { Workflow } from './workflow';
 
@@ -34,8 +36,8 @@ interface ReleaseInput {
   id: string;
   leaseSeconds: number;
   maxAttempts: number;
-  /** Publishes the take's message again; called inside the release's transaction (see below). */
-  offer: (rec: Recording, message: RecordingFinalized) => Promise<void>;
+  /** Publishes the take's (null: an upload's) message again; called inside the release's transaction (see below). */
+  offer: (rec: Recording | null, message: RecordingFinalized) => Promise<void>;
 }
 
 /**
@@ -45,7 +47,7 @@ interface ReleaseInput {
  * claims at once waits for the commit and finds the take transcribing; a publish that fails rolls
  * the release back, for the next sweep to retry, so a released take is never left unoffered. A
  * transcription of no finalized take (created through the API) or of a deleted meeting goes back
- * to transcribing unoffered.
+ * to transcribing unoffered. An upload's transcription is offered again as a take's is.
  */
 const releaseExpiredClaim: UseCase<ReleaseInput, 'released' | 'abandoned' | null> = async (ctx, input) => {
   const released = await transcriptions.releaseExpiredClaim(ctx.tx, input.id, input);
@@ -58,6 +60,11 @@ const releaseExpiredClaim: UseCase<ReleaseInput, 'released' | 'abandoned' | null
     const storagePath = rows.length ? takeAudioPath(rec) : null;
     const message = finalizedMessage(rec, storagePath, coverageOf(rows).missing_ranges, released.claim_expirations + 1);
     await input.offer(rec, message);
+  }
+  const upload = rec || released.meeting_deleted ? null : await uploadOfTranscription(ctx.tx, released.id);
+  if (upload) {
+    const attempt = released.claim_expirations + 1;
+    await input.offer(null, uploadMessage(upload.meeting_id, released.id, upload.storage_path, attempt));
   }
   return 'released';
 };
@@ -81,7 +88,8 @@ export const releaseExpiredClaims: Workflow<
   const { deps } = ctx;
   const leaseSeconds = deps.config.ML_BATCH_CLAIM_LEASE_SECONDS;
   const maxAttempts = deps.config.ML_BATCH_MAX_ATTEMPTS;
-  const offer = (rec: Recording, message: RecordingFinalized) => offerTake(deps, rec, message);
+  const offer = (rec: Recording | null, message: RecordingFinalized) =>
+    rec ? offerTake(deps, rec, message) : offerBatchPass(deps, message);
   const counts: ReleasedClaims = { released: 0, abandoned: 0 };
   for (const id of await transcriptions.expiredClaims(deps.db, leaseSeconds, limit)) {
     try {
