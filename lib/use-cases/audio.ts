@@ -57,9 +57,10 @@ const attachUploadedAudio: UseCase<
   const userId = userOf(ctx);
   const { meeting_id: id, storage_path, content_type, byte_count } = input;
   const set = await setAudioFile(ctx.tx, id, storage_path);
-  // Checked under the meeting's lock (setAudioFile's): two uploads cannot both start a pass.
-  const running = await unfinishedPass(ctx.tx, id);
-  if (running) throw busy(running.status);
+  // Checked again under the meeting's lock (setAudioFile's): two uploads cannot both start a pass.
+  // guard: upload-one-pass | remove: if (unfinished) throw busy(unfinished.status); | test: test/api/audio.test.ts :: concurrent first uploads
+  const unfinished = await unfinishedPass(ctx.tx, id);
+  if (unfinished) throw busy(unfinished.status);
   const transcription = await createTranscription(ctx.tx, id, 'pending');
   ctx.emit(userId, changed('meeting_audio_file', set.previous ? 'updated' : 'created', id, id));
   ctx.emit(userId, changed('transcription', 'created', transcription.id, id));

@@ -3,12 +3,15 @@
 // stand-in ML claims it, reads the uploaded object and writes the transcript; a pass that dies is
 // re-offered by the sweep; an upload while the pass is unfinished is refused and changes nothing.
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { BusMessage } from '@mi/lib/adapters/bus';
 import { mlBatchSubscription } from '@mi/lib/ml/contract';
 import { startFakeMl, type FakeMl } from '../../emulators/ml/server';
 import { phraseOf } from '../../emulators/ml/content';
 import { runSweep } from '../../functions/sweep';
+import { uploadMeetingAudio } from '@mi/lib/use-cases/audio';
+import { runWorkflow } from '@mi/lib/use-cases/workflow';
 import { startApi, type ApiHarness } from '../harness';
 
 let api: ApiHarness;
@@ -212,5 +215,28 @@ describe('the batch pass of an uploaded file', () => {
     expect((await upload(id, wav(2))).status).toBe(200);
     const next = await passReaches(id, 'completed');
     expect((await segmentsOf(next)).map((s) => s.text)).toEqual([phraseOf(0)]);
+  });
+
+  it('should end the pass failed and answer unavailable when it cannot be offered, the next upload starting one', async () => {
+    const id = await uploadMeeting();
+    const userId = (await api.request('GET', '/me', { token: alice })).body.id;
+    const down = {
+      ...api.rt,
+      bus: {
+        ...api.rt.bus,
+        publish: async () => {
+          throw new Error('Pub/Sub is down');
+        },
+      },
+    };
+    const input = { meetingId: id, contentType: 'audio/wav', maxBytes: 1 << 20, body: Readable.from([wav(2)]) };
+    await expect(runWorkflow(down, { userId }, uploadMeetingAudio, input)).rejects.toMatchObject({
+      code: 'unavailable',
+    });
+    expect(await passesOf(id)).toMatchObject([
+      { status: 'failed', status_message: 'the batch pass could not be offered; upload the file again' },
+    ]);
+    expect((await upload(id, wav(2))).status).toBe(200);
+    expect(await passReaches(id, 'completed')).not.toBe((await passesOf(id))[0].id);
   });
 });
