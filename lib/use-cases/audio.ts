@@ -160,9 +160,17 @@ export const uploadMeetingAudio: Workflow<
   try {
     await ctx.run(offerUpload, { message, publish: () => offerBatchPass(ctx.deps, message) });
   } catch (err) {
-    ctx.deps.log.warn({ err: String(err), transcription_id: transcriptionId }, 'the batch pass of an upload was not offered');
+    ctx.deps.log.warn(
+      { err: String(err), transcription_id: transcriptionId },
+      'the batch pass of an upload was not offered',
+    );
     await ctx.run(markUnoffered, { transcriptionId });
-    throw new DomainError('unavailable', 'the audio is stored but its transcription could not be started; upload it again', undefined, 5);
+    throw new DomainError(
+      'unavailable',
+      'the audio is stored but its transcription could not be started; upload it again',
+      undefined,
+      5,
+    );
   }
   return { created: previous === null, result: file };
 };

@@ -78,11 +78,19 @@ describe.each([
 
   it('should know exactly the published fields, each required as published', () => {
     expect(Object.keys(rules).sort()).toEqual(Object.keys(schema.properties).sort());
-    expect([...schema.required].sort()).toEqual(Object.keys(rules).filter((k) => !optional.includes(k)).sort());
+    expect([...schema.required].sort()).toEqual(
+      Object.keys(rules)
+        .filter((k) => !optional.includes(k))
+        .sort(),
+    );
   });
 
   it('should accept the valid message and ignore unknown fields, as the schema does', () => {
-    for (const value of [sample, { ...sample, added_later: 1 }, ...optional.map((k) => ({ ...sample, [k]: undefined }))]) {
+    for (const value of [
+      sample,
+      { ...sample, added_later: 1 },
+      ...optional.map((k) => ({ ...sample, [k]: undefined })),
+    ]) {
       expect(validate(value)).toBe(true);
       expect(accepts(value)).toBe(true);
     }

@@ -77,7 +77,11 @@ async function uploadMeeting(): Promise<string> {
 }
 
 const upload = (id: string, bytes: Buffer, type = 'audio/wav') =>
-  api.request('PUT', `/meetings/${id}/audio`, { token: alice, raw: new Uint8Array(bytes), headers: { 'content-type': type } });
+  api.request('PUT', `/meetings/${id}/audio`, {
+    token: alice,
+    raw: new Uint8Array(bytes),
+    headers: { 'content-type': type },
+  });
 const passesOf = async (id: string) =>
   (await api.request('GET', `/meetings/${id}/transcriptions`, { token: alice })).body.items as {
     id: string;
@@ -94,8 +98,7 @@ const segmentsOf = async (t: string) =>
     start_ms: number;
     end_ms: number;
   }[];
-const offersOf = (t: string) =>
-  finalized.map((m) => m.data as any).filter((m) => m.transcription_id === t);
+const offersOf = (t: string) => finalized.map((m) => m.data as any).filter((m) => m.transcription_id === t);
 /** Polls until the meeting's only (or newest) pass reaches `status`; its id. */
 async function passReaches(id: string, status: string): Promise<string> {
   let tid = '';
