@@ -58,7 +58,7 @@ const attachUploadedAudio: UseCase<
   const { meeting_id: id, storage_path, content_type, byte_count } = input;
   const set = await setAudioFile(ctx.tx, id, storage_path);
   // Checked again under the meeting's lock (setAudioFile's): two uploads cannot both start a pass.
-  // guard: upload-one-pass | remove: if (unfinished) throw busy(unfinished.status); | test: test/api/audio.test.ts :: concurrent first uploads
+  // guard: upload-one-pass | remove: if (unfinished) throw busy(unfinished.status); | test: test/api/audio.test.ts :: both past their first check
   const unfinished = await unfinishedPass(ctx.tx, id);
   if (unfinished) throw busy(unfinished.status);
   const transcription = await createTranscription(ctx.tx, id, 'pending');

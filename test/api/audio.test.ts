@@ -9,6 +9,7 @@ import { signAudioLink } from '@mi/lib/audio/playback-links';
 import { startGcsEmulator, type GcsEmulator } from '../../emulators/gcs/server';
 import { loadOrCreateSignerKey } from '../../emulators/gcs/signer-key';
 import { startApi, type ApiHarness } from '../harness';
+import { lockWaits, outsideClient } from '../support/lock-waits';
 
 const MAX_UPLOAD = 65_536;
 let api: ApiHarness;
@@ -159,6 +160,32 @@ describe('audio upload, signed URL and proxy link', () => {
         const passes = await api.request('GET', `/meetings/${id}/transcriptions`, { token: alice });
         expect(passes.body.items, `round ${round}`).toHaveLength(1);
       }
+    },
+  );
+
+  // PGlite runs one transaction at a time: nothing interleaves there.
+  it.skipIf(inject('database').kind !== 'native')(
+    'should start one pass of two uploads both past their first check, waiting on the meeting (201 and 409)',
+    async () => {
+      const id = await meeting();
+      // The meeting held from outside: both uploads pass the check made before storing, store
+      // their file and wait for the meeting's lock; the one that gets it second must see the pass.
+      const outside = await outsideClient(api);
+      let answers: Awaited<ReturnType<typeof upload>>[];
+      try {
+        await outside.query('BEGIN');
+        await outside.query('SELECT 1 FROM meeting WHERE id = $1 FOR UPDATE', [id]);
+        const both = Promise.all([upload(id, audio(3000)), upload(id, audio(4000))]);
+        await lockWaits(api, 2);
+        await outside.query('COMMIT');
+        answers = await both;
+      } finally {
+        await outside.end();
+      }
+      expect(answers.map((a) => a.status).sort()).toEqual([201, 409]);
+      expect(await api.rt.store.list(`uploads/${id}/`)).toHaveLength(1);
+      const passes = await api.request('GET', `/meetings/${id}/transcriptions`, { token: alice });
+      expect(passes.body.items).toHaveLength(1);
     },
   );
 
