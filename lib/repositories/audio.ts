@@ -23,9 +23,10 @@ export async function setAudioFile(
   meetingId: string,
   storagePath: string,
 ): Promise<{ file: AudioFile; previous: string | null }> {
-  // The meeting row, not the file row, is locked: a first upload has no file row to lock, and
-  // two first uploads would each see none (both 201, the loser's object never deleted).
-  // guard: audio-upload-meeting-lock | remove: FOR UPDATE | test: test/api/audio.test.ts :: concurrent first uploads
+  // The meeting row, not the file row, is locked: a first upload has no file row to lock. Uploads
+  // of a meeting run one at a time; the second finds the first's batch pass (use-cases/audio.ts).
+  // no guard: the upsert below waits for the same row (or key) too, so the pass check after it
+  // holds without this lock (guard upload-one-pass); the lock makes the order plain.
   await q.query('audio_file.lock', 'SELECT 1 FROM meeting WHERE id = $1 FOR UPDATE', [meetingId]);
   const { rows: before } = await q.query<{ storage_path: string }>(
     'audio_file.previous',
