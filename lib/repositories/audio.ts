@@ -69,3 +69,21 @@ export async function uploadOfTranscription(
   );
   return rows[0] ?? null;
 }
+
+/** Upload transcriptions left pending (not offered) for `minAgeSeconds`: their offer died between its steps. */
+export async function unofferedUploads(
+  q: Queryable,
+  minAgeSeconds: number,
+  limit: number,
+): Promise<{ id: string; meeting_id: string; storage_path: string }[]> {
+  const { rows } = await q.query<{ id: string; meeting_id: string; storage_path: string }>(
+    'audio_file.unoffered',
+    `SELECT t.id, t.meeting_id, f.storage_path FROM transcription t
+     JOIN meeting m ON m.id = t.meeting_id AND m.source_type = 'upload' AND m.deleted_at IS NULL
+     JOIN meeting_audio_file f ON f.meeting_id = t.meeting_id
+     WHERE t.status = 'pending' AND t.updated_at <= now() - make_interval(secs => $1)
+     ORDER BY t.updated_at LIMIT $2`,
+    [minAgeSeconds, limit],
+  );
+  return rows;
+}

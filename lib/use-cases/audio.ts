@@ -10,7 +10,7 @@ import { changed } from '../events/catalogue';
 import type { RecordingFinalized } from '../ml/contract';
 import { setAudioFile, unfinishedPass } from '../repositories/audio';
 import { getMeeting } from '../repositories/meetings';
-import { createTranscription, updateTranscription } from '../repositories/transcriptions';
+import { createTranscription, getTranscription, updateTranscription } from '../repositories/transcriptions';
 import { offerBatchPass, type FinalizeDeps } from './recording';
 import { userOf, type UseCase } from './use-case';
 import type { Workflow } from './workflow';
@@ -74,20 +74,25 @@ const attachUploadedAudio: UseCase<
 /**
  * pending → transcribing with `recording.finalized` published before the commit, the row locked:
  * a worker that claims at once waits for the commit and finds it transcribing; a publish that
- * fails rolls the move back (see markUnoffered).
+ * fails rolls the move back. False when it is no longer pending (offered meanwhile).
  */
-const offerUpload: UseCase<{ message: RecordingFinalized; publish: () => Promise<void> }, void> = async (
+export const offerUpload: UseCase<{ message: RecordingFinalized; publish: () => Promise<void> }, boolean> = async (
   ctx,
   { message, publish },
 ) => {
+  const id = message.transcription_id!;
+  // no guard: only spares a racing sweep a second publish (harmless: the claim dedupes it).
+  const current = await getTranscription(ctx.tx, ctx.actor, id, { forUpdate: true });
+  if (current?.status !== 'pending') return false;
   const t = await updateTranscription(
     ctx.tx,
-    message.transcription_id!,
+    id,
     { status: 'transcribing', status_message: 'batch pass offered' },
     { leaseSeconds: 0 },
   );
   await publish();
   ctx.emit(t.user_id, changed('transcription', 'updated', t.id, t.meeting_id));
+  return true;
 };
 
 /** A pass that could not be offered ends failed (so that another upload may start one). */

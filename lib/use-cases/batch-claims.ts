@@ -9,8 +9,8 @@ import * as transcriptions from '../repositories/transcriptions';
 import { takeAudioPath } from '../objects/take-objects';
 import type { Recording } from '../repositories/recordings';
 import { changed } from '../events/catalogue';
-import { uploadOfTranscription } from '../repositories/audio';
-import { uploadMessage } from './audio';
+import { unofferedUploads, uploadOfTranscription } from '../repositories/audio';
+import { offerUpload, uploadMessage } from './audio';
 import { finalizedMessage, offerBatchPass, offerTake, type FinalizeDeps } from './recording';
 import type { UseCase } from './use-case';
 import type { Workflow } from './workflow';
@@ -72,9 +72,17 @@ const releaseExpiredClaim: UseCase<ReleaseInput, 'released' | 'abandoned' | null
 export interface ReleasedClaims {
   released: number;
   abandoned: number;
+  /** Uploads offered by the sweep: their upload died between storing and offering. */
+  uploadsOffered: number;
 }
 
-/** The sweep's step: every expired batch claim (up to `limit`) released, each in its own transaction. */
+/** An upload's transcription still pending after this long was left by a request that died mid-way. */
+const UNOFFERED_UPLOAD_SECONDS = 60;
+
+/**
+ * The sweep's step: every expired batch claim (up to `limit`) released, each in its own
+ * transaction; then uploads left pending (their request died before the offer) are offered.
+ */
 export const releaseExpiredClaims: Workflow<
   { limit: number },
   ReleasedClaims,
@@ -90,7 +98,7 @@ export const releaseExpiredClaims: Workflow<
   const maxAttempts = deps.config.ML_BATCH_MAX_ATTEMPTS;
   const offer = (rec: Recording | null, message: RecordingFinalized) =>
     rec ? offerTake(deps, rec, message) : offerBatchPass(deps, message);
-  const counts: ReleasedClaims = { released: 0, abandoned: 0 };
+  const counts: ReleasedClaims = { released: 0, abandoned: 0, uploadsOffered: 0 };
   for (const id of await transcriptions.expiredClaims(deps.db, leaseSeconds, limit)) {
     try {
       const outcome = await ctx.run(releaseExpiredClaim, { id, leaseSeconds, maxAttempts, offer });
@@ -100,6 +108,15 @@ export const releaseExpiredClaims: Workflow<
     } catch (err) {
       // Rolled back (the publish failed): still expired, the next pass retries it.
       deps.log.warn({ err: String(err), transcription_id: id }, 'sweep: an expired batch claim was not released');
+    }
+  }
+  for (const up of await unofferedUploads(deps.db, UNOFFERED_UPLOAD_SECONDS, limit)) {
+    const message = uploadMessage(up.meeting_id, up.id, up.storage_path, 1);
+    try {
+      if (await ctx.run(offerUpload, { message, publish: () => offerBatchPass(deps, message) }))
+        counts.uploadsOffered++;
+    } catch (err) {
+      deps.log.warn({ err: String(err), transcription_id: up.id }, 'sweep: an unoffered upload was not offered');
     }
   }
   return counts;

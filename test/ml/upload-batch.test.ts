@@ -242,4 +242,24 @@ describe('the batch pass of an uploaded file', () => {
     expect((await upload(id, wav(2))).status).toBe(200);
     expect(await passReaches(id, 'completed')).not.toBe((await passesOf(id))[0].id);
   });
+
+  it('should offer from the sweep an upload whose request died between storing it and offering it', async () => {
+    const id = await uploadMeeting();
+    expect((await upload(id, Buffer.from('unreadable'))).status).toBe(201);
+    const t = await passReaches(id, 'failed');
+    // As a request that died after the file and its pending transcription committed leaves it.
+    await api.rt.db.query(
+      'test.unoffered',
+      "UPDATE transcription SET status = 'pending', updated_at = now() - interval '61 seconds' WHERE id = $1",
+      [t],
+    );
+    await runSweep(api.sweeper);
+    await passReaches(id, 'failed'); // offered again: the same unreadable file
+    expect((await historyOf(t)).slice(-3)).toEqual([
+      'transcribing: batch pass offered',
+      'synthesizing: batch pass started',
+      'failed: batch pass failed',
+    ]);
+    await vi.waitFor(() => expect(offersOf(t).map((m) => m.attempt)).toEqual([1, 1]), { timeout: 15_000 });
+  });
 });
