@@ -1045,7 +1045,7 @@ export interface paths {
         };
         /**
          * Short-lived playback links of the meeting audio
-         * @description `url` is a signed object-storage link valid for RECORDING_AUDIO_URL_TTL_SECONDS; `proxy_url` is the per-user signed link to GET /meetings/{id}/audio with the same expiry. Answered with `Cache-Control: private, no-store`. Without `audio_version`: the meeting's audio (an upload, or the latest finalized take). With `audio_version=N`: that take's composed audio, for any finalized take (the proxy link then carries `audio_version` under its signature). An unknown take answers 404; a take that is not finalized yet answers 422 naming `audio_version`. The service token (the ML batch pass reading a finalized take) is answered like the owner, its proxy link the owner's.
+         * @description `url` is a signed object-storage link valid for RECORDING_AUDIO_URL_TTL_SECONDS; `proxy_url` is the per-user signed link to GET /meetings/{id}/audio with the same expiry. Answered with `Cache-Control: private, no-store`. Without `audio_version`: the meeting's audio (an upload, or the latest finalized take). With `audio_version=N`: that take's composed audio, for any finalized take (the proxy link then carries `audio_version` under its signature). An unknown take answers 404; a take that is not finalized yet answers 422 naming `audio_version`. The service token (the ML batch pass reading a finalized take, or an upload without `audio_version`) is answered like the owner, its proxy link the owner's.
          */
         get: operations["getMeetingAudioUrl"];
         put?: never;

@@ -119,18 +119,20 @@ describe('the batch pass of an uploaded file', () => {
     const up = await upload(id, wav(7));
     expect(up.status, up.text).toBe(201);
     const t = await passReaches(id, 'completed');
-    expect(offersOf(t)).toEqual([
-      {
-        meeting_id: id,
-        audio_version: 1,
-        transcription_id: t,
-        storage_path: up.body.storage_path,
-        is_degraded: false,
-        missing_ranges: [],
-        attempt: 1,
-        source: 'upload',
-      },
-    ]);
+    await vi.waitFor(() =>
+      expect(offersOf(t)).toEqual([
+        {
+          meeting_id: id,
+          audio_version: 1,
+          transcription_id: t,
+          storage_path: up.body.storage_path,
+          is_degraded: false,
+          missing_ranges: [],
+          attempt: 1,
+          source: 'upload',
+        },
+      ]),
+    );
     // 7 s heard as four 2 s windows, the last one second long.
     expect(await segmentsOf(t)).toMatchObject([
       { text: phraseOf(0), start_ms: 0, end_ms: 2000 },
