@@ -1026,7 +1026,7 @@ export interface paths {
         get: operations["streamMeetingAudio"];
         /**
          * Upload an upload meeting's audio file (raw body, streamed to storage)
-         * @description Only for meetings of source_type `upload` (others: 409). The body is the file itself with `Content-Type: audio/*` (415 otherwise), at most RECORDING_MAX_UPLOAD_BYTES (413; a larger Content-Length is refused before reading). Replaces an earlier upload. Broadcasts EntityChanged { entity: meeting_audio_file }.
+         * @description Only for meetings of source_type `upload` (others: 409). The body is the file itself with `Content-Type: audio/*` (415 otherwise), at most RECORDING_MAX_UPLOAD_BYTES (413; a larger Content-Length is refused before reading). Replaces an earlier upload. Each upload starts a transcription (pending, then transcribing) and offers it to the ML batch pass (`recording.finalized`, source `upload`, docs/ml-integration.md); while a transcription of the meeting is pending, transcribing or synthesizing, another upload is refused (409). Broadcasts EntityChanged { entity: meeting_audio_file } and { entity: transcription }.
          */
         put: operations["uploadMeetingAudio"];
         post?: never;
@@ -1045,7 +1045,7 @@ export interface paths {
         };
         /**
          * Short-lived playback links of the meeting audio
-         * @description `url` is a signed object-storage link valid for RECORDING_AUDIO_URL_TTL_SECONDS; `proxy_url` is the per-user signed link to GET /meetings/{id}/audio with the same expiry. Answered with `Cache-Control: private, no-store`. Without `audio_version`: the meeting's audio (an upload, or the latest finalized take). With `audio_version=N`: that take's composed audio, for any finalized take (the proxy link then carries `audio_version` under its signature). An unknown take answers 404; a take that is not finalized yet answers 422 naming `audio_version`. The service token (the ML batch pass reading a finalized take) is answered like the owner, its proxy link the owner's.
+         * @description `url` is a signed object-storage link valid for RECORDING_AUDIO_URL_TTL_SECONDS; `proxy_url` is the per-user signed link to GET /meetings/{id}/audio with the same expiry. Answered with `Cache-Control: private, no-store`. Without `audio_version`: the meeting's audio (an upload, or the latest finalized take). With `audio_version=N`: that take's composed audio, for any finalized take (the proxy link then carries `audio_version` under its signature). An unknown take answers 404; a take that is not finalized yet answers 422 naming `audio_version`. The service token (the ML batch pass reading a finalized take, or an upload without `audio_version`) is answered like the owner, its proxy link the owner's.
          */
         get: operations["getMeetingAudioUrl"];
         put?: never;
@@ -10794,7 +10794,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the meeting is not of source_type upload */
+            /** @description the meeting is not of source_type upload, or its audio is being transcribed */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10839,7 +10839,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description object storage is unavailable; nothing was changed, retry after `Retry-After` seconds */
+            /** @description object storage is unavailable (nothing was changed), or the batch pass could not be offered (the file is stored, its transcription failed); retry after `Retry-After` seconds */
             503: {
                 headers: {
                     [name: string]: unknown;

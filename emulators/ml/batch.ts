@@ -2,13 +2,14 @@
 // claim the transcription (→ synthesizing), replace its segments with the final set, write the
 // synthesis and the headline, re-extract the system tasks, and mark it completed. It reads the
 // take's audio through the signed URL the core gives (its length goes into the summary); the
-// final set is derived from the live segments, so tests can assert on it. As a real worker
+// final set is derived from the live segments, so tests can assert on it. An uploaded file (source
+// `upload`) has none: its set is "heard" from its length, a phrase per 2 s. As a real worker
 // should, it renews its claim (a lease) while it works and sends the claim with every write, so
 // that once it lost the claim (a pause longer than the lease) its writes are refused, not applied.
 import type { Logger } from '@mi/lib/telemetry/log';
 import type { RecordingFinalized } from './protocol';
 import { ok, type RestClient } from '@mi/client';
-import { featureVector, stableUuid, taskText } from './content';
+import { FRAME_MS, featureVector, phraseOf, speakerOf, stableUuid, taskText, WINDOW_FRAMES } from './content';
 import type { MlLimits } from './session';
 
 interface Segment {
@@ -54,7 +55,7 @@ export async function runBatchPass(
   try {
     await pause?.(msg);
     const audioSeconds = await readAudio(core, msg);
-    const live = await allSegments(core, tid);
+    const live = msg.source === 'upload' ? heardSegments(audioSeconds ?? 0) : await allSegments(core, tid);
     const final = finalSegments(live, limits.ML_SEGMENT_FEATURE_MAX_PER_SPEAKER);
     ok(await core.PUT('/transcriptions/{id}/segments', { ...transcription, body: { segments: final } }));
     const stored = await allSegments(core, tid);
@@ -169,21 +170,44 @@ function keepClaim(core: RestClient, tid: string, claimId: string, expiresAt: st
   };
 }
 
+/** Bytes per second the stand-in assumes of an upload that is not a WAV (128 kbit/s, as an MP3). */
+const COMPRESSED_BYTES_PER_SECOND = 16_000;
+const WAV_TYPES = /^audio\/(wav|x-wav|wave|vnd\.wave)$/i;
+
 /**
- * The take's audio as the contract gives it (docs/ml-integration.md, step 9): a signed URL from
- * GET /meetings/{id}/audio-url, fetched with no credential. Its length in seconds (a WAV of 16-bit
- * samples at the header's byte rate), or null when the take stored no frame (404).
+ * The audio as the contract gives it (docs/ml-integration.md, step 9): a signed URL from GET
+ * /meetings/{id}/audio-url (with audio_version for a take, without for an upload), fetched with
+ * no credential. Its length in seconds (a WAV of 16-bit samples at the header's byte rate; another
+ * upload type by its size), or null when there is no audio (404). A WAV that is not one fails.
  */
 async function readAudio(core: RestClient, msg: RecordingFinalized): Promise<number | null> {
-  const links = await core.GET('/meetings/{id}/audio-url', {
-    params: { path: { id: msg.meeting_id }, query: { audio_version: msg.audio_version } },
-  });
+  const upload = msg.source === 'upload';
+  const query = upload ? {} : { audio_version: msg.audio_version };
+  const links = await core.GET('/meetings/{id}/audio-url', { params: { path: { id: msg.meeting_id }, query } });
   if (links.response.status === 404) return null;
   const res = await fetch(ok(links).url);
   if (!res.ok) throw new Error(`the signed audio URL answered ${res.status}`);
-  const wav = Buffer.from(await res.arrayBuffer());
-  if (wav.length < 44 || wav.toString('ascii', 0, 4) !== 'RIFF') throw new Error('the take audio is not a WAV');
-  return (wav.length - 44) / wav.readUInt32LE(28);
+  const type = (res.headers.get('content-type') ?? '').split(';')[0].trim();
+  const wav = !upload || WAV_TYPES.test(type);
+  const bytes = Buffer.from(await res.arrayBuffer());
+  if (!wav) return bytes.length / COMPRESSED_BYTES_PER_SECOND;
+  if (bytes.length < 44 || bytes.toString('ascii', 0, 4) !== 'RIFF' || bytes.toString('ascii', 8, 12) !== 'WAVE')
+    throw new Error('the audio is not a WAV');
+  const byteRate = bytes.readUInt32LE(28);
+  if (byteRate === 0) throw new Error('the WAV header gives no byte rate');
+  return (bytes.length - 44) / byteRate;
+}
+
+/** An upload's "transcript": one segment per 2 s window of its length, two speakers taking turns. */
+export function heardSegments(seconds: number): Omit<Segment, 'id'>[] {
+  const windowMs = WINDOW_FRAMES * FRAME_MS;
+  const totalMs = Math.round(seconds * 1000);
+  return Array.from({ length: Math.ceil(totalMs / windowMs) }, (_, w) => ({
+    speaker_label: speakerOf(w),
+    text: phraseOf(w),
+    start_ms: w * windowMs,
+    end_ms: Math.min((w + 1) * windowMs, totalMs),
+  }));
 }
 
 async function allSegments(core: RestClient, tid: string): Promise<Segment[]> {

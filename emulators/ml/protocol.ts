@@ -25,6 +25,8 @@ export interface RecordingFinalized {
   missing_ranges: [number, number][];
   /** 1, then one more each time the core offers the take again after a claim expired. */
   attempt: number;
+  /** Absent or `take`: a live take. `upload`: the meeting's uploaded file (no live segments). */
+  source?: 'take' | 'upload';
 }
 
 /** The work queue the ML pulls: `recording.finalized.ml-batch` for the topic `recording.finalized`. */
@@ -60,6 +62,7 @@ export const FINALIZED_RULES: Record<keyof RecordingFinalized, Rule> = {
   is_degraded: (v) => typeof v === 'boolean',
   missing_ranges: (v) => Array.isArray(v) && v.every(range),
   attempt: int(1),
+  source: (v) => v === undefined || v === 'take' || v === 'upload',
 };
 
 /** The value when every field keeps its rule (unknown fields are ignored), else the fields that do not. */

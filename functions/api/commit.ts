@@ -11,7 +11,7 @@ import { type Emit, inUnitOfWork } from '@mi/lib/use-cases/unit-of-work';
 import type { UseCase } from '@mi/lib/use-cases/use-case';
 import { runWorkflow, type Workflow } from '@mi/lib/use-cases/workflow';
 import { actorOf } from './actor';
-import type { AppEnv } from './env';
+import type { AppDeps, AppEnv } from './env';
 import { setEtag } from './etag';
 import { answerOf, claimIdempotency, completeIdempotency, type StoredRecord } from './middleware/idempotency';
 
@@ -67,7 +67,7 @@ export async function commit<I, T, S extends 200 | 201 | 202 | 204>(
 const REPLAY = new Error('idempotent replay');
 
 /** Runs a workflow for the caller; its steps' events carry the request's client and trace, as commit's do. */
-export function perform<I, O>(c: Context<AppEnv>, workflow: Workflow<I, O>, input: I): Promise<O> {
+export function perform<I, O>(c: Context<AppEnv>, workflow: Workflow<I, O, AppDeps>, input: I): Promise<O> {
   return runWorkflow(c.var.deps, actorOf(c), workflow, input, eventContext(c));
 }
 

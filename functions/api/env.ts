@@ -1,6 +1,7 @@
 // The Hono environment of the REST API: what every handler can read from the context.
 import type { RequestIdVariables } from 'hono/request-id';
 import type { Authenticator } from '@mi/lib/adapters/auth';
+import type { Bus } from '@mi/lib/adapters/bus';
 import type { Config } from '@mi/lib/config';
 import type { Database } from '@mi/lib/db/pool';
 import type { User } from '@mi/lib/repositories/users';
@@ -18,6 +19,8 @@ export interface AppDeps {
   events: EventPublisher;
   store: ObjectStore;
   flags: FeatureFlags;
+  /** Publishes an upload's `recording.finalized` (the ML batch pass). */
+  bus: Bus;
 }
 
 /** Who is calling. Service calls act on any user's records (userId null). */

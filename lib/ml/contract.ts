@@ -129,9 +129,15 @@ export const RecordingFinalized = z
       .describe(
         '1 when the take is finalized; one more each time the core offers it again because a batch pass let its claim expire',
       ),
+    source: z
+      .enum(['take', 'upload'])
+      .optional()
+      .describe(
+        'absent or `take`: a live take (see above). `upload`: the meeting’s uploaded file (any audio/* type, no live segments; `storage_path` is that object, read it through GET /meetings/{id}/audio-url without audio_version; `audio_version` is 1)',
+      ),
   })
   .describe(
-    'recording.finalized: one take is finalized (or offered again after a claim expired). At least once: the transcription claim dedupes.',
+    'recording.finalized: one take is finalized, or an audio file was uploaded (or either is offered again after a claim expired). At least once: the transcription claim dedupes.',
   );
 export type RecordingFinalized = z.infer<typeof RecordingFinalized>;
 

@@ -23,9 +23,10 @@ export async function setAudioFile(
   meetingId: string,
   storagePath: string,
 ): Promise<{ file: AudioFile; previous: string | null }> {
-  // The meeting row, not the file row, is locked: a first upload has no file row to lock, and
-  // two first uploads would each see none (both 201, the loser's object never deleted).
-  // guard: audio-upload-meeting-lock | remove: FOR UPDATE | test: test/api/audio.test.ts :: concurrent first uploads
+  // The meeting row, not the file row, is locked: a first upload has no file row to lock. Uploads
+  // of a meeting run one at a time; the second finds the first's batch pass (use-cases/audio.ts).
+  // no guard: the upsert below waits for the same row (or key) too, so the pass check after it
+  // holds without this lock (guard upload-one-pass); the lock makes the order plain.
   await q.query('audio_file.lock', 'SELECT 1 FROM meeting WHERE id = $1 FOR UPDATE', [meetingId]);
   const { rows: before } = await q.query<{ storage_path: string }>(
     'audio_file.previous',
@@ -40,4 +41,49 @@ export async function setAudioFile(
     [meetingId, storagePath],
   );
   return { file: rows[0], previous: before[0]?.storage_path ?? null };
+}
+
+/** The meeting's batch pass still to finish (pending, transcribing or synthesizing), or null. */
+export async function unfinishedPass(q: Queryable, meetingId: string): Promise<{ id: string; status: string } | null> {
+  const { rows } = await q.query<{ id: string; status: string }>(
+    'audio_file.unfinished_pass',
+    `SELECT id, status FROM transcription
+     WHERE meeting_id = $1 AND status IN ('pending', 'transcribing', 'synthesizing') LIMIT 1`,
+    [meetingId],
+  );
+  return rows[0] ?? null;
+}
+
+/** The uploaded file a transcription transcribes: its upload meeting's audio (null: not an upload's). */
+export async function uploadOfTranscription(
+  q: Queryable,
+  transcriptionId: string,
+): Promise<{ meeting_id: string; storage_path: string } | null> {
+  const { rows } = await q.query<{ meeting_id: string; storage_path: string }>(
+    'audio_file.of_transcription',
+    `SELECT f.meeting_id, f.storage_path FROM transcription t
+     JOIN meeting m ON m.id = t.meeting_id AND m.source_type = 'upload'
+     JOIN meeting_audio_file f ON f.meeting_id = t.meeting_id
+     WHERE t.id = $1`,
+    [transcriptionId],
+  );
+  return rows[0] ?? null;
+}
+
+/** Upload transcriptions left pending (not offered) for `minAgeSeconds`: their offer died between its steps. */
+export async function unofferedUploads(
+  q: Queryable,
+  minAgeSeconds: number,
+  limit: number,
+): Promise<{ id: string; meeting_id: string; storage_path: string }[]> {
+  const { rows } = await q.query<{ id: string; meeting_id: string; storage_path: string }>(
+    'audio_file.unoffered',
+    `SELECT t.id, t.meeting_id, f.storage_path FROM transcription t
+     JOIN meeting m ON m.id = t.meeting_id AND m.source_type = 'upload' AND m.deleted_at IS NULL
+     JOIN meeting_audio_file f ON f.meeting_id = t.meeting_id
+     WHERE t.status = 'pending' AND t.updated_at <= now() - make_interval(secs => $1)
+     ORDER BY t.updated_at LIMIT $2`,
+    [minAgeSeconds, limit],
+  );
+  return rows;
 }

@@ -9,7 +9,9 @@ import * as transcriptions from '../repositories/transcriptions';
 import { takeAudioPath } from '../objects/take-objects';
 import type { Recording } from '../repositories/recordings';
 import { changed } from '../events/catalogue';
-import { finalizedMessage, offerTake, type FinalizeDeps } from './recording';
+import { unofferedUploads, uploadOfTranscription } from '../repositories/audio';
+import { offerUpload, uploadMessage } from './audio';
+import { finalizedMessage, offerBatchPass, offerTake, type FinalizeDeps } from './recording';
 import type { UseCase } from './use-case';
 import type { Workflow } from './workflow';
 
@@ -34,8 +36,8 @@ interface ReleaseInput {
   id: string;
   leaseSeconds: number;
   maxAttempts: number;
-  /** Publishes the take's message again; called inside the release's transaction (see below). */
-  offer: (rec: Recording, message: RecordingFinalized) => Promise<void>;
+  /** Publishes the take's (null: an upload's) message again; called inside the release's transaction (see below). */
+  offer: (rec: Recording | null, message: RecordingFinalized) => Promise<void>;
 }
 
 /**
@@ -45,7 +47,7 @@ interface ReleaseInput {
  * claims at once waits for the commit and finds the take transcribing; a publish that fails rolls
  * the release back, for the next sweep to retry, so a released take is never left unoffered. A
  * transcription of no finalized take (created through the API) or of a deleted meeting goes back
- * to transcribing unoffered.
+ * to transcribing unoffered. An upload's transcription is offered again as a take's is.
  */
 const releaseExpiredClaim: UseCase<ReleaseInput, 'released' | 'abandoned' | null> = async (ctx, input) => {
   const released = await transcriptions.releaseExpiredClaim(ctx.tx, input.id, input);
@@ -59,15 +61,28 @@ const releaseExpiredClaim: UseCase<ReleaseInput, 'released' | 'abandoned' | null
     const message = finalizedMessage(rec, storagePath, coverageOf(rows).missing_ranges, released.claim_expirations + 1);
     await input.offer(rec, message);
   }
+  const upload = rec || released.meeting_deleted ? null : await uploadOfTranscription(ctx.tx, released.id);
+  if (upload) {
+    const attempt = released.claim_expirations + 1;
+    await input.offer(null, uploadMessage(upload.meeting_id, released.id, upload.storage_path, attempt));
+  }
   return 'released';
 };
 
 export interface ReleasedClaims {
   released: number;
   abandoned: number;
+  /** Uploads offered by the sweep: their upload died between storing and offering. */
+  uploadsOffered: number;
 }
 
-/** The sweep's step: every expired batch claim (up to `limit`) released, each in its own transaction. */
+/** An upload's transcription still pending after this long was left by a request that died mid-way. */
+const UNOFFERED_UPLOAD_SECONDS = 60;
+
+/**
+ * The sweep's step: every expired batch claim (up to `limit`) released, each in its own
+ * transaction; then uploads left pending (their request died before the offer) are offered.
+ */
 export const releaseExpiredClaims: Workflow<
   { limit: number },
   ReleasedClaims,
@@ -81,8 +96,9 @@ export const releaseExpiredClaims: Workflow<
   const { deps } = ctx;
   const leaseSeconds = deps.config.ML_BATCH_CLAIM_LEASE_SECONDS;
   const maxAttempts = deps.config.ML_BATCH_MAX_ATTEMPTS;
-  const offer = (rec: Recording, message: RecordingFinalized) => offerTake(deps, rec, message);
-  const counts: ReleasedClaims = { released: 0, abandoned: 0 };
+  const offer = (rec: Recording | null, message: RecordingFinalized) =>
+    rec ? offerTake(deps, rec, message) : offerBatchPass(deps, message);
+  const counts: ReleasedClaims = { released: 0, abandoned: 0, uploadsOffered: 0 };
   for (const id of await transcriptions.expiredClaims(deps.db, leaseSeconds, limit)) {
     try {
       const outcome = await ctx.run(releaseExpiredClaim, { id, leaseSeconds, maxAttempts, offer });
@@ -92,6 +108,15 @@ export const releaseExpiredClaims: Workflow<
     } catch (err) {
       // Rolled back (the publish failed): still expired, the next pass retries it.
       deps.log.warn({ err: String(err), transcription_id: id }, 'sweep: an expired batch claim was not released');
+    }
+  }
+  for (const up of await unofferedUploads(deps.db, UNOFFERED_UPLOAD_SECONDS, limit)) {
+    const message = uploadMessage(up.meeting_id, up.id, up.storage_path, 1);
+    try {
+      if (await ctx.run(offerUpload, { message, publish: () => offerBatchPass(deps, message) }))
+        counts.uploadsOffered++;
+    } catch (err) {
+      deps.log.warn({ err: String(err), transcription_id: up.id }, 'sweep: an unoffered upload was not offered');
     }
   }
   return counts;

@@ -44,7 +44,7 @@ import { createTranscription } from '../repositories/transcriptions';
 import { DomainError, notFound } from '../errors';
 import { changed, recordingChanged, type Entity, type EventBody } from '../events/catalogue';
 import { ObjectExistsError, type StoredObject } from '../adapters/storage';
-import { validTraceContext } from '../telemetry/trace-context';
+import { type TraceContext, validTraceContext } from '../telemetry/trace-context';
 import { userOf, type UseCase } from './use-case';
 import type { Workflow, WorkflowDeps } from './workflow';
 
@@ -358,17 +358,21 @@ export function finalizedMessage(
 }
 
 /** Publishes a take's `recording.finalized` to the ML batch workers. */
-export async function offerTake(
-  deps: Pick<FinalizeDeps, 'bus' | 'config'>,
-  rec: Recording,
-  message: RecordingFinalized,
-): Promise<void> {
+export const offerTake = (deps: Pick<FinalizeDeps, 'bus' | 'config'>, rec: Recording, message: RecordingFinalized) =>
   // The client's trace of the take's start goes on to the ML batch worker (checked again: a row
   // stored before validation existed must not fail the publish).
+  offerBatchPass(deps, message, validTraceContext(rec.trace_context));
+
+/** Publishes `recording.finalized` (a take's or an upload's) to the ML batch workers. */
+export async function offerBatchPass(
+  deps: Pick<FinalizeDeps, 'bus' | 'config'>,
+  message: RecordingFinalized,
+  trace: TraceContext | null = null,
+): Promise<void> {
   await deps.bus.publish(deps.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message, {
-    meeting_id: rec.meeting_id,
-    audio_version: String(rec.audio_version),
-    ...validTraceContext(rec.trace_context),
+    meeting_id: message.meeting_id,
+    audio_version: String(message.audio_version),
+    ...trace,
   });
 }
 

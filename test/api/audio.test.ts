@@ -9,6 +9,7 @@ import { signAudioLink } from '@mi/lib/audio/playback-links';
 import { startGcsEmulator, type GcsEmulator } from '../../emulators/gcs/server';
 import { loadOrCreateSignerKey } from '../../emulators/gcs/signer-key';
 import { startApi, type ApiHarness } from '../harness';
+import { lockWaits, outsideClient } from '../support/lock-waits';
 
 const MAX_UPLOAD = 65_536;
 let api: ApiHarness;
@@ -59,6 +60,18 @@ const upload = (id: string, raw: BodyInit, opts: { token?: string; type?: string
     raw,
     headers: { 'content-type': opts.type ?? 'audio/wav' },
   });
+
+/** Ends the upload's batch pass (no ML runs here) as the ML would on failure: the file may be replaced. */
+async function endPass(id: string) {
+  const list = await api.request('GET', `/meetings/${id}/transcriptions`, { token: api.serviceToken });
+  for (const t of list.body.items) {
+    const failed = await api.request('PATCH', `/transcriptions/${t.id}`, {
+      token: api.serviceToken,
+      body: { status: 'failed' },
+    });
+    expect(failed.status).toBe(200);
+  }
+}
 
 /** The proxy link as served, but against the test server (PUBLIC_BASE_URL is the default origin). */
 const local = (proxyUrl: string) => {
@@ -115,6 +128,7 @@ describe('audio upload, signed URL and proxy link', () => {
   it('should stream a chunked upload without a Content-Length and replace the earlier file (200)', async () => {
     const id = await meeting();
     expect((await upload(id, audio(1000))).status).toBe(201);
+    await endPass(id);
     const bytes = audio(40_000);
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
@@ -134,15 +148,44 @@ describe('audio upload, signed URL and proxy link', () => {
 
   // PGlite runs one transaction at a time: nothing interleaves there.
   it.skipIf(inject('database').kind !== 'native')(
-    'should answer one 201 and one 200 to two concurrent first uploads, keeping one object (5 rounds)',
+    'should answer one 201 and one 409 to two concurrent first uploads, keeping one object and one pass (5 rounds)',
     async () => {
       for (let round = 0; round < 5; round++) {
         const id = await meeting();
         const answers = await Promise.all([upload(id, audio(3000)), upload(id, audio(4000))]);
-        expect(answers.map((a) => a.status).sort(), `round ${round}`).toEqual([200, 201]);
+        // The second finds the first's batch pass started (the meeting's lock orders them).
+        expect(answers.map((a) => a.status).sort(), `round ${round}`).toEqual([201, 409]);
         const kept = (await api.rt.store.list(`uploads/${id}/`)).map((o) => o.name);
-        expect(kept).toHaveLength(1); // the loser's object was deleted once the winner's change committed
+        expect(kept).toHaveLength(1); // the loser's object was deleted
+        const passes = await api.request('GET', `/meetings/${id}/transcriptions`, { token: alice });
+        expect(passes.body.items, `round ${round}`).toHaveLength(1);
       }
+    },
+  );
+
+  // PGlite runs one transaction at a time: nothing interleaves there.
+  it.skipIf(inject('database').kind !== 'native')(
+    'should start one pass of two uploads both past their first check, waiting on the meeting (201 and 409)',
+    async () => {
+      const id = await meeting();
+      // The meeting held from outside: both uploads pass the check made before storing, store
+      // their file and wait for the meeting's lock; the one that gets it second must see the pass.
+      const outside = await outsideClient(api);
+      let answers: Awaited<ReturnType<typeof upload>>[];
+      try {
+        await outside.query('BEGIN');
+        await outside.query('SELECT 1 FROM meeting WHERE id = $1 FOR UPDATE', [id]);
+        const both = Promise.all([upload(id, audio(3000)), upload(id, audio(4000))]);
+        await lockWaits(api, 2);
+        await outside.query('COMMIT');
+        answers = await both;
+      } finally {
+        await outside.end();
+      }
+      expect(answers.map((a) => a.status).sort()).toEqual([201, 409]);
+      expect(await api.rt.store.list(`uploads/${id}/`)).toHaveLength(1);
+      const passes = await api.request('GET', `/meetings/${id}/transcriptions`, { token: alice });
+      expect(passes.body.items).toHaveLength(1);
     },
   );
 

@@ -1,8 +1,8 @@
 // The console's account export in real headless Chromium against the local stack: request it,
 // see it pending or running (the button disabled), then ready with a download link once the
 // stack's sweep built it, and the link serves a ZIP whose manifest lists the account's files.
-// Then the no-microphone path (an audio file uploaded to an upload meeting, played back) and
-// the search box's width at 1,400 px.
+// Then the no-microphone path (an audio file uploaded to an upload meeting, played back, its
+// batch transcript shown once the stack's fake ML wrote it) and the search box's width at 1,400 px.
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -89,7 +89,7 @@ describe('account export in the console', () => {
     expect(failedRequests).toEqual([]);
   });
 
-  it('should upload an audio file to an upload meeting and play it back', async () => {
+  it('should upload an audio file to an upload meeting, play it back and show its batch transcript', async () => {
     await page.fill('#new-meeting-title', 'Uploaded call');
     await page.selectOption('#new-meeting-type', 'upload');
     await page.click('#create-meeting');
@@ -113,6 +113,11 @@ describe('account export in the console', () => {
     });
     const stored = await fetch(((await link.json()) as { url: string }).url);
     expect(Buffer.from(await stored.arrayBuffer()).equals(wav)).toBe(true);
+    // The upload was offered to the batch pass: its transcript appears (2 s: one segment).
+    await poll(() => page.textContent('#transcription-status')).toBe('transcription completed');
+    await poll(() => page.locator('.segment:not(.interim) .text').allTextContents()).toEqual([
+      'Good morning everyone, let us get started.',
+    ]);
     expect(failedRequests).toEqual([]);
   });
 

@@ -20,16 +20,20 @@ const route = op({
   description:
     'Only for meetings of source_type `upload` (others: 409). The body is the file itself with `Content-Type: audio/*` (415 otherwise), ' +
     'at most RECORDING_MAX_UPLOAD_BYTES (413; a larger Content-Length is refused before reading). Replaces an earlier upload. ' +
-    'Broadcasts EntityChanged { entity: meeting_audio_file }.',
+    'Each upload starts a transcription (pending, then transcribing) and offers it to the ML batch pass (`recording.finalized`, ' +
+    'source `upload`, docs/ml-integration.md); while a transcription of the meeting is pending, transcribing or synthesizing, ' +
+    'another upload is refused (409). Broadcasts EntityChanged { entity: meeting_audio_file } and { entity: transcription }.',
   auth: ['bearer'],
   request: { params: IdParam, body: { required: true, content: binaryContent(['audio/*']) } },
   responses: {
     201: jsonResponse(AudioFileSchema, 'stored (the meeting had no audio)'),
     200: jsonResponse(AudioFileSchema, 'stored, replacing the earlier audio'),
     404: notFoundResponse('meeting'),
-    409: problemResponse('the meeting is not of source_type upload'),
+    409: problemResponse('the meeting is not of source_type upload, or its audio is being transcribed'),
     415: problemResponse('Content-Type is not audio/*'),
-    503: problemResponse('object storage is unavailable; nothing was changed, retry after `Retry-After` seconds'),
+    503: problemResponse(
+      'object storage is unavailable (nothing was changed), or the batch pass could not be offered (the file is stored, its transcription failed); retry after `Retry-After` seconds',
+    ),
   },
 });
 

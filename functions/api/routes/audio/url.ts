@@ -31,7 +31,7 @@ const route = op({
     "Without `audio_version`: the meeting's audio (an upload, or the latest finalized take). With `audio_version=N`: that take's " +
     'composed audio, for any finalized take (the proxy link then carries `audio_version` under its signature). ' +
     'An unknown take answers 404; a take that is not finalized yet answers 422 naming `audio_version`. ' +
-    "The service token (the ML batch pass reading a finalized take) is answered like the owner, its proxy link the owner's.",
+    "The service token (the ML batch pass reading a finalized take, or an upload without `audio_version`) is answered like the owner, its proxy link the owner's.",
   auth: ['bearer', 'service'],
   request: {
     params: IdParam,
