@@ -12,7 +12,7 @@ export type Emit = (userId: string, event: EventBody) => void;
 export interface UnitOfWorkDeps {
   db: Database;
   /** Where committed events go: Pub/Sub (and, in the live service, its own connections first). */
-  events: Pick<EventPublisher, 'publish'>;
+  events: Pick<EventPublisher, 'publish' | 'quiet'>;
 }
 
 export interface UnitOfWorkOptions<T> {
@@ -40,7 +40,8 @@ export async function inUnitOfWork<T>(
       pending.set(userId, [...(pending.get(userId) ?? []), event]);
     };
     const out = await fn(tx, emit);
-    for (const [userId, bodies] of pending) emitted.push(...(await appendEvents(tx, userId, bodies, opts.ctx)));
+    for (const [userId, bodies] of pending)
+      emitted.push(...(await appendEvents(tx, userId, bodies, opts.ctx, deps.events.quiet?.(userId))));
     await opts.beforeCommit?.(tx, out);
     return out;
   });
