@@ -154,11 +154,11 @@ export async function latestSeqs(q: Queryable, userIds: string[]): Promise<Map<s
  * the replay; one after sees the new version and reads presence again (RouteCache).
  */
 export async function listenFrom(q: Queryable, userId: string): Promise<number> {
-  // guard: routes-version-bump | remove: routes_version = event_sequence.routes_version + 1 | test: test/live/route-cache.test.ts :: connects after its routes were cached
+  // guard: routes-version-bump | remove: , routes_version = event_sequence.routes_version + 1 | test: test/live/route-cache.test.ts :: connects after its routes were cached
   const { rows } = await q.query<{ last_seq: number }>(
     'events.listen_from',
     `INSERT INTO event_sequence (user_id, last_seq, routes_version) VALUES ($1, 0, 1)
-     ON CONFLICT (user_id) DO UPDATE SET routes_version = event_sequence.routes_version + 1
+     ON CONFLICT (user_id) DO UPDATE SET last_seq = event_sequence.last_seq, routes_version = event_sequence.routes_version + 1
      RETURNING last_seq`,
     [userId],
   );
