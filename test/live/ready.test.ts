@@ -35,7 +35,7 @@ beforeAll(async () => {
   const held = (served: Database) =>
     aroundQueries(served, async (name, params, run) => {
       const h = hold;
-      if (name === 'events.latest_seq' && h && params?.[0] === h.userId) {
+      if (name === 'events.listen_from' && h && params?.[0] === h.userId) {
         hold = null;
         h.held();
         await h.released;
