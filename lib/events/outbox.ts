@@ -289,6 +289,7 @@ export function createEventPublisher(deps: {
   return {
     quiet: deps.quiet,
     async publish(events) {
+      if (events.every((e) => e.written?.published)) return;
       const done = publishAll(events).catch((err) =>
         log.warn({ err: String(err) }, 'event publish failed; the sweep will retry'),
       );
