@@ -40,7 +40,9 @@ const LOAD_CORE = '0';
 // BENCH_API_COMPARE=<dir>: another api bundle (e.g. one built from a commit without the row
 // policies) served as the schema owner, measured with the preload beside this one's rows and
 // printed, not written: the cost of a change in one run (issue 38's figures).
+// BENCH_API_COMPARE_LOGIN=api serves it as the api login instead, as this one (a bundle of main).
 const COMPARE_DIR = process.env.BENCH_API_COMPARE && path.resolve(process.env.BENCH_API_COMPARE);
+const COMPARE_AS_API = process.env.BENCH_API_COMPARE_LOGIN === 'api';
 // The functions run on the nodejs24 runtime (infra/modules/services/functions.tf): the servers do too.
 const NODE = serverNode();
 const NODE_VERSION = execFileSync(NODE, ['--version'], { encoding: 'utf8' }).trim();
@@ -313,7 +315,7 @@ async function tabLatency(server: Server): Promise<number[]> {
 const bare = await startServer(path.join(root, 'bench/bare-api'), false);
 const preloaded = await startServer(path.join(root, 'functions/dist'), true);
 const plainServer = await startServer(path.join(root, 'functions/dist'), false);
-const compared = COMPARE_DIR ? await startServer(COMPARE_DIR, true, database.url) : null;
+const compared = COMPARE_DIR ? await startServer(COMPARE_DIR, true, COMPARE_AS_API ? apiUrl : database.url) : null;
 const measured: Record<'preload' | 'plain' | 'compared', Measure[]> = { preload: [], plain: [], compared: [] };
 let baseline: Measure;
 let tab: number[] = [];
