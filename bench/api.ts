@@ -319,6 +319,7 @@ const compared = COMPARE_DIR ? await startServer(COMPARE_DIR, true, COMPARE_AS_A
 const measured: Record<'preload' | 'plain' | 'compared', Measure[]> = { preload: [], plain: [], compared: [] };
 let baseline: Measure;
 let tab: number[] = [];
+let tabCompared: number[] = [];
 try {
   const first = await measure(bare, healthz);
   for (const route of selected) {
@@ -328,7 +329,10 @@ try {
   }
   const last = await measure(bare, healthz);
   baseline = first.cpuUs <= last.cpuUs ? first : last;
-  if (selected.some((r) => r.method === 'POST')) tab = await tabLatency(preloaded);
+  if (selected.some((r) => r.method === 'POST')) {
+    tab = await tabLatency(preloaded);
+    if (compared) tabCompared = await tabLatency(compared);
+  }
 } finally {
   await Promise.all([bare.stop(), preloaded.stop(), plainServer.stop(), compared?.stop()]);
 }
@@ -383,6 +387,10 @@ if (compared) {
   console.log(
     `\n| request | CPU/req, ${COMPARE_DIR} | CPU/req, this tree | change |\n| --- | --- | --- | --- |\n${lines.join('\n')}`,
   );
+  if (tabCompared.length)
+    console.log(
+      `\nEvent latency to another instance's tab, ${COMPARE_DIR}: p50 ${percentile(tabCompared, 50).toFixed(1)} ms, p99 ${percentile(tabCompared, 99).toFixed(1)} ms.`,
+    );
 }
 // A partial or profiled run is not the section's figures.
 if (!ONLY && !PROFILE_DIR) writeSection('API', out);
