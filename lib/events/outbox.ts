@@ -54,6 +54,13 @@ const toStored = (r: OutboxRow): StoredEvent => ({
   trace_context: r.trace_context,
 });
 
+/** A statement of the caller's, numbered from $1: `rider` runs it in the append's own round trip. */
+export interface Statement {
+  name: string;
+  text: string;
+  params: unknown[];
+}
+
 /**
  * Writes events of one user in the caller's transaction, in order, with consecutive seqs. `quiet`:
  * the routes version at which the user has no live instance (RouteCache.quiet); while the user's
@@ -65,11 +72,13 @@ export async function appendEvents(
   bodies: EventBody[],
   ctx: EventContext = {},
   quiet?: number,
+  rider?: Statement,
 ): Promise<StoredEvent[]> {
   return appendUserEvents(
     tx,
     bodies.map((body) => ({ userId, body, quiet })),
     ctx,
+    rider,
   );
 }
 
@@ -91,8 +100,11 @@ export async function appendUserEvents(
   tx: Queryable,
   events: { userId: string; body: EventBody; quiet?: number }[],
   ctx: EventContext = {},
+  /** A write without RETURNING (a data-modifying WITH item of this statement); its $n follow ours. */
+  rider?: Statement,
 ): Promise<StoredEvent[]> {
   if (!events.length) return [];
+  const ride = rider ? `, rider AS (${rider.text.replace(/\$(\d+)/g, (_, n) => `$${Number(n) + 5}`)})` : '';
   // event_sequence rows are locked in user order, so that concurrent writers cannot deadlock. The
   // routes version is read under that lock: a hello bumps it (listenFrom) after its presence write.
   const { rows } = await tx.query<OutboxRow>(
@@ -111,7 +123,7 @@ export async function appendUserEvents(
               CASE WHEN i.q = r.routes_version THEN now() END
        FROM input i JOIN reserved r ON r.user_id = i.u ORDER BY i.ord
        RETURNING *
-     )
+     )${ride}
      SELECT w.*, r.routes_version FROM written w JOIN reserved r USING (user_id)`,
     [
       events.map((e) => e.userId),
@@ -119,6 +131,7 @@ export async function appendUserEvents(
       ctx.originClientId ?? null,
       ctx.trace && Object.keys(ctx.trace).length ? JSON.stringify(ctx.trace) : null,
       events.map((e) => e.quiet ?? null),
+      ...(rider?.params ?? []),
     ],
   );
   // RETURNING order is not guaranteed: match rows back by user and seq (per user, seqs follow the input order).
