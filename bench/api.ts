@@ -40,11 +40,13 @@ const LOAD_CORE = '0';
 // BENCH_API_COMPARE=<dir>: another api bundle (e.g. one built from a commit without the row
 // policies) served as the schema owner, measured with the preload beside this one's rows and
 // printed, not written: the cost of a change in one run (issue 38's figures).
+// BENCH_API_COMPARE_LOGIN=api serves it as the api login instead, as this one (a bundle of main).
 const COMPARE_DIR = process.env.BENCH_API_COMPARE && path.resolve(process.env.BENCH_API_COMPARE);
 // BENCH_API_ROUNDS (default 5): rounds of a comparison, the two bundles alternating in each; the
 // change printed is the median of the rounds' paired changes, with their range (a loaded
 // machine moves one row ±30 % between runs, and a pair measured back to back much less).
 const ROUNDS = Number(process.env.BENCH_API_ROUNDS ?? 5);
+const COMPARE_AS_API = process.env.BENCH_API_COMPARE_LOGIN === 'api';
 // The functions run on the nodejs24 runtime (infra/modules/services/functions.tf): the servers do too.
 const NODE = serverNode();
 const NODE_VERSION = execFileSync(NODE, ['--version'], { encoding: 'utf8' }).trim();
@@ -269,6 +271,8 @@ async function measure(server: Server, route: Route): Promise<Measure> {
 }
 
 const TAB_SAMPLES = 200;
+/** Sent first and not counted: the stack's live service warms up on whichever bundle goes first. */
+const TAB_WARM_UP = 20;
 
 /**
  * Event latency to another instance's tab: from sending POST /meetings to the function until its
@@ -293,7 +297,7 @@ async function tabLatency(server: Server): Promise<number[]> {
   await isReady;
   const samples: number[] = [];
   try {
-    for (let i = 0; i < TAB_SAMPLES; i++) {
+    for (let i = -TAB_WARM_UP; i < TAB_SAMPLES; i++) {
       const sent = performance.now();
       const res = await fetch(`${server.url}/meetings`, {
         method: 'POST',
@@ -303,7 +307,7 @@ async function tabLatency(server: Server): Promise<number[]> {
       const { id } = (await res.json()) as { id: string };
       if (res.status !== 201) throw new Error(`POST /meetings → ${res.status}`);
       if (!seen.has(id)) await new Promise<void>((r) => arrived.set(id, r));
-      samples.push(seen.get(id)! - sent);
+      if (i >= 0) samples.push(seen.get(id)! - sent);
     }
   } finally {
     ws.close();
@@ -317,12 +321,13 @@ async function tabLatency(server: Server): Promise<number[]> {
 const bare = await startServer(path.join(root, 'bench/bare-api'), false);
 const preloaded = await startServer(path.join(root, 'functions/dist'), true);
 const plainServer = await startServer(path.join(root, 'functions/dist'), false);
-const compared = COMPARE_DIR ? await startServer(COMPARE_DIR, true, database.url) : null;
+const compared = COMPARE_DIR ? await startServer(COMPARE_DIR, true, COMPARE_AS_API ? apiUrl : database.url) : null;
 const measured: Record<'preload' | 'plain', Measure[]> = { preload: [], plain: [] };
 /** Per route, each round's [compared, this tree] CPU per request. */
 const pairs: [number, number][][] = [];
 let baseline: Measure;
 let tab: number[] = [];
+let tabCompared: number[] = [];
 try {
   const first = await measure(bare, healthz);
   for (const route of selected) {
@@ -342,7 +347,10 @@ try {
   }
   const last = await measure(bare, healthz);
   baseline = first.cpuUs <= last.cpuUs ? first : last;
-  if (selected.some((r) => r.method === 'POST')) tab = await tabLatency(preloaded);
+  if (selected.some((r) => r.method === 'POST')) {
+    tab = await tabLatency(preloaded);
+    if (compared) tabCompared = await tabLatency(compared);
+  }
 } finally {
   await Promise.all([bare.stop(), preloaded.stop(), plainServer.stop(), compared?.stop()]);
 }
@@ -408,6 +416,10 @@ if (compared) {
   console.log(
     `\n${ROUNDS} rounds, medians:\n\n| request | CPU/req, ${COMPARE_DIR} | CPU/req, this tree | change | rounds' changes |\n| --- | --- | --- | --- | --- |\n${lines.join('\n')}`,
   );
+  if (tabCompared.length)
+    console.log(
+      `\nEvent latency to another instance's tab, ${COMPARE_DIR}: p50 ${percentile(tabCompared, 50).toFixed(1)} ms, p99 ${percentile(tabCompared, 99).toFixed(1)} ms.`,
+    );
 }
 // A partial or profiled run is not the section's figures.
 if (!ONLY && !PROFILE_DIR) writeSection('API', out);

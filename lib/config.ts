@@ -97,6 +97,8 @@ export const configSchema = z.object({
     )
     .optional(),
   FEATURE_FLAGS_CACHE_SECONDS: num(30),
+  // How long an api instance trusts a user's cached routes while no hello bumped them (0: never).
+  EVENT_ROUTES_CACHE_SECONDS: num(30, 0),
   // Outbox events are kept this long (replay by last_seq is promised for 24 h).
   EVENT_RETENTION_HOURS: num(48, 24),
   // Soft-deleted meetings are purged by the sweep (rows, objects, voice samples) after this long.

@@ -235,7 +235,7 @@ export const TABLES: Record<string, string[]> = {
     'created_at timestamptz required = now()',
     'expires_at timestamptz required',
   ],
-  event_sequence: ['user_id uuid required', 'last_seq bigint required = 0'],
+  event_sequence: ['user_id uuid required', 'last_seq bigint required = 0', 'routes_version bigint required = 0'],
   event_outbox: [
     'id uuid required = gen_random_uuid()',
     'user_id uuid required',

@@ -442,10 +442,13 @@ CREATE TABLE idempotency_record (
 );
 CREATE INDEX idempotency_record_expires_at_idx ON idempotency_record (expires_at);
 
--- Per-user event counter: the seq every WebSocket event of that user carries.
+-- Per-user event counter: the seq every WebSocket event of that user carries. routes_version:
+-- bumped by each WebSocket hello; an api instance's cached routes hold while it is unchanged
+-- (lib/events/route-cache.ts).
 CREATE TABLE event_sequence (
   user_id uuid PRIMARY KEY REFERENCES app_user (id) ON DELETE CASCADE,
-  last_seq bigint NOT NULL DEFAULT 0
+  last_seq bigint NOT NULL DEFAULT 0,
+  routes_version bigint NOT NULL DEFAULT 0
 );
 
 -- Transactional outbox: events written with their change, published to Pub/Sub after

@@ -11,6 +11,7 @@ import type { BusHandler } from '@mi/lib/adapters/bus';
 import { instanceTopic } from '@mi/lib/fanout/topics';
 import { loadConfig, type Config } from '@mi/lib/config';
 import { databaseOptions } from '@mi/lib/db/open';
+import { listenFrom } from '@mi/lib/events/outbox';
 import { createDatabase, type Database } from '@mi/lib/db/pool';
 import { createLogger } from '@mi/lib/telemetry/log';
 import { createRuntime, type Runtime } from '@mi/lib/adapters/runtime';
@@ -233,6 +234,8 @@ export async function listenToEvents(
   // Alive (its instance document) for an hour, holding one connection of the user.
   await rt.coordination.heartbeat({ owner: instance, ttlMs: 3_600_000, leaseKeys: [] });
   await rt.coordination.addPresence(userId, instance, instance);
+  // As a hello does after its presence write: publishers' cached routes of the user are stale now.
+  await listenFrom(rt.db, userId);
   return {
     async close() {
       await subscription.close();

@@ -13,7 +13,7 @@ import { runWorkflow, type Workflow } from '@mi/lib/use-cases/workflow';
 import { actorOf } from './actor';
 import type { AppDeps, AppEnv } from './env';
 import { setEtag } from './etag';
-import { answerOf, claimIdempotency, completeIdempotency, type StoredRecord } from './middleware/idempotency';
+import { answerOf, claimIdempotency, completion, type StoredRecord } from './middleware/idempotency';
 
 /** What a handler answers: the result as JSON (dates as strings), or nothing with 204. */
 export type Committed<T, S extends 200 | 201 | 202 | 204> = Response &
@@ -47,12 +47,12 @@ export async function commit<I, T, S extends 200 | 201 | 202 | 204>(
     };
     await inUnitOfWork(c.var.deps, run, {
       ctx: eventContext(c),
-      beforeCommit: async (tx, result) => {
+      last: (result) => {
         if (opts.etag) setEtag(c, result);
         code = typeof status === 'function' ? status(result) : status;
         raw = code === 204 ? null : JSON.stringify(result);
         headers = replayedHeaders(c, raw);
-        if (claim) await completeIdempotency(tx, claim, code, raw, headers);
+        return claim ? completion(claim, code, raw, headers) : null;
       },
     });
   } catch (err) {

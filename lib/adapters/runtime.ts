@@ -5,6 +5,7 @@ import type { Config } from '../config';
 import { createCoordination, type Coordination } from './coordination';
 import type { Database } from '../db/pool';
 import { createEventPublisher, type EventPublisher } from '../events/outbox';
+import { RouteCache } from '../events/route-cache';
 import { createFeatureFlags, type FeatureFlags } from './flags';
 import { createLogger, type Logger } from '../telemetry/log';
 import { createObjectStore, type ObjectStore } from './storage';
@@ -61,6 +62,10 @@ export function createRuntime(
       emulatorHost: config.FIRESTORE_EMULATOR_HOST,
       collectionPrefix: 'live_',
     });
+  const routeCache = new RouteCache(
+    (userId) => coordination.presenceInstances(userId),
+    config.EVENT_ROUTES_CACHE_SECONDS * 1000,
+  );
   return {
     config,
     log,
@@ -74,7 +79,8 @@ export function createRuntime(
       bus,
       topic: config.PUBSUB_TOPIC_EVENTS,
       log,
-      routes: (userId) => coordination.presenceInstances(userId),
+      routes: (userId, version) => routeCache.of(userId, version),
+      quiet: (userId) => routeCache.quiet(userId),
     }),
     store,
     flags,

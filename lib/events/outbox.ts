@@ -23,6 +23,8 @@ export type StoredEvent = EventEnvelope & {
   body: EventBody;
   origin_client_id: string | null;
   trace_context: Record<string, string> | null;
+  /** Set by appendUserEvents, never sent: the routes version it saw, and whether no instance needed it. */
+  written?: { routesVersion: number; published: boolean };
 };
 
 export interface EventContext {
@@ -39,6 +41,8 @@ interface OutboxRow {
   origin_client_id: string | null;
   trace_context: Record<string, string> | null;
   created_at: string;
+  routes_version?: number;
+  published_at?: string | null;
 }
 
 const toStored = (r: OutboxRow): StoredEvent => ({
@@ -51,17 +55,31 @@ const toStored = (r: OutboxRow): StoredEvent => ({
   trace_context: r.trace_context,
 });
 
-/** Writes events of one user in the caller's transaction, in order, with consecutive seqs. */
+/** A statement of the caller's, numbered from $1: `rider` runs it in the append's own round trip. */
+export interface Statement {
+  name: string;
+  text: string;
+  params: unknown[];
+}
+
+/**
+ * Writes events of one user in the caller's transaction, in order, with consecutive seqs. `quiet`:
+ * the routes version at which the user has no live instance (RouteCache.quiet); while the user's
+ * version is still that one, the events are written published (nobody to send them to).
+ */
 export async function appendEvents(
   tx: Queryable,
   userId: string,
   bodies: EventBody[],
   ctx: EventContext = {},
+  quiet?: number,
+  rider?: Statement,
 ): Promise<StoredEvent[]> {
   return appendUserEvents(
     tx,
-    bodies.map((body) => ({ userId, body })),
+    bodies.map((body) => ({ userId, body, quiet })),
     ctx,
+    rider,
   );
 }
 
@@ -81,39 +99,49 @@ export async function appendEvent(
  */
 export async function appendUserEvents(
   tx: Queryable,
-  events: { userId: string; body: EventBody }[],
+  events: { userId: string; body: EventBody; quiet?: number }[],
   ctx: EventContext = {},
+  /** A write without RETURNING (a data-modifying WITH item of this statement); its $n follow ours. */
+  rider?: Statement,
 ): Promise<StoredEvent[]> {
   if (!events.length) return [];
-  // event_sequence rows are locked in user order, so that concurrent writers cannot deadlock.
+  const ride = rider ? `, rider AS (${rider.text.replace(/\$(\d+)/g, (_, n) => `$${Number(n) + 5}`)})` : '';
+  // event_sequence rows are locked in user order, so that concurrent writers cannot deadlock. The
+  // routes version is read under that lock: a hello bumps it (listenFrom) after its presence write.
   const { rows } = await tx.query<OutboxRow>(
     'events.append',
     `WITH input AS (
-       SELECT u, e, ord, row_number() OVER (PARTITION BY u ORDER BY ord) AS rn, count(*) OVER (PARTITION BY u) AS n
-       FROM unnest($1::uuid[], $2::jsonb[]) WITH ORDINALITY AS t(u, e, ord)
+       SELECT u, e, q, ord, row_number() OVER (PARTITION BY u ORDER BY ord) AS rn, count(*) OVER (PARTITION BY u) AS n
+       FROM unnest($1::uuid[], $2::jsonb[], $5::bigint[]) WITH ORDINALITY AS t(u, e, q, ord)
      ), reserved AS (
        INSERT INTO event_sequence (user_id, last_seq)
        SELECT u, count(*) FROM input GROUP BY u ORDER BY u
        ON CONFLICT (user_id) DO UPDATE SET last_seq = event_sequence.last_seq + EXCLUDED.last_seq
-       RETURNING user_id, last_seq
-     )
-     INSERT INTO event_outbox (id, user_id, seq, event_type, payload, origin_client_id, trace_context)
-     SELECT gen_random_uuid(), i.u, r.last_seq - i.n + i.rn, i.e->>'type', i.e, $3, $4
-     FROM input i JOIN reserved r ON r.user_id = i.u ORDER BY i.ord
-     RETURNING *`,
+       RETURNING user_id, last_seq, routes_version
+     ), written AS (
+       INSERT INTO event_outbox (id, user_id, seq, event_type, payload, origin_client_id, trace_context, published_at)
+       SELECT gen_random_uuid(), i.u, r.last_seq - i.n + i.rn, i.e->>'type', i.e, $3, $4,
+              CASE WHEN i.q = r.routes_version THEN now() END
+       FROM input i JOIN reserved r ON r.user_id = i.u ORDER BY i.ord
+       RETURNING *
+     )${ride}
+     SELECT w.*, r.routes_version FROM written w JOIN reserved r USING (user_id)`,
     [
       events.map((e) => e.userId),
       events.map((e) => JSON.stringify(e.body)),
       ctx.originClientId ?? null,
       ctx.trace && Object.keys(ctx.trace).length ? JSON.stringify(ctx.trace) : null,
+      events.map((e) => e.quiet ?? null),
+      ...(rider?.params ?? []),
     ],
   );
   // RETURNING order is not guaranteed: match rows back by user and seq (per user, seqs follow the input order).
   const byUser = new Map<string, StoredEvent[]>();
   for (const r of rows) {
+    const e = { ...toStored(r), written: { routesVersion: r.routes_version!, published: !!r.published_at } };
     const list = byUser.get(r.user_id);
-    if (list) list.push(toStored(r));
-    else byUser.set(r.user_id, [toStored(r)]);
+    if (list) list.push(e);
+    else byUser.set(r.user_id, [e]);
   }
   for (const list of byUser.values()) list.sort((a, b) => a.seq - b.seq);
   const taken = new Map<string, number>();
@@ -132,6 +160,23 @@ export async function latestSeqs(q: Queryable, userIds: string[]): Promise<Map<s
     [userIds],
   );
   return new Map(rows.map((r) => [r.user_id, Number(r.last_seq)]));
+}
+
+/**
+ * A hello's starting point: the user's latest seq, read while bumping the user's routes version
+ * (after the tab's presence write), under the row lock appends take. A commit before it is in
+ * the replay; one after sees the new version and reads presence again (RouteCache).
+ */
+export async function listenFrom(q: Queryable, userId: string): Promise<number> {
+  // guard: routes-version-bump | remove: , routes_version = event_sequence.routes_version + 1 | test: test/live/route-cache.test.ts :: connects after its routes were cached
+  const { rows } = await q.query<{ last_seq: number }>(
+    'events.listen_from',
+    `INSERT INTO event_sequence (user_id, last_seq, routes_version) VALUES ($1, 0, 1)
+     ON CONFLICT (user_id) DO UPDATE SET last_seq = event_sequence.last_seq, routes_version = event_sequence.routes_version + 1
+     RETURNING last_seq`,
+    [userId],
+  );
+  return rows[0].last_seq;
 }
 
 /** The user's latest event seq (0 before the first). */
@@ -166,13 +211,16 @@ export function toDelivered(e: StoredEvent): EventBody & Omit<EventEnvelope, 'us
 
 /** The Pub/Sub message of one event; attributes carry what receivers filter on. */
 export function toMessage(e: StoredEvent): { data: unknown; attributes: Record<string, string> } {
+  const { written: _, ...data } = e;
   const attributes: Record<string, string> = { user_id: e.user_id, seq: String(e.seq), event_type: e.body.type };
   if (e.origin_client_id) attributes.origin_client_id = e.origin_client_id;
   for (const [k, v] of Object.entries(e.trace_context ?? {})) attributes[k] = v;
-  return { data: e, attributes };
+  return { data, attributes };
 }
 
 export interface EventPublisher {
+  /** The routes version at which the user has no live instance, if known (appendEvents' `quiet`). */
+  quiet?(userId: string): number | undefined;
   /**
    * Publishes these (just committed) events, waiting at most PUBLISH_WAIT_MS: with Pub/Sub down
    * the caller still answers promptly; the publish goes on in the background and whatever
@@ -189,8 +237,9 @@ const PUBLISH_WAIT_MS = 1000;
 /**
  * The live instances a user's events must reach: those holding a connection of the user. Each
  * gets the events on its own topic (lib/fanout); a user nobody listens to costs no message.
+ * `version`: the user's routes version the events were written at (RouteCache), when known.
  */
-export type EventRoutes = (userId: string) => Promise<string[]>;
+export type EventRoutes = (userId: string, version?: number) => Promise<string[]>;
 
 export function createEventPublisher(deps: {
   db: Queryable;
@@ -198,14 +247,16 @@ export function createEventPublisher(deps: {
   topic: string;
   log: Logger;
   routes: EventRoutes;
+  quiet?: EventPublisher['quiet'];
 }): EventPublisher {
   const { db, bus, topic, log, routes } = deps;
 
   /** Each user's instances, or the error that kept us from learning them (the sweep retries). */
   async function route(events: StoredEvent[]): Promise<Map<string, string[] | Error>> {
-    const users = [...new Set(events.map((e) => e.user_id))];
+    const versions = new Map(events.map((e) => [e.user_id, e.written?.routesVersion]));
+    const users = [...versions.keys()];
     const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
-    const found = await Promise.all(users.map((u) => routes(u).catch(asError)));
+    const found = await Promise.all(users.map((u) => routes(u, versions.get(u)).catch(asError)));
     return new Map(users.map((u, i) => [u, found[i]]));
   }
 
@@ -214,7 +265,9 @@ export function createEventPublisher(deps: {
    * topic even with the publishes in flight together. An event is published once every instance
    * of its user has it (or none listens). Returns how many went out; the rest stay for the sweep.
    */
-  async function publishAll(events: StoredEvent[]): Promise<number> {
+  async function publishAll(all: StoredEvent[]): Promise<number> {
+    // Written published: no instance held the user at the version the append saw.
+    const events = all.filter((e) => !e.written?.published);
     if (!events.length) return 0;
     const targets = await route(events);
     const results = await Promise.allSettled(
@@ -246,7 +299,9 @@ export function createEventPublisher(deps: {
   }
 
   return {
+    quiet: deps.quiet,
     async publish(events) {
+      if (events.every((e) => e.written?.published)) return;
       const done = publishAll(events).catch((err) =>
         log.warn({ err: String(err) }, 'event publish failed; the sweep will retry'),
       );

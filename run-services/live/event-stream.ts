@@ -7,7 +7,7 @@
 // sent before open(): the connection's `ready` goes first, once start() fixed the starting point.
 import { retry } from '@mi/lib/async';
 import type { Queryable } from '@mi/lib/db/pool';
-import { eventsAfter, latestSeq, toDelivered, type StoredEvent } from '@mi/lib/events/outbox';
+import { eventsAfter, listenFrom, toDelivered, type StoredEvent } from '@mi/lib/events/outbox';
 import type { Logger } from '@mi/lib/telemetry/log';
 import type { DeliveredEvent, OutgoingMessage } from './server-messages';
 
@@ -54,7 +54,8 @@ export class EventStream {
   start(lastSeq?: number): Promise<void> {
     let replayTo = 0;
     const fixed = this.enqueue(async () => {
-      const latest = await this.read(() => latestSeq(this.db, this.userId));
+      // Also bumps the user's routes version: publishers that commit later read presence again.
+      const latest = await this.read(() => listenFrom(this.db, this.userId));
       if (lastSeq === undefined || lastSeq >= latest) {
         this.lastSeq = latest;
         return;

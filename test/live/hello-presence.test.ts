@@ -1,6 +1,7 @@
 // A hello records the tab's presence before it reads the replay's starting point (the user's
-// latest seq). An event committed between the two is then either in the replay (committed before
-// the read) or addressed to this instance by its publisher (who reads presence after its commit).
+// latest seq, read as it bumps the routes version). An event committed between the two is then
+// either in the replay (committed before the read) or addressed to this instance by its publisher
+// (who reads presence after its commit, the new version telling it to).
 // The test commits an event through the REST API of another instance exactly between the two
 // steps, whichever order the hello takes them in, with the outbox catch-up turned off: the tab
 // gets it from the replay or the bus, or not at all. With the presence write not awaited, the
@@ -70,7 +71,7 @@ beforeAll(async () => {
   // The live instance's database: its read of the watched user's latest seq is observed.
   const watched = (served: Database) =>
     aroundQueries(served, async (name, params, run) => {
-      if (name !== 'events.latest_seq' || params?.[0] !== watchedUser || !between) return run();
+      if (name !== 'events.listen_from' || params?.[0] !== watchedUser || !between) return run();
       if (presenceWritten) await interleave();
       const read = run();
       replayRead ??= read.catch(() => undefined);

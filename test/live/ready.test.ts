@@ -17,7 +17,7 @@ let hold: { userId: string; held: () => void; released: Promise<void> } | null =
 const held = (served: Database) =>
   aroundQueries(served, async (name, params, run) => {
     const h = hold;
-    if (name === 'events.latest_seq' && h && params?.[0] === h.userId) {
+    if (name === 'events.listen_from' && h && params?.[0] === h.userId) {
       hold = null;
       h.held();
       await h.released;

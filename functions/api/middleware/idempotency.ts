@@ -1,6 +1,6 @@
 // Idempotency-Key as decisions.md section 3 (IETF draft semantics). The middleware checks the key
 // and hashes the request; `commit` claims the key with the first statement of the effect's own
-// transaction (claimIdempotency) and stores the final response in it (completeIdempotency): one
+// transaction (claimIdempotency) and stores the final response in it (completion): one
 // transaction, and a request that fails leaves no record behind. A duplicate sent while the first
 // runs finds the key's transaction lock taken and answers 409 at once; one sent after it commits
 // finds its record and replays it.
@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import { DomainError } from '@mi/lib/errors';
 import type { Queryable } from '@mi/lib/db/pool';
+import type { Statement } from '@mi/lib/events/outbox';
 import type { AppEnv, IdempotencyClaim } from '../env';
 import { RAW_BODY_TYPE } from './body-limit';
 
@@ -111,17 +112,16 @@ export function answerOf(c: Context<AppEnv>, rec: StoredRecord): Response {
   return c.json(rec.response_body as object, rec.response_status as 200, headers);
 }
 
-/** Stores the response's exact body and headers inside the effect's transaction (called by `commit`). */
-export async function completeIdempotency(
-  tx: Queryable,
+/** The statement storing the response's exact body and headers, last in the effect's transaction (`commit`). */
+export function completion(
   claim: IdempotencyClaim,
   status: number,
   raw: string | null,
   headers: Record<string, string>,
-) {
-  await tx.query(
-    'idempotency.complete',
-    `UPDATE idempotency_record SET state = 'done', response_status = $3, response_raw = $4, response_headers = $5 WHERE principal = $1 AND key = $2`,
-    [claim.principal, claim.key, status, raw, JSON.stringify(headers)],
-  );
+): Statement {
+  return {
+    name: 'idempotency.complete',
+    text: `UPDATE idempotency_record SET state = 'done', response_status = $3, response_raw = $4, response_headers = $5 WHERE principal = $1 AND key = $2`,
+    params: [claim.principal, claim.key, status, raw, JSON.stringify(headers)],
+  };
 }
