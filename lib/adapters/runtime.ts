@@ -5,7 +5,7 @@ import type { Config } from '../config';
 import { createCoordination, type Coordination } from './coordination';
 import type { Database } from '../db/pool';
 import { createEventPublisher, type EventPublisher } from '../events/outbox';
-import { RouteCache } from '../events/route-cache';
+import { RouteCache } from '../fanout/routes';
 import { createFeatureFlags, type FeatureFlags } from './flags';
 import { createLogger, type Logger } from '../telemetry/log';
 import { createObjectStore, type ObjectStore } from './storage';

@@ -12,7 +12,8 @@
 // unknown or older than REFRESH_MS, and kept current by the presence notices other instances
 // send when they gain or lose a user. A stale entry costs a message to an
 // instance that no longer listens; one that misses an instance which just connected is covered
-// there by the hello's replay, the gap fill and the catch-up.
+// there by the hello's replay, the gap fill and the catch-up. And the functions' cache of the same
+// routes, trusted while the user's routes version stands (RouteCache, at the end).
 import type { Bus, BusMessage } from '../adapters/bus';
 import type { InstanceRegistry } from './liveness';
 import { publishToInstances } from './topics';
@@ -192,5 +193,60 @@ export class InstancePresence {
   private notify(to: Iterable<string>, userId: string, holds: boolean, online: boolean | null, minGrace = 0) {
     const notice = { user_id: userId, instance: this.d.self, holds, online, min_grace_seconds: minGrace };
     return sendPresenceNotice(this.d.bus, this.d.topic, to, notice, this.d.log);
+  }
+}
+
+// The functions' side: an api instance's routes (the live instances holding a user, read from
+// presence), cached per user with the user's routes version (event_sequence.routes_version, docs/decisions/0011). A
+// hello bumps the version after its presence write, in the statement that fixes its starting
+// point; a transaction appending the user's events reads the version under the same row lock.
+// So a route read after a version committed knows every tab whose hello bumped up to it: while the
+// version a commit sees is the cached one, the cached routes hold (no presence read), and a tab
+// whose hello comes later either lies behind this commit (its replay) or bumps past the entry.
+// A stale entry (a tab gone since) costs a message nobody reads, for at most ttlMs.
+
+interface CachedRoutes {
+  version: number;
+  instances: string[];
+  readAt: number;
+}
+
+/** Users kept at most: an instance serving more forgets the least recently read first. */
+const MAX_USERS = 10_000;
+
+export class RouteCache {
+  private readonly known = new Map<string, CachedRoutes>();
+
+  constructor(
+    private readonly readPresence: (userId: string) => Promise<string[]>,
+    private readonly ttlMs: number,
+  ) {}
+
+  /** The user's instances as of `version` (the one the events were written at); without one, presence read now. */
+  async of(userId: string, version?: number): Promise<string[]> {
+    if (version === undefined) return this.readPresence(userId);
+    const cached = this.fresh(userId, version);
+    if (cached) return cached.instances;
+    const instances = await this.readPresence(userId);
+    const entry = this.known.get(userId);
+    // A slower read of an older version does not replace a newer one.
+    if (!entry || entry.version <= version) {
+      this.known.delete(userId);
+      this.known.set(userId, { version, instances, readAt: Date.now() });
+      if (this.known.size > MAX_USERS) this.known.delete(this.known.keys().next().value!);
+    }
+    return instances;
+  }
+
+  /** The version at which the user is known to have no instance (its events need no publish), if any. */
+  quiet(userId: string): number | undefined {
+    const entry = this.known.get(userId);
+    return entry && !entry.instances.length && this.fresh(userId, entry.version) ? entry.version : undefined;
+  }
+
+  private fresh(userId: string, version: number): CachedRoutes | undefined {
+    const entry = this.known.get(userId);
+    // guard: route-cache-version | remove: entry.version === version && | test: test/live/route-cache.test.ts :: connects after its routes were cached
+    return entry && entry.version === version && Date.now() - entry.readAt < this.ttlMs ? entry : undefined;
   }
 }

@@ -1,4 +1,4 @@
-// An api instance caches a user's routes (lib/events/route-cache.ts) and trusts them while the
+// An api instance caches a user's routes (lib/fanout/routes.ts) and trusts them while the
 // user's routes version is unchanged; a hello bumps it. The test caches "no instance" for a user
 // (two REST creates with no tab: the second's events are written published, never sent), opens a
 // tab on another instance with the outbox catch-up off, and creates again: the event can reach
