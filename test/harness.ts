@@ -59,11 +59,18 @@ export interface ApiHarness {
     body?: unknown,
     key?: string,
   ): Promise<TestResponse<BodyOf<'POST', P>>>;
-  /** The user id behind a token (GET /me). */
+  /** A request as the ML service (its token), typed as `request`. */
+  service<M extends string, P extends string>(
+    method: M,
+    path: P,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<TestResponse<BodyOf<M, P>>>;
   /** The pool the API serves from (its own login): its retries, its connections. rt.db is the tests' owner view. */
   served: Database;
   /** rt as the sweep runs: its own login (mi_sweep), for runSweep. */
   sweeper: Runtime;
+  /** The user id behind a token (GET /me). */
   userId(token: string): Promise<string>;
   /** A person row of the user, inserted directly; returns its id. */
   person(ownerId: string, name?: string): Promise<string>;
@@ -176,6 +183,8 @@ export async function startApi(env: Record<string, string> = {}, opts: StartOpti
     serviceToken: config.SERVICE_AUTH_TOKEN,
     request,
     post,
+    service: (method, path, body, headers = {}) =>
+      request(method, path, { token: config.SERVICE_AUTH_TOKEN, body, headers }),
     userId: async (token) => (await request('GET', '/me', { token })).body.id,
     async person(ownerId, name = `p-${randomUUID().slice(0, 8)}`) {
       const { rows } = await rt.db.query<{ id: string }>(

@@ -21,21 +21,19 @@ withNativeApi(
   { PUBSUB_TOPIC_RECORDING_FINALIZED: `finalized-${randomUUID().slice(0, 8)}` },
 );
 
-const service = <M extends string, P extends string>(
-  method: M,
-  path: P,
-  body?: unknown,
-  headers: Record<string, string> = {},
-) => api.request(method, path, { token: api.serviceToken, body, headers });
-
 const claim = (t: string, headers: Record<string, string> = {}) =>
-  service('PATCH', `/transcriptions/${t}`, { status: 'synthesizing', status_message: 'batch pass started' }, headers);
+  api.service(
+    'PATCH',
+    `/transcriptions/${t}`,
+    { status: 'synthesizing', status_message: 'batch pass started' },
+    headers,
+  );
 
 /** A transcription claimed by a batch pass: its ids and the claim. */
 async function claimed() {
   const meetingId = await api.meeting(alice, 'recording');
   const t = (await api.post(alice, `/meetings/${meetingId}/transcriptions`)).body.id as string;
-  expect((await service('PATCH', `/transcriptions/${t}`, { status: 'transcribing' })).status).toBe(200);
+  expect((await api.service('PATCH', `/transcriptions/${t}`, { status: 'transcribing' })).status).toBe(200);
   const answer = await claim(t);
   expect(answer.status, answer.text).toBe(200);
   return { meetingId, t, claimId: answer.body.claim_id as string };
@@ -95,7 +93,7 @@ describe.skipIf(!native)('the batch claim racing itself', () => {
   it('should refuse a PUT of segments whose claim is replaced while it checks it (409, nothing stored)', async () => {
     const { t, claimId } = await claimed();
     const answer = await whileOutside(claimedAgain, t, () =>
-      service(
+      api.service(
         'PUT',
         `/transcriptions/${t}/segments`,
         { segments: [{ text: 'lost pass', start_ms: 0, end_ms: 500 }] },
@@ -103,13 +101,13 @@ describe.skipIf(!native)('the batch claim racing itself', () => {
       ),
     );
     expect(answer.status, answer.text).toBe(409);
-    expect((await service('GET', `/transcriptions/${t}/segments`)).body.items).toEqual([]);
+    expect((await api.service('GET', `/transcriptions/${t}/segments`)).body.items).toEqual([]);
   });
 
   it('should refuse a PUT of synthesis whose claim is replaced while it checks it (409, nothing stored)', async () => {
     const { meetingId, t, claimId } = await claimed();
     const answer = await whileOutside(claimedAgain, t, () =>
-      service(
+      api.service(
         'PUT',
         `/meetings/${meetingId}/synthesis`,
         { summary: 'lost pass', key_points: [] },

@@ -33,17 +33,16 @@ afterAll(async () => {
   await api?.close();
 });
 
-const service = <M extends string, P extends string>(
-  method: M,
-  path: P,
-  body?: unknown,
-  headers: Record<string, string> = {},
-) => api.request(method, path, { token: api.serviceToken, body, headers });
 // A claim answer's claim_id (the schema's `string | null` is null only once the pass ended).
 const withClaim = (claim: string | null) => ({ 'ml-claim': claim! });
 
 const claim = (t: string, headers: Record<string, string> = {}) =>
-  service('PATCH', `/transcriptions/${t}`, { status: 'synthesizing', status_message: 'batch pass started' }, headers);
+  api.service(
+    'PATCH',
+    `/transcriptions/${t}`,
+    { status: 'synthesizing', status_message: 'batch pass started' },
+    headers,
+  );
 
 /** The claim's lease ran out (as if the pass had been silent for ML_BATCH_CLAIM_LEASE_SECONDS). */
 const expire = (t: string) =>
@@ -53,9 +52,9 @@ const expire = (t: string) =>
     [t],
   );
 
-const statusOf = async (t: string) => (await service('GET', `/transcriptions/${t}`)).body;
+const statusOf = async (t: string) => (await api.service('GET', `/transcriptions/${t}`)).body;
 const historyOf = async (t: string) =>
-  (await service('GET', `/transcriptions/${t}/status-history?limit=200`)).body.items.map(
+  (await api.service('GET', `/transcriptions/${t}/status-history?limit=200`)).body.items.map(
     (h) => `${h.status}${h.status_message ? `: ${h.status_message}` : ''}`,
   );
 
@@ -63,7 +62,9 @@ const historyOf = async (t: string) =>
 async function transcribing(): Promise<{ meetingId: string; transcriptionId: string }> {
   const meetingId = await api.meeting(alice, 'recording');
   const transcriptionId = (await api.post(alice, `/meetings/${meetingId}/transcriptions`)).body.id as string;
-  expect((await service('PATCH', `/transcriptions/${transcriptionId}`, { status: 'transcribing' })).status).toBe(200);
+  expect((await api.service('PATCH', `/transcriptions/${transcriptionId}`, { status: 'transcribing' })).status).toBe(
+    200,
+  );
   return { meetingId, transcriptionId };
 }
 
@@ -160,13 +161,14 @@ describe('batch writes carrying a claim', () => {
     const h = withClaim(claimId);
     return {
       'PUT segments': () =>
-        service('PUT', `/transcriptions/${ids.transcriptionId}/segments`, { segments: [segment('late', 0)] }, h),
+        api.service('PUT', `/transcriptions/${ids.transcriptionId}/segments`, { segments: [segment('late', 0)] }, h),
       'PUT synthesis': () =>
-        service('PUT', `/meetings/${ids.meetingId}/synthesis`, { summary: 'late', key_points: [] }, h),
-      'PATCH headline': () => service('PATCH', `/meetings/${ids.meetingId}`, { headline: 'late' }, h),
-      'DELETE system tasks': () => service('DELETE', `/meetings/${ids.meetingId}/tasks?source=system`, undefined, h),
+        api.service('PUT', `/meetings/${ids.meetingId}/synthesis`, { summary: 'late', key_points: [] }, h),
+      'PATCH headline': () => api.service('PATCH', `/meetings/${ids.meetingId}`, { headline: 'late' }, h),
+      'DELETE system tasks': () =>
+        api.service('DELETE', `/meetings/${ids.meetingId}/tasks?source=system`, undefined, h),
       'POST system tasks': () =>
-        service(
+        api.service(
           'POST',
           `/meetings/${ids.meetingId}/tasks`,
           { tasks: [{ content: 'late' }] },
@@ -176,9 +178,14 @@ describe('batch writes carrying a claim', () => {
           },
         ),
       'PATCH completed': () =>
-        service('PATCH', `/transcriptions/${ids.transcriptionId}`, { status: 'completed', status_message: 'late' }, h),
+        api.service(
+          'PATCH',
+          `/transcriptions/${ids.transcriptionId}`,
+          { status: 'completed', status_message: 'late' },
+          h,
+        ),
       'PATCH failed': () =>
-        service('PATCH', `/transcriptions/${ids.transcriptionId}`, { status: 'failed', status_message: 'late' }, h),
+        api.service('PATCH', `/transcriptions/${ids.transcriptionId}`, { status: 'failed', status_message: 'late' }, h),
     };
   };
 
@@ -194,7 +201,7 @@ describe('batch writes carrying a claim', () => {
     }
     const meeting = (await api.request('GET', `/meetings/${ids.meetingId}`, { token: alice })).body;
     expect(meeting).toMatchObject({ summary: null, headline: null });
-    expect((await service('GET', `/transcriptions/${ids.transcriptionId}/segments`)).body.items).toEqual([]);
+    expect((await api.service('GET', `/transcriptions/${ids.transcriptionId}/segments`)).body.items).toEqual([]);
     expect((await api.request('GET', `/tasks?meeting_id=${ids.meetingId}`, { token: alice })).body.items).toEqual([]);
     expect((await statusOf(ids.transcriptionId)).status).toBe('synthesizing');
   });
@@ -209,7 +216,10 @@ describe('batch writes carrying a claim', () => {
     }
     expect((await statusOf(ids.transcriptionId)).status).toBe('completed');
     // No claim, no fence (an ML built before leases keeps working).
-    const unfenced = await service('PUT', `/meetings/${ids.meetingId}/synthesis`, { summary: 'again', key_points: [] });
+    const unfenced = await api.service('PUT', `/meetings/${ids.meetingId}/synthesis`, {
+      summary: 'again',
+      key_points: [],
+    });
     expect(unfenced.status, unfenced.text).toBe(204);
   });
 
@@ -222,12 +232,12 @@ describe('batch writes carrying a claim', () => {
     expect((await statusOf(t)).status).toBe('transcribing');
     const next = (await claim(t)).body.claim_id as string;
     const put = (claimId: string, text: string) =>
-      service('PUT', `/transcriptions/${t}/segments`, { segments: [segment(text, 0)] }, withClaim(claimId));
+      api.service('PUT', `/transcriptions/${t}/segments`, { segments: [segment(text, 0)] }, withClaim(claimId));
     expect((await put(next, 'next pass')).status).toBe(204);
     const late = await put(lost, 'lost pass');
     expect(late.status, late.text).toBe(409);
     expect(late.body.detail).toMatch(/not the current claim/);
-    const stored = (await service('GET', `/transcriptions/${t}/segments`)).body.items;
+    const stored = (await api.service('GET', `/transcriptions/${t}/segments`)).body.items;
     expect(stored.map((s) => s.text)).toEqual(['next pass']);
   });
 
@@ -235,7 +245,7 @@ describe('batch writes carrying a claim', () => {
     const ids = await transcribing();
     const { claim_id } = (await claim(ids.transcriptionId)).body;
     const complete = () =>
-      service(
+      api.service(
         'PATCH',
         `/transcriptions/${ids.transcriptionId}`,
         { status: 'completed', status_message: 'done' },
@@ -260,7 +270,7 @@ describe('batch writes carrying a claim', () => {
     const { claim_id } = (await claim(ids.transcriptionId)).body;
     const key = randomUUID();
     const tasks = () =>
-      service(
+      api.service(
         'POST',
         `/meetings/${ids.meetingId}/tasks`,
         { tasks: [{ content: 'Send the deck' }] },
@@ -271,7 +281,7 @@ describe('batch writes carrying a claim', () => {
       );
     const first = await tasks();
     expect(first.status, first.text).toBe(201);
-    const done = await service(
+    const done = await api.service(
       'PATCH',
       `/transcriptions/${ids.transcriptionId}`,
       { status: 'completed' },
