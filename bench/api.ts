@@ -4,11 +4,11 @@
 // figure is the server's CPU per request (/proc/<pid>/stat), with and without the telemetry
 // preload, against a bare Hono app's /healthz under the same framework, Node and pinning
 // (bench/bare-api), measured in the same run. The stack around it (native PostgreSQL + pgvector
-// when installed, the emulators) comes from the local stack.
+// when installed, the emulators) comes from the local stack, on the load generator's core.
 // BENCH_API_ROUTES (a comma list of rows) and BENCH_API_PROFILE=<dir> (CPU profiles): see below.
 // With the POST row, the event latency to another instance's tab: POST /meetings, one at a time,
 // on the api bundle (preload) to the `meeting created` event on a tab of the stack's live service.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -53,6 +53,10 @@ const NODE_VERSION = execFileSync(NODE, ['--version'], { encoding: 'utf8' }).tri
 
 const root = path.resolve(import.meta.dirname, '..');
 const dataDir = mkdtempSync(path.join(tmpdir(), 'mi-bench-api-'));
+// Everything but the server (this process's children: the database, the emulators, the stack)
+// on the load generator's core: the server's core is its own, and the database's work (the row
+// policies') is not charged to it through a shared core.
+spawnSync('taskset', ['-a', '-cp', LOAD_CORE, String(process.pid)]);
 const engine = await startTestEngine();
 const database = await createTestDatabase(engine.engine);
 const stack = await startLocalStack({

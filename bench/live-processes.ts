@@ -81,8 +81,9 @@ export async function startStack(given?: { url: string; engine: TestEngine }): P
       LOG_LEVEL: 'error',
       ...SECRETS,
       ...BENCH_RECORDING_ENV,
-      // As deployed: the live service connects as its own login (mi_live), bound by the row policies.
-      DATABASE_URL: runtimeUrl(engine, url, 'live'),
+      // As deployed: the live service connects as its own login (mi_live), bound by the row
+      // policies; a database the caller brings (bench:upgrade's released schema) has no roles yet.
+      DATABASE_URL: given ? url : runtimeUrl(engine, url, 'live'),
       PUBSUB_EMULATOR_HOST: pubsub.host,
       FIRESTORE_EMULATOR_HOST: firestore.host,
       STORAGE_EMULATOR_HOST: `http://127.0.0.1:${gcsPort}`,
