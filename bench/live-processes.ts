@@ -30,7 +30,10 @@ const BENCH_RECORDING_ENV = {
   LIVE_MAX_CONNECTIONS_PER_USER: '20',
 };
 export const SERVER_CORE = 1;
-export const LIVE_BUNDLE = path.join(ROOT, 'run-services/live/dist/server.js');
+// BENCH_LIVE_BUNDLE: another release's live bundle (bench:upgrade: the one serving during the apply).
+export const LIVE_BUNDLE = process.env.BENCH_LIVE_BUNDLE
+  ? path.resolve(process.env.BENCH_LIVE_BUNDLE)
+  : path.join(ROOT, 'run-services/live/dist/server.js');
 export const TELEMETRY_PRELOAD = path.join(ROOT, 'run-services/live/dist/telemetry-register.js');
 
 export interface Stack {

@@ -9,7 +9,10 @@
 // load writes meanwhile.
 // BENCH_FROM (a release of schema/releases, default round-2: the last whose diff rewrites tables
 // and backfills; round-3's diff is today's additions only), BENCH_SECONDS (each load, default 300:
-// long enough that the load covers the whole apply on 1,000,000 segments; the report says if not).
+// long enough that the load covers the whole apply on 1,000,000 segments; the report says if not),
+// BENCH_LIVE_BUNDLE (the live service serving meanwhile: deployment applies the schema before it
+// rolls out, so the release's own bundle, built from its commit, e.g. round-3's from 1cd36ae;
+// today's bundle needs today's columns, event_sequence.routes_version among them).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -215,7 +218,7 @@ try {
     `db:apply from ${FROM.name} (schema/releases) to today's schema.sql on ${SEGMENTS.toLocaleString('en')} transcript segments` +
       `, ${EVENTS.toLocaleString('en')} outbox events and ${MANIFEST.toLocaleString('en')} manifest rows ` +
       `(${Math.ceil(SEGMENTS / SEGMENTS_PER_MEETING)} meetings) while ${RECORDINGS} recordings stream for ${SECONDS} s to the ` +
-      `live service (bench:live's stack, not pinned); baseline: the same load without the upgrade. ${engine.engine.label}.`,
+      `live service (bench:live's stack, not pinned${process.env.BENCH_LIVE_BUNDLE ? `; its bundle ${process.env.BENCH_LIVE_BUNDLE}` : ''}); baseline: the same load without the upgrade. ${engine.engine.label}.`,
     '',
     table([row('baseline (no upgrade)', baseline.result), row('during db:apply', withUpgrade.result)]),
     '',
