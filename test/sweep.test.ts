@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createCoordination, type Coordination } from '@mi/lib/adapters/coordination';
-import type { BusMessage } from '@mi/lib/adapters/bus';
+import type { Bus, BusMessage } from '@mi/lib/adapters/bus';
 import { gapObjectName, segmentObjectName, sha256Hex } from '@mi/lib/objects/take-objects';
 import { listManifest } from '@mi/lib/repositories/manifest';
 import { getRecording, recordingLeaseKey } from '@mi/lib/repositories/recordings';
@@ -27,7 +27,6 @@ import {
   storeLiveSegment,
   type Take,
 } from './recording-fixtures';
-import { sleep } from '@mi/lib/async';
 
 let api: ApiHarness;
 let alice: string;
@@ -243,13 +242,26 @@ describe('runSweep: finalize', () => {
   it('should finalize each take exactly once when two sweeps run at once', async () => {
     await runSweep(api.sweeper); // nothing else due
     const takes = [await completeTake(10, 5), await completeTake(10, 5), await completeTake(10, 5)];
-    const [a, b] = await Promise.all([runSweep(api.sweeper), runSweep(api.sweeper)]);
+    // The sweeps' own publishes, counted as they leave (a duplicate delivery would leave no later
+    // marker to wait for: the topic keeps no order).
+    const offered: unknown[] = [];
+    const bus = api.sweeper.bus;
+    const counted: Bus = Object.create(bus, {
+      publish: {
+        value: (...args: Parameters<Bus['publish']>) => {
+          if (args[0] === api.config.PUBSUB_TOPIC_RECORDING_FINALIZED) offered.push(args[1]);
+          return bus.publish(...args);
+        },
+      },
+    });
+    const sweeper = { ...api.sweeper, bus: counted };
+    const [a, b] = await Promise.all([runSweep(sweeper), runSweep(sweeper)]);
     expect(a.finalized + b.finalized).toBe(3);
     for (const take of takes) expect((await eventsOf(take)).filter((e) => e === 'finalized')).toHaveLength(1);
-    await vi.waitFor(() => expect(takes.every((t) => messagesFor(t).length === 1)).toBe(true), { timeout: 10_000 });
-    // Kept: a duplicate Pub/Sub message has no later marker to wait for (the topic keeps no order).
-    await sleep(500);
-    expect(takes.map((t) => messagesFor(t).length)).toEqual([1, 1, 1]);
+    expect(
+      takes.map((t) => offered.filter((m) => (m as { meeting_id: string }).meeting_id === t.meetingId).length),
+    ).toEqual([1, 1, 1]);
+    await vi.waitFor(() => expect(takes.map((t) => messagesFor(t).length)).toEqual([1, 1, 1]), { timeout: 10_000 });
   });
 
   it('should retry a claim a crashed sweep left in finalizing, but leave a fresh claim alone', async () => {

@@ -22,7 +22,7 @@ import {
   type RecordingFinalized,
   type StreamingStart,
 } from './protocol';
-import { runBatchPass } from './batch';
+import { type BatchOutcome, runBatchPass } from './batch';
 import { createRestClient } from '@mi/client';
 import { StreamingSession, type MlLimits } from './session';
 import { claimAndDie, type FakeMlFault, type FaultState } from './faults';
@@ -57,6 +57,8 @@ export interface FakeMl {
   setFault(fault: FakeMlFault | null, delayMs?: number): void;
   /** Open sessions (for tests: counters, init). */
   sessions(): StreamingSession[];
+  /** The batch passes that ended, in order (for tests: a redelivery that changed nothing ends 'skipped'). */
+  batchPasses(): { transcription_id: string | null | undefined; outcome: BatchOutcome }[];
   /** The trace context each streaming request arrived with, in order (for tests of propagation). */
   requestTraces(): { request: 'start' | 'audio' | 'drain'; session: string; trace: Record<string, string> }[];
 }
@@ -203,6 +205,7 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
   const address = server.address() as AddressInfo;
   baseUrl = `http://${opts.host ?? '127.0.0.1'}:${address.port}`;
 
+  const batchPasses: ReturnType<FakeMl['batchPasses']> = [];
   const ownBus = !opts.bus;
   const bus =
     opts.bus ?? createBus({ projectId: config.GOOGLE_CLOUD_PROJECT, emulatorHost: config.PUBSUB_EMULATOR_HOST, log });
@@ -219,7 +222,8 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
       }
       if (fault() === 'claim-only') return claimAndDie(core, parsed.ok);
       // Throws only when the core could not be reached: the message is redelivered.
-      await runBatchPass(core, config, parsed.ok, log, opts.batchPause);
+      const outcome = await runBatchPass(core, config, parsed.ok, log, opts.batchPause);
+      batchPasses.push({ transcription_id: parsed.ok.transcription_id, outcome });
     });
   } catch (err) {
     await new Promise((r) => server.close(r));
@@ -229,6 +233,7 @@ export async function startFakeMl(opts: FakeMlOptions): Promise<FakeMl> {
 
   return {
     url: baseUrl,
+    batchPasses: () => batchPasses,
     setMode(next) {
       mode = next;
       if (next !== 'hang') for (const s of sessions.values()) s.pump();

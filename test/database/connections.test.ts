@@ -9,7 +9,6 @@ import { createDatabase } from '@mi/lib/db/pool';
 import { applySchema } from '../../schema/apply';
 import { startApi, type ApiHarness } from '../harness';
 import { TEST_LOGINS, type TestDatabase } from '../support/database';
-import { sleep } from '@mi/lib/async';
 
 const native = inject('database').kind === 'native';
 if (!native)
@@ -159,6 +158,10 @@ describe.skipIf(!native)('a database restart under load', () => {
       let resume!: () => void;
       const paused = new Promise<void>((r) => (resume = r));
       let checkedOut = false;
+      // The checked-out client's socket closing: what the restart must reach before the resume.
+      const closed = new Promise<void>((resolve) =>
+        db.pool.once('connect', (client) => client.once('error', () => resolve()).once('end', () => resolve())),
+      );
       const tx = db.withTransaction(async (t) => {
         await t.query('test.first', 'SELECT 1');
         checkedOut = true;
@@ -169,8 +172,7 @@ describe.skipIf(!native)('a database restart under load', () => {
       // The server terminates the connection: pg emits 'error' on the checked-out client, which
       // crashed the process when nothing listened.
       await own.cluster.restart();
-      // Kept: lets the closed socket's 'error' reach the idle checked-out client (no event of it to await).
-      await sleep(200);
+      await closed;
       resume();
       await expect(tx).rejects.toMatchObject({ code: 'unavailable', retryAfterSeconds: expect.any(Number) });
       expect((await db.query('test.after', 'SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);

@@ -6,7 +6,6 @@ import WebSocket from 'ws';
 import { startFakeMl, type FakeMl } from '../../emulators/ml/server';
 import { featureVector } from '../../emulators/ml/content';
 import { startApi, type ApiHarness } from '../harness';
-import { sleep } from '@mi/lib/async';
 
 let api: ApiHarness;
 let ml: FakeMl;
@@ -313,8 +312,16 @@ describe('fake ML batch pass', () => {
 
     // A redelivered message finds the transcription claimed and changes nothing.
     await api.rt.bus.publish(api.config.PUBSUB_TOPIC_RECORDING_FINALIZED, message);
-    // Kept: a redelivery that changes nothing leaves no trace to wait for.
-    await sleep(1000);
+    await vi.waitFor(
+      () => expect(ml.batchPasses().filter((p) => p.transcription_id === ids.transcriptionId)).toHaveLength(2),
+      { timeout: 20_000 },
+    );
+    expect(
+      ml
+        .batchPasses()
+        .filter((p) => p.transcription_id === ids.transcriptionId)
+        .at(-1)?.outcome,
+    ).toBe('skipped');
     const after = await api.request('GET', `/transcriptions/${ids.transcriptionId}/status-history`, { token: user });
     expect(after.body.items).toHaveLength(4);
   });
