@@ -45,6 +45,22 @@ const waitingQuery = async (pattern: string) =>
     )
   ).rowCount! > 0;
 
+/**
+ * db:apply while a writer holds a transaction open (rows 100, then 101 from another connection
+ * meanwhile): the conversion's brief exclusive steps give way to it (and so to the writers that
+ * would queue behind them) and are retried.
+ */
+async function applyBesideWriter(insert: (c: pg.Client, seq: number) => Promise<unknown>) {
+  const open = await connect();
+  await open.query('BEGIN');
+  await insert(open, 100);
+  const log: string[] = [];
+  const applying = applySchema(database.url, { onlineRows: 5, lockTimeoutMs: 200, log: (l) => log.push(l) });
+  await until('the conversion to give way to the open writer', () => log.some((l) => /waited too long/.test(l)));
+  await insert(await connect(), 101);
+  await open.query('COMMIT');
+  return applying;
+}
 describe('db:apply online', { timeout: 120_000 }, () => {
   it('should give way to a long reader instead of queueing the writers behind its lock, then apply', async () => {
     await db.query('ALTER TABLE note DROP COLUMN tags'); // the plan re-adds it: ACCESS EXCLUSIVE on note
@@ -163,17 +179,8 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     expect(dry.statements).toContainEqual(expect.stringMatching(/ATTACH PARTITION "event_outbox_before_\d{8}"/));
     expect(await kind()).toBe('r');
 
-    // An open writer: the conversion's brief exclusive steps give way to it (and so to the writers
-    // that would queue behind them) and are retried; the keys are built CONCURRENTLY.
-    const open = await connect();
-    await open.query('BEGIN');
-    await insert(open, 100);
-    const log: string[] = [];
-    const applying = applySchema(database.url, { onlineRows: 5, lockTimeoutMs: 200, log: (l) => log.push(l) });
-    await until('the conversion to give way to the open writer', () => log.some((l) => /waited too long/.test(l)));
-    await insert(await connect(), 101);
-    await open.query('COMMIT');
-    const result = await applying;
+    // The keys are built CONCURRENTLY beside the open writer.
+    const result = await applyBesideWriter(insert);
     expect(result.statements).toEqual(dry.statements);
     expect(result.statements).toContainEqual(expect.stringMatching(/^CREATE UNIQUE INDEX CONCURRENTLY/));
 
@@ -213,15 +220,7 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     const insert = (c: pg.Client, seq: number) => c.query(rows, [meeting, seq, seq]);
     await db.query(rows, [meeting, 1, 10]);
 
-    const open = await connect();
-    await open.query('BEGIN');
-    await insert(open, 100);
-    const log: string[] = [];
-    const applying = applySchema(database.url, { onlineRows: 5, lockTimeoutMs: 200, log: (l) => log.push(l) });
-    await until('the conversion to give way to the open writer', () => log.some((l) => /waited too long/.test(l)));
-    await insert(await connect(), 101);
-    await open.query('COMMIT');
-    const result = await applying;
+    const result = await applyBesideWriter(insert);
     expect(result.statements).toContainEqual(expect.stringMatching(/ATTACH PARTITION "segment_manifest_before_\d{8}"/));
 
     const kind = await db.query(`SELECT relkind FROM pg_class WHERE relname = 'segment_manifest'`);
