@@ -30,10 +30,10 @@ const BENCH_RECORDING_ENV = {
   LIVE_MAX_CONNECTIONS_PER_USER: '20',
 };
 export const SERVER_CORE = 1;
-// BENCH_LIVE_BUNDLE: another release's live bundle (bench:upgrade: the one serving during the apply).
-export const LIVE_BUNDLE = process.env.BENCH_LIVE_BUNDLE
-  ? path.resolve(process.env.BENCH_LIVE_BUNDLE)
-  : path.join(ROOT, 'run-services/live/dist/server.js');
+/** This tree's live bundle. */
+export const BUNDLE = path.join(ROOT, 'run-services/live/dist/server.js');
+// BENCH_LIVE_BUNDLE: another release's live bundle (bench:upgrade: the one serving before the rollout).
+export const LIVE_BUNDLE = process.env.BENCH_LIVE_BUNDLE ? path.resolve(process.env.BENCH_LIVE_BUNDLE) : BUNDLE;
 export const TELEMETRY_PRELOAD = path.join(ROOT, 'run-services/live/dist/telemetry-register.js');
 
 export interface Stack {
@@ -139,14 +139,14 @@ export async function makeRecordings(db: Database, n: number): Promise<{ token: 
 /** The live service's deployable on a port of its own, as the container runs it (with its telemetry preload). */
 export async function startLive(
   env: Record<string, string | undefined>,
-  o: { nodeFlags?: string[]; core?: number; node?: string; preload?: boolean } = {},
+  o: { nodeFlags?: string[]; core?: number; node?: string; preload?: boolean; script?: string } = {},
 ): Promise<{ server: Child; port: number }> {
   const port = await freePort();
   const nodeFlags = [...(o.preload === false ? [] : ['--import', TELEMETRY_PRELOAD]), ...(o.nodeFlags ?? [])];
   const server = child(
     [],
     { ...env, PORT: String(port), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error' },
-    { nodeFlags, core: o.core, script: LIVE_BUNDLE, node: o.node },
+    { nodeFlags, core: o.core, script: o.script ?? LIVE_BUNDLE, node: o.node },
   );
   await waitHealthy(port, server);
   return { server, port };

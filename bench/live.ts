@@ -222,7 +222,7 @@ export async function measure(
   seconds: number,
   env: Record<string, string | undefined>,
   dir: string,
-  o: { pinned: boolean; named: Record<string, number | undefined>; node: string; change?: Change },
+  o: { pinned: boolean; named: Record<string, number | undefined>; node: string; change?: Change; script?: string },
 ): Promise<Measured> {
   // BENCH_PROFILE=<dir>: a CPU profile of the live server process.
   const nodeFlags = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
@@ -233,7 +233,7 @@ export async function measure(
     // As the container runs it: with the telemetry preload (Dockerfile CMD), unless a change leaves it out.
     ({ server, port } = await startLive(
       { ...env, ...o.change?.env },
-      { nodeFlags, core, node: o.node, preload: o.change?.preload },
+      { nodeFlags, core, node: o.node, preload: o.change?.preload, script: o.script },
     ));
   } else {
     server = child(['bare'], env, { core, node: o.node });

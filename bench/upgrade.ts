@@ -1,29 +1,31 @@
 // `npm run bench:upgrade`: db:apply from a released schema to today's on a database of
 // BENCH_SEGMENTS transcript segments (default 1,000,000) while BENCH_RECORDINGS recordings
 // (default 200) stream to the live service (bench:live's stack: the deployable bundle, emulators,
-// an ML sink). Reports the longest lock wait any other backend saw while the upgrade ran, and the
-// live path's acknowledgement delays (frame sent → progress event covering it) with the upgrade
-// against a baseline load of the same size without it, in the same run.
+// an ML sink), as deployment runs it (schema/rollout.ts): once before the rollout, the release's
+// own live bundle serving (the apply defers what would break it), then after it, this tree's
+// serving (`--wait-older-release` finishes). Reports, for each, the longest lock wait any other
+// backend saw and the live path's acknowledgement delays (frame sent → progress event covering
+// it), against a baseline load of the same size without an upgrade, in the same run.
 // BENCH_EVENTS outbox events (default 1,000,000) are converted to the day-partitioned outbox,
 // BENCH_MANIFEST manifest rows (default 1,000,000) to the month-partitioned manifest, which the
 // load writes meanwhile.
 // BENCH_FROM (a release of schema/releases, default round-2: the last whose diff rewrites tables
 // and backfills; round-3's diff is today's additions only), BENCH_SECONDS (each load, default 300:
 // long enough that the load covers the whole apply on 1,000,000 segments; the report says if not),
-// BENCH_LIVE_BUNDLE (the live service serving meanwhile: deployment applies the schema before it
-// rolls out, so the release's own bundle, built from its commit, e.g. round-3's from 1cd36ae;
-// today's bundle needs today's columns, event_sequence.routes_version among them).
+// BENCH_LIVE_BUNDLE (the release's live bundle, built from its commit in schema/releases/seed.ts,
+// e.g. round-3's from d22eec2; without it, this tree's serves throughout, and it cannot serve a
+// released schema: it needs today's columns, event_sequence.routes_version among them).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { sleep } from '@mi/lib/async';
-import { applySchema } from '../schema/apply';
+import { applySchema, type ApplyOptions } from '../schema/apply';
 import { brokenInvariants, rowCounts } from '../schema/invariants';
 import { RELEASES, releaseSqlPath } from '../schema/releases/seed';
 import { createTestDatabase, startTestEngine } from '../test/support/database';
 import { measure } from './live';
-import { makeRecordings, serverNode, startStack } from './live-processes';
+import { BUNDLE, LIVE_BUNDLE, makeRecordings, serverNode, startStack } from './live-processes';
 import type { LoadResult } from './live-roles';
 import { ms, percentile, table, writeSection, type Row } from './report';
 
@@ -132,12 +134,15 @@ try {
   stops.push(() => admin.end());
   await admin.query(readFileSync(releaseSqlPath(FROM), 'utf8'));
   const cpu0 = process.cpuUsage();
-  let t = performance.now();
+  const t = performance.now();
   await seedLarge(admin);
   console.log(`seeded ${SEGMENTS} segments of ${FROM.name} in ${((performance.now() - t) / 1000).toFixed(0)} s`);
   const before = await rowCounts(admin);
 
-  const stack = await startStack({ url: database.url, engine: engine.engine });
+  // The services' sessions name themselves (release 4 on) or not (round 3): not the harness's name.
+  const served = new URL(database.url);
+  served.searchParams.delete('application_name');
+  const stack = await startStack({ url: served.toString(), engine: engine.engine });
   stops.push(stack.stop);
   const { db, named } = stack;
   // The live service's pool keeps its production size (10) but waits up to the load's own start
@@ -145,60 +150,71 @@ try {
   // of 200 take starts answered unavailable before any upgrade ran. Waiting, they all start.
   const env = { ...stack.env, DB_CONNECT_TIMEOUT_MS: '60000' };
   const node = serverNode();
-  const load = async () =>
+  const load = async (script = LIVE_BUNDLE) =>
     measure(RECORDINGS, 'live', await makeRecordings(db, RECORDINGS), SECONDS, env, dir, {
       pinned: false,
       named,
       node,
+      script,
     });
   // A first, unreported round warms up the emulators, the JIT and the caches (as bench:live's).
   await measure(10, 'live', await makeRecordings(db, 10), 5, env, dir, { pinned: false, named, node });
   // Baseline: the same load, no upgrade.
   const baseline = await load();
 
-  // The same load again; the upgrade starts once the recordings' first segments are stored.
+  // The same load again, twice: the upgrade starts once the recordings' first segments are stored.
+  // Before the rollout, the release's own bundle serves and the apply defers what would break it;
+  // after it (the release's sessions gone with its load), this tree's bundle serves and the apply
+  // with --wait-older-release finishes (schema/rollout.ts).
   const manifests = async () => Number((await admin.query('SELECT count(*) AS n FROM segment_manifest')).rows[0].n);
-  const stored = await manifests();
-  const during = load();
-  let loadEnd = Infinity;
-  void during.then(
-    () => (loadEnd = performance.now()),
-    () => undefined, // awaited below
-  );
-  while ((await manifests()) < stored + RECORDINGS) await sleep(200);
-  const watch = lockWatch(database.url);
-  const lines: string[] = [];
-  t = performance.now();
-  const applyCpu = process.cpuUsage();
-  const applyFrom = Date.now(); // the load process stamps its frames with the same clock
   const url = new URL(database.url);
   url.searchParams.set('application_name', APPLIER);
-  const result = await applySchema(url.toString(), {
-    log: (l) => {
-      lines.push(`${((performance.now() - t) / 1000).toFixed(1)} s ${l.replace(/\s+/g, ' ').slice(0, 150)}`);
-      console.log(lines.at(-1)); // as it goes: a run cut short still shows where it was
-    },
-  });
-  const applyMs = performance.now() - t;
-  const applyTo = Date.now();
-  const applyStart = t;
-  const applyCpuMs = (process.cpuUsage(applyCpu).user + process.cpuUsage(applyCpu).system) / 1000;
-  const longest = await watch.stop();
-  console.log(`longest lock wait ${ms(longest.ms)}: ${longest.query.replace(/\s+/g, ' ')}`);
-  const withUpgrade = await during;
-  // How much of the apply the load streamed through (the load may end first on a slow machine).
-  const coveredMs = Math.min(applyMs, loadEnd - applyStart);
+  async function upgradeUnderLoad(name: string, script: string, opts: ApplyOptions) {
+    const stored = await manifests();
+    const during = load(script);
+    let loadEnd = Infinity;
+    void during.then(
+      () => (loadEnd = performance.now()),
+      () => undefined, // awaited below
+    );
+    while ((await manifests()) < stored + RECORDINGS) await sleep(200);
+    const watch = lockWatch(database.url);
+    const lines: string[] = [];
+    const t = performance.now();
+    const applyFrom = Date.now(); // the load process stamps its frames with the same clock
+    const result = await applySchema(url.toString(), {
+      ...opts,
+      log: (l) => {
+        lines.push(`${((performance.now() - t) / 1000).toFixed(1)} s ${l.replace(/\s+/g, ' ').slice(0, 150)}`);
+        console.log(lines.at(-1)); // as it goes: a run cut short still shows where it was
+      },
+    });
+    const applyMs = performance.now() - t;
+    const applyTo = Date.now();
+    const longest = await watch.stop();
+    console.log(`${name}: longest lock wait ${ms(longest.ms)}: ${longest.query.replace(/\s+/g, ' ')}`);
+    const measured = await during;
+    // The acks of the frames sent while the apply ran: what the upgrade could delay. The load's
+    // figures span its whole run, most of it before and after the apply.
+    const inApply = measured.result.ackMs.filter((_, i) => {
+      const sentAt = measured.result.ackSentAt[i];
+      return sentAt >= applyFrom && sentAt <= applyTo;
+    });
+    // How much of the apply the load streamed through (the load may end first on a slow machine).
+    const covered = Math.min(applyMs, loadEnd - t) / applyMs;
+    return { name, script, result, lines, applyMs, covered, longest, load: measured.result, inApply };
+  }
+  const cpu1 = process.cpuUsage();
+  const phases = [
+    await upgradeUnderLoad('before the rollout', LIVE_BUNDLE, {}),
+    await upgradeUnderLoad('after the rollout', BUNDLE, { waitOlderReleaseMs: 600_000 }),
+  ];
+  const applyCpuMs = (process.cpuUsage(cpu1).user + process.cpuUsage(cpu1).system) / 1000;
 
-  // The acks of the frames sent while the apply ran: what the upgrade could delay. The load's
-  // figures span its whole 300 s, most of it before and after the apply.
-  const inApply = withUpgrade.result.ackMs.filter((_, i) => {
-    const sentAt = withUpgrade.result.ackSentAt[i];
-    return sentAt >= applyFrom && sentAt <= applyTo;
-  });
   const after = await rowCounts(admin);
   const lost = Object.entries(before).filter(([k, n]) => k !== 'segment_manifest' && after[k] < n);
   const broken = await brokenInvariants(admin);
-  const problems = [baseline.result, withUpgrade.result].filter((r) => Object.keys(r.problems).length);
+  const problems = [baseline.result, ...phases.map((p) => p.load)].filter((r) => Object.keys(r.problems).length);
   const row = (name: string, r: LoadResult): Row => ({
     load: name,
     'acked/sent': (r.acked / r.sent).toFixed(4),
@@ -206,37 +222,50 @@ try {
     'ack p99': ms(percentile(r.ackMs, 99)),
     'ack max': ms(largest(r.ackMs)),
   });
-  // The plan's statements are in schema/releases; the timeline keeps the apply's own notes (lock
-  // retries, applied, data steps) and any statement flagged as rewriting a table or destructive.
-  const planLines = lines.filter((l) => {
-    const text = l.replace(/^[\d.]+ s /, '');
-    return !text.startsWith('-- ') || text.startsWith('-- online, outside the transaction:');
-  });
-  const at = (l: string | undefined) => l?.split(' s ')[0] ?? '-';
-  const planAt = [...new Set([at(planLines[0]), at(planLines.at(-1))])].join('–');
+  const bundle = (script: string) => (script === BUNDLE ? "this tree's bundle" : `the bundle ${script}`);
+  const phaseText = (p: (typeof phases)[number]) => {
+    // The plan's statements are in schema/releases; the timeline keeps the apply's own notes (lock
+    // retries, waits, deferrals, applied, data steps) and any statement flagged as rewriting a table or destructive.
+    const planLines = p.lines.filter((l) => {
+      const text = l.replace(/^[\d.]+ s /, '');
+      return !text.startsWith('-- ') || text.startsWith('-- online, outside the transaction:');
+    });
+    const at = (l: string | undefined) => l?.split(' s ')[0] ?? '-';
+    const planAt = [...new Set([at(planLines[0]), at(planLines.at(-1))])].join('–');
+    return [
+      `**db:apply ${p.name}** (${bundle(p.script)} serving): frames sent while it ran: ${p.inApply.length.toLocaleString('en')}; ` +
+        `ack p99 ${ms(percentile(p.inApply, 99))}, max ${ms(largest(p.inApply))} ` +
+        `(target: none past 2.5 s: ${p.inApply.length && largest(p.inApply) <= 2500 ? 'met' : 'not met'}). ` +
+        `Longest lock wait of another backend: ${ms(p.longest.ms)}. ${(p.applyMs / 1000).toFixed(1)} s wall, ` +
+        `${p.result.statements.length} statement(s), ${p.result.deferred.length} deferred, the load streaming through ` +
+        `${(100 * p.covered).toFixed(0)}% of it.`,
+      '',
+      `Timeline (the apply's notes; its ${planLines.length} plan line(s), logged at ${planAt} s, left out):`,
+      '',
+      '```',
+      ...p.lines.filter((l) => !planLines.includes(l)),
+      '```',
+    ];
+  };
   const body = [
     `db:apply from ${FROM.name} (schema/releases) to today's schema.sql on ${SEGMENTS.toLocaleString('en')} transcript segments` +
       `, ${EVENTS.toLocaleString('en')} outbox events and ${MANIFEST.toLocaleString('en')} manifest rows ` +
       `(${Math.ceil(SEGMENTS / SEGMENTS_PER_MEETING)} meetings) while ${RECORDINGS} recordings stream for ${SECONDS} s to the ` +
-      `live service (bench:live's stack, not pinned${process.env.BENCH_LIVE_BUNDLE ? `; its bundle ${process.env.BENCH_LIVE_BUNDLE}` : ''}); baseline: the same load without the upgrade. ${engine.engine.label}.`,
+      `live service (bench:live's stack, not pinned), as deployment runs it: before the rollout, with ${bundle(LIVE_BUNDLE)} ` +
+      `serving; after it, with this tree's, \`--wait-older-release\`. Baseline: the same load without an upgrade. ${engine.engine.label}.`,
     '',
-    table([row('baseline (no upgrade)', baseline.result), row('during db:apply', withUpgrade.result)]),
+    table([
+      row('baseline (no upgrade)', baseline.result),
+      ...phases.map((p) => row(`during db:apply ${p.name}`, p.load)),
+    ]),
     '',
-    `Frames sent while the apply ran: ${inApply.length.toLocaleString('en')}; ack p99 ${ms(percentile(inApply, 99))}, ` +
-      `max ${ms(largest(inApply))} (target: none past 2.5 s: ${largest(inApply) <= 2500 ? 'met' : 'not met'}). ` +
-      `Longest lock wait of another backend: ${ms(longest.ms)}. ` +
-      `The upgrade: ${(applyMs / 1000).toFixed(1)} s wall, ${result.statements.length} statement(s), the load streaming through ` +
-      `${((100 * coveredMs) / applyMs).toFixed(0)}% of it. Rows lost: ${lost.length ? JSON.stringify(lost) : 'none'}; ` +
+    `Rows lost: ${lost.length ? JSON.stringify(lost) : 'none'}; ` +
       `invariants broken: ${Object.keys(broken).length ? JSON.stringify(Object.keys(broken)) : 'none'}; ` +
       `load problems: ${problems.length ? problems.map((r) => JSON.stringify(r.problems)).join(', ') : 'none'}.`,
     '',
-    `Timeline (the apply's notes; its ${planLines.length} plan line(s), logged at ${planAt} s, left out):`,
-    '',
-    '```',
-    ...lines.filter((l) => !planLines.includes(l)),
-    '```',
+    ...phases.flatMap((p) => [...phaseText(p), '']),
   ].join('\n');
-  console.log(`the bench process's CPU while the apply ran: ${(applyCpuMs / 1000).toFixed(1)} s`);
+  console.log(`the bench process's CPU over both upgrades' loads: ${(applyCpuMs / 1000).toFixed(1)} s`);
   console.log(
     `\n${body}\n\nbench process CPU total ${((process.cpuUsage(cpu0).user + process.cpuUsage(cpu0).system) / 1e6).toFixed(0)} s`,
   );

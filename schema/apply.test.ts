@@ -54,7 +54,7 @@ describe('applySchema', { timeout: 120_000 }, () => {
     expect(first.statements).toHaveLength(1);
 
     const second = await applySchema(target.url);
-    expect(second).toEqual({ statements: [], applied: false, dataSteps: {} });
+    expect(second).toEqual({ statements: [], applied: false, dataSteps: {}, deferred: [] });
   });
 
   it('should reach the same state through the migra diff as through schema.sql', async () => {
@@ -64,7 +64,7 @@ describe('applySchema', { timeout: 120_000 }, () => {
     expect(plan.statements.some((s) => /create table "public"\."recording_event_history"/.test(s))).toBe(true);
 
     await target.db.exec(['BEGIN', ...plan.statements, 'COMMIT'].join(';\n'));
-    expect(await applySchema(target.url)).toEqual({ statements: [], applied: false, dataSteps: {} });
+    expect(await applySchema(target.url)).toEqual({ statements: [], applied: false, dataSteps: {}, deferred: [] });
   });
 
   it('should print the plan of an older shape on a dry run, then add the missing column and index', async () => {
@@ -82,7 +82,7 @@ describe('applySchema', { timeout: 120_000 }, () => {
 
     const lines: string[] = [];
     const result = await applySchema(target.url, { log: (l) => lines.push(l) });
-    expect(result).toEqual({ statements: dry.statements, applied: true, dataSteps: {} });
+    expect(result).toEqual({ statements: dry.statements, applied: true, dataSteps: {}, deferred: [] });
     expect(lines.join('\n')).toMatch(/add column "company" text/);
     expect(await columns('person')).toContain('company');
     expect(await indexExists('task_meeting_id_idx')).toBe(true);

@@ -1,5 +1,6 @@
-// `npm run db:apply [--dry-run] [--allow-destructive]`: bring a database to the state of
-// schema/schema.sql while the service runs on it. The target state is loaded into a scratch
+// `npm run db:apply [--dry-run] [--allow-destructive] [--wait-older-release SECONDS]`: bring a
+// database to the state of schema/schema.sql while the service runs on it (and, until it has
+// rolled out, the release before it: schema/rollout.ts). The target state is loaded into a scratch
 // database (see scratchDatabase), migra diffs the live database against it, and the plan is applied (see
 // applySchema). Statements that can lose data are refused unless allowed; data that a new
 // constraint would reject is named before anything is applied. Target: DATABASE_URL, else the local stack's
@@ -8,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { createClient } from '@pgkit/client';
 import { run as migra } from '@pgkit/migra';
@@ -27,8 +29,10 @@ import { dropInvalidIndexes, rewritesTable, runOnline, splitOnline, withLockRetr
 import { namesTable, plannedConversions, statementsOf } from './partitioning';
 import { preflight, PreflightError } from './preflight';
 import { applyRoles, parseRuntimeLogins, type ServiceKind } from './roles';
+import { awaitOlderSessions, DEFERRED_CONVERSIONS, describe, enablesRowSecurity, OlderReleaseError } from './rollout';
 
 export { PreflightError } from './preflight';
+export { OlderReleaseError } from './rollout';
 
 export const SCHEMA_SQL_PATH = fileURLToPath(new URL('./schema.sql', import.meta.url));
 
@@ -44,6 +48,12 @@ export interface ApplyOptions {
   lockRetries?: number;
   /** Logins made members of each kind's runtime role (DB_RUNTIME_LOGINS, schema/roles.ts). */
   runtimeLogins?: Partial<Record<ServiceKind, string>>;
+  /**
+   * After the rollout: how long to wait for the older release's sessions to go before planning.
+   * If some are still there, the deferred changes stay deferred and the apply throws
+   * OlderReleaseError once it has applied the rest.
+   */
+  waitOlderReleaseMs?: number;
 }
 
 export interface ApplyResult {
@@ -52,6 +62,8 @@ export interface ApplyResult {
   applied: boolean;
   /** Rows each data step changed (schema/data-steps.ts); empty when none needed to. */
   dataSteps: Record<string, number>;
+  /** What waits for the older release's sessions to go (schema/rollout.ts): conversions, statements. */
+  deferred: string[];
 }
 
 export class DestructiveChangeError extends Error {
@@ -85,7 +97,7 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
       await inTransaction(target, [schemaSql]);
       await createPartitions(targetUrl, log);
       await applyRoles(target, opts.runtimeLogins, log);
-      return { statements: [schemaSql], applied: true, dataSteps: {} };
+      return { statements: [schemaSql], applied: true, dataSteps: {}, deferred: [] };
     }
     // An index a CONCURRENTLY build left invalid (a run cut short) looks current to the diff.
     if (!opts.dryRun) await dropInvalidIndexes(target, log);
@@ -93,9 +105,14 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     // Writers of a table queue behind the plan's lock request while it waits: 500 ms keeps a live
     // segment commit's wait, and so its acknowledgement, well inside 2.5 s (bench:upgrade).
     const retry = { timeoutMs: opts.lockTimeoutMs ?? 500, retries: opts.lockRetries ?? 100, log };
+    // While an older release runs here, what would break it waits (schema/rollout.ts).
+    const older = await awaitOlderSessions(target, opts.waitOlderReleaseMs ?? 0, log);
+    const defers = (table: string) => older.length > 0 && DEFERRED_CONVERSIONS.has(table);
     // Plain tables schema.sql partitions are converted first (schema/partitioning.ts); a dry run
     // shows the conversion in place of the diff's statements for those tables.
-    const conversions = await plannedConversions(target, schemaSql, (t) => hasRows(target, t, onlineRows));
+    const planned = await plannedConversions(target, schemaSql, (t) => hasRows(target, t, onlineRows));
+    // guard: rollout-defers-manifest | remove: .filter((c) => !defers(c.table)) | test: schema/rollout.test.ts :: round 3 is connected
+    const conversions = planned.filter((c) => !defers(c.table));
     for (const c of conversions) {
       log(`-- ${c.table}: converted to a partitioned table, online:\n${c.online.join(';\n')};`);
       log(`-- ${c.table}: then in one transaction:\n${c.swap.join(';\n')};`);
@@ -106,11 +123,22 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     for (const t of PARTITIONED_TABLES)
       if ((await target.query('SELECT to_regclass($1) AS t', [`public.${t}`])).rows[0].t === null) missing.push(t);
     const own = [...conversions.map((c) => c.table), ...missing];
-    const diff = [
-      ...(await plan(target, targetUrl, schemaSql)).filter((s) => !own.some((t) => namesTable(s, t))),
+    const waiting = planned.filter((c) => defers(c.table)).map((c) => c.table); // plain, its policy with its conversion
+    const whole = [
+      ...(await plan(target, targetUrl, schemaSql)).filter((s) => ![...own, ...waiting].some((t) => namesTable(s, t))),
       ...missing.flatMap((t) => statementsOf(schemaSql, t).map((s) => `${s};`)),
       ...own.flatMap((t) => statementsOf(schemaSql, t, true).map((s) => `${s};`)),
     ];
+    // guard: rollout-defers-row-security | remove: older.length ? whole.filter((s) => !enablesRowSecurity(s)) :  | test: schema/rollout.test.ts :: round 3 is connected
+    const diff = older.length ? whole.filter((s) => !enablesRowSecurity(s)) : whole;
+    const deferred = [
+      ...waiting.map((t) => `-- converting ${t} to a partitioned table`),
+      ...whole.filter((s) => !diff.includes(s)),
+    ];
+    if (deferred.length)
+      log(
+        `-- deferred while ${describe(older)} are connected:\n${deferred.join('\n')}\n-- run db:apply --wait-older-release SECONDS after the rollout`,
+      );
     const { transactions, online } = await splitOnline(target, diff, onlineRows);
     const statements = [...transactions.flat(), ...online];
     const destructive = destructiveStatements(statements, await columnTypes(target));
@@ -130,8 +158,9 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     if (opts.dryRun) {
       const ahead = PARTITIONED_TABLES.map((t) => `${t}'s ${PARTITION_UNIT[t]}s`);
       log(`-- then: ${ahead.join(', ')} through ${PARTITION_DAYS} days ahead are created if missing`);
+      if (deferred.length && opts.waitOlderReleaseMs !== undefined) throw new OlderReleaseError(older, deferred);
       const all = [...conversions.flatMap((c) => [...c.online, ...c.swap]), ...statements];
-      return { statements: all, applied: false, dataSteps: {} };
+      return { statements: all, applied: false, dataSteps: {}, deferred };
     }
     for (const c of conversions) {
       for (const s of c.online) await withLockRetry(retry, () => runOnline(target, s, retry.timeoutMs));
@@ -145,7 +174,8 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     const dataSteps = await runDataSteps(target);
     for (const [step, rows] of Object.entries(dataSteps)) log(`-- data step ${step}: ${rows} row(s)`);
     const all = [...conversions.flatMap((c) => [...c.online, ...c.swap]), ...statements];
-    return { statements: all, applied: all.length > 0, dataSteps };
+    if (deferred.length && opts.waitOlderReleaseMs !== undefined) throw new OlderReleaseError(older, deferred);
+    return { statements: all, applied: all.length > 0, dataSteps, deferred };
   } finally {
     // PGlite serves every connection from one session: the declaration must not outlive the apply.
     await target.query(`SELECT set_config('app.service', '', false)`).catch(() => undefined);
@@ -322,11 +352,25 @@ async function inTransaction(client: pg.Client, statements: string[], lockTimeou
   }
 }
 
+const USAGE = 'usage: db:apply [--dry-run] [--allow-destructive] [--wait-older-release SECONDS]';
+
 async function main(argv: string[]): Promise<void> {
-  const flags = new Set(argv);
-  const unknown = [...flags].filter((f) => f !== '--dry-run' && f !== '--allow-destructive');
-  if (unknown.length)
-    throw new Error(`unknown argument(s): ${unknown.join(' ')}; usage: db:apply [--dry-run] [--allow-destructive]`);
+  const { values: flags } = (() => {
+    try {
+      return parseArgs({
+        args: argv,
+        options: {
+          'dry-run': { type: 'boolean' },
+          'allow-destructive': { type: 'boolean' },
+          'wait-older-release': { type: 'string' },
+        },
+      });
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; ${USAGE}`);
+    }
+  })();
+  const wait = flags['wait-older-release'];
+  if (wait !== undefined && !/^\d+$/.test(wait)) throw new Error(`--wait-older-release takes whole seconds; ${USAGE}`);
   // Only these variables (and DB_RUNTIME_LOGINS): applying a schema must not need the service's secrets.
   let url = process.env.DATABASE_URL || undefined; // empty counts as unset, as in loadConfig
   // The embedded database has one writer: refuse a DATA_DIR that `npm start` (or another apply) holds.
@@ -337,8 +381,9 @@ async function main(argv: string[]): Promise<void> {
     url ??= local!.url;
     try {
       await applySchema(url, {
-        dryRun: flags.has('--dry-run'),
-        allowDestructive: flags.has('--allow-destructive'),
+        dryRun: flags['dry-run'],
+        allowDestructive: flags['allow-destructive'],
+        waitOlderReleaseMs: wait === undefined ? undefined : Number(wait) * 1000,
         runtimeLogins: parseRuntimeLogins(process.env.DB_RUNTIME_LOGINS),
         log: console.log,
       });
@@ -353,6 +398,13 @@ async function main(argv: string[]): Promise<void> {
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   main(process.argv.slice(2)).catch((err) => {
     console.error(err instanceof Error ? err.message : err);
-    process.exitCode = err instanceof DestructiveChangeError ? 2 : err instanceof PreflightError ? 3 : 1;
+    process.exitCode =
+      err instanceof DestructiveChangeError
+        ? 2
+        : err instanceof PreflightError
+          ? 3
+          : err instanceof OlderReleaseError
+            ? 4
+            : 1;
   });
 }

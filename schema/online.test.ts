@@ -196,7 +196,7 @@ describe('db:apply online', { timeout: 120_000 }, () => {
       expect.stringMatching(/^event_outbox_before_/), // its range runs to the second midnight ahead
     ]);
     expect(await brokenInvariants(db)).toEqual({});
-    expect(await applySchema(database.url)).toEqual({ statements: [], applied: false, dataSteps: {} });
+    expect(await applySchema(database.url)).toEqual({ statements: [], applied: false, dataSteps: {}, deferred: [] });
   });
 
   it('should convert a populated plain manifest to month partitions without blocking its writers', async () => {
@@ -230,7 +230,7 @@ describe('db:apply online', { timeout: 120_000 }, () => {
     expect(parts.rows).toEqual([{ part: expect.stringMatching(/^segment_manifest_before_\d{8}$/) }]);
     expect((await db.query('SELECT count(*)::int AS n FROM segment_manifest')).rows[0].n).toBe(13);
     expect(await brokenInvariants(db)).toEqual({});
-    expect(await applySchema(database.url)).toEqual({ statements: [], applied: false, dataSteps: {} });
+    expect(await applySchema(database.url)).toEqual({ statements: [], applied: false, dataSteps: {}, deferred: [] });
   });
 
   it('should keep an index build in the transaction on a small table', async () => {

@@ -228,6 +228,14 @@ function clientWithPassword(password: () => Promise<string>): typeof pg.Client {
   };
 }
 
+/**
+ * This code's release (schema/releases holds the earlier ones' schemas). Its sessions carry it in
+ * application_name, so that db:apply can tell whether an older release still runs on the database
+ * (schema/rollout.ts); releases before 4 named none.
+ */
+export const RELEASE = 4;
+export const SESSION_NAME = `meeting-intelligence r${RELEASE}`;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -296,6 +304,7 @@ export function createDatabase(url: string, opts: DatabaseOptions = {}): Databas
     connectionString: url,
     max: opts.max ?? 10,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 5_000,
+    application_name: SESSION_NAME, // a URL's own application_name wins
     ...(opts.password ? { Client: clientWithPassword(opts.password) } : {}),
     // Sent as startup parameters: every connection of the pool carries them.
     ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),

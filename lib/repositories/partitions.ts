@@ -73,6 +73,8 @@ export async function listPartitions(q: Queryable, table: PartitionedTable): Pro
  */
 export async function ensurePartitions(db: Database, table: PartitionedTable, now = new Date()): Promise<string[]> {
   const existing = await listPartitions(db, table);
+  // None, not even the default: the table is plain still, its conversion deferred (schema/rollout.ts).
+  if (!existing.length) return [];
   const ranges = existing
     .filter((p) => p.from !== null)
     .map((p) => [Date.parse(p.from || '-infinity'), p.to ? Date.parse(p.to) : Infinity]);

@@ -38,6 +38,7 @@ export function runtimeUrl(engine: TestEngine, url: string, kind: ServiceKind): 
   return u.toString();
 }
 const EMPTY = 'mi_empty';
+export const TEST_SESSION_NAME = 'mi-test';
 
 export interface RunningEngine {
   engine: TestEngine;
@@ -94,6 +95,8 @@ export async function createTestDatabase(engine: TestEngine, opts: { schema?: bo
   const name = `t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   // CREATE DATABASE … TEMPLATE copies files: milliseconds, where applying schema.sql takes seconds.
   await adminQuery(engine.adminUrl, `CREATE DATABASE ${name} TEMPLATE ${withSchema ? TEMPLATE : EMPTY}`);
-  const url = engine.adminUrl.replace(/\/[^/]*$/, `/${name}`);
+  // The tests' own sessions name themselves, as operators' tools do: db:apply takes an unnamed one
+  // for an older release of the service (schema/rollout.ts).
+  const url = `${engine.adminUrl.replace(/\/[^/]*$/, `/${name}`)}?application_name=${TEST_SESSION_NAME}`;
   return { url, close: () => adminQuery(engine.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
