@@ -29,7 +29,13 @@ import { dropInvalidIndexes, rewritesTable, runOnline, splitOnline, withLockRetr
 import { namesTable, plannedConversions, statementsOf } from './partitioning';
 import { preflight, PreflightError } from './preflight';
 import { applyRoles, parseRuntimeLogins, type ServiceKind } from './roles';
-import { awaitOlderSessions, DEFERRED_CONVERSIONS, describe, enablesRowSecurity, OlderReleaseError } from './rollout';
+import {
+  awaitOlderSessions,
+  DEFERRED_CONVERSIONS,
+  describeSessions,
+  enablesRowSecurity,
+  OlderReleaseError,
+} from './rollout';
 
 export { PreflightError } from './preflight';
 export { OlderReleaseError } from './rollout';
@@ -137,7 +143,7 @@ export async function applySchema(targetUrl: string, opts: ApplyOptions = {}): P
     ];
     if (deferred.length)
       log(
-        `-- deferred while ${describe(older)} are connected:\n${deferred.join('\n')}\n-- run db:apply --wait-older-release SECONDS after the rollout`,
+        `-- deferred while ${describeSessions(older)} are connected:\n${deferred.join('\n')}\n-- run db:apply --wait-older-release SECONDS after the rollout`,
       );
     const { transactions, online } = await splitOnline(target, diff, onlineRows);
     const statements = [...transactions.flat(), ...online];

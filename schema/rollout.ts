@@ -54,7 +54,8 @@ export async function awaitOlderSessions(
 ): Promise<OlderSession[]> {
   const until = Date.now() + waitMs;
   let older = await olderSessions(client);
-  if (older.length && waitMs > 0) log(`-- waiting up to ${Math.round(waitMs / 1000)} s for ${describe(older)} to go`);
+  if (older.length && waitMs > 0)
+    log(`-- waiting up to ${Math.round(waitMs / 1000)} s for ${describeSessions(older)} to go`);
   while (older.length && Date.now() < until) {
     await sleep(Math.min(2_000, until - Date.now()));
     older = await olderSessions(client);
@@ -62,7 +63,7 @@ export async function awaitOlderSessions(
   return older;
 }
 
-export const describe = (sessions: OlderSession[]) =>
+export const describeSessions = (sessions: OlderSession[]) =>
   `${sessions.length} session(s) of an older release (${sessions
     .slice(0, 5)
     .map((s) => `pid ${s.pid} ${s.user}${s.address ? `@${s.address}` : ''} since ${s.since}`)
@@ -74,8 +75,8 @@ export class OlderReleaseError extends Error {
     readonly deferred: string[],
   ) {
     super(
-      `${describe(sessions)} still connected: ${deferred.length} change(s) deferred, the rest applied; ` +
-        'both releases run on the database as it is. Run db:apply again once they are gone.',
+      `${describeSessions(sessions)} still connected: ${deferred.length} change(s) deferred (listed above). ` +
+        'Both releases run on the database as it stands; run db:apply again once they are gone.',
     );
     this.name = 'OlderReleaseError';
   }

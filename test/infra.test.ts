@@ -821,12 +821,15 @@ describe('database roles', () => {
       { versionName: 'projects/$PROJECT_ID/secrets/DATABASE_OWNER_URL/versions/latest', env: 'DATABASE_OWNER_URL' },
     ]);
     const steps = build.steps as Obj[];
-    expect(steps.filter((s) => s.secretEnv).map((s) => s.id)).toEqual(['schema-apply']);
-    const script = steps.find((s) => s.id === 'schema-apply')!.args.join('\n');
-    expect(script).toContain(
-      'export DB_RUNTIME_LOGINS="api=${_DB_LOGIN_API},live=${_DB_LOGIN_LIVE},sweep=${_DB_LOGIN_SWEEP}"',
-    );
-    expect(script.indexOf('DB_RUNTIME_LOGINS=')).toBeLessThan(script.indexOf('npm run db:apply'));
+    const schemaSteps = steps.filter((s) => s.secretEnv);
+    expect(schemaSteps.map((s) => s.id)).toEqual(['schema-apply', 'schema-finish']);
+    for (const step of schemaSteps) {
+      expect(step.env).toContain(
+        'DB_RUNTIME_LOGINS=api=${_DB_LOGIN_API},live=${_DB_LOGIN_LIVE},sweep=${_DB_LOGIN_SWEEP}',
+      );
+      expect(step.args[0]).toBe('schema/cloud-apply.sh');
+    }
+    expect(readFileSync(join(root, 'schema/cloud-apply.sh'), 'utf8')).toMatch(/^npm run db:apply -- "\$@"$/m);
     const subs = String(mod('envs/dev').output.cloudbuild_substitutions[0].value);
     for (const u of units)
       expect(subs).toMatch(
@@ -879,6 +882,13 @@ describe('cloudbuild.yaml', () => {
       expect([...stepsBefore(id)], id).toEqual(expect.arrayContaining(['install', 'typecheck', 'test']));
     for (const id of deploys) expect([...stepsBefore(id)], id).toContain('schema-apply');
     expect([...stepsBefore('smoke-test')]).toEqual(expect.arrayContaining(deploys));
+    // What the older release cannot run beside waits until after the rollout (schema/rollout.ts),
+    // and the build's timeout leaves room for that wait.
+    const finish = steps[ids.indexOf('schema-finish')];
+    expect([...stepsBefore('schema-finish')]).toContain('smoke-test');
+    const wait = Number(finish.args[finish.args.indexOf('--wait-older-release') + 1]);
+    expect(wait).toBeGreaterThanOrEqual(3600); // Cloud Run's request timeout: the longest an old WebSocket lives
+    expect(Number.parseInt(build.timeout, 10)).toBeGreaterThan(wait + 1800);
     expect(steps[ids.indexOf('test')].name).toMatch(/google-cloud-cli:emulators$/);
   });
 
