@@ -109,7 +109,7 @@ function lockWatch(url: string) {
       await sleep(100);
     }
     await client.end();
-  })();
+  })().catch(() => undefined); // the engine stopping under it: the run's own error is reported
   return {
     stop: async () => {
       running = false;
@@ -188,7 +188,7 @@ try {
         lines.push(`${((performance.now() - t) / 1000).toFixed(1)} s ${l.replace(/\s+/g, ' ').slice(0, 150)}`);
         console.log(lines.at(-1)); // as it goes: a run cut short still shows where it was
       },
-    });
+    }).finally(() => watch.stop());
     const applyMs = performance.now() - t;
     const applyTo = Date.now();
     const longest = await watch.stop();
@@ -222,7 +222,10 @@ try {
     'ack p99': ms(percentile(r.ackMs, 99)),
     'ack max': ms(largest(r.ackMs)),
   });
-  const bundle = (script: string) => (script === BUNDLE ? "this tree's bundle" : `the bundle ${script}`);
+  const share = (acks: number[]) =>
+    `${((100 * acks.filter((a) => a > 2500).length) / Math.max(1, acks.length)).toFixed(3)}%`;
+  const bundle = (script: string) =>
+    script === BUNDLE ? "this tree's bundle" : `the release's bundle ${path.relative(process.cwd(), script)}`;
   const phaseText = (p: (typeof phases)[number]) => {
     // The plan's statements are in schema/releases; the timeline keeps the apply's own notes (lock
     // retries, waits, deferrals, applied, data steps) and any statement flagged as rewriting a table or destructive.
@@ -235,7 +238,8 @@ try {
     return [
       `**db:apply ${p.name}** (${bundle(p.script)} serving): frames sent while it ran: ${p.inApply.length.toLocaleString('en')}; ` +
         `ack p99 ${ms(percentile(p.inApply, 99))}, max ${ms(largest(p.inApply))} ` +
-        `(target: none past 2.5 s: ${p.inApply.length && largest(p.inApply) <= 2500 ? 'met' : 'not met'}). ` +
+        `(target: none past 2.5 s: ${p.inApply.length && largest(p.inApply) <= 2500 ? 'met' : 'not met'}; ` +
+        `${share(p.inApply)} past it, against ${share(baseline.result.ackMs)} of the baseline's). ` +
         `Longest lock wait of another backend: ${ms(p.longest.ms)}. ${(p.applyMs / 1000).toFixed(1)} s wall, ` +
         `${p.result.statements.length} statement(s), ${p.result.deferred.length} deferred, the load streaming through ` +
         `${(100 * p.covered).toFixed(0)}% of it.`,

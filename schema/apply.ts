@@ -346,11 +346,47 @@ async function columnTypes(client: pg.Client): Promise<ColumnTypes> {
   return (table, column) => types.get(`${table}.${column}`);
 }
 
+// A table a statement acts on or refers to (schema.sql's bare names and migra's quoted ones).
+const NAMED_TABLE =
+  /\b(?:TABLE|ON|REFERENCES)\s+(?:ONLY\s+)?(?:IF\s+(?:NOT\s+)?EXISTS\s+)?(?:"?public"?\.)?"?(\w+)"?/gi;
+// The service's units of work append their events last (lib/events.ts): locked last here too.
+const LOCKED_LAST = ['event_sequence', 'event_outbox'];
+
+/**
+ * The existing tables the statements name, in the order the transaction locks them up front.
+ * Taken statement by statement, the plan held each lock while its later statements ran and then
+ * waited for the next table: a service transaction holding that table and wanting an earlier one
+ * closed a cycle on every retry (bench:upgrade from round 3: 100 retries, all given way, mostly at
+ * a policy on `recording`). Taken in one statement, they are all held before any statement runs,
+ * and a retry wins as soon as the tables are free together (the first try, in the same bench).
+ */
+async function tablesToLock(client: pg.Client, statements: string[]): Promise<string[]> {
+  const named = new Set(statements.flatMap((s) => [...s.matchAll(NAMED_TABLE)].map((m) => m[1])));
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT relname AS name FROM pg_class WHERE relnamespace = 'public'::regnamespace
+       AND relkind IN ('r', 'p') AND NOT relispartition AND relname = ANY($1) ORDER BY relname`,
+    [[...named]],
+  );
+  const last = (name: string) => LOCKED_LAST.indexOf(name);
+  return rows.map((r) => r.name).sort((a, b) => last(a) - last(b));
+}
+
 async function inTransaction(client: pg.Client, statements: string[], lockTimeoutMs?: number): Promise<void> {
   await client.query('BEGIN');
   try {
-    if (lockTimeoutMs) await client.query(`SET LOCAL lock_timeout = ${Math.round(lockTimeoutMs)}`);
-    for (const s of statements) await client.query(s);
+    if (lockTimeoutMs) {
+      await client.query(`SET LOCAL lock_timeout = ${Math.round(lockTimeoutMs)}`);
+      const tables = await tablesToLock(client, statements);
+      // no guard: the plan's statements take these locks anyway; taking them first only shortens
+      // the time the apply holds some while it waits for others (see tablesToLock).
+      if (tables.length)
+        statements = [`LOCK TABLE ${tables.map((t) => `"${t}"`).join(', ')} IN ACCESS EXCLUSIVE MODE`, ...statements];
+    }
+    for (const s of statements)
+      await client.query(s).catch((err: unknown) => {
+        (err as { statement?: string }).statement = s; // which one gave way, for the log
+        throw err;
+      });
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});

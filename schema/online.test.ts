@@ -82,7 +82,7 @@ describe('db:apply online', { timeout: 120_000 }, () => {
       () => lines.some((l) => l.includes('waited too long for a lock')),
       APPLY,
     );
-    // A writer of note is not stuck behind the waiting ALTER TABLE while the reader goes on.
+    // A writer of note is not stuck behind the apply's waiting lock while the reader goes on.
     const writer = await connect();
     await writer.query(`INSERT INTO note (user_id, content) VALUES ($1, 'written during the upgrade')`, [user]);
     expect(done).toBe(false);
@@ -107,8 +107,8 @@ describe('db:apply online', { timeout: 120_000 }, () => {
 
     const lines: string[] = [];
     const applying = applySchema(database.url, { lockTimeoutMs: 30_000, log: (l) => lines.push(l) });
-    // The plan alters meeting, then note: it holds meeting while it waits for the service's note.
-    await until('the apply to wait for note', () => waitingQuery('%alter table "public"."note"%'), APPLY);
+    // The plan locks meeting, then note: it holds meeting while it waits for the service's note.
+    await until('the apply to wait for note', () => waitingQuery('LOCK TABLE "meeting", "note" %'), APPLY);
     const reading = service.query('SELECT count(*) FROM meeting');
     await until(
       'the apply to give way',

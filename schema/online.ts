@@ -79,6 +79,7 @@ export async function runOnline(client: pg.Client, statement: string, lockTimeou
   try {
     await client.query(statement);
   } catch (err) {
+    (err as { statement?: string }).statement = statement;
     const create = CREATE_INDEX.exec(statement.replace(/\s+concurrently\b/i, ''));
     if (create) await client.query(`DROP INDEX CONCURRENTLY IF EXISTS ${create[2]}`);
     throw err;
@@ -106,7 +107,8 @@ export async function withLockRetry(
     } catch (err) {
       const reason = GIVE_WAY[(err as { code?: string }).code ?? ''];
       if (!reason || tried >= opts.retries) throw err;
-      opts.log(`-- ${reason} (try ${tried + 1}), retrying`);
+      const at = (err as { statement?: string }).statement?.replace(/\s+/g, ' ').slice(0, 80);
+      opts.log(`-- ${reason} (try ${tried + 1})${at ? ` at: ${at}` : ''}, retrying`);
       await sleep(200 + Math.random() * 800);
     }
   }

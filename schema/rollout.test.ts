@@ -17,7 +17,7 @@ import { until } from '../test/support/poll';
 import { applySchema, OlderReleaseError } from './apply';
 import { brokenInvariants } from './invariants';
 import { RELEASES, releaseSqlPath } from './releases/seed';
-import { enablesRowSecurity } from './rollout';
+import { enablesRowSecurity, olderSessions } from './rollout';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ROUND_3 = RELEASES.find((r) => r.name === 'round-3')!;
@@ -106,7 +106,20 @@ describe.skipIf(inject('database').kind !== 'native')(
         { relname: 'segment_manifest', relkind: 'r' },
       ]);
 
-      // Before the rollout: everything else applies.
+      // An owner without pg_read_all_stats (Cloud SQL's) sees it too.
+    const viewer = `rollout_viewer_${pid}`;
+    await admin.query(`CREATE ROLE ${viewer} LOGIN`);
+    try {
+      const u = new URL(unnamed(url));
+      u.username = viewer;
+      const unprivileged = await connect(u.toString(), 'rollout-test');
+      expect((await olderSessions(unprivileged)).map((s) => s.pid)).toEqual([pid]);
+      await unprivileged.end();
+    } finally {
+      await admin.query(`DROP ROLE ${viewer}`);
+    }
+
+    // Before the rollout: everything else applies.
       const first = await applySchema(url);
       expect(first.applied).toBe(true);
       expect(first.deferred).toContain('-- converting segment_manifest to a partitioned table');
@@ -165,3 +178,15 @@ describe.skipIf(inject('database').kind !== 'native')(
     });
   },
 );
+
+describe('db:apply --wait-older-release', () => {
+  it('should refuse a wait that is not whole seconds, and an unknown flag, before touching a database', () => {
+    const nowhere = 'postgres://nobody@127.0.0.1:1/none';
+    const fraction = cli(nowhere, '--wait-older-release', '1.5');
+    expect(fraction.status).toBe(1);
+    expect(fraction.stderr).toContain('--wait-older-release takes whole seconds; usage: db:apply');
+    const unknown = cli(nowhere, '--wait-older');
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr).toMatch(/Unknown option '--wait-older'.*usage: db:apply/);
+  });
+});

@@ -37,7 +37,10 @@ export async function olderSessions(client: pg.Client): Promise<OlderSession[]> 
     `SELECT pid, usename AS user, application_name AS application, client_addr::text AS address,
             to_char(backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS since
        FROM pg_stat_activity
-      WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+      WHERE datname = current_database() AND pid <> pg_backend_pid()
+        -- A role without pg_read_all_stats (Cloud SQL's owner) sees another user's backend_type
+        -- and address as null; background workers have no user.
+        AND usesysid IS NOT NULL AND coalesce(backend_type, 'client backend') = 'client backend'
         AND (application_name = ''
              OR coalesce(substring(application_name FROM '^meeting-intelligence r(\\d+)$')::int, $1) < $1)
       ORDER BY backend_start`,

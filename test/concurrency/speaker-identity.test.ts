@@ -6,7 +6,7 @@
 import type { QueryResultRow } from 'pg';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Queryable } from '@mi/lib/db/pool';
 import { assignSpeakerLabel } from '@mi/lib/repositories/speaker-label-assignments';
 import type { ApiHarness, TestResponse } from '../harness';

@@ -38,7 +38,7 @@ export function runtimeUrl(engine: TestEngine, url: string, kind: ServiceKind): 
   return u.toString();
 }
 const EMPTY = 'mi_empty';
-export const TEST_SESSION_NAME = 'mi-test';
+const TEST_SESSION_NAME = 'mi-test';
 
 export interface RunningEngine {
   engine: TestEngine;
