@@ -185,7 +185,7 @@ try {
     const result = await applySchema(url.toString(), {
       ...opts,
       log: (l) => {
-        lines.push(`${((performance.now() - t) / 1000).toFixed(1)} s ${l.replace(/\s+/g, ' ').slice(0, 150)}`);
+        lines.push(`${((performance.now() - t) / 1000).toFixed(1)} s ${l.replace(/\s+/g, ' ').slice(0, 110)}`);
         console.log(lines.at(-1)); // as it goes: a run cut short still shows where it was
       },
     }).finally(() => watch.stop());
@@ -231,7 +231,12 @@ try {
     // retries, waits, deferrals, applied, data steps) and any statement flagged as rewriting a table or destructive.
     const planLines = p.lines.filter((l) => {
       const text = l.replace(/^[\d.]+ s /, '');
-      return !text.startsWith('-- ') || text.startsWith('-- online, outside the transaction:');
+      return (
+        !text.startsWith('-- ') ||
+        /^-- (online, outside the transaction:|\w+: (converted to a partitioned table|then in one transaction))/.test(
+          text,
+        )
+      );
     });
     const at = (l: string | undefined) => l?.split(' s ')[0] ?? '-';
     const planAt = [...new Set([at(planLines[0]), at(planLines.at(-1))])].join('–');
