@@ -23,8 +23,9 @@ export interface OlderSession {
   pid: number;
   user: string;
   application: string;
+  /** null where the caller may not see them (another user's session, without pg_read_all_stats). */
   address: string | null;
-  since: string;
+  since: string | null;
 }
 
 /**
@@ -38,8 +39,8 @@ export async function olderSessions(client: pg.Client): Promise<OlderSession[]> 
             to_char(backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS since
        FROM pg_stat_activity
       WHERE datname = current_database() AND pid <> pg_backend_pid()
-        -- A role without pg_read_all_stats (Cloud SQL's owner) sees another user's backend_type
-        -- and address as null; background workers have no user.
+        -- A role without pg_read_all_stats (Cloud SQL's owner) sees another user's backend_type,
+        -- address and start as null; background workers have no user.
         AND usesysid IS NOT NULL AND coalesce(backend_type, 'client backend') = 'client backend'
         AND (application_name = ''
              OR coalesce(substring(application_name FROM '^meeting-intelligence r(\\d+)$')::int, $1) < $1)
@@ -69,7 +70,7 @@ export async function awaitOlderSessions(
 export const describeSessions = (sessions: OlderSession[]) =>
   `${sessions.length} session(s) of an older release (${sessions
     .slice(0, 5)
-    .map((s) => `pid ${s.pid} ${s.user}${s.address ? `@${s.address}` : ''} since ${s.since}`)
+    .map((s) => `pid ${s.pid} ${s.user}${s.address ? `@${s.address}` : ''}${s.since ? ` since ${s.since}` : ''}`)
     .join(', ')}${sessions.length > 5 ? ', …' : ''})`;
 
 export class OlderReleaseError extends Error {
