@@ -358,7 +358,7 @@ const LOCKED_LAST = ['event_sequence', 'event_outbox'];
  * waited for the next table: a service transaction holding that table and wanting an earlier one
  * closed a cycle on every retry (bench:upgrade from round 3: 100 retries, all given way, mostly at
  * a policy on `recording`). Taken in one statement, they are all held before any statement runs,
- * and a retry wins as soon as the tables are free together (the first try, in the same bench).
+ * and a retry wins as soon as the tables are free together (within 4 tries, in the same bench).
  */
 async function tablesToLock(client: pg.Client, statements: string[]): Promise<string[]> {
   const named = new Set(statements.flatMap((s) => [...s.matchAll(NAMED_TABLE)].map((m) => m[1])));
