@@ -107,19 +107,19 @@ describe.skipIf(inject('database').kind !== 'native')(
       ]);
 
       // An owner without pg_read_all_stats (Cloud SQL's) sees it too.
-    const viewer = `rollout_viewer_${pid}`;
-    await admin.query(`CREATE ROLE ${viewer} LOGIN`);
-    try {
-      const u = new URL(unnamed(url));
-      u.username = viewer;
-      const unprivileged = await connect(u.toString(), 'rollout-test');
-      expect((await olderSessions(unprivileged)).map((s) => s.pid)).toEqual([pid]);
-      await unprivileged.end();
-    } finally {
-      await admin.query(`DROP ROLE ${viewer}`);
-    }
+      const viewer = `rollout_viewer_${pid}`;
+      await admin.query(`CREATE ROLE ${viewer} LOGIN`);
+      try {
+        const u = new URL(unnamed(url));
+        u.username = viewer;
+        const unprivileged = await connect(u.toString(), 'rollout-test');
+        expect((await olderSessions(unprivileged)).map((s) => s.pid)).toEqual([pid]);
+        await unprivileged.end();
+      } finally {
+        await admin.query(`DROP ROLE ${viewer}`);
+      }
 
-    // Before the rollout: everything else applies.
+      // Before the rollout: everything else applies.
       const first = await applySchema(url);
       expect(first.applied).toBe(true);
       expect(first.deferred).toContain('-- converting segment_manifest to a partitioned table');
